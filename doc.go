@@ -1,0 +1,2 @@
+// Package vibebrowser is the module root; it holds only repository-wide tests such as the package-doc check.
+package vibebrowser

@@ -1,0 +1,144 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// ErrUnreachable is wrapped by every error of a call whose connection to the manager could not be made.
+var ErrUnreachable = errors.New("manager unreachable")
+
+// SocketRel is the socket's path relative to the home directory.
+const SocketRel = "run/manager.sock"
+
+// DefaultHome returns $VIBE_HOME, else ~/.vibe-seller.
+func DefaultHome() string {
+	if h := os.Getenv("VIBE_HOME"); h != "" {
+		return h
+	}
+	dir, err := os.UserHomeDir()
+	if err != nil {
+		dir = "."
+	}
+	return filepath.Join(dir, ".vibe-seller")
+}
+
+// Client talks to the manager over its unix socket. Its zero value uses the socket of DefaultHome.
+type Client struct {
+	// Socket is the manager's unix socket path; empty means DefaultHome()/run/manager.sock.
+	Socket string
+	// Timeout bounds each call when the context has no deadline; zero means no bound beyond the context.
+	Timeout time.Duration
+
+	hc *http.Client
+}
+
+// NewClient returns a client of the manager listening on socket.
+func NewClient(socket string) *Client { return &Client{Socket: socket} }
+
+func (c *Client) socket() string {
+	if c.Socket != "" {
+		return c.Socket
+	}
+	return filepath.Join(DefaultHome(), SocketRel)
+}
+
+func (c *Client) http() *http.Client {
+	if c.hc == nil {
+		sock := c.socket()
+		c.hc = &http.Client{Transport: &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, "unix", sock)
+			},
+			DisableCompression: true,
+			MaxIdleConns:       4,
+		}}
+	}
+	return c.hc
+}
+
+// Do sends method path with body encoded as JSON (nil for none) and decodes a 2xx answer into out (nil to
+// discard it). A non-2xx answer is returned as *Error; a failed dial wraps ErrUnreachable.
+func (c *Client) Do(ctx context.Context, method, path string, body, out any) error {
+	if c.Timeout > 0 {
+		if _, ok := ctx.Deadline(); !ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, c.Timeout)
+			defer cancel()
+		}
+	}
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return fmt.Errorf("encode %s: %w", path, err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://manager"+path, rd)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http().Do(req)
+	if err != nil {
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			return fmt.Errorf("is the manager running? (%s): %w: %w", c.socket(), ErrUnreachable, op.Err)
+		}
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return fmt.Errorf("%s %s: read answer: %w", method, path, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		e := &Error{Status: resp.StatusCode}
+		if json.Unmarshal(data, e) != nil || e.Message == "" {
+			e.Message = string(bytes.TrimSpace(data))
+			if e.Message == "" {
+				e.Message = http.StatusText(resp.StatusCode)
+			}
+		}
+		return e
+	}
+	if out == nil || len(data) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("%s %s: decode answer: %w", method, path, err)
+	}
+	return nil
+}
+
+// Health asks whether the manager is up.
+func (c *Client) Health(ctx context.Context) (Health, error) {
+	var h Health
+	err := c.Do(ctx, http.MethodGet, PathHealth, nil, &h)
+	return h, err
+}
+
+// EnsureSession makes the requested browser ready and returns the endpoint the caller must use.
+func (c *Client) EnsureSession(ctx context.Context, req EnsureRequest) (EnsureResponse, error) {
+	var out EnsureResponse
+	err := c.Do(ctx, http.MethodPost, PathSessionEnsure, req, &out)
+	return out, err
+}
+
+// ReportEvent sends ev to the manager.
+func (c *Client) ReportEvent(ctx context.Context, ev Event) error {
+	return c.Do(ctx, http.MethodPost, PathEvents, ev, nil)
+}

@@ -1,0 +1,2 @@
+// Package state keeps the manager's durable state in SQLite: stores, browsers, tasks, ports and tab ownership.
+package state
