@@ -1,0 +1,143 @@
+package wrapshim
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// Format is the version of the shim/config contract. Bump it whenever either side changes meaning; the
+// manager wipes wrappers of older formats at boot and a shim refuses a config newer than itself.
+const Format = 1
+
+// ConfigName is the file name of the config the manager writes beside each shim copy.
+const ConfigName = "browser-use.json"
+
+// Kinds of shim.
+const (
+	KindStore = "store" // a store's wrapper: bin/<slug>/browser-use
+	KindWeb   = "web"   // the store-less web browser's wrapper: bin/_web/browser-use
+	KindGuard = "guard" // bin/_guard/browser-use: always refuses
+)
+
+// Defaults applied to zero values of the config's bounds.
+const (
+	DefaultCallTimeoutS   = 120
+	DefaultKillGraceS     = 5
+	DefaultReloadTimeoutS = 30
+	DefaultEnsureTimeoutS = 240
+)
+
+// Config is baked by the manager beside each shim copy. Every field is checked when read: unknown fields, a
+// missing or newer format and missing required paths are errors.
+type Config struct {
+	Format int    `json:"format"`
+	Kind   string `json:"kind"`
+	// StoreID and Slug name the store (KindStore only).
+	StoreID string `json:"store_id,omitempty"`
+	Slug    string `json:"slug,omitempty"`
+	// ManagerSocket is the manager's unix socket (absolute).
+	ManagerSocket string `json:"manager_socket,omitempty"`
+	// RealBU is the absolute path of the real browser-use CLI, resolved at generation.
+	RealBU string `json:"real_bu,omitempty"`
+	// RuntimeDir and TmpDir become BH_RUNTIME_DIR and BH_TMP_DIR; the wedge counters live in RuntimeDir.
+	RuntimeDir string `json:"runtime_dir,omitempty"`
+	TmpDir     string `json:"tmp_dir,omitempty"`
+	// WorkerSlots bounds --worker N; 0 disables the flag.
+	WorkerSlots int `json:"worker_slots"`
+	// CallTimeoutS bounds one call of the real CLI (0: DefaultCallTimeoutS).
+	CallTimeoutS int `json:"call_timeout_s,omitempty"`
+	// KillGraceS is the wait between SIGTERM and SIGKILL of a timed-out call (0: DefaultKillGraceS).
+	KillGraceS int `json:"kill_grace_s,omitempty"`
+	// ReloadTimeoutS bounds the `--reload` after a first timeout (0: DefaultReloadTimeoutS).
+	ReloadTimeoutS int `json:"reload_timeout_s,omitempty"`
+	// EnsureTimeoutS bounds the manager's ensure call, which may start a browser (0: DefaultEnsureTimeoutS).
+	EnsureTimeoutS int `json:"ensure_timeout_s,omitempty"`
+}
+
+// ErrNoConfig means no config file sits beside the shim: it was copied by hand or the manager never
+// generated this wrapper. It is distinct from a config that exists but is broken.
+var ErrNoConfig = errors.New("no config beside the shim")
+
+// LoadConfig reads and validates the config at path.
+func LoadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", path, ErrNoConfig)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	cfg, err := ParseConfig(data)
+	if err != nil {
+		return nil, fmt.Errorf("config %s is broken: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// ParseConfig decodes and validates a config strictly.
+func ParseConfig(data []byte) (*Config, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var cfg Config
+	if err := dec.Decode(&cfg); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("trailing data after the JSON object")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &cfg, nil
+}
+
+// Validate checks the fields a shim of this kind needs.
+func (c *Config) Validate() error {
+	switch {
+	case c.Format == 0:
+		return errors.New("missing format")
+	case c.Format < 0:
+		return fmt.Errorf("format %d is not a version", c.Format)
+	case c.Format > Format:
+		return fmt.Errorf("format %d is newer than this shim (format %d); reinstall vibe-browser", c.Format, Format)
+	}
+	switch c.Kind {
+	case KindGuard:
+		return nil
+	case KindStore:
+		if c.StoreID == "" || c.Slug == "" {
+			return errors.New("a store shim needs store_id and slug")
+		}
+	case KindWeb:
+	default:
+		return fmt.Errorf("kind %q is not one of store, web, guard", c.Kind)
+	}
+	for name, p := range map[string]string{"manager_socket": c.ManagerSocket, "real_bu": c.RealBU,
+		"runtime_dir": c.RuntimeDir, "tmp_dir": c.TmpDir} {
+		if !filepath.IsAbs(p) {
+			return fmt.Errorf("%s must be an absolute path, got %q", name, p)
+		}
+	}
+	if c.WorkerSlots < 0 || c.WorkerSlots > 99 {
+		return fmt.Errorf("worker_slots %d is outside 0..99", c.WorkerSlots)
+	}
+	for name, v := range map[string]int{"call_timeout_s": c.CallTimeoutS, "kill_grace_s": c.KillGraceS,
+		"reload_timeout_s": c.ReloadTimeoutS, "ensure_timeout_s": c.EnsureTimeoutS} {
+		if v < 0 {
+			return fmt.Errorf("%s %d is negative", name, v)
+		}
+	}
+	return nil
+}
+
+func orDefault(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
+}

@@ -1,0 +1,165 @@
+package wrapshim
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// RuleError is a refused call: the message names the rule and the allowed form. It maps to ExitUsage.
+type RuleError struct{ Msg string }
+
+func (e *RuleError) Error() string { return e.Msg }
+
+func refuse(format string, args ...any) error { return &RuleError{Msg: fmt.Sprintf(format, args...)} }
+
+// blockedFlags point the real CLI at another browser or another profile; the shim owns the endpoint.
+var blockedFlags = []string{"--cdp-url", "--cdp-ws", "--mcp", "--connect", "--profile"}
+
+// Call is a policy-checked invocation: the arguments for the real CLI and the session identity.
+type Call struct {
+	Args     []string // what the real CLI receives, shim flags removed
+	Worker   int      // the --worker slot, 0 for none
+	Aux      bool     // --session <slug>-aux
+	TaskID   string   // VIBE_TASK_ID, validated, "" for none
+	BUName   string   // browser-use session name (BU_NAME)
+	ClientID string   // mux client id
+}
+
+var (
+	taskIDPattern = regexp.MustCompile(`\A[0-9A-Fa-f]{8}[A-Za-z0-9-]{0,56}\z`)
+	buNamePattern = regexp.MustCompile(`\A[A-Za-z0-9_-]{1,64}\z`)
+)
+
+// Plan applies every session rule of SPEC §3 to the agent's arguments and environment (as os.Environ
+// returns it) and derives BU_NAME and the mux client id. Any violation is a *RuleError.
+func Plan(cfg *Config, args, environ []string) (*Call, error) {
+	task := ""
+	for _, kv := range environ {
+		name, value, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "BU_") {
+			return nil, refuse("%s is set in your environment, but the shim owns every BU_* variable "+
+				"(it sets the session and the browser endpoint itself): unset it and call browser-use again", name)
+		}
+		if name == "VIBE_TASK_ID" {
+			task = value
+		}
+	}
+	if task != "" && !taskIDPattern.MatchString(task) {
+		return nil, refuse("VIBE_TASK_ID %q is not a task id: it must be 8 to 64 characters of "+
+			"[A-Za-z0-9-] whose first 8 are hex, as the agent launcher sets it", task)
+	}
+	call := &Call{TaskID: task}
+	session := ""
+	sawSession, sawWorker := false, false
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		name, value, hasValue := strings.Cut(arg, "=")
+		if !strings.HasPrefix(name, "--") {
+			call.Args = append(call.Args, arg)
+			continue
+		}
+		for _, b := range blockedFlags {
+			if name == b {
+				return nil, refuse("%s is not allowed: the shim connects browser-use to this store's browser "+
+					"itself; drop the flag and call browser-use with your code on stdin", b)
+			}
+		}
+		if name != "--session" && name != "--worker" {
+			call.Args = append(call.Args, arg)
+			continue
+		}
+		if !hasValue {
+			if i+1 >= len(args) {
+				return nil, refuse("%s needs a value: %s", name, allowedForm(cfg, name))
+			}
+			i++
+			value = args[i]
+		}
+		if name == "--session" {
+			if sawSession {
+				return nil, refuse("--session was given twice: %s", allowedForm(cfg, name))
+			}
+			sawSession, session = true, value
+			continue
+		}
+		if sawWorker {
+			return nil, refuse("--worker was given twice: %s", allowedForm(cfg, name))
+		}
+		sawWorker = true
+		n, err := parseWorker(cfg, value)
+		if err != nil {
+			return nil, err
+		}
+		call.Worker = n
+	}
+	if sawSession {
+		if sawWorker {
+			return nil, refuse("--session and --worker cannot be combined: a worker slot is a slot on the main " +
+				"store browser; use either --worker N or --session <slug>-aux")
+		}
+		if cfg.Kind != KindStore || session != cfg.Slug+"-aux" {
+			return nil, refuse("--session %q is not allowed: the session is assigned automatically; %s",
+				session, allowedForm(cfg, "--session"))
+		}
+		call.Aux = true
+	}
+	if call.Worker > 0 && task == "" {
+		return nil, refuse("--worker needs VIBE_TASK_ID: worker slots belong to a task; run browser-use " +
+			"from the task's agent, or drop --worker")
+	}
+	call.BUName, call.ClientID = names(cfg, call)
+	if !buNamePattern.MatchString(call.BUName) {
+		return nil, refuse("session name %q is not valid for browser-use: it must match [A-Za-z0-9_-]{1,64}",
+			call.BUName)
+	}
+	return call, nil
+}
+
+// parseWorker accepts digits only, no leading zero, 1..WorkerSlots.
+func parseWorker(cfg *Config, value string) (int, error) {
+	if cfg.WorkerSlots == 0 {
+		return 0, refuse("--worker is disabled on this machine (VIBE_BROWSER_WORKER_SLOTS=0): " +
+			"run the call without --worker")
+	}
+	valid := value != "" && value[0] != '0'
+	for _, r := range value {
+		valid = valid && r >= '0' && r <= '9'
+	}
+	n, err := strconv.Atoi(value)
+	if !valid || err != nil || n < 1 || n > cfg.WorkerSlots {
+		return 0, refuse("--worker %q is not a worker slot: %s", value, allowedForm(cfg, "--worker"))
+	}
+	return n, nil
+}
+
+func allowedForm(cfg *Config, flag string) string {
+	if flag == "--worker" {
+		return fmt.Sprintf("use --worker N with N a plain number from 1 to %d", cfg.WorkerSlots)
+	}
+	if cfg.Kind == KindStore {
+		return fmt.Sprintf("the only override is --session %s-aux (this store's auxiliary session)", cfg.Slug)
+	}
+	return "the web browser has no session override; drop --session"
+}
+
+// names derives BU_NAME and the mux client id (SPEC §3's table). Both carry the worker slot, so a slot can
+// never produce a daemon and a client that disagree.
+func names(cfg *Config, c *Call) (buName, clientID string) {
+	base := cfg.Slug
+	if cfg.Kind == KindWeb {
+		base = "web"
+	}
+	switch {
+	case c.Aux:
+		return cfg.Slug + "-aux", "aux"
+	case c.TaskID == "":
+		return base, "manual"
+	case c.Worker > 0:
+		slot := fmt.Sprintf("-w%d", c.Worker)
+		return base + "-" + c.TaskID[:8] + slot, c.TaskID + slot
+	default:
+		return base + "-" + c.TaskID[:8], c.TaskID
+	}
+}

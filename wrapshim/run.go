@@ -1,0 +1,251 @@
+package wrapshim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"vibebrowser/manager/api"
+)
+
+// managerDialWindow is how long an unreachable manager is retried: launchd has no readiness signal, so a
+// call right after a (re)start may arrive before the socket listens.
+const managerDialWindow = 3 * time.Second
+
+// eventTimeout bounds the best-effort wedge report.
+const eventTimeout = 2 * time.Second
+
+// Main runs the shim: it reads the config beside the executable, applies the rules, asks the manager for a
+// browser and runs the real CLI. It returns the process exit code.
+func Main(args []string) int {
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "browser-use: cannot locate the shim executable: %v\n", err)
+		return ExitConfig
+	}
+	cfg, err := LoadConfig(filepath.Join(filepath.Dir(exe), ConfigName))
+	if err != nil {
+		if errors.Is(err, ErrNoConfig) {
+			fmt.Fprintf(os.Stderr, "browser-use: this wrapper has no config beside it (%v); it must be generated "+
+				"by the vibe-browser manager: start it (vibe-browser serve) and use the PATH from vibe-browser env\n", err)
+		} else {
+			fmt.Fprintf(os.Stderr, "browser-use: %v; restart the vibe-browser manager to regenerate the wrapper\n", err)
+		}
+		return ExitConfig
+	}
+	s := &shim{cfg: cfg, stderr: os.Stderr}
+	return s.run(args, os.Environ())
+}
+
+type shim struct {
+	cfg    *Config
+	stderr io.Writer
+}
+
+func (s *shim) fail(code int, format string, args ...any) int {
+	fmt.Fprintf(s.stderr, "browser-use: "+format+"\n", args...)
+	return code
+}
+
+func (s *shim) run(args, environ []string) int {
+	cfg := s.cfg
+	if cfg.Kind == KindGuard {
+		return s.fail(ExitUsage, "no managed browser-use wrapper is on PATH for this shell, so no browser is "+
+			"attached. Put the store's wrapper first on PATH with eval \"$(vibe-browser env --store STORE --task "+
+			"$VIBE_TASK_ID)\" (or --web for the store-less web browser), then call browser-use again")
+	}
+	call, err := Plan(cfg, args, environ)
+	if err != nil {
+		return s.fail(ExitUsage, "%v", err)
+	}
+	if err := checkExecutable(cfg.RealBU); err != nil {
+		return s.fail(ExitNoRealCLI, "the real browser-use CLI %v; install browser-use (0.13 or newer) and "+
+			"restart the vibe-browser manager so it bakes the new path", err)
+	}
+	ws, err := s.ensure(call)
+	if err != nil {
+		return s.fail(ExitUnavailable, "no browser for session %s: %v", call.BUName, err)
+	}
+	env := childEnv(environ, cfg, call.BUName, ws)
+	code, timedOut := s.runChild(call.Args, env, time.Duration(orDefault(cfg.CallTimeoutS, DefaultCallTimeoutS))*time.Second)
+	counter := wedgeCounter{path: filepath.Join(cfg.RuntimeDir, "wedge-"+call.BUName+".n")}
+	if !timedOut {
+		if err := counter.reset(); err != nil {
+			fmt.Fprintf(s.stderr, "browser-use: warning: cannot reset the wedge counter: %v\n", err)
+		}
+		return code
+	}
+	return s.escalate(call, env, &counter)
+}
+
+// escalate handles a timed-out call: the first consecutive timeout reloads the session's daemon (142), the
+// next ones give up on the session (75). The call itself is never retried: a heredoc may already have clicked.
+func (s *shim) escalate(call *Call, env []string, counter *wedgeCounter) int {
+	timeout := orDefault(s.cfg.CallTimeoutS, DefaultCallTimeoutS)
+	n, err := counter.increment()
+	if err != nil {
+		// Without a counter we cannot tell a first timeout from a repeat; reloading is the safe answer.
+		fmt.Fprintf(s.stderr, "browser-use: warning: wedge counter: %v\n", err)
+		n = 1
+	}
+	if n == 1 {
+		reload := time.Duration(orDefault(s.cfg.ReloadTimeoutS, DefaultReloadTimeoutS)) * time.Second
+		rc, reloadTimedOut := runBounded(s.cfg.RealBU, []string{"--reload"}, env, nil, s.stderr, s.stderr, reload,
+			time.Duration(orDefault(s.cfg.KillGraceS, DefaultKillGraceS))*time.Second)
+		if reloadTimedOut || rc != 0 {
+			fmt.Fprintf(s.stderr, "browser-use: warning: the reload of session %s did not finish cleanly (exit %d)\n",
+				call.BUName, rc)
+		}
+		return s.fail(ExitTimeout, "browser-use timed out after %ds; reloaded the daemon for session %s. "+
+			"The call was not retried (it may have acted on the page): check the page state, then re-issue it",
+			timeout, call.BUName)
+	}
+	msg := fmt.Sprintf("browser-use timed out after %ds again (%d timeouts in a row) for session %s: the browser "+
+		"is unrecoverable for this session. Stop retrying browser calls in this session and record the "+
+		"unfinished work as a gap", timeout, n, call.BUName)
+	ctx, cancel := context.WithTimeout(context.Background(), eventTimeout)
+	defer cancel()
+	client := api.NewClient(s.cfg.ManagerSocket)
+	_ = client.ReportEvent(ctx, api.Event{ // best effort: the exit code already tells the caller
+		Kind: api.EventWedgeUnrecoverable, StoreID: s.cfg.StoreID, BUName: call.BUName, TaskID: call.TaskID, Message: msg,
+	})
+	return s.fail(ExitWedged, "%s", msg)
+}
+
+// ensure asks the manager for the session's endpoint, retrying an unreachable manager for a short window.
+func (s *shim) ensure(call *Call) (string, error) {
+	timeout := time.Duration(orDefault(s.cfg.EnsureTimeoutS, DefaultEnsureTimeoutS)) * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	req := api.EnsureRequest{Kind: api.KindStore, StoreID: s.cfg.StoreID, ClientID: call.ClientID,
+		BUName: call.BUName, TaskID: call.TaskID}
+	if s.cfg.Kind == KindWeb {
+		req.Kind, req.StoreID = api.KindWeb, ""
+	}
+	client := api.NewClient(s.cfg.ManagerSocket)
+	deadline := time.Now().Add(managerDialWindow)
+	for delay := 25 * time.Millisecond; ; delay = min(2*delay, 500*time.Millisecond) {
+		resp, err := client.EnsureSession(ctx, req)
+		if err == nil {
+			if resp.CDPWS == "" {
+				return "", errors.New("the manager answered without an endpoint")
+			}
+			return resp.CDPWS, nil
+		}
+		var apiErr *api.Error
+		if errors.As(err, &apiErr) {
+			return "", errors.New(apiErr.Message)
+		}
+		if !errors.Is(err, api.ErrUnreachable) || time.Now().Add(delay).After(deadline) {
+			return "", err
+		}
+		time.Sleep(delay)
+	}
+}
+
+// scrubbed variables would send the daemon's CDP traffic through a proxy, spend the user's cloud key or let
+// browser-use spawn a browser of its own.
+var scrubbed = map[string]bool{
+	"http_proxy": true, "https_proxy": true, "all_proxy": true,
+	"HTTP_PROXY": true, "HTTPS_PROXY": true, "ALL_PROXY": true,
+	"BROWSER_USE_API_KEY": true, "BU_AUTOSPAWN": true,
+}
+
+// childEnv is the caller's environment minus the scrubbed variables, plus the session's identity.
+func childEnv(environ []string, cfg *Config, buName, cdpWS string) []string {
+	env := make([]string, 0, len(environ)+6)
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !scrubbed[name] {
+			env = append(env, kv)
+		}
+	}
+	return append(env,
+		"BU_NAME="+buName,
+		"BU_CDP_WS="+cdpWS,
+		"BH_RUNTIME_DIR="+cfg.RuntimeDir,
+		"BH_RUNTIME_DIR_SHARED=1",
+		"BH_TMP_DIR="+cfg.TmpDir,
+		"BH_TMP_DIR_SHARED=1",
+	)
+}
+
+func checkExecutable(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s is missing", path)
+	case fi.IsDir() || fi.Mode().Perm()&0o111 == 0:
+		return fmt.Errorf("%s is not executable", path)
+	}
+	return nil
+}
+
+// runChild runs the real CLI with the caller's stdio, forwarding INT/TERM/HUP to its process group, bounded
+// by timeout. It returns the exit code (128+signal for a signalled child) and whether the timeout fired.
+func (s *shim) runChild(args, env []string, timeout time.Duration) (int, bool) {
+	grace := time.Duration(orDefault(s.cfg.KillGraceS, DefaultKillGraceS)) * time.Second
+	return runBounded(s.cfg.RealBU, args, env, os.Stdin, os.Stdout, s.stderr, timeout, grace)
+}
+
+// runBounded starts path in its own process group and waits for it. Signals the shim receives are forwarded
+// to the group; at timeout the group gets SIGTERM, then SIGKILL after grace.
+func runBounded(path string, args, env []string, stdin io.Reader, stdout, stderr io.Writer, timeout, grace time.Duration) (code int, timedOut bool) {
+	cmd := exec.Command(path, args...)
+	cmd.Env = env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+
+	sigs := make(chan os.Signal, 4) // a burst of distinct signals is forwarded, not dropped
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(stderr, "browser-use: cannot start %s: %v\n", path, err)
+		return ExitNoRealCLI, false
+	}
+	pgid := cmd.Process.Pid
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+wait:
+	for {
+		select {
+		case <-done:
+			break wait
+		case sig := <-sigs:
+			_ = syscall.Kill(-pgid, sig.(syscall.Signal))
+		case <-timer.C:
+			timedOut = true
+			_ = syscall.Kill(-pgid, syscall.SIGTERM)
+			select {
+			case <-done:
+			case <-time.After(grace):
+				_ = syscall.Kill(-pgid, syscall.SIGKILL)
+				<-done
+			}
+			break wait
+		}
+	}
+	ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	switch {
+	case ok && ws.Signaled():
+		return 128 + int(ws.Signal()), timedOut
+	case ok:
+		return ws.ExitStatus(), timedOut
+	default:
+		return cmd.ProcessState.ExitCode(), timedOut
+	}
+}
