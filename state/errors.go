@@ -1,0 +1,48 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error classes. Callers check them with errors.Is; the API maps them to HTTP statuses.
+var (
+	// ErrNotFound: the store, browser session, task, port or setting does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: a unique slug, name or port is held by someone else, or the slug is reserved.
+	// The error is a *ConflictError naming the holder.
+	ErrConflict = errors.New("conflict")
+	// ErrInvalid: the caller passed a value the schema does not accept (name, slug, backend, status…).
+	ErrInvalid = errors.New("invalid argument")
+	// ErrExhausted: no port at or above the base passed the caller's bind test.
+	ErrExhausted = errors.New("exhausted")
+	// ErrForeignFile: the state file is not SQLite, or is SQLite written by another application.
+	// Open never re-creates such a file: the user moves it aside.
+	ErrForeignFile = errors.New("not a vibe-browser state database")
+	// ErrTooNew: the state file was migrated by a newer vibe-browser than this one.
+	ErrTooNew = errors.New("state written by a newer vibe-browser")
+)
+
+// ConflictError says which unique value collided and who holds it.
+// errors.Is(err, ErrConflict) reports true for it.
+type ConflictError struct {
+	What      string // the contested field: "slug", "name" or "port"
+	Value     string // the contested value
+	Owner     string // the holder's id (a store id or a port registry key); empty when Rule is set
+	OwnerName string // the holding store's name, when the holder is a store
+	Rule      string // the reservation rule, when no store holds Value but the rules forbid it
+}
+
+func (e *ConflictError) Error() string {
+	switch {
+	case e.Rule != "":
+		return fmt.Sprintf("%s %q is reserved: %s", e.What, e.Value, e.Rule)
+	case e.OwnerName != "":
+		return fmt.Sprintf("%s %q is taken by store %q (id %s)", e.What, e.Value, e.OwnerName, e.Owner)
+	default:
+		return fmt.Sprintf("%s %q is taken by %s", e.What, e.Value, e.Owner)
+	}
+}
+
+// Is makes errors.Is(err, ErrConflict) true.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }

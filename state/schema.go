@@ -1,0 +1,83 @@
+package state
+
+// applicationID marks a SQLite file as ours ("vibe"), so Open can tell its own state from
+// another application's database that happens to sit at the same path.
+const applicationID = 0x76696265
+
+// migrations[i] takes the schema from user_version i to i+1. Append only: a released entry is
+// never edited, since databases in the field have already run it. Times are Unix nanoseconds;
+// NULL means "not set".
+var migrations = []string{
+	// 1: the initial schema.
+	`
+PRAGMA application_id = 1986617957;
+
+CREATE TABLE stores (
+	id               TEXT PRIMARY KEY,
+	name             TEXT NOT NULL UNIQUE,
+	slug             TEXT NOT NULL UNIQUE,
+	backend          TEXT NOT NULL CHECK (backend IN ('chrome', 'ziniao', 'cdp')),
+	config           TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(config)),
+	token            TEXT NOT NULL,
+	ziniao_company   TEXT NOT NULL DEFAULT '',
+	ziniao_username  TEXT NOT NULL DEFAULT '',
+	ziniao_password  TEXT NOT NULL DEFAULT '',
+	ziniao_browser   TEXT NOT NULL DEFAULT '',
+	created_at       INTEGER NOT NULL,
+	updated_at       INTEGER NOT NULL
+) STRICT;
+
+-- key is a store id or '_web'; rows of a store are deleted with it (DeleteStore).
+CREATE TABLE browser_sessions (
+	key             TEXT PRIMARY KEY,
+	pid             INTEGER NOT NULL DEFAULT 0,
+	pid_start_time  INTEGER,
+	cdp_endpoint    TEXT NOT NULL DEFAULT '',
+	status          TEXT NOT NULL CHECK (status IN ('running', 'stopped')),
+	adopted         INTEGER NOT NULL DEFAULT 0 CHECK (adopted IN (0, 1)),
+	started_at      INTEGER,
+	stopped_at      INTEGER,
+	updated_at      INTEGER NOT NULL
+) STRICT;
+
+CREATE TABLE tasks (
+	id           TEXT PRIMARY KEY,
+	store_id     TEXT REFERENCES stores (id) ON DELETE CASCADE,
+	status       TEXT NOT NULL CHECK (status IN
+	                ('pending', 'queued', 'designing', 'planned', 'running', 'waiting', 'completed', 'failed')),
+	lease_until  INTEGER,
+	created_at   INTEGER NOT NULL,
+	updated_at   INTEGER NOT NULL
+) STRICT;
+CREATE INDEX tasks_store ON tasks (store_id);
+
+-- One registry for every proxy port: a port is never shared between two keys, a key has one port.
+CREATE TABLE ports (
+	port        INTEGER PRIMARY KEY CHECK (port BETWEEN 1 AND 65535),
+	key         TEXT NOT NULL UNIQUE,
+	created_at  INTEGER NOT NULL
+) STRICT;
+
+-- Mux tab ownership per browser, so an adopting manager gives every client its tabs back.
+-- seq keeps each client's targets in the order the mux saved them.
+CREATE TABLE mux_targets (
+	browser_key  TEXT NOT NULL,
+	target_id    TEXT NOT NULL,
+	client_id    TEXT NOT NULL,
+	seq          INTEGER NOT NULL,
+	PRIMARY KEY (browser_key, target_id)
+) STRICT;
+
+CREATE TABLE relaunch_attempts (
+	id   INTEGER PRIMARY KEY,
+	key  TEXT NOT NULL,
+	at   INTEGER NOT NULL
+) STRICT;
+CREATE INDEX relaunch_attempts_key_at ON relaunch_attempts (key, at);
+
+CREATE TABLE settings (
+	key    TEXT PRIMARY KEY,
+	value  TEXT NOT NULL
+) STRICT;
+`,
+}
