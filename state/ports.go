@@ -1,0 +1,110 @@
+package state
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// AllocatePort returns the port registered for key (a store id or WebKey), or registers one: the
+// lowest port at or above base that no other key holds and for which free reports true (the
+// caller's bind test). The check and the insert share one write transaction, so concurrent
+// callers, even in other processes, never get the same port for two keys. A registered port is
+// returned as is, without calling free: its owner may be the one listening on it.
+func (db *DB) AllocatePort(ctx context.Context, key string, base int, free func(port int) bool) (int, error) {
+	if base < 1 || base > 65535 {
+		return 0, fmt.Errorf("allocate port for %s: base %d outside 1-65535: %w", key, base, ErrInvalid)
+	}
+	var port int
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		if err := checkKey(ctx, tx, key); err != nil {
+			return err
+		}
+		err := tx.QueryRowContext(ctx, "SELECT port FROM ports WHERE key = ?", key).Scan(&port)
+		if err == nil || !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		held, err := heldPorts(ctx, tx, base)
+		if err != nil {
+			return err
+		}
+		for p := base; p <= 65535; p++ {
+			if held[p] || !free(p) {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, "INSERT INTO ports (port, key, created_at) VALUES (?, ?, ?)",
+				p, key, time.Now().UnixNano()); err != nil {
+				return err
+			}
+			port = p
+			return nil
+		}
+		return fmt.Errorf("no free port in %d-65535: %w", base, ErrExhausted)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("allocate port for %s: %w", key, err)
+	}
+	return port, nil
+}
+
+func heldPorts(ctx context.Context, q queryer, from int) (map[int]bool, error) {
+	rows, err := q.QueryContext(ctx, "SELECT port FROM ports WHERE port >= ?", from)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	held := make(map[int]bool)
+	for rows.Next() {
+		var p int
+		if err := rows.Scan(&p); err != nil {
+			return nil, err
+		}
+		held[p] = true
+	}
+	return held, rows.Err()
+}
+
+// ReleasePort removes key's port from the registry; releasing a key without one is not an error.
+func (db *DB) ReleasePort(ctx context.Context, key string) error {
+	if _, err := db.sql.ExecContext(ctx, "DELETE FROM ports WHERE key = ?", key); err != nil {
+		return fmt.Errorf("release port of %s: %w", key, err)
+	}
+	return nil
+}
+
+// LookupPort returns the port registered for key.
+func (db *DB) LookupPort(ctx context.Context, key string) (int, error) {
+	var port int
+	err := db.sql.QueryRowContext(ctx, "SELECT port FROM ports WHERE key = ?", key).Scan(&port)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return 0, fmt.Errorf("port of %s: %w", key, err)
+	}
+	return port, nil
+}
+
+// ListPorts returns the whole registry, key → port.
+func (db *DB) ListPorts(ctx context.Context) (map[string]int, error) {
+	rows, err := db.sql.QueryContext(ctx, "SELECT key, port FROM ports")
+	if err != nil {
+		return nil, fmt.Errorf("list ports: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[string]int)
+	for rows.Next() {
+		var key string
+		var port int
+		if err := rows.Scan(&key, &port); err != nil {
+			return nil, fmt.Errorf("list ports: %w", err)
+		}
+		out[key] = port
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list ports: %w", err)
+	}
+	return out, nil
+}
