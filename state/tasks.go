@@ -66,7 +66,9 @@ type Task struct {
 }
 
 // LeaseValid reports whether the task's lease (if any) has not run out at now.
-func (t Task) LeaseValid(now time.Time) bool { return t.LeaseUntil.IsZero() || now.Before(t.LeaseUntil) }
+func (t Task) LeaseValid(now time.Time) bool {
+	return t.LeaseUntil.IsZero() || now.Before(t.LeaseUntil)
+}
 
 // HoldsBrowser reports whether the task holds its store's browser at now.
 func (t Task) HoldsBrowser(now time.Time) bool { return Holding(t.Status) && t.LeaseValid(now) }
