@@ -6,6 +6,7 @@
 //	FAKEBU_IGNORE_TERM ignore SIGTERM (=1)
 //	FAKEBU_EXIT        exit with this code (default 0)
 //	FAKEBU_STDOUT      print this on stdout
+//	FAKEBU_SIGNAL_SELF end by this signal number instead of exiting
 package main
 
 import (
@@ -24,7 +25,7 @@ import (
 type Record struct {
 	Args    []string  `json:"args"`
 	Env     []string  `json:"env"`
-	Stdin   string    `json:"stdin"`
+	Stdin   []byte    `json:"stdin"`
 	PID     int       `json:"pid"`
 	PGID    int       `json:"pgid"`
 	Signals []string  `json:"signals,omitempty"`
@@ -41,7 +42,7 @@ func main() {
 	rec := Record{Args: os.Args[1:], Env: os.Environ(), PID: os.Getpid(), PGID: pgid, At: time.Now()}
 	if !reload {
 		stdin, _ := io.ReadAll(os.Stdin)
-		rec.Stdin = string(stdin)
+		rec.Stdin = stdin
 	}
 	save := func() {
 		dir := os.Getenv("FAKEBU_RECORD_DIR")
@@ -66,6 +67,11 @@ func main() {
 	}
 	if out := os.Getenv("FAKEBU_STDOUT"); out != "" {
 		fmt.Print(out)
+	}
+	if n, err := strconv.Atoi(os.Getenv("FAKEBU_SIGNAL_SELF")); err == nil {
+		signal.Reset()
+		_ = syscall.Kill(os.Getpid(), syscall.Signal(n))
+		time.Sleep(time.Second)
 	}
 	os.Exit(code)
 }

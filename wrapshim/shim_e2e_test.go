@@ -1,0 +1,622 @@
+package wrapshim_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"vibebrowser/manager/api"
+	"vibebrowser/wrapshim"
+)
+
+// Binaries built once for the whole package; each test copies the shim the way the manager does.
+var shimBin, fakeBU string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "wrapshim-e2e-")
+	if err != nil {
+		panic(err)
+	}
+	shimBin, fakeBU = filepath.Join(dir, "wrapshim"), filepath.Join(dir, "fakebu")
+	for bin, pkg := range map[string]string{shimBin: "vibebrowser/cmd/wrapshim", fakeBU: "vibebrowser/integration/fakebu"} {
+		if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", pkg, err, out)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+const taskID = "a1b2c3d4-0000-4000-8000-000000000001"
+
+// fakeManager serves the shim's routes on a real unix socket and records what it was asked.
+type fakeManager struct {
+	mu       sync.Mutex
+	ensures  []api.EnsureRequest
+	events   []api.Event
+	status   int    // non-zero: answer ensure with this status
+	errorMsg string // and this error text
+}
+
+func (f *fakeManager) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch r.URL.Path {
+	case api.PathSessionEnsure:
+		var req api.EnsureRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		f.ensures = append(f.ensures, req)
+		if f.status != 0 {
+			w.WriteHeader(f.status)
+			json.NewEncoder(w).Encode(api.Error{Message: f.errorMsg, Code: "refused"})
+			return
+		}
+		json.NewEncoder(w).Encode(api.EnsureResponse{CDPWS: "ws://127.0.0.1:9400/tok/client-" + req.ClientID})
+	case api.PathEvents:
+		var ev api.Event
+		json.NewDecoder(r.Body).Decode(&ev)
+		f.events = append(f.events, ev)
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func (f *fakeManager) snapshot() ([]api.EnsureRequest, []api.Event) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.ensures), slices.Clone(f.events)
+}
+
+// serve listens on socket; it may be called after the shim started, to test the dial retry.
+func (f *fakeManager) serve(t *testing.T, socket string) {
+	t.Helper()
+	ln, err := net.Listen("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: f}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+}
+
+// env is a temp home with an installed store shim, a fake manager and a record dir for the fake CLI.
+type env struct {
+	home, dir, records string
+	cfg                *wrapshim.Config
+	mgr                *fakeManager
+}
+
+func newEnv(t *testing.T, edit func(*wrapshim.Config)) *env {
+	t.Helper()
+	home := t.TempDir()
+	e := &env{home: home, dir: filepath.Join(home, "bin", "acme"), records: filepath.Join(home, "records"), mgr: &fakeManager{}}
+	for _, d := range []string{"run", "r", "bh-tmp", "records"} {
+		if err := os.MkdirAll(filepath.Join(home, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.cfg = &wrapshim.Config{Format: wrapshim.Format, Kind: wrapshim.KindStore, StoreID: "0d1c2b3a-store", Slug: "acme",
+		ManagerSocket: filepath.Join(home, "run", "manager.sock"), RealBU: fakeBU,
+		RuntimeDir: filepath.Join(home, "r"), TmpDir: filepath.Join(home, "bh-tmp"), WorkerSlots: 3,
+		CallTimeoutS: 30, KillGraceS: 1, ReloadTimeoutS: 5}
+	if edit != nil {
+		edit(e.cfg)
+	}
+	if err := wrapshim.Install(e.dir, shimBin, e.cfg); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+	took           time.Duration
+}
+
+// command prepares the installed shim with the given args, extra env and stdin.
+func (e *env) command(args []string, extraEnv []string, stdin []byte) *exec.Cmd {
+	cmd := exec.Command(filepath.Join(e.dir, "browser-use"), args...)
+	cmd.Env = append([]string{"PATH=/usr/bin:/bin", "HOME=" + e.home, "FAKEBU_RECORD_DIR=" + e.records}, extraEnv...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	return cmd
+}
+
+func (e *env) run(t *testing.T, args []string, extraEnv []string, stdin []byte) result {
+	t.Helper()
+	cmd := e.command(args, extraEnv, stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
+	err := cmd.Run()
+	res := result{stdout: out.String(), stderr: errb.String(), took: time.Since(start)}
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		res.code = exit.ExitCode()
+	default:
+		t.Fatalf("run shim: %v", err)
+	}
+	return res
+}
+
+// record is what the fake CLI saw on one call.
+type record struct {
+	Args    []string `json:"args"`
+	Env     []string `json:"env"`
+	Stdin   []byte   `json:"stdin"`
+	PID     int      `json:"pid"`
+	PGID    int      `json:"pgid"`
+	Signals []string `json:"signals"`
+}
+
+func (r record) getenv(name string) (string, bool) {
+	for _, kv := range r.Env {
+		if k, v, _ := strings.Cut(kv, "="); k == name {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// recordsOf returns the fake CLI's records in call order.
+func (e *env) recordsOf(t *testing.T) []record {
+	t.Helper()
+	entries, err := os.ReadDir(e.records)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, ent := range entries {
+		if strings.HasSuffix(ent.Name(), ".json") {
+			names = append(names, ent.Name())
+		}
+	}
+	sort.Strings(names)
+	var recs []record
+	for _, n := range names {
+		data, err := os.ReadFile(filepath.Join(e.records, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r record
+		if err := json.Unmarshal(data, &r); err != nil {
+			t.Fatalf("record %s: %v", n, err)
+		}
+		recs = append(recs, r)
+	}
+	return recs
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestShimInjectsEnvAndPassesStdin(t *testing.T) {
+	e := newEnv(t, nil)
+	e.mgr.serve(t, e.cfg.ManagerSocket)
+	stdin := []byte("print(page_info())\n\x00\xff\xfe non-UTF-8 and <html> & \"quotes\"\n")
+	res := e.run(t, []string{"--worker", "2", "-c", "x"}, []string{"VIBE_TASK_ID=" + taskID, "KEEP_ME=1",
+		"http_proxy=http://p:1", "HTTPS_PROXY=http://p:2", "all_proxy=socks://p", "ALL_PROXY=socks://p",
+		"https_proxy=x", "HTTP_PROXY=x", "BROWSER_USE_API_KEY=secret"}, stdin)
+	if res.code != 0 {
+		t.Fatalf("shim exit %d; want 0 (stderr %q)", res.code, res.stderr)
+	}
+	recs := e.recordsOf(t)
+	if len(recs) != 1 {
+		t.Fatalf("fake CLI ran %d times; want 1", len(recs))
+	}
+	rec := recs[0]
+	if !bytes.Equal(rec.Stdin, stdin) {
+		t.Errorf("stdin reached the CLI as %q; want %q byte for byte", rec.Stdin, stdin)
+	}
+	if !slices.Equal(rec.Args, []string{"-c", "x"}) {
+		t.Errorf("CLI args %q; want [-c x]", rec.Args)
+	}
+	if rec.PGID != rec.PID {
+		t.Errorf("CLI pgid %d, pid %d; want its own process group", rec.PGID, rec.PID)
+	}
+	want := map[string]string{
+		"BU_NAME":               "acme-a1b2c3d4-w2",
+		"BU_CDP_WS":             "ws://127.0.0.1:9400/tok/client-" + taskID + "-w2",
+		"BH_RUNTIME_DIR":        e.cfg.RuntimeDir,
+		"BH_RUNTIME_DIR_SHARED": "1",
+		"BH_TMP_DIR":            e.cfg.TmpDir,
+		"BH_TMP_DIR_SHARED":     "1",
+		"KEEP_ME":               "1",
+		"VIBE_TASK_ID":          taskID,
+	}
+	for k, v := range want {
+		if got, ok := rec.getenv(k); !ok || got != v {
+			t.Errorf("CLI env %s = %q (set %v); want %q", k, got, ok, v)
+		}
+	}
+	for _, k := range []string{"http_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "https_proxy", "HTTP_PROXY", "BROWSER_USE_API_KEY"} {
+		if v, ok := rec.getenv(k); ok {
+			t.Errorf("CLI env has %s=%q; want it scrubbed", k, v)
+		}
+	}
+	ensures, _ := e.mgr.snapshot()
+	wantReq := api.EnsureRequest{Kind: api.KindStore, StoreID: e.cfg.StoreID, ClientID: taskID + "-w2",
+		BUName: "acme-a1b2c3d4-w2", TaskID: taskID}
+	if len(ensures) != 1 || ensures[0] != wantReq {
+		t.Errorf("manager got ensure %+v; want one %+v", ensures, wantReq)
+	}
+}
+
+func TestShimWebKindAsksForTheWebBrowser(t *testing.T) {
+	e := newEnv(t, func(c *wrapshim.Config) { c.Kind, c.StoreID, c.Slug = wrapshim.KindWeb, "", "" })
+	e.mgr.serve(t, e.cfg.ManagerSocket)
+	if res := e.run(t, nil, []string{"VIBE_TASK_ID=" + taskID}, nil); res.code != 0 {
+		t.Fatalf("web shim exit %d (%s); want 0", res.code, res.stderr)
+	}
+	ensures, _ := e.mgr.snapshot()
+	want := api.EnsureRequest{Kind: api.KindWeb, ClientID: taskID, BUName: "web-a1b2c3d4", TaskID: taskID}
+	if len(ensures) != 1 || ensures[0] != want {
+		t.Errorf("manager got %+v; want %+v", ensures, want)
+	}
+}
+
+func TestShimExitStatusPassesThrough(t *testing.T) {
+	e := newEnv(t, nil)
+	e.mgr.serve(t, e.cfg.ManagerSocket)
+	tests := []struct {
+		env  string
+		want int
+	}{
+		{"FAKEBU_EXIT=0", 0},
+		{"FAKEBU_EXIT=1", 1},
+		{"FAKEBU_EXIT=3", 3},
+		{"FAKEBU_EXIT=142", 142}, // the CLI's own 142 is not a timeout: no reload
+		{"FAKEBU_SIGNAL_SELF=9", 128 + 9},
+		{"FAKEBU_SIGNAL_SELF=10", 128 + 10}, // SIGUSR1: Go programs turn SIGSEGV into exit 2
+	}
+	for _, tt := range tests {
+		t.Run(tt.env, func(t *testing.T) {
+			res := e.run(t, nil, []string{tt.env, "FAKEBU_STDOUT=hello"}, nil)
+			if res.code != tt.want {
+				t.Errorf("shim with %s exit %d; want %d (stderr %q)", tt.env, res.code, tt.want, res.stderr)
+			}
+			if !strings.HasPrefix(tt.env, "FAKEBU_SIGNAL") && res.stdout != "hello" {
+				t.Errorf("stdout %q; want the CLI's %q", res.stdout, "hello")
+			}
+		})
+	}
+	for _, r := range e.recordsOf(t) {
+		if slices.Contains(r.Args, "--reload") {
+			t.Errorf("a non-timeout exit triggered %q", r.Args)
+		}
+	}
+}
+
+func counterValue(t *testing.T, e *env, buName string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(e.cfg.RuntimeDir, "wedge-"+buName+".n"))
+	if errors.Is(err, os.ErrNotExist) {
+		return ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(data))
+}
+
+func TestShimWedgeEscalation(t *testing.T) {
+	e := newEnv(t, func(c *wrapshim.Config) { c.CallTimeoutS = 1 })
+	e.mgr.serve(t, e.cfg.ManagerSocket)
+	wedged := []string{"VIBE_TASK_ID=" + taskID, "FAKEBU_SLEEP=30s"}
+	healthy := []string{"VIBE_TASK_ID=" + taskID}
+	reloads := func() int {
+		n := 0
+		for _, r := range e.recordsOf(t) {
+			if slices.Equal(r.Args, []string{"--reload"}) {
+				if v, _ := r.getenv("BU_NAME"); v != "acme-a1b2c3d4" {
+					t.Errorf("--reload ran with BU_NAME %q; want acme-a1b2c3d4", v)
+				}
+				n++
+			}
+		}
+		return n
+	}
+	steps := []struct {
+		name    string
+		env     []string
+		code    int
+		reloads int
+		events  int
+		counter string
+		msg     string
+	}{
+		{"first timeout reloads", wedged, wrapshim.ExitTimeout, 1, 0, "1", "timed out after 1s; reloaded the daemon for session acme-a1b2c3d4"},
+		{"second timeout gives up", wedged, wrapshim.ExitWedged, 1, 1, "2", "record the unfinished work as a gap"},
+		{"success resets", healthy, 0, 1, 1, "0", ""},
+		{"timeout after reset reloads again", wedged, wrapshim.ExitTimeout, 2, 1, "1", "reloaded the daemon"},
+		{"ordinary error resets", append(slices.Clone(healthy), "FAKEBU_EXIT=1"), 1, 2, 1, "0", ""},
+		{"and the next timeout is a first one", wedged, wrapshim.ExitTimeout, 3, 1, "1", "reloaded the daemon"},
+	}
+	for _, st := range steps {
+		res := e.run(t, nil, st.env, []byte("click()"))
+		if res.code != st.code {
+			t.Fatalf("%s: exit %d; want %d (stderr %q)", st.name, res.code, st.code, res.stderr)
+		}
+		if !strings.Contains(res.stderr, st.msg) {
+			t.Errorf("%s: stderr %q; want it to say %q", st.name, res.stderr, st.msg)
+		}
+		if got := reloads(); got != st.reloads {
+			t.Errorf("%s: %d reloads so far; want %d", st.name, got, st.reloads)
+		}
+		if _, events := e.mgr.snapshot(); len(events) != st.events {
+			t.Errorf("%s: %d events reported; want %d", st.name, len(events), st.events)
+		} else if st.events > 0 && (events[0].Kind != api.EventWedgeUnrecoverable || events[0].BUName != "acme-a1b2c3d4" || events[0].TaskID != taskID) {
+			t.Errorf("%s: event %+v; want a wedge_unrecoverable for acme-a1b2c3d4", st.name, events[0])
+		}
+		if got := counterValue(t, e, "acme-a1b2c3d4"); got != st.counter {
+			t.Errorf("%s: counter %q; want %q", st.name, got, st.counter)
+		}
+	}
+	// Counters are per BU_NAME: the worker slot's budget is untouched by the main session's timeouts.
+	if got := counterValue(t, e, "acme-a1b2c3d4-w1"); got != "" {
+		t.Errorf("worker counter %q; want none", got)
+	}
+	res := e.run(t, []string{"--worker", "1"}, wedged, nil)
+	if res.code != wrapshim.ExitTimeout {
+		t.Errorf("worker's first timeout exit %d; want %d", res.code, wrapshim.ExitTimeout)
+	}
+}
+
+func TestShimCorruptCounterCountsAsZero(t *testing.T) {
+	e := newEnv(t, func(c *wrapshim.Config) { c.CallTimeoutS = 1 })
+	e.mgr.serve(t, e.cfg.ManagerSocket)
+	for _, content := range []string{"", "garbage", "-4", "99999999999999999999999"} {
+		path := filepath.Join(e.cfg.RuntimeDir, "wedge-acme.n")
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if res := e.run(t, nil, []string{"FAKEBU_SLEEP=30s"}, nil); res.code != wrapshim.ExitTimeout {
+			t.Errorf("counter %q: exit %d; want %d (a first timeout)", content, res.code, wrapshim.ExitTimeout)
+		}
+	}
+}
+
+func TestShimConcurrentTimeoutsKeepCounterConsistent(t *testing.T) {
+	e := newEnv(t, func(c *wrapshim.Config) { c.CallTimeoutS = 1 })
+	e.mgr.serve(t, e.cfg.ManagerSocket)
+	const n = 6
+	codes := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			codes[i] = e.run(t, nil, []string{"VIBE_TASK_ID=" + taskID, "FAKEBU_SLEEP=30s"}, nil).code
+		})
+	}
+	wg.Wait()
+	if got := counterValue(t, e, "acme-a1b2c3d4"); got != fmt.Sprint(n) {
+		t.Errorf("counter after %d concurrent timeouts = %q; want %d", n, got, n)
+	}
+	sort.Ints(codes)
+	want := append([]int{wrapshim.ExitWedged, wrapshim.ExitWedged, wrapshim.ExitWedged, wrapshim.ExitWedged, wrapshim.ExitWedged}, wrapshim.ExitTimeout)
+	sort.Ints(want)
+	if !slices.Equal(codes, want) {
+		t.Errorf("exit codes %v; want exactly one %d and the rest %d", codes, wrapshim.ExitTimeout, wrapshim.ExitWedged)
+	}
+}
+
+func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+
+func TestShimKillsChildIgnoringTerm(t *testing.T) {
+	e := newEnv(t, func(c *wrapshim.Config) { c.CallTimeoutS, c.KillGraceS = 1, 1 })
+	e.mgr.serve(t, e.cfg.ManagerSocket)
+	res := e.run(t, nil, []string{"FAKEBU_SLEEP=60s", "FAKEBU_IGNORE_TERM=1"}, nil)
+	if res.code != wrapshim.ExitTimeout {
+		t.Fatalf("exit %d; want %d (stderr %q)", res.code, wrapshim.ExitTimeout, res.stderr)
+	}
+	if res.took > 20*time.Second {
+		t.Errorf("the shim took %v with a child ignoring SIGTERM; want it killed after the grace", res.took)
+	}
+	var call *record
+	for _, r := range e.recordsOf(t) {
+		if !slices.Contains(r.Args, "--reload") {
+			call = &r
+		}
+	}
+	if call == nil {
+		t.Fatal("no record of the call")
+	}
+	if !slices.Contains(call.Signals, "terminated") {
+		t.Errorf("child saw signals %q; want SIGTERM first", call.Signals)
+	}
+	waitFor(t, "the child to be gone", 5*time.Second, func() bool { return !alive(call.PID) })
+}
+
+func TestShimForwardsSignals(t *testing.T) {
+	e := newEnv(t, nil)
+	e.mgr.serve(t, e.cfg.ManagerSocket)
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
+		t.Run(sig.String(), func(t *testing.T) {
+			os.RemoveAll(e.records)
+			os.MkdirAll(e.records, 0o700)
+			cmd := e.command(nil, []string{"FAKEBU_SLEEP=30s"}, nil)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the CLI to start", 10*time.Second, func() bool { return len(e.recordsOf(t)) == 1 })
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			err := cmd.Wait()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != 128+int(sig) {
+				t.Errorf("shim ended with %v; want exit %d", err, 128+int(sig))
+			}
+			if got := e.recordsOf(t)[0].Signals; !slices.Equal(got, []string{sig.String()}) {
+				t.Errorf("child saw %q; want [%s]", got, sig)
+			}
+		})
+	}
+}
+
+func TestShimManagerUnavailable(t *testing.T) {
+	t.Run("down", func(t *testing.T) {
+		e := newEnv(t, nil)
+		res := e.run(t, nil, nil, nil)
+		if res.code != wrapshim.ExitUnavailable || !strings.Contains(res.stderr, "is the manager running?") {
+			t.Errorf("exit %d, stderr %q; want %d naming the manager", res.code, res.stderr, wrapshim.ExitUnavailable)
+		}
+		if res.took < 2*time.Second {
+			t.Errorf("gave up after %v; want a retry window of about 3s", res.took)
+		}
+		if len(e.recordsOf(t)) != 0 {
+			t.Error("the real CLI ran without a browser")
+		}
+	})
+	t.Run("refuses", func(t *testing.T) {
+		e := newEnv(t, nil)
+		e.mgr.status, e.mgr.errorMsg = http.StatusTooManyRequests, "relaunch budget of store acme is spent"
+		e.mgr.serve(t, e.cfg.ManagerSocket)
+		res := e.run(t, nil, nil, nil)
+		if res.code != wrapshim.ExitUnavailable || !strings.Contains(res.stderr, "relaunch budget of store acme is spent") {
+			t.Errorf("exit %d, stderr %q; want %d with the manager's message", res.code, res.stderr, wrapshim.ExitUnavailable)
+		}
+	})
+	t.Run("starts late", func(t *testing.T) {
+		e := newEnv(t, nil)
+		cmd := e.command(nil, nil, nil)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond) // the manager comes up inside the shim's retry window
+		e.mgr.serve(t, e.cfg.ManagerSocket)
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("shim with a manager starting late: %v; want success", err)
+		}
+	})
+}
+
+func TestShimRealCLIMissing(t *testing.T) {
+	notExec := filepath.Join(t.TempDir(), "browser-use")
+	os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644)
+	for name, path := range map[string]string{"missing": "/nonexistent/browser-use", "not executable": notExec} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t, func(c *wrapshim.Config) { c.RealBU = path })
+			e.mgr.serve(t, e.cfg.ManagerSocket)
+			res := e.run(t, nil, nil, nil)
+			if res.code != wrapshim.ExitNoRealCLI || !strings.Contains(res.stderr, path) {
+				t.Errorf("exit %d, stderr %q; want %d naming %s", res.code, res.stderr, wrapshim.ExitNoRealCLI, path)
+			}
+			if ensures, _ := e.mgr.snapshot(); len(ensures) != 0 {
+				t.Error("a browser was ensured for a call that cannot run")
+			}
+		})
+	}
+}
+
+func TestShimRefusalNeverStartsAnything(t *testing.T) {
+	e := newEnv(t, nil)
+	e.mgr.serve(t, e.cfg.ManagerSocket)
+	res := e.run(t, []string{"--cdp-url=ws://127.0.0.1:9222"}, nil, nil)
+	if res.code != wrapshim.ExitUsage || !strings.Contains(res.stderr, "--cdp-url is not allowed") {
+		t.Errorf("exit %d, stderr %q; want %d naming --cdp-url", res.code, res.stderr, wrapshim.ExitUsage)
+	}
+	if strings.Count(strings.TrimSpace(res.stderr), "\n") != 0 {
+		t.Errorf("stderr %q; want one line", res.stderr)
+	}
+	if ensures, _ := e.mgr.snapshot(); len(ensures) != 0 || len(e.recordsOf(t)) != 0 {
+		t.Error("a refused call reached the manager or the real CLI")
+	}
+}
+
+func TestShimGuard(t *testing.T) {
+	e := newEnv(t, func(c *wrapshim.Config) { *c = wrapshim.Config{Format: wrapshim.Format, Kind: wrapshim.KindGuard} })
+	res := e.run(t, nil, nil, nil)
+	if res.code != wrapshim.ExitUsage || !strings.Contains(res.stderr, "vibe-browser env --store") {
+		t.Errorf("guard exit %d, stderr %q; want %d telling how to get a wrapper", res.code, res.stderr, wrapshim.ExitUsage)
+	}
+}
+
+func TestShimConfigProblems(t *testing.T) {
+	tests := []struct {
+		name    string
+		content string // "" removes the file
+		want    string
+	}{
+		{"missing", "", "has no config beside it"},
+		{"unknown field", `{"format":1,"kind":"guard","extra":1}`, "unknown field"},
+		{"missing format", `{"kind":"guard"}`, "missing format"},
+		{"newer format", fmt.Sprintf(`{"format":%d,"kind":"guard"}`, wrapshim.Format+1), "newer than this shim"},
+		{"not JSON", `{`, "broken"},
+		{"relative real_bu", `{"format":1,"kind":"web","manager_socket":"/s","real_bu":"browser-use","runtime_dir":"/r","tmp_dir":"/t"}`, "real_bu must be an absolute path"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			path := filepath.Join(e.dir, wrapshim.ConfigName)
+			if tt.content == "" {
+				os.Remove(path)
+			} else {
+				os.WriteFile(path, []byte(tt.content), 0o600)
+			}
+			res := e.run(t, nil, nil, nil)
+			if res.code != wrapshim.ExitConfig || !strings.Contains(res.stderr, tt.want) {
+				t.Errorf("exit %d, stderr %q; want %d saying %q", res.code, res.stderr, wrapshim.ExitConfig, tt.want)
+			}
+		})
+	}
+}
+
+func TestInstallWritesConfigPrivately(t *testing.T) {
+	e := newEnv(t, nil)
+	fi, err := os.Stat(filepath.Join(e.dir, wrapshim.ConfigName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("config mode %v; want 0600", fi.Mode().Perm())
+	}
+	cfg, err := wrapshim.LoadConfig(filepath.Join(e.dir, wrapshim.ConfigName))
+	if err != nil || *cfg != *e.cfg {
+		t.Errorf("LoadConfig = %+v, %v; want %+v", cfg, err, e.cfg)
+	}
+}
+
+// TestShimDependenciesStaySmall keeps the shim quick to start: no database, logger, CLI framework or websocket.
+func TestShimDependenciesStaySmall(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "vibebrowser/cmd/wrapshim").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		for _, banned := range []string{"sqlite", "zerolog", "gorilla", "alecthomas/kong", "prometheus"} {
+			if strings.Contains(dep, banned) {
+				t.Errorf("cmd/wrapshim depends on %s; the shim must not link %s", dep, banned)
+			}
+		}
+	}
+}
