@@ -9,7 +9,7 @@ import (
 var (
 	// ErrNotFound: the store, browser session, task, port or setting does not exist.
 	ErrNotFound = errors.New("not found")
-	// ErrConflict: a unique slug, name or port is held by someone else, or the slug is reserved.
+	// ErrConflict: a unique name, slug or id is held by another store, or the slug is reserved.
 	// The error is a *ConflictError naming the holder.
 	ErrConflict = errors.New("conflict")
 	// ErrInvalid: the caller passed a value the schema does not accept (name, slug, backend, status…).
@@ -26,7 +26,7 @@ var (
 // ConflictError says which unique value collided and who holds it.
 // errors.Is(err, ErrConflict) reports true for it.
 type ConflictError struct {
-	What      string // the contested field: "slug", "name" or "port"
+	What      string // the contested field: "name", "slug" or "id"
 	Value     string // the contested value
 	Owner     string // the holder's id (a store id or a port registry key); empty when Rule is set
 	OwnerName string // the holding store's name, when the holder is a store

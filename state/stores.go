@@ -99,10 +99,10 @@ func (db *DB) CreateStore(ctx context.Context, s Store) (Store, error) {
 		if err := checkStoreUnique(ctx, tx, s); err != nil {
 			return err
 		}
-		var one int
-		err := tx.QueryRowContext(ctx, "SELECT 1 FROM stores WHERE id = ?", s.ID).Scan(&one)
+		var owner string
+		err := tx.QueryRowContext(ctx, "SELECT name FROM stores WHERE id = ?", s.ID).Scan(&owner)
 		if err == nil {
-			return &ConflictError{What: "id", Value: s.ID, Owner: s.ID}
+			return &ConflictError{What: "id", Value: s.ID, Owner: s.ID, OwnerName: owner}
 		} else if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
