@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -234,6 +235,32 @@ func TestMigrationRollsBackOnError(t *testing.T) {
 	var n int
 	if err := db.sql.QueryRow("SELECT count(*) FROM sqlite_schema WHERE name = 'half'").Scan(&n); err != nil || n != 0 {
 		t.Errorf("table of the failed step: count %d, %v; want 0", n, err)
+	}
+}
+
+// TestConcurrentOpenOfNewFile: a manager and a CLI may create the state file at the same moment;
+// each migration step must run once and neither may fail on the other's lock.
+func TestConcurrentOpenOfNewFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	const n = 6
+	dbs := make([]*DB, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { dbs[i], errs[i] = Open(path) })
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil {
+			t.Errorf("Open #%d: %v", i, errs[i])
+			continue
+		}
+		if got := pragmaInt(t, dbs[i].sql, "user_version"); got != len(migrations) {
+			t.Errorf("Open #%d: user_version = %d; want %d", i, got, len(migrations))
+		}
+		if err := dbs[i].Close(); err != nil {
+			t.Error(err)
+		}
 	}
 }
 

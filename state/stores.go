@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -269,8 +268,8 @@ func getStore(ctx context.Context, q queryer, column, value string) (Store, erro
 }
 
 func (s *Store) validate() error {
-	if strings.HasPrefix(s.ID, "_") || strings.TrimSpace(s.ID) != s.ID || s.ID == "" {
-		return fmt.Errorf("store id %q: must be non-empty, without surrounding spaces or a leading '_': %w", s.ID, ErrInvalid)
+	if !validID(s.ID) {
+		return fmt.Errorf("store id %q: want 1-64 characters of A-Z, a-z, 0-9 and '-': %w", s.ID, ErrInvalid)
 	}
 	if err := ValidateName(s.Name); err != nil {
 		return err

@@ -163,6 +163,7 @@ func TestCreateStoreRefused(t *testing.T) {
 		{name: "config not object", in: Store{Name: "B", Config: json.RawMessage(`[1]`)}, want: ErrInvalid},
 		{name: "config null", in: Store{Name: "B", Config: json.RawMessage(`null`)}, want: ErrInvalid},
 		{name: "id in reserved namespace", in: Store{ID: "_web", Name: "B"}, want: ErrInvalid},
+		{name: "id with slash", in: Store{ID: "a/b", Name: "B"}, want: ErrInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

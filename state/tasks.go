@@ -86,14 +86,19 @@ func scanTask(row interface{ Scan(...any) error }) (Task, error) {
 	return t, err
 }
 
-// checkTaskID accepts the ids the shim accepts in VIBE_TASK_ID, without its hex-prefix rule, so
-// the app can name tasks before any shim call: 1-64 characters of [A-Za-z0-9-].
-func checkTaskID(id string) error {
+// validID accepts store and task ids: 1-64 characters of [A-Za-z0-9-]. That is VIBE_TASK_ID's
+// alphabet without the shim's hex-prefix rule (the app may name tasks before any shim call), and
+// it keeps store ids out of the reserved '_' namespace of WebKey.
+func validID(id string) bool {
 	ok := id != "" && len(id) <= 64
 	for _, r := range id {
 		ok = ok && ('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '-')
 	}
-	if !ok {
+	return ok
+}
+
+func checkTaskID(id string) error {
+	if !validID(id) {
 		return fmt.Errorf("task id %q: want 1-64 characters of A-Z, a-z, 0-9 and '-': %w", id, ErrInvalid)
 	}
 	return nil
