@@ -1,0 +1,81 @@
+package chrome
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strconv"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+)
+
+// Adopt takes over a browser left running by an earlier manager. Its identity is: pid alive (not a zombie),
+// start time equal to startTime (ms, gopsutil CreateTime), command line naming --user-data-dir=<profileDir>,
+// and CDP answering on the endpoint in the profile's DevToolsActivePort with the websocket path that file
+// names. Any failed check is an error wrapping ErrNotAdoptable that says which check failed; nothing is
+// signalled. The returned Process reports Adopted() == true; Done polls its liveness until Release or exit.
+func Adopt(ctx context.Context, pid int, startTime int64, profileDir string) (*Process, error) {
+	return adopt(ctx, pid, startTime, profileDir, zerolog.Nop())
+}
+
+// AdoptWithLog is Adopt with a logger for the returned Process's Stop.
+func AdoptWithLog(ctx context.Context, pid int, startTime int64, profileDir string, log zerolog.Logger) (*Process, error) {
+	return adopt(ctx, pid, startTime, profileDir, log)
+}
+
+func adopt(ctx context.Context, pid int, startTime int64, profileDir string, log zerolog.Logger) (*Process, error) {
+	profile, err := filepath.Abs(profileDir)
+	if err != nil {
+		return nil, fmt.Errorf("adopt pid %d: %w", pid, err)
+	}
+	info, err := inspect(ctx, pid)
+	if err != nil {
+		return nil, fmt.Errorf("adopt pid %d: not running: %w", pid, ErrNotAdoptable)
+	}
+	if info.zombie {
+		return nil, fmt.Errorf("adopt pid %d: not running (zombie): %w", pid, ErrNotAdoptable)
+	}
+	if info.start != startTime {
+		return nil, fmt.Errorf("adopt pid %d: start time %d, want %d (pid reused): %w", pid, info.start, startTime, ErrNotAdoptable)
+	}
+	if !namesProfile(info.cmdline, profile) {
+		return nil, fmt.Errorf("adopt pid %d: command line does not name --user-data-dir=%s: %w", pid, profile, ErrNotAdoptable)
+	}
+	port, wsPath, err := readDevToolsActivePort(profile)
+	if err != nil {
+		return nil, fmt.Errorf("adopt pid %d: CDP endpoint unknown: %v: %w", pid, err, ErrNotAdoptable)
+	}
+	v, err := fetchVersion(ctx, port)
+	if err != nil {
+		return nil, fmt.Errorf("adopt pid %d: CDP not answering: %v: %w", pid, err, ErrNotAdoptable)
+	}
+	if u, err := url.Parse(v.WS); err != nil || (wsPath != "" && u.Path != wsPath) {
+		return nil, fmt.Errorf("adopt pid %d: port %d answers for another browser (%s, want path %s): %w", pid, port, v.WS, wsPath, ErrNotAdoptable)
+	}
+	pgid, err := unix.Getpgid(pid)
+	if err != nil {
+		if errors.Is(err, unix.ESRCH) {
+			return nil, fmt.Errorf("adopt pid %d: exited during adoption: %w", pid, ErrNotAdoptable)
+		}
+		return nil, fmt.Errorf("adopt pid %d: process group: %w", pid, err)
+	}
+	p := &Process{
+		pid:        pid,
+		pgid:       pgid,
+		useGroup:   pgid == pid, // only a group it leads is its own; never signal a stranger's group
+		start:      startTime,
+		profileDir: profile,
+		httpURL:    "http://127.0.0.1:" + strconv.Itoa(port),
+		wsURL:      v.WS,
+		adopted:    true,
+		log:        log.With().Str("profile", profile).Logger(),
+		done:       make(chan struct{}),
+		unwatch:    make(chan struct{}),
+	}
+	p.wg.Add(1)
+	go p.watchAdopted()
+	return p, nil
+}

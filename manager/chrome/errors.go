@@ -1,0 +1,57 @@
+package chrome
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Error classes. Callers check them with errors.Is.
+var (
+	// ErrNotFound: no browser binary was found (or the explicit one does not exist).
+	ErrNotFound = errors.New("browser not found")
+	// ErrProfileInUse: a live Chromium holds the profile. The error is a *ProfileInUseError naming the pid.
+	ErrProfileInUse = errors.New("profile in use")
+	// ErrNotAdoptable: Adopt's identity check failed; the message says which check.
+	ErrNotAdoptable = errors.New("not adoptable")
+	// ErrLaunch: every launch attempt failed. The error is a *LaunchError with Chromium's last stderr lines.
+	ErrLaunch = errors.New("launch failed")
+	// ErrInvalid: the caller passed options Launch does not accept.
+	ErrInvalid = errors.New("invalid options")
+)
+
+// ProfileInUseError says which live process holds a profile directory.
+type ProfileInUseError struct {
+	ProfileDir string
+	PID        int
+}
+
+func (e *ProfileInUseError) Error() string {
+	return fmt.Sprintf("profile %s is in use by a running Chromium (pid %d)", e.ProfileDir, e.PID)
+}
+
+// Is makes errors.Is(err, ErrProfileInUse) true.
+func (e *ProfileInUseError) Is(target error) bool { return target == ErrProfileInUse }
+
+// LaunchError is returned when every launch attempt failed.
+type LaunchError struct {
+	Attempts int      // attempts made
+	Err      error    // why the last attempt failed
+	Stderr   []string // last lines of the last attempt's stderr, oldest first
+}
+
+func (e *LaunchError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "chromium did not start after %d attempt(s): %v", e.Attempts, e.Err)
+	if len(e.Stderr) > 0 {
+		b.WriteString("; stderr:\n")
+		b.WriteString(strings.Join(e.Stderr, "\n"))
+	}
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrLaunch) true.
+func (e *LaunchError) Is(target error) bool { return target == ErrLaunch }
+
+// Unwrap returns the last attempt's error.
+func (e *LaunchError) Unwrap() error { return e.Err }

@@ -1,0 +1,19 @@
+//go:build unix && !linux
+
+package chrome
+
+import (
+	"errors"
+
+	"golang.org/x/sys/unix"
+)
+
+// groupAlive reports whether any process is in process group pgid (launchd reaps orphans, so zombies do not
+// linger here).
+func groupAlive(pgid int) bool {
+	return !errors.Is(unix.Kill(-pgid, 0), unix.ESRCH)
+}
+
+// waitExited is not available here (no waitid with WNOWAIT); callers then skip killing the leftover group
+// before reaping, and Stop's group wait covers it.
+func waitExited(int) bool { return false }

@@ -1,0 +1,206 @@
+package chrome
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Launch defaults.
+const (
+	DefaultAttempts     = 3
+	DefaultReadyTimeout = 30 * time.Second
+)
+
+// Options describes one browser launch.
+type Options struct {
+	Binary     string // from Find
+	ProfileDir string // --user-data-dir (created 0700); made absolute
+	Headless   bool   // --headless (and --disable-gpu)
+	NoSandbox  bool   // --no-sandbox; the caller sets it only when running as root (os.Geteuid()==0)
+	// ExtraArgs are appended to the command line. --user-data-dir, --remote-debugging-port(-pipe) and
+	// --enable-automation are refused (ErrInvalid): the package owns them.
+	ExtraArgs []string
+	// ReadyTimeout bounds each attempt: until DevToolsActivePort names a port whose /json/version answers.
+	// Zero means DefaultReadyTimeout.
+	ReadyTimeout time.Duration
+	// Attempts is how many launches are tried, each with a fresh port (--remote-debugging-port=0). Zero
+	// means DefaultAttempts.
+	Attempts int
+	Log      zerolog.Logger
+}
+
+// Launch starts Chromium on o.ProfileDir in its own process group and returns once its DevTools endpoint
+// answers. Before launching it refuses a profile held by a live Chromium (*ProfileInUseError, nothing
+// touched), clears stale Singleton* files, sets the profile to restore its previous session and deletes a
+// stale DevToolsActivePort. A failed attempt (early exit, or not ready within ReadyTimeout) has its whole
+// process group killed and is retried; when every attempt fails the error is a *LaunchError carrying the
+// last stderr lines. Cancelling ctx kills the half-started group and returns an error wrapping ctx.Err().
+// Callers must not launch the same profile concurrently (the manager holds the store's lock).
+func Launch(ctx context.Context, o Options) (*Process, error) {
+	if o.Binary == "" {
+		return nil, fmt.Errorf("launch: no browser binary: %w", ErrInvalid)
+	}
+	if o.ProfileDir == "" {
+		return nil, fmt.Errorf("launch: no profile dir: %w", ErrInvalid)
+	}
+	profile, err := filepath.Abs(o.ProfileDir)
+	if err != nil {
+		return nil, fmt.Errorf("launch: %w", err)
+	}
+	o.ProfileDir = profile
+	if o.Attempts <= 0 {
+		o.Attempts = DefaultAttempts
+	}
+	if o.ReadyTimeout <= 0 {
+		o.ReadyTimeout = DefaultReadyTimeout
+	}
+	args, err := buildArgs(o)
+	if err != nil {
+		return nil, fmt.Errorf("launch: %w", err)
+	}
+	if err := os.MkdirAll(profile, 0o700); err != nil {
+		return nil, fmt.Errorf("launch: %w", err)
+	}
+	log := o.Log.With().Str("profile", profile).Logger()
+	if err := clearSingletons(profile); err != nil {
+		return nil, fmt.Errorf("launch: %w", err)
+	}
+	moved, err := prepareProfile(profile)
+	if err != nil {
+		return nil, fmt.Errorf("launch: %w", err)
+	}
+	if moved != "" {
+		log.Warn().Str("moved_to", moved).Msg("unreadable Preferences moved aside; Chromium starts with defaults")
+	}
+
+	var lastErr error
+	var lastStderr []string
+	for i := 1; i <= o.Attempts; i++ {
+		if i > 1 {
+			// The killed attempt may have left its own Singleton* files and DevToolsActivePort behind.
+			if err := clearSingletons(profile); err != nil {
+				return nil, fmt.Errorf("launch: %w", err)
+			}
+		}
+		if err := os.Remove(filepath.Join(profile, devToolsActivePort)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("launch: remove stale %s: %w", devToolsActivePort, err)
+		}
+		alog := log.With().Int("attempt", i).Logger()
+		p, stderr, err := launchOnce(ctx, o, args, alog)
+		if err == nil {
+			alog.Info().Int("pid", p.pid).Str("http", p.httpURL).Msg("chromium ready")
+			return p, nil
+		}
+		lastErr, lastStderr = err, stderr
+		if ctx.Err() != nil {
+			return nil, &LaunchError{Attempts: i, Err: err, Stderr: stderr}
+		}
+		alog.Warn().Err(err).Msg("chromium launch attempt failed")
+	}
+	return nil, &LaunchError{Attempts: o.Attempts, Err: lastErr, Stderr: lastStderr}
+}
+
+// launchOnce runs one attempt. On failure the attempt's process group is gone when it returns, and the
+// attempt's last stderr lines are returned with the error.
+func launchOnce(ctx context.Context, o Options, args []string, log zerolog.Logger) (*Process, []string, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("stderr pipe: %w", err)
+	}
+	cmd := exec.Command(o.Binary, args...)
+	cmd.Stdout = w
+	cmd.Stderr = w
+	// Own group: one signal reaches the browser and every helper it forks, and the manager's terminal
+	// signals do not.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		r.Close()
+		w.Close()
+		return nil, nil, fmt.Errorf("start %s: %w", o.Binary, err)
+	}
+	w.Close() // the child holds its copy; EOF comes when the group has exited
+
+	p := &Process{
+		pid:        cmd.Process.Pid,
+		pgid:       cmd.Process.Pid,
+		useGroup:   true,
+		profileDir: o.ProfileDir,
+		log:        log,
+		stderr:     newRing(),
+		done:       make(chan struct{}),
+	}
+	readerDone := make(chan struct{})
+	p.wg.Add(2)
+	go func() {
+		defer p.wg.Done()
+		defer close(readerDone)
+		p.stderr.consume(r, log)
+	}()
+	go p.waitLaunched(cmd, r, readerDone)
+
+	fail := func(err error) (*Process, []string, error) {
+		if kerr := p.killGroup(); kerr != nil {
+			err = fmt.Errorf("%w; teardown: %v", err, kerr)
+		}
+		<-p.done
+		return nil, p.Stderr(), err
+	}
+
+	// Our unreaped child (or its zombie) is inspectable until the waiter reaps it; after an exec by a
+	// wrapper script (Debian's /usr/bin/chromium) the start time is unchanged.
+	info, err := inspect(ctx, p.pid)
+	if err != nil {
+		select {
+		case <-p.done:
+			return nil, p.Stderr(), fmt.Errorf("chromium exited at once: %v", exitText(p.exitErr))
+		default:
+			return fail(fmt.Errorf("read start time: %w", err))
+		}
+	}
+	p.start = info.start
+
+	rctx, cancel := context.WithTimeout(ctx, o.ReadyTimeout)
+	defer cancel()
+	t := time.NewTicker(pollEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-rctx.Done():
+			if ctx.Err() != nil {
+				return fail(fmt.Errorf("launch cancelled: %w", ctx.Err()))
+			}
+			return fail(fmt.Errorf("chromium not ready within %s (no answering DevToolsActivePort)", o.ReadyTimeout))
+		case <-p.done:
+			return nil, p.Stderr(), fmt.Errorf("chromium exited before it was ready: %v", exitText(p.exitErr))
+		case <-t.C:
+		}
+		port, _, err := readDevToolsActivePort(o.ProfileDir)
+		if err != nil {
+			continue
+		}
+		v, err := fetchVersion(rctx, port)
+		if err != nil {
+			log.Debug().Err(err).Msg("DevTools not answering yet")
+			continue
+		}
+		p.httpURL = "http://127.0.0.1:" + strconv.Itoa(port)
+		p.wsURL = v.WS
+		return p, nil, nil
+	}
+}
+
+func exitText(err error) string {
+	if err == nil {
+		return "exit status 0"
+	}
+	return err.Error()
+}
