@@ -2,14 +2,124 @@
 // the CLI, the shim and the tests use to reach the daemon over its unix socket.
 package api
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
-// Route paths served by the manager under its unix socket.
+// Route paths served by the manager under its unix socket. {ref} is a store's name, slug or id.
 const (
 	PathHealth        = "/v1/health"
+	PathStatus        = "/v1/status"
+	PathStores        = "/v1/stores"                        // GET list, POST create
+	PathStore         = "/v1/stores/{ref}"                  // GET, PATCH, DELETE
+	PathStoreBrowser  = "/v1/stores/{ref}/browser/{action}" // POST start, stop, ensure
+	PathWebBrowser    = "/v1/web/{action}"                  // POST start, stop
 	PathSessionEnsure = "/v1/sessions/ensure"
+	PathTasks         = "/v1/tasks"      // GET list
+	PathTask          = "/v1/tasks/{id}" // GET, PUT (upsert), DELETE
+	PathWrappers      = "/v1/wrappers"   // POST: rewrite every wrapper
 	PathEvents        = "/v1/events"
+	PathReap          = "/v1/reap"
+	PathMetrics       = "/metrics"
 )
+
+// Browser actions.
+const (
+	ActionStart  = "start"
+	ActionStop   = "stop"
+	ActionEnsure = "ensure"
+)
+
+// Browser statuses.
+const (
+	StatusRunning = "running"
+	StatusStopped = "stopped"
+)
+
+// WebKey is the registry key and status key of the store-less web browser.
+const WebKey = "_web"
+
+// StoreSpec creates a store.
+type StoreSpec struct {
+	Name     string `json:"name"`
+	Backend  string `json:"backend"`            // chrome (default), ziniao or cdp
+	CDPURL   string `json:"cdp_url,omitempty"`  // cdp backend: http(s):// or ws(s):// endpoint
+	Headless *bool  `json:"headless,omitempty"` // chrome: nil follows VIBE_HEADLESS, then the display
+}
+
+// StoreUpdate changes a store; nil fields are left alone.
+type StoreUpdate struct {
+	Name     *string `json:"name,omitempty"`
+	CDPURL   *string `json:"cdp_url,omitempty"`
+	Headless *bool   `json:"headless,omitempty"`
+}
+
+// BrowserState is a browser's run state as scripts see it.
+type BrowserState struct {
+	Status string `json:"status"` // StatusRunning or StatusStopped
+	PID    int    `json:"pid"`
+}
+
+// Store is a store as the API and `store show --json` print it. The field names are fixed (SPEC §4.3).
+type Store struct {
+	ID        string       `json:"id"`
+	Name      string       `json:"name"`
+	Slug      string       `json:"slug"`
+	Backend   string       `json:"backend"`
+	ProxyPort int          `json:"proxy_port"`
+	CDPHTTP   string       `json:"cdp_http"` // http://127.0.0.1:<port>/<token>: puppeteer browserURL, playwright connectOverCDP
+	CDPWS     string       `json:"cdp_ws"`   // ws://127.0.0.1:<port>/<token>; append /client-<id>
+	Browser   BrowserState `json:"browser"`
+	CDPURL    string       `json:"cdp_url,omitempty"`
+	Headless  *bool        `json:"headless,omitempty"`
+	Wrapper   string       `json:"wrapper,omitempty"` // bin/<slug> directory, when written
+}
+
+// Browser is one running or known browser in the status.
+type Browser struct {
+	Key       string `json:"key"` // store id or WebKey
+	Slug      string `json:"slug"`
+	Status    string `json:"status"`
+	PID       int    `json:"pid"`
+	ProxyPort int    `json:"proxy_port"`
+	Clients   int    `json:"clients"` // connected mux clients
+	Tabs      int    `json:"tabs"`
+	IdleS     int    `json:"idle_s"`
+}
+
+// Task is an agent task as the manager tracks it.
+type Task struct {
+	ID         string    `json:"id"`
+	Store      string    `json:"store"` // store id, "" for web or unknown
+	Status     string    `json:"status"`
+	LeaseUntil time.Time `json:"lease_until,omitzero"`
+}
+
+// TaskUpdate is the body of PUT PathTask.
+type TaskUpdate struct {
+	Store  string `json:"store,omitempty"` // a store name, slug or id
+	Status string `json:"status"`
+}
+
+// Status is the daemon's whole picture (`vibe-browser status`).
+type Status struct {
+	Version       string    `json:"version"`
+	PID           int       `json:"pid"`
+	Home          string    `json:"home"`
+	BrowserUse    string    `json:"browser_use"`
+	BrowserUseErr string    `json:"browser_use_error,omitempty"`
+	Stores        []Store   `json:"stores"`
+	Browsers      []Browser `json:"browsers"`
+	Tasks         []Task    `json:"tasks"`
+}
+
+// ReapResult says what a reaper pass did.
+type ReapResult struct {
+	Killed  []string `json:"killed"`
+	Removed []string `json:"removed"`
+	Kept    []string `json:"kept"`
+}
 
 // Session kinds a shim asks for.
 const (

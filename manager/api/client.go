@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -141,4 +142,98 @@ func (c *Client) EnsureSession(ctx context.Context, req EnsureRequest) (EnsureRe
 // ReportEvent sends ev to the manager.
 func (c *Client) ReportEvent(ctx context.Context, ev Event) error {
 	return c.Do(ctx, http.MethodPost, PathEvents, ev, nil)
+}
+
+func storePath(ref string) string { return PathStores + "/" + url.PathEscape(ref) }
+
+// Status returns the daemon's whole picture.
+func (c *Client) Status(ctx context.Context) (Status, error) {
+	var s Status
+	err := c.Do(ctx, http.MethodGet, PathStatus, nil, &s)
+	return s, err
+}
+
+// ListStores returns every store.
+func (c *Client) ListStores(ctx context.Context) ([]Store, error) {
+	var s []Store
+	err := c.Do(ctx, http.MethodGet, PathStores, nil, &s)
+	return s, err
+}
+
+// CreateStore adds a store (and writes its wrapper).
+func (c *Client) CreateStore(ctx context.Context, spec StoreSpec) (Store, error) {
+	var s Store
+	err := c.Do(ctx, http.MethodPost, PathStores, spec, &s)
+	return s, err
+}
+
+// GetStore returns the store named by ref (name, slug or id).
+func (c *Client) GetStore(ctx context.Context, ref string) (Store, error) {
+	var s Store
+	err := c.Do(ctx, http.MethodGet, storePath(ref), nil, &s)
+	return s, err
+}
+
+// UpdateStore changes the store named by ref.
+func (c *Client) UpdateStore(ctx context.Context, ref string, u StoreUpdate) (Store, error) {
+	var s Store
+	err := c.Do(ctx, http.MethodPatch, storePath(ref), u, &s)
+	return s, err
+}
+
+// DeleteStore stops the store's browser and removes the store, its wrapper and its port.
+func (c *Client) DeleteStore(ctx context.Context, ref string) error {
+	return c.Do(ctx, http.MethodDelete, storePath(ref), nil, nil)
+}
+
+// StoreBrowser starts, stops or ensures the browser of the store named by ref.
+func (c *Client) StoreBrowser(ctx context.Context, ref, action string) (Store, error) {
+	var s Store
+	err := c.Do(ctx, http.MethodPost, storePath(ref)+"/browser/"+url.PathEscape(action), nil, &s)
+	return s, err
+}
+
+// WebBrowser starts or stops the store-less web browser.
+func (c *Client) WebBrowser(ctx context.Context, action string) (Browser, error) {
+	var b Browser
+	err := c.Do(ctx, http.MethodPost, "/v1/web/"+url.PathEscape(action), nil, &b)
+	return b, err
+}
+
+// PutTask records a task's status (and store), creating the task if needed.
+func (c *Client) PutTask(ctx context.Context, id string, u TaskUpdate) (Task, error) {
+	var t Task
+	err := c.Do(ctx, http.MethodPut, PathTasks+"/"+url.PathEscape(id), u, &t)
+	return t, err
+}
+
+// GetTask returns one task.
+func (c *Client) GetTask(ctx context.Context, id string) (Task, error) {
+	var t Task
+	err := c.Do(ctx, http.MethodGet, PathTasks+"/"+url.PathEscape(id), nil, &t)
+	return t, err
+}
+
+// ListTasks returns every task.
+func (c *Client) ListTasks(ctx context.Context) ([]Task, error) {
+	var t []Task
+	err := c.Do(ctx, http.MethodGet, PathTasks, nil, &t)
+	return t, err
+}
+
+// DeleteTask forgets a task and stops its browser-use daemons.
+func (c *Client) DeleteTask(ctx context.Context, id string) error {
+	return c.Do(ctx, http.MethodDelete, PathTasks+"/"+url.PathEscape(id), nil, nil)
+}
+
+// WriteWrappers regenerates every wrapper.
+func (c *Client) WriteWrappers(ctx context.Context) error {
+	return c.Do(ctx, http.MethodPost, PathWrappers, nil, nil)
+}
+
+// Reap runs one daemon-reaper pass now.
+func (c *Client) Reap(ctx context.Context) (ReapResult, error) {
+	var r ReapResult
+	err := c.Do(ctx, http.MethodPost, PathReap, nil, &r)
+	return r, err
 }

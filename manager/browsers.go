@@ -1,0 +1,434 @@
+package manager
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"vibebrowser/manager/api"
+	"vibebrowser/manager/chrome"
+	"vibebrowser/mux"
+	"vibebrowser/state"
+)
+
+// healthyUptime is how long a browser must have run before its death no longer counts against the relaunch
+// budget: "a healthy launch clears it" (SPEC §4.5), where healthy means it stayed up, not merely started.
+const healthyUptime = time.Minute
+
+// stopBound is the per-browser bound of a stop: Browser.close, SIGTERM, SIGKILL of the group all fit in it.
+const stopBound = 5 * time.Second
+
+// runner is a started browser, whatever its backend.
+type runner interface {
+	PID() int
+	StartTime() int64 // ms since the epoch; 0 when the manager runs no process
+	HTTPEndpoint() string
+	Adopted() bool
+	Done() <-chan struct{}
+	Stop(ctx context.Context) error
+}
+
+// live is one running browser with its mux. It is replaced as a whole, never mutated.
+type live struct {
+	run       runner
+	mux       *mux.Mux
+	port      int
+	startedAt time.Time
+	cancel    context.CancelFunc // ends the mux's Serve
+	served    chan struct{}      // closed when Serve has returned
+}
+
+// healthy reports whether both the browser process and its mux are still up.
+func (l *live) healthy() bool {
+	select {
+	case <-l.run.Done():
+		return false
+	case <-l.served:
+		return false
+	default:
+		return true
+	}
+}
+
+// browser is the slot of one key (a store id or api.WebKey).
+type browser struct {
+	key string
+	// lock is the per-store lock, a one-slot semaphore so that waiting honours contexts. It is held across
+	// start, stop and the idle decision, never across two stores.
+	lock chan struct{}
+	cur  atomic.Pointer[live] // read without the lock by status and metrics
+
+	// guarded by lock:
+	lastStartFailed bool
+}
+
+func (b *browser) acquire(ctx context.Context) error {
+	select {
+	case b.lock <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (b *browser) release() { <-b.lock }
+
+// current returns the running browser, or nil when it is stopped or dead.
+func (b *browser) current() *live {
+	if l := b.cur.Load(); l != nil && l.healthy() {
+		return l
+	}
+	return nil
+}
+
+// browserSlot returns key's slot, creating it on first use.
+func (m *Manager) browserSlot(key string) *browser {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b := m.browsers[key]
+	if b == nil {
+		b = &browser{key: key, lock: make(chan struct{}, 1)}
+		m.browsers[key] = b
+	}
+	return b
+}
+
+// target is what a start needs to know about a store or the web browser.
+type target struct {
+	key     string
+	slug    string
+	token   string
+	backend state.Backend
+	opts    storeOptions
+	name    string // for messages
+}
+
+// storeOptions are the backend options kept in a store's config JSON.
+type storeOptions struct {
+	CDPURL   string `json:"cdp_url,omitempty"`
+	Headless *bool  `json:"headless,omitempty"`
+}
+
+func (m *Manager) storeTarget(s state.Store) (target, error) {
+	var opts storeOptions
+	if len(s.Config) > 0 {
+		if err := json.Unmarshal(s.Config, &opts); err != nil {
+			return target{}, fmt.Errorf("store %s: config: %w", s.Name, err)
+		}
+	}
+	return target{key: s.ID, slug: s.Slug, token: s.Token, backend: s.Backend, opts: opts, name: "store " + s.Name}, nil
+}
+
+// webTarget describes the store-less web browser; its token is kept in settings.
+func (m *Manager) webTarget(ctx context.Context) (target, error) {
+	token, err := m.db.GetSetting(ctx, "web_token")
+	if errors.Is(err, state.ErrNotFound) {
+		token = state.NewToken()
+		err = m.db.SetSetting(ctx, "web_token", token)
+	}
+	if err != nil {
+		return target{}, err
+	}
+	return target{key: api.WebKey, slug: api.WebKey, token: token, backend: state.BackendChrome, name: "the web browser"}, nil
+}
+
+// ensure returns t's running browser, starting it when it is stopped or dead. It holds t's lock, so
+// concurrent calls for one store start one browser and other stores are never blocked.
+func (m *Manager) ensure(ctx context.Context, t target) (*live, error) {
+	if m.closing.Load() {
+		return nil, ErrShuttingDown
+	}
+	b := m.browserSlot(t.key)
+	if l := b.current(); l != nil {
+		return l, nil // the fast path takes no lock
+	}
+	if err := b.acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer b.release()
+	if m.closing.Load() {
+		return nil, ErrShuttingDown
+	}
+	if l := b.current(); l != nil {
+		return l, nil
+	}
+	relaunch := b.lastStartFailed
+	if dead := b.cur.Load(); dead != nil {
+		relaunch = true
+		if time.Since(dead.startedAt) >= healthyUptime {
+			if err := m.db.ClearRelaunches(ctx, t.key); err != nil {
+				return nil, err
+			}
+		}
+		m.log.Warn().Str("browser", t.key).Int("pid", dead.run.PID()).Msg("browser died; relaunching")
+		m.teardownLocked(b, dead)
+	}
+	if relaunch && m.cfg.RelaunchMax > 0 {
+		now := time.Now()
+		n, err := m.db.CountRelaunches(ctx, t.key, now.Add(-m.cfg.RelaunchWindow))
+		if err != nil {
+			return nil, err
+		}
+		if n >= m.cfg.RelaunchMax {
+			return nil, fmt.Errorf("%w: %s died or failed to start %d times in the last %v (VIBE_BROWSER_RELAUNCH_MAX=%d per "+
+				"VIBE_BROWSER_RELAUNCH_WINDOW_S=%d); look at the manager's log, then force a start with "+
+				"`vibe-browser browser start %s` or wait for the window to pass", ErrBudget, t.name, n, m.cfg.RelaunchWindow,
+				m.cfg.RelaunchMax, int(m.cfg.RelaunchWindow.Seconds()), t.slug)
+		}
+		if err := m.db.RecordRelaunch(ctx, t.key, now); err != nil {
+			return nil, err
+		}
+	}
+	l, err := m.startLocked(t)
+	b.lastStartFailed = err != nil
+	if err != nil {
+		m.metrics.startFailures.WithLabelValues(string(t.backend)).Inc()
+		return nil, err
+	}
+	b.cur.Store(l)
+	return l, nil
+}
+
+// startLocked launches t's browser and its mux. The caller holds t's lock. The start is bounded by
+// VIBE_BROWSER_START_TIMEOUT_S on the daemon's context (not the caller's: a client that gives up does not
+// abort a start others may be waiting for); a half-started browser is torn down on failure.
+func (m *Manager) startLocked(t target) (*live, error) {
+	ctx := m.ctx
+	if m.cfg.StartTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, m.cfg.StartTimeout)
+		defer cancel()
+	}
+	if err := m.writeWrapperFor(ctx, t); err != nil {
+		m.log.Warn().Err(err).Str("browser", t.key).Msg("wrapper not written")
+	}
+	for _, dir := range []string{m.cfg.path("profiles", t.slug), m.cfg.path("downloads", t.slug)} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	began := time.Now()
+	run, err := m.launch(ctx, t)
+	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, fmt.Errorf("%w: %s was not ready within VIBE_BROWSER_START_TIMEOUT_S=%d; it was stopped: %v",
+				ErrStartTimeout, t.name, int(m.cfg.StartTimeout.Seconds()), err)
+		}
+		return nil, fmt.Errorf("start %s: %w", t.name, err)
+	}
+	l, err := m.attachMux(ctx, t, run, nil)
+	if err != nil {
+		stopCtx, cancel := context.WithTimeout(context.Background(), stopBound)
+		defer cancel()
+		_ = run.Stop(stopCtx)
+		return nil, err
+	}
+	m.metrics.starts.WithLabelValues(string(t.backend)).Inc()
+	m.log.Info().Str("browser", t.key).Str("slug", t.slug).Int("pid", run.PID()).Int("port", l.port).
+		Dur("took", time.Since(began)).Msg("browser started")
+	return l, nil
+}
+
+// launch starts the backend's browser.
+func (m *Manager) launch(ctx context.Context, t target) (runner, error) {
+	switch t.backend {
+	case state.BackendChrome:
+		bin, err := chrome.Find(m.cfg.Chrome)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v (set VIBE_CHROME to the browser binary)", ErrUnavailable, err)
+		}
+		return chrome.Launch(ctx, chrome.Options{
+			Binary:     bin,
+			ProfileDir: m.cfg.path("profiles", t.slug),
+			Headless:   m.cfg.headless(t.opts.Headless),
+			NoSandbox:  os.Geteuid() == 0,
+			Log:        m.log.With().Str("component", "chrome").Str("browser", t.key).Logger(),
+		})
+	case state.BackendCDP:
+		return connectCDP(ctx, t.opts.CDPURL)
+	}
+	return nil, fmt.Errorf("%w: the %s backend cannot be started by this manager", ErrUnavailable, t.backend)
+}
+
+// attachMux binds t's registry port and serves a mux for run on it. ownership is the adopted browser's
+// saved tab ownership (nil for a fresh launch).
+func (m *Manager) attachMux(ctx context.Context, t target, run runner, ownership map[string][]string) (*live, error) {
+	ln, port, err := m.listenPort(ctx, t.key)
+	if err != nil {
+		return nil, err
+	}
+	if !run.Adopted() {
+		// A fresh browser has none of the old tabs; forget their owners.
+		if err := m.db.ReplaceOwnership(ctx, t.key, nil); err != nil {
+			ln.Close()
+			return nil, err
+		}
+	}
+	key := t.key
+	mx, err := mux.New(mux.Config{
+		Upstream:     run.HTTPEndpoint(),
+		Listener:     ln,
+		Token:        t.token,
+		DownloadDir:  m.cfg.path("downloads", t.slug),
+		TabCap:       m.cfg.TabCap,
+		MaxClients:   m.cfg.MuxMaxClients,
+		Grace:        m.cfg.MuxGrace,
+		FreshLaunch:  !run.Adopted(),
+		Ownership:    ownership,
+		Hooks:        mux.Hooks{OwnershipChanged: func(o map[string][]string) { m.saveOwnership(key, o) }},
+		Log:          m.log.With().Str("component", "mux").Str("browser", t.key).Logger(),
+	})
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("mux for %s: %w", t.name, err)
+	}
+	muxCtx, cancel := context.WithCancel(context.Background())
+	l := &live{run: run, mux: mx, port: port, startedAt: time.Now(), cancel: cancel, served: make(chan struct{})}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		defer close(l.served)
+		if err := mx.Serve(muxCtx); err != nil && muxCtx.Err() == nil {
+			m.log.Error().Err(err).Str("browser", key).Msg("mux stopped")
+		}
+	}()
+	session := state.BrowserSession{Key: t.key, PID: run.PID(), CDPEndpoint: run.HTTPEndpoint(),
+		Status: state.BrowserRunning, Adopted: run.Adopted(), StartedAt: l.startedAt}
+	if st := run.StartTime(); st > 0 {
+		session.PIDStartTime = time.UnixMilli(st)
+	}
+	if _, err := m.db.UpsertBrowserSession(ctx, session); err != nil {
+		cancel()
+		<-l.served
+		return nil, err
+	}
+	return l, nil
+}
+
+// saveOwnership persists a mux's ownership snapshot; the mux calls it from one goroutine, in order.
+func (m *Manager) saveOwnership(key string, owners map[string][]string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := m.db.ReplaceOwnership(ctx, key, owners); err != nil {
+		m.log.Error().Err(err).Str("browser", key).Msg("save tab ownership")
+	}
+}
+
+// listenPort binds key's port from the registry on 127.0.0.1. A registered port that another program took
+// meanwhile is given up and a fresh one allocated (every endpoint is handed out by the manager, so nothing
+// outside it remembers the old number).
+func (m *Manager) listenPort(ctx context.Context, key string) (net.Listener, int, error) {
+	for attempt := 0; attempt < 2; attempt++ {
+		port, err := m.db.AllocatePort(ctx, key, m.cfg.ProxyPortBase, portFree)
+		if err != nil {
+			return nil, 0, err
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err == nil {
+			return ln, port, nil
+		}
+		m.log.Warn().Err(err).Int("port", port).Str("browser", key).Msg("registered port is taken; allocating another")
+		if err := m.db.ReleasePort(ctx, key); err != nil {
+			return nil, 0, err
+		}
+	}
+	return nil, 0, fmt.Errorf("%w: no port could be bound for %s", ErrUnavailable, key)
+}
+
+// portFree is the registry's bind test.
+func portFree(port int) bool {
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return false
+	}
+	ln.Close()
+	return true
+}
+
+// stop stops key's browser, if any, under its lock.
+func (m *Manager) stop(ctx context.Context, key string) error {
+	b := m.browserSlot(key)
+	if err := b.acquire(ctx); err != nil {
+		return err
+	}
+	defer b.release()
+	b.lastStartFailed = false
+	if l := b.cur.Load(); l != nil {
+		m.teardownLocked(b, l)
+	}
+	return m.db.ClearRelaunches(ctx, key)
+}
+
+// teardownLocked ends l's mux and stops its browser (bounded), then records it stopped. The caller holds
+// b's lock.
+func (m *Manager) teardownLocked(b *browser, l *live) {
+	l.cancel()
+	<-l.served
+	ctx, cancel := context.WithTimeout(context.Background(), stopBound+time.Second)
+	defer cancel()
+	if err := l.run.Stop(ctx); err != nil {
+		m.log.Warn().Err(err).Str("browser", b.key).Msg("stop browser")
+	}
+	b.cur.CompareAndSwap(l, nil)
+	if err := m.db.MarkBrowserStopped(ctx, b.key, time.Now()); err != nil && !errors.Is(err, state.ErrNotFound) {
+		m.log.Error().Err(err).Str("browser", b.key).Msg("record browser stopped")
+	}
+	if err := m.db.ReplaceOwnership(ctx, b.key, nil); err != nil && !errors.Is(err, state.ErrNotFound) {
+		m.log.Error().Err(err).Str("browser", b.key).Msg("clear tab ownership")
+	}
+	m.log.Info().Str("browser", b.key).Msg("browser stopped")
+}
+
+// stopAll stops every running browser concurrently, each bounded, the whole within overall.
+func (m *Manager) stopAll(overall time.Duration) {
+	slots := m.slots()
+	ctx, cancel := context.WithTimeout(context.Background(), overall)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, b := range slots {
+		wg.Go(func() {
+			if err := b.acquire(ctx); err != nil {
+				return
+			}
+			defer b.release()
+			if l := b.cur.Load(); l != nil {
+				m.teardownLocked(b, l)
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		m.log.Error().Msg("quit barrier: browsers still stopping at the overall bound; exiting anyway")
+	}
+}
+
+// detachAll ends every mux but leaves the browsers running, for the next manager to adopt.
+func (m *Manager) detachAll() {
+	for _, b := range m.slots() {
+		if l := b.cur.Load(); l != nil {
+			l.cancel()
+			<-l.served
+		}
+	}
+}
+
+// slots returns every browser slot.
+func (m *Manager) slots() []*browser {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*browser, 0, len(m.browsers))
+	for _, b := range m.browsers {
+		out = append(out, b)
+	}
+	return out
+}

@@ -1,0 +1,196 @@
+package manager
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"vibebrowser/manager/api"
+)
+
+// Config is the daemon's configuration: every VIBE_* knob of SPEC §4.3, validated before anything starts.
+// The zero value of a field means its documented default (FromEnv fills them).
+type Config struct {
+	Home              string        // VIBE_HOME, default ~/.vibe-seller
+	BrowserUse        string        // VIBE_BROWSER_USE: absolute path of the real browser-use CLI; "" = not found
+	BrowserUseProblem string        // why BrowserUse is empty, for ensure's answer
+	Chrome            string        // VIBE_CHROME: the Chromium binary; "" = search PATH
+	Shim              string        // VIBE_SHIM: the wrapshim binary; default beside this executable
+	ProxyPortBase     int           // VIBE_PROXY_PORT_BASE (9400)
+	CallTimeout       time.Duration // VIBE_CALL_TIMEOUT_S (120), baked into shims
+	WorkerSlots       int           // VIBE_BROWSER_WORKER_SLOTS (3), baked into shims
+	Idle              time.Duration // VIBE_BROWSER_IDLE_S (300); 0 disables the idle sweep
+	TabCap            int           // VIBE_TAB_CAP (12); 0 disables
+	StartTimeout      time.Duration // VIBE_BROWSER_START_TIMEOUT_S (180); 0 disables
+	RelaunchMax       int           // VIBE_BROWSER_RELAUNCH_MAX (3); 0 disables the budget
+	RelaunchWindow    time.Duration // VIBE_BROWSER_RELAUNCH_WINDOW_S (600)
+	MuxMaxClients     int           // VIBE_MUX_MAX_CLIENTS (16)
+	MuxGrace          time.Duration // VIBE_MUX_GRACE_S (480)
+	TaskLease         time.Duration // VIBE_TASK_LEASE_S (3600)
+	ReapInterval      time.Duration // VIBE_REAP_INTERVAL_S (300)
+	DisableReaper     bool          // VIBE_DISABLE_DAEMON_SWEEP
+	KeepBrowsers      bool          // VIBE_KEEP_BROWSERS_ON_EXIT
+	Headless          *bool         // VIBE_HEADLESS; nil = headless when there is no display
+}
+
+// knob describes one VIBE_* variable: its default and accepted range.
+type knob struct {
+	name     string
+	def, lo  int
+	hi       int
+	seconds  *time.Duration
+	integer  *int
+	boolean  *bool
+	optional **bool
+}
+
+// FromEnv builds the configuration from the environment (getenv is os.Getenv in production), validating
+// every knob: an unparseable or out-of-range value is an error naming the variable and the accepted range.
+func FromEnv(getenv func(string) string) (*Config, error) {
+	c := &Config{Home: getenv("VIBE_HOME"), Chrome: getenv("VIBE_CHROME"), Shim: getenv("VIBE_SHIM")}
+	if c.Home == "" {
+		c.Home = api.DefaultHome()
+	}
+	home, err := filepath.Abs(c.Home)
+	if err != nil {
+		return nil, fmt.Errorf("VIBE_HOME %q: %w", c.Home, err)
+	}
+	c.Home = home
+	knobs := []knob{
+		{name: "VIBE_PROXY_PORT_BASE", def: 9400, lo: 1024, hi: 65000, integer: &c.ProxyPortBase},
+		{name: "VIBE_CALL_TIMEOUT_S", def: 120, lo: 1, hi: 86400, seconds: &c.CallTimeout},
+		{name: "VIBE_BROWSER_WORKER_SLOTS", def: 3, lo: 0, hi: 99, integer: &c.WorkerSlots},
+		{name: "VIBE_BROWSER_IDLE_S", def: 300, lo: 0, hi: 30 * 86400, seconds: &c.Idle},
+		{name: "VIBE_TAB_CAP", def: 12, lo: 0, hi: 10000, integer: &c.TabCap},
+		{name: "VIBE_BROWSER_START_TIMEOUT_S", def: 180, lo: 0, hi: 86400, seconds: &c.StartTimeout},
+		{name: "VIBE_BROWSER_RELAUNCH_MAX", def: 3, lo: 0, hi: 1000, integer: &c.RelaunchMax},
+		{name: "VIBE_BROWSER_RELAUNCH_WINDOW_S", def: 600, lo: 1, hi: 30 * 86400, seconds: &c.RelaunchWindow},
+		{name: "VIBE_MUX_MAX_CLIENTS", def: 16, lo: 1, hi: 4096, integer: &c.MuxMaxClients},
+		{name: "VIBE_MUX_GRACE_S", def: 480, lo: 0, hi: 30 * 86400, seconds: &c.MuxGrace},
+		{name: "VIBE_TASK_LEASE_S", def: 3600, lo: 1, hi: 30 * 86400, seconds: &c.TaskLease},
+		{name: "VIBE_REAP_INTERVAL_S", def: 300, lo: 1, hi: 86400, seconds: &c.ReapInterval},
+		{name: "VIBE_DISABLE_DAEMON_SWEEP", boolean: &c.DisableReaper},
+		{name: "VIBE_KEEP_BROWSERS_ON_EXIT", boolean: &c.KeepBrowsers},
+		{name: "VIBE_HEADLESS", optional: &c.Headless},
+	}
+	for _, k := range knobs {
+		if err := k.parse(getenv(k.name)); err != nil {
+			return nil, err
+		}
+	}
+	c.BrowserUse, c.BrowserUseProblem = findBrowserUse(getenv("VIBE_BROWSER_USE"), getenv("PATH"), c.Home)
+	return c, nil
+}
+
+func (k knob) parse(raw string) error {
+	raw = strings.TrimSpace(raw)
+	if k.boolean != nil || k.optional != nil {
+		if raw == "" {
+			return nil
+		}
+		v, err := strconv.ParseBool(raw)
+		if err != nil {
+			return fmt.Errorf("%s=%q is not a boolean: use 1 or 0 (true or false)", k.name, raw)
+		}
+		if k.boolean != nil {
+			*k.boolean = v
+		} else {
+			*k.optional = &v
+		}
+		return nil
+	}
+	v := k.def
+	if raw != "" {
+		n, err := strconv.Atoi(raw)
+		if err != nil || n < k.lo || n > k.hi {
+			return fmt.Errorf("%s=%q is out of range: want an integer from %d to %d (default %d)", k.name, raw, k.lo, k.hi, k.def)
+		}
+		v = n
+	}
+	if k.seconds != nil {
+		*k.seconds = time.Duration(v) * time.Second
+	} else {
+		*k.integer = v
+	}
+	return nil
+}
+
+// findBrowserUse resolves the real browser-use CLI to an absolute path: explicit when given (it must be an
+// executable file), else the first browser-use on PATH outside home/bin (which holds our own shims).
+// There is no bare-name fallback: a wrapper forwarding to "browser-use" would re-resolve to itself.
+func findBrowserUse(explicit, path, home string) (string, string) {
+	if explicit != "" {
+		if !filepath.IsAbs(explicit) {
+			return "", fmt.Sprintf("VIBE_BROWSER_USE=%q is not an absolute path", explicit)
+		}
+		if err := executable(explicit); err != nil {
+			return "", fmt.Sprintf("VIBE_BROWSER_USE=%q: %v", explicit, err)
+		}
+		return explicit, ""
+	}
+	ours := filepath.Join(home, "bin") + string(filepath.Separator)
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" || !filepath.IsAbs(dir) {
+			continue
+		}
+		p := filepath.Join(dir, "browser-use")
+		if strings.HasPrefix(p, ours) {
+			continue
+		}
+		if executable(p) == nil {
+			return p, ""
+		}
+	}
+	return "", "no real browser-use CLI was found on the manager's PATH (outside " + ours +
+		"); install browser-use 0.13+ or set VIBE_BROWSER_USE to its absolute path, then restart the manager"
+}
+
+func executable(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("%s is not an executable file", p)
+	}
+	return nil
+}
+
+// shimPath is the wrapshim binary copied into every wrapper directory.
+func (c *Config) shimPath() (string, error) {
+	if c.Shim != "" {
+		return c.Shim, executable(c.Shim)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(filepath.Dir(exe), "wrapshim")
+	return p, executable(p)
+}
+
+// Paths under the home directory (SPEC §2).
+func (c *Config) path(parts ...string) string {
+	return filepath.Join(append([]string{c.Home}, parts...)...)
+}
+
+func (c *Config) socketPath() string { return c.path("run", "manager.sock") }
+
+// headless decides headless mode for a store whose own setting is pref (nil: follow the knob, then the
+// display).
+func (c *Config) headless(pref *bool) bool {
+	switch {
+	case pref != nil:
+		return *pref
+	case c.Headless != nil:
+		return *c.Headless
+	}
+	return os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" && !isDarwin
+}
+
+// lookPath is exec.LookPath, kept as a variable for the chrome finder's tests.
+var lookPath = exec.LookPath

@@ -1,0 +1,152 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coreos/go-systemd/v22/daemon"
+	"github.com/gofrs/flock"
+	"github.com/rs/zerolog"
+
+	"vibebrowser/state"
+)
+
+// quitBound is the quit barrier's overall bound; each browser gets stopBound inside it.
+const quitBound = 20 * time.Second
+
+// Manager is the running daemon: its state, browsers and API.
+type Manager struct {
+	cfg     *Config
+	log     zerolog.Logger
+	db      *state.DB
+	metrics *metrics
+	version string
+	started time.Time
+
+	ctx     context.Context // the daemon's life: starts run on it, not on a request's context
+	closing atomic.Bool     // set when the quit barrier begins: new work gets 503
+
+	mu       sync.Mutex // mu guards browsers
+	browsers map[string]*browser
+
+	wg sync.WaitGroup // every mux goroutine
+}
+
+// Run is `vibe-browser serve`: it holds the home's lock, serves the API on its socket and runs until ctx
+// ends, then passes the quit barrier. The caller installs signal handling before calling Run (a first
+// signal cancels ctx; a second exits at once).
+func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) error {
+	for _, dir := range []string{cfg.Home, cfg.path("run"), cfg.path("bin"), cfg.path("r"), cfg.path("bh-tmp"),
+		cfg.path("profiles"), cfg.path("downloads")} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("create %s: %w", dir, err)
+		}
+	}
+	lockPath := cfg.path("run", "manager.lock")
+	lock := flock.New(lockPath, flock.SetPermissions(0o600))
+	ok, err := lock.TryLock()
+	if err != nil {
+		return fmt.Errorf("lock %s: %w", lockPath, err)
+	}
+	if !ok {
+		holder, _ := os.ReadFile(lockPath + ".pid")
+		return fmt.Errorf("another manager is running for %s (pid %s holds %s); one manager per home",
+			cfg.Home, strings.TrimSpace(string(holder)), lockPath)
+	}
+	defer lock.Close()
+	_ = os.WriteFile(lockPath+".pid", []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600)
+
+	ln, err := listenSocket(cfg.socketPath(), log)
+	if err != nil {
+		return err
+	}
+	db, err := state.Open(cfg.path("state.db"))
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer db.Close()
+
+	m := &Manager{cfg: cfg, log: log, db: db, version: version, started: time.Now(), ctx: ctx,
+		browsers: map[string]*browser{}}
+	m.metrics = newMetrics(m)
+	if cfg.BrowserUse == "" {
+		log.Warn().Str("problem", cfg.BrowserUseProblem).Msg("no real browser-use CLI: wrappers are not written and ensure refuses")
+	}
+	if err := m.boot(ctx); err != nil {
+		ln.Close()
+		return fmt.Errorf("boot: %w", err)
+	}
+	srv := &http.Server{Handler: m.routes(), ReadHeaderTimeout: 10 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	log.Info().Str("home", cfg.Home).Str("socket", cfg.socketPath()).Int("pid", os.Getpid()).
+		Str("browser_use", cfg.BrowserUse).Str("version", version).Msg("manager ready")
+	_, _ = daemon.SdNotify(false, daemon.SdNotifyReady)
+
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		if !errClosed(err) {
+			log.Error().Err(err).Msg("API server stopped")
+		}
+	}
+	m.quit()
+	srvCtx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = srv.Shutdown(srvCtx)
+	return nil
+}
+
+// quit is the barrier: no new work, every browser stopped (or left for adoption), bounded.
+func (m *Manager) quit() {
+	_, _ = daemon.SdNotify(false, daemon.SdNotifyStopping)
+	m.closing.Store(true)
+	began := time.Now()
+	if m.cfg.KeepBrowsers {
+		m.log.Info().Msg("quit: leaving browsers running for the next manager (VIBE_KEEP_BROWSERS_ON_EXIT=1)")
+		m.detachAll()
+	} else {
+		m.stopAll(quitBound)
+	}
+	done := make(chan struct{})
+	go func() { m.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+		m.log.Warn().Msg("quit: some muxes did not end in time")
+	}
+	m.log.Info().Dur("took", time.Since(began)).Msg("manager stopped")
+}
+
+// boot brings state in line with reality before the API answers: browsers recorded as running are adopted
+// when they are still ours and alive, else marked stopped; wrappers are rewritten.
+func (m *Manager) boot(ctx context.Context) error {
+	sessions, err := m.db.ListBrowserSessions(ctx)
+	if err != nil {
+		return err
+	}
+	for _, s := range sessions {
+		if s.Status != state.BrowserRunning {
+			continue
+		}
+		if err := m.adopt(ctx, s); err != nil {
+			m.log.Info().Str("browser", s.Key).Err(err).Msg("not adopting the recorded browser; marked stopped")
+			if err := m.db.MarkBrowserStopped(ctx, s.Key, time.Now()); err != nil {
+				return err
+			}
+		}
+	}
+	return m.syncWrappers(ctx)
+}
+
+// errNotAdoptable means a recorded browser cannot be taken over (it is gone, or not the one we launched).
+var errNotAdoptable = errors.New("not adoptable")

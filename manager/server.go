@@ -1,0 +1,85 @@
+package manager
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+
+	"vibebrowser/manager/api"
+)
+
+// routes is the local API (SPEC §4.2).
+func (m *Manager) routes() http.Handler {
+	mux := http.NewServeMux()
+	handle := func(pattern string, h func(r *http.Request) (any, error)) {
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			out, err := h(r)
+			if err != nil {
+				m.writeError(w, r, err)
+				return
+			}
+			writeJSON(w, http.StatusOK, out)
+		})
+	}
+	handle("GET "+api.PathHealth, func(*http.Request) (any, error) {
+		return api.Health{OK: !m.closing.Load(), Version: m.version, PID: os.Getpid()}, nil
+	})
+	handle("GET "+api.PathStatus, m.handleStatus)
+	handle("GET "+api.PathStores, m.handleListStores)
+	handle("POST "+api.PathStores, m.handleCreateStore)
+	handle("GET "+api.PathStore, m.handleGetStore)
+	handle("PATCH "+api.PathStore, m.handleUpdateStore)
+	handle("DELETE "+api.PathStore, m.handleDeleteStore)
+	handle("POST "+api.PathStoreBrowser, m.handleStoreBrowser)
+	handle("POST "+api.PathWebBrowser, m.handleWebBrowser)
+	handle("POST "+api.PathSessionEnsure, m.handleEnsureSession)
+	handle("GET "+api.PathTasks, m.handleListTasks)
+	handle("GET "+api.PathTask, m.handleGetTask)
+	handle("PUT "+api.PathTask, m.handlePutTask)
+	handle("DELETE "+api.PathTask, m.handleDeleteTask)
+	handle("POST "+api.PathWrappers, m.handleWriteWrappers)
+	handle("POST "+api.PathEvents, m.handleEvent)
+	mux.Handle("GET "+api.PathMetrics, m.metrics.handler())
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		m.writeError(w, r, fmt.Errorf("%w: no route %s %s", errNoRoute, r.Method, r.URL.Path))
+	})
+	return mux
+}
+
+var errNoRoute = errors.New("not found")
+
+// writeError is the one place errors become HTTP answers, and the one place they are logged.
+func (m *Manager) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	status, code := httpStatus(err)
+	if errors.Is(err, errNoRoute) {
+		status, code = http.StatusNotFound, "no_route"
+	}
+	ev := m.log.Warn()
+	if status >= 500 && status != http.StatusServiceUnavailable {
+		ev = m.log.Error()
+	}
+	ev.Err(err).Str("method", r.Method).Str("path", r.URL.Path).Int("status", status).Msg("API error")
+	writeJSON(w, status, api.Error{Message: err.Error(), Code: code})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// decode reads a JSON body strictly: unknown fields and trailing data are refused, naming the problem.
+func decode(r *http.Request, v any) error {
+	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: request body: %v", ErrBadRequest, err)
+	}
+	if dec.More() {
+		return fmt.Errorf("%w: request body: trailing data after the JSON object", ErrBadRequest)
+	}
+	return nil
+}

@@ -1,0 +1,149 @@
+package manager
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"vibebrowser/manager/api"
+	"vibebrowser/state"
+	"vibebrowser/wrapshim"
+)
+
+// Directories of bin/ that are not stores'.
+const (
+	guardDir = "_guard"
+	webDir   = api.WebKey
+)
+
+// shimConfig is the config baked beside the wrapper of t.
+func (m *Manager) shimConfig(t target) *wrapshim.Config {
+	cfg := &wrapshim.Config{
+		Format:         wrapshim.Format,
+		Kind:           wrapshim.KindStore,
+		StoreID:        t.key,
+		Slug:           t.slug,
+		ManagerSocket:  m.cfg.socketPath(),
+		RealBU:         m.cfg.BrowserUse,
+		RuntimeDir:     m.cfg.path("r"),
+		TmpDir:         m.cfg.path("bh-tmp"),
+		WorkerSlots:    m.cfg.WorkerSlots,
+		CallTimeoutS:   int(m.cfg.CallTimeout.Seconds()),
+		EnsureTimeoutS: int(m.cfg.StartTimeout.Seconds()) + 60,
+	}
+	if t.key == api.WebKey {
+		cfg.Kind, cfg.StoreID, cfg.Slug = wrapshim.KindWeb, "", ""
+	}
+	return cfg
+}
+
+// writeWrapperFor installs t's wrapper. Without a real browser-use CLI no wrapper is written: a wrapper
+// forwarding to a bare name would re-resolve to itself, and the guard below it refuses cleanly instead.
+func (m *Manager) writeWrapperFor(ctx context.Context, t target) error {
+	if m.cfg.BrowserUse == "" {
+		return fmt.Errorf("%w: %s", ErrUnavailable, m.cfg.BrowserUseProblem)
+	}
+	shim, err := m.cfg.shimPath()
+	if err != nil {
+		return fmt.Errorf("%w: the wrapshim binary: %v (set VIBE_SHIM or install wrapshim beside vibe-browser)", ErrUnavailable, err)
+	}
+	dir := m.cfg.path("bin", t.slug)
+	if ic, err := readInstalled(dir); err == nil && ic.Format > wrapshim.Format {
+		// A newer manager wrote it; downgrading would break that manager's shims after a rollback.
+		return nil
+	}
+	return wrapshim.Install(dir, shim, m.shimConfig(t))
+}
+
+// readInstalled reads the kept-or-wiped facts of the wrapper in dir.
+func readInstalled(dir string) (installedConfig, error) {
+	var ic installedConfig
+	data, err := os.ReadFile(filepath.Join(dir, wrapshim.ConfigName))
+	if err == nil {
+		err = json.NewDecoder(bytes.NewReader(data)).Decode(&ic)
+	}
+	return ic, err
+}
+
+// writeGuard installs bin/_guard/browser-use, which always refuses.
+func (m *Manager) writeGuard() error {
+	shim, err := m.cfg.shimPath()
+	if err != nil {
+		return fmt.Errorf("%w: the wrapshim binary: %v", ErrUnavailable, err)
+	}
+	return wrapshim.Install(m.cfg.path("bin", guardDir), shim, &wrapshim.Config{Format: wrapshim.Format, Kind: wrapshim.KindGuard})
+}
+
+// installedConfig is the part of a wrapper's config read when deciding to keep it; it is read leniently
+// because a newer format may carry fields this manager does not know.
+type installedConfig struct {
+	Format  int    `json:"format"`
+	Kind    string `json:"kind"`
+	StoreID string `json:"store_id"`
+}
+
+// syncWrappers is the boot pass: wrappers of an older format or of a deleted store are removed (current and
+// newer formats are kept, so a rollback never leaves a window without a wrapper), the guard is regenerated
+// and every store's and the web browser's wrapper is rewritten with this manager's shim.
+func (m *Manager) syncWrappers(ctx context.Context) error {
+	stores, err := m.db.ListStores(ctx)
+	if err != nil {
+		return err
+	}
+	known := map[string]state.Store{}
+	for _, s := range stores {
+		known[s.ID] = s
+	}
+	entries, err := os.ReadDir(m.cfg.path("bin"))
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if !e.IsDir() || e.Name() == guardDir || e.Name() == webDir {
+			continue
+		}
+		dir := m.cfg.path("bin", e.Name())
+		ic, err := readInstalled(dir)
+		_, storeKnown := known[ic.StoreID]
+		switch {
+		case err != nil && !errors.Is(err, os.ErrNotExist):
+			m.log.Warn().Err(err).Str("dir", dir).Msg("removing a wrapper whose config cannot be read")
+		case errors.Is(err, os.ErrNotExist) || ic.Format < wrapshim.Format:
+			m.log.Info().Str("dir", dir).Int("format", ic.Format).Msg("removing an older-format wrapper")
+		case ic.Kind == wrapshim.KindStore && !storeKnown:
+			m.log.Info().Str("dir", dir).Str("store", ic.StoreID).Msg("removing the wrapper of a deleted store")
+		default:
+			continue
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			return err
+		}
+	}
+	if err := m.writeGuard(); err != nil {
+		m.log.Warn().Err(err).Msg("guard wrapper not written")
+	}
+	if m.cfg.BrowserUse == "" {
+		return nil
+	}
+	for _, s := range stores {
+		t, err := m.storeTarget(s)
+		if err == nil {
+			err = m.writeWrapperFor(ctx, t)
+		}
+		if err != nil {
+			m.log.Warn().Err(err).Str("store", s.ID).Msg("wrapper not written")
+		}
+	}
+	web, err := m.webTarget(ctx)
+	if err != nil {
+		return err
+	}
+	if err := m.writeWrapperFor(ctx, web); err != nil {
+		m.log.Warn().Err(err).Msg("web wrapper not written")
+	}
+	return nil
+}
