@@ -273,17 +273,17 @@ func (m *Manager) attachMux(ctx context.Context, t target, run runner, ownership
 	}
 	key := t.key
 	mx, err := mux.New(mux.Config{
-		Upstream:     run.HTTPEndpoint(),
-		Listener:     ln,
-		Token:        t.token,
-		DownloadDir:  m.cfg.path("downloads", t.slug),
-		TabCap:       m.cfg.TabCap,
-		MaxClients:   m.cfg.MuxMaxClients,
-		Grace:        m.cfg.MuxGrace,
-		FreshLaunch:  !run.Adopted(),
-		Ownership:    ownership,
-		Hooks:        mux.Hooks{OwnershipChanged: func(o map[string][]string) { m.saveOwnership(key, o) }},
-		Log:          m.log.With().Str("component", "mux").Str("browser", t.key).Logger(),
+		Upstream:    run.HTTPEndpoint(),
+		Listener:    ln,
+		Token:       t.token,
+		DownloadDir: m.cfg.path("downloads", t.slug),
+		TabCap:      m.cfg.TabCap,
+		MaxClients:  m.cfg.MuxMaxClients,
+		Grace:       m.cfg.MuxGrace,
+		FreshLaunch: !run.Adopted(),
+		Ownership:   ownership,
+		Hooks:       mux.Hooks{OwnershipChanged: func(o map[string][]string) { m.saveOwnership(key, o) }},
+		Log:         m.log.With().Str("component", "mux").Str("browser", t.key).Logger(),
 	})
 	if err != nil {
 		ln.Close()

@@ -193,4 +193,3 @@ func (m *Manager) handleStatus(r *http.Request) (any, error) {
 	sort.Slice(st.Stores, func(i, j int) bool { return st.Stores[i].Slug < st.Stores[j].Slug })
 	return st, nil
 }
-
