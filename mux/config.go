@@ -1,0 +1,143 @@
+package mux
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Config configures a Mux. Zero values take the documented defaults.
+type Config struct {
+	// Upstream is the browser endpoint: "http://127.0.0.1:PORT" (the browser WebSocket URL is discovered
+	// through /json/version) or a ws:// browser URL.
+	Upstream string
+	// Listener is an optional pre-bound listener (the manager bind-tests its port); when nil the mux
+	// listens on Addr.
+	Listener net.Listener
+	// Addr is "127.0.0.1:PORT", used when Listener is nil.
+	Addr string
+	// Token is the store token, required as the first path segment of every request.
+	Token string
+	// DownloadDir is forced as downloadPath of every Browser.setDownloadBehavior. Empty leaves downloads
+	// alone.
+	DownloadDir string
+	// TabCap is the per-client tab cap; beyond it the client's least recently used tab is closed. 0
+	// disables the cap.
+	TabCap int
+	// MaxClients bounds connected clients; beyond it new clients get 503. Default 16.
+	MaxClients int
+	// Grace is how long a disconnected client's tabs are kept for it to reconnect. Default 480s.
+	Grace time.Duration
+	// FreshLaunch runs the startup cleanup of orphan http(s) tabs. Set it only for a browser this
+	// manager just launched, never when adopting a running one.
+	FreshLaunch bool
+	// KeepLastPage never closes the browser's last page (closing it kills a Ziniao environment); the
+	// page is disowned instead.
+	KeepLastPage bool
+	// Ownership is the initial client id -> target ids map, for adopting a browser after a manager
+	// restart. Those clients start disconnected, in their grace period.
+	Ownership map[string][]string
+	// Hooks are optional callbacks into the manager.
+	Hooks Hooks
+	// Log is the mux's logger.
+	Log zerolog.Logger
+
+	// QueueBytes bounds each client's send queue; overflow disconnects that client. Default 64 MiB.
+	QueueBytes int
+	// ClientMessageLimit is the largest message a client may send. Default 100 MB (Chrome's limit).
+	ClientMessageLimit int
+	// UpstreamMessageLimit is the largest message accepted from the browser. Default 256 MB (Chrome's).
+	UpstreamMessageLimit int
+	// PingInterval is how long a client may stay silent before it is pinged. Default 30s.
+	PingInterval time.Duration
+	// PongTimeout is how long a pinged peer has to answer before it is dropped (a client into its grace
+	// period). Default 60s.
+	PongTimeout time.Duration
+	// WriteTimeout bounds one WebSocket write. Default 30s.
+	WriteTimeout time.Duration
+	// ReconnectMin and ReconnectMax bound the upstream reconnect backoff. Defaults 1s and 30s.
+	ReconnectMin, ReconnectMax time.Duration
+	// ReconnectTries is the number of reconnect attempts before Hooks.Relaunch is called. Default 10.
+	ReconnectTries int
+}
+
+// Hooks are the manager's callbacks. Every field is optional.
+type Hooks struct {
+	// Relaunch starts a fresh browser after the reconnect attempts are spent and returns its endpoint
+	// (same forms as Config.Upstream).
+	Relaunch func(ctx context.Context) (newUpstream string, err error)
+	// OwnershipChanged receives a snapshot (client id -> target ids) whenever ownership changes, for
+	// persistence. Calls come from one goroutine, in order, never under the mux's lock.
+	OwnershipChanged func(map[string][]string)
+}
+
+const (
+	defaultMaxClients   = 16
+	defaultGrace        = 480 * time.Second
+	defaultQueueBytes   = 64 << 20
+	defaultClientLimit  = 100 << 20
+	defaultUpLimit      = 256 << 20
+	defaultPingInterval = 30 * time.Second
+	defaultPongTimeout  = 60 * time.Second
+	defaultWriteTimeout = 30 * time.Second
+	defaultReconnectMin = time.Second
+	defaultReconnectMax = 30 * time.Second
+	defaultTries        = 10
+)
+
+var clientIDRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,80}$`)
+
+// withDefaults validates c and fills its zero values.
+func (c Config) withDefaults() (Config, error) {
+	if c.Upstream == "" {
+		return c, errors.New("mux: Upstream is required")
+	}
+	if !strings.HasPrefix(c.Upstream, "http://") && !strings.HasPrefix(c.Upstream, "ws://") &&
+		!strings.HasPrefix(c.Upstream, "https://") && !strings.HasPrefix(c.Upstream, "wss://") {
+		return c, fmt.Errorf("mux: Upstream %q is neither an http(s) nor a ws(s) URL", c.Upstream)
+	}
+	if c.Token == "" || strings.Contains(c.Token, "/") {
+		return c, errors.New("mux: Token is required and must not contain '/'")
+	}
+	if c.Listener == nil && c.Addr == "" {
+		return c, errors.New("mux: Listener or Addr is required")
+	}
+	if c.TabCap < 0 || c.MaxClients < 0 || c.Grace < 0 {
+		return c, errors.New("mux: TabCap, MaxClients and Grace must not be negative")
+	}
+	for id := range c.Ownership {
+		if !clientIDRe.MatchString(id) {
+			return c, fmt.Errorf("mux: Ownership client id %q does not match %s", id, clientIDRe)
+		}
+	}
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	defD := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&c.MaxClients, defaultMaxClients)
+	if c.Grace == 0 {
+		c.Grace = defaultGrace
+	}
+	def(&c.QueueBytes, defaultQueueBytes)
+	def(&c.ClientMessageLimit, defaultClientLimit)
+	def(&c.UpstreamMessageLimit, defaultUpLimit)
+	defD(&c.PingInterval, defaultPingInterval)
+	defD(&c.PongTimeout, defaultPongTimeout)
+	defD(&c.WriteTimeout, defaultWriteTimeout)
+	defD(&c.ReconnectMin, defaultReconnectMin)
+	defD(&c.ReconnectMax, defaultReconnectMax)
+	def(&c.ReconnectTries, defaultTries)
+	return c, nil
+}

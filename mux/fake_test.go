@@ -1,0 +1,531 @@
+package mux
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// fakeBrowser is a fake CDP browser speaking enough of Chrome's protocol for the mux: Target.* with tab
+// targets (puppeteer's view), flat sessions, discovery events, Browser.*, and id checks like Chrome's.
+type fakeBrowser struct {
+	t   *testing.T
+	srv *httptest.Server
+
+	mu sync.Mutex
+	// mu guards the fields below.
+	ws       *websocket.Conn
+	wmu      sync.Mutex // serialises writes to ws (the fake's only concurrency contract)
+	targets  map[string]*fakeTarget
+	order    []string
+	sessions map[string]string // session -> target
+	discover bool
+	next     int
+	received []fakeMsg
+	stall    map[string]bool // methods left unanswered
+	conns    int
+}
+
+type fakeTarget struct {
+	ID, Type, URL, Opener, Tab string
+}
+
+type fakeMsg struct {
+	ID        json.RawMessage `json:"id"`
+	Method    string          `json:"method"`
+	SessionID string          `json:"sessionId"`
+	Params    json.RawMessage `json:"params"`
+	raw       string
+}
+
+func newFakeBrowser(t *testing.T) *fakeBrowser {
+	t.Helper()
+	fb := &fakeBrowser{t: t, targets: map[string]*fakeTarget{}, sessions: map[string]string{}, stall: map[string]bool{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/json/version", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `{"Browser":"FakeChrome/1.0","Protocol-Version":"1.3","User-Agent":"fake","V8-Version":"1","WebKit-Version":"1","webSocketDebuggerUrl":"ws://%s/devtools/browser/fake"}`, r.Host)
+	})
+	mux.HandleFunc("/devtools/browser/fake", fb.serveWS)
+	fb.srv = httptest.NewServer(mux)
+	t.Cleanup(func() {
+		fb.drop()
+		fb.srv.Close()
+	})
+	return fb
+}
+
+func (fb *fakeBrowser) url() string { return fb.srv.URL }
+
+// addPage adds a page (with its tab) without a client asking, like a human or a restored session.
+func (fb *fakeBrowser) addPage(url, opener string) string {
+	fb.mu.Lock()
+	defer fb.mu.Unlock()
+	return fb.addPageLocked(url, opener)
+}
+
+func (fb *fakeBrowser) addPageLocked(url, opener string) string {
+	fb.next++
+	tab := fmt.Sprintf("TAB%d", fb.next)
+	page := fmt.Sprintf("PAGE%d", fb.next)
+	fb.targets[tab] = &fakeTarget{ID: tab, Type: "tab", URL: url}
+	fb.targets[page] = &fakeTarget{ID: page, Type: "page", URL: url, Opener: opener, Tab: tab}
+	fb.order = append(fb.order, tab, page)
+	if fb.discover {
+		fb.sendLocked(`{"method":"Target.targetCreated","params":{"targetInfo":` + fb.targets[tab].info() + `}}`)
+		fb.sendLocked(`{"method":"Target.targetCreated","params":{"targetInfo":` + fb.targets[page].info() + `}}`)
+	}
+	return page
+}
+
+func (ft *fakeTarget) info() string {
+	b, _ := json.Marshal(map[string]any{"targetId": ft.ID, "type": ft.Type, "url": ft.URL, "title": ft.URL, "attached": false, "openerId": ft.Opener, "browserContextId": "CTX0"})
+	if ft.Opener == "" {
+		b, _ = json.Marshal(map[string]any{"targetId": ft.ID, "type": ft.Type, "url": ft.URL, "title": ft.URL, "attached": false, "browserContextId": "CTX0"})
+	}
+	return string(b)
+}
+
+func (fb *fakeBrowser) serveWS(w http.ResponseWriter, r *http.Request) {
+	up := websocket.Upgrader{}
+	ws, err := up.Upgrade(w, r, nil)
+	if err != nil {
+		return
+	}
+	fb.mu.Lock()
+	fb.ws = ws
+	fb.discover = false
+	fb.sessions = map[string]string{}
+	fb.conns++
+	fb.mu.Unlock()
+	ws.SetReadLimit(-1)
+	for {
+		_, b, err := ws.ReadMessage()
+		if err != nil {
+			fb.mu.Lock()
+			if fb.ws == ws {
+				fb.ws = nil
+			}
+			fb.mu.Unlock()
+			return
+		}
+		fb.handle(b)
+	}
+}
+
+// drop kills the browser connection, as a crash would.
+func (fb *fakeBrowser) drop() {
+	fb.mu.Lock()
+	ws := fb.ws
+	fb.ws = nil
+	fb.mu.Unlock()
+	if ws != nil {
+		ws.Close()
+	}
+}
+
+func (fb *fakeBrowser) connections() int {
+	fb.mu.Lock()
+	defer fb.mu.Unlock()
+	return fb.conns
+}
+
+func (fb *fakeBrowser) sendLocked(s string) {
+	if fb.ws == nil {
+		return
+	}
+	fb.wmu.Lock()
+	fb.ws.WriteMessage(websocket.TextMessage, []byte(s))
+	fb.wmu.Unlock()
+}
+
+func (fb *fakeBrowser) send(s string) {
+	fb.mu.Lock()
+	defer fb.mu.Unlock()
+	fb.sendLocked(s)
+}
+
+// got returns the messages the browser received with the given method.
+func (fb *fakeBrowser) got(method string) []fakeMsg {
+	fb.mu.Lock()
+	defer fb.mu.Unlock()
+	var out []fakeMsg
+	for _, m := range fb.received {
+		if m.Method == method {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func (fb *fakeBrowser) hasTarget(id string) bool {
+	fb.mu.Lock()
+	defer fb.mu.Unlock()
+	return fb.targets[id] != nil
+}
+
+func (fb *fakeBrowser) setStall(method string, on bool) {
+	fb.mu.Lock()
+	defer fb.mu.Unlock()
+	fb.stall[method] = on
+}
+
+func (fb *fakeBrowser) handle(b []byte) {
+	var msg fakeMsg
+	if err := json.Unmarshal(b, &msg); err != nil {
+		fb.send(`{"error":{"code":-32700,"message":"JSON: invalid"}}`)
+		return
+	}
+	msg.raw = string(b)
+	id, err := strconv.ParseInt(string(msg.ID), 10, 64)
+	if err != nil || id > math.MaxInt32 || id < math.MinInt32 {
+		// Chrome's answer to a non-int32 id has no id at all.
+		fb.send(`{"error":{"code":-32600,"message":"Message must have integer 'id' property"}}`)
+		return
+	}
+	fb.mu.Lock()
+	defer fb.mu.Unlock()
+	fb.received = append(fb.received, msg)
+	if fb.stall[msg.Method] {
+		return
+	}
+	var p map[string]any
+	json.Unmarshal(msg.Params, &p)
+	str := func(k string) string { s, _ := p[k].(string); return s }
+	reply := func(result string) {
+		s := `{"id":` + string(msg.ID) + `,"result":` + result
+		if msg.SessionID != "" {
+			s += `,"sessionId":"` + msg.SessionID + `"`
+		}
+		fb.sendLocked(s + "}")
+	}
+	replyErr := func(code int, text string) {
+		fb.sendLocked(fmt.Sprintf(`{"id":%s,"error":{"code":%d,"message":%q}}`, msg.ID, code, text))
+	}
+	switch msg.Method {
+	case "Target.setDiscoverTargets":
+		fb.discover, _ = p["discover"].(bool)
+		if fb.discover {
+			for _, id := range fb.order {
+				fb.sendLocked(`{"method":"Target.targetCreated","params":{"targetInfo":` + fb.targets[id].info() + `}}`)
+			}
+		}
+		reply("{}")
+	case "Target.getTargets":
+		var infos []string
+		for _, id := range fb.order {
+			infos = append(infos, fb.targets[id].info())
+		}
+		reply(`{"targetInfos":[` + strings.Join(infos, ",") + `]}`)
+	case "Target.createTarget":
+		page := fb.addPageLocked(str("url"), "")
+		reply(`{"targetId":"` + page + `"}`)
+	case "Target.attachToTarget":
+		t := fb.targets[str("targetId")]
+		if t == nil {
+			replyErr(-32602, "No target with given id found")
+			return
+		}
+		fb.next++
+		sid := fmt.Sprintf("SESS%d", fb.next)
+		fb.sessions[sid] = t.ID
+		fb.sendLocked(`{"method":"Target.attachedToTarget","params":{"sessionId":"` + sid + `","targetInfo":` + t.info() + `,"waitingForDebugger":false}}`)
+		reply(`{"sessionId":"` + sid + `"}`)
+	case "Target.detachFromTarget":
+		sid := str("sessionId")
+		if tid, ok := fb.sessions[sid]; ok {
+			delete(fb.sessions, sid)
+			fb.sendLocked(`{"method":"Target.detachedFromTarget","params":{"sessionId":"` + sid + `","targetId":"` + tid + `"}}`)
+		}
+		reply("{}")
+	case "Target.closeTarget":
+		t := fb.targets[str("targetId")]
+		if t == nil {
+			replyErr(-32602, "No target with given id found")
+			return
+		}
+		fb.removeLocked(t.ID)
+		if t.Tab != "" {
+			fb.removeLocked(t.Tab)
+		}
+		reply(`{"success":true}`)
+	case "Browser.getVersion":
+		reply(`{"protocolVersion":"1.3","product":"FakeChrome/1.0","revision":"1","userAgent":"fake","jsVersion":"1"}`)
+	case "Runtime.evaluate":
+		// Echo the expression's raw JSON bytes, as Chrome writes strings (no HTML escaping).
+		var raw struct {
+			Expression json.RawMessage `json:"expression"`
+		}
+		json.Unmarshal(msg.Params, &raw)
+		reply(`{"result":{"type":"string","value":` + string(raw.Expression) + `}}`)
+	case "Test.big":
+		n, _ := p["size"].(float64)
+		reply(`{"data":"` + strings.Repeat("x", int(n)) + `"}`)
+	default:
+		reply("{}")
+	}
+}
+
+func (fb *fakeBrowser) removeLocked(id string) {
+	delete(fb.targets, id)
+	for i, o := range fb.order {
+		if o == id {
+			fb.order = append(fb.order[:i], fb.order[i+1:]...)
+			break
+		}
+	}
+	for sid, tid := range fb.sessions {
+		if tid == id {
+			delete(fb.sessions, sid)
+			fb.sendLocked(`{"method":"Target.detachedFromTarget","params":{"sessionId":"` + sid + `","targetId":"` + tid + `"}}`)
+		}
+	}
+	if fb.discover {
+		fb.sendLocked(`{"method":"Target.targetDestroyed","params":{"targetId":"` + id + `"}}`)
+	}
+}
+
+// sessionOf returns a session the browser has for target id.
+func (fb *fakeBrowser) sessionOf(tid string) string {
+	fb.mu.Lock()
+	defer fb.mu.Unlock()
+	for sid, t := range fb.sessions {
+		if t == tid {
+			return sid
+		}
+	}
+	return ""
+}
+
+// testClient is a real WebSocket CDP client of the mux.
+type testClient struct {
+	t  *testing.T
+	ws *websocket.Conn
+
+	wmu sync.Mutex // one writer at a time, gorilla's contract
+
+	mu sync.Mutex
+	// mu guards the fields below.
+	msgs    []json.RawMessage
+	closeCd int
+	done    bool
+	nextID  int
+}
+
+type cdpMsg struct {
+	ID        json.RawMessage `json:"id"`
+	Method    string          `json:"method"`
+	SessionID string          `json:"sessionId"`
+	Params    json.RawMessage `json:"params"`
+	Result    json.RawMessage `json:"result"`
+	Error     *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func dialMux(t *testing.T, m *Mux, path string, hdr http.Header) (*websocket.Conn, *http.Response, error) {
+	t.Helper()
+	d := websocket.Dialer{HandshakeTimeout: 5 * time.Second}
+	return d.Dial("ws://"+m.Addr()+path, hdr)
+}
+
+func newClient(t *testing.T, m *Mux, id string) *testClient {
+	t.Helper()
+	ws, _, err := dialMux(t, m, "/tok/client-"+id, nil)
+	if err != nil {
+		t.Fatalf("dial client %s: %v", id, err)
+	}
+	c := &testClient{t: t, ws: ws}
+	t.Cleanup(func() { ws.Close() })
+	go c.read()
+	return c
+}
+
+func (c *testClient) read() {
+	for {
+		_, b, err := c.ws.ReadMessage()
+		c.mu.Lock()
+		if err != nil {
+			if ce, ok := err.(*websocket.CloseError); ok {
+				c.closeCd = ce.Code
+			}
+			c.done = true
+			c.mu.Unlock()
+			return
+		}
+		c.msgs = append(c.msgs, b)
+		c.mu.Unlock()
+	}
+}
+
+func (c *testClient) sendRaw(s string) {
+	c.t.Helper()
+	c.wmu.Lock()
+	err := c.ws.WriteMessage(websocket.TextMessage, []byte(s))
+	c.wmu.Unlock()
+	if err != nil {
+		c.t.Fatalf("send: %v", err)
+	}
+}
+
+// call sends a command and waits for its answer.
+func (c *testClient) call(method, params, session string) cdpMsg {
+	c.t.Helper()
+	c.mu.Lock()
+	if c.nextID == 0 {
+		c.nextID = 100 // test tables use small ids of their own
+	}
+	c.nextID++
+	id := c.nextID
+	c.mu.Unlock()
+	if params == "" {
+		params = "{}"
+	}
+	s := fmt.Sprintf(`{"id":%d,"method":%q,"params":%s`, id, method, params)
+	if session != "" {
+		s += fmt.Sprintf(`,"sessionId":%q`, session)
+	}
+	c.sendRaw(s + "}")
+	return c.waitID(strconv.Itoa(id))
+}
+
+func (c *testClient) waitID(id string) cdpMsg {
+	c.t.Helper()
+	var got cdpMsg
+	waitFor(c.t, "answer to id "+id, func() bool {
+		for _, raw := range c.all() {
+			var m cdpMsg
+			if json.Unmarshal(raw, &m) == nil && m.Method == "" && string(m.ID) == id {
+				got = m
+				return true
+			}
+		}
+		return false
+	})
+	return got
+}
+
+func (c *testClient) all() []json.RawMessage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]json.RawMessage(nil), c.msgs...)
+}
+
+// events returns the events received with the given method.
+func (c *testClient) events(method string) []cdpMsg {
+	var out []cdpMsg
+	for _, raw := range c.all() {
+		var m cdpMsg
+		if json.Unmarshal(raw, &m) == nil && m.Method == method {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func (c *testClient) closed() (bool, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.done, c.closeCd
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// startMux runs a mux in front of fb with cfg's non-zero fields.
+func startMux(t *testing.T, fb *fakeBrowser, cfg Config) *Mux {
+	t.Helper()
+	if cfg.Upstream == "" {
+		cfg.Upstream = fb.url()
+	}
+	cfg.Token = "tok"
+	if cfg.Addr == "" && cfg.Listener == nil {
+		cfg.Addr = "127.0.0.1:0"
+	}
+	if cfg.ReconnectMin == 0 {
+		cfg.ReconnectMin = 10 * time.Millisecond
+		cfg.ReconnectMax = 50 * time.Millisecond
+	}
+	m, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	ctx, cancel := contextWithCancel()
+	done := make(chan error, 1)
+	go func() { done <- m.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	waitFor(t, "mux connected to the browser", func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.up != nil && len(m.pending) == 0
+	})
+	return m
+}
+
+func result[T any](t *testing.T, m cdpMsg) T {
+	t.Helper()
+	var v T
+	if m.Error != nil {
+		t.Fatalf("unexpected CDP error %d %q", m.Error.Code, m.Error.Message)
+	}
+	if err := json.Unmarshal(m.Result, &v); err != nil {
+		t.Fatalf("decode result %s: %v", m.Result, err)
+	}
+	return v
+}
+
+type targetsResult struct {
+	TargetInfos []struct {
+		TargetID string `json:"targetId"`
+		Type     string `json:"type"`
+	} `json:"targetInfos"`
+}
+
+func (c *testClient) createTarget(url string) string {
+	c.t.Helper()
+	r := result[struct {
+		TargetID string `json:"targetId"`
+	}](c.t, c.call("Target.createTarget", fmt.Sprintf(`{"url":%q}`, url), ""))
+	return r.TargetID
+}
+
+func (c *testClient) attach(tid string) string {
+	c.t.Helper()
+	r := result[struct {
+		SessionID string `json:"sessionId"`
+	}](c.t, c.call("Target.attachToTarget", fmt.Sprintf(`{"targetId":%q,"flatten":true}`, tid), ""))
+	return r.SessionID
+}
+
+func (c *testClient) targetIDs() []string {
+	c.t.Helper()
+	r := result[targetsResult](c.t, c.call("Target.getTargets", `{"filter":[{}]}`, ""))
+	var ids []string
+	for _, ti := range r.TargetInfos {
+		ids = append(ids, ti.TargetID)
+	}
+	return ids
+}

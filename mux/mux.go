@@ -1,0 +1,361 @@
+package mux
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/rs/zerolog"
+)
+
+// Mux is a CDP multiplexing proxy for one browser: many client WebSockets share one upstream browser
+// connection, and each client sees and touches only its own targets. Create it with New, run it with Serve.
+type Mux struct {
+	cfg      Config
+	log      zerolog.Logger
+	ln       net.Listener
+	port     string
+	upgrader websocket.Upgrader
+	srv      *http.Server
+	ownCh    chan struct{} // capacity 1: one pending "ownership changed" is enough, the snapshot is taken later
+	wg       sync.WaitGroup
+
+	msgsIn, msgsOut, bytesIn, bytesOut atomic.Uint64
+
+	mu sync.Mutex
+	// mu guards the fields below: the routing tables, owned by whichever goroutine holds it. It is never
+	// held across a network write; sends go through the non-blocking queues.
+	closed   bool
+	up       *upstream
+	nextID   int32
+	pending  map[int32]*pending
+	clients  map[string]*client
+	targets  map[string]*target
+	order    []*target // targets in the order they appeared, for replays in Chrome's order
+	sessions map[string]*session
+	creating *createRec // the one Target.createTarget in flight; others wait in createQ
+	createQ  []queuedCreate
+	guids    map[string]*client // download guid -> owner
+	version  map[string]any     // cached /json/version object
+	tick     uint64             // logical clock for LRU
+	activity time.Time
+	fresh    bool // orphan cleanup still due (FreshLaunch, first connect)
+}
+
+// client is a client id's state; it outlives its connections (takeover, grace, recovery).
+type client struct {
+	id       string
+	conn     *conn // nil while disconnected
+	contexts map[string]bool
+	grace    *time.Timer
+	graceGen int
+	active   time.Time
+}
+
+// target is a browser target as the mux knows it.
+type target struct {
+	id, typ, url, opener, context, parentFrame string
+	info                                       []byte // Chrome's raw targetInfo, replayed as is
+	owner                                      *client
+	used                                       uint64
+	closing                                    bool
+	seen                                       bool
+	autoConn                                   *conn // the connection that got its virtual auto-attach
+}
+
+// session is a flat CDP session, owned by whoever attached (or by the owner of its parent session).
+type session struct {
+	id     string
+	owner  *client
+	target *target
+}
+
+// pending is a request in flight upstream, keyed by the id the mux gave it.
+type pending struct {
+	c         *conn
+	origID    []byte
+	sessionID string
+	kind      pendKind
+	park      *parked
+	internal  func(res []byte, failed bool) // for the mux's own requests; runs under mu
+}
+
+type pendKind int
+
+const (
+	kindPlain pendKind = iota
+	kindGetTargets
+	kindCreate
+	kindContext
+	kindInternal
+)
+
+// parked holds a reply until the events Chrome would have sent before it have been delivered (the
+// virtual auto-attach of a new target precedes the createTarget answer, as on a direct connection).
+type parked struct {
+	c     *conn
+	f     frame
+	ready bool
+	waits int
+}
+
+type createRec struct {
+	c    *conn
+	park *parked
+}
+
+type queuedCreate struct {
+	c    *conn
+	msg  []byte
+	info msgInfo
+}
+
+// New validates cfg and binds the listener; Serve runs the mux.
+func New(cfg Config) (*Mux, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	ln := cfg.Listener
+	if ln == nil {
+		ln, err = net.Listen("tcp", cfg.Addr)
+		if err != nil {
+			return nil, fmt.Errorf("mux listen: %w", err)
+		}
+	}
+	_, port, err := net.SplitHostPort(ln.Addr().String())
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("mux listen address: %w", err)
+	}
+	m := &Mux{
+		cfg:      cfg,
+		log:      cfg.Log.With().Str("component", "mux").Str("port", port).Logger(),
+		ln:       ln,
+		port:     port,
+		ownCh:    make(chan struct{}, 1),
+		pending:  map[int32]*pending{},
+		clients:  map[string]*client{},
+		targets:  map[string]*target{},
+		sessions: map[string]*session{},
+		guids:    map[string]*client{},
+		fresh:    cfg.FreshLaunch,
+		activity: time.Now(),
+	}
+	m.upgrader = websocket.Upgrader{
+		ReadBufferSize:  4096,
+		WriteBufferPool: &sync.Pool{}, // idle clients hold no write buffer
+		// Origin is refused before the upgrade; the clients we serve send none.
+		CheckOrigin: func(*http.Request) bool { return true },
+	}
+	for id, tids := range cfg.Ownership {
+		cl := m.clientLocked(id)
+		for _, tid := range tids {
+			t := &target{id: tid, owner: cl}
+			m.targets[tid] = t
+			m.order = append(m.order, t)
+		}
+	}
+	m.srv = &http.Server{Handler: m, ReadHeaderTimeout: 10 * time.Second, ErrorLog: nil}
+	return m, nil
+}
+
+// Addr returns the address the mux listens on, "127.0.0.1:PORT".
+func (m *Mux) Addr() string { return m.ln.Addr().String() }
+
+// Serve runs the mux until ctx ends, then closes every client, the upstream connection and every
+// goroutine it started. It returns nil after a clean shutdown.
+func (m *Mux) Serve(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	srvErr := make(chan error, 1) // one send, read after shutdown
+	go func() { srvErr <- m.srv.Serve(m.ln) }()
+
+	m.mu.Lock()
+	for _, cl := range m.clients {
+		m.startGraceLocked(cl) // adopted clients are disconnected until they come back
+	}
+	m.mu.Unlock()
+
+	m.wg.Add(2)
+	go func() { defer m.wg.Done(); m.runUpstream(ctx) }()
+	go func() { defer m.wg.Done(); m.runOwnershipHook(ctx) }()
+
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-srvErr:
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		} else if err != nil {
+			err = fmt.Errorf("mux serve: %w", err)
+		}
+		cancel()
+	}
+	m.srv.Close()
+	m.mu.Lock()
+	m.closed = true
+	for _, cl := range m.clients {
+		if cl.grace != nil {
+			cl.grace.Stop()
+		}
+		if cl.conn != nil {
+			cl.conn.shutdown(websocket.CloseGoingAway, "mux shutting down", false)
+		}
+	}
+	if m.up != nil {
+		m.up.close()
+	}
+	m.mu.Unlock()
+	m.wg.Wait()
+	return err
+}
+
+// ServeHTTP implements the mux's HTTP surface: authentication, discovery and the WebSocket upgrade.
+func (m *Mux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rest, ok := m.checkToken(r.URL.Path)
+	if !ok {
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+		return
+	}
+	if r.Header.Get("Origin") != "" || !m.hostOK(r.Host) {
+		// Web pages (Origin) and DNS rebinding (foreign Host) must never reach a logged-in browser.
+		http.Error(w, "forbidden", http.StatusForbidden)
+		return
+	}
+	switch rest {
+	case "/json/version", "/json/version/":
+		m.serveVersion(w, r)
+		return
+	case "/json", "/json/", "/json/list", "/json/list/":
+		// HTTP requests carry no client identity, so there is nothing a caller may see.
+		w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+		w.Write([]byte("[]\n"))
+		return
+	}
+	if !websocket.IsWebSocketUpgrade(r) {
+		http.NotFound(w, r)
+		return
+	}
+	var id string
+	if after, ok := strings.CutPrefix(rest, "/client-"); ok {
+		if !clientIDRe.MatchString(after) {
+			http.Error(w, "client id must match [A-Za-z0-9_-]{1,80}", http.StatusBadRequest)
+			return
+		}
+		id = after
+	} else {
+		id = "anon-" + randomHex(8)
+	}
+	m.serveClient(w, r, id)
+}
+
+func (m *Mux) checkToken(path string) (rest string, ok bool) {
+	p := strings.TrimPrefix(path, "/")
+	seg, rest, _ := strings.Cut(p, "/")
+	if subtle.ConstantTimeCompare([]byte(seg), []byte(m.cfg.Token)) != 1 {
+		return "", false
+	}
+	if rest != "" || strings.HasSuffix(p, "/") {
+		rest = "/" + rest
+	}
+	return rest, true
+}
+
+func (m *Mux) hostOK(host string) bool {
+	return host == "127.0.0.1:"+m.port || host == "localhost:"+m.port
+}
+
+func (m *Mux) serveVersion(w http.ResponseWriter, r *http.Request) {
+	m.mu.Lock()
+	v := make(map[string]any, len(m.version)+1)
+	for k, x := range m.version {
+		v[k] = x
+	}
+	m.mu.Unlock()
+	if len(v) == 0 {
+		http.Error(w, "browser not connected", http.StatusServiceUnavailable)
+		return
+	}
+	v["webSocketDebuggerUrl"] = "ws://" + r.Host + "/" + m.cfg.Token + "/devtools/browser/" + randomHex(8)
+	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "   ")
+	enc.Encode(v)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// clientLocked returns the state of client id, creating it.
+func (m *Mux) clientLocked(id string) *client {
+	cl := m.clients[id]
+	if cl == nil {
+		cl = &client{id: id, contexts: map[string]bool{}, active: time.Now()}
+		m.clients[id] = cl
+	}
+	return cl
+}
+
+func (m *Mux) connectedLocked() int {
+	n := 0
+	for _, cl := range m.clients {
+		if cl.conn != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// ownershipChangedLocked schedules a call of Hooks.OwnershipChanged.
+func (m *Mux) ownershipChangedLocked() {
+	select {
+	case m.ownCh <- struct{}{}:
+	default:
+	}
+}
+
+// Ownership returns a snapshot of client id -> owned target ids.
+func (m *Mux) Ownership() map[string][]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.ownershipLocked()
+}
+
+func (m *Mux) ownershipLocked() map[string][]string {
+	out := map[string][]string{}
+	for _, t := range m.order {
+		if t.owner != nil && !t.closing {
+			out[t.owner.id] = append(out[t.owner.id], t.id)
+		}
+	}
+	return out
+}
+
+func (m *Mux) runOwnershipHook(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.ownCh:
+		}
+		if m.cfg.Hooks.OwnershipChanged == nil {
+			continue
+		}
+		m.cfg.Hooks.OwnershipChanged(m.Ownership())
+	}
+}

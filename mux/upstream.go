@@ -1,0 +1,689 @@
+package mux
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// upstream is one browser connection: the read loop runs in runUpstream, the writer in its own goroutine.
+type upstream struct {
+	ws   *websocket.Conn
+	q    *sendQueue
+	once sync.Once
+}
+
+func (u *upstream) close() {
+	u.once.Do(func() {
+		u.q.close()
+		u.ws.NetConn().Close()
+	})
+}
+
+func (u *upstream) writeLoop(timeout time.Duration) {
+	var batch []frame
+	for range u.q.wake {
+		batch = u.q.take(batch)
+		if len(batch) > 0 {
+			u.ws.SetWriteDeadline(time.Now().Add(timeout))
+			for i := range batch {
+				// One frame per message: Chrome's WebSocket server does not reassemble fragments.
+				if err := writeFrame(u.ws, batch[i]); err != nil {
+					u.close()
+					return
+				}
+			}
+			clear(batch)
+		}
+		u.q.mu.Lock()
+		closed := u.q.closed
+		u.q.mu.Unlock()
+		if closed {
+			return
+		}
+	}
+}
+
+// runUpstream keeps the browser connection up until ctx ends: reconnect with backoff, then the relaunch
+// hook, and again, for as long as the mux runs (clients keep their tabs meanwhile).
+func (m *Mux) runUpstream(ctx context.Context) {
+	endpoint := m.cfg.Upstream
+	delay := m.cfg.ReconnectMin
+	tries := 0
+	for ctx.Err() == nil {
+		up, version, err := m.dial(ctx, endpoint)
+		if err == nil {
+			tries, delay = 0, m.cfg.ReconnectMin
+			m.runConnection(up, version)
+			continue
+		}
+		tries++
+		m.log.Warn().Err(err).Int("try", tries).Msg("browser connection failed")
+		if tries >= m.cfg.ReconnectTries {
+			tries = 0
+			if m.cfg.Hooks.Relaunch != nil {
+				m.log.Error().Msg("browser unreachable after every reconnect attempt: relaunching it")
+				ep, err := m.cfg.Hooks.Relaunch(ctx)
+				if err == nil {
+					endpoint, delay = ep, m.cfg.ReconnectMin
+					continue
+				}
+				m.log.Error().Err(err).Msg("browser relaunch failed")
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, m.cfg.ReconnectMax)
+	}
+}
+
+// dial connects to endpoint; for an http endpoint it reads /json/version first (also the cached answer of
+// the mux's own /json/version).
+func (m *Mux) dial(ctx context.Context, endpoint string) (*upstream, map[string]any, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	wsURL := endpoint
+	var version map[string]any
+	if strings.HasPrefix(endpoint, "http") {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(endpoint, "/")+"/json/version", nil)
+		if err != nil {
+			return nil, nil, fmt.Errorf("browser version request: %w", err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, nil, fmt.Errorf("browser version: %w", err)
+		}
+		err = json.NewDecoder(resp.Body).Decode(&version)
+		resp.Body.Close()
+		if err != nil {
+			return nil, nil, fmt.Errorf("browser version: %w", err)
+		}
+		u, _ := version["webSocketDebuggerUrl"].(string)
+		if u == "" {
+			return nil, nil, fmt.Errorf("browser version: no webSocketDebuggerUrl")
+		}
+		wsURL = u
+	}
+	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second, ReadBufferSize: 64 << 10, WriteBufferSize: 64 << 10}
+	ws, _, err := d.DialContext(ctx, wsURL, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("browser websocket: %w", err)
+	}
+	up := &upstream{ws: ws, q: newSendQueue(max(4*m.cfg.QueueBytes, m.cfg.ClientMessageLimit))}
+	return up, version, nil
+}
+
+// runConnection serves one upstream connection until it is lost.
+func (m *Mux) runConnection(up *upstream, version map[string]any) {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		up.close()
+		return
+	}
+	m.up = up
+	if version != nil {
+		m.version = version
+	}
+	for _, t := range m.targets {
+		t.seen = false
+	}
+	// Discovery of everything (tabs included) tells the mux every target and its opener; Chrome replays
+	// the existing ones as targetCreated before answering.
+	m.sendInternalLocked("Target.setDiscoverTargets", []byte(`{"discover":true,"filter":[{}]}`), "", nil)
+	if m.cfg.DownloadDir != "" {
+		m.sendInternalLocked("Browser.setDownloadBehavior", m.downloadParams(), "", nil)
+	}
+	m.sendInternalLocked("Target.getTargets", []byte(`{"filter":[{}]}`), "", m.rebuildLocked)
+	if version == nil {
+		m.sendInternalLocked("Browser.getVersion", nil, "", m.versionLocked)
+	}
+	m.mu.Unlock()
+	m.log.Info().Msg("browser connected")
+
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); up.writeLoop(m.cfg.WriteTimeout) }()
+	for {
+		b, over, err := readMessage(up.ws, m.cfg.UpstreamMessageLimit)
+		if err != nil {
+			break
+		}
+		if over {
+			m.upstreamOversized(up, b)
+			continue
+		}
+		m.handleUpstream(up, b)
+	}
+	up.close()
+	wg.Wait()
+	m.mu.Lock()
+	m.upstreamLostLocked(up)
+	closed := m.closed
+	m.mu.Unlock()
+	if !closed {
+		m.log.Error().Msg("browser connection lost: pending calls failed, reconnecting")
+	}
+}
+
+func (m *Mux) versionLocked(res []byte, failed bool) {
+	if failed {
+		return
+	}
+	var v struct {
+		ProtocolVersion string `json:"protocolVersion"`
+		Product         string `json:"product"`
+		Revision        string `json:"revision"`
+		UserAgent       string `json:"userAgent"`
+		JSVersion       string `json:"jsVersion"`
+	}
+	if json.Unmarshal(res, &v) != nil {
+		return
+	}
+	m.version = map[string]any{
+		"Browser": v.Product, "Protocol-Version": v.ProtocolVersion, "User-Agent": v.UserAgent,
+		"V8-Version": v.JSVersion, "WebKit-Version": v.Revision,
+	}
+}
+
+// upstreamLostLocked fails everything that was waiting on the connection; ownership stays.
+func (m *Mux) upstreamLostLocked(up *upstream) {
+	if m.up != up {
+		return
+	}
+	m.up = nil
+	pend := m.pending
+	m.pending = map[int32]*pending{}
+	for _, p := range pend {
+		m.failPendingLocked(p, codeInternal, "Browser disconnected")
+	}
+	m.creating = nil
+	for _, q := range m.createQ {
+		if q.c.cl.conn == q.c {
+			q.c.send(errorFrame(q.msg[q.info.idStart:q.info.idEnd], q.info.sessionID, codeInternal, "Browser disconnected"))
+		}
+	}
+	m.createQ = nil
+	for sid, s := range m.sessions {
+		if c := s.owner.conn; c != nil {
+			p := append([]byte(`{"sessionId":`), appendJSONString(nil, sid)...)
+			if s.target != nil {
+				p = append(append(p, `,"targetId":`...), appendJSONString(nil, s.target.id)...)
+			}
+			c.send(eventFrame("Target.detachedFromTarget", append(p, '}')))
+		}
+	}
+	clear(m.sessions)
+	for _, t := range m.targets {
+		t.autoConn = nil
+	}
+}
+
+func (m *Mux) failPendingLocked(p *pending, code int, msg string) {
+	switch {
+	case p.kind == kindInternal:
+		if p.internal != nil {
+			p.internal(nil, true)
+		}
+	case p.park != nil:
+		p.park.f = errorFrame(p.origID, p.sessionID, code, msg)
+		p.park.ready = true
+		m.releaseLocked(p.park)
+	case p.c.cl.conn == p.c:
+		p.c.send(errorFrame(p.origID, p.sessionID, code, msg))
+	}
+}
+
+// upstreamOversized handles a browser message over the limit: its sender gets an error, the browser
+// connection lives on.
+func (m *Mux) upstreamOversized(up *upstream, prefix []byte) {
+	m.log.Warn().Int("limit", m.cfg.UpstreamMessageLimit).Msg("browser message over the limit: dropped")
+	info, _ := scanUpstream(prefix)
+	if !info.hasID() {
+		return
+	}
+	id, err := strconv.ParseInt(string(prefix[info.idStart:info.idEnd]), 10, 32)
+	if err != nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.up != up {
+		return
+	}
+	if p := m.pending[int32(id)]; p != nil {
+		delete(m.pending, int32(id))
+		if p.kind == kindCreate {
+			m.creating = nil
+			defer m.nextCreateLocked()
+		}
+		m.failPendingLocked(p, codeServer, "response exceeds the mux's upstream message limit")
+	}
+}
+
+// upEvent is the decoded params of the browser-level events the mux acts on.
+type upEvent struct {
+	Params struct {
+		TargetInfo         json.RawMessage `json:"targetInfo"`
+		TargetID           string          `json:"targetId"`
+		SessionID          string          `json:"sessionId"`
+		WaitingForDebugger bool            `json:"waitingForDebugger"`
+		FrameID            string          `json:"frameId"`
+		GUID               string          `json:"guid"`
+		State              string          `json:"state"`
+	} `json:"params"`
+}
+
+type targetInfo struct {
+	TargetID         string `json:"targetId"`
+	Type             string `json:"type"`
+	URL              string `json:"url"`
+	OpenerID         string `json:"openerId"`
+	BrowserContextID string `json:"browserContextId"`
+	ParentFrameID    string `json:"parentFrameId"`
+}
+
+// handleUpstream routes one browser message.
+func (m *Mux) handleUpstream(up *upstream, b []byte) {
+	info, err := scanUpstream(b)
+	if err != nil {
+		m.log.Debug().Err(err).Msg("unreadable browser message dropped")
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.up != up {
+		return
+	}
+	if info.hasID() && !info.hasMethod {
+		m.responseLocked(b, info)
+		return
+	}
+	if info.sessionID != "" {
+		m.sessionEventLocked(b, info)
+		return
+	}
+	m.browserEventLocked(b, info)
+}
+
+func (m *Mux) responseLocked(b []byte, info msgInfo) {
+	id64, err := strconv.ParseInt(string(b[info.idStart:info.idEnd]), 10, 32)
+	if err != nil {
+		return
+	}
+	p := m.pending[int32(id64)]
+	if p == nil {
+		return
+	}
+	delete(m.pending, int32(id64))
+	if p.kind == kindInternal {
+		if p.internal != nil {
+			var r struct {
+				Result json.RawMessage `json:"result"`
+				Error  json.RawMessage `json:"error"`
+			}
+			failed := json.Unmarshal(b, &r) != nil || r.Error != nil
+			p.internal(r.Result, failed)
+		}
+		return
+	}
+	spliced := frame{head: b[:info.idStart], mid: p.origID, tail: b[info.idEnd:]}
+	switch p.kind {
+	case kindGetTargets:
+		if f, ok := m.filterTargetsLocked(p, b); ok {
+			spliced = f
+		}
+	case kindCreate:
+		if m.creating != nil && m.creating.park == p.park {
+			m.creating = nil
+		}
+		var r struct {
+			Result struct {
+				TargetID string `json:"targetId"`
+			} `json:"result"`
+		}
+		if json.Unmarshal(b, &r) == nil && r.Result.TargetID != "" {
+			t := m.targets[r.Result.TargetID]
+			if t == nil {
+				t = &target{id: r.Result.TargetID, typ: "page"}
+				m.addTargetLocked(t)
+			}
+			if t.owner == nil && !t.closing {
+				m.ownLocked(t, p.c.cl, p.park)
+			}
+		}
+		p.park.f = spliced
+		p.park.ready = true
+		m.releaseLocked(p.park)
+		m.nextCreateLocked()
+		return
+	case kindContext:
+		var r struct {
+			Result struct {
+				BrowserContextID string `json:"browserContextId"`
+			} `json:"result"`
+		}
+		if json.Unmarshal(b, &r) == nil && r.Result.BrowserContextID != "" {
+			p.c.cl.contexts[r.Result.BrowserContextID] = true
+		}
+	}
+	if p.c.cl.conn == p.c {
+		p.c.send(spliced)
+	}
+}
+
+// filterTargetsLocked rewrites a getTargets answer to the client's own targets, splicing Chrome's bytes.
+func (m *Mux) filterTargetsLocked(p *pending, b []byte) (frame, bool) {
+	var r struct {
+		Result struct {
+			TargetInfos []json.RawMessage `json:"targetInfos"`
+		} `json:"result"`
+	}
+	if json.Unmarshal(b, &r) != nil || r.Result.TargetInfos == nil {
+		return frame{}, false
+	}
+	res := append(make([]byte, 0, len(b)), `{"targetInfos":[`...)
+	n := 0
+	for _, raw := range r.Result.TargetInfos {
+		var ti targetInfo
+		if json.Unmarshal(raw, &ti) != nil {
+			continue
+		}
+		if t := m.targets[ti.TargetID]; t == nil || t.owner != p.c.cl || t.closing {
+			continue
+		}
+		if n > 0 {
+			res = append(res, ',')
+		}
+		res = append(res, raw...)
+		n++
+	}
+	res = append(res, "]}"...)
+	return resultFrame(p.origID, p.sessionID, res), true
+}
+
+func (m *Mux) addTargetLocked(t *target) {
+	m.targets[t.id] = t
+	m.order = append(m.order, t)
+}
+
+func (m *Mux) removeTargetLocked(t *target) {
+	delete(m.targets, t.id)
+	for i, o := range m.order {
+		if o == t {
+			m.order = append(m.order[:i], m.order[i+1:]...)
+			break
+		}
+	}
+	if t.owner != nil {
+		m.ownershipChangedLocked()
+	}
+}
+
+// ownLocked gives t to cl and does what a new target of a client implies: discovery event, virtual
+// auto-attach, tab cap.
+func (m *Mux) ownLocked(t *target, cl *client, park *parked) {
+	t.owner = cl
+	m.touchTargetLocked(t)
+	m.ownershipChangedLocked()
+	c := cl.conn
+	if c != nil && c.discover && t.info != nil && filterMatch(c.discoverFilter, t.typ) {
+		c.send(eventFrame("Target.targetCreated", targetInfoParams(t.info)))
+	}
+	m.maybeAutoAttachLocked(t, park)
+	if t.typ == "page" {
+		m.enforceTabCapLocked(cl, t)
+	}
+}
+
+// maybeAutoAttachLocked does the virtual auto-attach of t for its owner, when the owner asked for it.
+// Frames and dedicated workers are children: they attach inside their parent's session, as on Chrome.
+func (m *Mux) maybeAutoAttachLocked(t *target, park *parked) {
+	if t.owner == nil || t.closing {
+		return
+	}
+	c := t.owner.conn
+	if c == nil || !c.autoAttach || t.autoConn == c || t.typ == "iframe" || t.typ == "worker" || t.typ == "browser" {
+		return
+	}
+	if !filterMatch(c.autoFilter, t.typ) {
+		return
+	}
+	m.autoAttachLocked(t, c, park)
+}
+
+// attributeLocked finds the owner of a target that appeared: its opener's owner, its parent frame's
+// owner, the owner of its browser context, or the client whose createTarget is in flight.
+func (m *Mux) attributeLocked(t *target) (*client, *parked) {
+	if o := m.targets[t.opener]; t.opener != "" && o != nil && o.owner != nil {
+		return o.owner, nil
+	}
+	if o := m.targets[t.parentFrame]; t.parentFrame != "" && o != nil && o.owner != nil {
+		return o.owner, nil
+	}
+	if t.context != "" {
+		for _, cl := range m.clients {
+			if cl.contexts[t.context] {
+				return cl, nil
+			}
+		}
+	}
+	if m.creating != nil && t.opener == "" && (t.typ == "page" || t.typ == "tab") {
+		return m.creating.c.cl, m.creating.park
+	}
+	return nil, nil
+}
+
+func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
+	method := info.method
+	if !strings.HasPrefix(method, "Target.") && !strings.HasPrefix(method, "Browser.download") {
+		return // nothing else browser-level belongs to a client
+	}
+	var ev upEvent
+	if json.Unmarshal(b, &ev) != nil {
+		return
+	}
+	pr := &ev.Params
+	if strings.HasPrefix(method, "Target.") {
+		m.touchActivityLocked()
+	}
+	switch method {
+	case "Target.targetCreated", "Target.targetInfoChanged":
+		var ti targetInfo
+		if json.Unmarshal(pr.TargetInfo, &ti) != nil || ti.TargetID == "" {
+			return
+		}
+		t := m.targets[ti.TargetID]
+		isNew := t == nil
+		if isNew {
+			t = &target{id: ti.TargetID}
+			m.addTargetLocked(t)
+		}
+		t.info = pr.TargetInfo
+		t.typ, t.url, t.opener, t.context, t.parentFrame = ti.Type, ti.URL, ti.OpenerID, ti.BrowserContextID, ti.ParentFrameID
+		t.seen = true
+		if t.owner == nil {
+			if t.closing {
+				return
+			}
+			if cl, park := m.attributeLocked(t); cl != nil {
+				m.ownLocked(t, cl, park)
+			}
+			return
+		}
+		if c := t.owner.conn; c != nil && c.discover && filterMatch(c.discoverFilter, t.typ) && (isNew || method == "Target.targetInfoChanged") {
+			c.send(wholeFrame(b))
+		}
+		if method == "Target.targetCreated" {
+			// A replay after a reconnect: the owner's virtual auto-attach resumes.
+			m.maybeAutoAttachLocked(t, nil)
+		}
+	case "Target.targetDestroyed", "Target.targetCrashed":
+		t := m.targets[pr.TargetID]
+		if t == nil {
+			return
+		}
+		if t.owner != nil {
+			if c := t.owner.conn; c != nil && c.discover && filterMatch(c.discoverFilter, t.typ) {
+				c.send(wholeFrame(b))
+			}
+		}
+		if method == "Target.targetDestroyed" {
+			m.removeTargetLocked(t)
+		}
+	case "Target.attachedToTarget":
+		var ti targetInfo
+		json.Unmarshal(pr.TargetInfo, &ti)
+		t := m.targets[ti.TargetID]
+		if t != nil && t.owner != nil && t.owner.conn != nil && !t.closing {
+			m.sessions[pr.SessionID] = &session{id: pr.SessionID, owner: t.owner, target: t}
+			t.owner.conn.send(wholeFrame(b))
+			return
+		}
+		// Nobody here wants this session: let the target run and let go of it.
+		m.releaseSessionLocked(pr.SessionID, pr.WaitingForDebugger, true)
+	case "Target.detachedFromTarget":
+		if s := m.sessions[pr.SessionID]; s != nil {
+			delete(m.sessions, pr.SessionID)
+			if s.owner.conn != nil {
+				s.owner.conn.send(wholeFrame(b))
+			}
+		}
+	case "Browser.downloadWillBegin":
+		t := m.targets[pr.FrameID]
+		if t == nil || t.owner == nil {
+			return
+		}
+		m.guids[pr.GUID] = t.owner
+		if c := t.owner.conn; c != nil && c.downloadEvents {
+			c.send(wholeFrame(b))
+		}
+	case "Browser.downloadProgress":
+		cl := m.guids[pr.GUID]
+		if cl == nil {
+			return
+		}
+		if pr.State == "completed" || pr.State == "canceled" {
+			delete(m.guids, pr.GUID)
+		}
+		if c := cl.conn; c != nil && c.downloadEvents {
+			c.send(wholeFrame(b))
+		}
+	}
+}
+
+// releaseSessionLocked resumes a target nobody asked to pause and, for a browser-level session, detaches.
+func (m *Mux) releaseSessionLocked(sid string, waiting, detach bool) {
+	if sid == "" {
+		return
+	}
+	if waiting {
+		m.sendInternalLocked("Runtime.runIfWaitingForDebugger", nil, sid, nil)
+	}
+	if detach {
+		m.sendInternalLocked("Target.detachFromTarget", append(append([]byte(`{"sessionId":`), appendJSONString(nil, sid)...), '}'), "", nil)
+	}
+}
+
+// sessionEventLocked routes an event on a session to the session's owner. Child sessions (OOPIFs,
+// workers) announced inside an owned session become that owner's.
+func (m *Mux) sessionEventLocked(b []byte, info msgInfo) {
+	s := m.sessions[info.sessionID]
+	switch info.method {
+	case "Target.attachedToTarget":
+		var ev upEvent
+		if json.Unmarshal(b, &ev) != nil {
+			return
+		}
+		if s == nil || s.owner.conn == nil {
+			m.releaseSessionLocked(ev.Params.SessionID, ev.Params.WaitingForDebugger, false)
+			return
+		}
+		var ti targetInfo
+		json.Unmarshal(ev.Params.TargetInfo, &ti)
+		t := m.targets[ti.TargetID]
+		if t != nil && t.owner == nil && !t.closing {
+			t.owner = s.owner
+			m.ownershipChangedLocked()
+		}
+		m.sessions[ev.Params.SessionID] = &session{id: ev.Params.SessionID, owner: s.owner, target: t}
+	case "Target.detachedFromTarget":
+		var ev upEvent
+		if json.Unmarshal(b, &ev) == nil {
+			delete(m.sessions, ev.Params.SessionID)
+		}
+	}
+	if s == nil || s.owner.conn == nil {
+		return
+	}
+	s.owner.conn.send(wholeFrame(b))
+}
+
+// rebuildLocked re-derives ownership from a fresh getTargets after every (re)connect: owned targets that
+// still exist keep their owner; those gone are dropped, and after a relaunch a restored page with the
+// same URL as a lost one goes back to that page's owner. On a fresh launch, orphan http(s) pages (left
+// by a crash, restored by the profile) are closed once.
+func (m *Mux) rebuildLocked(res []byte, failed bool) {
+	if failed {
+		return
+	}
+	var r struct {
+		TargetInfos []json.RawMessage `json:"targetInfos"`
+	}
+	if json.Unmarshal(res, &r) != nil {
+		return
+	}
+	present := map[string]bool{}
+	for _, raw := range r.TargetInfos {
+		var ti targetInfo
+		if json.Unmarshal(raw, &ti) != nil {
+			continue
+		}
+		present[ti.TargetID] = true
+		if m.targets[ti.TargetID] == nil {
+			t := &target{id: ti.TargetID, info: raw, typ: ti.Type, url: ti.URL, opener: ti.OpenerID, context: ti.BrowserContextID, parentFrame: ti.ParentFrameID, seen: true}
+			m.addTargetLocked(t)
+		}
+	}
+	var lost []*target
+	for _, t := range append([]*target(nil), m.order...) {
+		if present[t.id] {
+			continue
+		}
+		if t.owner != nil && t.typ == "page" && t.url != "" && !t.closing {
+			lost = append(lost, t)
+		}
+		m.removeTargetLocked(t)
+	}
+	for _, l := range lost {
+		if m.clients[l.owner.id] != l.owner {
+			continue
+		}
+		for _, t := range m.order {
+			if t.owner == nil && t.typ == "page" && t.url == l.url && !t.closing {
+				m.ownLocked(t, l.owner, nil)
+				break
+			}
+		}
+	}
+	if m.fresh {
+		m.fresh = false
+		for _, t := range append([]*target(nil), m.order...) {
+			if t.owner == nil && t.typ == "page" && (strings.HasPrefix(t.url, "http://") || strings.HasPrefix(t.url, "https://")) {
+				m.log.Info().Str("target", t.id).Msg("fresh launch: closing an orphan tab")
+				m.closeTargetLocked(t)
+			}
+		}
+	}
+	m.ownershipChangedLocked()
+}
