@@ -73,7 +73,7 @@ func (db *DB) init(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := db.sql.ExecContext(ctx, "PRAGMA journal_mode = WAL"); err != nil {
+	if err := db.enableWAL(ctx); err != nil {
 		return fmt.Errorf("state %s: enable WAL: %w", db.path, err)
 	}
 	if version < len(migrations) {
@@ -87,16 +87,38 @@ func (db *DB) init(ctx context.Context) error {
 	return nil
 }
 
+// enableWAL switches the file to WAL (a persistent setting). The switch needs the file to itself
+// and SQLite answers SQLITE_BUSY at once rather than calling the busy handler when another
+// connection (a second process creating the same new file) holds it, so retry like that handler
+// would, within the same bound.
+func (db *DB) enableWAL(ctx context.Context) error {
+	deadline := time.Now().Add(busyTimeout)
+	for {
+		var mode string
+		err := db.sql.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode)
+		var serr sqlite3.Error
+		if !errors.As(err, &serr) || (serr.Code != sqlite3.ErrBusy && serr.Code != sqlite3.ErrLocked) || time.Now().After(deadline) {
+			if err == nil && mode != "wal" {
+				err = fmt.Errorf("journal mode is %q", mode)
+			}
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
 // checkOwner reads the file's identity without writing it and returns its schema version.
 func (db *DB) checkOwner(ctx context.Context) (int, error) {
+	// One statement reads one snapshot: another process may be migrating the file right now.
 	var appID, version, objects int
-	err := db.sql.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID)
-	if err == nil {
-		err = db.sql.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version)
-	}
-	if err == nil {
-		err = db.sql.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&objects)
-	}
+	err := db.sql.QueryRowContext(ctx, `SELECT
+		(SELECT application_id FROM pragma_application_id),
+		(SELECT user_version FROM pragma_user_version),
+		(SELECT count(*) FROM sqlite_schema)`).Scan(&appID, &version, &objects)
 	var serr sqlite3.Error
 	if errors.As(err, &serr) && (serr.Code == sqlite3.ErrNotADB || serr.Code == sqlite3.ErrCorrupt) {
 		return 0, fmt.Errorf("state %s is not a usable SQLite database (%v); move it aside or use another VIBE_HOME: %w",
