@@ -249,7 +249,7 @@ func (m *Manager) launch(ctx context.Context, t target) (runner, error) {
 			ProfileDir: m.cfg.path("profiles", t.slug),
 			Headless:   m.cfg.headless(t.opts.Headless),
 			NoSandbox:  os.Geteuid() == 0,
-			Log:        m.log.With().Str("component", "chrome").Str("browser", t.key).Logger(),
+			Log:        m.root.With().Str("component", "chrome").Str("browser", t.key).Logger(),
 		})
 	case state.BackendCDP:
 		return connectCDP(ctx, t.opts.CDPURL)

@@ -25,7 +25,8 @@ const quitBound = 20 * time.Second
 // Manager is the running daemon: its state, browsers and API.
 type Manager struct {
 	cfg     *Config
-	log     zerolog.Logger
+	root    zerolog.Logger // without a component: each component's logger derives from it
+	log     zerolog.Logger // the manager's own
 	db      *state.DB
 	metrics *metrics
 	version string
@@ -41,7 +42,7 @@ type Manager struct {
 }
 
 // Run is `vibe-browser serve`: it holds the home's lock, serves the API on its socket and runs until ctx
-// ends, then passes the quit barrier. The caller installs signal handling before calling Run (a first
+// ends, then passes the quit barrier. log is the root logger; every component derives its own from it. The caller installs signal handling before calling Run (a first
 // signal cancels ctx; a second exits at once).
 func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) error {
 	for _, dir := range []string{cfg.Home, cfg.path("run"), cfg.path("bin"), cfg.path("r"), cfg.path("bh-tmp"),
@@ -75,7 +76,9 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 	}
 	defer db.Close()
 
-	m := &Manager{cfg: cfg, log: log, db: db, version: version, started: time.Now(), ctx: ctx,
+	root := log
+	log = root.With().Str("component", "manager").Logger()
+	m := &Manager{cfg: cfg, root: root, log: log, db: db, version: version, started: time.Now(), ctx: ctx,
 		browsers: map[string]*browser{}}
 	m.metrics = newMetrics(m)
 	if cfg.BrowserUse == "" {

@@ -1,0 +1,131 @@
+// Package cli is the vibe-browser command line: `serve` runs the manager daemon, every other command is a
+// client of it over its unix socket.
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/alecthomas/kong"
+
+	"vibebrowser/manager/api"
+)
+
+// Version is the build's version, set by the linker (-X vibebrowser/manager/cli.Version=...).
+var Version = "dev"
+
+// Exit codes of the CLI.
+const (
+	exitError = 1 // the command failed; the message says why
+	exitUsage = 2 // the command line is wrong
+)
+
+// CLI is the whole command tree.
+type CLI struct {
+	Home string `help:"Home directory (state, sockets, wrappers, profiles)." env:"VIBE_HOME" placeholder:"DIR"`
+
+	Serve   ServeCmd   `cmd:"" help:"Run the manager daemon (what systemd or launchd runs)."`
+	Status  StatusCmd  `cmd:"" help:"Show stores, browsers, mux clients and tasks."`
+	Store   StoreCmd   `cmd:"" help:"Add, list, show and remove stores."`
+	Browser BrowserCmd `cmd:"" help:"Start or stop a store's browser."`
+	Web     WebCmd     `cmd:"" help:"Start or stop the store-less web browser."`
+	Task    TaskCmd    `cmd:"" help:"Report a task's status to the manager."`
+	Env     EnvCmd     `cmd:"" help:"Print the shell lines that put a store's browser-use wrapper on an agent's PATH."`
+	Version VersionCmd `cmd:"" help:"Print the version."`
+}
+
+// globals is what every command's Run receives.
+type globals struct {
+	ctx    context.Context
+	home   string
+	stdout io.Writer
+	stderr io.Writer
+}
+
+func (g *globals) client() *api.Client {
+	return api.NewClient(filepath.Join(g.home, api.SocketRel))
+}
+
+// printJSON writes v indented, for --json output.
+func (g *globals) printJSON(v any) error {
+	enc := json.NewEncoder(g.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// Run parses args and runs the command, returning the process exit code. Errors are printed once, as one
+// line on stderr.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var cli CLI
+	parser, err := kong.New(&cli,
+		kong.Name("vibe-browser"),
+		kong.Description("Safe, shared, long-lived logged-in browsers for AI agents."),
+		kong.Writers(stdout, stderr),
+		kong.UsageOnError(),
+		kong.Exit(func(int) {}),
+	)
+	if err != nil {
+		fmt.Fprintf(stderr, "vibe-browser: %v\n", err)
+		return exitError
+	}
+	kctx, err := parser.Parse(args)
+	if containsHelp(args) {
+		return 0 // kong printed the help
+	}
+	if err != nil {
+		var parseErr *kong.ParseError
+		if errors.As(err, &parseErr) {
+			fmt.Fprintf(stderr, "vibe-browser: %v\n", err)
+			return exitUsage
+		}
+		fmt.Fprintf(stderr, "vibe-browser: %v\n", err)
+		return exitError
+	}
+	home := cli.Home
+	if home == "" {
+		home = api.DefaultHome()
+	}
+	if abs, err := filepath.Abs(home); err == nil {
+		home = abs
+	}
+	g := &globals{ctx: ctx, home: home, stdout: stdout, stderr: stderr}
+	if err := kctx.Run(g); err != nil {
+		var usage *usageError
+		if errors.As(err, &usage) {
+			fmt.Fprintf(stderr, "vibe-browser: %v\n", err)
+			return exitUsage
+		}
+		fmt.Fprintf(stderr, "vibe-browser: %s\n", oneLine(err))
+		return exitError
+	}
+	return 0
+}
+
+func containsHelp(args []string) bool {
+	for _, a := range args {
+		if a == "--help" || a == "-h" {
+			return true
+		}
+	}
+	return false
+}
+
+// usageError is a command line that parsed but makes no sense (exit 2).
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+// oneLine renders err as one line: the manager's message when it answered, the error otherwise.
+func oneLine(err error) string {
+	var apiErr *api.Error
+	msg := err.Error()
+	if errors.As(err, &apiErr) {
+		msg = apiErr.Message
+	}
+	return strings.Join(strings.Fields(msg), " ")
+}

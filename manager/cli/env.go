@@ -1,0 +1,45 @@
+package cli
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"vibebrowser/manager/api"
+)
+
+// EnvCmd prints what an agent launcher evals to give an agent its browser.
+type EnvCmd struct {
+	Store string `help:"Store name, slug or id." xor:"which" required:""`
+	Web   bool   `help:"The store-less web browser." xor:"which" required:""`
+	Task  string `help:"The agent's task id (exported as VIBE_TASK_ID)."`
+}
+
+var taskIDPattern = regexp.MustCompile(`\A[0-9A-Fa-f]{8}[A-Za-z0-9-]{0,56}\z`)
+
+// Run prints POSIX shell lines: the wrapper directory and the guard in front of PATH, and the task id.
+func (c *EnvCmd) Run(g *globals) error {
+	if c.Task != "" && !taskIDPattern.MatchString(c.Task) {
+		return &usageError{fmt.Sprintf("--task %q is not a task id: 8 to 64 characters of [A-Za-z0-9-], the first 8 hex", c.Task)}
+	}
+	dir := api.WebKey
+	if !c.Web {
+		s, err := g.client().GetStore(g.ctx, c.Store)
+		if err != nil {
+			return err
+		}
+		dir = s.Slug
+	}
+	bin := filepath.Join(g.home, "bin")
+	fmt.Fprintf(g.stdout, "export PATH=%s\"$PATH\"\n", shellQuote(filepath.Join(bin, dir)+":"+filepath.Join(bin, "_guard")+":"))
+	if c.Task != "" {
+		fmt.Fprintf(g.stdout, "export VIBE_TASK_ID=%s\n", shellQuote(c.Task))
+	}
+	return nil
+}
+
+// shellQuote single-quotes s for a POSIX shell.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,67 @@
+package cli
+
+import (
+	"fmt"
+	"text/tabwriter"
+)
+
+// StatusCmd prints the manager's picture.
+type StatusCmd struct {
+	JSON bool `help:"Print JSON: {stores, browsers, tasks}."`
+}
+
+// Run prints the status as JSON or as readable tables.
+func (c *StatusCmd) Run(g *globals) error {
+	st, err := g.client().Status(g.ctx)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return g.printJSON(st)
+	}
+	fmt.Fprintf(g.stdout, "manager %s (pid %d), home %s\n", st.Version, st.PID, st.Home)
+	if st.BrowserUse != "" {
+		fmt.Fprintf(g.stdout, "browser-use: %s\n", st.BrowserUse)
+	} else {
+		fmt.Fprintf(g.stdout, "browser-use: MISSING: %s\n", st.BrowserUseErr)
+	}
+	w := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "\nBROWSER\tSTATUS\tPID\tPORT\tCLIENTS\tTABS\tIDLE")
+	for _, b := range st.Browsers {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", b.Slug, b.Status, dash(b.PID), dash(b.ProxyPort), b.Clients, b.Tabs, idle(b.IdleS, b.Status))
+	}
+	w.Flush()
+	if len(st.Tasks) > 0 {
+		fmt.Fprintln(w, "\nTASK\tSTORE\tSTATUS\tLEASE UNTIL")
+		for _, t := range st.Tasks {
+			lease := "-"
+			if !t.LeaseUntil.IsZero() {
+				lease = t.LeaseUntil.Local().Format("2006-01-02 15:04:05")
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", t.ID, orDash(t.Store), t.Status, lease)
+		}
+		w.Flush()
+	}
+	return nil
+}
+
+func dash(n int) string {
+	if n == 0 {
+		return "-"
+	}
+	return fmt.Sprint(n)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func idle(s int, status string) string {
+	if status != "running" {
+		return "-"
+	}
+	return fmt.Sprintf("%ds", s)
+}
