@@ -128,12 +128,10 @@ func (db *DB) CreateStore(ctx context.Context, s Store) (Store, error) {
 func (db *DB) UpdateStore(ctx context.Context, id string, fn func(*Store) error) (Store, error) {
 	var s Store
 	err := db.write(ctx, func(tx *sql.Tx) error {
-		old, err := getStore(ctx, tx, "s.id", id)
-		if err != nil {
+		var err error
+		if s, err = getStore(ctx, tx, "s.id", id); err != nil {
 			return err
 		}
-		s = old
-		s.Config = append(json.RawMessage(nil), old.Config...)
 		if err := fn(&s); err != nil {
 			return err
 		}
