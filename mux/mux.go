@@ -76,9 +76,11 @@ type target struct {
 
 // session is a flat CDP session, owned by whoever attached (or by the owner of its parent session).
 type session struct {
-	id     string
-	owner  *client
-	target *target
+	id             string
+	owner          *client
+	target         *target
+	discover       bool
+	discoverFilter []targetFilter
 }
 
 // pending is a request in flight upstream, keyed by the id the mux gave it.

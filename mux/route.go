@@ -194,11 +194,7 @@ func (m *Mux) routeLocked(c *conn, b []byte, info msgInfo, id []byte) {
 		}
 		switch method {
 		case "Target.setDiscoverTargets":
-			if sid != "" {
-				m.replyErrLocked(c, id, sid, codeServer, "Target.setDiscoverTargets is per client: send it without a sessionId")
-				return
-			}
-			m.setDiscoverLocked(c, id, p)
+			m.setDiscoverLocked(c, sess, id, p)
 			return
 		case "Target.setAutoAttach":
 			if sid == "" {
@@ -352,17 +348,51 @@ func (m *Mux) isDefaultContextLocked(ctxID string) bool {
 	return true
 }
 
-func (m *Mux) setDiscoverLocked(c *conn, id []byte, p *cmdParams) {
-	c.discover = p.Discover
-	c.discoverFilter = p.Filter
+// setDiscoverLocked virtualises discovery per client (browser level) or per session (chromedp sends it on
+// its page session): Chrome's is browser-wide and would announce every tenant's targets.
+func (m *Mux) setDiscoverLocked(c *conn, sess *session, id []byte, p *cmdParams) {
+	sid := ""
+	if sess != nil {
+		sid = sess.id
+		sess.discover, sess.discoverFilter = p.Discover, p.Filter
+	} else {
+		c.discover, c.discoverFilter = p.Discover, p.Filter
+	}
 	if p.Discover {
 		for _, t := range m.order {
 			if t.owner == c.cl && !t.closing && t.info != nil && filterMatch(p.Filter, t.typ) {
-				c.send(eventFrame("Target.targetCreated", targetInfoParams(t.info)))
+				c.send(withSession(eventFrame("Target.targetCreated", targetInfoParams(t.info)), sid))
 			}
 		}
 	}
-	c.send(resultFrame(id, "", []byte("{}")))
+	c.send(resultFrame(id, sid, []byte("{}")))
+}
+
+// withSession puts a sessionId on an event the mux built or received without one.
+func withSession(f frame, sid string) frame {
+	if sid == "" {
+		return f
+	}
+	b := append([]byte(nil), f.head[:len(f.head)-1]...)
+	b = appendSession(b, sid)
+	return wholeFrame(append(b, '}'))
+}
+
+// deliverTargetEventLocked sends a discovery event about t (Chrome's bytes b) to wherever its owner
+// asked for discovery: the connection and any of its sessions.
+func (m *Mux) deliverTargetEventLocked(t *target, b []byte) {
+	if t.owner == nil || t.owner.conn == nil {
+		return
+	}
+	c := t.owner.conn
+	if c.discover && filterMatch(c.discoverFilter, t.typ) {
+		c.send(wholeFrame(b))
+	}
+	for _, s := range m.sessions {
+		if s.owner == t.owner && s.discover && filterMatch(s.discoverFilter, t.typ) {
+			c.send(withSession(wholeFrame(b), s.id))
+		}
+	}
 }
 
 func targetInfoParams(info []byte) []byte {

@@ -436,9 +436,8 @@ func (m *Mux) ownLocked(t *target, cl *client, park *parked) {
 	t.owner = cl
 	m.touchTargetLocked(t)
 	m.ownershipChangedLocked()
-	c := cl.conn
-	if c != nil && c.discover && t.info != nil && filterMatch(c.discoverFilter, t.typ) {
-		c.send(eventFrame("Target.targetCreated", targetInfoParams(t.info)))
+	if t.info != nil {
+		m.deliverTargetEventLocked(t, eventFrame("Target.targetCreated", targetInfoParams(t.info)).head)
 	}
 	m.maybeAutoAttachLocked(t, park)
 	if t.typ == "page" {
@@ -521,8 +520,8 @@ func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
 			}
 			return
 		}
-		if c := t.owner.conn; c != nil && c.discover && filterMatch(c.discoverFilter, t.typ) && (isNew || method == "Target.targetInfoChanged") {
-			c.send(wholeFrame(b))
+		if isNew || method == "Target.targetInfoChanged" {
+			m.deliverTargetEventLocked(t, b)
 		}
 		if method == "Target.targetCreated" {
 			// A replay after a reconnect: the owner's virtual auto-attach resumes.
@@ -533,11 +532,7 @@ func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
 		if t == nil {
 			return
 		}
-		if t.owner != nil {
-			if c := t.owner.conn; c != nil && c.discover && filterMatch(c.discoverFilter, t.typ) {
-				c.send(wholeFrame(b))
-			}
-		}
+		m.deliverTargetEventLocked(t, b)
 		if method == "Target.targetDestroyed" {
 			m.removeTargetLocked(t)
 		}
