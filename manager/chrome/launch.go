@@ -157,7 +157,7 @@ func launchOnce(ctx context.Context, o Options, args []string, log zerolog.Logge
 
 	// Our unreaped child (or its zombie) is inspectable until the waiter reaps it; after an exec by a
 	// wrapper script (Debian's /usr/bin/chromium) the start time is unchanged.
-	info, err := inspect(ctx, p.pid)
+	info, err := inspect(context.Background(), p.pid) // quick; must not fail merely because ctx ended
 	if err != nil {
 		select {
 		case <-p.done:

@@ -93,7 +93,8 @@ func (p *Process) Stderr() []string {
 
 // Release stops watching an adopted browser without stopping it (the manager exiting with
 // VIBE_KEEP_BROWSERS_ON_EXIT); Done then never closes. For a launched browser it does nothing: its waiter
-// ends when the browser exits. Safe to call more than once.
+// ends when the browser exits, and a browser outliving the manager is unharmed by its stderr pipe closing
+// (Chromium ignores SIGPIPE). Safe to call more than once.
 func (p *Process) Release() {
 	if p.unwatch == nil {
 		return
