@@ -35,6 +35,9 @@ func (m *Manager) handleEnsureSession(r *http.Request) (any, error) {
 	if !buNamePattern.MatchString(req.BUName) {
 		return nil, fmt.Errorf("%w: bu_name %q must match [A-Za-z0-9_-]{1,64}", ErrBadRequest, req.BUName)
 	}
+	if req.TaskID != "" && !api.ValidTaskID(req.TaskID) {
+		return nil, fmt.Errorf("%w: task_id %q: want %s", ErrBadRequest, req.TaskID, api.TaskIDForm)
+	}
 	if m.cfg.BrowserUse == "" {
 		return nil, fmt.Errorf("%w: %s", ErrUnavailable, m.cfg.BrowserUseProblem)
 	}

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"vibebrowser/manager/api"
 )
 
 // RuleError is a refused call: the message names the rule and the allowed form. It maps to ExitUsage.
@@ -28,7 +30,6 @@ type Call struct {
 }
 
 var (
-	taskIDPattern = regexp.MustCompile(`\A[0-9A-Fa-f]{8}[A-Za-z0-9-]{0,56}\z`)
 	buNamePattern = regexp.MustCompile(`\A[A-Za-z0-9_-]{1,64}\z`)
 )
 
@@ -46,9 +47,8 @@ func Plan(cfg *Config, args, environ []string) (*Call, error) {
 			task = value
 		}
 	}
-	if task != "" && !taskIDPattern.MatchString(task) {
-		return nil, refuse("VIBE_TASK_ID %q is not a task id: it must be 8 to 64 characters of "+
-			"[A-Za-z0-9-] whose first 8 are hex, as the agent launcher sets it", task)
+	if task != "" && !api.ValidTaskID(task) {
+		return nil, refuse("VIBE_TASK_ID %q is not a task id: it must be %s, as the agent launcher sets it", task, api.TaskIDForm)
 	}
 	call := &Call{TaskID: task}
 	session := ""

@@ -4,6 +4,7 @@ package api
 
 import (
 	"fmt"
+	"regexp"
 	"time"
 )
 
@@ -120,6 +121,16 @@ type ReapResult struct {
 	Removed []string `json:"removed"`
 	Kept    []string `json:"kept"`
 }
+
+// taskIDPattern is the form of VIBE_TASK_ID: 8 to 64 characters of [A-Za-z0-9-] whose first 8 are hex (the
+// 8 hex characters name the task in BU_NAME and in daemon pid files).
+var taskIDPattern = regexp.MustCompile(`\A[0-9A-Fa-f]{8}[A-Za-z0-9-]{0,56}\z`)
+
+// TaskIDForm describes a valid task id, for messages.
+const TaskIDForm = "8 to 64 characters of [A-Za-z0-9-] whose first 8 are hex"
+
+// ValidTaskID reports whether id has the form of a task id.
+func ValidTaskID(id string) bool { return taskIDPattern.MatchString(id) }
 
 // Session kinds a shim asks for.
 const (

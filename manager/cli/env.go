@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"vibebrowser/manager/api"
@@ -16,12 +15,10 @@ type EnvCmd struct {
 	Task  string `help:"The agent's task id (exported as VIBE_TASK_ID)."`
 }
 
-var taskIDPattern = regexp.MustCompile(`\A[0-9A-Fa-f]{8}[A-Za-z0-9-]{0,56}\z`)
-
 // Run prints POSIX shell lines: the wrapper directory and the guard in front of PATH, and the task id.
 func (c *EnvCmd) Run(g *globals) error {
-	if c.Task != "" && !taskIDPattern.MatchString(c.Task) {
-		return &usageError{fmt.Sprintf("--task %q is not a task id: 8 to 64 characters of [A-Za-z0-9-], the first 8 hex", c.Task)}
+	if c.Task != "" && !api.ValidTaskID(c.Task) {
+		return &usageError{fmt.Sprintf("--task %q is not a task id: want %s", c.Task, api.TaskIDForm)}
 	}
 	dir := api.WebKey
 	if !c.Web {

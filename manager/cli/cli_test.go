@@ -1,0 +1,67 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = Run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestEnvWebPrintsShellLines(t *testing.T) {
+	home := t.TempDir()
+	code, out, errOut := run(t, "--home", home, "env", "--web", "--task", "a1b2c3d4-0001")
+	if code != 0 {
+		t.Fatalf("exit %d (%s)", code, errOut)
+	}
+	want := "export PATH='" + home + "/bin/_web:" + home + "/bin/_guard:'\"$PATH\"\nexport VIBE_TASK_ID='a1b2c3d4-0001'\n"
+	if out != want {
+		t.Errorf("env --web printed\n%s\nwant\n%s", out, want)
+	}
+}
+
+func TestShellQuote(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"plain", "'plain'"},
+		{"it's", `'it'\''s'`},
+		{"$(rm -rf /)", "'$(rm -rf /)'"},
+	}
+	for _, tt := range tests {
+		if got := shellQuote(tt.in); got != tt.want {
+			t.Errorf("shellQuote(%q) = %s; want %s", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	home := t.TempDir()
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"unknown command", []string{"bogus"}, 2, "unexpected argument"},
+		{"bad task id", []string{"env", "--web", "--task", "nope"}, 2, "is not a task id"},
+		{"store and web", []string{"env", "--web", "--store", "x"}, 2, "can't be used together"},
+		{"manager down", []string{"status"}, 1, "is the manager running?"},
+		{"bad task status flag missing", []string{"task", "set", "a1b2c3d4"}, 2, "--status"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, errOut := run(t, append([]string{"--home", home}, tt.args...)...)
+			if code != tt.code || !strings.Contains(errOut, tt.want) {
+				t.Errorf("exit %d, stderr %q; want %d containing %q", code, errOut, tt.code, tt.want)
+			}
+			if strings.Count(strings.TrimSpace(errOut), "\n") > 0 && tt.code == 1 {
+				t.Errorf("stderr %q; want one line", errOut)
+			}
+		})
+	}
+}

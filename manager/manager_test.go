@@ -1,0 +1,405 @@
+package manager_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"vibebrowser/manager"
+	"vibebrowser/manager/api"
+	"vibebrowser/wrapshim"
+)
+
+// daemon is a manager running in-process on a temp home, served on its real unix socket.
+type daemon struct {
+	home   string
+	cfg    *manager.Config
+	client *api.Client
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// fakeExecutable writes an executable script and returns its path.
+func fakeExecutable(t *testing.T, dir, name string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// startDaemon runs a manager with env applied over a minimal environment. With withBU, a fake real
+// browser-use CLI and a fake shim are configured.
+func startDaemon(t *testing.T, env map[string]string, withBU bool) *daemon {
+	t.Helper()
+	home := t.TempDir()
+	tools := t.TempDir()
+	vars := map[string]string{"VIBE_HOME": home, "PATH": "/nonexistent", "VIBE_SHIM": fakeExecutable(t, tools, "wrapshim"),
+		"VIBE_PROXY_PORT_BASE": "19400"}
+	if withBU {
+		vars["VIBE_BROWSER_USE"] = fakeExecutable(t, tools, "browser-use")
+	}
+	for k, v := range env {
+		vars[k] = v
+	}
+	cfg, err := manager.FromEnv(func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runDaemon(t, cfg)
+}
+
+func runDaemon(t *testing.T, cfg *manager.Config) *daemon {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	d := &daemon{home: cfg.Home, cfg: cfg, client: api.NewClient(filepath.Join(cfg.Home, api.SocketRel)),
+		cancel: cancel, done: make(chan error, 1)}
+	go func() { d.done <- manager.Run(ctx, cfg, zerolog.Nop(), "test") }()
+	t.Cleanup(func() { d.stop(t) })
+	waitFor(t, "the manager to answer", 10*time.Second, func() bool {
+		select {
+		case err := <-d.done:
+			t.Fatalf("manager exited: %v", err)
+		default:
+		}
+		_, err := d.client.Health(context.Background())
+		return err == nil
+	})
+	return d
+}
+
+func (d *daemon) stop(t *testing.T) {
+	t.Helper()
+	if d.cancel == nil {
+		return
+	}
+	d.cancel()
+	d.cancel = nil
+	select {
+	case err := <-d.done:
+		if err != nil {
+			t.Errorf("manager exit: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("manager did not stop within 30s")
+	}
+}
+
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// wantAPIError asserts err is the manager's answer with status and a message containing fragment.
+func wantAPIError(t *testing.T, err error, status int, fragment string) {
+	t.Helper()
+	var apiErr *api.Error
+	if !errors.As(err, &apiErr) {
+		t.Fatalf("error %v; want an API error with status %d", err, status)
+	}
+	if apiErr.Status != status || !strings.Contains(apiErr.Message, fragment) {
+		t.Errorf("API error %d %q; want %d containing %q", apiErr.Status, apiErr.Message, status, fragment)
+	}
+}
+
+var bg = context.Background()
+
+func TestSocketIsPrivate(t *testing.T) {
+	d := startDaemon(t, nil, false)
+	fi, err := os.Stat(filepath.Join(d.home, api.SocketRel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
+		t.Errorf("socket mode %v; want a 0600 socket", fi.Mode())
+	}
+}
+
+func TestSecondManagerOnSameHomeRefuses(t *testing.T) {
+	d := startDaemon(t, nil, false)
+	err := manager.Run(bg, d.cfg, zerolog.Nop(), "test")
+	if err == nil || !strings.Contains(err.Error(), "another manager is running") {
+		t.Errorf("second Run = %v; want a refusal naming the running manager", err)
+	}
+	if _, err := d.client.Health(bg); err != nil {
+		t.Errorf("the first manager stopped answering after the refused start: %v", err)
+	}
+}
+
+func TestStaleSocketIsReplaced(t *testing.T) {
+	home := t.TempDir()
+	sock := filepath.Join(home, api.SocketRel)
+	os.MkdirAll(filepath.Dir(sock), 0o700)
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	ln.Close() // leaves the socket file behind, as a crashed manager does
+	cfg, err := manager.FromEnv(func(k string) string {
+		return map[string]string{"VIBE_HOME": home, "PATH": "/nonexistent"}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runDaemon(t, cfg)
+}
+
+func TestInvalidKnobsNameTheVariable(t *testing.T) {
+	tests := []struct{ name, value, want string }{
+		{"VIBE_TAB_CAP", "many", "integer from 0 to"},
+		{"VIBE_TAB_CAP", "-1", "integer from 0 to"},
+		{"VIBE_PROXY_PORT_BASE", "80", "from 1024 to 65000"},
+		{"VIBE_CALL_TIMEOUT_S", "0", "from 1 to"},
+		{"VIBE_BROWSER_WORKER_SLOTS", "100", "from 0 to 99"},
+		{"VIBE_BROWSER_IDLE_S", "1.5", "integer"},
+		{"VIBE_BROWSER_START_TIMEOUT_S", "x", "integer"},
+		{"VIBE_BROWSER_RELAUNCH_MAX", "-2", "integer"},
+		{"VIBE_BROWSER_RELAUNCH_WINDOW_S", "0", "from 1 to"},
+		{"VIBE_MUX_MAX_CLIENTS", "0", "from 1 to"},
+		{"VIBE_MUX_GRACE_S", "soon", "integer"},
+		{"VIBE_TASK_LEASE_S", "0", "from 1 to"},
+		{"VIBE_REAP_INTERVAL_S", "0", "from 1 to"},
+		{"VIBE_DISABLE_DAEMON_SWEEP", "yes", "boolean"},
+		{"VIBE_KEEP_BROWSERS_ON_EXIT", "2", "boolean"},
+		{"VIBE_HEADLESS", "maybe", "boolean"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+"="+tt.value, func(t *testing.T) {
+			_, err := manager.FromEnv(func(k string) string {
+				return map[string]string{"VIBE_HOME": t.TempDir(), tt.name: tt.value}[k]
+			})
+			if err == nil || !strings.Contains(err.Error(), tt.name) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("FromEnv(%s=%q) = %v; want an error naming %s and %q", tt.name, tt.value, err, tt.name, tt.want)
+			}
+		})
+	}
+}
+
+func TestKnobDefaults(t *testing.T) {
+	cfg, err := manager.FromEnv(func(k string) string { return map[string]string{"VIBE_HOME": t.TempDir()}[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ProxyPortBase != 9400 || cfg.CallTimeout != 120*time.Second || cfg.WorkerSlots != 3 || cfg.TabCap != 12 ||
+		cfg.StartTimeout != 180*time.Second || cfg.RelaunchMax != 3 || cfg.RelaunchWindow != 600*time.Second ||
+		cfg.MuxMaxClients != 16 || cfg.MuxGrace != 480*time.Second || cfg.TaskLease != time.Hour ||
+		cfg.Idle != 300*time.Second || cfg.ReapInterval != 300*time.Second {
+		t.Errorf("defaults %+v differ from SPEC §4.3", cfg)
+	}
+}
+
+func TestBrowserUseResolution(t *testing.T) {
+	home := t.TempDir()
+	dirA, dirB := t.TempDir(), t.TempDir()
+	ours := filepath.Join(home, "bin", "acme")
+	os.MkdirAll(ours, 0o700)
+	fakeExecutable(t, ours, "browser-use")
+	real := fakeExecutable(t, dirB, "browser-use")
+	os.WriteFile(filepath.Join(dirA, "browser-use"), []byte("not executable"), 0o644)
+	tests := []struct {
+		name, explicit, path, want, problem string
+	}{
+		{"skips our own wrappers and non-executables", "", ours + ":" + dirA + ":" + dirB, real, ""},
+		{"explicit", real, "", real, ""},
+		{"explicit relative", "browser-use", "", "", "not an absolute path"},
+		{"explicit missing", "/nonexistent/browser-use", "", "", "VIBE_BROWSER_USE"},
+		{"none", "", ours, "", "no real browser-use CLI"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := manager.FromEnv(func(k string) string {
+				return map[string]string{"VIBE_HOME": home, "VIBE_BROWSER_USE": tt.explicit, "PATH": tt.path}[k]
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.BrowserUse != tt.want || !strings.Contains(cfg.BrowserUseProblem, tt.problem) {
+				t.Errorf("BrowserUse = %q (%q); want %q (%q)", cfg.BrowserUse, cfg.BrowserUseProblem, tt.want, tt.problem)
+			}
+		})
+	}
+}
+
+func TestStoresAPI(t *testing.T) {
+	d := startDaemon(t, nil, true)
+	c := d.client
+	s, err := c.CreateStore(bg, api.StoreSpec{Name: "Acme Shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Slug != "acme-shop" || s.Backend != "chrome" || s.ProxyPort < 19400 || s.Browser.Status != api.StatusStopped {
+		t.Errorf("created %+v; want slug acme-shop, chrome, a registry port, stopped", s)
+	}
+	if !strings.HasPrefix(s.CDPHTTP, "http://127.0.0.1:") || !strings.HasPrefix(s.CDPWS, "ws://127.0.0.1:") ||
+		strings.TrimPrefix(s.CDPHTTP, "http://") != strings.TrimPrefix(s.CDPWS, "ws://") {
+		t.Errorf("endpoints %q %q; want http and ws forms of one 127.0.0.1 URL with the token", s.CDPHTTP, s.CDPWS)
+	}
+	cfg, err := wrapshim.LoadConfig(filepath.Join(d.home, "bin", "acme-shop", wrapshim.ConfigName))
+	if err != nil {
+		t.Fatalf("wrapper written at store creation: %v", err)
+	}
+	if cfg.StoreID != s.ID || cfg.RealBU != d.cfg.BrowserUse || cfg.WorkerSlots != 3 || cfg.CallTimeoutS != 120 {
+		t.Errorf("wrapper config %+v does not match the store and knobs", cfg)
+	}
+	for _, ref := range []string{"Acme Shop", "acme-shop", s.ID} {
+		if got, err := c.GetStore(bg, ref); err != nil || got.ID != s.ID {
+			t.Errorf("GetStore(%q) = %+v, %v; want store %s", ref, got, err, s.ID)
+		}
+	}
+	cjk, err := c.CreateStore(bg, api.StoreSpec{Name: "アクメ商店"})
+	if err != nil || cjk.Slug != "store-"+cjk.ID[:8] {
+		t.Errorf("CJK store = %+v, %v; want slug store-<id8>", cjk, err)
+	}
+	if cjk.ProxyPort == s.ProxyPort {
+		t.Errorf("two stores share port %d", s.ProxyPort)
+	}
+
+	_, err = c.CreateStore(bg, api.StoreSpec{Name: "ACME shop!"})
+	wantAPIError(t, err, http.StatusConflict, `taken by store "Acme Shop"`)
+	for _, name := range []string{"web", "_private", "acme-aux", "acme-w2"} {
+		_, err = c.CreateStore(bg, api.StoreSpec{Name: name})
+		wantAPIError(t, err, http.StatusConflict, "reserved")
+	}
+	_, err = c.CreateStore(bg, api.StoreSpec{Name: "bad\x07name"})
+	wantAPIError(t, err, http.StatusBadRequest, "printable")
+	_, err = c.CreateStore(bg, api.StoreSpec{Name: "x", Backend: "firefox"})
+	wantAPIError(t, err, http.StatusBadRequest, "want chrome, ziniao or cdp")
+	_, err = c.CreateStore(bg, api.StoreSpec{Name: "remote", Backend: "cdp"})
+	wantAPIError(t, err, http.StatusBadRequest, "needs --cdp-url")
+	_, err = c.CreateStore(bg, api.StoreSpec{Name: "remote", Backend: "cdp", CDPURL: "ftp://x"})
+	wantAPIError(t, err, http.StatusBadRequest, "scheme")
+	err = c.Do(bg, http.MethodPost, api.PathStores, map[string]any{"name": "x", "colour": "red"}, nil)
+	wantAPIError(t, err, http.StatusBadRequest, "unknown field")
+
+	newName := "Acme Renamed"
+	if u, err := c.UpdateStore(bg, "acme-shop", api.StoreUpdate{Name: &newName}); err != nil || u.Name != newName || u.Slug != "acme-shop" {
+		t.Errorf("rename = %+v, %v; want the new name and the same slug", u, err)
+	}
+	list, err := c.ListStores(bg)
+	if err != nil || len(list) != 2 {
+		t.Errorf("ListStores = %d stores, %v; want 2", len(list), err)
+	}
+	if err := c.DeleteStore(bg, "acme-shop"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.GetStore(bg, "acme-shop")
+	wantAPIError(t, err, http.StatusNotFound, `no store named "acme-shop"`)
+	if _, err := os.Stat(filepath.Join(d.home, "bin", "acme-shop")); !os.IsNotExist(err) {
+		t.Errorf("wrapper of a removed store still there (%v)", err)
+	}
+	again, err := c.CreateStore(bg, api.StoreSpec{Name: "Acme Shop"})
+	if err != nil || again.Slug != "acme-shop" {
+		t.Errorf("re-adding a removed store's name = %+v, %v; want the slug free again", again, err)
+	}
+}
+
+func TestEnsureRefusals(t *testing.T) {
+	t.Run("no real browser-use", func(t *testing.T) {
+		d := startDaemon(t, nil, false)
+		_, err := d.client.EnsureSession(bg, api.EnsureRequest{Kind: api.KindWeb, ClientID: "manual", BUName: "web"})
+		wantAPIError(t, err, http.StatusServiceUnavailable, "no real browser-use CLI")
+		if _, err := os.Stat(filepath.Join(d.home, "bin", "_web")); !os.IsNotExist(err) {
+			t.Error("a web wrapper was written without a real browser-use CLI")
+		}
+		if _, err := os.Stat(filepath.Join(d.home, "bin", "_guard", wrapshim.ConfigName)); err != nil {
+			t.Errorf("the guard is missing: %v", err)
+		}
+	})
+	d := startDaemon(t, nil, true)
+	tests := []struct {
+		name   string
+		req    api.EnsureRequest
+		status int
+		want   string
+	}{
+		{"unknown store", api.EnsureRequest{Kind: api.KindStore, StoreID: "0d1c2b3a-none", ClientID: "manual", BUName: "x"}, 404, "this wrapper is stale"},
+		{"bad client id", api.EnsureRequest{Kind: api.KindWeb, ClientID: "a/b", BUName: "web"}, 400, "client_id"},
+		{"bad bu name", api.EnsureRequest{Kind: api.KindWeb, ClientID: "manual", BUName: strings.Repeat("x", 65)}, 400, "bu_name"},
+		{"bad kind", api.EnsureRequest{Kind: "ziniao", ClientID: "manual", BUName: "x"}, 400, "want store or web"},
+		{"bad task id", api.EnsureRequest{Kind: api.KindWeb, ClientID: "manual", BUName: "web", TaskID: "x"}, 400, "task"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := d.client.EnsureSession(bg, tt.req)
+			wantAPIError(t, err, tt.status, tt.want)
+		})
+	}
+	err := d.client.Do(bg, http.MethodGet, "/v1/nope", nil, nil)
+	wantAPIError(t, err, http.StatusNotFound, "no route")
+}
+
+func TestTasksAPI(t *testing.T) {
+	d := startDaemon(t, nil, true)
+	c := d.client
+	s, err := c.CreateStore(bg, api.StoreSpec{Name: "shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const id = "a1b2c3d4-0000-4000-8000-000000000001"
+	task, err := c.PutTask(bg, id, api.TaskUpdate{Store: "shop", Status: "queued"})
+	if err != nil || task.Store != s.ID || task.Status != "queued" || task.LeaseUntil.Before(time.Now().Add(50*time.Minute)) {
+		t.Errorf("PutTask = %+v, %v; want queued on %s with an hour's lease", task, err, s.ID)
+	}
+	if task, err = c.PutTask(bg, id, api.TaskUpdate{Status: "waiting"}); err != nil || task.Status != "waiting" {
+		t.Errorf("status update = %+v, %v", task, err)
+	}
+	_, err = c.PutTask(bg, id, api.TaskUpdate{Status: "done"})
+	wantAPIError(t, err, http.StatusBadRequest, "pending queued designing planned running waiting completed failed")
+	_, err = c.PutTask(bg, id, api.TaskUpdate{Store: "nope", Status: "running"})
+	wantAPIError(t, err, http.StatusNotFound, "no store named")
+	if tasks, err := c.ListTasks(bg); err != nil || len(tasks) != 1 {
+		t.Errorf("ListTasks = %+v, %v; want one", tasks, err)
+	}
+	if err := c.DeleteTask(bg, id); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.GetTask(bg, id)
+	wantAPIError(t, err, http.StatusNotFound, "not found")
+}
+
+func TestBootWipesStaleWrappers(t *testing.T) {
+	d := startDaemon(t, nil, true)
+	s, err := d.client.CreateStore(bg, api.StoreSpec{Name: "kept"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.stop(t)
+	bin := filepath.Join(d.home, "bin")
+	write := func(dir, config string) {
+		os.MkdirAll(filepath.Join(bin, dir), 0o700)
+		os.WriteFile(filepath.Join(bin, dir, wrapshim.ConfigName), []byte(config), 0o600)
+	}
+	write("older", `{"format":0,"kind":"store","store_id":"`+s.ID+`"}`)
+	write("deleted-store", `{"format":1,"kind":"store","store_id":"0d1c2b3a-gone"}`)
+	newer := `{"format":99,"kind":"store","store_id":"` + s.ID + `","from_the_future":true}`
+	write("kept", newer) // a newer manager's wrapper: kept as is, never downgraded
+	os.MkdirAll(filepath.Join(bin, "no-config"), 0o700)
+	os.Remove(filepath.Join(bin, "_guard", wrapshim.ConfigName))
+	runDaemon(t, d.cfg)
+	for dir, want := range map[string]bool{"older": false, "deleted-store": false, "no-config": false,
+		"kept": true, "_web": true, "_guard": true} {
+		_, err := os.Stat(filepath.Join(bin, dir, wrapshim.ConfigName))
+		if got := err == nil; got != want {
+			t.Errorf("after boot, bin/%s present = %v; want %v", dir, got, want)
+		}
+	}
+	if data, _ := os.ReadFile(filepath.Join(bin, "kept", wrapshim.ConfigName)); string(data) != newer {
+		t.Errorf("newer-format wrapper config became %s; want it untouched", data)
+	}
+}
