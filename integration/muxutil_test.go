@@ -32,7 +32,7 @@ func startMuxOn(t *testing.T, upstream string, cfg mux.Config) *muxUnderTest {
 	cfg.Token = muxToken
 	cfg.Addr = "127.0.0.1:0"
 	if testing.Verbose() {
-		cfg.Log = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
+		cfg.Log = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel)
 	}
 	m, err := mux.New(cfg)
 	if err != nil {
@@ -125,7 +125,7 @@ func (c *rawCDP) read() {
 			return
 		}
 		var m struct {
-			ID *int            `json:"id"`
+			ID     *int            `json:"id"`
 			Result json.RawMessage `json:"result"`
 			Error  *cdpError       `json:"error"`
 			cdpEvent

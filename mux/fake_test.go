@@ -32,6 +32,7 @@ type fakeBrowser struct {
 	next     int
 	received []fakeMsg
 	stall    map[string]bool // methods left unanswered
+	extra    int             // pages (with tabs) that appear before the next created one, like a startup tab
 	conns    int
 }
 
@@ -226,6 +227,9 @@ func (fb *fakeBrowser) handle(b []byte) {
 		}
 		reply(`{"targetInfos":[` + strings.Join(infos, ",") + `]}`)
 	case "Target.createTarget":
+		for ; fb.extra > 0; fb.extra-- {
+			fb.addPageLocked("about:blank", "")
+		}
 		page := fb.addPageLocked(str("url"), "")
 		reply(`{"targetId":"` + page + `"}`)
 	case "Target.attachToTarget":

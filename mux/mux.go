@@ -113,8 +113,9 @@ type parked struct {
 }
 
 type createRec struct {
-	c    *conn
-	park *parked
+	c       *conn
+	park    *parked
+	claimed []*target // tabs and pages attributed to this create while it was pending, in Chrome's order
 }
 
 type queuedCreate struct {

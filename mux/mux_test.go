@@ -785,3 +785,23 @@ func TestPuppeteerTabTargets(t *testing.T) {
 		}
 	}
 }
+
+func TestCreateClaimsOnlyItsTargets(t *testing.T) {
+	fb := newFakeBrowser(t)
+	m := startMux(t, fb, Config{})
+	c := newClient(t, m, "c")
+	fb.mu.Lock()
+	fb.extra = 1 // the startup tab of a just-launched browser shows up while the create is pending
+	fb.mu.Unlock()
+	page := c.createTarget("https://mine.example/")
+	ids := c.targetIDs()
+	if len(ids) != 2 || !slices.Contains(ids, page) {
+		t.Fatalf("client owns %v; want only its page %s and that page's tab", ids, page)
+	}
+	fb.mu.Lock()
+	tab := fb.targets[page].Tab
+	fb.mu.Unlock()
+	if !slices.Contains(ids, tab) {
+		t.Fatalf("client owns %v; want its tab %s", ids, tab)
+	}
+}

@@ -344,7 +344,9 @@ func (m *Mux) responseLocked(b []byte, info msgInfo) {
 			spliced = f
 		}
 	case kindCreate:
+		var rec *createRec
 		if m.creating != nil && m.creating.park == p.park {
+			rec = m.creating
 			m.creating = nil
 		}
 		var r struct {
@@ -360,6 +362,9 @@ func (m *Mux) responseLocked(b []byte, info msgInfo) {
 			}
 			if t.owner == nil && !t.closing {
 				m.ownLocked(t, p.c.cl, p.park)
+			}
+			if rec != nil {
+				m.settleClaimsLocked(rec, t)
 			}
 		}
 		p.park.f = spliced
@@ -383,6 +388,49 @@ func (m *Mux) responseLocked(b []byte, info msgInfo) {
 }
 
 // filterTargetsLocked rewrites a getTargets answer to the client's own targets, splicing Chrome's bytes.
+// settleClaimsLocked keeps, of what appeared while a create was pending, only the created page and the tab
+// nearest to it in Chrome's announcements (a create makes one of each). Anything else (the startup tab
+// of a just-launched browser, a human's new window) goes back to nobody.
+func (m *Mux) settleClaimsLocked(rec *createRec, page *target) {
+	pos := -1
+	for i, t := range rec.claimed {
+		if t == page {
+			pos = i
+		}
+	}
+	var tab *target
+	bestD := 0
+	for i, t := range rec.claimed {
+		if t.typ != "tab" {
+			continue
+		}
+		d := i
+		if pos >= 0 {
+			d = dist(i, pos)
+		}
+		if tab == nil || d < bestD || (d == bestD && i < pos) { // on a tie, the tab announced before its page
+			tab, bestD = t, d
+		}
+	}
+	for _, t := range rec.claimed {
+		if t != page && t != tab && t.owner == rec.c.cl {
+			m.log.Debug().Str("target", t.id).Str("type", t.typ).Msg("not part of the create: disowned")
+			t.owner = nil
+			if t.autoConn != nil {
+				t.autoConn = nil
+			}
+			m.ownershipChangedLocked()
+		}
+	}
+}
+
+func dist(a, b int) int {
+	if a > b {
+		return a - b
+	}
+	return b - a
+}
+
 func (m *Mux) filterTargetsLocked(p *pending, b []byte) (frame, bool) {
 	var r struct {
 		Result struct {
@@ -433,6 +481,7 @@ func (m *Mux) removeTargetLocked(t *target) {
 // ownLocked gives t to cl and does what a new target of a client implies: discovery event, virtual
 // auto-attach, tab cap.
 func (m *Mux) ownLocked(t *target, cl *client, park *parked) {
+	m.log.Debug().Str("client", cl.id).Str("target", t.id).Str("type", t.typ).Str("opener", t.opener).RawJSON("info", t.info).Msg("target owned")
 	t.owner = cl
 	m.touchTargetLocked(t)
 	m.ownershipChangedLocked()
@@ -463,7 +512,9 @@ func (m *Mux) maybeAutoAttachLocked(t *target, park *parked) {
 
 // attributeLocked finds the owner of a target that appeared: its opener's owner, its parent frame's
 // owner, the owner of its browser context, or the client whose createTarget is in flight.
-func (m *Mux) attributeLocked(t *target) (*client, *parked) {
+// Only a target that just appeared can be the pending create's: an existing unowned target (a human's tab,
+// the startup page) changing while a create is in flight is not.
+func (m *Mux) attributeLocked(t *target, appeared bool) (*client, *parked) {
 	if o := m.targets[t.opener]; t.opener != "" && o != nil && o.owner != nil {
 		return o.owner, nil
 	}
@@ -477,7 +528,8 @@ func (m *Mux) attributeLocked(t *target) (*client, *parked) {
 			}
 		}
 	}
-	if m.creating != nil && t.opener == "" && (t.typ == "page" || t.typ == "tab") {
+	if appeared && m.creating != nil && t.opener == "" && (t.typ == "page" || t.typ == "tab") {
+		m.creating.claimed = append(m.creating.claimed, t)
 		return m.creating.c.cl, m.creating.park
 	}
 	return nil, nil
@@ -515,7 +567,7 @@ func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
 			if t.closing {
 				return
 			}
-			if cl, park := m.attributeLocked(t); cl != nil {
+			if cl, park := m.attributeLocked(t, isNew && method == "Target.targetCreated"); cl != nil {
 				m.ownLocked(t, cl, park)
 			}
 			return
@@ -607,6 +659,12 @@ func (m *Mux) sessionEventLocked(b []byte, info msgInfo) {
 		var ti targetInfo
 		json.Unmarshal(ev.Params.TargetInfo, &ti)
 		t := m.targets[ti.TargetID]
+		if t != nil && t.owner != nil && t.owner != s.owner {
+			// Never hand one client a session to another's target (a tab wrongly attributed).
+			m.releaseSessionLocked(ev.Params.SessionID, ev.Params.WaitingForDebugger, false)
+			m.sendInternalLocked("Target.detachFromTarget", append(append([]byte(`{"sessionId":`), appendJSONString(nil, ev.Params.SessionID)...), '}'), info.sessionID, nil)
+			return
+		}
 		if t != nil && t.owner == nil && !t.closing {
 			t.owner = s.owner
 			m.ownershipChangedLocked()

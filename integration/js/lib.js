@@ -1,0 +1,33 @@
+// Shared plumbing of the node CDP client scripts the Go integration tests drive: one JSON object per
+// stdout line, commands from the test one per stdin line.
+'use strict';
+const readline = require('readline');
+
+const rl = readline.createInterface({ input: process.stdin });
+const queued = [];
+const waiting = [];
+rl.on('line', (line) => {
+  const w = waiting.shift();
+  if (w) w(line.trim());
+  else queued.push(line.trim());
+});
+rl.on('close', () => { while (waiting.length) waiting.shift()('close'); queued.push('close'); });
+
+// command resolves with the test's next stdin line ("close" once stdin ends).
+function command() {
+  if (queued.length) return Promise.resolve(queued.shift());
+  return new Promise((resolve) => waiting.push(resolve));
+}
+
+function out(obj) {
+  process.stdout.write(JSON.stringify(obj) + '\n');
+}
+
+function main(fn) {
+  fn().then(() => { rl.close(); process.exit(0); }, (err) => {
+    out({ event: 'error', message: String(err && err.stack || err) });
+    process.exit(1);
+  });
+}
+
+module.exports = { command, out, main };
