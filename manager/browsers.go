@@ -221,7 +221,10 @@ func (m *Manager) startLocked(t target) (*live, error) {
 			return nil, fmt.Errorf("%w: %s was not ready within VIBE_BROWSER_START_TIMEOUT_S=%d; it was stopped: %v",
 				ErrStartTimeout, t.name, int(m.cfg.StartTimeout.Seconds()), err)
 		}
-		return nil, fmt.Errorf("start %s: %w", t.name, err)
+		if errors.Is(err, ErrUnavailable) || errors.Is(err, ErrBadRequest) {
+			return nil, fmt.Errorf("start %s: %w", t.name, err)
+		}
+		return nil, fmt.Errorf("%w: %s: %v", ErrStartFailed, t.name, err)
 	}
 	l, err := m.attachMux(ctx, t, run, nil)
 	if err != nil {

@@ -18,6 +18,8 @@ var (
 	// ErrUnavailable: something the request needs is missing on this machine (503), e.g. the real
 	// browser-use CLI.
 	ErrUnavailable = errors.New("unavailable")
+	// ErrStartFailed: the browser could not be started (502); the message carries the backend's reason.
+	ErrStartFailed = errors.New("browser start failed")
 	// ErrBadRequest: the request is malformed (400).
 	ErrBadRequest = errors.New("bad request")
 )
@@ -37,6 +39,8 @@ func httpStatus(err error) (int, string) {
 		return http.StatusServiceUnavailable, "shutting_down"
 	case errors.Is(err, ErrUnavailable), errors.Is(err, state.ErrExhausted):
 		return http.StatusServiceUnavailable, "unavailable"
+	case errors.Is(err, ErrStartFailed):
+		return http.StatusBadGateway, "start_failed"
 	case errors.Is(err, ErrStartTimeout):
 		return http.StatusGatewayTimeout, "start_timeout"
 	}

@@ -7,6 +7,7 @@
 //	FAKEBU_EXIT        exit with this code (default 0)
 //	FAKEBU_STDOUT      print this on stdout
 //	FAKEBU_SIGNAL_SELF end by this signal number instead of exiting
+//	FAKEBU_DRIVE       =1: run stdin as a drive script against BU_CDP_WS (see drive)
 package main
 
 import (
@@ -64,6 +65,12 @@ func main() {
 			rec.Signals = append(rec.Signals, sig.String())
 			save()
 		})
+	}
+	if os.Getenv("FAKEBU_DRIVE") == "1" && !reload {
+		if err := drive(rec.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "fakebu:", err)
+			os.Exit(1)
+		}
 	}
 	if out := os.Getenv("FAKEBU_STDOUT"); out != "" {
 		fmt.Print(out)

@@ -69,8 +69,8 @@ type Store struct {
 	Slug      string       `json:"slug"`
 	Backend   string       `json:"backend"`
 	ProxyPort int          `json:"proxy_port"`
-	CDPHTTP   string       `json:"cdp_http"` // http://127.0.0.1:<port>/<token>: puppeteer browserURL, playwright connectOverCDP
-	CDPWS     string       `json:"cdp_ws"`   // ws://127.0.0.1:<port>/<token>; append /client-<id>
+	CDPHTTP   string       `json:"cdp_http"` // http://127.0.0.1:<port>/<token>: playwright connectOverCDP
+	CDPWS     string       `json:"cdp_ws"`   // ws://127.0.0.1:<port>/<token>: puppeteer browserWSEndpoint; append /client-<id> for a stable id
 	Browser   BrowserState `json:"browser"`
 	CDPURL    string       `json:"cdp_url,omitempty"`
 	Headless  *bool        `json:"headless,omitempty"`

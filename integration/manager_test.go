@@ -1,0 +1,387 @@
+//go:build integration
+
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"vibebrowser/manager/api"
+)
+
+// Binaries built once per test binary, copied (by the manager) the way production copies the shim.
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildErr  error
+)
+
+type binaries struct{ vibe, shim, fakeBU string }
+
+func builtBinaries(t testing.TB) binaries {
+	t.Helper()
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "vibe-integration-bin-")
+		if buildErr != nil {
+			return
+		}
+		for name, pkg := range map[string]string{"vibe-browser": "vibebrowser/cmd/vibe-browser",
+			"wrapshim": "vibebrowser/cmd/wrapshim", "fakebu": "vibebrowser/integration/fakebu"} {
+			out, err := exec.Command("go", "build", "-o", filepath.Join(buildDir, name), pkg).CombinedOutput()
+			if err != nil {
+				buildErr = fmt.Errorf("build %s: %v\n%s", pkg, err, out)
+				return
+			}
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binaries{vibe: filepath.Join(buildDir, "vibe-browser"), shim: filepath.Join(buildDir, "wrapshim"),
+		fakeBU: filepath.Join(buildDir, "fakebu")}
+}
+
+// managed is a real `vibe-browser serve` child on a temp home.
+type managed struct {
+	t      *testing.T
+	bins   binaries
+	home   string
+	env    []string
+	cmd    *exec.Cmd
+	log    *bytes.Buffer
+	client *api.Client
+}
+
+// startManager runs `vibe-browser serve` with the fake browser-use CLI, the built shim and the given extra
+// environment (VIBE_CHROME defaults to the real Chromium).
+func startManager(t *testing.T, extra ...string) *managed {
+	t.Helper()
+	bins := builtBinaries(t)
+	home := t.TempDir()
+	env := []string{"HOME=" + home, "PATH=/usr/local/bin:/usr/bin:/bin", "VIBE_HOME=" + home,
+		"VIBE_BROWSER_USE=" + bins.fakeBU, "VIBE_SHIM=" + bins.shim, "VIBE_HEADLESS=1",
+		"VIBE_CHROME=" + chromiumBinary(t), fmt.Sprintf("VIBE_PROXY_PORT_BASE=%d", 20000+rand.IntN(30000))}
+	env = append(env, extra...)
+	m := &managed{t: t, bins: bins, home: home, env: env, log: &bytes.Buffer{},
+		client: api.NewClient(filepath.Join(home, api.SocketRel))}
+	m.start()
+	return m
+}
+
+func (m *managed) start() {
+	t := m.t
+	t.Helper()
+	m.cmd = exec.Command(m.bins.vibe, "serve")
+	m.cmd.Env = m.env
+	m.cmd.Stdout, m.cmd.Stderr = m.log, m.log
+	if err := m.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	cmd := m.cmd
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Signal(syscall.SIGTERM)
+			cmd.Wait()
+		}
+		if t.Failed() {
+			t.Logf("manager log:\n%s", lastLines(m.log.String(), 40))
+		}
+	})
+	muxWaitFor(t, "the manager to answer", 20*time.Second, func() bool {
+		_, err := m.client.Health(context.Background())
+		return err == nil
+	})
+}
+
+// stop sends SIGTERM and waits for the exit status.
+func (m *managed) stop() error {
+	m.cmd.Process.Signal(syscall.SIGTERM)
+	return m.cmd.Wait()
+}
+
+// cli runs `vibe-browser --home H args…` and returns stdout, failing the test on a non-zero exit.
+func (m *managed) cli(args ...string) string {
+	m.t.Helper()
+	cmd := exec.Command(m.bins.vibe, append([]string{"--home", m.home}, args...)...)
+	cmd.Env = m.env
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		m.t.Fatalf("vibe-browser %s: %v: %s", strings.Join(args, " "), err, errb.String())
+	}
+	return out.String()
+}
+
+// agent runs a bash script the way an agent launcher does: eval the env lines, then the script.
+func (m *managed) agent(envArgs, script string) (string, error) {
+	m.t.Helper()
+	full := fmt.Sprintf("set -e\neval \"$(%s --home %s env %s)\"\n%s", m.bins.vibe, m.home, envArgs, script)
+	cmd := exec.Command("bash", "-c", full)
+	cmd.Env = append(m.env, "FAKEBU_DRIVE=1")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if err != nil {
+		err = fmt.Errorf("%w: %s", err, errb.String())
+	}
+	return out.String(), err
+}
+
+func (m *managed) mustAgent(envArgs, script string) string {
+	m.t.Helper()
+	out, err := m.agent(envArgs, script)
+	if err != nil {
+		m.t.Fatalf("agent (%s): %v", envArgs, err)
+	}
+	return out
+}
+
+// site serves small titled pages.
+func site(t *testing.T) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "<!doctype html><title>page %s</title><p>%s</p>", strings.Trim(r.URL.Path, "/"), r.URL.Path)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+const (
+	taskA = "a1a1a1a1-0000-4000-8000-00000000000a"
+	taskB = "b2b2b2b2-0000-4000-8000-00000000000b"
+)
+
+func TestManagerAgentFlow(t *testing.T) {
+	m := startManager(t)
+	web := site(t)
+	var store api.Store
+	if err := json.Unmarshal([]byte(m.cli("store", "add", "Acme Shop", "--json")), &store); err != nil {
+		t.Fatal(err)
+	}
+	if store.Slug != "acme-shop" || store.Browser.Status != "stopped" {
+		t.Fatalf("store add = %+v", store)
+	}
+	if _, err := os.Stat(filepath.Join(m.home, "bin", "acme-shop", "browser-use")); err != nil {
+		t.Fatalf("no wrapper after store add: %v", err)
+	}
+
+	out := m.mustAgent("--store acme-shop --task "+taskA, "browser-use <<'PY'\nopen "+web.URL+"/alpha\neval document.title\nPY")
+	if !strings.Contains(out, `"page alpha"`) {
+		t.Errorf("task A drove %q; want the page title", out)
+	}
+	out = m.mustAgent("--store acme-shop --task "+taskB, "browser-use <<'PY'\nopen "+web.URL+"/beta\ntargets\nPY")
+	if !strings.Contains(out, "/beta") || strings.Contains(out, "/alpha") {
+		t.Errorf("task B sees %q; want its own /beta and never task A's /alpha", out)
+	}
+	out = m.mustAgent("--store acme-shop --task "+taskA, "browser-use <<'PY'\ntargets\nPY")
+	if !strings.Contains(out, "/alpha") || strings.Contains(out, "/beta") {
+		t.Errorf("task A sees %q; want /alpha only", out)
+	}
+	out = m.mustAgent("--store acme-shop --task "+taskA, "browser-use --worker 2 <<'PY'\nopen "+web.URL+"/gamma\ntargets\nPY")
+	if !strings.Contains(out, "/gamma") || strings.Contains(out, "/alpha") || strings.Contains(out, "/beta") {
+		t.Errorf("worker 2 of task A sees %q; want only its own /gamma", out)
+	}
+	out = m.mustAgent("--web --task "+taskA, "browser-use <<'PY'\nopen "+web.URL+"/delta\neval document.title\nPY")
+	if !strings.Contains(out, `"page delta"`) {
+		t.Errorf("web shim drove %q; want the page title", out)
+	}
+
+	var st api.Status
+	if err := json.Unmarshal([]byte(m.cli("status", "--json")), &st); err != nil {
+		t.Fatal(err)
+	}
+	running := map[string]bool{}
+	for _, b := range st.Browsers {
+		running[b.Slug] = b.Status == "running" && b.PID > 0 && b.ProxyPort > 0
+	}
+	if !running["acme-shop"] || !running["_web"] {
+		t.Errorf("status browsers %+v; want acme-shop and _web running", st.Browsers)
+	}
+	tasks := map[string]api.Task{}
+	for _, task := range st.Tasks {
+		tasks[task.ID] = task
+	}
+	if tasks[taskA].Status != "running" || tasks[taskB].Store != store.ID {
+		t.Errorf("status tasks %+v; want both tasks registered running by their shim calls", st.Tasks)
+	}
+	if len(st.Browsers) < 2 || st.Browsers[0].Key == "" {
+		t.Errorf("status browsers lack keys: %+v", st.Browsers)
+	}
+
+	// Third-party clients connect to the printed endpoints and stay inside their own tabs.
+	if err := json.Unmarshal([]byte(m.cli("store", "show", "acme-shop", "--json")), &store); err != nil {
+		t.Fatal(err)
+	}
+	if store.Browser.Status != "running" || store.Browser.PID == 0 {
+		t.Errorf("store show browser %+v; want running with a pid", store.Browser)
+	}
+	for client, endpoint := range map[string]string{"puppeteer": store.CDPWS, "playwright": store.CDPHTTP} {
+		node := exec.Command("node", filepath.Join("js", "manager_connect.js"), client, endpoint, web.URL+"/"+client)
+		res, err := node.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s through %s: %v\n%s", client, endpoint, err, res)
+		}
+		var got struct {
+			Title string   `json:"title"`
+			URLs  []string `json:"urls"`
+		}
+		if err := json.Unmarshal(lastLine(res), &got); err != nil {
+			t.Fatalf("%s printed %s: %v", client, res, err)
+		}
+		if got.Title != "page "+client {
+			t.Errorf("%s title %q; want %q", client, got.Title, "page "+client)
+		}
+		for _, u := range got.URLs {
+			if strings.Contains(u, "/alpha") || strings.Contains(u, "/beta") || strings.Contains(u, "/gamma") {
+				t.Errorf("%s sees another client's page %s", client, u)
+			}
+		}
+	}
+}
+
+func lastLine(b []byte) []byte {
+	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+	return lines[len(lines)-1]
+}
+
+// faultyChrome is a VIBE_CHROME wrapper: profiles named doomed* die at start, hang* never become ready
+// (with a grandchild marking the process group), slow* take 3 s, everything else is the real Chromium.
+func faultyChrome(t *testing.T, marker string) string {
+	t.Helper()
+	script := fmt.Sprintf(`#!/bin/bash
+for a in "$@"; do
+  case "$a" in
+    --user-data-dir=*/doomed*) echo "doomed: crashing at start" >&2; exit 1;;
+    --user-data-dir=*/hang*) bash -c 'exec -a %[1]s sleep 1000' & sleep 1000; exit 0;;
+    --user-data-dir=*/slow*) sleep 3;;
+  esac
+done
+exec %[2]s "$@"
+`, marker, chromiumBinary(t))
+	p := filepath.Join(t.TempDir(), "chrome")
+	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func ensureStore(m *managed, ref string) error {
+	_, err := m.client.StoreBrowser(context.Background(), ref, api.ActionEnsure)
+	return err
+}
+
+func apiStatus(err error) int {
+	var apiErr *api.Error
+	if errors.As(err, &apiErr) {
+		return apiErr.Status
+	}
+	return 0
+}
+
+func TestRelaunchBudgetIsPerStore(t *testing.T) {
+	m := startManager(t, "VIBE_CHROME="+faultyChrome(t, "unused"), "VIBE_BROWSER_RELAUNCH_MAX=2")
+	m.cli("store", "add", "doomed")
+	m.cli("store", "add", "fine")
+	// The first start fails; two budgeted relaunches fail; the next is refused without a launch.
+	wantStatus := []int{http.StatusBadGateway, http.StatusBadGateway, http.StatusBadGateway, http.StatusTooManyRequests}
+	for i, want := range wantStatus {
+		err := ensureStore(m, "doomed")
+		if got := apiStatus(err); got != want {
+			t.Fatalf("ensure #%d of the doomed store: %v (status %d); want %d", i+1, err, got, want)
+		}
+		if want == http.StatusBadGateway && !strings.Contains(err.Error(), "crashing at start") {
+			t.Errorf("start failure %q does not carry Chromium's stderr", err)
+		}
+		if want == http.StatusTooManyRequests && !strings.Contains(err.Error(), "VIBE_BROWSER_RELAUNCH_MAX") {
+			t.Errorf("budget refusal %q does not say what to do", err)
+		}
+	}
+	if err := ensureStore(m, "fine"); err != nil {
+		t.Errorf("another store could not start while doomed is over budget: %v", err)
+	}
+	// A human's explicit start clears the budget (and fails again, honestly).
+	_, err := m.client.StoreBrowser(context.Background(), "doomed", api.ActionStart)
+	if got := apiStatus(err); got != http.StatusBadGateway {
+		t.Errorf("explicit start after the budget: %v; want a real attempt (502)", err)
+	}
+}
+
+func processesNamed(marker string) []string {
+	out, _ := exec.Command("pgrep", "-f", marker).Output()
+	return strings.Fields(string(out))
+}
+
+func TestStartTimeoutKillsTheLauncherGroup(t *testing.T) {
+	marker := fmt.Sprintf("vibe-hang-marker-%d", rand.IntN(1e9))
+	m := startManager(t, "VIBE_CHROME="+faultyChrome(t, marker), "VIBE_BROWSER_START_TIMEOUT_S=3")
+	m.cli("store", "add", "hang")
+	began := time.Now()
+	err := ensureStore(m, "hang")
+	if apiStatus(err) != http.StatusGatewayTimeout || !strings.Contains(err.Error(), "VIBE_BROWSER_START_TIMEOUT_S=3") {
+		t.Fatalf("ensure of a launcher that never gets ready: %v; want 504 naming the knob", err)
+	}
+	if took := time.Since(began); took > 20*time.Second {
+		t.Errorf("the start timeout of 3s took %v to answer", took)
+	}
+	muxWaitFor(t, "the launcher's process group to be gone", 10*time.Second, func() bool {
+		return len(processesNamed(marker)) == 0
+	})
+}
+
+func TestStoresStartConcurrently(t *testing.T) {
+	m := startManager(t, "VIBE_CHROME="+faultyChrome(t, "unused"))
+	m.cli("store", "add", "slow-a")
+	m.cli("store", "add", "slow-b")
+	began := time.Now()
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, ref := range []string{"slow-a", "slow-b"} {
+		wg.Go(func() { errs[i] = ensureStore(m, ref) })
+	}
+	wg.Wait()
+	took := time.Since(began)
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each launch sleeps 3 s before Chromium starts: under a global lock the pair would take over 6 s.
+	if took > 5500*time.Millisecond {
+		t.Errorf("two slow stores took %v to start together; want close to one start (no global lock)", took)
+	}
+}
+
+func TestQuitStopsBrowsers(t *testing.T) {
+	m := startManager(t)
+	m.cli("store", "add", "shop")
+	if err := ensureStore(m, "shop"); err != nil {
+		t.Fatal(err)
+	}
+	s, err := m.client.GetStore(context.Background(), "shop")
+	if err != nil || s.Browser.PID == 0 {
+		t.Fatalf("store %+v, %v; want a running browser", s, err)
+	}
+	if err := m.stop(); err != nil {
+		t.Errorf("manager exit after SIGTERM: %v; want 0", err)
+	}
+	if syscall.Kill(s.Browser.PID, 0) == nil {
+		t.Errorf("Chromium %d outlived the manager's quit", s.Browser.PID)
+	}
+	if _, err := os.Stat(filepath.Join(m.home, api.SocketRel)); !os.IsNotExist(err) {
+		t.Errorf("socket left behind after quit (%v)", err)
+	}
+}
