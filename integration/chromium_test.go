@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -74,7 +75,11 @@ func chromiumArgs(profile string) []string {
 func launchChromium(bin, profile string, extra ...string) (*chromiumProc, error) {
 	portFile := filepath.Join(profile, "DevToolsActivePort")
 	os.Remove(portFile)
-	cmd := exec.Command(bin, append(chromiumArgs(profile), append(extra, "about:blank")...)...)
+	args := append(chromiumArgs(profile), extra...)
+	if !slices.Contains(extra, "--restore-last-session") {
+		args = append(args, "about:blank") // a start URL would replace the restored session
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -9,11 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -350,4 +351,301 @@ func TestMuxNodeClientsWithChromedp(t *testing.T) {
 	if _, err := chromedp.Run(cd, chromedp.Title()); err != nil {
 		t.Fatalf("chromedp after playwright left: %v", err)
 	}
+}
+
+func TestMuxPopupOwnedByOpener(t *testing.T) {
+	chr := startChromium(t, "--disable-popup-blocking")
+	m := startMuxOn(t, chr.HTTP, mux.Config{})
+	site := muxSite(t)
+	a := dialRaw(t, m.WSBase+"/client-a")
+	b := dialRaw(t, m.WSBase+"/client-b")
+	b.must("Target.setDiscoverTargets", map[string]any{"discover": true}, "", nil)
+	a.must("Target.setDiscoverTargets", map[string]any{"discover": true}, "", nil)
+	ta, sa := a.createPage(site.URL + "/opener")
+	if _, err := a.evaluate(sa, `window.open(location.origin + "/popup"), 1`); err != nil {
+		t.Fatal(err)
+	}
+	var popup string
+	muxWaitFor(t, "popup announced to its opener's client", 10*time.Second, func() bool {
+		for _, e := range a.Events("Target.targetCreated") {
+			var p struct {
+				TargetInfo struct{ TargetID, OpenerID, Type string }
+			}
+			json.Unmarshal(e.Params, &p)
+			if p.TargetInfo.OpenerID == ta && p.TargetInfo.Type == "page" {
+				popup = p.TargetInfo.TargetID
+				return true
+			}
+		}
+		return false
+	})
+	if !slices.Contains(a.targetIDs(false), popup) {
+		t.Fatal("popup missing from its opener's getTargets")
+	}
+	if ids := b.targetIDs(true); len(ids) != 0 || len(b.Events("")) != 0 {
+		t.Fatalf("b sees %v and %d events", ids, len(b.Events("")))
+	}
+	if _, err := b.Call("Target.attachToTarget", map[string]any{"targetId": popup, "flatten": true}, ""); err == nil {
+		t.Fatal("b attached to a's popup")
+	}
+	a.must("Target.attachToTarget", map[string]any{"targetId": popup, "flatten": true}, "", nil)
+
+	// playwright's popup event needs the popup auto-attached to it, through the mux.
+	pw := startNodeScript(t, "mux_playwright.js", m.HTTPBase, site.URL+"/w")
+	pw.expect("ready")
+	pw.send("popup")
+	if u, _ := pw.expect("popup")["url"].(string); !strings.Contains(u, "popup=playwright") {
+		t.Fatalf("playwright popup url %q", u)
+	}
+	pw.send("close")
+	pw.expect("closed")
+}
+
+func TestMuxOOPIFChildSessions(t *testing.T) {
+	chr := startChromium(t, "--site-per-process")
+	m := startMuxOn(t, chr.HTTP, mux.Config{})
+	frame := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `<html><body>frame<script>setInterval(() => console.log("tick from frame"), 50)</script></body></html>`)
+	}))
+	t.Cleanup(frame.Close)
+	framePort := frame.Listener.Addr().(*net.TCPAddr).Port
+	top := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `<html><body>top<iframe src="http://127.0.0.1:%d/"></iframe></body></html>`, framePort)
+	}))
+	t.Cleanup(top.Close)
+	topURL := "http://localhost:" + strings.TrimPrefix(top.URL, "http://127.0.0.1:") + "/" // another site than 127.0.0.1
+
+	a := dialRaw(t, m.WSBase+"/client-a")
+	spy := dialRaw(t, m.WSBase+"/client-spy")
+	spy.must("Target.setDiscoverTargets", map[string]any{"discover": true, "filter": []any{map[string]any{}}}, "", nil)
+	_, sa := a.createPage("about:blank")
+	a.must("Target.setAutoAttach", map[string]any{"autoAttach": true, "waitForDebuggerOnStart": true, "flatten": true}, sa, nil)
+	a.must("Page.enable", nil, sa, nil)
+	a.must("Page.navigate", map[string]any{"url": topURL}, sa, nil)
+	var child string
+	muxWaitFor(t, "OOPIF child session at the owner", 15*time.Second, func() bool {
+		for _, e := range a.Events("Target.attachedToTarget") {
+			var p struct {
+				SessionID          string
+				WaitingForDebugger bool
+				TargetInfo         struct{ Type, URL string }
+			}
+			json.Unmarshal(e.Params, &p)
+			if e.SessionID == sa && p.TargetInfo.Type == "iframe" {
+				child = p.SessionID
+				return true
+			}
+		}
+		return false
+	})
+	a.must("Runtime.enable", nil, child, nil)
+	a.must("Runtime.runIfWaitingForDebugger", nil, child, nil)
+	muxWaitFor(t, "console events of the OOPIF at the owner", 15*time.Second, func() bool {
+		for _, e := range a.Events("Runtime.consoleAPICalled") {
+			if e.SessionID == child {
+				return true
+			}
+		}
+		return false
+	})
+	v, err := a.evaluate(child, "location.port")
+	if err != nil || string(v) != fmt.Sprintf(`"%d"`, framePort) {
+		t.Fatalf("evaluate in the OOPIF = %s, %v", v, err)
+	}
+	if _, err := spy.evaluate(child, "1"); err == nil {
+		t.Fatal("another client used the OOPIF session")
+	}
+	if ev := spy.Events(""); len(ev) != 0 {
+		t.Fatalf("spy got %d events (first %s)", len(ev), ev[0].Method)
+	}
+}
+
+func TestMuxDownload(t *testing.T) {
+	chr := startChromium(t)
+	dir := t.TempDir()
+	m := startMuxOn(t, chr.HTTP, mux.Config{DownloadDir: dir})
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/file" {
+			w.Header().Set("Content-Disposition", `attachment; filename="report.csv"`)
+			w.Header().Set("Content-Type", "text/csv")
+			fmt.Fprint(w, "a,b\n1,2\n")
+			return
+		}
+		fmt.Fprint(w, `<html><body><a id="dl" href="/file">download</a></body></html>`)
+	}))
+	t.Cleanup(site.Close)
+	a := dialRaw(t, m.WSBase+"/client-a")
+	b := dialRaw(t, m.WSBase+"/client-b")
+	elsewhere := t.TempDir()
+	for _, c := range []*rawCDP{a, b} {
+		c.must("Browser.setDownloadBehavior", map[string]any{"behavior": "allow", "downloadPath": elsewhere, "eventsEnabled": true}, "", nil)
+	}
+	b.createPage("about:blank")
+	_, sa := a.createPage(site.URL + "/")
+	muxWaitFor(t, "page loaded", 10*time.Second, func() bool {
+		v, err := a.evaluate(sa, `document.readyState === "complete" && !!document.getElementById("dl")`)
+		return err == nil && string(v) == "true"
+	})
+	if _, err := a.evaluate(sa, `document.getElementById("dl").click(), 1`); err != nil {
+		t.Fatal(err)
+	}
+	muxWaitFor(t, "download completed at its owner", 15*time.Second, func() bool {
+		for _, e := range a.Events("Browser.downloadProgress") {
+			if strings.Contains(string(e.Params), `"completed"`) {
+				return true
+			}
+		}
+		return false
+	})
+	if len(a.Events("Browser.downloadWillBegin")) != 1 {
+		t.Fatalf("owner got %d downloadWillBegin", len(a.Events("Browser.downloadWillBegin")))
+	}
+	b.must("Browser.getVersion", nil, "", nil)
+	if n := len(b.Events("Browser.downloadWillBegin")) + len(b.Events("Browser.downloadProgress")); n != 0 {
+		t.Fatalf("another client got %d download events", n)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "report.csv"))
+	if err != nil || string(got) != "a,b\n1,2\n" {
+		t.Fatalf("download in the forced dir: %q, %v", got, err)
+	}
+	if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
+		t.Fatalf("download landed where the client asked: %v", entries)
+	}
+}
+
+func TestMuxTabCapLRU(t *testing.T) {
+	chr := startChromium(t)
+	m := startMuxOn(t, chr.HTTP, mux.Config{TabCap: 2})
+	c := dialRaw(t, m.WSBase+"/client-c")
+	t1, s1 := c.createPage("about:blank")
+	t2, _ := c.createPage("about:blank")
+	if _, err := c.evaluate(s1, "1"); err != nil { // t1 is now more recently used than t2
+		t.Fatal(err)
+	}
+	t3, _ := c.createPage("about:blank")
+	direct := dialRaw(t, chr.WS)
+	muxWaitFor(t, "least recently used tab closed in Chromium", 10*time.Second, func() bool {
+		ids := direct.targetIDs(false)
+		return !slices.Contains(ids, t2) && slices.Contains(ids, t1) && slices.Contains(ids, t3)
+	})
+	if ids := c.targetIDs(false); len(ids) != 2 {
+		t.Fatalf("client owns %v after the cap", ids)
+	}
+}
+
+func TestMuxKillBrowserAndRelaunch(t *testing.T) {
+	profile := t.TempDir()
+	chr := startChromiumProfile(t, profile)
+	site := muxSite(t)
+	relaunched := make(chan *chromiumProc, 1)
+	m := startMuxOn(t, chr.HTTP, mux.Config{
+		ReconnectMin: 50 * time.Millisecond, ReconnectMax: 100 * time.Millisecond, ReconnectTries: 2,
+		Hooks: mux.Hooks{Relaunch: func(ctx context.Context) (string, error) {
+			// What the manager's chrome backend does: restore the previous session, crash or not.
+			if err := muxRestorePrefs(profile); err != nil {
+				return "", err
+			}
+			c, err := launchChromium(chromiumBinary(t), profile, "--restore-last-session")
+			if err != nil {
+				return "", err
+			}
+			relaunched <- c
+			return c.HTTP, nil
+		}},
+	})
+	a := dialRaw(t, m.WSBase+"/client-a")
+	b := dialRaw(t, m.WSBase+"/client-b")
+	_, sa := a.createPage(site.URL + "/task-a")
+	b.createPage(site.URL + "/task-b")
+	muxWaitFor(t, "pages loaded", 10*time.Second, func() bool {
+		v, err := a.evaluate(sa, "document.title")
+		return err == nil && string(v) == `"page /task-a"`
+	})
+
+	// Chromium writes its session (what --restore-last-session brings back) on a timer: wait for it.
+	muxWaitFor(t, "session saved to the profile", 30*time.Second, func() bool {
+		files, _ := filepath.Glob(filepath.Join(profile, "Default", "Sessions", "Session_*"))
+		for _, f := range files {
+			b, _ := os.ReadFile(f)
+			if strings.Contains(string(b), "/task-a") && strings.Contains(string(b), "/task-b") {
+				return true
+			}
+		}
+		return false
+	})
+
+	pending := make(chan error, 1)
+	go func() {
+		_, err := a.evaluate(sa, "new Promise(() => {})") // never answers on its own
+		pending <- err
+	}()
+	muxWaitFor(t, "call in flight", 10*time.Second, func() bool { return m.Stats().Pending > 0 })
+	chr.Kill()
+	select {
+	case err := <-pending:
+		var ce *cdpError
+		if !errors.As(err, &ce) || ce.Code != -32603 || ce.Message != "Browser disconnected" {
+			t.Fatalf("pending call after kill -9: %v; want -32603 Browser disconnected", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("pending call not failed after kill -9")
+	}
+	var next *chromiumProc
+	select {
+	case next = <-relaunched:
+		t.Cleanup(next.Kill)
+	case <-time.After(30 * time.Second):
+		t.Fatal("relaunch hook not called")
+	}
+	muxWaitFor(t, "mux on the relaunched browser", 20*time.Second, func() bool { return m.Stats().Upstream })
+
+	// Both clients are still known, on their connections, and each keeps its own tabs.
+	muxWaitFor(t, "restored tabs back with their owners", 20*time.Second, func() bool {
+		o := m.Ownership()
+		return len(o["a"]) >= 1 && len(o["b"]) >= 1
+	})
+	direct := dialRaw(t, next.WS)
+	var all struct {
+		TargetInfos []struct{ TargetID, Type, URL string }
+	}
+	direct.must("Target.getTargets", nil, "", &all)
+	t.Logf("relaunched browser: %+v; ownership %v", all.TargetInfos, m.Ownership())
+	for name, c := range map[string]*rawCDP{"a": a, "b": b} {
+		ids := c.targetIDs(false)
+		if len(ids) != 1 {
+			t.Fatalf("%s owns %v after the relaunch; want its one tab", name, ids)
+		}
+		var at struct{ SessionID string }
+		c.must("Target.attachToTarget", map[string]any{"targetId": ids[0], "flatten": true}, "", &at)
+		muxWaitFor(t, name+"'s restored tab shows its page", 15*time.Second, func() bool {
+			v, err := c.evaluate(at.SessionID, `document.readyState === "complete" && location.pathname`)
+			return err == nil && string(v) == `"/task-`+name+`"`
+		})
+	}
+}
+
+// muxRestorePrefs sets the profile to restore its last session and marks the last exit clean, so that a
+// relaunch after kill -9 restores the tabs instead of offering to.
+func muxRestorePrefs(profile string) error {
+	path := filepath.Join(profile, "Default", "Preferences")
+	prefs := map[string]any{}
+	if b, err := os.ReadFile(path); err == nil {
+		json.Unmarshal(b, &prefs)
+	}
+	sub := func(k string) map[string]any {
+		m, _ := prefs[k].(map[string]any)
+		if m == nil {
+			m = map[string]any{}
+			prefs[k] = m
+		}
+		return m
+	}
+	sub("session")["restore_on_startup"] = 1
+	sub("profile")["exit_type"] = "Normal"
+	sub("profile")["exited_cleanly"] = true
+	b, err := json.Marshal(prefs)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o600)
 }

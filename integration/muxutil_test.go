@@ -32,7 +32,7 @@ func startMuxOn(t *testing.T, upstream string, cfg mux.Config) *muxUnderTest {
 	cfg.Token = muxToken
 	cfg.Addr = "127.0.0.1:0"
 	if testing.Verbose() {
-		cfg.Log = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel)
+		cfg.Log = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
 	}
 	m, err := mux.New(cfg)
 	if err != nil {
