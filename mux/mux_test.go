@@ -1,7 +1,10 @@
 package mux
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -803,5 +807,117 @@ func TestCreateClaimsOnlyItsTargets(t *testing.T) {
 	fb.mu.Unlock()
 	if !slices.Contains(ids, tab) {
 		t.Fatalf("client owns %v; want its tab %s", ids, tab)
+	}
+}
+
+func TestUpstreamWritesOneFrame(t *testing.T) {
+	payload := strings.Repeat("z", 300<<10)
+	f := frame{head: []byte(`{"id":`), mid: []byte("12"), tail: []byte(`,"method":"x","params":{"s":"` + payload + `"}}`)}
+	var buf bytes.Buffer
+	bw := bufio.NewWriter(&buf)
+	if err := writeClientFrame(bw, f, make([]byte, 1024)); err != nil {
+		t.Fatal(err)
+	}
+	bw.Flush()
+	b := buf.Bytes()
+	if b[0] != 0x81 || b[1] != 0x80|127 {
+		t.Fatalf("header % x; want FIN text frame, masked, 64-bit length", b[:2])
+	}
+	n := binary.BigEndian.Uint64(b[2:10])
+	key := b[10:14]
+	body := b[14:]
+	if int(n) != f.size() || len(body) != f.size() {
+		t.Fatalf("frame length %d, body %d; want one frame of %d", n, len(body), f.size())
+	}
+	for i := range body {
+		body[i] ^= key[i&3]
+	}
+	if string(body) != string(join(f)) {
+		t.Fatal("unmasked payload differs")
+	}
+}
+
+func TestBigClientMessageReachesBrowser(t *testing.T) {
+	fb := newFakeBrowser(t)
+	m := startMux(t, fb, Config{})
+	c := newClient(t, m, "c")
+	expr := strings.Repeat("q", 1<<20)
+	r := c.call("Runtime.evaluate", `{"expression":"`+expr+`"}`, "")
+	if !strings.Contains(string(r.Result), expr) {
+		t.Fatalf("1 MiB command mangled on its way (answer %d bytes)", len(r.Result))
+	}
+}
+
+func TestKeepalive(t *testing.T) {
+	fb := newFakeBrowser(t)
+	m := startMux(t, fb, Config{PingInterval: 30 * time.Millisecond, PongTimeout: 60 * time.Millisecond, Grace: time.Minute})
+	ws, _, err := dialMux(t, m, "/tok/client-live", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pings atomic.Int32
+	ws.SetPingHandler(func(data string) error {
+		pings.Add(1)
+		return ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(time.Second))
+	})
+	live := &testClient{t: t, ws: ws}
+	t.Cleanup(func() { ws.Close() })
+	go live.read()
+	live.createTarget("about:blank")
+	mute, _, err := dialMux(t, m, "/tok/client-mute", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mute.Close() })
+	mute.WriteMessage(websocket.TextMessage, []byte(`{"id":1,"method":"Target.createTarget","params":{"url":"about:blank"}}`))
+	// mute never reads, so it never answers a ping: it is dropped into its grace period, tabs kept.
+	waitFor(t, "silent client dropped", func() bool {
+		for _, cs := range m.Stats().PerClient {
+			if cs.ID == "mute" {
+				return !cs.Connected && cs.Tabs == 1
+			}
+		}
+		return false
+	})
+	// The idle live client is pinged again and again, answers, and stays.
+	waitFor(t, "several pings answered", func() bool { return pings.Load() >= 4 })
+	if done, _ := live.closed(); done {
+		t.Fatal("client answering pings was dropped")
+	}
+	if r := live.call("Browser.getVersion", "", ""); r.Error != nil {
+		t.Fatal(r.Error)
+	}
+}
+
+func TestSessionDiscoverVirtual(t *testing.T) {
+	fb := newFakeBrowser(t)
+	m := startMux(t, fb, Config{})
+	a := newClient(t, m, "a")
+	b := newClient(t, m, "b")
+	ta := a.createTarget("about:blank")
+	sa := a.attach(ta)
+	// chromedp enables discovery on its page session.
+	if r := a.call("Target.setDiscoverTargets", `{"discover":true}`, sa); r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	if n := len(fb.got("Target.setDiscoverTargets")); n != 1 {
+		t.Fatalf("session setDiscoverTargets forwarded (%d)", n)
+	}
+	b.createTarget("about:blank")
+	popup := fb.addPage("https://popup/", ta)
+	waitFor(t, "popup announced on a's session", func() bool {
+		for _, e := range a.events("Target.targetCreated") {
+			if e.SessionID == sa && strings.Contains(string(e.Params), popup) {
+				return true
+			}
+		}
+		return false
+	})
+	for _, e := range a.events("Target.targetCreated") {
+		var p struct{ TargetInfo struct{ TargetID string } }
+		json.Unmarshal(e.Params, &p)
+		if !fb.hasTarget(p.TargetInfo.TargetID) || !slices.Contains(a.targetIDs(), p.TargetInfo.TargetID) {
+			t.Fatalf("a's session discovered %s, not a's", p.TargetInfo.TargetID)
+		}
 	}
 }

@@ -1,9 +1,12 @@
 package mux
 
 import (
+	"bufio"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -28,19 +31,25 @@ func (u *upstream) close() {
 }
 
 func (u *upstream) writeLoop(timeout time.Duration) {
+	nc := u.ws.NetConn()
+	bw := bufio.NewWriterSize(nc, 64<<10)
+	scratch := make([]byte, 32<<10)
 	var batch []frame
 	for range u.q.wake {
 		batch = u.q.take(batch)
 		if len(batch) > 0 {
-			u.ws.SetWriteDeadline(time.Now().Add(timeout))
+			nc.SetWriteDeadline(time.Now().Add(timeout))
 			for i := range batch {
-				// One frame per message: Chrome's WebSocket server does not reassemble fragments.
-				if err := writeFrame(u.ws, batch[i]); err != nil {
+				if err := writeClientFrame(bw, batch[i], scratch); err != nil {
 					u.close()
 					return
 				}
 			}
 			clear(batch)
+			if err := bw.Flush(); err != nil {
+				u.close()
+				return
+			}
 		}
 		u.q.mu.Lock()
 		closed := u.q.closed
@@ -49,6 +58,51 @@ func (u *upstream) writeLoop(timeout time.Duration) {
 			return
 		}
 	}
+}
+
+// writeClientFrame writes f as one unfragmented, masked text frame (RFC 6455 §5.2). Chrome's DevTools
+// WebSocket server does not reassemble fragments, and gorilla's client writer fragments any message
+// longer than its write buffer, so the upstream writer frames messages itself; it is the only writer of
+// the connection (the ping and close handlers are silenced in dial).
+func writeClientFrame(w *bufio.Writer, f frame, scratch []byte) error {
+	n := f.size()
+	var hdr [14]byte
+	hdr[0] = 0x80 | websocket.TextMessage // FIN + opcode
+	h := 2
+	switch {
+	case n <= 125:
+		hdr[1] = 0x80 | byte(n)
+	case n <= 0xFFFF:
+		hdr[1] = 0x80 | 126
+		binary.BigEndian.PutUint16(hdr[2:], uint16(n))
+		h = 4
+	default:
+		hdr[1] = 0x80 | 127
+		binary.BigEndian.PutUint64(hdr[2:], uint64(n))
+		h = 10
+	}
+	var key [4]byte
+	binary.LittleEndian.PutUint32(key[:], rand.Uint32())
+	copy(hdr[h:], key[:])
+	h += 4
+	if _, err := w.Write(hdr[:h]); err != nil {
+		return err
+	}
+	pos := 0
+	for _, part := range [3][]byte{f.head, f.mid, f.tail} {
+		for len(part) > 0 {
+			c := copy(scratch, part)
+			for i := range c {
+				scratch[i] ^= key[(pos+i)&3]
+			}
+			if _, err := w.Write(scratch[:c]); err != nil {
+				return err
+			}
+			pos += c
+			part = part[c:]
+		}
+	}
+	return nil
 }
 
 // runUpstream keeps the browser connection up until ctx ends: reconnect with backoff, then the relaunch
@@ -119,6 +173,10 @@ func (m *Mux) dial(ctx context.Context, endpoint string) (*upstream, map[string]
 	if err != nil {
 		return nil, nil, fmt.Errorf("browser websocket: %w", err)
 	}
+	// The upstream writer owns the socket's write side (writeClientFrame): gorilla must not write pongs or
+	// close frames behind its back. Chrome sends neither pings nor a close before dropping the socket.
+	ws.SetPingHandler(func(string) error { return nil })
+	ws.SetCloseHandler(func(int, string) error { return nil })
 	up := &upstream{ws: ws, q: newSendQueue(max(4*m.cfg.QueueBytes, m.cfg.ClientMessageLimit))}
 	return up, version, nil
 }
