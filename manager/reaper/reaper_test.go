@@ -66,22 +66,30 @@ func (c *child) alive() bool {
 	}
 }
 
-// spawn starts bash -c script, reaps it when it exits and kills it when the test ends. With argv0 set it
-// waits until the script has exec'd into the program that shows argv0, so the command line is final.
-func spawn(t *testing.T, script, argv0 string) *child {
+// spawn starts bash -c script and kills and reaps it when the test ends. With argv0 set it waits until the
+// script has exec'd into the program that shows argv0, so the command line is final. An unreaped child stays
+// a zombie once it exits, as a daemon does under an init that never reaps.
+func spawn(t *testing.T, script, argv0 string, reap bool) *child {
 	t.Helper()
 	cmd := exec.Command("bash", "-c", script)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	c := &child{pid: cmd.Process.Pid, exited: make(chan struct{})}
+	waited := make(chan struct{})
+	release := make(chan struct{})
 	go func() {
+		if !reap {
+			<-release
+		}
 		cmd.Wait()
 		close(c.exited)
+		close(waited)
 	}()
 	t.Cleanup(func() {
 		cmd.Process.Kill()
-		<-c.exited
+		close(release)
+		<-waited
 	})
 	if argv0 != "" {
 		waitFor(t, 5*time.Second, "exec of "+argv0, func() bool {
@@ -90,6 +98,20 @@ func spawn(t *testing.T, script, argv0 string) *child {
 		})
 	}
 	return c
+}
+
+// gone reports whether the child's program has ended: reaped, or a zombie waiting to be.
+func (c *child) gone() bool {
+	if !c.alive() {
+		return true
+	}
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(c.pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	// The state follows the parenthesised command name: "pid (comm) S ...".
+	i := strings.LastIndexByte(string(data), ')')
+	return i >= 0 && i+2 < len(data) && data[i+2] == 'Z'
 }
 
 // Kinds of pid file a test lays out.
@@ -103,6 +125,8 @@ const (
 	reused                   // a live fake daemon that started after the pid file was written
 	garbage                  // an old pid file that holds no pid
 	youngGarbage             // a pid file that holds no pid yet, just written
+	unreaped                 // a live fake daemon nobody reaps: once killed it stays a zombie
+	zombie                   // a fake daemon that exited and was never reaped
 )
 
 // layout creates bu-<name>.pid and .sock for one kind and returns the process behind it, if any.
@@ -112,14 +136,22 @@ func layout(t *testing.T, dir, name string, k kind) *child {
 	pid := ""
 	switch k {
 	case daemon, reused:
-		c = spawn(t, `exec -a "`+daemonArgv0+`" sleep 300`, daemonArgv0)
+		c = spawn(t, `exec -a "`+daemonArgv0+`" sleep 300`, daemonArgv0, true)
+	case unreaped:
+		c = spawn(t, `exec -a "`+daemonArgv0+`" sleep 300`, daemonArgv0, false)
+	case zombie:
+		c = spawn(t, `exec -a "`+daemonArgv0+`" sleep 300`, daemonArgv0, false)
+		if err := syscall.Kill(c.pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 5*time.Second, "zombie", c.gone)
 	case stubborn:
 		// An ignored signal stays ignored across exec, so sleep inherits the trap.
-		c = spawn(t, `trap "" TERM; exec -a "`+daemonArgv0+`" sleep 300`, daemonArgv0)
+		c = spawn(t, `trap "" TERM; exec -a "`+daemonArgv0+`" sleep 300`, daemonArgv0, true)
 	case unrelated:
-		c = spawn(t, `exec sleep 300`, "sleep")
+		c = spawn(t, `exec sleep 300`, "sleep", true)
 	case dead:
-		gone := spawn(t, `exit 0`, "")
+		gone := spawn(t, `exit 0`, "", true)
 		<-gone.exited
 		pid = strconv.Itoa(gone.pid)
 	case garbage, youngGarbage:
@@ -232,6 +264,18 @@ func TestPass(t *testing.T) {
 			wantKept:   []string{"store-0b0d4497", "store-0b0d4497-aux"},
 		},
 		{
+			name:       "killed daemon left a zombie counts as gone",
+			slugs:      []string{"shop"},
+			files:      []file{{"shop-a1b2c3d4", unreaped}},
+			wantKilled: []string{"shop-a1b2c3d4"},
+		},
+		{
+			name:        "pid file of a zombie is stale",
+			slugs:       []string{"shop"},
+			files:       []file{{"shop-a1b2c3d4", zombie}},
+			wantRemoved: []string{"shop-a1b2c3d4"},
+		},
+		{
 			name:       "web task daemon of an inactive task is killed",
 			files:      []file{{"web-a1b2c3d4", daemon}, {"web-a1b2c3d4-w1", daemon}},
 			wantKilled: []string{"web-a1b2c3d4", "web-a1b2c3d4-w1"},
@@ -288,12 +332,8 @@ func TestPass(t *testing.T) {
 					continue
 				}
 				if slices.Contains(tt.wantKilled, f.name) {
-					select {
-					case <-c.exited:
-					case <-time.After(5 * time.Second):
-						t.Errorf("daemon %s (pid %d) still running after Pass killed it", f.name, c.pid)
-					}
-				} else if !c.alive() {
+					waitFor(t, 5*time.Second, "killed daemon "+f.name+" to end", c.gone)
+				} else if f.kind != zombie && c.gone() {
 					t.Errorf("process of %s (pid %d) died; the pass must not kill it", f.name, c.pid)
 				}
 			}
@@ -479,7 +519,7 @@ func TestPassCancelled(t *testing.T) {
 }
 
 func TestSignalIfChecksIdentity(t *testing.T) {
-	d := spawn(t, `exec -a "`+daemonArgv0+`" sleep 300`, daemonArgv0)
+	d := spawn(t, `exec -a "`+daemonArgv0+`" sleep 300`, daemonArgv0, true)
 	p, ok := inspect(d.pid)
 	if !ok || !p.daemon {
 		t.Fatalf("inspect(fake daemon) = %+v, %v; want a live daemon", p, ok)
@@ -490,7 +530,7 @@ func TestSignalIfChecksIdentity(t *testing.T) {
 	if !d.alive() {
 		t.Fatal("signalIf signalled a process whose start time differs")
 	}
-	plain := spawn(t, `exec sleep 300`, "sleep")
+	plain := spawn(t, `exec sleep 300`, "sleep", true)
 	pp, _ := inspect(plain.pid)
 	if err := signalIf(plain.pid, pp.start, syscall.SIGKILL); !errors.Is(err, errGone) {
 		t.Errorf("signalIf(not a daemon) = %v; want errGone", err)
