@@ -98,7 +98,7 @@ func (m *managed) start() {
 			cmd.Wait()
 		}
 		if t.Failed() {
-			t.Logf("manager log:\n%s", lastLines(m.log.String(), 40))
+			t.Logf("manager log:\n%s", lastLines(m.log.String(), 200))
 		}
 	})
 	muxWaitFor(t, "the manager to answer", 20*time.Second, func() bool {
@@ -259,7 +259,7 @@ func lastLine(b []byte) []byte {
 }
 
 // faultyChrome is a VIBE_CHROME wrapper: profiles named doomed* die at start, hang* never become ready
-// (with a grandchild marking the process group), slow* take 3 s, everything else is the real Chromium.
+// (with a grandchild marking the process group), slow* take 6 s, everything else is the real Chromium.
 func faultyChrome(t *testing.T, marker string) string {
 	t.Helper()
 	script := fmt.Sprintf(`#!/bin/bash
@@ -267,7 +267,7 @@ for a in "$@"; do
   case "$a" in
     --user-data-dir=*/doomed*) echo "doomed: crashing at start" >&2; exit 1;;
     --user-data-dir=*/hang*) bash -c 'exec -a %[1]s sleep 1000' & sleep 1000; exit 0;;
-    --user-data-dir=*/slow*) sleep 3;;
+    --user-data-dir=*/slow*) sleep 6;;
   esac
 done
 exec %[2]s "$@"
@@ -359,8 +359,8 @@ func TestStoresStartConcurrently(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Each launch sleeps 3 s before Chromium starts: under a global lock the pair would take over 6 s.
-	if took > 5500*time.Millisecond {
+	// Each launch sleeps 6 s before Chromium starts: under a global lock the pair would take over 12 s.
+	if took > 11*time.Second {
 		t.Errorf("two slow stores took %v to start together; want close to one start (no global lock)", took)
 	}
 }

@@ -43,6 +43,10 @@ type live struct {
 	startedAt time.Time
 	cancel    context.CancelFunc // ends the mux's Serve
 	served    chan struct{}      // closed when Serve has returned
+
+	// lastEnsure is the last ensure that handed this browser out (unix nanos). A shim connects right after
+	// its ensure, so the idle sweep counts a recent ensure as activity.
+	lastEnsure atomic.Int64
 }
 
 // healthy reports whether both the browser process and its mux are still up.
@@ -145,10 +149,9 @@ func (m *Manager) ensure(ctx context.Context, t target) (*live, error) {
 	if m.closing.Load() {
 		return nil, ErrShuttingDown
 	}
+	// Even the fast path takes the store's lock: the idle sweep decides under it, so a browser handed out
+	// here is never stopped by a sweep that began before the caller connected.
 	b := m.browserSlot(t.key)
-	if l := b.current(); l != nil {
-		return l, nil // the fast path takes no lock
-	}
 	if err := b.acquire(ctx); err != nil {
 		return nil, err
 	}
@@ -157,6 +160,7 @@ func (m *Manager) ensure(ctx context.Context, t target) (*live, error) {
 		return nil, ErrShuttingDown
 	}
 	if l := b.current(); l != nil {
+		l.lastEnsure.Store(time.Now().UnixNano())
 		return l, nil
 	}
 	relaunch := b.lastStartFailed
@@ -192,6 +196,7 @@ func (m *Manager) ensure(ctx context.Context, t target) (*live, error) {
 		m.metrics.startFailures.WithLabelValues(string(t.backend)).Inc()
 		return nil, err
 	}
+	l.lastEnsure.Store(time.Now().UnixNano())
 	b.cur.Store(l)
 	return l, nil
 }
@@ -302,6 +307,13 @@ func (m *Manager) attachMux(ctx context.Context, t target, run runner, ownership
 			m.log.Error().Err(err).Str("browser", key).Msg("mux stopped")
 		}
 	}()
+	// A client's first command must find the browser connected: wait for the mux's upstream before handing
+	// the endpoint out.
+	if err := waitUpstream(ctx, mx, l.served); err != nil {
+		cancel()
+		<-l.served
+		return nil, fmt.Errorf("%w: the mux of %s did not connect to the browser: %v", ErrStartFailed, t.name, err)
+	}
 	session := state.BrowserSession{Key: t.key, PID: run.PID(), CDPEndpoint: run.HTTPEndpoint(),
 		Status: state.BrowserRunning, Adopted: run.Adopted(), StartedAt: l.startedAt}
 	if st := run.StartTime(); st > 0 {
@@ -313,6 +325,27 @@ func (m *Manager) attachMux(ctx context.Context, t target, run runner, ownership
 		return nil, err
 	}
 	return l, nil
+}
+
+// upstreamWait bounds the wait for a new mux's browser connection when the caller's context has no deadline.
+const upstreamWait = 15 * time.Second
+
+// waitUpstream polls until mx is connected to its browser, its Serve ends, or the bound passes.
+func waitUpstream(ctx context.Context, mx *mux.Mux, served <-chan struct{}) error {
+	ctx, cancel := context.WithTimeout(ctx, upstreamWait)
+	defer cancel()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !mx.Stats().Upstream {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-served:
+			return errors.New("the mux stopped")
+		case <-tick.C:
+		}
+	}
+	return nil
 }
 
 // saveOwnership persists a mux's ownership snapshot; the mux calls it from one goroutine, in order.

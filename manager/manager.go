@@ -88,6 +88,9 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 		ln.Close()
 		return fmt.Errorf("boot: %w", err)
 	}
+	loops, stopLoops := context.WithCancel(ctx)
+	var loopsDone sync.WaitGroup
+	loopsDone.Go(func() { m.idleLoop(loops) })
 	srv := &http.Server{Handler: m.routes(), ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -102,6 +105,9 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 			log.Error().Err(err).Msg("API server stopped")
 		}
 	}
+	m.closing.Store(true)
+	stopLoops()
+	loopsDone.Wait()
 	m.quit()
 	srvCtx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()

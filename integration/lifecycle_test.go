@@ -1,0 +1,245 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"vibebrowser/manager/api"
+)
+
+// browserOf returns the status line of the browser with this slug.
+func (m *managed) browserOf(slug string) api.Browser {
+	m.t.Helper()
+	st, err := m.client.Status(context.Background())
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	for _, b := range st.Browsers {
+		if b.Slug == slug {
+			return b
+		}
+	}
+	m.t.Fatalf("no browser %s in the status", slug)
+	return api.Browser{}
+}
+
+func (m *managed) running(slug string) bool { return m.browserOf(slug).Status == api.StatusRunning }
+
+func (m *managed) storeWS(ref, client string) string {
+	m.t.Helper()
+	s, err := m.client.GetStore(context.Background(), ref)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	return s.CDPWS + "/client-" + client
+}
+
+func TestIdleSweep(t *testing.T) {
+	m := startManager(t, "VIBE_BROWSER_IDLE_S=2")
+	for _, name := range []string{"idle", "held", "client", "busy"} {
+		m.cli("store", "add", name)
+	}
+	// Each holder is in place right after its store's ensure, before a sweep could find the browser idle.
+	m.cli("task", "set", taskA, "--store", "held", "--status", "running")
+	ensure := func(name string) {
+		if err := ensureStore(m, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ensure("held")
+	ensure("client")
+	c := dialRaw(t, m.storeWS("client", "keeper"))
+	c.createPage("about:blank")
+	ensure("busy")
+	var stopBusy sync.WaitGroup
+	busyCtx, cancelBusy := context.WithCancel(context.Background())
+	stopBusy.Go(func() { // activity without a connected client: short visits every 500 ms
+		for busyCtx.Err() == nil {
+			v := dialRaw(t, m.storeWS("busy", "visitor"))
+			v.targetIDs(false)
+			v.ws.Close()
+			select {
+			case <-busyCtx.Done():
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	})
+	ensure("idle")
+
+	muxWaitFor(t, "the idle browser to be stopped", 15*time.Second, func() bool { return !m.running("idle") })
+	if !m.running("held") || !m.running("client") || !m.running("busy") {
+		t.Errorf("after the idle stop: held %v, client %v, busy %v; want all running",
+			m.running("held"), m.running("client"), m.running("busy"))
+	}
+	// Still held two sweeps later.
+	time.Sleep(3 * time.Second)
+	if !m.running("held") || !m.running("client") || !m.running("busy") {
+		t.Errorf("3s later: held %v, client %v, busy %v; want all running", m.running("held"), m.running("client"), m.running("busy"))
+	}
+	// waiting does not hold; a closed client and ended activity release theirs.
+	m.cli("task", "set", taskA, "--status", "waiting")
+	c.ws.Close()
+	cancelBusy()
+	stopBusy.Wait()
+	for _, slug := range []string{"held", "client", "busy"} {
+		muxWaitFor(t, slug+" to be stopped once released", 15*time.Second, func() bool { return !m.running(slug) })
+	}
+	// An idle stop keeps the wrapper: the next call restarts the browser.
+	out := m.mustAgent("--store idle --task "+taskB, "browser-use <<'PY'\neval 1+1\nPY")
+	if strings.TrimSpace(out) != "2" {
+		t.Errorf("call after an idle stop printed %q; want 2", out)
+	}
+}
+
+func TestIdleSweepNeverCutsOffAnEnsure(t *testing.T) {
+	m := startManager(t, "VIBE_BROWSER_IDLE_S=1") // a sweep every 500 ms
+	m.cli("store", "add", "racy")
+	for i := range 8 {
+		out, err := m.agent("--store racy --task "+taskA, "browser-use <<'PY'\nsleep 300ms\neval 40+2\nPY")
+		if err != nil || strings.TrimSpace(out) != "42" {
+			t.Fatalf("call %d racing the sweep: %q, %v", i, out, err)
+		}
+		time.Sleep(1200 * time.Millisecond) // long enough for the browser to go idle and be swept
+	}
+}
+
+func TestIdleSweepDisabled(t *testing.T) {
+	m := startManager(t, "VIBE_BROWSER_IDLE_S=0")
+	m.cli("store", "add", "forever")
+	if err := ensureStore(m, "forever"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second) // several sweeps' worth, had one been running
+	if !m.running("forever") {
+		t.Error("VIBE_BROWSER_IDLE_S=0 stopped a browser")
+	}
+}
+
+func TestRestartAdoptsLiveBrowsers(t *testing.T) {
+	m := startManager(t, "VIBE_BROWSER_IDLE_S=0")
+	web := site(t)
+	m.cli("store", "add", "one")
+	m.cli("store", "add", "two")
+	m.mustAgent("--store one --task "+taskA, "browser-use <<'PY'\nopen "+web.URL+"/one-a\nPY")
+	m.mustAgent("--store two --task "+taskB, "browser-use <<'PY'\nopen "+web.URL+"/two-b\nPY")
+	live := dialRaw(t, m.storeWS("one", "live-client"))
+	liveTarget, _ := live.createPage(web.URL + "/one-live")
+	pids := map[string]int{"one": m.browserOf("one").PID, "two": m.browserOf("two").PID}
+
+	// kill -9: no quit barrier, browsers keep running, the socket and lock are left behind.
+	if err := m.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	m.cmd.Wait()
+	m.start()
+	for slug, pid := range pids {
+		if b := m.browserOf(slug); b.Status != api.StatusRunning || b.PID != pid {
+			t.Errorf("after restart %s is %s with pid %d; want the same Chromium %d adopted", slug, b.Status, b.PID, pid)
+		}
+	}
+	// Each client id still sees exactly its tabs after reconnecting.
+	again := dialRaw(t, m.storeWS("one", "live-client"))
+	if got := again.targetIDs(false); !slices.Equal(got, []string{liveTarget}) {
+		t.Errorf("reconnected client sees %v; want exactly its tab %s", got, liveTarget)
+	}
+	out := m.mustAgent("--store one --task "+taskA, "browser-use <<'PY'\ntargets\nPY")
+	if !strings.Contains(out, "/one-a") || strings.Contains(out, "/one-live") || strings.Contains(out, "/two-b") {
+		t.Errorf("task A after the restart sees %q; want its /one-a only", out)
+	}
+	out = m.mustAgent("--store two --task "+taskB, "browser-use <<'PY'\ntargets\nPY")
+	if !strings.Contains(out, "/two-b") {
+		t.Errorf("task B after the restart sees %q; want its /two-b", out)
+	}
+	if b := m.browserOf("one"); b.PID != pids["one"] {
+		t.Errorf("a call after the restart relaunched store one (pid %d → %d)", pids["one"], b.PID)
+	}
+}
+
+func TestKeepBrowsersOnExitThenAdopt(t *testing.T) {
+	m := startManager(t, "VIBE_KEEP_BROWSERS_ON_EXIT=1", "VIBE_BROWSER_IDLE_S=0")
+	m.cli("store", "add", "kept")
+	if err := ensureStore(m, "kept"); err != nil {
+		t.Fatal(err)
+	}
+	pid := m.browserOf("kept").PID
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	if err := m.stop(); err != nil {
+		t.Fatalf("exit with VIBE_KEEP_BROWSERS_ON_EXIT=1: %v", err)
+	}
+	if syscall.Kill(pid, 0) != nil {
+		t.Fatal("the browser did not survive a quit with VIBE_KEEP_BROWSERS_ON_EXIT=1")
+	}
+	m.start()
+	if b := m.browserOf("kept"); b.PID != pid || b.Status != api.StatusRunning {
+		t.Errorf("after restart: %+v; want pid %d adopted", b, pid)
+	}
+}
+
+func TestQuitBarrierIsBounded(t *testing.T) {
+	m := startManager(t)
+	m.cli("store", "add", "frozen")
+	if err := ensureStore(m, "frozen"); err != nil {
+		t.Fatal(err)
+	}
+	pid := m.browserOf("frozen").PID
+	// A stopped process answers nothing: Browser.close hangs, SIGTERM is not acted on.
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	if err := m.stop(); err != nil {
+		t.Errorf("exit status after the barrier: %v; want 0", err)
+	}
+	if took := time.Since(began); took > 25*time.Second {
+		t.Errorf("quit took %v; want it within the 20s barrier", took)
+	}
+	muxWaitFor(t, "the frozen browser's group to be gone", 10*time.Second, func() bool {
+		return syscall.Kill(-pid, 0) != nil || isZombieGroup(pid)
+	})
+}
+
+// isZombieGroup reports whether the only members left of a process group are zombies (this machine's init
+// does not reap orphans).
+func isZombieGroup(pgid int) bool {
+	out, err := exec.Command("ps", "-o", "stat=", "-g", strconv.Itoa(pgid)).Output()
+	if err != nil {
+		return true // ps exits 1 when the group has no process at all
+	}
+	for _, st := range strings.Fields(string(out)) {
+		if !strings.HasPrefix(st, "Z") {
+			return false
+		}
+	}
+	return true
+}
+
+func TestSecondSignalExitsAtOnce(t *testing.T) {
+	m := startManager(t)
+	m.cli("store", "add", "stuck")
+	if err := ensureStore(m, "stuck"); err != nil {
+		t.Fatal(err)
+	}
+	pid := m.browserOf("stuck").PID
+	syscall.Kill(pid, syscall.SIGSTOP)
+	t.Cleanup(func() { syscall.Kill(-pid, syscall.SIGKILL); syscall.Kill(pid, syscall.SIGKILL) })
+	m.cmd.Process.Signal(syscall.SIGTERM)
+	time.Sleep(300 * time.Millisecond) // inside the barrier, which waits on the frozen browser
+	began := time.Now()
+	m.cmd.Process.Signal(syscall.SIGTERM)
+	err := m.cmd.Wait()
+	if took := time.Since(began); took > 2*time.Second {
+		t.Errorf("second signal took %v to end the manager; want at once", took)
+	}
+	if err == nil {
+		t.Error("a second signal exited 0; want a non-zero exit that says the barrier was cut short")
+	}
+}
