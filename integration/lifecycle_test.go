@@ -4,7 +4,10 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -241,5 +244,88 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 	}
 	if err == nil {
 		t.Error("a second signal exited 0; want a non-zero exit that says the barrier was cut short")
+	}
+}
+
+// daemonPID reads the pid file the fake CLI's daemon wrote for a session.
+func (m *managed) daemonPID(buName string) int {
+	m.t.Helper()
+	data, err := os.ReadFile(filepath.Join(m.home, "r", "bu-"+buName+".pid"))
+	if err != nil {
+		m.t.Fatalf("no daemon for %s: %v", buName, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	m.t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	return pid
+}
+
+// gone reports whether pid has exited (a zombie counts: this machine's init does not reap orphans).
+func gone(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	return len(fields) > 0 && fields[0] == "Z"
+}
+
+func TestReaperStopsDaemonsOfEndedTasks(t *testing.T) {
+	m := startManager(t, "VIBE_BROWSER_IDLE_S=0")
+	m.env = append(m.env, "FAKEBU_DAEMON=1")
+	m.cli("store", "add", "shop")
+	var cjk api.Store
+	if err := json.Unmarshal([]byte(m.cli("store", "add", "アクメ商店", "--json")), &cjk); err != nil {
+		t.Fatal(err)
+	}
+	call := func(envArgs string, flags string) {
+		m.mustAgent(envArgs, "browser-use "+flags+" <<'PY'\neval 1\nPY")
+	}
+	call("--store shop --task "+taskA, "")
+	call("--store shop --task "+taskA, "--worker 1")
+	call("--store shop", "")
+	call("--store shop", "--session shop-aux")
+	call("--store "+cjk.Slug+" --task "+taskB, "")
+	call("--store "+cjk.Slug, "")
+	pids := map[string]int{}
+	for _, name := range []string{"shop-a1a1a1a1", "shop-a1a1a1a1-w1", "shop", "shop-aux", cjk.Slug + "-b2b2b2b2", cjk.Slug} {
+		pids[name] = m.daemonPID(name)
+	}
+	// A task that completes has its daemons (main and worker slots) stopped at once.
+	m.cli("task", "set", taskA, "--status", "completed")
+	for _, name := range []string{"shop-a1a1a1a1", "shop-a1a1a1a1-w1"} {
+		muxWaitFor(t, name+"'s daemon to stop", 10*time.Second, func() bool { return gone(pids[name]) })
+		if _, err := os.Stat(filepath.Join(m.home, "r", "bu-"+name+".pid")); !os.IsNotExist(err) {
+			t.Errorf("pid file of %s left behind (%v)", name, err)
+		}
+	}
+	// waiting keeps daemons; a pass spares them, and the task-less sessions, CJK slug included.
+	m.cli("task", "set", taskB, "--status", "waiting")
+	m.cli("reap")
+	for _, name := range []string{"shop", "shop-aux", cjk.Slug + "-b2b2b2b2", cjk.Slug} {
+		if gone(pids[name]) {
+			t.Errorf("daemon %s was stopped; want it kept", name)
+		}
+	}
+	// A deleted task's daemons go at once too.
+	m.cli("task", "rm", taskB)
+	muxWaitFor(t, "the deleted task's daemon to stop", 10*time.Second, func() bool { return gone(pids[cjk.Slug+"-b2b2b2b2"]) })
+	if gone(pids[cjk.Slug]) {
+		t.Errorf("the CJK store's own session %s was taken for a task daemon", cjk.Slug)
+	}
+}
+
+func TestReaperKillSwitch(t *testing.T) {
+	m := startManager(t, "VIBE_DISABLE_DAEMON_SWEEP=1", "VIBE_BROWSER_IDLE_S=0")
+	m.env = append(m.env, "FAKEBU_DAEMON=1")
+	m.cli("store", "add", "shop")
+	m.mustAgent("--store shop --task "+taskA, "browser-use <<'PY'\neval 1\nPY")
+	pid := m.daemonPID("shop-a1a1a1a1")
+	m.cli("task", "set", taskA, "--status", "failed")
+	m.cli("reap")
+	if gone(pid) {
+		t.Error("VIBE_DISABLE_DAEMON_SWEEP=1 did not keep the daemon of an ended task")
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/gofrs/flock"
 	"github.com/rs/zerolog"
 
+	"vibebrowser/manager/reaper"
 	"vibebrowser/state"
 )
 
@@ -32,8 +33,9 @@ type Manager struct {
 	version string
 	started time.Time
 
-	ctx     context.Context // the daemon's life: starts run on it, not on a request's context
-	closing atomic.Bool     // set when the quit barrier begins: new work gets 503
+	ctx         context.Context // the daemon's life: starts run on it, not on a request's context
+	closing     atomic.Bool     // set when the quit barrier begins: new work gets 503
+	ownsRuntime bool            // the runtime dir carries our marker: the reaper may act in it
 
 	mu       sync.Mutex // mu guards browsers
 	browsers map[string]*browser
@@ -45,7 +47,7 @@ type Manager struct {
 // ends, then passes the quit barrier. log is the root logger; every component derives its own from it. The caller installs signal handling before calling Run (a first
 // signal cancels ctx; a second exits at once).
 func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) error {
-	for _, dir := range []string{cfg.Home, cfg.path("run"), cfg.path("bin"), cfg.path("r"), cfg.path("bh-tmp"),
+	for _, dir := range []string{cfg.Home, cfg.path("run"), cfg.path("bin"), cfg.path("bh-tmp"),
 		cfg.path("profiles"), cfg.path("downloads")} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("create %s: %w", dir, err)
@@ -81,6 +83,15 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 	m := &Manager{cfg: cfg, root: root, log: log, db: db, version: version, started: time.Now(), ctx: ctx,
 		browsers: map[string]*browser{}}
 	m.metrics = newMetrics(m)
+	// The runtime dir is created by Claim, with the marker that lets the reaper act in it; a dir someone
+	// else made is used but never swept.
+	if m.ownsRuntime, err = reaper.Claim(cfg.path("r")); err != nil {
+		ln.Close()
+		return err
+	}
+	if !m.ownsRuntime {
+		log.Warn().Str("dir", cfg.path("r")).Msg("runtime dir was not created by a vibe-browser manager: the daemon reaper stays off")
+	}
 	if cfg.BrowserUse == "" {
 		log.Warn().Str("problem", cfg.BrowserUseProblem).Msg("no real browser-use CLI: wrappers are not written and ensure refuses")
 	}
@@ -91,6 +102,7 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 	loops, stopLoops := context.WithCancel(ctx)
 	var loopsDone sync.WaitGroup
 	loopsDone.Go(func() { m.idleLoop(loops) })
+	loopsDone.Go(func() { m.reapLoop(loops) })
 	srv := &http.Server{Handler: m.routes(), ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -154,7 +166,13 @@ func (m *Manager) boot(ctx context.Context) error {
 			}
 		}
 	}
-	return m.syncWrappers(ctx)
+	if err := m.syncWrappers(ctx); err != nil {
+		return err
+	}
+	if _, err := m.reap(ctx); err != nil {
+		m.log.Error().Err(err).Msg("boot reaper pass")
+	}
+	return nil
 }
 
 // errNotAdoptable means a recorded browser cannot be taken over (it is gone, or not the one we launched).

@@ -42,6 +42,7 @@ func (m *Manager) routes() http.Handler {
 	handle("DELETE "+api.PathTask, m.handleDeleteTask)
 	handle("POST "+api.PathWrappers, m.handleWriteWrappers)
 	handle("POST "+api.PathEvents, m.handleEvent)
+	handle("POST "+api.PathReap, m.handleReap)
 	mux.Handle("GET "+api.PathMetrics, m.metrics.handler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		m.writeError(w, r, fmt.Errorf("%w: no route %s %s", errNoRoute, r.Method, r.URL.Path))

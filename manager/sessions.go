@@ -132,13 +132,18 @@ func (m *Manager) handlePutTask(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if state.Ended(t.Status) {
+		m.taskEnded(ctx, t.ID)
+	}
 	return taskView(t), nil
 }
 
 func (m *Manager) handleDeleteTask(r *http.Request) (any, error) {
-	if err := m.db.DeleteTask(r.Context(), r.PathValue("id")); err != nil {
+	id := r.PathValue("id")
+	if err := m.db.DeleteTask(r.Context(), id); err != nil {
 		return nil, err
 	}
+	m.taskEnded(r.Context(), id)
 	return struct{}{}, nil
 }
 

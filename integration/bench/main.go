@@ -41,6 +41,7 @@ type group struct {
 type benchEnv struct {
 	root     string // repository root
 	tmp      string
+	vibe     string // built vibe-browser
 	shim     string // built wrapshim
 	fakeBU   string // built fake browser-use CLI
 	chromium string // a Chromium binary, "" when none is installed
@@ -48,6 +49,7 @@ type benchEnv struct {
 
 var groups = []group{
 	{"shim", benchShim},
+	{"manager", benchManager},
 }
 
 func main() {
@@ -109,8 +111,9 @@ func setup() (*benchEnv, error) {
 		return nil, err
 	}
 	env := &benchEnv{root: strings.TrimSpace(string(root)), tmp: tmp,
-		shim: filepath.Join(tmp, "wrapshim"), fakeBU: filepath.Join(tmp, "fakebu")}
-	for bin, pkg := range map[string]string{env.shim: "./cmd/wrapshim", env.fakeBU: "./integration/fakebu"} {
+		vibe: filepath.Join(tmp, "vibe-browser"), shim: filepath.Join(tmp, "wrapshim"), fakeBU: filepath.Join(tmp, "fakebu")}
+	for bin, pkg := range map[string]string{env.vibe: "./cmd/vibe-browser", env.shim: "./cmd/wrapshim",
+		env.fakeBU: "./integration/fakebu"} {
 		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s", "-o", bin, pkg)
 		cmd.Dir = env.root
 		if out, err := cmd.CombinedOutput(); err != nil {

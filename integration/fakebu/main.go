@@ -8,6 +8,8 @@
 //	FAKEBU_STDOUT      print this on stdout
 //	FAKEBU_SIGNAL_SELF end by this signal number instead of exiting
 //	FAKEBU_DRIVE       =1: run stdin as a drive script against BU_CDP_WS (see drive)
+//	FAKEBU_DAEMON      =1: keep a browser-use-like daemon per BU_NAME (bu-<name>.pid/.sock in BH_RUNTIME_DIR);
+//	                   --reload stops it
 package main
 
 import (
@@ -65,6 +67,14 @@ func main() {
 			rec.Signals = append(rec.Signals, sig.String())
 			save()
 		})
+	}
+	if os.Getenv("FAKEBU_DAEMON") == "1" {
+		if reload {
+			reloadDaemon()
+		} else if err := ensureDaemon(); err != nil {
+			fmt.Fprintln(os.Stderr, "fakebu: daemon:", err)
+			os.Exit(1)
+		}
 	}
 	if os.Getenv("FAKEBU_DRIVE") == "1" && !reload {
 		if err := drive(rec.Stdin, os.Stdout); err != nil {

@@ -36,6 +36,8 @@ type CLI struct {
 	Web     WebCmd     `cmd:"" help:"Start or stop the store-less web browser."`
 	Task    TaskCmd    `cmd:"" help:"Report a task's status to the manager."`
 	Env     EnvCmd     `cmd:"" help:"Print the shell lines that put a store's browser-use wrapper on an agent's PATH."`
+	Reap    ReapCmd    `cmd:"" help:"Run one daemon-reaper pass now (stops browser-use daemons of ended tasks)."`
+	Service ServiceCmd `cmd:"" help:"Install or remove the systemd unit / launchd plist that runs the manager."`
 	Version VersionCmd `cmd:"" help:"Print the version."`
 }
 

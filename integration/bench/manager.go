@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"vibebrowser/manager/api"
+)
+
+const ensureRuns = 2000
+
+// benchManager measures ensure on a running browser over the unix socket, and a Chromium cold start through
+// the manager beside a direct launch of the same binary.
+func benchManager(ctx context.Context, env *benchEnv) ([]Row, error) {
+	if env.chromium == "" {
+		return nil, errors.New("no Chromium installed (set VIBE_CHROME)")
+	}
+	home := filepath.Join(env.tmp, "manager-home")
+	cmd := exec.Command(env.vibe, "serve")
+	cmd.Env = append(os.Environ(), "VIBE_HOME="+home, "VIBE_BROWSER_USE="+env.fakeBU, "VIBE_SHIM="+env.shim,
+		"VIBE_CHROME="+env.chromium, "VIBE_HEADLESS=1", "VIBE_PROXY_PORT_BASE=31400", "VIBE_BROWSER_IDLE_S=0")
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	}()
+	client := api.NewClient(filepath.Join(home, api.SocketRel))
+	if err := waitUntil(ctx, 20*time.Second, func() bool { _, err := client.Health(ctx); return err == nil }); err != nil {
+		return nil, fmt.Errorf("manager did not answer: %w", err)
+	}
+	store, err := client.CreateStore(ctx, api.StoreSpec{Name: "bench"})
+	if err != nil {
+		return nil, err
+	}
+	req := api.EnsureRequest{Kind: api.KindStore, StoreID: store.ID, ClientID: "a1b2c3d4-bench",
+		BUName: "bench-a1b2c3d4", TaskID: "a1b2c3d4-bench"}
+	began := time.Now()
+	if _, err := client.EnsureSession(ctx, req); err != nil {
+		return nil, err
+	}
+	coldViaManager := time.Since(began)
+	if _, err := client.StoreBrowser(ctx, "bench", api.ActionStop); err != nil {
+		return nil, err
+	}
+	began = time.Now()
+	if _, err := client.EnsureSession(ctx, req); err != nil {
+		return nil, err
+	}
+	warmProfileViaManager := time.Since(began)
+
+	samples := make([]time.Duration, 0, ensureRuns)
+	for range ensureRuns + 50 {
+		t0 := time.Now()
+		if _, err := client.EnsureSession(ctx, req); err != nil {
+			return nil, err
+		}
+		samples = append(samples, time.Since(t0))
+	}
+	samples = samples[50:]
+	p50, p95, p99 := percentiles(samples)
+	direct, err := directLaunch(ctx, env.chromium, filepath.Join(env.tmp, "direct-profile"))
+	if err != nil {
+		return nil, err
+	}
+	return []Row{
+		{Group: "manager", Name: "ensure, browser running (unix socket)", P50: p50, P95: p95, P99: p99,
+			Budget: "p50 ≤ 1 ms", OK: p50 <= time.Millisecond},
+		{Group: "manager", Name: "cold start to ready via manager (new profile)", P50: coldViaManager, OK: true},
+		{Group: "manager", Name: "restart to ready via manager (used profile)", P50: warmProfileViaManager, OK: true},
+		{Group: "manager", Name: "direct launch to /json/version (same binary)", P50: direct, OK: true},
+	}, nil
+}
+
+// directLaunch starts Chromium with the manager's flags and returns the time until /json/version answers.
+func directLaunch(ctx context.Context, bin, profile string) (time.Duration, error) {
+	args := []string{"--user-data-dir=" + profile, "--remote-debugging-port=0", "--no-first-run",
+		"--no-default-browser-check", "--disable-background-networking", "--disable-component-update",
+		"--disable-sync", "--disable-popup-blocking", "--headless", "--disable-gpu"}
+	if os.Geteuid() == 0 {
+		args = append(args, "--no-sandbox")
+	}
+	began := time.Now()
+	cmd := exec.Command(bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	defer func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+	}()
+	var port string
+	err := waitUntil(ctx, 60*time.Second, func() bool {
+		f, err := os.Open(filepath.Join(profile, "DevToolsActivePort"))
+		if err != nil {
+			return false
+		}
+		defer f.Close()
+		line, _, _ := bufio.NewReader(f).ReadLine()
+		port = strings.TrimSpace(string(line))
+		if _, err := strconv.Atoi(port); err != nil {
+			return false
+		}
+		resp, err := http.Get("http://127.0.0.1:" + port + "/json/version")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return time.Since(began), err
+}
+
+func waitUntil(ctx context.Context, timeout time.Duration, cond func() bool) error {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not within %v", timeout)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return nil
+}
