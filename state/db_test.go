@@ -120,6 +120,9 @@ func TestOpenCreatesPrivateFiles(t *testing.T) {
 	if err := db.sql.QueryRow("PRAGMA busy_timeout").Scan(&busy); err != nil || busy != int(busyTimeout.Milliseconds()) {
 		t.Errorf("busy_timeout = %d, %v; want %d", busy, err, busyTimeout.Milliseconds())
 	}
+	if got := pragmaInt(t, db.sql, "synchronous"); got != 1 {
+		t.Errorf("synchronous = %d; want 1 (NORMAL)", got)
+	}
 	if got := pragmaInt(t, db.sql, "application_id"); got != applicationID {
 		t.Errorf("application_id = %#x; want %#x", got, applicationID)
 	}
