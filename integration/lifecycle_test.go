@@ -329,3 +329,25 @@ func TestReaperKillSwitch(t *testing.T) {
 		t.Error("VIBE_DISABLE_DAEMON_SWEEP=1 did not keep the daemon of an ended task")
 	}
 }
+
+func TestDeadBrowserIsBuriedAndRelaunched(t *testing.T) {
+	m := startManager(t, "VIBE_BROWSER_IDLE_S=0")
+	m.cli("store", "add", "crashy")
+	if err := ensureStore(m, "crashy"); err != nil {
+		t.Fatal(err)
+	}
+	before := m.browserOf("crashy")
+	if err := syscall.Kill(before.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// The death is noticed without any call: the status shows it stopped and its port is free again.
+	muxWaitFor(t, "the dead browser to show as stopped", 15*time.Second, func() bool { return !m.running("crashy") })
+	out := m.mustAgent("--store crashy --task "+taskA, "browser-use <<'PY'\neval 6*7\nPY")
+	if strings.TrimSpace(out) != "42" {
+		t.Errorf("call after the crash printed %q; want 42", out)
+	}
+	after := m.browserOf("crashy")
+	if after.PID == before.PID || after.Status != api.StatusRunning || after.ProxyPort != before.ProxyPort {
+		t.Errorf("after the relaunch %+v; want a new pid on the same registry port %d", after, before.ProxyPort)
+	}
+}

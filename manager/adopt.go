@@ -41,7 +41,7 @@ func (m *Manager) adopt(ctx context.Context, s state.BrowserSession) error {
 	if err != nil {
 		return err
 	}
-	m.browserSlot(s.Key).cur.Store(l)
+	m.install(m.browserSlot(s.Key), l)
 	m.log.Info().Str("browser", s.Key).Int("pid", run.PID()).Int("clients", len(ownership)).Msg("adopted a running browser")
 	return nil
 }

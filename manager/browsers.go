@@ -70,7 +70,9 @@ type browser struct {
 	cur  atomic.Pointer[live] // read without the lock by status and metrics
 
 	// guarded by lock:
-	lastStartFailed bool
+	lastStartFailed bool          // the last start failed: the next one is a relaunch
+	died            bool          // the browser died under us (not stopped): the next start is a relaunch
+	diedUptime      time.Duration // how long it had run when it died
 }
 
 func (b *browser) acquire(ctx context.Context) error {
@@ -163,17 +165,16 @@ func (m *Manager) ensure(ctx context.Context, t target) (*live, error) {
 		l.lastEnsure.Store(time.Now().UnixNano())
 		return l, nil
 	}
-	relaunch := b.lastStartFailed
-	if dead := b.cur.Load(); dead != nil {
-		relaunch = true
-		if time.Since(dead.startedAt) >= healthyUptime {
-			if err := m.db.ClearRelaunches(ctx, t.key); err != nil {
-				return nil, err
-			}
-		}
-		m.log.Warn().Str("browser", t.key).Int("pid", dead.run.PID()).Msg("browser died; relaunching")
-		m.teardownLocked(b, dead)
+	if dead := b.cur.Load(); dead != nil { // died; its watcher has not cleaned up yet
+		m.buryLocked(b, dead)
 	}
+	relaunch := b.lastStartFailed || b.died
+	if b.died && b.diedUptime >= healthyUptime {
+		if err := m.db.ClearRelaunches(ctx, t.key); err != nil {
+			return nil, err
+		}
+	}
+	b.died = false
 	if relaunch && m.cfg.RelaunchMax > 0 {
 		now := time.Now()
 		n, err := m.db.CountRelaunches(ctx, t.key, now.Add(-m.cfg.RelaunchWindow))
@@ -197,8 +198,45 @@ func (m *Manager) ensure(ctx context.Context, t target) (*live, error) {
 		return nil, err
 	}
 	l.lastEnsure.Store(time.Now().UnixNano())
-	b.cur.Store(l)
+	m.install(b, l)
 	return l, nil
+}
+
+// install makes l b's running browser and starts its death watcher.
+func (m *Manager) install(b *browser, l *live) {
+	b.cur.Store(l)
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		m.watch(b.key, l)
+	}()
+}
+
+// buryLocked cleans up after a browser that died under us (its mux, its state) and remembers the death for
+// the relaunch budget. The caller holds b's lock.
+func (m *Manager) buryLocked(b *browser, dead *live) {
+	m.log.Warn().Str("browser", b.key).Int("pid", dead.run.PID()).Dur("uptime", time.Since(dead.startedAt)).
+		Msg("browser died")
+	b.died, b.diedUptime = true, time.Since(dead.startedAt)
+	m.teardownLocked(b, dead)
+}
+
+// watch buries l as soon as its browser dies, so a dead browser frees its port and shows as stopped without
+// waiting for the next ensure. It returns when l is torn down any other way.
+func (m *Manager) watch(key string, l *live) {
+	select {
+	case <-l.served:
+		return
+	case <-l.run.Done():
+	}
+	b := m.browserSlot(key)
+	if err := b.acquire(m.ctx); err != nil {
+		return // the daemon is quitting; the barrier stops what is left
+	}
+	defer b.release()
+	if b.cur.Load() == l {
+		m.buryLocked(b, l)
+	}
 }
 
 // startLocked launches t's browser and its mux. The caller holds t's lock. The start is bounded by
@@ -395,7 +433,7 @@ func (m *Manager) stop(ctx context.Context, key string) error {
 		return err
 	}
 	defer b.release()
-	b.lastStartFailed = false
+	b.lastStartFailed, b.died = false, false
 	if l := b.cur.Load(); l != nil {
 		m.teardownLocked(b, l)
 	}
