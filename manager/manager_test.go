@@ -1,7 +1,9 @@
 package manager_test
 
 import (
+	"bufio"
 	"context"
+	"io"
 	"errors"
 	"net"
 	"net/http"
@@ -401,5 +403,50 @@ func TestBootWipesStaleWrappers(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(filepath.Join(bin, "kept", wrapshim.ConfigName)); string(data) != newer {
 		t.Errorf("newer-format wrapper config became %s; want it untouched", data)
+	}
+}
+
+func TestEventsAndMetrics(t *testing.T) {
+	d := startDaemon(t, nil, true)
+	ev := api.Event{Kind: api.EventWedgeUnrecoverable, BUName: "acme-a1b2c3d4", Message: "wedged twice"}
+	if err := d.client.ReportEvent(bg, ev); err != nil {
+		t.Fatal(err)
+	}
+	wantAPIError(t, d.client.ReportEvent(bg, api.Event{}), http.StatusBadRequest, "kind is required")
+	conn, err := net.Dial("unix", filepath.Join(d.home, api.SocketRel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	req, _ := http.NewRequest(http.MethodGet, "http://manager"+api.PathMetrics, nil)
+	if err := req.Write(conn); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{
+		`vibe_events_total{kind="wedge_unrecoverable"} 1`,
+		"vibe_browsers_running 0",
+		"vibe_mux_clients 0",
+		"vibe_ensure_seconds_bucket",
+		`vibe_browser_starts_total{backend="chrome"} 0`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("GET /metrics lacks %q", want)
+		}
+	}
+}
+
+func TestReapRoute(t *testing.T) {
+	d := startDaemon(t, nil, true)
+	res, err := d.client.Reap(bg)
+	if err != nil || res.Killed == nil || len(res.Killed) != 0 {
+		t.Errorf("Reap on an empty runtime dir = %+v, %v; want an empty result", res, err)
+	}
+	if _, err := os.Stat(filepath.Join(d.home, "r", ".vibe-browser-runtime")); err != nil {
+		t.Errorf("runtime dir not claimed with its marker: %v", err)
 	}
 }

@@ -35,6 +35,10 @@ func newMetrics(m *Manager) *metrics {
 			Name: "vibe_events_total", Help: "Events reported by shims, by kind.",
 		}, []string{"kind"}),
 	}
+	for _, backend := range []string{"chrome", "cdp", "ziniao"} { // present at 0 from the start
+		mt.starts.WithLabelValues(backend)
+		mt.startFailures.WithLabelValues(backend)
+	}
 	running := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "vibe_browsers_running", Help: "Browsers running under this manager.",
 	}, func() float64 {
