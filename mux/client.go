@@ -1,8 +1,11 @@
 package mux
 
 import (
+	"bufio"
+	"encoding/binary"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -88,7 +91,7 @@ func (m *Mux) serveClient(w http.ResponseWriter, r *http.Request, id string) {
 	go func() { defer m.wg.Done(); c.writeLoop() }()
 	c.readLoop()
 
-	c.shutdown(websocket.CloseNormalClosure, "", true)
+	c.shutdown(websocket.CloseNormalClosure, "", false)
 	m.mu.Lock()
 	if cl.conn == c {
 		cl.conn = nil
@@ -141,6 +144,16 @@ func (c *conn) readLoop() {
 		c.lastRead.Store(time.Now().UnixNano())
 		return c.ws.SetReadDeadline(time.Now().Add(deadline))
 	})
+	// Control answers go through the queue: writeLoop is the only writer of the socket.
+	c.ws.SetPingHandler(func(data string) error {
+		c.lastRead.Store(time.Now().UnixNano())
+		c.q.pushForce(frame{op: websocket.PongMessage, head: []byte(data)})
+		return c.ws.SetReadDeadline(time.Now().Add(deadline))
+	})
+	c.ws.SetCloseHandler(func(code int, text string) error {
+		c.shutdown(websocket.CloseNormalClosure, "", false) // echo the close, then hang up
+		return nil
+	})
 	for {
 		b, over, err := readMessage(c.ws, m.cfg.ClientMessageLimit)
 		if err != nil {
@@ -160,8 +173,11 @@ func (c *conn) readLoop() {
 	}
 }
 
+// writeLoop is the connection's only writer. It frames messages itself into one buffered write per batch
+// (gorilla's writer costs a syscall per message); pongs and close echoes come through the queue.
 func (c *conn) writeLoop() {
 	m := c.m
+	nc := c.ws.NetConn()
 	ping := time.NewTicker(m.cfg.PingInterval)
 	defer ping.Stop()
 	var batch []frame
@@ -170,47 +186,82 @@ func (c *conn) writeLoop() {
 		case <-c.q.wake:
 		case <-ping.C:
 			if time.Since(time.Unix(0, c.lastRead.Load())) >= m.cfg.PingInterval {
-				if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(m.cfg.WriteTimeout)); err != nil {
-					c.ws.NetConn().Close()
+				batch = append(batch[:0], frame{op: websocket.PingMessage})
+				if err := c.flush(nc, batch); err != nil {
+					nc.Close()
 					return
 				}
 			}
 			continue
 		}
 		batch = c.q.take(batch)
-		if len(batch) > 0 {
-			c.ws.SetWriteDeadline(time.Now().Add(m.cfg.WriteTimeout))
-			for i := range batch {
-				if err := writeFrame(c.ws, batch[i]); err != nil {
-					c.ws.NetConn().Close()
-					return
-				}
-			}
-			clear(batch)
+		if err := c.flush(nc, batch); err != nil {
+			nc.Close()
+			return
 		}
+		clear(batch)
 		if c.closed() {
-			msg := websocket.FormatCloseMessage(c.closeCode, c.closeText)
-			c.ws.WriteControl(websocket.CloseMessage, msg, time.Now().Add(time.Second))
-			c.ws.Close()
+			nc.SetWriteDeadline(time.Now().Add(time.Second))
+			bw := bufio.NewWriterSize(nc, 128)
+			writeServerFrame(bw, frame{op: websocket.CloseMessage, head: websocket.FormatCloseMessage(c.closeCode, c.closeText)})
+			bw.Flush()
+			nc.Close()
 			return
 		}
 	}
 }
 
-// writeFrame writes f as one WebSocket text message.
-func writeFrame(ws *websocket.Conn, f frame) error {
-	w, err := ws.NextWriter(websocket.TextMessage)
-	if err != nil {
+// bufPool holds the write buffers of client connections, taken per batch so idle clients hold none.
+var bufPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 32<<10) }}
+
+func (c *conn) flush(nc net.Conn, batch []frame) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	nc.SetWriteDeadline(time.Now().Add(c.m.cfg.WriteTimeout))
+	bw := bufPool.Get().(*bufio.Writer)
+	bw.Reset(nc)
+	defer func() { bw.Reset(nil); bufPool.Put(bw) }()
+	for i := range batch {
+		if err := writeServerFrame(bw, batch[i]); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+// writeServerFrame writes f as one unmasked frame (RFC 6455 §5.2), a text message unless f.op says
+// otherwise.
+func writeServerFrame(w *bufio.Writer, f frame) error {
+	op := f.op
+	if op == 0 {
+		op = websocket.TextMessage
+	}
+	n := f.size()
+	var hdr [10]byte
+	hdr[0] = 0x80 | byte(op)
+	h := 2
+	switch {
+	case n <= 125:
+		hdr[1] = byte(n)
+	case n <= 0xFFFF:
+		hdr[1] = 126
+		binary.BigEndian.PutUint16(hdr[2:], uint16(n))
+		h = 4
+	default:
+		hdr[1] = 127
+		binary.BigEndian.PutUint64(hdr[2:], uint64(n))
+		h = 10
+	}
+	if _, err := w.Write(hdr[:h]); err != nil {
 		return err
 	}
 	for _, p := range [3][]byte{f.head, f.mid, f.tail} {
-		if len(p) > 0 {
-			if _, err := w.Write(p); err != nil {
-				return err
-			}
+		if _, err := w.Write(p); err != nil {
+			return err
 		}
 	}
-	return w.Close()
+	return nil
 }
 
 // overPrefix is how much of an over-limit message is kept to find its id.

@@ -7,6 +7,7 @@ import "sync"
 // spliced on the wire instead of being copied or re-encoded.
 type frame struct {
 	head, mid, tail []byte
+	op              int // WebSocket opcode; 0 is a text message
 }
 
 func (f frame) size() int { return len(f.head) + len(f.mid) + len(f.tail) }
