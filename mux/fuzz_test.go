@@ -18,7 +18,7 @@ func routingHarness(t testing.TB) (*Mux, *conn) {
 	}
 	m := &Mux{cfg: cfg, ownCh: make(chan struct{}, 1), pending: map[int32]*pending{}, clients: map[string]*client{},
 		targets: map[string]*target{}, sessions: map[string]*session{}, guids: map[string]*client{}}
-	m.up = &upstream{q: newSendQueue(1 << 30)}
+	m.up = &upstream{q: newSendQueue(1 << 30), failed: true} // failed: frames stay queued for the checks
 	for _, id := range []string{"f", "o"} {
 		cl := m.clientLocked(id)
 		c := &conn{m: m, cl: cl, q: newSendQueue(1 << 30)}

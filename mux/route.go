@@ -126,13 +126,26 @@ func (m *Mux) handleClient(c *conn, b []byte) {
 		return
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if c.closed() || c.cl.conn != c {
+		m.mu.Unlock()
 		return
 	}
 	c.cl.active = time.Now()
 	m.touchActivityLocked()
 	m.routeLocked(c, b, info, append([]byte(nil), idTok...))
+	up := m.up
+	m.mu.Unlock()
+	if up != nil {
+		up.writeNow()
+	}
+}
+
+// opaqueBrowserMethods are Browser.* commands with nothing to check or rewrite: they skip the decode.
+var opaqueBrowserMethods = map[string]bool{
+	"Browser.getVersion":            true,
+	"Browser.getBrowserCommandLine": true,
+	"Browser.getHistograms":         true,
+	"Browser.getHistogram":          true,
 }
 
 func (m *Mux) touchActivityLocked() { m.activity = time.Now() }
@@ -157,7 +170,7 @@ func (m *Mux) routeLocked(c *conn, b []byte, info msgInfo, id []byte) {
 	}
 	kind := kindPlain
 	isTarget := strings.HasPrefix(method, "Target.")
-	if isTarget || strings.HasPrefix(method, "Browser.") {
+	if isTarget || strings.HasPrefix(method, "Browser.") && !opaqueBrowserMethods[method] {
 		var msg struct {
 			Params cmdParams `json:"params"`
 		}

@@ -16,11 +16,22 @@ import (
 	"github.com/gorilla/websocket"
 )
 
-// upstream is one browser connection: the read loop runs in runUpstream, the writer in its own goroutine.
+// upstream is one browser connection: the read loop runs in runUpstream. Writes to the socket are
+// serialised by wmu: the client reader that just queued a command writes the queue itself when no write
+// is in progress (it saves a goroutine hand-off per call on the hot path), and the writer goroutine
+// drains whatever queued behind a write in progress. Either way one goroutine writes at a time.
 type upstream struct {
-	ws   *websocket.Conn
-	q    *sendQueue
-	once sync.Once
+	ws      *websocket.Conn
+	q       *sendQueue
+	once    sync.Once
+	timeout time.Duration
+
+	wmu sync.Mutex
+	// wmu guards the fields below and the socket's write side.
+	bw      *bufio.Writer
+	scratch []byte
+	batch   []frame
+	failed  bool
 }
 
 func (u *upstream) close() {
@@ -30,31 +41,46 @@ func (u *upstream) close() {
 	})
 }
 
-func (u *upstream) writeLoop(timeout time.Duration) {
-	nc := u.ws.NetConn()
-	bw := bufio.NewWriterSize(nc, 64<<10)
-	scratch := make([]byte, 32<<10)
-	var batch []frame
-	for range u.q.wake {
-		batch = u.q.take(batch)
-		if len(batch) > 0 {
-			nc.SetWriteDeadline(time.Now().Add(timeout))
-			for i := range batch {
-				if err := writeClientFrame(bw, batch[i], scratch); err != nil {
-					u.close()
-					return
-				}
-			}
-			clear(batch)
-			if err := bw.Flush(); err != nil {
-				u.close()
-				return
-			}
+// writeNow writes what is queued unless a write is already in progress.
+func (u *upstream) writeNow() {
+	if u.wmu.TryLock() {
+		u.drainLocked()
+		u.wmu.Unlock()
+	}
+}
+
+func (u *upstream) drainLocked() {
+	if u.failed {
+		return
+	}
+	u.batch = u.q.take(u.batch)
+	if len(u.batch) == 0 {
+		return
+	}
+	u.ws.NetConn().SetWriteDeadline(time.Now().Add(u.timeout))
+	for i := range u.batch {
+		if err := writeClientFrame(u.bw, u.batch[i], u.scratch); err != nil {
+			u.failed = true
+			break
 		}
+	}
+	clear(u.batch)
+	if u.failed || u.bw.Flush() != nil {
+		u.failed = true
+		u.close()
+	}
+}
+
+func (u *upstream) writeLoop() {
+	for range u.q.wake {
+		u.wmu.Lock()
+		u.drainLocked()
+		failed := u.failed
+		u.wmu.Unlock()
 		u.q.mu.Lock()
 		closed := u.q.closed
 		u.q.mu.Unlock()
-		if closed {
+		if closed || failed {
 			return
 		}
 	}
@@ -177,7 +203,8 @@ func (m *Mux) dial(ctx context.Context, endpoint string) (*upstream, map[string]
 	// close frames behind its back. Chrome sends neither pings nor a close before dropping the socket.
 	ws.SetPingHandler(func(string) error { return nil })
 	ws.SetCloseHandler(func(int, string) error { return nil })
-	up := &upstream{ws: ws, q: newSendQueue(max(4*m.cfg.QueueBytes, m.cfg.ClientMessageLimit))}
+	up := &upstream{ws: ws, q: newSendQueue(max(4*m.cfg.QueueBytes, m.cfg.ClientMessageLimit)), timeout: m.cfg.WriteTimeout,
+		bw: bufio.NewWriterSize(ws.NetConn(), 64<<10), scratch: make([]byte, 32<<10)}
 	return up, version, nil
 }
 
@@ -211,7 +238,7 @@ func (m *Mux) runConnection(up *upstream, version map[string]any) {
 
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); up.writeLoop(m.cfg.WriteTimeout) }()
+	go func() { defer wg.Done(); up.writeLoop() }()
 	for {
 		b, over, err := readMessage(up.ws, m.cfg.UpstreamMessageLimit)
 		if err != nil {
