@@ -3,9 +3,10 @@ package wrapshim
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
+
+	"vibebrowser/manager/atomicfile"
 )
 
 // BinaryName is the name agents call; every installed shim copy has it.
@@ -27,46 +28,15 @@ func Install(dir, shimPath string, cfg *Config) error {
 		return fmt.Errorf("install shim: %w", err)
 	}
 	defer src.Close()
-	if err := writeAtomic(filepath.Join(dir, BinaryName), 0o755, func(w io.Writer) error {
-		_, err := io.Copy(w, src)
-		return err
-	}); err != nil {
+	if err := atomicfile.WriteFrom(filepath.Join(dir, BinaryName), src, 0o755); err != nil {
 		return fmt.Errorf("install shim: %w", err)
 	}
 	data, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
 		return fmt.Errorf("install shim config: %w", err)
 	}
-	if err := writeAtomic(filepath.Join(dir, ConfigName), 0o600, func(w io.Writer) error {
-		_, err := w.Write(append(data, '\n'))
-		return err
-	}); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, ConfigName), append(data, '\n'), 0o600); err != nil {
 		return fmt.Errorf("install shim config: %w", err)
 	}
 	return nil
-}
-
-// writeAtomic writes path through a temp file in the same directory, synced, chmodded and renamed.
-func writeAtomic(path string, mode os.FileMode, fill func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // no-op after a successful rename
-	if err := fill(tmp); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"vibebrowser/manager/atomicfile"
 )
 
 // restoreLastSession is Chromium's session.restore_on_startup value for "continue where you left off".
@@ -52,7 +54,7 @@ func prepareProfile(profileDir string) (movedAside string, err error) {
 	if err := enc.Encode(prefs); err != nil {
 		return movedAside, fmt.Errorf("prepare profile: %w", err)
 	}
-	if err := writeFileAtomic(path, buf.Bytes(), 0o600); err != nil {
+	if err := atomicfile.Write(path, buf.Bytes(), 0o600); err != nil {
 		return movedAside, fmt.Errorf("prepare profile: %w", err)
 	}
 	return movedAside, nil
@@ -88,30 +90,4 @@ func marshalNoEscape(v any) (json.RawMessage, error) {
 		return nil, err
 	}
 	return json.RawMessage(bytes.TrimRight(buf.Bytes(), "\n")), nil
-}
-
-// writeFileAtomic writes data to a temp file in path's directory and renames it over path.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // no-op after a successful rename
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }

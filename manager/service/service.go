@@ -16,6 +16,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"vibebrowser/manager/atomicfile"
 )
 
 // Names the files and the service go by.
@@ -284,7 +286,10 @@ func install(goos string, o Options, w io.Writer) (string, error) {
 			return "", fmt.Errorf("service: %w", err)
 		}
 	}
-	if err := writeAtomic(path, content); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", fmt.Errorf("service: %w", err)
+	}
+	if err := atomicfile.Write(path, []byte(content), 0o644); err != nil {
 		return "", fmt.Errorf("service: %w", err)
 	}
 	fmt.Fprintf(w, "Wrote %s:\n\n%s\n", path, content)
@@ -348,29 +353,6 @@ func systemctl(user bool) string {
 		return "systemctl --user"
 	}
 	return "systemctl"
-}
-
-// writeAtomic writes content to path through a temp file in the same directory, so a reader (systemd,
-// launchd) sees the old file or the new one, never half of one.
-func writeAtomic(path, content string) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.WriteString(content)
-	err = errors.Join(err, f.Chmod(0o644), f.Sync(), f.Close())
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it.
