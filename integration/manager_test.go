@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -383,5 +384,29 @@ func TestQuitStopsBrowsers(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(m.home, api.SocketRel)); !os.IsNotExist(err) {
 		t.Errorf("socket left behind after quit (%v)", err)
+	}
+}
+
+func TestTakenPortIsReallocated(t *testing.T) {
+	m := startManager(t)
+	var s api.Store
+	if err := json.Unmarshal([]byte(m.cli("store", "add", "squatted", "--json")), &s); err != nil {
+		t.Fatal(err)
+	}
+	squatter, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", s.ProxyPort))
+	if err != nil {
+		t.Fatalf("take port %d: %v", s.ProxyPort, err)
+	}
+	defer squatter.Close()
+	out := m.mustAgent("--store squatted", "browser-use <<'PY'\neval 'still works'\nPY")
+	if strings.TrimSpace(out) != `"still works"` {
+		t.Errorf("call with the registered port taken printed %q", out)
+	}
+	after, err := m.client.GetStore(context.Background(), "squatted")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.ProxyPort == s.ProxyPort || after.Browser.Status != api.StatusRunning {
+		t.Errorf("store after the port was taken: %+v; want a new port and a running browser", after)
 	}
 }
