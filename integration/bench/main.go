@@ -50,6 +50,7 @@ type benchEnv struct {
 var groups = []group{
 	{"shim", benchShim},
 	{"manager", benchManager},
+	{"mux", func(ctx context.Context, env *benchEnv) ([]Row, error) { return benchMux(ctx, env.chromium) }},
 }
 
 func main() {
