@@ -1,2 +1,24 @@
 // Package mux multiplexes many CDP clients onto one browser connection, keeping each client inside its own tabs.
+//
+// A Mux listens on 127.0.0.1 and serves, under /<token>/, a cached /json/version, an empty /json/list and
+// WebSockets: /client-<id> for a named client, any other path for a discovery client with a random id.
+// All clients share one upstream WebSocket to the browser.
+//
+// Routing: every client command gets a fresh int32 id (wrapping, skipping ids in flight) spliced into its
+// bytes; answers get the client's id bytes back. The hot path reads only id, method and sessionId from
+// the top level of a message; Target.* and Browser.* commands, and the few answers that must be rewritten
+// (getTargets, createTarget), are the only traffic decoded. Routing tables live under one mutex (Mux.mu).
+//
+// Isolation: targets belong to the client that created them (createTarget, one at a time so that the
+// tab and page Chrome announces meanwhile are attributed without doubt), to the owner of their opener,
+// parent frame or browser context; sessions to whoever attached, child sessions to the parent session's
+// owner. Discovery and browser-level auto-attach are virtual per client: the mux keeps its own
+// discovery on the upstream connection, never asks Chrome to pause a target, and attaches each client to
+// its own targets itself. Methods that would hurt every tenant are refused (see refusals).
+//
+// Lifetimes: a client id outlives its connections. A newer connection takes an id over (the older is
+// closed with 4409); a disconnected client keeps its tabs for a grace period; each client's send queue is
+// bounded in bytes and overflow disconnects that client only. Upstream loss fails pending calls with
+// -32603 "Browser disconnected", then the mux reconnects with backoff (and the relaunch hook) and rebuilds
+// ownership from a fresh Target.getTargets.
 package mux

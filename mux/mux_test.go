@@ -921,3 +921,22 @@ func TestSessionDiscoverVirtual(t *testing.T) {
 		}
 	}
 }
+
+func TestWebSocketUpstream(t *testing.T) {
+	fb := newFakeBrowser(t)
+	ws := "ws" + strings.TrimPrefix(fb.url(), "http") + "/devtools/browser/fake"
+	m := startMux(t, fb, Config{Upstream: ws})
+	waitFor(t, "version cached from Browser.getVersion", func() bool {
+		resp, err := http.Get("http://" + m.Addr() + "/tok/json/version")
+		if err != nil {
+			return false
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode == 200 && strings.Contains(string(b), "FakeChrome/1.0") && strings.Contains(string(b), "ws://"+m.Addr()+"/tok/")
+	})
+	c := newClient(t, m, "c")
+	if id := c.createTarget("about:blank"); !slices.Contains(c.targetIDs(), id) {
+		t.Fatal("client on a ws:// upstream does not own its tab")
+	}
+}
