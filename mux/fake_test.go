@@ -261,6 +261,9 @@ func (fb *fakeBrowser) handle(b []byte) {
 			fb.removeLocked(t.Tab)
 		}
 		reply(`{"success":true}`)
+	case "Target.createBrowserContext":
+		fb.next++
+		reply(fmt.Sprintf(`{"browserContextId":"CTX%d"}`, fb.next))
 	case "Browser.getVersion":
 		reply(`{"protocolVersion":"1.3","product":"FakeChrome/1.0","revision":"1","userAgent":"fake","jsVersion":"1"}`)
 	case "Runtime.evaluate":

@@ -71,6 +71,7 @@ type target struct {
 	used                                       uint64
 	closing                                    bool
 	seen                                       bool
+	held                                       bool  // claimed by the pending create: its events wait for the answer
 	autoConn                                   *conn // the connection that got its virtual auto-attach
 }
 
@@ -115,7 +116,9 @@ type parked struct {
 type createRec struct {
 	c       *conn
 	park    *parked
-	claimed []*target // tabs and pages attributed to this create while it was pending, in Chrome's order
+	claimed []*target // tabs and pages attributed to this create while it was pending, in Chrome's order;
+	// their events are held back (the early-event buffer, bounded by maxClaims) until the answer says
+	// which of them the create made, then replayed in Chrome's order before the answer.
 }
 
 type queuedCreate struct {

@@ -287,10 +287,6 @@ func TestRefusals(t *testing.T) {
 	fb := newFakeBrowser(t)
 	m := startMux(t, fb, Config{})
 	c := newClient(t, m, "c")
-	ctxResult := result[struct {
-		BrowserContextID string `json:"browserContextId"`
-	}](t, c.call("Target.createBrowserContext", "", ""))
-	_ = ctxResult
 	tests := []struct {
 		method, params string
 	}{
@@ -794,11 +790,26 @@ func TestCreateClaimsOnlyItsTargets(t *testing.T) {
 	fb := newFakeBrowser(t)
 	m := startMux(t, fb, Config{})
 	c := newClient(t, m, "c")
+	c.call("Target.setDiscoverTargets", `{"discover":true,"filter":[{}]}`, "")
+	c.call("Target.setAutoAttach", `{"autoAttach":true,"waitForDebuggerOnStart":true,"flatten":true,"filter":[{}]}`, "")
 	fb.mu.Lock()
 	fb.extra = 1 // the startup tab of a just-launched browser shows up while the create is pending
 	fb.mu.Unlock()
 	page := c.createTarget("https://mine.example/")
 	ids := c.targetIDs()
+	for _, method := range []string{"Target.targetCreated", "Target.attachedToTarget"} {
+		evs := c.events(method)
+		if len(evs) != 2 {
+			t.Fatalf("%d %s events; want 2 (its tab and page)", len(evs), method)
+		}
+		for _, e := range evs {
+			var p struct{ TargetInfo struct{ TargetID string } }
+			json.Unmarshal(e.Params, &p)
+			if !slices.Contains(ids, p.TargetInfo.TargetID) {
+				t.Fatalf("%s for %s, which the create did not make", method, p.TargetInfo.TargetID)
+			}
+		}
+	}
 	if len(ids) != 2 || !slices.Contains(ids, page) {
 		t.Fatalf("client owns %v; want only its page %s and that page's tab", ids, page)
 	}
@@ -850,7 +861,7 @@ func TestBigClientMessageReachesBrowser(t *testing.T) {
 
 func TestKeepalive(t *testing.T) {
 	fb := newFakeBrowser(t)
-	m := startMux(t, fb, Config{PingInterval: 30 * time.Millisecond, PongTimeout: 60 * time.Millisecond, Grace: time.Minute})
+	m := startMux(t, fb, Config{PingInterval: 50 * time.Millisecond, PongTimeout: 500 * time.Millisecond, Grace: time.Minute})
 	ws, _, err := dialMux(t, m, "/tok/client-live", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -938,5 +949,81 @@ func TestWebSocketUpstream(t *testing.T) {
 	c := newClient(t, m, "c")
 	if id := c.createTarget("about:blank"); !slices.Contains(c.targetIDs(), id) {
 		t.Fatal("client on a ws:// upstream does not own its tab")
+	}
+}
+
+func TestSameClientIDsDoNotCollide(t *testing.T) {
+	fb := newFakeBrowser(t)
+	m := startMux(t, fb, Config{})
+	a := newClient(t, m, "a")
+	b := newClient(t, m, "b")
+	fb.setStall("Runtime.evaluate", true)
+	ta, tb := a.createTarget("about:blank"), b.createTarget("about:blank")
+	sa, sb := a.attach(ta), b.attach(tb)
+	a.sendRaw(`{"id":1,"method":"Runtime.evaluate","params":{"expression":"\"from a\""},"sessionId":"` + sa + `"}`)
+	b.sendRaw(`{"id":1,"method":"Runtime.evaluate","params":{"expression":"\"from b\""},"sessionId":"` + sb + `"}`)
+	waitFor(t, "both calls upstream", func() bool { return len(fb.got("Runtime.evaluate")) == 2 })
+	got := fb.got("Runtime.evaluate")
+	if string(got[0].ID) == string(got[1].ID) {
+		t.Fatalf("both clients' id 1 reached the browser as %s", got[0].ID)
+	}
+	fb.setStall("Runtime.evaluate", false)
+	for _, g := range got { // answer both, in the browser's order
+		var p struct{ Expression string }
+		json.Unmarshal(g.Params, &p)
+		fb.send(`{"id":` + string(g.ID) + `,"result":{"value":"` + strings.Trim(p.Expression, `"`) + `"},"sessionId":"` + g.SessionID + `"}`)
+	}
+	if r := a.waitID("1"); !strings.Contains(string(r.Result), "from a") {
+		t.Fatalf("a's id 1 got %s", r.Result)
+	}
+	if r := b.waitID("1"); !strings.Contains(string(r.Result), "from b") {
+		t.Fatalf("b's id 1 got %s", r.Result)
+	}
+}
+
+func TestTakeoverAllowedAtMaxClients(t *testing.T) {
+	fb := newFakeBrowser(t)
+	m := startMux(t, fb, Config{MaxClients: 1})
+	old := newClient(t, m, "x")
+	old.call("Browser.getVersion", "", "")
+	newClient(t, m, "x") // the same id may always take its slot over
+	waitFor(t, "old closed with 4409", func() bool { d, code := old.closed(); return d && code == CloseTakenOver })
+}
+
+func TestKeepLastPageOnBrowserClose(t *testing.T) {
+	fb := newFakeBrowser(t)
+	m := startMux(t, fb, Config{KeepLastPage: true})
+	c := newClient(t, m, "c")
+	only := c.createTarget("about:blank")
+	if r := c.call("Browser.close", "", ""); r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	c.call("Browser.getVersion", "", "")
+	if !fb.hasTarget(only) || len(fb.got("Target.closeTarget")) != 0 {
+		t.Fatal("the browser's last page was closed")
+	}
+	if ids := c.targetIDs(); len(ids) != 1 || ids[0] == only { // its tab stays listed; the page is disowned
+		t.Fatalf("client still owns %v; want the kept last page disowned", ids)
+	}
+}
+
+func TestForeignBrowserContextRefused(t *testing.T) {
+	fb := newFakeBrowser(t)
+	m := startMux(t, fb, Config{})
+	a := newClient(t, m, "a")
+	b := newClient(t, m, "b")
+	ctxA := result[struct {
+		BrowserContextID string `json:"browserContextId"`
+	}](t, a.call("Target.createBrowserContext", "", "")).BrowserContextID
+	for _, method := range []string{"Target.createTarget", "Target.disposeBrowserContext"} {
+		if r := b.call(method, `{"url":"about:blank","browserContextId":"`+ctxA+`"}`, ""); r.Error == nil {
+			t.Fatalf("b %s in a's context succeeded", method)
+		}
+	}
+	if n := len(fb.got("Target.disposeBrowserContext")); n != 0 {
+		t.Fatal("dispose of another client's context reached the browser")
+	}
+	if r := a.call("Target.disposeBrowserContext", `{"browserContextId":"`+ctxA+`"}`, ""); r.Error != nil {
+		t.Fatalf("a disposing its own context: %+v", r.Error)
 	}
 }

@@ -483,10 +483,11 @@ func (m *Mux) closeTargetLocked(t *target) {
 	m.sendInternalLocked("Target.closeTarget", params, "", nil)
 }
 
-// closeClientTargetsLocked closes every page the client owns (their tab targets go with them).
+// closeClientTargetsLocked closes every page the client owns; their tab targets go with them (closing a
+// tab target directly would also take a page KeepLastPage must keep).
 func (m *Mux) closeClientTargetsLocked(cl *client) {
 	for _, t := range m.order {
-		if t.owner == cl && (t.typ == "page" || t.typ == "tab") && !t.closing {
+		if t.owner == cl && t.typ == "page" && !t.closing {
 			m.closeTargetLocked(t)
 		}
 	}

@@ -292,6 +292,9 @@ func (m *Mux) upstreamLostLocked(up *upstream) {
 	for _, p := range pend {
 		m.failPendingLocked(p, codeInternal, "Browser disconnected")
 	}
+	if m.creating != nil {
+		m.abandonCreateLocked(m.creating)
+	}
 	m.creating = nil
 	for _, q := range m.createQ {
 		if q.c.cl.conn == q.c {
@@ -348,7 +351,8 @@ func (m *Mux) upstreamOversized(up *upstream, prefix []byte) {
 	}
 	if p := m.pending[int32(id)]; p != nil {
 		delete(m.pending, int32(id))
-		if p.kind == kindCreate {
+		if p.kind == kindCreate && m.creating != nil && m.creating.park == p.park {
+			m.abandonCreateLocked(m.creating)
 			m.creating = nil
 			defer m.nextCreateLocked()
 		}
@@ -445,12 +449,14 @@ func (m *Mux) responseLocked(b []byte, info msgInfo) {
 				t = &target{id: r.Result.TargetID, typ: "page"}
 				m.addTargetLocked(t)
 			}
-			if t.owner == nil && !t.closing {
-				m.ownLocked(t, p.c.cl, p.park)
-			}
 			if rec != nil {
 				m.settleClaimsLocked(rec, t)
 			}
+			if t.owner == nil && !t.closing {
+				m.ownLocked(t, p.c.cl, p.park)
+			}
+		} else if rec != nil {
+			m.abandonCreateLocked(rec)
 		}
 		p.park.f = spliced
 		p.park.ready = true
@@ -498,13 +504,26 @@ func (m *Mux) settleClaimsLocked(rec *createRec, page *target) {
 		}
 	}
 	for _, t := range rec.claimed {
-		if t != page && t != tab && t.owner == rec.c.cl {
-			m.log.Debug().Str("target", t.id).Str("type", t.typ).Msg("not part of the create: disowned")
+		if !t.held {
+			continue
+		}
+		t.held = false
+		if t != page && t != tab {
+			m.log.Debug().Str("target", t.id).Str("type", t.typ).Msg("appeared during a create but not made by it: left to nobody")
 			t.owner = nil
-			if t.autoConn != nil {
-				t.autoConn = nil
-			}
-			m.ownershipChangedLocked()
+			continue
+		}
+		if !t.closing {
+			m.ownLocked(t, rec.c.cl, rec.park)
+		}
+	}
+}
+
+// abandonCreateLocked lets go of what a create that got no answer had claimed.
+func (m *Mux) abandonCreateLocked(rec *createRec) {
+	for _, t := range rec.claimed {
+		if t.held {
+			t.held, t.owner = false, nil
 		}
 	}
 }
@@ -532,7 +551,7 @@ func (m *Mux) filterTargetsLocked(p *pending, b []byte) (frame, bool) {
 		if json.Unmarshal(raw, &ti) != nil {
 			continue
 		}
-		if t := m.targets[ti.TargetID]; t == nil || t.owner != p.c.cl || t.closing {
+		if t := m.targets[ti.TargetID]; t == nil || t.owner != p.c.cl || t.closing || t.held {
 			continue
 		}
 		if n > 0 {
@@ -600,24 +619,33 @@ func (m *Mux) maybeAutoAttachLocked(t *target, park *parked) {
 // Only a target that just appeared can be the pending create's: an existing unowned target (a human's tab,
 // the startup page) changing while a create is in flight is not.
 func (m *Mux) attributeLocked(t *target, appeared bool) (*client, *parked) {
+	cl, park, _ := m.attributeClaimLocked(t, appeared)
+	return cl, park
+}
+
+// maxClaims bounds what one pending create may hold back (a create makes a tab and a page).
+const maxClaims = 16
+
+// attributeClaimLocked is attributeLocked that also reports a claim by the pending create.
+func (m *Mux) attributeClaimLocked(t *target, appeared bool) (*client, *parked, bool) {
 	if o := m.targets[t.opener]; t.opener != "" && o != nil && o.owner != nil {
-		return o.owner, nil
+		return o.owner, nil, false
 	}
 	if o := m.targets[t.parentFrame]; t.parentFrame != "" && o != nil && o.owner != nil {
-		return o.owner, nil
+		return o.owner, nil, false
 	}
 	if t.context != "" {
 		for _, cl := range m.clients {
 			if cl.contexts[t.context] {
-				return cl, nil
+				return cl, nil, false
 			}
 		}
 	}
-	if appeared && m.creating != nil && t.opener == "" && (t.typ == "page" || t.typ == "tab") {
+	if appeared && m.creating != nil && t.opener == "" && (t.typ == "page" || t.typ == "tab") && len(m.creating.claimed) < maxClaims {
 		m.creating.claimed = append(m.creating.claimed, t)
-		return m.creating.c.cl, m.creating.park
+		return m.creating.c.cl, m.creating.park, true
 	}
-	return nil, nil
+	return nil, nil, false
 }
 
 func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
@@ -652,10 +680,18 @@ func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
 			if t.closing {
 				return
 			}
-			if cl, park := m.attributeLocked(t, isNew && method == "Target.targetCreated"); cl != nil {
+			cl, park, claimed := m.attributeClaimLocked(t, isNew && method == "Target.targetCreated")
+			switch {
+			case claimed:
+				t.owner, t.held = cl, true
+				m.touchTargetLocked(t)
+			case cl != nil:
 				m.ownLocked(t, cl, park)
 			}
 			return
+		}
+		if t.held {
+			return // replayed with its latest info when the create is answered
 		}
 		if isNew || method == "Target.targetInfoChanged" {
 			m.deliverTargetEventLocked(t, b)
