@@ -71,7 +71,7 @@ type Fault struct {
 	Delay             time.Duration // every action naming this browser waits this long before answering
 }
 
-// Calls counts the actions a browser received.
+// Calls counts the actions a browser received (counted on arrival, before any Delay).
 type Calls struct {
 	Start int // startBrowser
 	Stop  int // stopBrowser
@@ -287,6 +287,13 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 			reply(w, StatusBadRequest, "unknown browser (browserOauth or browserId)", nil)
 			return
 		}
+		s.count(b.ID, func(c *Calls) {
+			if action == "startBrowser" {
+				c.Start++
+			} else {
+				c.Stop++
+			}
+		})
 		if !s.delay(r.Context(), b.ID) {
 			return // the caller hung up
 		}
@@ -308,7 +315,6 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		}
 		s.startBrowser(r.Context(), w, b)
 	case "stopBrowser":
-		s.count(b.ID, func(c *Calls) { c.Stop++ })
 		l := s.lock(b.ID)
 		l.Lock()
 		err := s.closeSession(b.ID)
@@ -402,7 +408,6 @@ func (s *Server) take(id string) (status string, stale, unmasked bool) {
 }
 
 func (s *Server) startBrowser(ctx context.Context, w http.ResponseWriter, b Browser) {
-	s.count(b.ID, func(c *Calls) { c.Start++ })
 	status, stale, unmasked := s.take(b.ID)
 	if status != StatusOK {
 		msg := "startBrowser refused"

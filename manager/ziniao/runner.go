@@ -149,12 +149,16 @@ func waitReady(ctx context.Context, host string, port int, timeout time.Duration
 	defer t.Stop()
 	reason := fmt.Errorf("debugging port %d never answered", port)
 	for {
-		if err := cdpAnswers(rctx, host, port); err != nil {
-			reason = fmt.Errorf("debugging port %d never answered: %w", port, err)
-		} else if err := instrumentationLive(rctx, host, port); err != nil {
-			reason = fmt.Errorf("debugging port %d answers but instrumentation is not live: %w", port, err)
+		var err error
+		if err = cdpAnswers(rctx, host, port); err != nil {
+			err = fmt.Errorf("debugging port %d never answered: %w", port, err)
+		} else if err = instrumentationLive(rctx, host, port); err != nil {
+			err = fmt.Errorf("debugging port %d answers but instrumentation is not live: %w", port, err)
 		} else {
 			return nil
+		}
+		if rctx.Err() == nil {
+			reason = err // a probe cut short by the deadline says nothing new
 		}
 		select {
 		case <-rctx.Done():
