@@ -27,6 +27,8 @@ func (m *Manager) adopt(ctx context.Context, s state.BrowserSession) error {
 		run, err = chrome.Adopt(ctx, s.PID, s.PIDStartTime.UnixMilli(), m.cfg.path("profiles", t.slug))
 	case state.BackendCDP:
 		run, err = connectCDP(ctx, t.opts.CDPURL)
+	case state.BackendZiniao:
+		run, err = m.adoptZiniao(ctx, t, s.CDPEndpoint)
 	default:
 		return fmt.Errorf("%w: backend %s", errNotAdoptable, t.backend)
 	}

@@ -113,13 +113,15 @@ type target struct {
 	token   string
 	backend state.Backend
 	opts    storeOptions
-	name    string // for messages
+	name    string        // for messages
+	ziniao  *ziniaoTarget // ziniao backend only
 }
 
 // storeOptions are the backend options kept in a store's config JSON.
 type storeOptions struct {
-	CDPURL   string `json:"cdp_url,omitempty"`
-	Headless *bool  `json:"headless,omitempty"`
+	CDPURL     string `json:"cdp_url,omitempty"`
+	Headless   *bool  `json:"headless,omitempty"`
+	ZiniaoPort int    `json:"ziniao_port,omitempty"`
 }
 
 func (m *Manager) storeTarget(s state.Store) (target, error) {
@@ -129,7 +131,11 @@ func (m *Manager) storeTarget(s state.Store) (target, error) {
 			return target{}, fmt.Errorf("store %s: config: %w", s.Name, err)
 		}
 	}
-	return target{key: s.ID, slug: s.Slug, token: s.Token, backend: s.Backend, opts: opts, name: "store " + s.Name}, nil
+	t := target{key: s.ID, slug: s.Slug, token: s.Token, backend: s.Backend, opts: opts, name: "store " + s.Name}
+	if s.Backend == state.BackendZiniao {
+		t.ziniao = &ziniaoTarget{browser: s.ZiniaoBrowser, account: s.Ziniao, port: opts.ZiniaoPort}
+	}
+	return t, nil
 }
 
 // webTarget describes the store-less web browser; its token is kept in settings.
@@ -264,7 +270,7 @@ func (m *Manager) startLocked(t target) (*live, error) {
 			return nil, fmt.Errorf("%w: %s was not ready within VIBE_BROWSER_START_TIMEOUT_S=%d; it was stopped: %v",
 				ErrStartTimeout, t.name, int(m.cfg.StartTimeout.Seconds()), err)
 		}
-		if errors.Is(err, ErrUnavailable) || errors.Is(err, ErrBadRequest) {
+		if errors.Is(err, ErrUnavailable) || errors.Is(err, ErrBadRequest) || errors.Is(err, state.ErrConflict) {
 			return nil, fmt.Errorf("start %s: %w", t.name, err)
 		}
 		return nil, fmt.Errorf("%w: %s: %v", ErrStartFailed, t.name, err)
@@ -299,6 +305,8 @@ func (m *Manager) launch(ctx context.Context, t target) (runner, error) {
 		})
 	case state.BackendCDP:
 		return connectCDP(ctx, t.opts.CDPURL)
+	case state.BackendZiniao:
+		return m.launchZiniao(ctx, t)
 	}
 	return nil, fmt.Errorf("%w: the %s backend cannot be started by this manager", ErrUnavailable, t.backend)
 }

@@ -40,6 +40,9 @@ type Manager struct {
 	mu       sync.Mutex // mu guards browsers
 	browsers map[string]*browser
 
+	zmu     sync.Mutex                   // zmu guards zclaims
+	zclaims map[string]map[string]string // Ziniao account -> store key -> name, for stores starting or running
+
 	wg sync.WaitGroup // every mux goroutine
 }
 
@@ -81,7 +84,7 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 	root := log
 	log = root.With().Str("component", "manager").Logger()
 	m := &Manager{cfg: cfg, root: root, log: log, db: db, version: version, started: time.Now(), ctx: ctx,
-		browsers: map[string]*browser{}}
+		browsers: map[string]*browser{}, zclaims: map[string]map[string]string{}}
 	m.metrics = newMetrics(m)
 	// The runtime dir is created by Claim, with the marker that lets the reaper act in it; a dir someone
 	// else made is used but never swept.

@@ -3,8 +3,8 @@ package manager_test
 import (
 	"bufio"
 	"context"
-	"io"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"os"

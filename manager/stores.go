@@ -39,9 +39,22 @@ func (m *Manager) createStore(ctx context.Context, spec api.StoreSpec) (state.St
 		return state.Store{}, err
 	}
 	opts := storeOptions{CDPURL: spec.CDPURL, Headless: spec.Headless}
+	store := state.Store{Name: spec.Name, Backend: backend}
+	if spec.Ziniao != nil && backend != state.BackendZiniao {
+		return state.Store{}, fmt.Errorf("%w: ziniao settings are only for the ziniao backend", ErrBadRequest)
+	}
 	switch backend {
 	case state.BackendZiniao:
-		return state.Store{}, fmt.Errorf("%w: the ziniao backend is not available in this version; use chrome or cdp", ErrUnavailable)
+		z := spec.Ziniao
+		if z == nil || z.Browser == "" || z.Company == "" || z.Username == "" || z.Password == "" {
+			return state.Store{}, fmt.Errorf("%w: a ziniao store needs --ziniao-browser (browserOauth or browserId), "+
+				"--ziniao-company, --ziniao-username and --ziniao-password (or VIBE_ZINIAO_PASSWORD)", ErrBadRequest)
+		}
+		if z.Port < 0 || z.Port > 65535 {
+			return state.Store{}, fmt.Errorf("%w: --ziniao-port %d: want 1-65535 (default 16851)", ErrBadRequest, z.Port)
+		}
+		store.Ziniao = state.ZiniaoAccount{Company: z.Company, Username: z.Username, Password: z.Password}
+		store.ZiniaoBrowser, opts.ZiniaoPort = z.Browser, z.Port
 	case state.BackendCDP:
 		if spec.CDPURL == "" {
 			return state.Store{}, fmt.Errorf("%w: a cdp store needs --cdp-url (http://host:port or ws://host:port/devtools/browser/<id>)", ErrBadRequest)
@@ -58,9 +71,9 @@ func (m *Manager) createStore(ctx context.Context, spec api.StoreSpec) (state.St
 	if err != nil {
 		return state.Store{}, err
 	}
-	id := newID()
-	s, err := m.db.CreateStore(ctx, state.Store{ID: id, Name: spec.Name, Slug: state.Slug(spec.Name, id),
-		Backend: backend, Config: config, Token: state.NewToken()})
+	store.ID = newID()
+	store.Slug, store.Config, store.Token = state.Slug(spec.Name, store.ID), config, state.NewToken()
+	s, err := m.db.CreateStore(ctx, store)
 	if err != nil {
 		return state.Store{}, err
 	}
@@ -95,6 +108,9 @@ func (m *Manager) storeView(s state.Store) api.Store {
 	}
 	if l := m.browserSlot(s.ID).current(); l != nil {
 		v.Browser = api.BrowserState{Status: api.StatusRunning, PID: l.run.PID()}
+	}
+	if s.Backend == state.BackendZiniao {
+		v.ZiniaoBrowser, v.ZiniaoAccount = s.ZiniaoBrowser, s.Ziniao.Company+"/"+s.Ziniao.Username
 	}
 	if dir := m.cfg.path("bin", s.Slug); fileExists(dir) {
 		v.Wrapper = dir

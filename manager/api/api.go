@@ -43,10 +43,20 @@ const WebKey = "_web"
 
 // StoreSpec creates a store.
 type StoreSpec struct {
-	Name     string `json:"name"`
-	Backend  string `json:"backend"`            // chrome (default), ziniao or cdp
-	CDPURL   string `json:"cdp_url,omitempty"`  // cdp backend: http(s):// or ws(s):// endpoint
-	Headless *bool  `json:"headless,omitempty"` // chrome: nil follows VIBE_HEADLESS, then the display
+	Name     string      `json:"name"`
+	Backend  string      `json:"backend"`            // chrome (default), ziniao or cdp
+	CDPURL   string      `json:"cdp_url,omitempty"`  // cdp backend: http(s):// or ws(s):// endpoint
+	Headless *bool       `json:"headless,omitempty"` // chrome: nil follows VIBE_HEADLESS, then the display
+	Ziniao   *ZiniaoSpec `json:"ziniao,omitempty"`   // ziniao backend: the environment and its account
+}
+
+// ZiniaoSpec names a Ziniao store environment and the account that owns it.
+type ZiniaoSpec struct {
+	Browser  string `json:"browser"` // browserOauth, or browserId (all digits)
+	Company  string `json:"company"`
+	Username string `json:"username"`
+	Password string `json:"password"`
+	Port     int    `json:"port,omitempty"` // the Ziniao client's HTTP port; 0 means 16851
 }
 
 // StoreUpdate changes a store; nil fields are left alone.
@@ -75,6 +85,9 @@ type Store struct {
 	CDPURL    string       `json:"cdp_url,omitempty"`
 	Headless  *bool        `json:"headless,omitempty"`
 	Wrapper   string       `json:"wrapper,omitempty"` // bin/<slug> directory, when written
+	// Ziniao stores: the environment and the account (company/username); the password is never shown.
+	ZiniaoBrowser string `json:"ziniao_browser,omitempty"`
+	ZiniaoAccount string `json:"ziniao_account,omitempty"`
 }
 
 // Browser is one running or known browser in the status.

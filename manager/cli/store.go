@@ -23,6 +23,12 @@ type StoreAddCmd struct {
 	Headless bool   `help:"Run the browser headless." xor:"mode"`
 	Headed   bool   `help:"Run the browser with a window." xor:"mode"`
 	JSON     bool   `help:"Print the store as JSON."`
+
+	ZiniaoBrowser  string `name:"ziniao-browser" help:"ziniao backend: the environment's browserOauth or browserId."`
+	ZiniaoCompany  string `name:"ziniao-company" help:"ziniao backend: the account's company."`
+	ZiniaoUsername string `name:"ziniao-username" help:"ziniao backend: the account's username."`
+	ZiniaoPassword string `name:"ziniao-password" env:"VIBE_ZINIAO_PASSWORD" help:"ziniao backend: the account's password (better passed in VIBE_ZINIAO_PASSWORD)."`
+	ZiniaoPort     int    `name:"ziniao-port" help:"ziniao backend: the Ziniao client's HTTP port (default 16851)."`
 }
 
 // Run adds the store and prints it.
@@ -30,6 +36,10 @@ func (c *StoreAddCmd) Run(g *globals) error {
 	spec := api.StoreSpec{Name: c.Name, Backend: c.Backend, CDPURL: c.CDPURL}
 	if c.Headless || c.Headed {
 		spec.Headless = &c.Headless
+	}
+	if c.Backend == "ziniao" {
+		spec.Ziniao = &api.ZiniaoSpec{Browser: c.ZiniaoBrowser, Company: c.ZiniaoCompany, Username: c.ZiniaoUsername,
+			Password: c.ZiniaoPassword, Port: c.ZiniaoPort}
 	}
 	s, err := g.client().CreateStore(g.ctx, spec)
 	if err != nil {

@@ -1,0 +1,87 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"vibebrowser/integration/fakeziniao"
+	"vibebrowser/manager/api"
+)
+
+// addZiniaoStore adds a ziniao store through the CLI.
+func (m *managed) addZiniaoStore(name, browser, username string, port int) {
+	m.t.Helper()
+	m.cli("store", "add", name, "--backend", "ziniao", "--ziniao-browser", browser, "--ziniao-company", "acme",
+		"--ziniao-username", username, "--ziniao-password", "pw", "--ziniao-port", fmt.Sprint(port))
+}
+
+func TestZiniaoStores(t *testing.T) {
+	fake, err := fakeziniao.New(fakeziniao.Options{Company: "acme", Username: "u1", Password: "pw",
+		Chrome: chromiumBinary(t), Log: zerolog.Nop(), Browsers: []fakeziniao.Browser{
+			{Oauth: "oauth-a", Name: "A"}, {ID: "1001", Name: "B"}, {Oauth: "oauth-c", Name: "C"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fake.Close() })
+	m := startManager(t, "VIBE_BROWSER_IDLE_S=0", "VIBE_BROWSER_START_TIMEOUT_S=40") // 8 s per Ziniao attempt
+	web := site(t)
+	m.addZiniaoStore("zin-a", "oauth-a", "u1", fake.Port())
+	m.addZiniaoStore("zin-b", "1001", "u1", fake.Port())
+	m.addZiniaoStore("zin-c", "oauth-c", "u1", fake.Port())
+	m.addZiniaoStore("zin-other", "oauth-a", "u2", fake.Port())
+
+	out := m.mustAgent("--store zin-a --task "+taskA, "browser-use <<'PY'\nopen "+web.URL+"/ziniao\neval document.title\nPY")
+	if !strings.Contains(out, `"page ziniao"`) {
+		t.Errorf("agent through a ziniao store printed %q; want the page title", out)
+	}
+	// Stores of one account run side by side.
+	if err := ensureStore(m, "zin-b"); err != nil {
+		t.Errorf("second store of the same account: %v", err)
+	}
+	// Another account is refused while this one is active, naming the stores that hold it.
+	err = ensureStore(m, "zin-other")
+	if apiStatus(err) != http.StatusConflict || !strings.Contains(err.Error(), "zin-a") || !strings.Contains(err.Error(), "acme/u1") {
+		t.Errorf("store of another account: %v; want 409 naming acme/u1 and its stores", err)
+	}
+	// A stale launch is recovered per store: its environment stopped and started again.
+	if _, err := m.client.StoreBrowser(context.Background(), "zin-a", api.ActionStop); err != nil {
+		t.Fatal(err)
+	}
+	stopsBefore := fake.Calls("oauth-a").Stop
+	if err := fake.SetFault("oauth-a", fakeziniao.Fault{StaleLaunches: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ensureStore(m, "zin-a"); err != nil {
+		t.Fatalf("ensure after a stale launch: %v", err)
+	}
+	if calls := fake.Calls("oauth-a"); calls.Stop <= stopsBefore {
+		t.Errorf("stale launch not recovered by a per-store stopBrowser: %+v", calls)
+	}
+	if !m.running("zin-b") {
+		t.Error("recovering zin-a disturbed zin-b")
+	}
+	// WebDriver not enabled: the error says so, with the fix.
+	if err := fake.SetFault("oauth-c", fakeziniao.Fault{StatusCode: "-10003"}); err != nil {
+		t.Fatal(err)
+	}
+	err = ensureStore(m, "zin-c")
+	if apiStatus(err) != http.StatusBadGateway || !strings.Contains(err.Error(), "WebDriver is not enabled") {
+		t.Errorf("-10003: %v; want 502 saying WebDriver is not enabled and how to fix it", err)
+	}
+	// Once the account's stores stop, the other account may start (and here fails on its credentials).
+	for _, s := range []string{"zin-a", "zin-b"} {
+		if _, err := m.client.StoreBrowser(context.Background(), s, api.ActionStop); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ensureStore(m, "zin-other"); apiStatus(err) == http.StatusConflict {
+		t.Errorf("account claim not released after its stores stopped: %v", err)
+	}
+}
