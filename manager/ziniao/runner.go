@@ -219,8 +219,9 @@ func (r *Runner) Adopted() bool { return r.adopted }
 func (r *Runner) Done() <-chan struct{} { return r.done }
 
 // Stop closes the environment with stopBrowser (bounded by 15 s and ctx), waits (bounded) for its debugging
-// port to stop answering, ends the watcher and closes Done. An API error from an environment whose port is
-// already dead counts as stopped. Stopping a stopped Runner is a no-op.
+// port to stop answering, ends the watcher and closes Done (even when it returns an error: the caller is
+// done with this Runner). An API error from an environment whose port is already dead counts as stopped.
+// Stopping a stopped Runner is a no-op.
 func (r *Runner) Stop(ctx context.Context) error {
 	r.stopMu.Lock()
 	defer r.stopMu.Unlock()
@@ -233,7 +234,8 @@ func (r *Runner) Stop(ctx context.Context) error {
 	cancel()
 	if err != nil {
 		var apiErr *APIError
-		if errors.As(err, &apiErr) && !r.answers(ctx) {
+		// Probed without ctx (bounded by probeBound): an ended ctx must not pass for a dead port.
+		if errors.As(err, &apiErr) && !r.answers(context.Background()) {
 			r.log.Info().Err(err).Msg("stopBrowser refused, but the environment is already gone")
 			r.stopped = true
 			return nil

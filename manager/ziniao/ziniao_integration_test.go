@@ -270,3 +270,17 @@ func TestIntegrationReconnect(t *testing.T) {
 		t.Error("Reconnect to a stopped environment succeeded")
 	}
 }
+
+func TestIntegrationFakeExit(t *testing.T) {
+	_, c := newFakeZiniao(t)
+	r := startReady(t, c, "1001")
+	// The package never sends exit (the shared client is not its to stop); speak it raw.
+	if err := c.call(context.Background(), "exit", nil, nil); err != nil {
+		t.Fatalf("exit: %v", err)
+	}
+	waitFor(t, "the client to stop answering", 20*time.Second, func() bool { return c.Ping(context.Background()) != nil })
+	waitFor(t, "the environment's Done", 20*time.Second, func() bool { return closed(r.Done()) })
+	if !portDead(r.DebuggingPort()) {
+		t.Errorf("port %d alive after exit", r.DebuggingPort())
+	}
+}
