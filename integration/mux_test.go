@@ -649,3 +649,51 @@ func muxRestorePrefs(profile string) error {
 	}
 	return os.WriteFile(path, b, 0o600)
 }
+
+// TestMuxBrowserUseAndAgentBrowserFlows replays the connect-time traffic of browser-use 0.13 and of
+// agent-browser (SPEC §5) side by side through the mux.
+func TestMuxBrowserUseAndAgentBrowserFlows(t *testing.T) {
+	chr := startChromium(t)
+	m := startMuxOn(t, chr.HTTP, mux.Config{})
+	site := muxSite(t)
+
+	bu := dialRaw(t, m.WSBase+"/client-0123abcd-task")
+	bu.targetIDs(false)
+	bu.targetIDs(false)
+	var ct struct{ TargetID string }
+	bu.must("Target.createTarget", map[string]any{"url": "about:blank", "background": true}, "", &ct)
+	var at struct{ SessionID string }
+	bu.must("Target.attachToTarget", map[string]any{"targetId": ct.TargetID, "flatten": true}, "", &at)
+	for _, d := range []string{"Page", "DOM", "Runtime", "Network"} {
+		bu.must(d+".enable", nil, at.SessionID, nil)
+	}
+	bu.must("Page.navigate", map[string]any{"url": site.URL + "/bu"}, at.SessionID, nil)
+
+	// agent-browser discovers through /json/version, then attaches to every page it is shown.
+	resp, err := http.Get(m.HTTPBase + "/json/version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var version struct{ WebSocketDebuggerURL string }
+	json.NewDecoder(resp.Body).Decode(&version)
+	resp.Body.Close()
+	ab := dialRaw(t, version.WebSocketDebuggerURL)
+	ab.must("Target.setDiscoverTargets", map[string]any{"discover": true}, "", nil)
+	if ids := ab.targetIDs(true); len(ids) != 0 {
+		t.Fatalf("agent-browser is shown %v before creating anything", ids)
+	}
+	own, _ := ab.createPage(site.URL + "/ab")
+	for _, id := range ab.targetIDs(false) {
+		if id != own {
+			t.Fatalf("agent-browser is shown %s, not its own", id)
+		}
+		ab.must("Target.attachToTarget", map[string]any{"targetId": id, "flatten": true}, "", nil)
+	}
+	if ids := bu.targetIDs(false); len(ids) != 1 || ids[0] != ct.TargetID {
+		t.Fatalf("browser-use sees %v; want only %s", ids, ct.TargetID)
+	}
+	muxWaitFor(t, "browser-use page loaded", 10*time.Second, func() bool {
+		v, err := bu.evaluate(at.SessionID, `document.readyState === "complete" && document.title`)
+		return err == nil && string(v) == `"page /bu"`
+	})
+}
