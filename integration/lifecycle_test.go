@@ -351,3 +351,16 @@ func TestDeadBrowserIsBuriedAndRelaunched(t *testing.T) {
 		t.Errorf("after the relaunch %+v; want a new pid on the same registry port %d", after, before.ProxyPort)
 	}
 }
+
+func TestExpiredLeaseStopsDaemons(t *testing.T) {
+	m := startManager(t, "VIBE_TASK_LEASE_S=3", "VIBE_BROWSER_IDLE_S=0")
+	m.env = append(m.env, "FAKEBU_DAEMON=1")
+	m.cli("store", "add", "shop")
+	if err := ensureStore(m, "shop"); err != nil { // so the call below is quicker than the lease
+		t.Fatal(err)
+	}
+	m.mustAgent("--store shop --task "+taskA, "browser-use <<'PY'\neval 1\nPY")
+	pid := m.daemonPID("shop-a1a1a1a1")
+	// The shim's call registered the task with a 3 s lease and nobody renews it.
+	muxWaitFor(t, "the daemon of the task whose lease expired to stop", 15*time.Second, func() bool { return gone(pid) })
+}

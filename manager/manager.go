@@ -106,6 +106,7 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 	var loopsDone sync.WaitGroup
 	loopsDone.Go(func() { m.idleLoop(loops) })
 	loopsDone.Go(func() { m.reapLoop(loops) })
+	loopsDone.Go(func() { m.leaseLoop(loops) })
 	srv := &http.Server{Handler: m.routes(), ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()

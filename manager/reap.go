@@ -8,6 +8,7 @@ import (
 
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/reaper"
+	"vibebrowser/state"
 )
 
 // reaperConfig describes this manager's runtime dir to the reaper: the known slugs and which tasks are
@@ -104,4 +105,37 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// leaseCheckEvery is how often expired task leases are looked for.
+const leaseCheckEvery = 15 * time.Second
+
+// leaseLoop stops the daemons of a task as soon as its lease expires (a task the app forgot, or whose shim
+// calls stopped): the periodic reaper pass would find them too, but only at its interval.
+func (m *Manager) leaseLoop(ctx context.Context) {
+	if m.cfg.DisableReaper || !m.ownsRuntime {
+		return
+	}
+	tick := time.NewTicker(min(leaseCheckEvery, max(m.cfg.TaskLease/2, time.Second)))
+	defer tick.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			tasks, err := m.db.ListTasks(ctx)
+			if err != nil {
+				m.log.Error().Err(err).Msg("lease check: list tasks")
+				continue
+			}
+			for _, t := range tasks {
+				if state.KeepsDaemons(t.Status) && t.LeaseUntil.After(last) && !t.LeaseUntil.After(now) {
+					m.log.Info().Str("task", t.ID).Msg("task lease expired")
+					m.taskEnded(ctx, t.ID)
+				}
+			}
+			last = now
+		}
+	}
 }
