@@ -500,6 +500,9 @@ func (m *Manager) detachAll() {
 		if l := b.cur.Load(); l != nil {
 			l.cancel()
 			<-l.served
+			if r, ok := l.run.(interface{ Release() }); ok {
+				r.Release() // stop watching the browser without stopping it
+			}
 		}
 	}
 }
