@@ -174,7 +174,7 @@ func TestKeepBrowsersOnExitThenAdopt(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := m.browserOf("kept").PID
-	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	t.Cleanup(func() { syscall.Kill(-pid, syscall.SIGKILL) }) // its process group, whatever the manager left
 	if err := m.stop(); err != nil {
 		t.Fatalf("exit with VIBE_KEEP_BROWSERS_ON_EXIT=1: %v", err)
 	}

@@ -56,6 +56,23 @@ func builtBinaries(t testing.TB) binaries {
 		fakeBU: filepath.Join(buildDir, "fakebu")}
 }
 
+// settledTempDir is t.TempDir for directories Chromium writes into: its helpers may still be flushing the
+// profile for a moment after the browser is gone, so removal is retried instead of failing the test.
+func settledTempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", strings.ReplaceAll(t.Name(), "/", "_")+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		deadline := time.Now().Add(10 * time.Second)
+		for os.RemoveAll(dir) != nil && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	return dir
+}
+
 // managed is a real `vibe-browser serve` child on a temp home.
 type managed struct {
 	t      *testing.T
@@ -72,7 +89,7 @@ type managed struct {
 func startManager(t *testing.T, extra ...string) *managed {
 	t.Helper()
 	bins := builtBinaries(t)
-	home := t.TempDir()
+	home := settledTempDir(t)
 	env := []string{"HOME=" + home, "PATH=/usr/local/bin:/usr/bin:/bin", "VIBE_HOME=" + home,
 		"VIBE_BROWSER_USE=" + bins.fakeBU, "VIBE_SHIM=" + bins.shim, "VIBE_HEADLESS=1",
 		"VIBE_CHROME=" + chromiumBinary(t), fmt.Sprintf("VIBE_PROXY_PORT_BASE=%d", 20000+rand.IntN(30000))}
