@@ -5,18 +5,12 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"regexp"
 	"sort"
 	"strconv"
 	"time"
 
 	"vibebrowser/manager/api"
 	"vibebrowser/state"
-)
-
-var (
-	clientIDPattern = regexp.MustCompile(`\A[A-Za-z0-9_-]{1,80}\z`)
-	buNamePattern   = regexp.MustCompile(`\A[A-Za-z0-9_-]{1,64}\z`)
 )
 
 // handleEnsureSession is the shim's call: the browser made ready, the task's lease renewed, the client's
@@ -29,10 +23,10 @@ func (m *Manager) handleEnsureSession(r *http.Request) (any, error) {
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	if !clientIDPattern.MatchString(req.ClientID) {
+	if !api.ValidClientID(req.ClientID) {
 		return nil, fmt.Errorf("%w: client_id %q must match [A-Za-z0-9_-]{1,80}", ErrBadRequest, req.ClientID)
 	}
-	if !buNamePattern.MatchString(req.BUName) {
+	if !api.ValidBUName(req.BUName) {
 		return nil, fmt.Errorf("%w: bu_name %q must match [A-Za-z0-9_-]{1,64}", ErrBadRequest, req.BUName)
 	}
 	if req.TaskID != "" && !api.ValidTaskID(req.TaskID) {

@@ -2,7 +2,6 @@ package wrapshim
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -28,10 +27,6 @@ type Call struct {
 	BUName   string   // browser-use session name (BU_NAME)
 	ClientID string   // mux client id
 }
-
-var (
-	buNamePattern = regexp.MustCompile(`\A[A-Za-z0-9_-]{1,64}\z`)
-)
 
 // Plan applies every session rule of SPEC §3 to the agent's arguments and environment (as os.Environ
 // returns it) and derives BU_NAME and the mux client id. Any violation is a *RuleError.
@@ -110,7 +105,7 @@ func Plan(cfg *Config, args, environ []string) (*Call, error) {
 			"from the task's agent, or drop --worker")
 	}
 	call.BUName, call.ClientID = names(cfg, call)
-	if !buNamePattern.MatchString(call.BUName) {
+	if !api.ValidBUName(call.BUName) {
 		return nil, refuse("session name %q is not valid for browser-use: it must match [A-Za-z0-9_-]{1,64}",
 			call.BUName)
 	}

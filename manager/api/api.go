@@ -4,7 +4,6 @@ package api
 
 import (
 	"fmt"
-	"regexp"
 	"time"
 )
 
@@ -135,15 +134,45 @@ type ReapResult struct {
 	Kept    []string `json:"kept"`
 }
 
-// taskIDPattern is the form of VIBE_TASK_ID: 8 to 64 characters of [A-Za-z0-9-] whose first 8 are hex (the
-// 8 hex characters name the task in BU_NAME and in daemon pid files).
-var taskIDPattern = regexp.MustCompile(`\A[0-9A-Fa-f]{8}[A-Za-z0-9-]{0,56}\z`)
-
-// TaskIDForm describes a valid task id, for messages.
+// TaskIDForm describes a valid task id (VIBE_TASK_ID), for messages. The first 8 characters name the task in
+// BU_NAME and in daemon pid files, so they must be hex.
 const TaskIDForm = "8 to 64 characters of [A-Za-z0-9-] whose first 8 are hex"
 
-// ValidTaskID reports whether id has the form of a task id.
-func ValidTaskID(id string) bool { return taskIDPattern.MatchString(id) }
+// ValidTaskID reports whether id has the form TaskIDForm describes. (Hand-written rather than a regexp: the
+// shim runs on every agent call and compiling a regexp at start-up costs more than the whole check.)
+func ValidTaskID(id string) bool {
+	if len(id) < 8 || len(id) > 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		hex := '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+		if i < 8 && !hex || !(isAlnum(c) || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidBUName reports whether s is a browser-use session name: [A-Za-z0-9_-]{1,64}, browser-use's own check.
+func ValidBUName(s string) bool { return validName(s, 64) }
+
+// ValidClientID reports whether s is a mux client id: [A-Za-z0-9_-]{1,80}.
+func ValidClientID(s string) bool { return validName(s, 80) }
+
+func validName(s string, max int) bool {
+	if len(s) < 1 || len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !isAlnum(c) && c != '-' && c != '_' {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
 
 // Session kinds a shim asks for.
 const (
