@@ -172,7 +172,9 @@ func validName(s string, max int) bool {
 	return true
 }
 
-func isAlnum(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+func isAlnum(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+}
 
 // Session kinds a shim asks for.
 const (
