@@ -32,6 +32,7 @@ type fakeBrowser struct {
 	next     int
 	received []fakeMsg
 	stall    map[string]bool // methods left unanswered
+	contexts []string        // created browser contexts
 	extra    int             // pages (with tabs) that appear before the next created one, like a startup tab
 	conns    int
 }
@@ -263,7 +264,12 @@ func (fb *fakeBrowser) handle(b []byte) {
 		reply(`{"success":true}`)
 	case "Target.createBrowserContext":
 		fb.next++
-		reply(fmt.Sprintf(`{"browserContextId":"CTX%d"}`, fb.next))
+		id := fmt.Sprintf("CTX%d", fb.next)
+		fb.contexts = append(fb.contexts, id)
+		reply(`{"browserContextId":"` + id + `"}`)
+	case "Target.getBrowserContexts":
+		ids, _ := json.Marshal(fb.contexts)
+		reply(`{"browserContextIds":` + string(ids) + `,"defaultBrowserContextId":"CTX0"}`)
 	case "Browser.getVersion":
 		reply(`{"protocolVersion":"1.3","product":"FakeChrome/1.0","revision":"1","userAgent":"fake","jsVersion":"1"}`)
 	case "Runtime.evaluate":

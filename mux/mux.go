@@ -101,6 +101,7 @@ const (
 	kindGetTargets
 	kindCreate
 	kindContext
+	kindContexts
 	kindInternal
 )
 

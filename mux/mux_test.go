@@ -1023,6 +1023,12 @@ func TestForeignBrowserContextRefused(t *testing.T) {
 	if n := len(fb.got("Target.disposeBrowserContext")); n != 0 {
 		t.Fatal("dispose of another client's context reached the browser")
 	}
+	if r := b.call("Target.getBrowserContexts", "", ""); strings.Contains(string(r.Result), ctxA) || !strings.Contains(string(r.Result), `"defaultBrowserContextId":"CTX0"`) {
+		t.Fatalf("b's getBrowserContexts = %s; want a's context hidden", r.Result)
+	}
+	if r := a.call("Target.getBrowserContexts", "", ""); !strings.Contains(string(r.Result), ctxA) {
+		t.Fatalf("a's getBrowserContexts = %s; want its context", r.Result)
+	}
 	if r := a.call("Target.disposeBrowserContext", `{"browserContextId":"`+ctxA+`"}`, ""); r.Error != nil {
 		t.Fatalf("a disposing its own context: %+v", r.Error)
 	}

@@ -239,6 +239,8 @@ func (m *Mux) routeLocked(c *conn, b []byte, info msgInfo, id []byte) {
 			kind = kindGetTargets
 		case "Target.createBrowserContext":
 			kind = kindContext
+		case "Target.getBrowserContexts":
+			kind = kindContexts
 		}
 	}
 	if m.up == nil {

@@ -463,6 +463,10 @@ func (m *Mux) responseLocked(b []byte, info msgInfo) {
 		m.releaseLocked(p.park)
 		m.nextCreateLocked()
 		return
+	case kindContexts:
+		if f, ok := m.filterContextsLocked(p, b); ok {
+			spliced = f
+		}
 	case kindContext:
 		var r struct {
 			Result struct {
@@ -533,6 +537,36 @@ func dist(a, b int) int {
 		return a - b
 	}
 	return b - a
+}
+
+// filterContextsLocked rewrites a getBrowserContexts answer to the contexts the client created.
+func (m *Mux) filterContextsLocked(p *pending, b []byte) (frame, bool) {
+	var r struct {
+		Result struct {
+			BrowserContextIDs       []string        `json:"browserContextIds"`
+			DefaultBrowserContextID json.RawMessage `json:"defaultBrowserContextId"`
+		} `json:"result"`
+	}
+	if json.Unmarshal(b, &r) != nil {
+		return frame{}, false
+	}
+	res := append(make([]byte, 0, 128), `{"browserContextIds":[`...)
+	n := 0
+	for _, id := range r.Result.BrowserContextIDs {
+		if p.c.cl.contexts[id] {
+			if n > 0 {
+				res = append(res, ',')
+			}
+			res = appendJSONString(res, id)
+			n++
+		}
+	}
+	res = append(res, ']')
+	if r.Result.DefaultBrowserContextID != nil {
+		res = append(res, `,"defaultBrowserContextId":`...)
+		res = append(res, r.Result.DefaultBrowserContextID...)
+	}
+	return resultFrame(p.origID, p.sessionID, append(res, '}')), true
 }
 
 func (m *Mux) filterTargetsLocked(p *pending, b []byte) (frame, bool) {
