@@ -26,7 +26,7 @@ func routingHarness(t testing.TB) (*Mux, *conn) {
 		tg := &target{id: "PAGE" + string(bytes.ToUpper([]byte(id))), typ: "page", owner: cl, info: []byte(`{"targetId":"x","type":"page"}`)}
 		m.addTargetLocked(tg)
 		sid := "S" + string(bytes.ToUpper([]byte(id)))
-		m.sessions[sid] = &session{id: sid, owner: cl, target: tg}
+		m.sessions[sid] = &session{id: sid, owner: cl, target: tg, root: tg}
 	}
 	return m, m.clients["f"].conn
 }

@@ -80,6 +80,7 @@ type session struct {
 	id             string
 	owner          *client
 	target         *target
+	root           *target // the top-level target a command on this session uses (LRU), children included
 	discover       bool
 	discoverFilter []targetFilter
 }
@@ -202,6 +203,8 @@ func (m *Mux) Serve(ctx context.Context) error {
 	var err error
 	select {
 	case <-ctx.Done():
+		m.srv.Close()
+		<-srvErr // http.ErrServerClosed
 	case err = <-srvErr:
 		if errors.Is(err, http.ErrServerClosed) {
 			err = nil
@@ -209,8 +212,8 @@ func (m *Mux) Serve(ctx context.Context) error {
 			err = fmt.Errorf("mux serve: %w", err)
 		}
 		cancel()
+		m.srv.Close()
 	}
-	m.srv.Close()
 	m.mu.Lock()
 	m.closed = true
 	for _, cl := range m.clients {

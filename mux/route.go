@@ -164,8 +164,8 @@ func (m *Mux) routeLocked(c *conn, b []byte, info msgInfo, id []byte) {
 			m.replyErrLocked(c, id, sid, codeNoSession, "Session with given id not found.")
 			return
 		}
-		if sess.target != nil {
-			m.touchTargetLocked(sess.target)
+		if sess.root != nil {
+			m.touchTargetLocked(sess.root)
 		}
 	}
 	kind := kindPlain

@@ -748,7 +748,7 @@ func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
 		json.Unmarshal(pr.TargetInfo, &ti)
 		t := m.targets[ti.TargetID]
 		if t != nil && t.owner != nil && t.owner.conn != nil && !t.closing {
-			m.sessions[pr.SessionID] = &session{id: pr.SessionID, owner: t.owner, target: t}
+			m.sessions[pr.SessionID] = &session{id: pr.SessionID, owner: t.owner, target: t, root: t}
 			t.owner.conn.send(wholeFrame(b))
 			return
 		}
@@ -824,7 +824,11 @@ func (m *Mux) sessionEventLocked(b []byte, info msgInfo) {
 			t.owner = s.owner
 			m.ownershipChangedLocked()
 		}
-		m.sessions[ev.Params.SessionID] = &session{id: ev.Params.SessionID, owner: s.owner, target: t}
+		root := s.root
+		if t != nil && t.typ == "page" { // puppeteer's page inside its tab session
+			root = t
+		}
+		m.sessions[ev.Params.SessionID] = &session{id: ev.Params.SessionID, owner: s.owner, target: t, root: root}
 	case "Target.detachedFromTarget":
 		var ev upEvent
 		if json.Unmarshal(b, &ev) == nil {
