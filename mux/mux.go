@@ -51,6 +51,14 @@ type Mux struct {
 	tick     uint64             // logical clock for LRU
 	activity time.Time
 	fresh    bool // orphan cleanup still due (FreshLaunch, first connect)
+	// While the upstream reader routes a message (batching), frames for clients are queued quietly and
+	// their connections collected in kicked; the upstream reader writes them itself after unlocking (see
+	// conn.writeInline). Only the upstream reader goroutine sets batching or touches kicked.
+	batching bool
+	kicked   []*conn
+	// upQuiet is set while a client reader routes its message: it writes the upstream queue itself
+	// right after (upstream.writeNow), so its push need not wake the upstream writer.
+	upQuiet bool
 }
 
 // client is a client id's state; it outlives its connections (takeover, grace, recovery).

@@ -36,6 +36,16 @@ func newSendQueue(limit int) *sendQueue {
 // single frame larger than the bound is accepted into an empty queue, because every message up to the
 // upstream size limit must be deliverable.
 func (q *sendQueue) push(f frame) bool {
+	if !q.pushQuiet(f) {
+		return false
+	}
+	q.signal()
+	return true
+}
+
+// pushQuiet is push without waking the writer: for a caller that writes the queue itself right after,
+// or wakes it with signal (a wake-up it does not need costs a thread hand-off per message).
+func (q *sendQueue) pushQuiet(f frame) bool {
 	n := f.size()
 	q.mu.Lock()
 	if q.closed || (q.bytes > 0 && q.bytes+n > q.limit) {
@@ -45,11 +55,15 @@ func (q *sendQueue) push(f frame) bool {
 	q.frames = append(q.frames, f)
 	q.bytes += n
 	q.mu.Unlock()
+	return true
+}
+
+// signal wakes the writer.
+func (q *sendQueue) signal() {
 	select {
 	case q.wake <- struct{}{}:
 	default:
 	}
-	return true
 }
 
 // pushForce appends f whatever the bound; for the mux's own few, small commands, which must never be lost.

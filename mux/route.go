@@ -132,7 +132,9 @@ func (m *Mux) handleClient(c *conn, b []byte) {
 	}
 	c.cl.active = time.Now()
 	m.touchActivityLocked()
+	m.upQuiet = true
 	m.routeLocked(c, b, info, append([]byte(nil), idTok...))
+	m.upQuiet = false
 	up := m.up
 	m.mu.Unlock()
 	if up != nil {
@@ -150,8 +152,26 @@ var opaqueBrowserMethods = map[string]bool{
 
 func (m *Mux) touchActivityLocked() { m.activity = time.Now() }
 
+// sendLocked queues f for c. While the upstream reader routes, the push is quiet and c is collected for
+// the reader's inline write; otherwise the client's writer is woken.
+func (m *Mux) sendLocked(c *conn, f frame) {
+	if !m.batching {
+		c.send(f)
+		return
+	}
+	if !c.q.pushQuiet(f) {
+		c.overflow()
+		return
+	}
+	m.msgsOut.Add(1)
+	m.bytesOut.Add(uint64(f.size()))
+	if n := len(m.kicked); n == 0 || m.kicked[n-1] != c {
+		m.kicked = append(m.kicked, c)
+	}
+}
+
 func (m *Mux) replyErrLocked(c *conn, id []byte, sid string, code int, msg string) {
-	c.send(errorFrame(id, sid, code, msg))
+	m.sendLocked(c, errorFrame(id, sid, code, msg))
 }
 
 func (m *Mux) routeLocked(c *conn, b []byte, info msgInfo, id []byte) {
@@ -217,7 +237,7 @@ func (m *Mux) routeLocked(c *conn, b []byte, info msgInfo, id []byte) {
 			// Session-scoped auto-attach only reaches the client's own target's children: forward it.
 		case "Browser.close":
 			m.closeClientTargetsLocked(c.cl)
-			c.send(resultFrame(id, sid, []byte("{}")))
+			m.sendLocked(c, resultFrame(id, sid, []byte("{}")))
 			return
 		case "Browser.setDownloadBehavior":
 			c.downloadEvents = p.EventsEnabled
@@ -254,7 +274,11 @@ func (m *Mux) routeLocked(c *conn, b []byte, info msgInfo, id []byte) {
 func (m *Mux) forwardLocked(c *conn, b []byte, info msgInfo, id []byte, kind pendKind, park *parked) bool {
 	nid := m.newIDLocked()
 	f := frame{head: b[:info.idStart], mid: strconv.AppendInt(nil, int64(nid), 10), tail: b[info.idEnd:]}
-	if !m.up.q.push(f) {
+	push := m.up.q.push
+	if m.upQuiet {
+		push = m.up.q.pushQuiet
+	}
+	if !push(f) {
 		m.replyErrLocked(c, id, info.sessionID, codeServer, "mux upstream queue full; retry")
 		return false
 	}
@@ -348,7 +372,7 @@ func (m *Mux) releaseLocked(p *parked) {
 	f := p.f
 	p.f = frame{}
 	if p.c.cl.conn == p.c {
-		p.c.send(f)
+		m.sendLocked(p.c, f)
 	}
 }
 
@@ -376,11 +400,11 @@ func (m *Mux) setDiscoverLocked(c *conn, sess *session, id []byte, p *cmdParams)
 	if p.Discover {
 		for _, t := range m.order {
 			if t.owner == c.cl && !t.closing && t.info != nil && filterMatch(p.Filter, t.typ) {
-				c.send(withSession(eventFrame("Target.targetCreated", targetInfoParams(t.info)), sid))
+				m.sendLocked(c, withSession(eventFrame("Target.targetCreated", targetInfoParams(t.info)), sid))
 			}
 		}
 	}
-	c.send(resultFrame(id, sid, []byte("{}")))
+	m.sendLocked(c, resultFrame(id, sid, []byte("{}")))
 }
 
 // withSession puts a sessionId on an event the mux built or received without one.
@@ -401,11 +425,11 @@ func (m *Mux) deliverTargetEventLocked(t *target, b []byte) {
 	}
 	c := t.owner.conn
 	if c.discover && filterMatch(c.discoverFilter, t.typ) {
-		c.send(wholeFrame(b))
+		m.sendLocked(c, wholeFrame(b))
 	}
 	for _, s := range m.sessions {
 		if s.owner == t.owner && s.discover && filterMatch(s.discoverFilter, t.typ) {
-			c.send(withSession(wholeFrame(b), s.id))
+			m.sendLocked(c, withSession(wholeFrame(b), s.id))
 		}
 	}
 }

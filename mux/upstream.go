@@ -32,6 +32,7 @@ type upstream struct {
 	scratch []byte
 	batch   []frame
 	failed  bool
+	wd      lazyDeadline
 }
 
 func (u *upstream) close() {
@@ -41,12 +42,15 @@ func (u *upstream) close() {
 	})
 }
 
-// writeNow writes what is queued unless a write is already in progress.
+// writeNow writes what is queued unless a write is already in progress, in which case the writer
+// goroutine is woken to write it after.
 func (u *upstream) writeNow() {
-	if u.wmu.TryLock() {
-		u.drainLocked()
-		u.wmu.Unlock()
+	if !u.wmu.TryLock() {
+		u.q.signal()
+		return
 	}
+	u.drainLocked()
+	u.wmu.Unlock()
 }
 
 func (u *upstream) drainLocked() {
@@ -57,7 +61,7 @@ func (u *upstream) drainLocked() {
 	if len(u.batch) == 0 {
 		return
 	}
-	u.ws.NetConn().SetWriteDeadline(time.Now().Add(u.timeout))
+	u.wd.extend(u.ws.NetConn().SetWriteDeadline, time.Now(), u.timeout)
 	for i := range u.batch {
 		if err := writeClientFrame(u.bw, u.batch[i], u.scratch); err != nil {
 			u.failed = true
@@ -298,7 +302,7 @@ func (m *Mux) upstreamLostLocked(up *upstream) {
 	m.creating = nil
 	for _, q := range m.createQ {
 		if q.c.cl.conn == q.c {
-			q.c.send(errorFrame(q.msg[q.info.idStart:q.info.idEnd], q.info.sessionID, codeInternal, "Browser disconnected"))
+			m.sendLocked(q.c, errorFrame(q.msg[q.info.idStart:q.info.idEnd], q.info.sessionID, codeInternal, "Browser disconnected"))
 		}
 	}
 	m.createQ = nil
@@ -308,7 +312,7 @@ func (m *Mux) upstreamLostLocked(up *upstream) {
 			if s.target != nil {
 				p = append(append(p, `,"targetId":`...), appendJSONString(nil, s.target.id)...)
 			}
-			c.send(eventFrame("Target.detachedFromTarget", append(p, '}')))
+			m.sendLocked(c, eventFrame("Target.detachedFromTarget", append(p, '}')))
 		}
 	}
 	clear(m.sessions)
@@ -328,7 +332,7 @@ func (m *Mux) failPendingLocked(p *pending, code int, msg string) {
 		p.park.ready = true
 		m.releaseLocked(p.park)
 	case p.c.cl.conn == p.c:
-		p.c.send(errorFrame(p.origID, p.sessionID, code, msg))
+		m.sendLocked(p.c, errorFrame(p.origID, p.sessionID, code, msg))
 	}
 }
 
@@ -390,19 +394,26 @@ func (m *Mux) handleUpstream(up *upstream, b []byte) {
 		return
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.up != up {
+		m.mu.Unlock()
 		return
 	}
-	if info.hasID() && !info.hasMethod {
+	m.batching = true
+	switch {
+	case info.hasID() && !info.hasMethod:
 		m.responseLocked(b, info)
-		return
-	}
-	if info.sessionID != "" {
+	case info.sessionID != "":
 		m.sessionEventLocked(b, info)
-		return
+	default:
+		m.browserEventLocked(b, info)
 	}
-	m.browserEventLocked(b, info)
+	m.batching = false
+	m.mu.Unlock()
+	for i, c := range m.kicked {
+		c.writeInline()
+		m.kicked[i] = nil
+	}
+	m.kicked = m.kicked[:0]
 }
 
 func (m *Mux) responseLocked(b []byte, info msgInfo) {
@@ -478,7 +489,7 @@ func (m *Mux) responseLocked(b []byte, info msgInfo) {
 		}
 	}
 	if p.c.cl.conn == p.c {
-		p.c.send(spliced)
+		m.sendLocked(p.c, spliced)
 	}
 }
 
@@ -749,7 +760,7 @@ func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
 		t := m.targets[ti.TargetID]
 		if t != nil && t.owner != nil && t.owner.conn != nil && !t.closing {
 			m.sessions[pr.SessionID] = &session{id: pr.SessionID, owner: t.owner, target: t, root: t}
-			t.owner.conn.send(wholeFrame(b))
+			m.sendLocked(t.owner.conn, wholeFrame(b))
 			return
 		}
 		// Nobody here wants this session: let the target run and let go of it.
@@ -758,7 +769,7 @@ func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
 		if s := m.sessions[pr.SessionID]; s != nil {
 			delete(m.sessions, pr.SessionID)
 			if s.owner.conn != nil {
-				s.owner.conn.send(wholeFrame(b))
+				m.sendLocked(s.owner.conn, wholeFrame(b))
 			}
 		}
 	case "Browser.downloadWillBegin":
@@ -768,7 +779,7 @@ func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
 		}
 		m.guids[pr.GUID] = t.owner
 		if c := t.owner.conn; c != nil && c.downloadEvents {
-			c.send(wholeFrame(b))
+			m.sendLocked(c, wholeFrame(b))
 		}
 	case "Browser.downloadProgress":
 		cl := m.guids[pr.GUID]
@@ -779,7 +790,7 @@ func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
 			delete(m.guids, pr.GUID)
 		}
 		if c := cl.conn; c != nil && c.downloadEvents {
-			c.send(wholeFrame(b))
+			m.sendLocked(c, wholeFrame(b))
 		}
 	}
 }
@@ -838,7 +849,7 @@ func (m *Mux) sessionEventLocked(b []byte, info msgInfo) {
 	if s == nil || s.owner.conn == nil {
 		return
 	}
-	s.owner.conn.send(wholeFrame(b))
+	m.sendLocked(s.owner.conn, wholeFrame(b))
 }
 
 // rebuildLocked re-derives ownership from a fresh getTargets after every (re)connect: owned targets that
