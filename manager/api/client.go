@@ -6,9 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -34,13 +31,15 @@ func DefaultHome() string {
 }
 
 // Client talks to the manager over its unix socket. Its zero value uses the socket of DefaultHome.
+//
+// It speaks a minimal HTTP/1.1 (one request per connection) over a raw socket instead of using net/http: the
+// shim links this package and runs on every agent call, and net and net/http cost it several milliseconds of
+// start-up (their package init and the page faults of their memory) on every call.
 type Client struct {
 	// Socket is the manager's unix socket path; empty means DefaultHome()/run/manager.sock.
 	Socket string
 	// Timeout bounds each call when the context has no deadline; zero means no bound beyond the context.
 	Timeout time.Duration
-
-	hc *http.Client
 }
 
 // NewClient returns a client of the manager listening on socket.
@@ -53,20 +52,14 @@ func (c *Client) socket() string {
 	return filepath.Join(DefaultHome(), SocketRel)
 }
 
-func (c *Client) http() *http.Client {
-	if c.hc == nil {
-		sock := c.socket()
-		c.hc = &http.Client{Transport: &http.Transport{
-			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-				var d net.Dialer
-				return d.DialContext(ctx, "unix", sock)
-			},
-			DisableCompression: true,
-			MaxIdleConns:       4,
-		}}
-	}
-	return c.hc
-}
+// HTTP methods the client sends.
+const (
+	MethodGet    = "GET"
+	MethodPost   = "POST"
+	MethodPut    = "PUT"
+	MethodPatch  = "PATCH"
+	MethodDelete = "DELETE"
+)
 
 // Do sends method path with body encoded as JSON (nil for none) and decodes a 2xx answer into out (nil to
 // discard it). A non-2xx answer is returned as *Error; a failed dial wraps ErrUnreachable.
@@ -78,40 +71,31 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 			defer cancel()
 		}
 	}
-	var rd io.Reader
+	var payload []byte
 	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
+		var err error
+		if payload, err = json.Marshal(body); err != nil {
 			return fmt.Errorf("encode %s: %w", path, err)
 		}
-		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://manager"+path, rd)
+	conn, err := dialUnix(ctx, c.socket())
 	if err != nil {
-		return err
+		return fmt.Errorf("is the manager running? (%s): %w: %w", c.socket(), ErrUnreachable, err)
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.http().Do(req)
+	defer conn.Close()
+	status, data, err := conn.roundTrip(method, path, payload)
 	if err != nil {
-		var op *net.OpError
-		if errors.As(err, &op) && op.Op == "dial" {
-			return fmt.Errorf("is the manager running? (%s): %w: %w", c.socket(), ErrUnreachable, op.Err)
+		if ctx.Err() != nil {
+			err = ctx.Err()
 		}
 		return fmt.Errorf("%s %s: %w", method, path, err)
 	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return fmt.Errorf("%s %s: read answer: %w", method, path, err)
-	}
-	if resp.StatusCode/100 != 2 {
-		e := &Error{Status: resp.StatusCode}
+	if status/100 != 2 {
+		e := &Error{Status: status}
 		if json.Unmarshal(data, e) != nil || e.Message == "" {
 			e.Message = string(bytes.TrimSpace(data))
 			if e.Message == "" {
-				e.Message = http.StatusText(resp.StatusCode)
+				e.Message = fmt.Sprintf("HTTP %d", status)
 			}
 		}
 		return e
@@ -128,20 +112,20 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 // Health asks whether the manager is up.
 func (c *Client) Health(ctx context.Context) (Health, error) {
 	var h Health
-	err := c.Do(ctx, http.MethodGet, PathHealth, nil, &h)
+	err := c.Do(ctx, MethodGet, PathHealth, nil, &h)
 	return h, err
 }
 
 // EnsureSession makes the requested browser ready and returns the endpoint the caller must use.
 func (c *Client) EnsureSession(ctx context.Context, req EnsureRequest) (EnsureResponse, error) {
 	var out EnsureResponse
-	err := c.Do(ctx, http.MethodPost, PathSessionEnsure, req, &out)
+	err := c.Do(ctx, MethodPost, PathSessionEnsure, req, &out)
 	return out, err
 }
 
 // ReportEvent sends ev to the manager.
 func (c *Client) ReportEvent(ctx context.Context, ev Event) error {
-	return c.Do(ctx, http.MethodPost, PathEvents, ev, nil)
+	return c.Do(ctx, MethodPost, PathEvents, ev, nil)
 }
 
 func storePath(ref string) string { return PathStores + "/" + url.PathEscape(ref) }
@@ -149,91 +133,91 @@ func storePath(ref string) string { return PathStores + "/" + url.PathEscape(ref
 // Status returns the daemon's whole picture.
 func (c *Client) Status(ctx context.Context) (Status, error) {
 	var s Status
-	err := c.Do(ctx, http.MethodGet, PathStatus, nil, &s)
+	err := c.Do(ctx, MethodGet, PathStatus, nil, &s)
 	return s, err
 }
 
 // ListStores returns every store.
 func (c *Client) ListStores(ctx context.Context) ([]Store, error) {
 	var s []Store
-	err := c.Do(ctx, http.MethodGet, PathStores, nil, &s)
+	err := c.Do(ctx, MethodGet, PathStores, nil, &s)
 	return s, err
 }
 
 // CreateStore adds a store (and writes its wrapper).
 func (c *Client) CreateStore(ctx context.Context, spec StoreSpec) (Store, error) {
 	var s Store
-	err := c.Do(ctx, http.MethodPost, PathStores, spec, &s)
+	err := c.Do(ctx, MethodPost, PathStores, spec, &s)
 	return s, err
 }
 
 // GetStore returns the store named by ref (name, slug or id).
 func (c *Client) GetStore(ctx context.Context, ref string) (Store, error) {
 	var s Store
-	err := c.Do(ctx, http.MethodGet, storePath(ref), nil, &s)
+	err := c.Do(ctx, MethodGet, storePath(ref), nil, &s)
 	return s, err
 }
 
 // UpdateStore changes the store named by ref.
 func (c *Client) UpdateStore(ctx context.Context, ref string, u StoreUpdate) (Store, error) {
 	var s Store
-	err := c.Do(ctx, http.MethodPatch, storePath(ref), u, &s)
+	err := c.Do(ctx, MethodPatch, storePath(ref), u, &s)
 	return s, err
 }
 
 // DeleteStore stops the store's browser and removes the store, its wrapper and its port.
 func (c *Client) DeleteStore(ctx context.Context, ref string) error {
-	return c.Do(ctx, http.MethodDelete, storePath(ref), nil, nil)
+	return c.Do(ctx, MethodDelete, storePath(ref), nil, nil)
 }
 
 // StoreBrowser starts, stops or ensures the browser of the store named by ref.
 func (c *Client) StoreBrowser(ctx context.Context, ref, action string) (Store, error) {
 	var s Store
-	err := c.Do(ctx, http.MethodPost, storePath(ref)+"/browser/"+url.PathEscape(action), nil, &s)
+	err := c.Do(ctx, MethodPost, storePath(ref)+"/browser/"+url.PathEscape(action), nil, &s)
 	return s, err
 }
 
 // WebBrowser starts or stops the store-less web browser.
 func (c *Client) WebBrowser(ctx context.Context, action string) (Browser, error) {
 	var b Browser
-	err := c.Do(ctx, http.MethodPost, "/v1/web/"+url.PathEscape(action), nil, &b)
+	err := c.Do(ctx, MethodPost, "/v1/web/"+url.PathEscape(action), nil, &b)
 	return b, err
 }
 
 // PutTask records a task's status (and store), creating the task if needed.
 func (c *Client) PutTask(ctx context.Context, id string, u TaskUpdate) (Task, error) {
 	var t Task
-	err := c.Do(ctx, http.MethodPut, PathTasks+"/"+url.PathEscape(id), u, &t)
+	err := c.Do(ctx, MethodPut, PathTasks+"/"+url.PathEscape(id), u, &t)
 	return t, err
 }
 
 // GetTask returns one task.
 func (c *Client) GetTask(ctx context.Context, id string) (Task, error) {
 	var t Task
-	err := c.Do(ctx, http.MethodGet, PathTasks+"/"+url.PathEscape(id), nil, &t)
+	err := c.Do(ctx, MethodGet, PathTasks+"/"+url.PathEscape(id), nil, &t)
 	return t, err
 }
 
 // ListTasks returns every task.
 func (c *Client) ListTasks(ctx context.Context) ([]Task, error) {
 	var t []Task
-	err := c.Do(ctx, http.MethodGet, PathTasks, nil, &t)
+	err := c.Do(ctx, MethodGet, PathTasks, nil, &t)
 	return t, err
 }
 
 // DeleteTask forgets a task and stops its browser-use daemons.
 func (c *Client) DeleteTask(ctx context.Context, id string) error {
-	return c.Do(ctx, http.MethodDelete, PathTasks+"/"+url.PathEscape(id), nil, nil)
+	return c.Do(ctx, MethodDelete, PathTasks+"/"+url.PathEscape(id), nil, nil)
 }
 
 // WriteWrappers regenerates every wrapper.
 func (c *Client) WriteWrappers(ctx context.Context) error {
-	return c.Do(ctx, http.MethodPost, PathWrappers, nil, nil)
+	return c.Do(ctx, MethodPost, PathWrappers, nil, nil)
 }
 
 // Reap runs one daemon-reaper pass now.
 func (c *Client) Reap(ctx context.Context) (ReapResult, error) {
 	var r ReapResult
-	err := c.Do(ctx, http.MethodPost, PathReap, nil, &r)
+	err := c.Do(ctx, MethodPost, PathReap, nil, &r)
 	return r, err
 }

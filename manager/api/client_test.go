@@ -1,0 +1,107 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// serve runs h on a real unix socket and returns a client of it.
+func serve(t *testing.T, h http.HandlerFunc) *Client {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "m.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return NewClient(sock)
+}
+
+func TestClientAnswers(t *testing.T) {
+	big := strings.Repeat("x", 100_000) // over net/http's buffer: sent chunked
+	c := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/echo":
+			var body strings.Builder
+			fmt.Fprintf(&body, `{"method":%q,"type":%q,"len":%d}`, r.Method, r.Header.Get("Content-Type"), r.ContentLength)
+			w.Write([]byte(body.String()))
+		case "/big":
+			fmt.Fprintf(w, `{"value":%q}`, big)
+		case "/refuse":
+			w.WriteHeader(http.StatusConflict)
+			w.Write([]byte(`{"error":"slug \"x\" is taken","code":"conflict"}`))
+		case "/plain":
+			http.Error(w, "plain failure", http.StatusBadGateway)
+		case "/empty":
+			w.WriteHeader(http.StatusNoContent)
+		}
+	})
+	ctx := context.Background()
+	var echo struct {
+		Method, Type string
+		Len          int
+	}
+	if err := c.Do(ctx, MethodPut, "/echo", map[string]int{"a": 1}, &echo); err != nil || echo.Method != "PUT" ||
+		echo.Type != "application/json" || echo.Len != len(`{"a":1}`) {
+		t.Errorf("PUT with a body: %+v, %v", echo, err)
+	}
+	var got struct{ Value string }
+	if err := c.Do(ctx, MethodGet, "/big", nil, &got); err != nil || got.Value != big {
+		t.Errorf("chunked answer: %d bytes, %v; want %d", len(got.Value), err, len(big))
+	}
+	var apiErr *Error
+	if err := c.Do(ctx, MethodPost, "/refuse", nil, nil); !errors.As(err, &apiErr) || apiErr.Status != 409 ||
+		apiErr.Code != "conflict" || apiErr.Message != `slug "x" is taken` {
+		t.Errorf("409 answer: %v", err)
+	}
+	if err := c.Do(ctx, MethodGet, "/plain", nil, nil); !errors.As(err, &apiErr) || apiErr.Status != 502 ||
+		apiErr.Message != "plain failure" {
+		t.Errorf("non-JSON error: %v", err)
+	}
+	if err := c.Do(ctx, MethodDelete, "/empty", nil, &got); err != nil {
+		t.Errorf("204 answer: %v", err)
+	}
+}
+
+func TestClientUnreachable(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "none.sock")
+	err := NewClient(sock).Do(context.Background(), MethodGet, PathHealth, nil, nil)
+	if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "is the manager running? ("+sock+")") {
+		t.Errorf("dial of a missing socket = %v; want ErrUnreachable naming the socket", err)
+	}
+}
+
+func TestClientBoundedByContext(t *testing.T) {
+	release := make(chan struct{})
+	c := serve(t, func(w http.ResponseWriter, r *http.Request) { <-release })
+	t.Cleanup(func() { close(release) })
+	for name, mk := range map[string]func() (context.Context, context.CancelFunc){
+		"deadline": func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 200*time.Millisecond)
+		},
+		"cancel": func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(200*time.Millisecond, cancel)
+			return ctx, cancel
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := mk()
+			defer cancel()
+			began := time.Now()
+			err := c.Do(ctx, MethodGet, "/hang", nil, nil)
+			if err == nil || time.Since(began) > 5*time.Second {
+				t.Errorf("call to a hung manager = %v after %v; want an error at the context's end", err, time.Since(began))
+			}
+		})
+	}
+}

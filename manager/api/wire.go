@@ -1,0 +1,192 @@
+package api
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// maxAnswer bounds an answer's body.
+const maxAnswer = 16 << 20
+
+// unixConn is a blocking unix stream socket used without the net package (see Client).
+type unixConn struct {
+	fd   int
+	stop func() bool // ends the context watch
+}
+
+// dialUnix connects to path. The context's deadline becomes the socket's send and receive timeouts, and its
+// cancellation shuts the socket down, so a blocked call returns.
+func dialUnix(ctx context.Context, path string) (*unixConn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		return nil, err
+	}
+	syscall.CloseOnExec(fd) // the shim's child must not inherit it
+	if deadline, ok := ctx.Deadline(); ok {
+		tv := syscall.NsecToTimeval(max(time.Until(deadline), time.Millisecond).Nanoseconds())
+		_ = syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv)
+		_ = syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_SNDTIMEO, &tv)
+	}
+	for {
+		err = syscall.Connect(fd, &syscall.SockaddrUnix{Name: path})
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		syscall.Close(fd)
+		return nil, err
+	}
+	c := &unixConn{fd: fd}
+	c.stop = context.AfterFunc(ctx, func() { _ = syscall.Shutdown(fd, syscall.SHUT_RDWR) })
+	return c, nil
+}
+
+func (c *unixConn) Read(p []byte) (int, error) {
+	for {
+		n, err := syscall.Read(c.fd, p)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.EAGAIN:
+			return 0, errors.New("timed out waiting for the manager")
+		case err != nil:
+			return 0, err
+		case n == 0 && len(p) > 0:
+			return 0, io.EOF
+		}
+		return n, nil
+	}
+}
+
+func (c *unixConn) Write(p []byte) (int, error) {
+	written := 0
+	for written < len(p) {
+		n, err := syscall.Write(c.fd, p[written:])
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.EAGAIN:
+			return written, errors.New("timed out sending to the manager")
+		case err != nil:
+			return written, err
+		}
+		written += n
+	}
+	return written, nil
+}
+
+func (c *unixConn) Close() error {
+	c.stop()
+	return syscall.Close(c.fd)
+}
+
+// roundTrip sends one HTTP/1.1 request (Connection: close) and reads the status and the body of the answer,
+// whether it is framed by Content-Length, chunked, or ended by the close.
+func (c *unixConn) roundTrip(method, path string, body []byte) (int, []byte, error) {
+	var req strings.Builder
+	fmt.Fprintf(&req, "%s %s HTTP/1.1\r\nHost: manager\r\nUser-Agent: vibe-browser\r\nConnection: close\r\n", method, path)
+	if body != nil {
+		fmt.Fprintf(&req, "Content-Type: application/json\r\nContent-Length: %d\r\n", len(body))
+	}
+	req.WriteString("\r\n")
+	req.Write(body)
+	// A server may answer (and close) before reading the whole request; its answer is still read.
+	_, writeErr := io.WriteString(c, req.String())
+	r := bufio.NewReader(c)
+	statusLine, err := readLine(r)
+	if err != nil {
+		return 0, nil, fmt.Errorf("read answer: %w", errors.Join(writeErr, err))
+	}
+	proto, rest, _ := strings.Cut(statusLine, " ")
+	code, _, _ := strings.Cut(rest, " ")
+	status, err := strconv.Atoi(code)
+	if !strings.HasPrefix(proto, "HTTP/1.") || err != nil {
+		return 0, nil, fmt.Errorf("malformed status line %q", statusLine)
+	}
+	length, chunked := -1, false
+	for {
+		line, err := readLine(r)
+		if err != nil {
+			return 0, nil, fmt.Errorf("read answer headers: %w", err)
+		}
+		if line == "" {
+			break
+		}
+		name, value, _ := strings.Cut(line, ":")
+		value = strings.TrimSpace(value)
+		switch strings.ToLower(strings.TrimSpace(name)) {
+		case "content-length":
+			if length, err = strconv.Atoi(value); err != nil || length < 0 {
+				return 0, nil, fmt.Errorf("malformed Content-Length %q", value)
+			}
+		case "transfer-encoding":
+			chunked = strings.EqualFold(value, "chunked")
+		}
+	}
+	var data []byte
+	switch {
+	case chunked:
+		data, err = readChunked(r)
+	case length > maxAnswer:
+		err = fmt.Errorf("answer of %d bytes is over the %d limit", length, maxAnswer)
+	case length >= 0:
+		data = make([]byte, length)
+		_, err = io.ReadFull(r, data)
+	default:
+		data, err = io.ReadAll(io.LimitReader(r, maxAnswer))
+	}
+	if err != nil {
+		return 0, nil, fmt.Errorf("read answer body: %w", err)
+	}
+	return status, data, nil
+}
+
+func readLine(r *bufio.Reader) (string, error) {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimRight(line, "\r\n"), nil
+}
+
+// readChunked decodes a chunked body (RFC 9112 §7.1), ignoring extensions and trailers.
+func readChunked(r *bufio.Reader) ([]byte, error) {
+	var body []byte
+	for {
+		line, err := readLine(r)
+		if err != nil {
+			return nil, err
+		}
+		sizeText, _, _ := strings.Cut(line, ";")
+		size, err := strconv.ParseInt(strings.TrimSpace(sizeText), 16, 64)
+		if err != nil || size < 0 || int64(len(body))+size > maxAnswer {
+			return nil, fmt.Errorf("malformed chunk size %q", line)
+		}
+		if size == 0 {
+			for { // trailers, up to the blank line
+				if line, err := readLine(r); err != nil || line == "" {
+					return body, err
+				}
+			}
+		}
+		chunk := make([]byte, size)
+		if _, err := io.ReadFull(r, chunk); err != nil {
+			return nil, err
+		}
+		body = append(body, chunk...)
+		if _, err := readLine(r); err != nil { // the CRLF after the chunk
+			return nil, err
+		}
+	}
+}
