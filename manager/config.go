@@ -3,8 +3,8 @@ package manager
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -192,5 +192,5 @@ func (c *Config) headless(pref *bool) bool {
 	return os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" && !isDarwin
 }
 
-// lookPath is exec.LookPath, kept as a variable for the chrome finder's tests.
-var lookPath = exec.LookPath
+// isDarwin: macOS always has a display, so its browsers default to headed.
+const isDarwin = runtime.GOOS == "darwin"

@@ -2,8 +2,6 @@ package manager
 
 import "golang.org/x/sys/unix"
 
-const isDarwin = true
-
 // fdPeerUID returns the uid of the process at the other end of a unix socket (LOCAL_PEERCRED).
 func fdPeerUID(fd uintptr) (int, error) {
 	cred, err := unix.GetsockoptXucred(int(fd), unix.SOL_LOCAL, unix.LOCAL_PEERCRED)

@@ -2,8 +2,6 @@ package manager
 
 import "golang.org/x/sys/unix"
 
-const isDarwin = false
-
 // fdPeerUID returns the uid of the process at the other end of a unix socket (SO_PEERCRED).
 func fdPeerUID(fd uintptr) (int, error) {
 	cred, err := unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
