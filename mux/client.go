@@ -18,7 +18,8 @@ import (
 // with the same client id.
 const CloseTakenOver = 4409
 
-// conn is one client WebSocket: one reader (the HTTP handler goroutine) and one writer goroutine.
+// conn is one client WebSocket: one reader (the HTTP handler goroutine) and one writer goroutine; the
+// upstream reader may also write a small batch it just queued (writeInline), under wmu.
 type conn struct {
 	m  *Mux
 	cl *client
@@ -34,7 +35,7 @@ type conn struct {
 	rd lazyDeadline // the read deadline, re-armed by the reader goroutine only
 
 	wmu sync.Mutex
-	// wmu guards the socket's write side and the fields below.
+	// wmu guards the socket's write side, rest and wd.
 	rest []byte // the unwritten end of what an inline write could not hand the socket; goes out first
 	wd   lazyDeadline
 
@@ -390,7 +391,11 @@ func readMessage(ws *websocket.Conn, limit int) (b []byte, over bool, err error)
 	b = make([]byte, 0, 512)
 	for {
 		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
+			// Double: append's growth of large slices (1.25x) copies a multi-megabyte answer dozens of
+			// times over.
+			nb := make([]byte, len(b), 2*cap(b))
+			copy(nb, b)
+			b = nb
 		}
 		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
