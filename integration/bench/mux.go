@@ -35,7 +35,7 @@ const (
 	bigSize         = 8 << 20
 	latencyCalls    = 1500
 	latencyCalls16  = 300
-	bigCalls        = 60
+	bigCalls        = 30
 	holDuration     = 4 * time.Second
 	routingDuration = 3 * time.Second
 	idleClients     = 200
@@ -196,7 +196,6 @@ type benchClient struct {
 	id      int
 	target  string
 	session string
-	root    int // document node of the 8 MiB page (prepareBig)
 }
 
 func benchDial(url string) (*benchClient, error) {
@@ -267,27 +266,6 @@ func (c *benchClient) prepare() error {
 	return nil
 }
 
-// prepareBig fills the client's page with 8 MiB of text and finds its root node: DOM.getOuterHTML of it
-// is then an 8 MiB answer Chrome produces cheaply (a string built by value in V8 costs Chrome ~1 s and
-// drowns the hop under test in its own variance).
-func (c *benchClient) prepareBig() error {
-	if _, err := c.call("Runtime.evaluate", map[string]any{"expression": "document.body.textContent = 'x'.repeat(" + strconv.Itoa(bigSize) + "), 1"}); err != nil {
-		return err
-	}
-	res, err := c.call("DOM.getDocument", map[string]any{"depth": 0})
-	if err != nil {
-		return err
-	}
-	var doc struct {
-		Result struct {
-			Root struct{ NodeID int } `json:"root"`
-		} `json:"result"`
-	}
-	json.Unmarshal(append([]byte("{"), res...), &doc)
-	c.root = doc.Result.Root.NodeID
-	return nil
-}
-
 func (c *benchClient) do(kind string) error {
 	var err error
 	switch kind {
@@ -297,7 +275,7 @@ func (c *benchClient) do(kind string) error {
 		_, err = c.call("Runtime.evaluate", map[string]any{"expression": "1+1", "returnByValue": true})
 	case "big":
 		var res json.RawMessage
-		res, err = c.call("DOM.getOuterHTML", map[string]any{"nodeId": c.root})
+		res, err = c.call("Runtime.evaluate", map[string]any{"expression": "'x'.repeat(" + strconv.Itoa(bigSize) + ")", "returnByValue": true})
 		if err == nil && len(res) < bigSize {
 			err = fmt.Errorf("big answer of %d bytes", len(res))
 		}
@@ -324,11 +302,6 @@ func benchLatency(ctx context.Context, modes benchModes, mode, kind string, n, c
 		if kind != "version" {
 			if err := c.prepare(); err != nil {
 				return nil, 0, err
-			}
-			if kind == "big" {
-				if err := c.prepareBig(); err != nil {
-					return nil, 0, err
-				}
 			}
 		}
 		for range min(20, calls) { // warm-up
@@ -385,9 +358,6 @@ func benchHOL(ctx context.Context, modes benchModes, mode string) (time.Duration
 	}
 	defer puller.close()
 	if err := puller.prepare(); err != nil {
-		return 0, 0, err
-	}
-	if err := puller.prepareBig(); err != nil {
 		return 0, 0, err
 	}
 	stop := make(chan struct{})
