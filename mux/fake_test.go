@@ -3,6 +3,7 @@ package mux
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -33,6 +34,7 @@ type fakeBrowser struct {
 	received []fakeMsg
 	stall    map[string]bool // methods left unanswered
 	contexts []string        // created browser contexts
+	pongs    []string        // pong payloads received
 	extra    int             // pages (with tabs) that appear before the next created one, like a startup tab
 	conns    int
 }
@@ -109,6 +111,12 @@ func (fb *fakeBrowser) serveWS(w http.ResponseWriter, r *http.Request) {
 	fb.conns++
 	fb.mu.Unlock()
 	ws.SetReadLimit(-1)
+	ws.SetPongHandler(func(data string) error {
+		fb.mu.Lock()
+		fb.pongs = append(fb.pongs, data)
+		fb.mu.Unlock()
+		return nil
+	})
 	for {
 		_, b, err := ws.ReadMessage()
 		if err != nil {
@@ -279,6 +287,15 @@ func (fb *fakeBrowser) handle(b []byte) {
 		}
 		json.Unmarshal(msg.Params, &raw)
 		reply(`{"result":{"type":"string","value":` + string(raw.Expression) + `}}`)
+	case "Test.fragmented":
+		// Two frames (a continuation): the mux must reassemble what it does not write itself.
+		w, _ := fb.ws.NextWriter(websocket.TextMessage)
+		io.WriteString(w, `{"id":`+string(msg.ID)+`,"result":{"data":"`+strings.Repeat("f", 10000))
+		io.WriteString(w, strings.Repeat("g", 10000)+`"}}`)
+		w.Close()
+	case "Test.ping":
+		fb.ws.WriteControl(websocket.PingMessage, []byte("hi"), time.Now().Add(time.Second))
+		reply("{}")
 	case "Test.big":
 		n, _ := p["size"].(float64)
 		reply(`{"data":"` + strings.Repeat("x", int(n)) + `"}`)

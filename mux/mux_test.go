@@ -1033,3 +1033,23 @@ func TestForeignBrowserContextRefused(t *testing.T) {
 		t.Fatalf("a disposing its own context: %+v", r.Error)
 	}
 }
+
+func TestUpstreamFramesAndPings(t *testing.T) {
+	fb := newFakeBrowser(t)
+	m := startMux(t, fb, Config{})
+	c := newClient(t, m, "c")
+	r := c.call("Test.fragmented", "", "")
+	want := strings.Repeat("f", 10000) + strings.Repeat("g", 10000)
+	if !strings.Contains(string(r.Result), want) {
+		t.Fatalf("fragmented answer mangled (%d bytes)", len(r.Result))
+	}
+	c.call("Test.ping", "", "")
+	waitFor(t, "pong to the browser's ping", func() bool {
+		fb.mu.Lock()
+		defer fb.mu.Unlock()
+		return slices.Contains(fb.pongs, "hi")
+	})
+	if r := c.call("Browser.getVersion", "", ""); r.Error != nil {
+		t.Fatal(r.Error)
+	}
+}
