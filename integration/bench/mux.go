@@ -33,7 +33,7 @@ import (
 const (
 	benchToken      = "benchbenchbenchbenchbenchbench00"
 	bigSize         = 8 << 20
-	latencyCalls    = 1500
+	latencyCalls    = 3000
 	latencyCalls16  = 300
 	bigCalls        = 30
 	holDuration     = 4 * time.Second
@@ -109,6 +109,9 @@ func benchAgainstChromium(ctx context.Context, chr *benchChromium) ([]Row, error
 	// Modes run in interleaved rounds, so that a noisy neighbour or a warming browser hurts all three alike.
 	const rounds = 5
 	runRounds := func(kind string, n, calls int) (map[string][]time.Duration, map[string]time.Duration, error) {
+		if n == 1 {
+			return benchAlternating(ctx, modes, kind, calls)
+		}
 		samples := map[string][]time.Duration{}
 		elapsed := map[string]time.Duration{}
 		for r := range rounds {
@@ -347,6 +350,49 @@ func benchLatency(ctx context.Context, modes benchModes, mode, kind string, n, c
 		return nil, 0, ctx.Err()
 	}
 	return all, time.Since(start), nil
+}
+
+// benchAlternating measures one client per mode, taking turns call by call, so that the load of a
+// shared machine falls on the three modes alike (rounds of hundreds of calls let it drift between them).
+func benchAlternating(ctx context.Context, modes benchModes, kind string, calls int) (map[string][]time.Duration, map[string]time.Duration, error) {
+	names := []string{"direct", "relay", "mux"}
+	clients := map[string]*benchClient{}
+	for _, mode := range names {
+		c, err := benchDial(modes.url(mode, 0))
+		if err != nil {
+			return nil, nil, err
+		}
+		defer c.close()
+		if kind != "version" {
+			if err := c.prepare(); err != nil {
+				return nil, nil, err
+			}
+		}
+		for range min(20, calls) {
+			if err := c.do(kind); err != nil {
+				return nil, nil, err
+			}
+		}
+		clients[mode] = c
+	}
+	samples := map[string][]time.Duration{}
+	elapsed := map[string]time.Duration{}
+	for i := range calls {
+		for j := range names {
+			mode := names[(i+j)%len(names)]
+			if ctx.Err() != nil {
+				return nil, nil, ctx.Err()
+			}
+			t0 := time.Now()
+			if err := clients[mode].do(kind); err != nil {
+				return nil, nil, fmt.Errorf("%s %s: %w", mode, kind, err)
+			}
+			d := time.Since(t0)
+			samples[mode] = append(samples[mode], d)
+			elapsed[mode] += d
+		}
+	}
+	return samples, elapsed, nil
 }
 
 // benchHOL runs one client pulling 8 MiB answers beside 15 clients making small calls; it returns the
