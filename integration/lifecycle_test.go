@@ -5,6 +5,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -199,7 +200,12 @@ func TestQuitBarrierIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	began := time.Now()
-	if err := m.stop(); err != nil {
+	m.cmd.Process.Signal(syscall.SIGTERM)
+	// While the barrier waits on the frozen browser, new work is refused with 503.
+	muxWaitFor(t, "ensure to answer 503 during the quit barrier", 5*time.Second, func() bool {
+		return apiStatus(ensureStore(m, "frozen")) == http.StatusServiceUnavailable
+	})
+	if err := m.cmd.Wait(); err != nil {
 		t.Errorf("exit status after the barrier: %v; want 0", err)
 	}
 	if took := time.Since(began); took > 25*time.Second {
