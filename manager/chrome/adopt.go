@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"vibebrowser/manager/procid"
+
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 )
@@ -31,17 +33,17 @@ func adopt(ctx context.Context, pid int, startTime int64, profileDir string, log
 	if err != nil {
 		return nil, fmt.Errorf("adopt pid %d: %w", pid, err)
 	}
-	info, err := inspect(ctx, pid)
+	info, err := procid.Inspect(ctx, pid)
 	if err != nil {
 		return nil, fmt.Errorf("adopt pid %d: not running: %w", pid, ErrNotAdoptable)
 	}
-	if info.zombie {
+	if info.Zombie {
 		return nil, fmt.Errorf("adopt pid %d: not running (zombie): %w", pid, ErrNotAdoptable)
 	}
-	if info.start != startTime {
-		return nil, fmt.Errorf("adopt pid %d: start time %d, want %d (pid reused): %w", pid, info.start, startTime, ErrNotAdoptable)
+	if info.Start != startTime {
+		return nil, fmt.Errorf("adopt pid %d: start time %d, want %d (pid reused): %w", pid, info.Start, startTime, ErrNotAdoptable)
 	}
-	if !namesProfile(info.cmdline, profile) {
+	if !namesProfile(info.Cmdline, profile) {
 		return nil, fmt.Errorf("adopt pid %d: command line does not name --user-data-dir=%s: %w", pid, profile, ErrNotAdoptable)
 	}
 	port, wsPath, err := readDevToolsActivePort(profile)

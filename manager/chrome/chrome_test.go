@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"vibebrowser/manager/procid"
+
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 )
@@ -77,7 +79,7 @@ func readPIDs(t *testing.T, path string) []int {
 }
 
 func isLive(pid int) bool {
-	_, ok := live(context.Background(), pid)
+	_, ok := procid.Live(context.Background(), pid)
 	return ok
 }
 
@@ -137,8 +139,8 @@ func startHolder(t *testing.T, args ...string) *exec.Cmd {
 	})
 	// The child must have exec'd (its argv visible) before callers look at it.
 	waitFor(t, 5*time.Second, "holder argv", func() bool {
-		info, ok := live(context.Background(), cmd.Process.Pid)
-		return ok && slices.Equal(info.cmdline[1:], args)
+		info, ok := procid.Live(context.Background(), cmd.Process.Pid)
+		return ok && slices.Equal(info.Cmdline[1:], args)
 	})
 	return cmd
 }
@@ -537,9 +539,9 @@ func TestLaunchFakeBrowser(t *testing.T) {
 	if !strings.Contains(string(body), p.WSEndpoint()) {
 		t.Errorf("/json/version = %s; want it to name %s", body, p.WSEndpoint())
 	}
-	info, ok := live(context.Background(), p.PID())
-	if !ok || info.start != p.StartTime() {
-		t.Errorf("StartTime() = %d; process says %d (live %v)", p.StartTime(), info.start, ok)
+	info, ok := procid.Live(context.Background(), p.PID())
+	if !ok || info.Start != p.StartTime() {
+		t.Errorf("StartTime() = %d; process says %d (live %v)", p.StartTime(), info.Start, ok)
 	}
 	if p.Adopted() {
 		t.Error("Adopted() = true for a launched browser")
@@ -639,8 +641,8 @@ func TestAdopt(t *testing.T) {
 	unrelated := startHolder(t, "--user-data-dir="+t.TempDir())
 	noCDP := t.TempDir()
 	noCDPHolder := startHolder(t, "--user-data-dir="+noCDP)
-	noCDPInfo, _ := live(context.Background(), noCDPHolder.Process.Pid)
-	unrelatedInfo, _ := live(context.Background(), unrelated.Process.Pid)
+	noCDPInfo, _ := procid.Live(context.Background(), noCDPHolder.Process.Pid)
+	unrelatedInfo, _ := procid.Live(context.Background(), unrelated.Process.Pid)
 
 	tests := []struct {
 		name    string
@@ -650,10 +652,10 @@ func TestAdopt(t *testing.T) {
 		want    string // substring of the error
 	}{
 		{name: "wrong start time", pid: p.PID(), start: p.StartTime() - 1000, profile: p.ProfileDir(), want: "start time"},
-		{name: "command line lacks the profile", pid: unrelated.Process.Pid, start: unrelatedInfo.start, profile: p.ProfileDir(), want: "command line"},
+		{name: "command line lacks the profile", pid: unrelated.Process.Pid, start: unrelatedInfo.Start, profile: p.ProfileDir(), want: "command line"},
 		{name: "other profile", pid: p.PID(), start: p.StartTime(), profile: t.TempDir(), want: "command line"},
 		{name: "dead pid", pid: dead.Process.Pid, start: p.StartTime(), profile: p.ProfileDir(), want: "not running"},
-		{name: "no CDP", pid: noCDPHolder.Process.Pid, start: noCDPInfo.start, profile: noCDP, want: "CDP"},
+		{name: "no CDP", pid: noCDPHolder.Process.Pid, start: noCDPInfo.Start, profile: noCDP, want: "CDP"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"vibebrowser/manager/procid"
+
 	"github.com/rs/zerolog"
 )
 
@@ -157,7 +159,7 @@ func launchOnce(ctx context.Context, o Options, args []string, log zerolog.Logge
 
 	// Our unreaped child (or its zombie) is inspectable until the waiter reaps it; after an exec by a
 	// wrapper script (Debian's /usr/bin/chromium) the start time is unchanged.
-	info, err := inspect(context.Background(), p.pid) // quick; must not fail merely because ctx ended
+	info, err := procid.Inspect(context.Background(), p.pid) // quick; must not fail merely because ctx ended
 	if err != nil {
 		select {
 		case <-p.done:
@@ -166,7 +168,7 @@ func launchOnce(ctx context.Context, o Options, args []string, log zerolog.Logge
 			return fail(fmt.Errorf("read start time: %w", err))
 		}
 	}
-	p.start = info.start
+	p.start = info.Start
 
 	rctx, cancel := context.WithTimeout(ctx, o.ReadyTimeout)
 	defer cancel()

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"time"
 
+	"vibebrowser/manager/procid"
+
 	"github.com/rs/zerolog"
 )
 
@@ -155,7 +157,7 @@ func (p *Process) Stop(ctx context.Context) error {
 // gone reports whether the browser and (when we own it) its process group are gone.
 func (p *Process) gone() bool {
 	if p.adopted {
-		if liveAs(context.Background(), p.pid, p.start) {
+		if procid.LiveAs(context.Background(), p.pid, p.start) {
 			return false
 		}
 	} else {
@@ -189,7 +191,7 @@ func (p *Process) waitGone(ctx context.Context) bool {
 func (p *Process) signal(sig syscall.Signal) error {
 	leaderLive := false
 	if p.adopted {
-		leaderLive = liveAs(context.Background(), p.pid, p.start)
+		leaderLive = procid.LiveAs(context.Background(), p.pid, p.start)
 	} else {
 		select {
 		case <-p.done:
@@ -255,7 +257,7 @@ func (p *Process) watchAdopted() {
 		case <-p.unwatch:
 			return
 		case <-t.C:
-			if !liveAs(context.Background(), p.pid, p.start) {
+			if !procid.LiveAs(context.Background(), p.pid, p.start) {
 				close(p.done)
 				return
 			}

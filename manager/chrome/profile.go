@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"vibebrowser/manager/procid"
 )
 
 // singletonFiles are Chromium's per-profile instance markers. SingletonLock is a symlink to "<host>-<pid>".
@@ -33,8 +35,8 @@ func ProfileHolder(profileDir string) (pid int, held bool) {
 	if err != nil || pid <= 0 {
 		return 0, false
 	}
-	info, ok := live(context.Background(), pid)
-	if !ok || !namesProfile(info.cmdline, profileDir) {
+	info, ok := procid.Live(context.Background(), pid)
+	if !ok || !namesProfile(info.Cmdline, profileDir) {
 		return 0, false
 	}
 	return pid, true

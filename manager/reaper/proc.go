@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"syscall"
 
-	"github.com/shirou/gopsutil/v4/process"
+	"vibebrowser/manager/procid"
 )
 
 // daemonMarker is what every browser-use 0.13 daemon's command line contains (python -m browser_harness.daemon).
@@ -20,31 +19,19 @@ type proc struct {
 	daemon bool  // command line names browser_harness.daemon
 }
 
-// inspect reports pid's identity, or ok=false when no live process has that pid. A zombie counts as dead: its
-// program is gone, and under an init that never reaps (some containers) it would otherwise look alive forever.
+// inspect reports pid's identity, or ok=false when no live process has that pid (a zombie counts as dead).
 // The reads are quick local ones and take no context, so a cancelled pass still identifies what it signals.
 func inspect(pid int) (proc, bool) {
-	ctx := context.Background()
 	if pid <= 1 {
 		return proc{}, false
 	}
-	p, err := process.NewProcessWithContext(ctx, int32(pid))
-	if err != nil {
+	info, ok := procid.Live(context.Background(), pid)
+	if !ok {
 		return proc{}, false
 	}
-	start, err := p.CreateTimeWithContext(ctx)
-	if err != nil {
-		return proc{}, false
-	}
-	if st, err := p.StatusWithContext(ctx); err == nil && slices.Contains(st, process.Zombie) {
-		return proc{}, false
-	}
-	cmd, err := p.CmdlineSliceWithContext(ctx)
-	if err != nil {
-		// The process exited between the reads, or is not ours to read: either way not a daemon we may stop.
-		return proc{start: start}, true
-	}
-	return proc{start: start, daemon: strings.Contains(strings.Join(cmd, " "), daemonMarker)}, true
+	// An empty command line (the process exited between the reads, or is not ours to read) is not a daemon
+	// we may stop.
+	return proc{start: info.Start, daemon: strings.Contains(strings.Join(info.Cmdline, " "), daemonMarker)}, true
 }
 
 // errGone: the process exited (or its pid was reused) before the signal; nothing was sent.
