@@ -136,7 +136,8 @@ func TestIntegrationStaleLaunchOnce(t *testing.T) {
 func TestIntegrationNoInstrumentation(t *testing.T) {
 	srv, c := newFakeZiniao(t)
 	setFault(t, srv, "1001", fakeziniao.Fault{NoInstrumentation: -1})
-	_, err := Start(context.Background(), c, "1001", StartOptions{Attempts: 2, ReadyTimeout: 5 * time.Second})
+	// Long enough for a probe to answer on a loaded machine, so the last reason is the unmasked webdriver.
+	_, err := Start(context.Background(), c, "1001", StartOptions{Attempts: 2, ReadyTimeout: 10 * time.Second})
 	var se *StartError
 	if !errors.As(err, &se) || se.Attempts != 2 || se.Browser != "1001" || !errors.Is(err, ErrStaleLaunch) || !errors.Is(err, errWebDriverUnmasked) {
 		t.Fatalf("Start() = %v; want a stale-launch *StartError for 1001 after 2 attempts, webdriver unmasked", err)
