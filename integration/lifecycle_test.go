@@ -241,7 +241,9 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 	syscall.Kill(pid, syscall.SIGSTOP)
 	t.Cleanup(func() { syscall.Kill(-pid, syscall.SIGKILL); syscall.Kill(pid, syscall.SIGKILL) })
 	m.cmd.Process.Signal(syscall.SIGTERM)
-	time.Sleep(300 * time.Millisecond) // inside the barrier, which waits on the frozen browser
+	muxWaitFor(t, "the quit barrier to begin (503)", 5*time.Second, func() bool {
+		return apiStatus(ensureStore(m, "stuck")) == http.StatusServiceUnavailable
+	})
 	began := time.Now()
 	m.cmd.Process.Signal(syscall.SIGTERM)
 	err := m.cmd.Wait()
