@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -10,8 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -72,7 +69,7 @@ func benchManager(ctx context.Context, env *benchEnv) ([]Row, error) {
 	}
 	samples = samples[50:]
 	p50, p95, p99 := percentiles(samples)
-	direct, err := directLaunch(ctx, env.chromium, filepath.Join(env.tmp, "direct-profile"))
+	direct, err := directLaunch(ctx, env.chromium)
 	if err != nil {
 		return nil, err
 	}
@@ -85,37 +82,17 @@ func benchManager(ctx context.Context, env *benchEnv) ([]Row, error) {
 	}, nil
 }
 
-// directLaunch starts Chromium with the manager's flags and returns the time until /json/version answers.
-func directLaunch(ctx context.Context, bin, profile string) (time.Duration, error) {
-	args := []string{"--user-data-dir=" + profile, "--remote-debugging-port=0", "--no-first-run",
-		"--no-default-browser-check", "--disable-background-networking", "--disable-component-update",
-		"--disable-sync", "--disable-popup-blocking", "--headless", "--disable-gpu"}
-	if os.Geteuid() == 0 {
-		args = append(args, "--no-sandbox")
-	}
+// directLaunch starts the same Chromium binary itself (benchLaunchChromium, the mux rows' launcher) and returns
+// the time until /json/version answers, the readiness the manager waits for too.
+func directLaunch(ctx context.Context, bin string) (time.Duration, error) {
 	began := time.Now()
-	cmd := exec.Command(bin, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	chr, err := benchLaunchChromium(bin)
+	if err != nil {
 		return 0, err
 	}
-	defer func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		cmd.Wait()
-	}()
-	var port string
-	err := waitUntil(ctx, 60*time.Second, func() bool {
-		f, err := os.Open(filepath.Join(profile, "DevToolsActivePort"))
-		if err != nil {
-			return false
-		}
-		defer f.Close()
-		line, _, _ := bufio.NewReader(f).ReadLine()
-		port = strings.TrimSpace(string(line))
-		if _, err := strconv.Atoi(port); err != nil {
-			return false
-		}
-		resp, err := http.Get("http://127.0.0.1:" + port + "/json/version")
+	defer chr.stop()
+	err = waitUntil(ctx, 60*time.Second, func() bool {
+		resp, err := http.Get(chr.http + "/json/version")
 		if err != nil {
 			return false
 		}
