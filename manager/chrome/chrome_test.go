@@ -140,7 +140,8 @@ func startHolder(t *testing.T, args ...string) *exec.Cmd {
 	// The child must have exec'd (its argv visible) before callers look at it.
 	waitFor(t, 5*time.Second, "holder argv", func() bool {
 		info, ok := procid.Live(context.Background(), cmd.Process.Pid)
-		return ok && slices.Equal(info.Cmdline[1:], args)
+		// /proc/<pid>/cmdline can read empty for a moment between fork and exec.
+		return ok && len(info.Cmdline) > 0 && slices.Equal(info.Cmdline[1:], args)
 	})
 	return cmd
 }
