@@ -29,7 +29,9 @@ type Mux struct {
 	upgrader websocket.Upgrader
 	srv      *http.Server
 	ownCh    chan struct{} // capacity 1: one pending "ownership changed" is enough, the snapshot is taken later
-	wg       sync.WaitGroup
+	// relaunched carries the endpoint of a relaunched browser to the upstream loop (capacity 1, newest wins).
+	relaunched chan string
+	wg         sync.WaitGroup
 
 	msgsIn, msgsOut, bytesIn, bytesOut atomic.Uint64
 
@@ -156,18 +158,19 @@ func New(cfg Config) (*Mux, error) {
 		return nil, fmt.Errorf("mux listen address: %w", err)
 	}
 	m := &Mux{
-		cfg:      cfg,
-		log:      cfg.Log.With().Str("component", "mux").Str("port", port).Logger(),
-		ln:       ln,
-		port:     port,
-		ownCh:    make(chan struct{}, 1),
-		pending:  map[int32]*pending{},
-		clients:  map[string]*client{},
-		targets:  map[string]*target{},
-		sessions: map[string]*session{},
-		guids:    map[string]*client{},
-		fresh:    cfg.FreshLaunch,
-		activity: time.Now(),
+		cfg:        cfg,
+		log:        cfg.Log.With().Str("component", "mux").Str("port", port).Logger(),
+		ln:         ln,
+		port:       port,
+		ownCh:      make(chan struct{}, 1),
+		relaunched: make(chan string, 1),
+		pending:    map[int32]*pending{},
+		clients:    map[string]*client{},
+		targets:    map[string]*target{},
+		sessions:   map[string]*session{},
+		guids:      map[string]*client{},
+		fresh:      cfg.FreshLaunch,
+		activity:   time.Now(),
 	}
 	m.upgrader = websocket.Upgrader{
 		ReadBufferSize:  4096,

@@ -629,6 +629,28 @@ func TestUpstreamRelaunchHook(t *testing.T) {
 	waitFor(t, "restored tab owned again", func() bool { return slices.Equal(c.targetIDs(), []string{restored}) })
 }
 
+func TestRelaunchedDialsAtOnce(t *testing.T) {
+	fb := newFakeBrowser(t)
+	fb2 := newFakeBrowser(t)
+	// Backoff far beyond the test: only Relaunched can bring the upstream back in time.
+	m := startMux(t, fb, Config{ReconnectMin: time.Hour, ReconnectMax: time.Hour})
+	c := newClient(t, m, "c")
+	c.createTarget("https://restored.example/")
+	fb2.next = 100
+	restored := fb2.addPage("https://restored.example/", "")
+	orphan := fb2.addPage("https://nobody.example/", "") // restored, but its owner is not among the clients
+	fb.srv.Listener.Close()
+	fb.drop()
+	waitFor(t, "the loss noticed", func() bool { return !m.Stats().Upstream })
+	m.Relaunched(fb2.url())
+	waitFor(t, "the relaunched browser connected", func() bool { return fb2.connections() == 1 && m.Stats().Upstream })
+	waitFor(t, "restored tab owned again", func() bool { return slices.Equal(c.targetIDs(), []string{restored}) })
+	waitFor(t, "the unclaimed restored tab closed", func() bool { return !fb2.hasTarget(orphan) })
+	if !fb2.hasTarget(restored) {
+		t.Fatal("the owned restored tab was closed")
+	}
+}
+
 func TestOrphanCleanup(t *testing.T) {
 	tests := []struct {
 		name      string

@@ -149,12 +149,18 @@ func writeClientFrame(w *bufio.Writer, f frame, scratch []byte) error {
 }
 
 // runUpstream keeps the browser connection up until ctx ends: reconnect with backoff, then the relaunch
-// hook, and again, for as long as the mux runs (clients keep their tabs meanwhile).
+// hook, and again, for as long as the mux runs (clients keep their tabs meanwhile). An endpoint handed to
+// Relaunched is dialled at once, whatever the backoff.
 func (m *Mux) runUpstream(ctx context.Context) {
 	endpoint := m.cfg.Upstream
 	delay := m.cfg.ReconnectMin
 	tries := 0
 	for ctx.Err() == nil {
+		select {
+		case endpoint = <-m.relaunched:
+			tries, delay = 0, m.cfg.ReconnectMin
+		default:
+		}
 		up, version, err := m.dial(ctx, endpoint)
 		if err == nil {
 			tries, delay = 0, m.cfg.ReconnectMin
@@ -169,6 +175,7 @@ func (m *Mux) runUpstream(ctx context.Context) {
 				m.log.Error().Msg("browser unreachable after every reconnect attempt: relaunching it")
 				ep, err := m.cfg.Hooks.Relaunch(ctx)
 				if err == nil {
+					m.markRelaunched()
 					endpoint, delay = ep, m.cfg.ReconnectMin
 					continue
 				}
@@ -178,10 +185,45 @@ func (m *Mux) runUpstream(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case ep := <-m.relaunched:
+			endpoint, tries, delay = ep, 0, m.cfg.ReconnectMin
+			continue
 		case <-time.After(delay):
 		}
 		delay = min(delay*2, m.cfg.ReconnectMax)
 	}
+}
+
+// Relaunched points the mux at a browser that replaced the one it served (the manager relaunched it on the
+// same profile after a crash). The mux drops what is left of the old connection and dials endpoint at
+// once; clients keep their connections, pages the browser restores go back to the owners of the pages
+// that had their URLs, and, as after any fresh launch, restored pages nobody reclaims are closed.
+func (m *Mux) Relaunched(endpoint string) {
+	m.markRelaunched()
+	for sent := false; !sent; {
+		select {
+		case m.relaunched <- endpoint:
+			sent = true
+		default:
+			select { // a newer endpoint replaces one not yet dialled
+			case <-m.relaunched:
+			default:
+			}
+		}
+	}
+	m.mu.Lock()
+	up := m.up
+	m.mu.Unlock()
+	if up != nil {
+		up.close()
+	}
+}
+
+// markRelaunched makes the next ownership rebuild treat the browser as freshly launched.
+func (m *Mux) markRelaunched() {
+	m.mu.Lock()
+	m.fresh = true
+	m.mu.Unlock()
 }
 
 // dial connects to endpoint; for an http endpoint it reads /json/version first (also the cached answer of
