@@ -338,25 +338,95 @@ func TestReaperKillSwitch(t *testing.T) {
 	}
 }
 
-func TestDeadBrowserIsBuriedAndRelaunched(t *testing.T) {
+func TestClosedBrowserIsBuriedAndRelaunched(t *testing.T) {
 	m := startManager(t, "VIBE_BROWSER_IDLE_S=0")
+	m.cli("store", "add", "closer")
+	if err := ensureStore(m, "closer"); err != nil {
+		t.Fatal(err)
+	}
+	before := m.browserOf("closer")
+	// What a user closing the window does: Chromium exits cleanly (Browser.close on its own endpoint,
+	// bypassing the mux, which would refuse it). That is not a crash, so it stays closed.
+	devtools, err := os.ReadFile(filepath.Join(m.home, "profiles", "closer", "DevToolsActivePort"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, path, _ := strings.Cut(strings.TrimSpace(string(devtools)), "\n")
+	direct := dialRaw(t, "ws://127.0.0.1:"+port+path)
+	direct.Call("Browser.close", nil, "")
+	// The death is noticed without any call: the status shows it stopped and its port is free again.
+	muxWaitFor(t, "the closed browser to show as stopped", 15*time.Second, func() bool { return !m.running("closer") })
+	out := m.mustAgent("--store closer --task "+taskA, "browser-use <<'PY'\neval 6*7\nPY")
+	if strings.TrimSpace(out) != "42" {
+		t.Errorf("call after the close printed %q; want 42", out)
+	}
+	after := m.browserOf("closer")
+	if after.PID == before.PID || after.Status != api.StatusRunning || after.ProxyPort != before.ProxyPort {
+		t.Errorf("after the relaunch %+v; want a new pid on the same registry port %d", after, before.ProxyPort)
+	}
+}
+
+func TestCrashedBrowserComesBackWithItsTabs(t *testing.T) {
+	m := startManager(t, "VIBE_BROWSER_IDLE_S=0", "VIBE_BROWSER_RELAUNCH_MAX=1")
 	m.cli("store", "add", "crashy")
 	if err := ensureStore(m, "crashy"); err != nil {
 		t.Fatal(err)
 	}
 	before := m.browserOf("crashy")
+	site := muxSite(t)
+	clients := map[string]*rawCDP{"task-a": dialRaw(t, m.storeWS("crashy", "task-a")),
+		"task-b": dialRaw(t, m.storeWS("crashy", "task-b"))}
+	for name, c := range clients {
+		_, s := c.createPage(site.URL + "/" + name)
+		muxWaitFor(t, name+"'s page loaded", 10*time.Second, func() bool {
+			v, err := c.evaluate(s, "document.title")
+			return err == nil && string(v) == `"page /`+name+`"`
+		})
+	}
+	// Chromium writes its session (what the relaunch restores) on a timer: wait for it.
+	profile := filepath.Join(m.home, "profiles", "crashy")
+	muxWaitFor(t, "session saved to the profile", 30*time.Second, func() bool {
+		files, _ := filepath.Glob(filepath.Join(profile, "Default", "Sessions", "Session_*"))
+		for _, f := range files {
+			b, _ := os.ReadFile(f)
+			if strings.Contains(string(b), "/task-a") && strings.Contains(string(b), "/task-b") {
+				return true
+			}
+		}
+		return false
+	})
+
 	if err := syscall.Kill(before.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	// The death is noticed without any call: the status shows it stopped and its port is free again.
-	muxWaitFor(t, "the dead browser to show as stopped", 15*time.Second, func() bool { return !m.running("crashy") })
-	out := m.mustAgent("--store crashy --task "+taskA, "browser-use <<'PY'\neval 6*7\nPY")
-	if strings.TrimSpace(out) != "42" {
-		t.Errorf("call after the crash printed %q; want 42", out)
+	muxWaitFor(t, "the crashed browser relaunched", 30*time.Second, func() bool {
+		b := m.browserOf("crashy")
+		return b.Status == api.StatusRunning && b.PID != before.PID && b.PID != 0
+	})
+	if after := m.browserOf("crashy"); after.ProxyPort != before.ProxyPort {
+		t.Errorf("relaunched on port %d; want the same mux port %d", after.ProxyPort, before.ProxyPort)
 	}
-	after := m.browserOf("crashy")
-	if after.PID == before.PID || after.Status != api.StatusRunning || after.ProxyPort != before.ProxyPort {
-		t.Errorf("after the relaunch %+v; want a new pid on the same registry port %d", after, before.ProxyPort)
+	// The clients kept their connections, and each has exactly its own tab back, showing its page.
+	for name, c := range clients {
+		muxWaitFor(t, name+"'s restored tab back with its owner", 20*time.Second, func() bool {
+			return len(c.targetIDs(false)) == 1
+		})
+		var at struct{ SessionID string }
+		c.must("Target.attachToTarget", map[string]any{"targetId": c.targetIDs(false)[0], "flatten": true}, "", &at)
+		muxWaitFor(t, name+"'s restored tab shows its page", 15*time.Second, func() bool {
+			v, err := c.evaluate(at.SessionID, `document.readyState === "complete" && location.pathname`)
+			return err == nil && string(v) == `"/`+name+`"`
+		})
+	}
+
+	// A second crash within the window is over VIBE_BROWSER_RELAUNCH_MAX=1: the browser stays down and
+	// the next ensure says why.
+	if err := syscall.Kill(m.browserOf("crashy").PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	muxWaitFor(t, "the browser over budget to stay stopped", 15*time.Second, func() bool { return !m.running("crashy") })
+	if err := ensureStore(m, "crashy"); apiStatus(err) != 429 {
+		t.Errorf("ensure after the budget is spent: %v; want 429", err)
 	}
 }
 

@@ -37,6 +37,7 @@ type runner interface {
 
 // live is one running browser with its mux. It is replaced as a whole, never mutated.
 type live struct {
+	target    target
 	run       runner
 	mux       *mux.Mux
 	port      int
@@ -174,28 +175,8 @@ func (m *Manager) ensure(ctx context.Context, t target) (*live, error) {
 	if dead := b.cur.Load(); dead != nil { // died; its watcher has not cleaned up yet
 		m.buryLocked(b, dead)
 	}
-	relaunch := b.lastStartFailed || b.died
-	if b.died && b.diedUptime >= healthyUptime {
-		if err := m.db.ClearRelaunches(ctx, t.key); err != nil {
-			return nil, err
-		}
-	}
-	b.died = false
-	if relaunch && m.cfg.RelaunchMax > 0 {
-		now := time.Now()
-		n, err := m.db.CountRelaunches(ctx, t.key, now.Add(-m.cfg.RelaunchWindow))
-		if err != nil {
-			return nil, err
-		}
-		if n >= m.cfg.RelaunchMax {
-			return nil, fmt.Errorf("%w: %s died or failed to start %d times in the last %v (VIBE_BROWSER_RELAUNCH_MAX=%d per "+
-				"VIBE_BROWSER_RELAUNCH_WINDOW_S=%d); look at the manager's log, then force a start with "+
-				"`vibe-browser browser start %s` or wait for the window to pass", ErrBudget, t.name, n, m.cfg.RelaunchWindow,
-				m.cfg.RelaunchMax, int(m.cfg.RelaunchWindow.Seconds()), t.slug)
-		}
-		if err := m.db.RecordRelaunch(ctx, t.key, now); err != nil {
-			return nil, err
-		}
+	if err := m.spendRelaunchLocked(ctx, b, t); err != nil {
+		return nil, err
 	}
 	l, err := m.startLocked(t)
 	b.lastStartFailed = err != nil
@@ -206,6 +187,34 @@ func (m *Manager) ensure(ctx context.Context, t target) (*live, error) {
 	l.lastEnsure.Store(time.Now().UnixNano())
 	m.install(b, l)
 	return l, nil
+}
+
+// spendRelaunchLocked charges a start that follows a death or a failed start to t's relaunch budget, and
+// refuses it with ErrBudget when the budget is spent. A first start, or one after a stop, is free. The
+// caller holds b's lock.
+func (m *Manager) spendRelaunchLocked(ctx context.Context, b *browser, t target) error {
+	relaunch := b.lastStartFailed || b.died
+	if b.died && b.diedUptime >= healthyUptime {
+		if err := m.db.ClearRelaunches(ctx, t.key); err != nil {
+			return err
+		}
+	}
+	b.died = false
+	if !relaunch || m.cfg.RelaunchMax <= 0 {
+		return nil
+	}
+	now := time.Now()
+	n, err := m.db.CountRelaunches(ctx, t.key, now.Add(-m.cfg.RelaunchWindow))
+	if err != nil {
+		return err
+	}
+	if n >= m.cfg.RelaunchMax {
+		return fmt.Errorf("%w: %s died or failed to start %d times in the last %v (VIBE_BROWSER_RELAUNCH_MAX=%d per "+
+			"VIBE_BROWSER_RELAUNCH_WINDOW_S=%d); look at the manager's log, then force a start with "+
+			"`vibe-browser browser start %s` or wait for the window to pass", ErrBudget, t.name, n, m.cfg.RelaunchWindow,
+			m.cfg.RelaunchMax, int(m.cfg.RelaunchWindow.Seconds()), t.slug)
+	}
+	return m.db.RecordRelaunch(ctx, t.key, now)
 }
 
 // install makes l b's running browser and starts its death watcher.
@@ -227,8 +236,11 @@ func (m *Manager) buryLocked(b *browser, dead *live) {
 	m.teardownLocked(b, dead)
 }
 
-// watch buries l as soon as its browser dies, so a dead browser frees its port and shows as stopped without
-// waiting for the next ensure. It returns when l is torn down any other way.
+// watch acts as soon as l's browser dies. A Chromium that crashed is relaunched on its profile behind the
+// same mux, so connected clients stay connected and every task gets its restored tabs back; any other death
+// (a clean exit: a user closed the window), or a relaunch that fails or is over budget, is buried, so a dead
+// browser frees its port and shows as stopped without waiting for the next ensure. watch returns when l is
+// torn down any other way.
 func (m *Manager) watch(key string, l *live) {
 	select {
 	case <-l.served:
@@ -240,21 +252,83 @@ func (m *Manager) watch(key string, l *live) {
 		return // the daemon is quitting; the barrier stops what is left
 	}
 	defer b.release()
-	if b.cur.Load() == l {
-		m.buryLocked(b, l)
+	if b.cur.Load() != l {
+		return
 	}
+	if crashed(l) && !m.closing.Load() {
+		next, err := m.relaunchLocked(b, l)
+		if err == nil {
+			m.install(b, next)
+			return
+		}
+		m.log.Error().Err(err).Str("browser", key).Msg("crashed browser not relaunched")
+	}
+	m.buryLocked(b, l)
 }
 
-// startLocked launches t's browser and its mux. The caller holds t's lock. The start is bounded by
-// VIBE_BROWSER_START_TIMEOUT_S on the daemon's context (not the caller's: a client that gives up does not
-// abort a start others may be waiting for); a half-started browser is torn down on failure.
-func (m *Manager) startLocked(t target) (*live, error) {
-	ctx := m.ctx
-	if m.cfg.StartTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, m.cfg.StartTimeout)
-		defer cancel()
+// crashed reports whether l's browser is a Chromium this manager launched that ended on a signal or a
+// failure status. An adopted browser's exit status is unknown, so it never counts as a crash.
+func crashed(l *live) bool {
+	p, ok := l.run.(*chrome.Process)
+	return ok && l.target.backend == state.BackendChrome && p.ExitErr() != nil
+}
+
+// relaunchLocked starts a crashed browser again on its profile (Chromium restores its last session) and
+// points the dead browser's mux at it, charged to the relaunch budget. The caller holds b's lock.
+func (m *Manager) relaunchLocked(b *browser, dead *live) (*live, error) {
+	t := dead.target
+	m.log.Warn().Str("browser", t.key).Int("pid", dead.run.PID()).Err(dead.run.(*chrome.Process).ExitErr()).
+		Dur("uptime", time.Since(dead.startedAt)).Msg("browser crashed: relaunching it behind its mux")
+	b.died, b.diedUptime = true, time.Since(dead.startedAt)
+	ctx, cancel := m.startContext()
+	defer cancel()
+	if err := m.spendRelaunchLocked(ctx, b, t); err != nil {
+		return nil, err
 	}
+	// What is left of the dead browser's process group (renderers on their way out) goes first.
+	if err := dead.run.Stop(ctx); err != nil {
+		return nil, err
+	}
+	run, err := m.launch(ctx, t)
+	b.lastStartFailed = err != nil
+	if err != nil {
+		m.metrics.startFailures.WithLabelValues(string(t.backend)).Inc()
+		return nil, err
+	}
+	dead.mux.Relaunched(run.HTTPEndpoint())
+	next := &live{target: t, run: run, mux: dead.mux, port: dead.port, startedAt: time.Now(), cancel: dead.cancel,
+		served: dead.served}
+	next.lastEnsure.Store(dead.lastEnsure.Load())
+	err = waitUpstream(ctx, next.mux, next.served)
+	if err == nil {
+		err = m.recordRunning(ctx, t, run, next.startedAt)
+	}
+	if err != nil {
+		stopCtx, cancel := context.WithTimeout(context.Background(), stopBound)
+		defer cancel()
+		_ = run.Stop(stopCtx)
+		b.lastStartFailed = true
+		return nil, err
+	}
+	m.metrics.starts.WithLabelValues(string(t.backend)).Inc()
+	m.log.Info().Str("browser", t.key).Int("pid", run.PID()).Msg("crashed browser relaunched")
+	return next, nil
+}
+
+// startContext bounds a start by VIBE_BROWSER_START_TIMEOUT_S on the daemon's context (not a caller's: a
+// client that gives up does not abort a start others may be waiting for).
+func (m *Manager) startContext() (context.Context, context.CancelFunc) {
+	if m.cfg.StartTimeout > 0 {
+		return context.WithTimeout(m.ctx, m.cfg.StartTimeout)
+	}
+	return context.WithCancel(m.ctx)
+}
+
+// startLocked launches t's browser and its mux. The caller holds t's lock. The start is bounded (see
+// startContext); a half-started browser is torn down on failure.
+func (m *Manager) startLocked(t target) (*live, error) {
+	ctx, cancel := m.startContext()
+	defer cancel()
 	if err := m.writeWrapperFor(ctx, t); err != nil {
 		m.log.Warn().Err(err).Str("browser", t.key).Msg("wrapper not written")
 	}
@@ -344,7 +418,7 @@ func (m *Manager) attachMux(ctx context.Context, t target, run runner, ownership
 		return nil, fmt.Errorf("mux for %s: %w", t.name, err)
 	}
 	muxCtx, cancel := context.WithCancel(context.Background())
-	l := &live{run: run, mux: mx, port: port, startedAt: time.Now(), cancel: cancel, served: make(chan struct{})}
+	l := &live{target: t, run: run, mux: mx, port: port, startedAt: time.Now(), cancel: cancel, served: make(chan struct{})}
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
@@ -360,17 +434,23 @@ func (m *Manager) attachMux(ctx context.Context, t target, run runner, ownership
 		<-l.served
 		return nil, fmt.Errorf("%w: the mux of %s did not connect to the browser: %v", ErrStartFailed, t.name, err)
 	}
-	session := state.BrowserSession{Key: t.key, PID: run.PID(), CDPEndpoint: run.HTTPEndpoint(),
-		Status: state.BrowserRunning, Adopted: run.Adopted(), StartedAt: l.startedAt}
-	if st := run.StartTime(); st > 0 {
-		session.PIDStartTime = time.UnixMilli(st)
-	}
-	if _, err := m.db.UpsertBrowserSession(ctx, session); err != nil {
+	if err := m.recordRunning(ctx, t, run, l.startedAt); err != nil {
 		cancel()
 		<-l.served
 		return nil, err
 	}
 	return l, nil
+}
+
+// recordRunning records t's browser as running on run, so the next manager can adopt it.
+func (m *Manager) recordRunning(ctx context.Context, t target, run runner, startedAt time.Time) error {
+	session := state.BrowserSession{Key: t.key, PID: run.PID(), CDPEndpoint: run.HTTPEndpoint(),
+		Status: state.BrowserRunning, Adopted: run.Adopted(), StartedAt: startedAt}
+	if st := run.StartTime(); st > 0 {
+		session.PIDStartTime = time.UnixMilli(st)
+	}
+	_, err := m.db.UpsertBrowserSession(ctx, session)
+	return err
 }
 
 // upstreamWait bounds the wait for a new mux's browser connection when the caller's context has no deadline.
