@@ -5,6 +5,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"os"
 	"os/exec"
@@ -441,4 +442,56 @@ func TestExpiredLeaseStopsDaemons(t *testing.T) {
 	pid := m.daemonPID("shop-a1a1a1a1")
 	// The shim's call registered the task with a 3 s lease and nobody renews it.
 	muxWaitFor(t, "the daemon of the task whose lease expired to stop", 15*time.Second, func() bool { return gone(pid) })
+}
+
+func TestReadOnlyStateRefusesAndLosesNothing(t *testing.T) {
+	m := startManager(t)
+	m.cli("store", "add", "keep me")
+	if err := m.stop(); err != nil {
+		t.Fatal(err)
+	}
+	// The state file alone becomes read-only (a bind mount of the file, remounted read-only): a disk the
+	// manager cannot write. Root ignores file modes, so a mount is the only honest way to do this.
+	db := filepath.Join(m.home, "state.db")
+	if out, err := exec.Command("mount", "--bind", db, db).CombinedOutput(); err != nil {
+		t.Skipf("cannot bind-mount here: %v: %s", err, out)
+	}
+	mounted := true
+	unmount := func() {
+		if mounted {
+			if out, err := exec.Command("umount", db).CombinedOutput(); err != nil {
+				t.Errorf("umount %s: %v: %s", db, err, out)
+			}
+			mounted = false
+		}
+	}
+	t.Cleanup(unmount)
+	if out, err := exec.Command("mount", "-o", "remount,bind,ro", db).CombinedOutput(); err != nil {
+		t.Skipf("cannot remount read-only here: %v: %s", err, out)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	serve := exec.CommandContext(ctx, m.bins.vibe, "serve")
+	serve.Env = m.env
+	out, err := serve.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+		t.Fatalf("serve on a read-only state file: %v; want a non-zero exit\n%s", err, out)
+	}
+	for _, want := range []string{db, "read-only", "writable"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the refusal does not say %q:\n%s", want, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(m.home, api.SocketRel)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused start left its socket behind: %v", err)
+	}
+
+	// Writable again: the next start comes up on the same state, the store still there.
+	unmount()
+	m.start()
+	if list := m.cli("store", "list"); !strings.Contains(list, "keep me") {
+		t.Errorf("store list after the read-only episode:\n%s", list)
+	}
 }

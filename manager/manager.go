@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
@@ -77,6 +79,10 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 	db, err := state.Open(cfg.path("state.db"))
 	if err != nil {
 		ln.Close()
+		if errors.Is(err, syscall.EROFS) || errors.Is(err, fs.ErrPermission) {
+			return fmt.Errorf("%w; the manager keeps its state there and must write it: make it writable "+
+				"(remount the disk read-write, fix the owner), or set VIBE_HOME to a writable directory", err)
+		}
 		return err
 	}
 	defer db.Close()

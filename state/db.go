@@ -42,6 +42,10 @@ func Open(path string) (*DB, error) {
 	// -shm files the database file's mode.
 	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is already in the message
+		}
 		return nil, fmt.Errorf("open state %s: %w", abs, err)
 	}
 	f.Close()
