@@ -495,3 +495,41 @@ func TestReadOnlyStateRefusesAndLosesNothing(t *testing.T) {
 		t.Errorf("store list after the read-only episode:\n%s", list)
 	}
 }
+
+func TestWedgedRendererEscalates(t *testing.T) {
+	m := startManager(t, "VIBE_CALL_TIMEOUT_S=3", "VIBE_BROWSER_IDLE_S=0")
+	m.cli("store", "add", "shop")
+	if err := ensureStore(m, "shop"); err != nil { // so the timeouts below time the page, not a cold start
+		t.Fatal(err)
+	}
+	exitCode := func(err error) int {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return exit.ExitCode()
+		}
+		return 0
+	}
+	// A page script that never yields wedges its renderer: the call hangs until the shim's bound.
+	wedge := "browser-use <<'PY'\neval (() => { for (;;) {} })()\nPY"
+	out, err := m.agent("--store shop --task "+taskA, wedge)
+	if exitCode(err) != 142 || !strings.Contains(err.Error(), "reloaded the daemon for session shop-a1a1a1a1") {
+		t.Fatalf("first wedged call: %v (stdout %q); want exit 142 after a reload", err, out)
+	}
+	// Another task on the same browser is not held up by the wedged renderer.
+	if out := m.mustAgent("--store shop --task "+taskB, "browser-use <<'PY'\neval 6*7\nPY"); strings.TrimSpace(out) != "42" {
+		t.Errorf("the other task's call printed %q; want 42", out)
+	}
+	out, err = m.agent("--store shop --task "+taskA, wedge)
+	if exitCode(err) != 75 || !strings.Contains(err.Error(), "record the unfinished work as a gap") {
+		t.Fatalf("second wedged call in a row: %v (stdout %q); want exit 75", err, out)
+	}
+	if !m.running("shop") {
+		t.Error("the browser went down with one task's wedged renderer")
+	}
+	if err := m.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if log := m.log.String(); !strings.Contains(log, `"event":"wedge_unrecoverable"`) || !strings.Contains(log, `"bu_name":"shop-a1a1a1a1"`) {
+		t.Errorf("the manager did not log the unrecoverable wedge:\n%s", lastLines(log, 20))
+	}
+}
