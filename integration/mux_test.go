@@ -697,3 +697,61 @@ func TestMuxBrowserUseAndAgentBrowserFlows(t *testing.T) {
 		return err == nil && string(v) == `"page /bu"`
 	})
 }
+
+// TestMuxClientKilled kills -9 a real puppeteer process mid-session: the other client never notices, the
+// victim's client id gets its tabs back when it reconnects within the grace period, and once the grace
+// runs out with nobody back its tabs are closed in the browser.
+func TestMuxClientKilled(t *testing.T) {
+	chr := startChromium(t)
+	m := startMuxOn(t, chr.HTTP, mux.Config{Grace: 3 * time.Second})
+	site := muxSite(t)
+	cd := chromedpClient(t, m, "steady")
+	if err := chromedp.Do(cd, chromedp.Navigate(site.URL+"/steady")); err != nil {
+		t.Fatal(err)
+	}
+	direct := dialRaw(t, chr.WS)
+	browserPages := func(marker string) int {
+		var all struct{ TargetInfos []struct{ Type, URL string } }
+		direct.must("Target.getTargets", nil, "", &all)
+		n := 0
+		for _, ti := range all.TargetInfos {
+			if ti.Type == "page" && strings.Contains(ti.URL, marker) {
+				n++
+			}
+		}
+		return n
+	}
+	steadyWorks := func(when string) {
+		t.Helper()
+		title, err := chromedp.Run(cd, chromedp.Title())
+		if err != nil || title != "page /steady" {
+			t.Fatalf("%s: the other client's page answered %q, %v", when, title, err)
+		}
+	}
+
+	victim := startNodeScript(t, "mux_puppeteer.js", m.WSBase+"/client-victim", site.URL+"/v")
+	victim.expect("ready")
+	victim.cmd.Process.Kill()
+	steadyWorks("right after the kill")
+	muxWaitFor(t, "the kill noticed", 10*time.Second, func() bool { return m.Stats().Clients == 1 })
+	if n := browserPages("by=puppeteer"); n != 2 {
+		t.Fatalf("during the grace period the browser has %d of the victim's pages; want its 2", n)
+	}
+
+	// Back within the grace period under the same client id: the old pages are its own again.
+	again := startNodeScript(t, "mux_puppeteer.js", m.WSBase+"/client-victim", site.URL+"/v")
+	if pages := strs(again.expect("ready")["pages"]); len(pages) != 4 {
+		t.Fatalf("the reconnected victim sees %v; want its 2 old pages and 2 new ones", pages)
+	}
+	again.cmd.Process.Kill()
+	steadyWorks("after the second kill")
+
+	// Nobody comes back: after the grace period the victim's tabs are closed, the other client's stay.
+	muxWaitFor(t, "the victim's tabs closed after the grace period", 20*time.Second, func() bool {
+		return browserPages("by=puppeteer") == 0
+	})
+	steadyWorks("after the grace period")
+	if n := browserPages("/steady"); n != 1 {
+		t.Errorf("the other client's page count is %d; want 1", n)
+	}
+}
