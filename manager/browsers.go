@@ -270,7 +270,7 @@ func (m *Manager) watch(key string, l *live) {
 // failure status. An adopted browser's exit status is unknown, so it never counts as a crash.
 func crashed(l *live) bool {
 	p, ok := l.run.(*chrome.Process)
-	return ok && l.target.backend == state.BackendChrome && p.ExitErr() != nil
+	return ok && p.ExitErr() != nil
 }
 
 // relaunchLocked starts a crashed browser again on its profile (Chromium restores its last session) and
