@@ -28,7 +28,15 @@ func TestIdentity(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := cmd.Process.Pid
-	info, ok := Live(ctx, pid)
+	// Start returns once the exec has begun; the kernel sets the new command line a moment later, so an
+	// empty one is waited out (briefly), a wrong one is not.
+	var info Info
+	ok = false
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if info, ok = Live(ctx, pid); !ok || len(info.Cmdline) > 0 {
+			break
+		}
+	}
 	if !ok || !slices.Equal(info.Cmdline, []string{"sleep", "30"}) {
 		t.Errorf("Live(child) = %+v, %v; want its command line", info, ok)
 	}
