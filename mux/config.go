@@ -54,10 +54,12 @@ type Config struct {
 	ClientMessageLimit int
 	// UpstreamMessageLimit is the largest message accepted from the browser. Default 256 MB (Chrome's).
 	UpstreamMessageLimit int
-	// PingInterval is how long a client may stay silent before it is pinged. Default 30s.
+	// PingInterval is how long a client, or the browser, may stay silent before it is pinged (the browser
+	// with a Browser.getVersion of the mux's own). Default 30s.
 	PingInterval time.Duration
-	// PongTimeout is how long a pinged peer has to answer before it is dropped (a client into its grace
-	// period). Default 60s.
+	// PongTimeout is how long a pinged peer has to answer before it is dropped: a client into its grace
+	// period, the browser's connection into a reconnect (a hung browser ends in the relaunch hook).
+	// Default 60s.
 	PongTimeout time.Duration
 	// WriteTimeout bounds one WebSocket write. Default 30s.
 	WriteTimeout time.Duration

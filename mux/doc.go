@@ -18,7 +18,7 @@
 //
 // Lifetimes: a client id outlives its connections. A newer connection takes an id over (the older is
 // closed with 4409); a disconnected client keeps its tabs for a grace period; each client's send queue is
-// bounded in bytes and overflow disconnects that client only. Upstream loss fails pending calls with
-// -32603 "Browser disconnected", then the mux reconnects with backoff (and the relaunch hook) and rebuilds
-// ownership from a fresh Target.getTargets.
+// bounded in bytes and overflow disconnects that client only. Upstream loss (a closed connection, or a
+// browser silent past its probe) fails pending calls with -32603 "Browser disconnected", then the mux
+// reconnects with backoff (and the relaunch hook) and rebuilds ownership from a fresh Target.getTargets.
 package mux

@@ -651,6 +651,39 @@ func TestRelaunchedDialsAtOnce(t *testing.T) {
 	}
 }
 
+func TestSilentBrowserIsDropped(t *testing.T) {
+	fb := newFakeBrowser(t)
+	m := startMux(t, fb, Config{PingInterval: 50 * time.Millisecond, PongTimeout: 150 * time.Millisecond})
+	c := newClient(t, m, "c")
+	tid := c.createTarget("about:blank")
+	sid := c.attach(tid)
+	fb.setStall("Browser.getVersion", true) // the probe goes unanswered
+
+	// Busy but alive: the browser keeps sending events, so it is never taken for hung.
+	until := time.Now().Add(600 * time.Millisecond)
+	for time.Now().Before(until) {
+		fb.send(`{"method":"Target.targetInfoChanged","params":{"targetInfo":{"targetId":"` + tid + `","type":"page","url":"about:blank"}}}`)
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := fb.connections(); n != 1 {
+		t.Fatalf("a talking browser was dropped: %d connections", n)
+	}
+
+	// Hung: nothing at all arrives. The connection is dropped, the call in flight fails, the mux reconnects.
+	fb.setStall("Runtime.evaluate", true)
+	c.sendRaw(`{"id":77,"method":"Runtime.evaluate","params":{"expression":"1"},"sessionId":"` + sid + `"}`)
+	r := c.waitID("77")
+	if r.Error == nil || r.Error.Code != codeInternal || r.Error.Message != "Browser disconnected" {
+		t.Fatalf("call in flight on a hung browser: %+v; want -32603 Browser disconnected", r)
+	}
+	fb.setStall("Browser.getVersion", false)
+	fb.setStall("Runtime.evaluate", false)
+	waitFor(t, "reconnected", func() bool { return fb.connections() >= 2 && m.Stats().Upstream })
+	if !slices.Contains(c.targetIDs(), tid) {
+		t.Fatal("ownership lost across the reconnect")
+	}
+}
+
 func TestOrphanCleanup(t *testing.T) {
 	tests := []struct {
 		name      string

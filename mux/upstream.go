@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -34,6 +35,7 @@ type upstream struct {
 	q       *sendQueue
 	once    sync.Once
 	timeout time.Duration
+	reads   atomic.Uint64 // messages read, for the liveness probe
 
 	wmu sync.Mutex
 	// wmu guards the fields below and the socket's write side.
@@ -442,19 +444,23 @@ func (m *Mux) runConnection(up *upstream, version map[string]any) {
 	m.log.Info().Msg("browser connected")
 
 	var wg sync.WaitGroup
-	wg.Add(1)
+	ended := make(chan struct{})
+	wg.Add(2)
 	go func() { defer wg.Done(); up.writeLoop() }()
+	go func() { defer wg.Done(); m.probeUpstream(up, ended) }()
 	for {
 		b, over, err := readUpstreamMessage(up, m.cfg.UpstreamMessageLimit)
 		if err != nil {
 			break
 		}
+		up.reads.Add(1)
 		if over {
 			m.upstreamOversized(up, b)
 			continue
 		}
 		m.handleUpstream(up, b)
 	}
+	close(ended)
 	up.close()
 	wg.Wait()
 	m.mu.Lock()
@@ -463,6 +469,44 @@ func (m *Mux) runConnection(up *upstream, version map[string]any) {
 	m.mu.Unlock()
 	if !closed {
 		m.log.Error().Msg("browser connection lost: pending calls failed, reconnecting")
+	}
+}
+
+// probeUpstream drops a browser connection that has gone silent: after PingInterval without a message it
+// asks the browser for its version, and if nothing at all arrives within PongTimeout after that, the
+// browser is taken for hung and the connection is closed, which fails pending calls and starts the
+// reconnect (and, if the browser stays unreachable, the relaunch hook). A busy browser is never cut off:
+// any message it sends counts as an answer.
+func (m *Mux) probeUpstream(up *upstream, ended <-chan struct{}) {
+	tick := time.NewTicker(m.cfg.PingInterval)
+	defer tick.Stop()
+	seen := up.reads.Load()
+	var probedAt time.Time
+	for {
+		select {
+		case <-ended:
+			return
+		case now := <-tick.C:
+			if n := up.reads.Load(); n != seen {
+				seen, probedAt = n, time.Time{}
+				continue
+			}
+			if probedAt.IsZero() {
+				m.mu.Lock()
+				if m.up == up {
+					m.sendInternalLocked("Browser.getVersion", nil, "", nil)
+				}
+				m.mu.Unlock()
+				probedAt = now
+				continue
+			}
+			if now.Sub(probedAt) >= m.cfg.PongTimeout {
+				m.log.Error().Dur("silent_for", now.Sub(probedAt)+m.cfg.PingInterval).
+					Msg("browser stopped answering: dropping its connection")
+				up.close()
+				return
+			}
+		}
 	}
 }
 
