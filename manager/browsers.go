@@ -74,6 +74,7 @@ type browser struct {
 	lastStartFailed bool          // the last start failed: the next one is a relaunch
 	died            bool          // the browser died under us (not stopped): the next start is a relaunch
 	diedUptime      time.Duration // how long it had run when it died
+	retiring        *live         // its relaunch failed and its mux is ending: bury it, never relaunch it
 }
 
 func (b *browser) acquire(ctx context.Context) error {
@@ -240,7 +241,7 @@ func (m *Manager) buryLocked(b *browser, dead *live) {
 // same mux, so connected clients stay connected and every task gets its restored tabs back; any other death
 // (a clean exit: a user closed the window), or a relaunch that fails or is over budget, is buried, so a dead
 // browser frees its port and shows as stopped without waiting for the next ensure. watch returns when l is
-// torn down any other way.
+// torn down or replaced any other way.
 func (m *Manager) watch(key string, l *live) {
 	select {
 	case <-l.served:
@@ -255,10 +256,9 @@ func (m *Manager) watch(key string, l *live) {
 	if b.cur.Load() != l {
 		return
 	}
-	if crashed(l) && !m.closing.Load() {
-		next, err := m.relaunchLocked(b, l)
+	if crashed(l) && b.retiring != l && !m.closing.Load() {
+		err := m.relaunchCrashedLocked(b, l)
 		if err == nil {
-			m.install(b, next)
 			return
 		}
 		m.log.Error().Err(err).Str("browser", key).Msg("crashed browser not relaunched")
@@ -273,20 +273,74 @@ func crashed(l *live) bool {
 	return ok && p.ExitErr() != nil
 }
 
-// relaunchLocked starts a crashed browser again on its profile (Chromium restores its last session) and
-// points the dead browser's mux at it, charged to the relaunch budget. The caller holds b's lock.
-func (m *Manager) relaunchLocked(b *browser, dead *live) (*live, error) {
-	t := dead.target
-	m.log.Warn().Str("browser", t.key).Int("pid", dead.run.PID()).Err(dead.run.(*chrome.Process).ExitErr()).
-		Dur("uptime", time.Since(dead.startedAt)).Msg("browser crashed: relaunching it behind its mux")
-	b.died, b.diedUptime = true, time.Since(dead.startedAt)
+// relaunchCrashedLocked relaunches a crashed browser behind its mux and waits for the mux to reconnect.
+// The caller holds b's lock.
+func (m *Manager) relaunchCrashedLocked(b *browser, dead *live) error {
 	ctx, cancel := m.startContext()
 	defer cancel()
+	next, err := m.relaunchLocked(ctx, b, dead, "crashed")
+	if err != nil {
+		return err
+	}
+	next.mux.Relaunched(next.run.HTTPEndpoint())
+	if err := waitUpstream(ctx, next.mux, next.served); err != nil {
+		m.abandonRelaunchLocked(b, next)
+		return err
+	}
+	m.install(b, next)
+	return nil
+}
+
+// relaunchHung is the chrome backend's mux relaunch hook: the mux found its browser unreachable on every
+// reconnect attempt while the process may still be running (hung). Under the store's lock the process is
+// stopped and a fresh one launched on the profile; the mux dials the returned endpoint itself. When the
+// relaunch is refused (over budget) or fails, the browser is buried instead, after the mux has let go.
+func (m *Manager) relaunchHung(ctx context.Context, key string, mx *mux.Mux) (string, error) {
+	b := m.browserSlot(key)
+	if err := b.acquire(ctx); err != nil {
+		return "", err
+	}
+	defer b.release()
+	l := b.cur.Load()
+	if l == nil || l.mux != mx || m.closing.Load() {
+		return "", errors.New("this browser is being stopped or replaced")
+	}
+	sctx, cancel := m.startContext()
+	defer cancel()
+	defer context.AfterFunc(ctx, cancel)() // the mux stopping ends the relaunch too
+	next, err := m.relaunchLocked(sctx, b, l, "unreachable after every reconnect attempt")
+	if err != nil {
+		m.log.Error().Err(err).Str("browser", key).Msg("hung browser not relaunched: stopping it")
+		b.retiring = l
+		// Burying waits for the mux to end, and the mux waits for this hook: bury once the hook returned.
+		m.wg.Go(func() {
+			if b.acquire(m.ctx) == nil {
+				defer b.release()
+				if b.cur.Load() == l {
+					m.buryLocked(b, l)
+				}
+			}
+		})
+		l.cancel()
+		return "", err
+	}
+	m.install(b, next)
+	return next.run.HTTPEndpoint(), nil
+}
+
+// relaunchLocked replaces old's browser, crashed or hung, with a fresh Chromium on its profile (Chromium
+// restores its last session), charged to the relaunch budget. The new browser is recorded as running and
+// shares old's mux; the caller points the mux at it and installs it. The caller holds b's lock.
+func (m *Manager) relaunchLocked(ctx context.Context, b *browser, old *live, why string) (*live, error) {
+	t := old.target
+	m.log.Warn().Str("browser", t.key).Int("pid", old.run.PID()).Str("why", why).
+		Dur("uptime", time.Since(old.startedAt)).Msg("relaunching the browser behind its mux")
+	b.died, b.diedUptime = true, time.Since(old.startedAt)
 	if err := m.spendRelaunchLocked(ctx, b, t); err != nil {
 		return nil, err
 	}
-	// What is left of the dead browser's process group (renderers on their way out) goes first.
-	if err := dead.run.Stop(ctx); err != nil {
+	// The old process group goes first: a hung browser, or renderers of a crashed one on their way out.
+	if err := old.run.Stop(ctx); err != nil {
 		return nil, err
 	}
 	run, err := m.launch(ctx, t)
@@ -295,24 +349,25 @@ func (m *Manager) relaunchLocked(b *browser, dead *live) (*live, error) {
 		m.metrics.startFailures.WithLabelValues(string(t.backend)).Inc()
 		return nil, err
 	}
-	dead.mux.Relaunched(run.HTTPEndpoint())
-	next := &live{target: t, run: run, mux: dead.mux, port: dead.port, startedAt: time.Now(), cancel: dead.cancel,
-		served: dead.served}
-	next.lastEnsure.Store(dead.lastEnsure.Load())
-	err = waitUpstream(ctx, next.mux, next.served)
-	if err == nil {
-		err = m.recordRunning(ctx, t, run, next.startedAt)
-	}
-	if err != nil {
-		stopCtx, cancel := context.WithTimeout(context.Background(), stopBound)
-		defer cancel()
-		_ = run.Stop(stopCtx)
-		b.lastStartFailed = true
+	next := &live{target: t, run: run, mux: old.mux, port: old.port, startedAt: time.Now(), cancel: old.cancel,
+		served: old.served}
+	next.lastEnsure.Store(old.lastEnsure.Load())
+	if err := m.recordRunning(ctx, t, run, next.startedAt); err != nil {
+		m.abandonRelaunchLocked(b, next)
 		return nil, err
 	}
 	m.metrics.starts.WithLabelValues(string(t.backend)).Inc()
-	m.log.Info().Str("browser", t.key).Int("pid", run.PID()).Msg("crashed browser relaunched")
+	m.log.Info().Str("browser", t.key).Int("pid", run.PID()).Msg("browser relaunched")
 	return next, nil
+}
+
+// abandonRelaunchLocked stops a relaunched browser that could not be put to use; the next start of the
+// store counts as a relaunch.
+func (m *Manager) abandonRelaunchLocked(b *browser, next *live) {
+	ctx, cancel := context.WithTimeout(context.Background(), stopBound)
+	defer cancel()
+	_ = next.run.Stop(ctx)
+	b.lastStartFailed = true
 }
 
 // startContext bounds a start by VIBE_BROWSER_START_TIMEOUT_S on the daemon's context (not a caller's: a
@@ -400,7 +455,13 @@ func (m *Manager) attachMux(ctx context.Context, t target, run runner, ownership
 		}
 	}
 	key := t.key
-	mx, err := mux.New(mux.Config{
+	var hooks mux.Hooks
+	hooks.OwnershipChanged = func(o map[string][]string) { m.saveOwnership(key, o) }
+	var mx *mux.Mux
+	if _, ok := run.(*chrome.Process); ok {
+		hooks.Relaunch = func(ctx context.Context) (string, error) { return m.relaunchHung(ctx, key, mx) }
+	}
+	mx, err = mux.New(mux.Config{
 		Upstream:    run.HTTPEndpoint(),
 		Listener:    ln,
 		Token:       t.token,
@@ -410,8 +471,14 @@ func (m *Manager) attachMux(ctx context.Context, t target, run runner, ownership
 		Grace:       m.cfg.MuxGrace,
 		FreshLaunch: !run.Adopted(),
 		Ownership:   ownership,
-		Hooks:       mux.Hooks{OwnershipChanged: func(o map[string][]string) { m.saveOwnership(key, o) }},
-		Log:         m.log.With().Str("component", "mux").Str("browser", t.key).Logger(),
+		Hooks:       hooks,
+		// Zero unless a test shortened them:
+		PingInterval:   m.cfg.muxTiming.pingInterval,
+		PongTimeout:    m.cfg.muxTiming.pongTimeout,
+		ReconnectMin:   m.cfg.muxTiming.reconnectMin,
+		ReconnectMax:   m.cfg.muxTiming.reconnectMax,
+		ReconnectTries: m.cfg.muxTiming.reconnectTries,
+		Log:            m.log.With().Str("component", "mux").Str("browser", t.key).Logger(),
 	})
 	if err != nil {
 		ln.Close()
@@ -539,6 +606,9 @@ func (m *Manager) teardownLocked(b *browser, l *live) {
 		m.log.Warn().Err(err).Str("browser", b.key).Msg("stop browser")
 	}
 	b.cur.CompareAndSwap(l, nil)
+	if b.retiring == l {
+		b.retiring = nil
+	}
 	if err := m.db.MarkBrowserStopped(ctx, b.key, time.Now()); err != nil && !errors.Is(err, state.ErrNotFound) {
 		m.log.Error().Err(err).Str("browser", b.key).Msg("record browser stopped")
 	}

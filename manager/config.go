@@ -35,6 +35,16 @@ type Config struct {
 	DisableReaper     bool          // VIBE_DISABLE_DAEMON_SWEEP
 	KeepBrowsers      bool          // VIBE_KEEP_BROWSERS_ON_EXIT
 	Headless          *bool         // VIBE_HEADLESS; nil = headless when there is no display
+
+	// muxTiming overrides the muxes' keepalive and reconnect timing; only tests set it (zero values keep
+	// the mux's defaults).
+	muxTiming muxTiming
+}
+
+// muxTiming is the part of mux.Config that decides how fast a hung browser is given up on.
+type muxTiming struct {
+	pingInterval, pongTimeout, reconnectMin, reconnectMax time.Duration
+	reconnectTries                                        int
 }
 
 // knob describes one VIBE_* variable: its default and accepted range.

@@ -1,0 +1,156 @@
+//go:build integration
+
+package manager
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/remote"
+	"github.com/rs/zerolog"
+
+	"vibebrowser/manager/api"
+	"vibebrowser/manager/chrome"
+)
+
+// TestHungBrowserIsRelaunchedBehindItsMux stops (SIGSTOP) a running Chromium: its mux finds it silent,
+// drops the connection, fails to reconnect and calls the manager's relaunch hook, which kills the hung
+// process group and launches a fresh Chromium on the profile behind the same mux port. The task's tab
+// comes back to it. The mux's timing is shortened (in package: no knob exists for it) so this takes
+// seconds instead of minutes.
+func TestHungBrowserIsRelaunchedBehindItsMux(t *testing.T) {
+	bin, err := chrome.Find("")
+	if err != nil {
+		t.Fatalf("the integration tests need Chromium (go tool task deps): %v", err)
+	}
+	home, tools := t.TempDir(), t.TempDir()
+	for _, name := range []string{"wrapshim", "browser-use"} {
+		if err := os.WriteFile(filepath.Join(tools, name), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vars := map[string]string{"VIBE_HOME": home, "VIBE_CHROME": bin, "VIBE_HEADLESS": "1", "VIBE_BROWSER_IDLE_S": "0",
+		"VIBE_SHIM": filepath.Join(tools, "wrapshim"), "VIBE_BROWSER_USE": filepath.Join(tools, "browser-use"),
+		"VIBE_PROXY_PORT_BASE": fmt.Sprint(20000 + rand.IntN(30000))}
+	cfg, err := FromEnv(func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.muxTiming = muxTiming{pingInterval: 200 * time.Millisecond, pongTimeout: 400 * time.Millisecond,
+		reconnectMin: 100 * time.Millisecond, reconnectMax: 200 * time.Millisecond, reconnectTries: 1}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg, zerolog.New(zerolog.NewTestWriter(t)), "test") }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	client := api.NewClient(filepath.Join(home, api.SocketRel))
+	waitUntil(t, 20*time.Second, "the manager to answer", func() bool { _, err := client.Health(ctx); return err == nil })
+
+	store, err := client.CreateStore(ctx, api.StoreSpec{Name: "hung"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ens, err := client.EnsureSession(ctx, api.EnsureRequest{Kind: api.KindStore, StoreID: store.ID,
+		ClientID: "hung-task", BUName: "hung-task"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "<html><title>page %s</title></html>", r.URL.Path)
+	}))
+	defer site.Close()
+	alloc, cancelAlloc := remote.NewAllocator(ctx, ens.CDPWS, remote.NoModifyURL)
+	defer cancelAlloc()
+	tab, cancelTab := chromedp.NewContext(alloc)
+	defer cancelTab()
+	if err := chromedp.Do(tab, chromedp.Navigate(site.URL+"/hung-page")); err != nil {
+		t.Fatal(err)
+	}
+	// Chromium writes its session (what the relaunch restores) on a timer: wait for it.
+	waitUntil(t, 30*time.Second, "the session saved to the profile", func() bool {
+		files, _ := filepath.Glob(filepath.Join(home, "profiles", store.Slug, "Default", "Sessions", "Session_*"))
+		for _, f := range files {
+			if b, _ := os.ReadFile(f); strings.Contains(string(b), "/hung-page") {
+				return true
+			}
+		}
+		return false
+	})
+
+	before := browserOf(t, client, store.Slug)
+	if err := syscall.Kill(before.PID, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(before.PID, syscall.SIGCONT) })
+	waitUntil(t, 60*time.Second, "the hung browser replaced", func() bool {
+		b := browserOf(t, client, store.Slug)
+		return b.Status == api.StatusRunning && b.PID != before.PID && b.PID != 0
+	})
+	if after := browserOf(t, client, store.Slug); after.ProxyPort != before.ProxyPort {
+		t.Errorf("relaunched behind port %d; want the same mux port %d", after.ProxyPort, before.ProxyPort)
+	}
+	waitUntil(t, 10*time.Second, "the hung process killed", func() bool {
+		return syscall.Kill(before.PID, 0) == syscall.ESRCH
+	})
+
+	// The task's client id sees its restored tab, and only that.
+	again, cancelAgain := remote.NewAllocator(ctx, ens.CDPWS, remote.NoModifyURL)
+	defer cancelAgain()
+	probe, cancelProbe := chromedp.NewContext(again)
+	defer cancelProbe()
+	waitUntil(t, 20*time.Second, "the task's tab back with it", func() bool {
+		infos, err := chromedp.Targets(probe)
+		if err != nil {
+			return false
+		}
+		var pages []string
+		for _, ti := range infos {
+			if ti.Type == "page" {
+				pages = append(pages, ti.URL)
+			}
+		}
+		return len(pages) == 1 && strings.HasSuffix(pages[0], "/hung-page")
+	})
+}
+
+// browserOf returns the status line of the browser with this slug.
+func browserOf(t *testing.T, client *api.Client, slug string) api.Browser {
+	t.Helper()
+	st, err := client.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range st.Browsers {
+		if b.Slug == slug {
+			return b
+		}
+	}
+	t.Fatalf("no browser %s in the status", slug)
+	return api.Browser{}
+}
+
+// waitUntil polls cond until it holds or the timeout passes.
+func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", within, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
