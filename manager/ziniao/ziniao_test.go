@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"os"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -16,6 +17,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(fakeClientEnv) != "" {
+		os.Exit(fakeClientMain(os.Args[1:]))
+	}
 	// Fast polling keeps the tests quick; the logic under test is the same.
 	readyPollEvery = 20 * time.Millisecond
 	watchEvery = 50 * time.Millisecond
