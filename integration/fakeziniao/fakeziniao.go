@@ -88,6 +88,8 @@ type Server struct {
 	serveWG sync.WaitGroup
 	exitWG  sync.WaitGroup
 	closeMu sync.Once
+	exited  chan struct{} // closed once the exit action has taken the server down
+	exitMu  sync.Once     // closes exited
 
 	mu       sync.Mutex // mu guards the fields below
 	faults   map[string]Fault
@@ -118,6 +120,7 @@ func New(o Options) (*Server, error) {
 		calls:    map[string]Calls{},
 		sessions: map[string]*session{},
 		locks:    map[string]*sync.Mutex{},
+		exited:   make(chan struct{}),
 	}
 	if s.dir == "" {
 		d, err := os.MkdirTemp("", "fakeziniao-")
@@ -140,6 +143,9 @@ func New(o Options) (*Server, error) {
 	}()
 	return s, nil
 }
+
+// Exited is closed once an exit action has stopped the server and its environments.
+func (s *Server) Exited() <-chan struct{} { return s.exited }
 
 // URL returns http://127.0.0.1:<port>.
 func (s *Server) URL() string { return "http://" + s.ln.Addr().String() }
@@ -334,6 +340,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 			defer cancel()
 			_ = s.srv.Shutdown(ctx)
 			_ = s.stopAll()
+			s.exitMu.Do(func() { close(s.exited) })
 		}()
 	default:
 		reply(w, StatusBadRequest, fmt.Sprintf("unknown action %q", action), nil)
