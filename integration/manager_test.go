@@ -31,7 +31,7 @@ var (
 	buildErr  error
 )
 
-type binaries struct{ vibe, shim, fakeBU string }
+type binaries struct{ vibe, shim, fakeBU, fakeZiniaoClient string }
 
 func builtBinaries(t testing.TB) binaries {
 	t.Helper()
@@ -41,7 +41,8 @@ func builtBinaries(t testing.TB) binaries {
 			return
 		}
 		for name, pkg := range map[string]string{"vibe-browser": "vibebrowser/cmd/vibe-browser",
-			"wrapshim": "vibebrowser/cmd/wrapshim", "fakebu": "vibebrowser/integration/fakebu"} {
+			"wrapshim": "vibebrowser/cmd/wrapshim", "fakebu": "vibebrowser/integration/fakebu",
+			"fakeziniaoclient": "vibebrowser/integration/fakeziniaoclient"} {
 			out, err := exec.Command("go", "build", "-o", filepath.Join(buildDir, name), pkg).CombinedOutput()
 			if err != nil {
 				buildErr = fmt.Errorf("build %s: %v\n%s", pkg, err, out)
@@ -53,7 +54,7 @@ func builtBinaries(t testing.TB) binaries {
 		t.Fatal(buildErr)
 	}
 	return binaries{vibe: filepath.Join(buildDir, "vibe-browser"), shim: filepath.Join(buildDir, "wrapshim"),
-		fakeBU: filepath.Join(buildDir, "fakebu")}
+		fakeBU: filepath.Join(buildDir, "fakebu"), fakeZiniaoClient: filepath.Join(buildDir, "fakeziniaoclient")}
 }
 
 // settledTempDir is t.TempDir for directories Chromium writes into: its helpers may still be flushing the

@@ -5,9 +5,15 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -83,5 +89,62 @@ func TestZiniaoStores(t *testing.T) {
 	}
 	if err := ensureStore(m, "zin-other"); apiStatus(err) == http.StatusConflict {
 		t.Errorf("account claim not released after its stores stopped: %v", err)
+	}
+}
+
+// freePort returns a TCP port nothing listens on (bound, then released).
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func TestZiniaoClientStartedWhenNotRunning(t *testing.T) {
+	bins := builtBinaries(t)
+	port := freePort(t)
+	pidfile := filepath.Join(t.TempDir(), "client.pid")
+	t.Cleanup(func() { // the manager never stops the shared client: the test does
+		if b, err := os.ReadFile(pidfile); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				syscall.Kill(pid, syscall.SIGTERM)
+				muxWaitFor(t, "the fake Ziniao client to exit", 20*time.Second, func() bool { return gone(pid) })
+			}
+		}
+	})
+	m := startManager(t, "VIBE_BROWSER_IDLE_S=0", "VIBE_BROWSER_START_TIMEOUT_S=60",
+		"VIBE_ZINIAO_CLIENT="+bins.fakeZiniaoClient, "FAKEZINIAO_ACCOUNT=acme/u1/pw",
+		"FAKEZINIAO_BROWSERS=oauth-a", "FAKEZINIAO_PIDFILE="+pidfile)
+	m.addZiniaoStore("zin-auto", "oauth-a", "u1", port)
+	web := site(t)
+	out := m.mustAgent("--store zin-auto --task "+taskA, "browser-use <<'PY'\nopen "+web.URL+"/auto\neval document.title\nPY")
+	if !strings.Contains(out, `"page auto"`) {
+		t.Errorf("agent through a store whose Ziniao client was not running printed %q; want the page title", out)
+	}
+	b, err := os.ReadFile(pidfile)
+	if err != nil {
+		t.Fatalf("the manager did not start the Ziniao client: %v", err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if _, err := m.client.StoreBrowser(context.Background(), "zin-auto", api.ActionStop); err != nil {
+		t.Fatal(err)
+	}
+	if gone(pid) {
+		t.Error("stopping a store stopped the shared Ziniao client")
+	}
+	if _, err := os.Stat(filepath.Join(m.home, "run", "ziniao-client.log")); err != nil {
+		t.Errorf("no client log: %v", err)
+	}
+
+	// Without VIBE_ZINIAO_CLIENT (and not on macOS) the manager cannot start it, and says how to.
+	plain := startManager(t, "VIBE_BROWSER_START_TIMEOUT_S=60")
+	plain.addZiniaoStore("zin-down", "oauth-a", "u1", freePort(t))
+	err = ensureStore(plain, "zin-down")
+	if apiStatus(err) != http.StatusServiceUnavailable || !strings.Contains(err.Error(), "--run_type=web_driver") ||
+		!strings.Contains(err.Error(), "VIBE_ZINIAO_CLIENT") {
+		t.Errorf("ensure with no Ziniao client: %v; want 503 saying how to start it", err)
 	}
 }

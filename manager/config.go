@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/ziniao"
 )
 
 // Config is the daemon's configuration: every VIBE_* knob of SPEC §4.3, validated before anything starts.
@@ -35,6 +36,7 @@ type Config struct {
 	DisableReaper     bool          // VIBE_DISABLE_DAEMON_SWEEP
 	KeepBrowsers      bool          // VIBE_KEEP_BROWSERS_ON_EXIT
 	Headless          *bool         // VIBE_HEADLESS; nil = headless when there is no display
+	ZiniaoClient      []string      // VIBE_ZINIAO_CLIENT, else the system's way (macOS: open -a ziniao); nil = never started
 
 	// muxTiming overrides the muxes' keepalive and reconnect timing; only tests set it (zero values keep
 	// the mux's defaults).
@@ -93,6 +95,16 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		}
 	}
 	c.BrowserUse, c.BrowserUseProblem = findBrowserUse(getenv("VIBE_BROWSER_USE"), getenv("PATH"), c.Home)
+	c.ZiniaoClient = ziniao.DefaultCommand()
+	if explicit := getenv("VIBE_ZINIAO_CLIENT"); explicit != "" {
+		if !filepath.IsAbs(explicit) {
+			return nil, fmt.Errorf("VIBE_ZINIAO_CLIENT=%q: want the absolute path of the Ziniao client executable", explicit)
+		}
+		if err := executable(explicit); err != nil {
+			return nil, fmt.Errorf("VIBE_ZINIAO_CLIENT=%q: %v", explicit, err)
+		}
+		c.ZiniaoClient = []string{explicit}
+	}
 	return c, nil
 }
 

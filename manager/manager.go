@@ -44,6 +44,8 @@ type Manager struct {
 
 	zmu     sync.Mutex                   // zmu guards zclaims
 	zclaims map[string]map[string]string // Ziniao account -> store key -> name, for stores starting or running
+	// zlaunch serialises making sure the Ziniao client runs, so that concurrent starts launch it once.
+	zlaunch sync.Mutex
 
 	wg sync.WaitGroup // every mux goroutine
 }

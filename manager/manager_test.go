@@ -180,6 +180,9 @@ func TestInvalidKnobsNameTheVariable(t *testing.T) {
 		{"VIBE_DISABLE_DAEMON_SWEEP", "yes", "boolean"},
 		{"VIBE_KEEP_BROWSERS_ON_EXIT", "2", "boolean"},
 		{"VIBE_HEADLESS", "maybe", "boolean"},
+		{"VIBE_ZINIAO_CLIENT", "ziniao", "absolute path"},
+		{"VIBE_ZINIAO_CLIENT", "/nonexistent/ziniao", "no such file"},
+		{"VIBE_ZINIAO_CLIENT", "/tmp", "not an executable file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"="+tt.value, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -69,6 +70,10 @@ func (m *Manager) launchZiniao(ctx context.Context, t target) (runner, error) {
 	if err := m.claimZiniao(t); err != nil {
 		return nil, err
 	}
+	if err := m.ensureZiniaoClient(ctx, t); err != nil {
+		m.releaseZiniao(t)
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
 	// Every attempt must fit in the start timeout, with room for the stopBrowser between attempts.
 	ready := ziniao.DefaultReadyTimeout
 	if m.cfg.StartTimeout > 0 {
@@ -83,6 +88,30 @@ func (m *Manager) launchZiniao(ctx context.Context, t target) (runner, error) {
 		return nil, err
 	}
 	return &claimedRunner{Runner: run, release: func() { m.releaseZiniao(t) }}, nil
+}
+
+// ensureZiniaoClient starts the Ziniao client in WebDriver mode when nothing answers on t's port (see
+// ziniao.EnsureRunning); its output goes to run/ziniao-client.log. The client is shared by every store and
+// outlives the manager: nothing here ever stops it.
+func (m *Manager) ensureZiniaoClient(ctx context.Context, t target) error {
+	m.zlaunch.Lock()
+	defer m.zlaunch.Unlock()
+	logPath := m.cfg.path("run", "ziniao-client.log")
+	logw, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("Ziniao client log: %w", err)
+	}
+	defer logw.Close() // the child keeps its own descriptor
+	wait := ziniao.DefaultLaunchWait
+	if m.cfg.StartTimeout > 0 {
+		wait = min(wait, m.cfg.StartTimeout/2)
+	}
+	started, err := ziniao.EnsureRunning(ctx, t.ziniao.client(), m.cfg.ZiniaoClient, wait, logw)
+	if started {
+		m.log.Info().Strs("command", m.cfg.ZiniaoClient).Int("port", t.ziniao.client().Port).Err(err).
+			Msg("started the Ziniao client in WebDriver mode")
+	}
+	return err
 }
 
 // adoptZiniao reconnects to an environment a previous manager left running on the recorded endpoint.
