@@ -201,7 +201,10 @@ func (m *Mux) runUpstream(ctx context.Context) {
 // once; clients keep their connections, pages the browser restores go back to the owners of the pages
 // that had their URLs, and, as after any fresh launch, restored pages nobody reclaims are closed.
 func (m *Mux) Relaunched(endpoint string) {
-	m.markRelaunched()
+	m.mu.Lock()
+	m.fresh = true
+	old := m.up // taken before the send, so that a connection to endpoint is never the one closed
+	m.mu.Unlock()
 	for sent := false; !sent; {
 		select {
 		case m.relaunched <- endpoint:
@@ -213,11 +216,8 @@ func (m *Mux) Relaunched(endpoint string) {
 			}
 		}
 	}
-	m.mu.Lock()
-	up := m.up
-	m.mu.Unlock()
-	if up != nil {
-		up.close()
+	if old != nil {
+		old.close()
 	}
 }
 
