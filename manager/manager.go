@@ -47,6 +47,9 @@ type Manager struct {
 	// zlaunch serialises making sure the Ziniao client runs, so that concurrent starts launch it once.
 	zlaunch sync.Mutex
 
+	leaseMu sync.Mutex           // leaseMu guards leased
+	leased  map[string]leaseMark // task id -> the lease touchTask last wrote
+
 	wg sync.WaitGroup // every mux goroutine
 }
 
@@ -92,7 +95,7 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 	root := log
 	log = root.With().Str("component", "manager").Logger()
 	m := &Manager{cfg: cfg, root: root, log: log, db: db, version: version, started: time.Now(), ctx: ctx,
-		browsers: map[string]*browser{}, zclaims: map[string]map[string]string{}}
+		browsers: map[string]*browser{}, zclaims: map[string]map[string]string{}, leased: map[string]leaseMark{}}
 	m.metrics = newMetrics(m)
 	// The runtime dir is created by Claim, with the marker that lets the reaper act in it; a dir someone
 	// else made is used but never swept.

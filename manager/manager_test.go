@@ -453,3 +453,52 @@ func TestReapRoute(t *testing.T) {
 		t.Errorf("runtime dir not claimed with its marker: %v", err)
 	}
 }
+
+func TestShimCallsRenewTheLeaseSparingly(t *testing.T) {
+	const id = "a1b2c3d4-0000-4000-8000-000000000002"
+	// No browser can start, so every call is quick; it fails after the task was registered.
+	noBrowser := map[string]string{"VIBE_CHROME": "/nonexistent/chromium"}
+	call := func(d *daemon) {
+		t.Helper()
+		_, err := d.client.EnsureSession(bg, api.EnsureRequest{Kind: api.KindWeb, ClientID: id, BUName: "web-a1b2c3d4", TaskID: id})
+		wantAPIError(t, err, http.StatusServiceUnavailable, "VIBE_CHROME")
+	}
+	lease := func(d *daemon) time.Time {
+		t.Helper()
+		task, err := d.client.GetTask(bg, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return task.LeaseUntil
+	}
+
+	// An hour's lease is written again at most every 36 s: calls in between write nothing.
+	d := startDaemon(t, noBrowser, true)
+	call(d)
+	first := lease(d)
+	if first.Before(time.Now().Add(59 * time.Minute)) {
+		t.Fatalf("the first call registered a lease until %v; want an hour ahead", first)
+	}
+	call(d)
+	if again := lease(d); !again.Equal(first) {
+		t.Errorf("a call right after the first moved the lease from %v to %v; want no write", first, again)
+	}
+	// A deleted task is registered again by its next call, however recent the last write.
+	if err := d.client.DeleteTask(bg, id); err != nil {
+		t.Fatal(err)
+	}
+	call(d)
+	if task, err := d.client.GetTask(bg, id); err != nil || task.Status != "running" {
+		t.Errorf("after deletion, the next call left %+v, %v; want the task registered as running", task, err)
+	}
+
+	// Once the window has passed (20 ms of a 2 s lease), a call renews the lease.
+	noBrowser["VIBE_TASK_LEASE_S"] = "2"
+	short := startDaemon(t, noBrowser, true)
+	call(short)
+	before := lease(short)
+	waitFor(t, "a later call to renew the lease", 5*time.Second, func() bool {
+		call(short)
+		return lease(short).After(before)
+	})
+}

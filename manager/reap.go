@@ -78,8 +78,10 @@ func (m *Manager) reapLoop(ctx context.Context) {
 	}
 }
 
-// taskEnded stops the browser-use daemons of a task that completed, failed, was deleted or lost its lease.
+// taskEnded stops the browser-use daemons of a task that completed, failed, was deleted or lost its lease,
+// and forgets its last lease write (see touchTask).
 func (m *Manager) taskEnded(ctx context.Context, id string) {
+	m.forgetLease(id)
 	if m.cfg.DisableReaper || !m.ownsRuntime || len(id) < 8 {
 		return
 	}

@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -61,7 +62,7 @@ func (m *Manager) handleEnsureSession(r *http.Request) (any, error) {
 		if req.Kind == api.KindStore {
 			storeID = t.key
 		}
-		if _, err := m.db.TouchTask(ctx, req.TaskID, storeID, time.Now().Add(m.cfg.TaskLease)); err != nil {
+		if err := m.touchTask(ctx, req.TaskID, storeID); err != nil {
 			return nil, err
 		}
 	}
@@ -70,6 +71,54 @@ func (m *Manager) handleEnsureSession(r *http.Request) (any, error) {
 		return nil, err
 	}
 	return api.EnsureResponse{CDPWS: clientURL(l.port, t.token, req.ClientID)}, nil
+}
+
+// leaseRenewEvery is the share of the task lease after which a shim call writes the lease again: calls in
+// between find it fresh and write nothing, which keeps a write transaction off ensure's fast path. A lease
+// is therefore at least 99% of VIBE_TASK_LEASE_S when its task's last call returns.
+const leaseRenewEvery = 100
+
+// leaseMemoPrune is the size at which touchTask's memory of written leases is pruned.
+const leaseMemoPrune = 1024
+
+// touchTask registers or renews a shim-called task (state.TouchTask), unless this manager wrote the same
+// task's lease for the same store recently enough.
+func (m *Manager) touchTask(ctx context.Context, id, storeID string) error {
+	now := time.Now()
+	m.leaseMu.Lock()
+	last, ok := m.leased[id]
+	m.leaseMu.Unlock()
+	if ok && last.store == storeID && now.Sub(last.at) < m.cfg.TaskLease/leaseRenewEvery {
+		return nil
+	}
+	if _, err := m.db.TouchTask(ctx, id, storeID, now.Add(m.cfg.TaskLease)); err != nil {
+		return err
+	}
+	m.leaseMu.Lock()
+	defer m.leaseMu.Unlock()
+	if len(m.leased) >= leaseMemoPrune { // marks past the window decide nothing: drop them
+		for k, v := range m.leased {
+			if now.Sub(v.at) >= m.cfg.TaskLease/leaseRenewEvery {
+				delete(m.leased, k)
+			}
+		}
+	}
+	m.leased[id] = leaseMark{store: storeID, at: now}
+	return nil
+}
+
+// forgetLease drops what touchTask remembers of a task, so that its next shim call writes (and, after a
+// deletion, registers it again).
+func (m *Manager) forgetLease(id string) {
+	m.leaseMu.Lock()
+	delete(m.leased, id)
+	m.leaseMu.Unlock()
+}
+
+// leaseMark is the last lease touchTask wrote for a task.
+type leaseMark struct {
+	store string
+	at    time.Time
 }
 
 // clientURL is a mux client's WebSocket endpoint.
