@@ -607,7 +607,7 @@ func TestInstallWritesConfigPrivately(t *testing.T) {
 }
 
 // TestShimDependenciesStaySmall keeps the shim quick to start: no database, logger, CLI framework or websocket,
-// and not even net or net/http, whose init and memory cost the shim milliseconds on every agent call.
+// and not even net, net/http or net/url, whose init and memory cost the shim milliseconds on every agent call.
 func TestShimDependenciesStaySmall(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "vibebrowser/cmd/wrapshim").Output()
 	if err != nil {
@@ -619,7 +619,7 @@ func TestShimDependenciesStaySmall(t *testing.T) {
 				t.Errorf("cmd/wrapshim depends on %s; the shim must not link %s", dep, banned)
 			}
 		}
-		if dep == "net" || dep == "net/http" || dep == "crypto/tls" {
+		if dep == "net" || dep == "net/http" || dep == "crypto/tls" || dep == "net/url" {
 			t.Errorf("cmd/wrapshim depends on %s; the shim talks to the manager over a raw unix socket", dep)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -104,4 +105,35 @@ func TestClientBoundedByContext(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestPathSegment(t *testing.T) {
+	tests := map[string]string{
+		"acme-shop":       "acme-shop",
+		"Acme Shop":       "Acme%20Shop",
+		"a/b?c#d%e":       "a%2Fb%3Fc%23d%25e",
+		"店铺":              "%E5%BA%97%E9%93%BA",
+		"a1b2c3d4-x_y.z~": "a1b2c3d4-x_y.z~",
+	}
+	for in, want := range tests {
+		if got := pathSegment(in); got != want {
+			t.Errorf("pathSegment(%q) = %q; want %q", in, got, want)
+		}
+	}
+}
+
+func FuzzPathSegment(f *testing.F) {
+	for _, s := range []string{"acme", "a/b", "店铺 #1", "%zz", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := pathSegment(s)
+		if strings.ContainsAny(got, "/?# ") {
+			t.Fatalf("pathSegment(%q) = %q keeps a delimiter", s, got)
+		}
+		back, err := url.PathUnescape(got)
+		if err != nil || back != s {
+			t.Fatalf("pathSegment(%q) = %q unescapes to %q, %v", s, got, back, err)
+		}
+	})
 }
