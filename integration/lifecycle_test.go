@@ -497,7 +497,7 @@ func TestReadOnlyStateRefusesAndLosesNothing(t *testing.T) {
 }
 
 func TestWedgedRendererEscalates(t *testing.T) {
-	m := startManager(t, "VIBE_CALL_TIMEOUT_S=3", "VIBE_BROWSER_IDLE_S=0")
+	m := startManager(t, "VIBE_CALL_TIMEOUT_S=6", "VIBE_BROWSER_IDLE_S=0") // room for the healthy call on a loaded machine
 	m.cli("store", "add", "shop")
 	if err := ensureStore(m, "shop"); err != nil { // so the timeouts below time the page, not a cold start
 		t.Fatal(err)

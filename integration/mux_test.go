@@ -703,7 +703,8 @@ func TestMuxBrowserUseAndAgentBrowserFlows(t *testing.T) {
 // runs out with nobody back its tabs are closed in the browser.
 func TestMuxClientKilled(t *testing.T) {
 	chr := startChromium(t)
-	m := startMuxOn(t, chr.HTTP, mux.Config{Grace: 3 * time.Second})
+	// The grace is long enough for a node process to start and reconnect on a loaded machine.
+	m := startMuxOn(t, chr.HTTP, mux.Config{Grace: 12 * time.Second})
 	site := muxSite(t)
 	cd := chromedpClient(t, m, "steady")
 	if err := chromedp.Do(cd, chromedp.Navigate(site.URL+"/steady")); err != nil {
@@ -747,7 +748,7 @@ func TestMuxClientKilled(t *testing.T) {
 	steadyWorks("after the second kill")
 
 	// Nobody comes back: after the grace period the victim's tabs are closed, the other client's stay.
-	muxWaitFor(t, "the victim's tabs closed after the grace period", 20*time.Second, func() bool {
+	muxWaitFor(t, "the victim's tabs closed after the grace period", 40*time.Second, func() bool {
 		return browserPages("by=puppeteer") == 0
 	})
 	steadyWorks("after the grace period")
