@@ -72,7 +72,7 @@ func (m *Manager) launchZiniao(ctx context.Context, t target) (runner, error) {
 	}
 	if err := m.ensureZiniaoClient(ctx, t); err != nil {
 		m.releaseZiniao(t)
-		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	// Every attempt must fit in the start timeout, with room for the stopBrowser between attempts.
 	ready := ziniao.DefaultReadyTimeout

@@ -63,7 +63,9 @@ func EnsureRunning(ctx context.Context, c *Client, command []string, wait time.D
 		return false, fmt.Errorf("%w on port %d, and starting %s failed: %v", ErrCannotLaunch, port, command[0], err)
 	}
 	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }() // reaped whenever it ends; the manager never stops it
+	// The one goroutine without an owner that stops it: it reaps the client whenever the client ends, which
+	// may be long after this manager (nothing here ever stops the shared client).
+	go func() { exited <- cmd.Wait() }()
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	tick := time.NewTicker(250 * time.Millisecond)
