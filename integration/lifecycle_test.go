@@ -533,3 +533,59 @@ func TestWedgedRendererEscalates(t *testing.T) {
 		t.Errorf("the manager did not log the unrecoverable wedge:\n%s", lastLines(log, 20))
 	}
 }
+
+func TestFullDiskRefusesWritesAndRecovers(t *testing.T) {
+	// The home on a 4 MiB tmpfs, unmounted after the manager has stopped (cleanups run last first).
+	home := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", home).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here: %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", home).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", home, err, out)
+		}
+	})
+	m := startManagerIn(t, home)
+	m.cli("store", "add", "before")
+
+	// Fill the disk.
+	filler := filepath.Join(home, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			break
+		}
+	}
+	f.Close()
+
+	// A write is refused with a clear error; the manager stays up and reads still work.
+	_, err = m.client.CreateStore(context.Background(), api.StoreSpec{Name: "during"})
+	if err == nil || !strings.Contains(err.Error(), "disk is full") {
+		t.Fatalf("store add on a full disk: %v; want an error saying the disk is full", err)
+	}
+	if st, err := m.client.Status(context.Background()); err != nil || len(st.Stores) != 1 {
+		t.Fatalf("status on a full disk = %d stores, %v; want the one store", len(st.Stores), err)
+	}
+
+	// Space again: writes work without a restart, and nothing was lost.
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	m.cli("store", "add", "after")
+	list := m.cli("store", "list")
+	for _, want := range []string{"before", "after"} {
+		if !strings.Contains(list, want) {
+			t.Errorf("store list lacks %q:\n%s", want, list)
+		}
+	}
+	if strings.Contains(list, "during") {
+		t.Errorf("the refused store was recorded anyway:\n%s", list)
+	}
+	if err := m.stop(); err != nil {
+		t.Errorf("the manager exited with %v after the full-disk episode; want 0", err)
+	}
+}

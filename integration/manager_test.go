@@ -89,8 +89,13 @@ type managed struct {
 // environment (VIBE_CHROME defaults to the real Chromium).
 func startManager(t *testing.T, extra ...string) *managed {
 	t.Helper()
+	return startManagerIn(t, settledTempDir(t), extra...)
+}
+
+// startManagerIn is startManager on a home of the caller's.
+func startManagerIn(t *testing.T, home string, extra ...string) *managed {
+	t.Helper()
 	bins := builtBinaries(t)
-	home := settledTempDir(t)
 	env := []string{"HOME=" + home, "PATH=/usr/local/bin:/usr/bin:/bin", "VIBE_HOME=" + home,
 		"VIBE_BROWSER_USE=" + bins.fakeBU, "VIBE_SHIM=" + bins.shim, "VIBE_HEADLESS=1",
 		"VIBE_CHROME=" + chromiumBinary(t), fmt.Sprintf("VIBE_PROXY_PORT_BASE=%d", 20000+rand.IntN(30000))}
