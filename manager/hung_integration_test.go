@@ -1,11 +1,10 @@
 //go:build integration
 
-package manager
+package manager_test
 
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,8 +16,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/remote"
-	"github.com/rs/zerolog"
 
+	"vibebrowser/manager"
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/chrome"
 )
@@ -26,39 +25,17 @@ import (
 // TestHungBrowserIsRelaunchedBehindItsMux stops (SIGSTOP) a running Chromium: its mux finds it silent,
 // drops the connection, fails to reconnect and calls the manager's relaunch hook, which kills the hung
 // process group and launches a fresh Chromium on the profile behind the same mux port. The task's tab
-// comes back to it. The mux's timing is shortened (in package: no knob exists for it) so this takes
-// seconds instead of minutes.
+// comes back to it. The mux's timing is shortened (manager.SetMuxTiming, test-only) so this takes seconds
+// instead of minutes.
 func TestHungBrowserIsRelaunchedBehindItsMux(t *testing.T) {
 	bin, err := chrome.Find("")
 	if err != nil {
 		t.Fatalf("the integration tests need Chromium (go tool task deps): %v", err)
 	}
-	home, tools := t.TempDir(), t.TempDir()
-	for _, name := range []string{"wrapshim", "browser-use"} {
-		if err := os.WriteFile(filepath.Join(tools, name), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	vars := map[string]string{"VIBE_HOME": home, "VIBE_CHROME": bin, "VIBE_HEADLESS": "1", "VIBE_BROWSER_IDLE_S": "0",
-		"VIBE_SHIM": filepath.Join(tools, "wrapshim"), "VIBE_BROWSER_USE": filepath.Join(tools, "browser-use"),
-		"VIBE_PROXY_PORT_BASE": fmt.Sprint(20000 + rand.IntN(30000))}
-	cfg, err := FromEnv(func(k string) string { return vars[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.muxTiming = muxTiming{pingInterval: 200 * time.Millisecond, pongTimeout: 400 * time.Millisecond,
-		reconnectMin: 100 * time.Millisecond, reconnectMax: 200 * time.Millisecond, reconnectTries: 1}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg, zerolog.New(zerolog.NewTestWriter(t)), "test") }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
-	client := api.NewClient(filepath.Join(home, api.SocketRel))
-	waitUntil(t, 20*time.Second, "the manager to answer", func() bool { _, err := client.Health(ctx); return err == nil })
+	cfg := daemonConfig(t, map[string]string{"VIBE_CHROME": bin, "VIBE_HEADLESS": "1", "VIBE_BROWSER_IDLE_S": "0"}, true)
+	manager.SetMuxTiming(cfg, 200*time.Millisecond, 400*time.Millisecond, 100*time.Millisecond, 200*time.Millisecond, 1)
+	d := runDaemon(t, cfg)
+	ctx, client := context.Background(), d.client
 
 	store, err := client.CreateStore(ctx, api.StoreSpec{Name: "hung"})
 	if err != nil {
@@ -81,8 +58,8 @@ func TestHungBrowserIsRelaunchedBehindItsMux(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Chromium writes its session (what the relaunch restores) on a timer: wait for it.
-	waitUntil(t, 30*time.Second, "the session saved to the profile", func() bool {
-		files, _ := filepath.Glob(filepath.Join(home, "profiles", store.Slug, "Default", "Sessions", "Session_*"))
+	waitFor(t, "the session saved to the profile", 30*time.Second, func() bool {
+		files, _ := filepath.Glob(filepath.Join(d.home, "profiles", store.Slug, "Default", "Sessions", "Session_*"))
 		for _, f := range files {
 			if b, _ := os.ReadFile(f); strings.Contains(string(b), "/hung-page") {
 				return true
@@ -96,14 +73,14 @@ func TestHungBrowserIsRelaunchedBehindItsMux(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { syscall.Kill(before.PID, syscall.SIGCONT) })
-	waitUntil(t, 60*time.Second, "the hung browser replaced", func() bool {
+	waitFor(t, "the hung browser replaced", 60*time.Second, func() bool {
 		b := browserOf(t, client, store.Slug)
 		return b.Status == api.StatusRunning && b.PID != before.PID && b.PID != 0
 	})
 	if after := browserOf(t, client, store.Slug); after.ProxyPort != before.ProxyPort {
 		t.Errorf("relaunched behind port %d; want the same mux port %d", after.ProxyPort, before.ProxyPort)
 	}
-	waitUntil(t, 10*time.Second, "the hung process killed", func() bool {
+	waitFor(t, "the hung process killed", 10*time.Second, func() bool {
 		return syscall.Kill(before.PID, 0) == syscall.ESRCH
 	})
 
@@ -112,7 +89,7 @@ func TestHungBrowserIsRelaunchedBehindItsMux(t *testing.T) {
 	defer cancelAgain()
 	probe, cancelProbe := chromedp.NewContext(again)
 	defer cancelProbe()
-	waitUntil(t, 20*time.Second, "the task's tab back with it", func() bool {
+	waitFor(t, "the task's tab back with it", 20*time.Second, func() bool {
 		infos, err := chromedp.Targets(probe)
 		if err != nil {
 			return false
@@ -141,16 +118,4 @@ func browserOf(t *testing.T, client *api.Client, slug string) api.Browser {
 	}
 	t.Fatalf("no browser %s in the status", slug)
 	return api.Browser{}
-}
-
-// waitUntil polls cond until it holds or the timeout passes.
-func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

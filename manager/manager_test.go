@@ -43,6 +43,12 @@ func fakeExecutable(t *testing.T, dir, name string) string {
 // browser-use CLI and a fake shim are configured.
 func startDaemon(t *testing.T, env map[string]string, withBU bool) *daemon {
 	t.Helper()
+	return runDaemon(t, daemonConfig(t, env, withBU))
+}
+
+// daemonConfig is startDaemon's configuration, for a test to adjust before runDaemon.
+func daemonConfig(t *testing.T, env map[string]string, withBU bool) *manager.Config {
+	t.Helper()
 	home := t.TempDir()
 	tools := t.TempDir()
 	vars := map[string]string{"VIBE_HOME": home, "PATH": "/nonexistent", "VIBE_SHIM": fakeExecutable(t, tools, "wrapshim"),
@@ -57,7 +63,7 @@ func startDaemon(t *testing.T, env map[string]string, withBU bool) *daemon {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return runDaemon(t, cfg)
+	return cfg
 }
 
 func runDaemon(t *testing.T, cfg *manager.Config) *daemon {

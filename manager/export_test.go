@@ -1,0 +1,10 @@
+package manager
+
+import "time"
+
+// SetMuxTiming shortens the muxes' keepalive and reconnect timing, for tests that wait for a hung browser to
+// be given up on (no knob exists for it).
+func SetMuxTiming(c *Config, ping, pong, reconnectMin, reconnectMax time.Duration, reconnectTries int) {
+	c.muxTiming = muxTiming{pingInterval: ping, pongTimeout: pong, reconnectMin: reconnectMin,
+		reconnectMax: reconnectMax, reconnectTries: reconnectTries}
+}
