@@ -134,3 +134,19 @@ func lastLines(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// waitSessionSaved waits until Chromium has written a session file in profile that names every path:
+// Chromium saves its session (what a relaunch restores) on a timer.
+func waitSessionSaved(t testing.TB, profile string, paths ...string) {
+	t.Helper()
+	muxWaitFor(t, "session saved to the profile", 30*time.Second, func() bool {
+		files, _ := filepath.Glob(filepath.Join(profile, "Default", "Sessions", "Session_*"))
+		for _, f := range files {
+			b, _ := os.ReadFile(f)
+			if !slices.ContainsFunc(paths, func(p string) bool { return !strings.Contains(string(b), p) }) {
+				return true
+			}
+		}
+		return false
+	})
+}

@@ -384,18 +384,8 @@ func TestCrashedBrowserComesBackWithItsTabs(t *testing.T) {
 			return err == nil && string(v) == `"page /`+name+`"`
 		})
 	}
-	// Chromium writes its session (what the relaunch restores) on a timer: wait for it.
 	profile := filepath.Join(m.home, "profiles", "crashy")
-	muxWaitFor(t, "session saved to the profile", 30*time.Second, func() bool {
-		files, _ := filepath.Glob(filepath.Join(profile, "Default", "Sessions", "Session_*"))
-		for _, f := range files {
-			b, _ := os.ReadFile(f)
-			if strings.Contains(string(b), "/task-a") && strings.Contains(string(b), "/task-b") {
-				return true
-			}
-		}
-		return false
-	})
+	waitSessionSaved(t, profile, "/task-a", "/task-b")
 
 	if err := syscall.Kill(before.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)

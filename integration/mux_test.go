@@ -562,17 +562,7 @@ func TestMuxKillBrowserAndRelaunch(t *testing.T) {
 		return err == nil && string(v) == `"page /task-a"`
 	})
 
-	// Chromium writes its session (what --restore-last-session brings back) on a timer: wait for it.
-	muxWaitFor(t, "session saved to the profile", 30*time.Second, func() bool {
-		files, _ := filepath.Glob(filepath.Join(profile, "Default", "Sessions", "Session_*"))
-		for _, f := range files {
-			b, _ := os.ReadFile(f)
-			if strings.Contains(string(b), "/task-a") && strings.Contains(string(b), "/task-b") {
-				return true
-			}
-		}
-		return false
-	})
+	waitSessionSaved(t, profile, "/task-a", "/task-b")
 
 	pending := make(chan error, 1)
 	go func() {
