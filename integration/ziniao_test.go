@@ -5,7 +5,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -92,20 +91,9 @@ func TestZiniaoStores(t *testing.T) {
 	}
 }
 
-// freePort returns a TCP port nothing listens on (bound, then released).
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 func TestZiniaoClientStartedWhenNotRunning(t *testing.T) {
 	bins := builtBinaries(t)
-	port := freePort(t)
+	port := fakeziniao.DeadPortFor(t)
 	pidfile := filepath.Join(t.TempDir(), "client.pid")
 	t.Cleanup(func() { // the manager never stops the shared client: the test does
 		if b, err := os.ReadFile(pidfile); err == nil {
@@ -141,7 +129,7 @@ func TestZiniaoClientStartedWhenNotRunning(t *testing.T) {
 
 	// Without VIBE_ZINIAO_CLIENT (and not on macOS) the manager cannot start it, and says how to.
 	plain := startManager(t, "VIBE_BROWSER_START_TIMEOUT_S=60")
-	plain.addZiniaoStore("zin-down", "oauth-a", "u1", freePort(t))
+	plain.addZiniaoStore("zin-down", "oauth-a", "u1", fakeziniao.DeadPortFor(t))
 	err = ensureStore(plain, "zin-down")
 	if apiStatus(err) != http.StatusServiceUnavailable || !strings.Contains(err.Error(), "--run_type=web_driver") ||
 		!strings.Contains(err.Error(), "VIBE_ZINIAO_CLIENT") {

@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -434,7 +435,7 @@ func (s *Server) startBrowser(ctx context.Context, w http.ResponseWriter, b Brow
 	}
 	userData := filepath.Join(s.dir, "profiles", b.ID)
 	if stale {
-		port, err := deadPort()
+		port, err := DeadPort()
 		if err != nil {
 			reply(w, StatusBadRequest, err.Error(), nil)
 			return
@@ -502,14 +503,24 @@ func (s *Server) closeSession(id string) error {
 	return nil
 }
 
-// deadPort returns a port nothing listens on: bound, then released.
-func deadPort() (int, error) {
+// DeadPort returns a port nothing listens on: bound, then released.
+func DeadPort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	return port, ln.Close()
+}
+
+// DeadPortFor is DeadPort for a test, which a failure ends: a client port where no Ziniao client runs.
+func DeadPortFor(tb testing.TB) int {
+	tb.Helper()
+	port, err := DeadPort()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return port
 }
 
 func portOf(endpoint string) (int, error) {

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"vibebrowser/integration/fakeziniao"
 )
 
 // fakeClientEnv makes the test binary a stand-in Ziniao client: it serves an empty getBrowserList on its
@@ -45,17 +47,6 @@ func fakeClientMain(args []string) int {
 	return 0
 }
 
-// closedPort returns a port nothing listens on.
-func closedPort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 func TestEnsureRunning(t *testing.T) {
 	answering := func(body string) int {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, body) }))
@@ -71,13 +62,13 @@ func TestEnsureRunning(t *testing.T) {
 	}{
 		{name: "running", port: answering(`{"statusCode":"0","browserList":[]}`), command: []string{"/nonexistent"}},
 		{name: "running with an API error", port: answering(`{"statusCode":"-10001","err":"login"}`), command: []string{"/nonexistent"}},
-		{name: "no command", port: closedPort(t),
+		{name: "no command", port: fakeziniao.DeadPortFor(t),
 			wantErr: []string{"not running", "--run_type=web_driver --ipc_type=http --port=", "VIBE_ZINIAO_CLIENT"}},
-		{name: "missing executable", port: closedPort(t), command: []string{"/nonexistent/ziniao"},
+		{name: "missing executable", port: fakeziniao.DeadPortFor(t), command: []string{"/nonexistent/ziniao"},
 			wantErr: []string{"starting /nonexistent/ziniao failed"}},
-		{name: "client fails", port: closedPort(t), command: []string{"/bin/false"}, wantStarted: true,
+		{name: "client fails", port: fakeziniao.DeadPortFor(t), command: []string{"/bin/false"}, wantStarted: true,
 			wantErr: []string{"/bin/false failed", "without serving its HTTP API"}},
-		{name: "client never serves", port: closedPort(t), command: []string{"/bin/true"}, wantStarted: true,
+		{name: "client never serves", port: fakeziniao.DeadPortFor(t), command: []string{"/bin/true"}, wantStarted: true,
 			wantErr: []string{"did not answer", "normal mode"}},
 	}
 	for _, tt := range tests {
@@ -112,7 +103,7 @@ func TestEnsureRunningStartsTheClient(t *testing.T) {
 	}
 	pidfile := filepath.Join(t.TempDir(), "pid")
 	t.Setenv(fakeClientEnv, pidfile) // inherited by the client the call starts
-	c := &Client{Port: closedPort(t)}
+	c := &Client{Port: fakeziniao.DeadPortFor(t)}
 	started, err := EnsureRunning(context.Background(), c, []string{exe}, 10*time.Second, nil)
 	b, _ := os.ReadFile(pidfile)
 	pid, _ := strconv.Atoi(string(b))
