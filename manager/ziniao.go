@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -96,17 +95,12 @@ func (m *Manager) launchZiniao(ctx context.Context, t target) (runner, error) {
 func (m *Manager) ensureZiniaoClient(ctx context.Context, t target) error {
 	m.zlaunch.Lock()
 	defer m.zlaunch.Unlock()
-	logPath := m.cfg.path("run", "ziniao-client.log")
-	logw, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return fmt.Errorf("Ziniao client log: %w", err)
-	}
-	defer logw.Close() // the child keeps its own descriptor
 	wait := ziniao.DefaultLaunchWait
 	if m.cfg.StartTimeout > 0 {
 		wait = min(wait, m.cfg.StartTimeout/2)
 	}
-	started, err := ziniao.EnsureRunning(ctx, t.ziniao.client(), m.cfg.ZiniaoClient, wait, logw)
+	started, err := ziniao.EnsureRunning(ctx, t.ziniao.client(), m.cfg.ZiniaoClient, wait,
+		m.cfg.path("run", "ziniao-client.log"))
 	if started {
 		m.log.Info().Strs("command", m.cfg.ZiniaoClient).Int("port", t.ziniao.client().Port).Err(err).
 			Msg("started the Ziniao client in WebDriver mode")

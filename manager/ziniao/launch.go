@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"runtime"
@@ -40,10 +39,10 @@ func WebDriverArgs(port int) []string {
 // EnsureRunning makes sure the client answers on c's port. When something answers (even with an API
 // error, such as a wrong password, which the next call reports) it returns at once. When nothing does, it
 // starts command with the WebDriver flags, detached in a session of its own so that it outlives the
-// manager and is never stopped with a store, writes its output to logw, and waits up to wait for the API
-// to answer. An empty command, or WSL (which cannot start Windows' Electron app with these flags), is an
+// manager and is never stopped with a store, appends its output to logPath ("" discards it), and waits up
+// to wait for the API to answer. An empty command, or WSL (which cannot start Windows' Electron app with these flags), is an
 // ErrCannotLaunch that says how to start the client by hand. started reports whether it started the client.
-func EnsureRunning(ctx context.Context, c *Client, command []string, wait time.Duration, logw io.Writer) (started bool, err error) {
+func EnsureRunning(ctx context.Context, c *Client, command []string, wait time.Duration, logPath string) (started bool, err error) {
 	if answers(ctx, c) {
 		return false, nil
 	}
@@ -57,7 +56,14 @@ func EnsureRunning(ctx context.Context, c *Client, command []string, wait time.D
 			"it when needed", ErrCannotLaunch, port, byHand)
 	}
 	cmd := exec.Command(command[0], append(command[1:], WebDriverArgs(port)...)...)
-	cmd.Stdout, cmd.Stderr = logw, logw
+	if logPath != "" {
+		logw, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return false, fmt.Errorf("%w on port %d, and its log: %v", ErrCannotLaunch, port, err)
+		}
+		defer logw.Close() // the client has its own descriptor
+		cmd.Stdout, cmd.Stderr = logw, logw
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return false, fmt.Errorf("%w on port %d, and starting %s failed: %v", ErrCannotLaunch, port, command[0], err)

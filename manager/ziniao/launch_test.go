@@ -74,7 +74,7 @@ func TestEnsureRunning(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := &Client{Port: tt.port, Account: Account{Company: "acme", Username: "ops", Password: "pw"}}
-			started, err := EnsureRunning(context.Background(), c, tt.command, 500*time.Millisecond, nil)
+			started, err := EnsureRunning(context.Background(), c, tt.command, 500*time.Millisecond, "")
 			if started != tt.wantStarted {
 				t.Errorf("started = %v; want %v", started, tt.wantStarted)
 			}
@@ -104,7 +104,7 @@ func TestEnsureRunningStartsTheClient(t *testing.T) {
 	pidfile := filepath.Join(t.TempDir(), "pid")
 	t.Setenv(fakeClientEnv, pidfile) // inherited by the client the call starts
 	c := &Client{Port: fakeziniao.DeadPortFor(t)}
-	started, err := EnsureRunning(context.Background(), c, []string{exe}, 10*time.Second, nil)
+	started, err := EnsureRunning(context.Background(), c, []string{exe}, 10*time.Second, "")
 	b, _ := os.ReadFile(pidfile)
 	pid, _ := strconv.Atoi(string(b))
 	if pid > 0 {
@@ -124,7 +124,7 @@ func TestEnsureRunningStartsTheClient(t *testing.T) {
 	if sid := sessionOf(pid); sid != pid {
 		t.Errorf("the client runs in session %d; want a session of its own (%d) so it outlives the manager", sid, pid)
 	}
-	if started, err := EnsureRunning(context.Background(), c, []string{exe}, time.Second, nil); started || err != nil {
+	if started, err := EnsureRunning(context.Background(), c, []string{exe}, time.Second, ""); started || err != nil {
 		t.Errorf("second EnsureRunning = %v, %v; want the running client used as is", started, err)
 	}
 }
