@@ -1,0 +1,31 @@
+// Package testkit holds the helpers every test package shares: waiting for a condition and a test logger.
+package testkit
+
+import (
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// pollEvery is how often WaitFor checks its condition: short next to any deadline a test sets, long enough
+// not to steal a core from the processes under test.
+const pollEvery = 5 * time.Millisecond
+
+// WaitFor polls cond until it holds, and fails the test when within passes first, naming what it waited for.
+func WaitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", within, what)
+		}
+		time.Sleep(pollEvery)
+	}
+}
+
+// Log returns a debug-level logger that writes to t's log, so a failing test shows what the code logged.
+func Log(t testing.TB) zerolog.Logger {
+	t.Helper()
+	return zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel)
+}
