@@ -8,7 +8,6 @@ import (
 
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/reaper"
-	"vibebrowser/state"
 )
 
 // reaperConfig describes this manager's runtime dir to the reaper: the known slugs and which tasks are
@@ -132,7 +131,7 @@ func (m *Manager) leaseLoop(ctx context.Context) {
 				continue
 			}
 			for _, t := range tasks {
-				if state.KeepsDaemons(t.Status) && t.LeaseUntil.After(last) && !t.LeaseUntil.After(now) {
+				if t.Status.Active() && t.LeaseUntil.After(last) && !t.LeaseUntil.After(now) {
 					m.log.Info().Str("task", t.ID).Msg("task lease expired")
 					m.taskEnded(ctx, t.ID)
 				}

@@ -175,7 +175,7 @@ func (m *Manager) handlePutTask(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if state.Ended(t.Status) {
+	if t.Status.Ended() {
 		m.taskEnded(ctx, t.ID)
 	}
 	return taskView(t), nil

@@ -157,3 +157,31 @@ func TestConflictErrorMessages(t *testing.T) {
 		})
 	}
 }
+
+func TestWebTokenIsGeneratedOnceAndKept(t *testing.T) {
+	db := openTest(t)
+	ctx := context.Background()
+	const n = 8
+	got := make(chan string, n)
+	for range n {
+		go func() {
+			tok, err := db.WebToken(ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- tok
+		}()
+	}
+	first := <-got
+	for range n - 1 {
+		if tok := <-got; tok != first {
+			t.Fatalf("concurrent first WebToken calls = %q and %q; want one token", first, tok)
+		}
+	}
+	if len(first) != 32 {
+		t.Errorf("WebToken = %q; want 128 bits in hex", first)
+	}
+	if again, err := db.WebToken(ctx); err != nil || again != first {
+		t.Errorf("WebToken again = %q, %v; want %q", again, err, first)
+	}
+}

@@ -1,8 +1,6 @@
 package state
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"strings"
 	"unicode"
@@ -150,14 +148,3 @@ func ValidateName(name string) error {
 	}
 	return nil
 }
-
-// NewToken returns a random 128-bit value in hex: a store's mux URL token.
-func NewToken() string {
-	var b [16]byte
-	rand.Read(b[:]) // never fails: crypto/rand.Read crashes the program instead
-	return hex.EncodeToString(b[:])
-}
-
-// newID returns a random store id (128 bits, hex). Hex never starts with '_', so ids and the
-// reserved keys such as WebKey share one namespace safely.
-func newID() string { return NewToken() }

@@ -206,14 +206,14 @@ func TestTaskStatusClasses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.status), func(t *testing.T) {
-			if got := Holding(tt.status); got != tt.holding {
-				t.Errorf("Holding(%q) = %v; want %v", tt.status, got, tt.holding)
+			if got := tt.status.HoldsBrowser(); got != tt.holding {
+				t.Errorf("%q.HoldsBrowser() = %v; want %v", tt.status, got, tt.holding)
 			}
-			if got := KeepsDaemons(tt.status); got != tt.daemons {
-				t.Errorf("KeepsDaemons(%q) = %v; want %v", tt.status, got, tt.daemons)
+			if got := tt.status.Active(); got != tt.daemons {
+				t.Errorf("%q.Active() = %v; want %v", tt.status, got, tt.daemons)
 			}
-			if got := Ended(tt.status); got != tt.ends {
-				t.Errorf("Ended(%q) = %v; want %v", tt.status, got, tt.ends)
+			if got := tt.status.Ended(); got != tt.ends {
+				t.Errorf("%q.Ended() = %v; want %v", tt.status, got, tt.ends)
 			}
 			_, err := ParseTaskStatus(string(tt.status))
 			if valid := tt.status != "bogus"; (err == nil) != valid {

@@ -27,9 +27,10 @@ func TestCreateStoreDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	uuid := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 	hex32 := regexp.MustCompile(`^[0-9a-f]{32}$`)
-	if !hex32.MatchString(s.ID) || !hex32.MatchString(s.Token) || s.ID == s.Token {
-		t.Errorf("CreateStore gave id %q, token %q; want two different 128-bit hex values", s.ID, s.Token)
+	if !uuid.MatchString(s.ID) || !hex32.MatchString(s.Token) {
+		t.Errorf("CreateStore gave id %q, token %q; want a version-4 UUID and a 128-bit hex value", s.ID, s.Token)
 	}
 	if s.Slug != "shop-a" || string(s.Config) != "{}" || s.ProxyPort != 0 {
 		t.Errorf("CreateStore = %+v; want slug shop-a, config {}, no port", s)

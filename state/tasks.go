@@ -38,8 +38,8 @@ func ParseTaskStatus(s string) (TaskStatus, error) {
 	return "", fmt.Errorf("task status %q: want one of pending queued designing planned running waiting completed failed: %w", s, ErrInvalid)
 }
 
-// Holding reports whether a task in this status holds its store's browser (keeps it from the idle stop).
-func Holding(s TaskStatus) bool {
+// HoldsBrowser reports whether a task in this status holds its store's browser (keeps it from the idle stop).
+func (s TaskStatus) HoldsBrowser() bool {
 	switch s {
 	case TaskPending, TaskQueued, TaskDesigning, TaskPlanned, TaskRunning:
 		return true
@@ -47,12 +47,12 @@ func Holding(s TaskStatus) bool {
 	return false
 }
 
-// KeepsDaemons reports whether a task in this status keeps its browser-use daemons: the holding
-// statuses and waiting.
-func KeepsDaemons(s TaskStatus) bool { return Holding(s) || s == TaskWaiting }
+// Active reports whether a task in this status keeps its browser-use daemons (SPEC §4.7's "active"): the
+// statuses that hold the browser, and waiting.
+func (s TaskStatus) Active() bool { return s.HoldsBrowser() || s == TaskWaiting }
 
-// Ended reports whether the task is over (completed or failed).
-func Ended(s TaskStatus) bool { return s == TaskCompleted || s == TaskFailed }
+// Ended reports whether a task in this status is over (completed or failed).
+func (s TaskStatus) Ended() bool { return s == TaskCompleted || s == TaskFailed }
 
 // Task is an agent task as the manager knows it.
 type Task struct {
@@ -71,10 +71,10 @@ func (t Task) LeaseValid(now time.Time) bool {
 }
 
 // HoldsBrowser reports whether the task holds its store's browser at now.
-func (t Task) HoldsBrowser(now time.Time) bool { return Holding(t.Status) && t.LeaseValid(now) }
+func (t Task) HoldsBrowser(now time.Time) bool { return t.Status.HoldsBrowser() && t.LeaseValid(now) }
 
-// Active reports whether the task's browser-use daemons must be kept at now.
-func (t Task) Active(now time.Time) bool { return KeepsDaemons(t.Status) && t.LeaseValid(now) }
+// Active reports whether the task's browser-use daemons must be kept at now: an active status and a valid lease.
+func (t Task) Active(now time.Time) bool { return t.Status.Active() && t.LeaseValid(now) }
 
 const taskColumns = `id, coalesce(store_id, ''), status, lease_until, created_at, updated_at`
 

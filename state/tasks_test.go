@@ -134,11 +134,11 @@ func TestListActiveTasks(t *testing.T) {
 			if task.Active(now) {
 				want[id] = true
 			}
-			wantActive := KeepsDaemons(st) && (lname == "none" || lname == "valid")
+			wantActive := st.Active() && (lname == "none" || lname == "valid")
 			if task.Active(now) != wantActive {
 				t.Errorf("Task{%s, lease %s}.Active = %v; want %v", st, lname, task.Active(now), wantActive)
 			}
-			wantHolds := Holding(st) && (lname == "none" || lname == "valid")
+			wantHolds := st.HoldsBrowser() && (lname == "none" || lname == "valid")
 			if task.HoldsBrowser(now) != wantHolds {
 				t.Errorf("Task{%s, lease %s}.HoldsBrowser = %v; want %v", st, lname, task.HoldsBrowser(now), wantHolds)
 			}
