@@ -2,60 +2,45 @@ package manager
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
-	"vibebrowser/manager/api"
-	"vibebrowser/manager/chrome"
 	"vibebrowser/state"
 )
 
+// errNotAdoptable means a recorded browser cannot be taken over (it is gone, or not the one we launched).
+var errNotAdoptable = errors.New("not adoptable")
+
 // adopt takes over a browser a previous manager left running, with its mux ownership restored from state,
-// so every task's tabs survive a manager restart. Identity is checked by the backend: for Chromium the pid
-// must be alive with the recorded start time, its command line must name our profile dir, and CDP must
-// answer.
-func (m *Manager) adopt(ctx context.Context, s state.BrowserSession) error {
-	t, err := m.targetForKey(ctx, s.Key)
+// so every task's tabs survive a manager restart. Identity is checked by the backend (for Chromium: the
+// pid alive with the recorded start time, its command line naming our profile dir, CDP answering).
+func (m *Manager) adopt(ctx context.Context, rec state.BrowserSession) error {
+	sp, err := m.specForKey(ctx, rec.Key)
 	if err != nil {
 		return err
 	}
-	var run runner
-	switch t.backend {
-	case state.BackendChrome:
-		if s.PID <= 0 || s.PIDStartTime.IsZero() {
-			return fmt.Errorf("%w: no process identity recorded", errNotAdoptable)
-		}
-		run, err = chrome.Adopt(ctx, s.PID, s.PIDStartTime.UnixMilli(), m.cfg.path("profiles", t.slug))
-	case state.BackendCDP:
-		run, err = connectCDP(ctx, t.opts.CDPURL)
-	case state.BackendZiniao:
-		run, err = m.adoptZiniao(ctx, t, s.CDPEndpoint)
-	default:
-		return fmt.Errorf("%w: backend %s", errNotAdoptable, t.backend)
-	}
+	be, err := m.backendFor(sp)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errNotAdoptable, err)
 	}
-	ownership, err := m.db.LoadOwnership(ctx, s.Key)
+	h, err := be.adopt(ctx, sp, rec)
 	if err != nil {
+		if errors.Is(err, errNotAdoptable) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errNotAdoptable, err)
+	}
+	ownership, err := m.db.LoadOwnership(ctx, rec.Key)
+	if err == nil {
+		var in *instance
+		if in, err = m.attachMux(ctx, sp, h, ownership); err == nil {
+			m.install(m.slot(rec.Key), in)
+		}
+	}
+	if err != nil {
+		h.Release() // stop watching it; the caller marks it stopped
 		return err
 	}
-	l, err := m.attachMux(ctx, t, run, ownership)
-	if err != nil {
-		return err
-	}
-	m.install(m.browserSlot(s.Key), l)
-	m.log.Info().Str("browser", s.Key).Int("pid", run.PID()).Int("clients", len(ownership)).Msg("adopted a running browser")
+	m.log.Info().Str("browser", rec.Key).Int("pid", h.PID()).Int("clients", len(ownership)).Msg("adopted a running browser")
 	return nil
-}
-
-// targetForKey describes the browser of a registry key: a store id or api.WebKey.
-func (m *Manager) targetForKey(ctx context.Context, key string) (target, error) {
-	if key == api.WebKey {
-		return m.webTarget(ctx)
-	}
-	s, err := m.db.GetStore(ctx, key)
-	if err != nil {
-		return target{}, err
-	}
-	return m.storeTarget(s)
 }

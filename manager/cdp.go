@@ -57,6 +57,7 @@ func (c *cdpRunner) StartTime() int64      { return 0 }
 func (c *cdpRunner) HTTPEndpoint() string  { return c.endpoint }
 func (c *cdpRunner) Adopted() bool         { return true } // never ours to clean up: no orphan-tab sweep on a remote browser
 func (c *cdpRunner) Done() <-chan struct{} { return c.done }
+func (c *cdpRunner) Release()              {}
 func (c *cdpRunner) Stop(context.Context) error {
 	c.once.Do(func() { close(c.done) })
 	return nil

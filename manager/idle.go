@@ -46,35 +46,35 @@ func (m *Manager) sweepIdle(ctx context.Context) {
 			held[key] = true
 		}
 	}
-	for _, b := range m.slots() {
-		if held[b.key] || b.current() == nil {
+	for _, s := range m.slots() {
+		if held[s.key] || s.current() == nil {
 			continue
 		}
 		lockCtx, cancel := context.WithTimeout(ctx, time.Second)
-		err := b.acquire(lockCtx) // a start or stop in progress: decide next round
+		err := s.acquire(lockCtx) // a start or stop in progress: decide next round
 		cancel()
 		if err != nil {
 			continue
 		}
-		if l := b.current(); l != nil {
-			if reason := m.idleFor(l); reason == "" {
-				m.log.Info().Str("browser", b.key).Dur("idle", m.cfg.Idle).Msg("stopping an idle browser")
-				m.teardownLocked(b, l)
+		if in := s.current(); in != nil {
+			if reason := m.busyReason(in); reason == "" {
+				m.log.Info().Str("browser", s.key).Int64("idle_ms", m.cfg.Idle.Milliseconds()).Msg("stopping an idle browser")
+				m.teardownLocked(s, in)
 			}
 		}
-		b.release()
+		s.release()
 	}
 }
 
-// idleFor says why l is not idle ("" when it is).
-func (m *Manager) idleFor(l *live) string {
-	st := l.mux.Stats()
+// busyReason says why in is not idle, or "" when it is.
+func (m *Manager) busyReason(in *instance) string {
+	st := in.mux.Stats()
 	switch {
 	case st.Clients > 0:
 		return "connected clients"
 	case time.Duration(st.IdleSeconds*float64(time.Second)) < m.cfg.Idle:
 		return "recent activity"
-	case time.Since(time.Unix(0, l.lastEnsure.Load())) < m.cfg.Idle:
+	case time.Since(time.Unix(0, in.lastEnsure.Load())) < m.cfg.Idle:
 		return "recent ensure"
 	}
 	return ""

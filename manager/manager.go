@@ -39,18 +39,25 @@ type Manager struct {
 	closing     atomic.Bool     // set when the quit barrier begins: new work gets 503
 	ownsRuntime bool            // the runtime dir carries our marker: the reaper may act in it
 
-	mu       sync.Mutex // mu guards browsers
-	browsers map[string]*browser
+	backends map[state.Backend]backend
 
-	zmu     sync.Mutex                   // zmu guards zclaims
-	zclaims map[string]map[string]string // Ziniao account -> store key -> name, for stores starting or running
-	// zlaunch serialises making sure the Ziniao client runs, so that concurrent starts launch it once.
-	zlaunch sync.Mutex
+	mu       sync.Mutex // mu guards browsers
+	browsers map[string]*slot
 
 	leaseMu sync.Mutex           // leaseMu guards leased
 	leased  map[string]leaseMark // task id -> the lease touchTask last wrote
 
-	wg sync.WaitGroup // every mux goroutine
+	wg sync.WaitGroup // every mux goroutine and death watcher
+}
+
+// newManager assembles a manager on an open state database; Run serves it. root is the daemon's root
+// logger, without a component: each component's logger derives from it.
+func newManager(ctx context.Context, cfg *Config, root zerolog.Logger, db *state.DB, version string) *Manager {
+	m := &Manager{cfg: cfg, root: root, log: root.With().Str("component", "manager").Logger(), db: db,
+		version: version, started: time.Now(), ctx: ctx, backends: newBackends(cfg, root),
+		browsers: map[string]*slot{}, leased: map[string]leaseMark{}}
+	m.metrics = newMetrics(m)
+	return m
 }
 
 // Run is `vibe-browser serve`: it holds the home's lock, serves the API on its socket and runs until ctx
@@ -92,11 +99,8 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 	}
 	defer db.Close()
 
-	root := log
-	log = root.With().Str("component", "manager").Logger()
-	m := &Manager{cfg: cfg, root: root, log: log, db: db, version: version, started: time.Now(), ctx: ctx,
-		browsers: map[string]*browser{}, zclaims: map[string]map[string]string{}, leased: map[string]leaseMark{}}
-	m.metrics = newMetrics(m)
+	m := newManager(ctx, cfg, log, db, version)
+	log = m.log
 	// The runtime dir is created by Claim, with the marker that lets the reaper act in it; a dir someone
 	// else made is used but never swept.
 	if m.ownsRuntime, err = reaper.Claim(cfg.path("r")); err != nil {
@@ -160,7 +164,7 @@ func (m *Manager) quit() {
 	case <-time.After(time.Second):
 		m.log.Warn().Msg("quit: some muxes did not end in time")
 	}
-	m.log.Info().Dur("took", time.Since(began)).Msg("manager stopped")
+	m.log.Info().Int64("took_ms", time.Since(began).Milliseconds()).Msg("manager stopped")
 }
 
 // boot brings state in line with reality before the API answers: browsers recorded as running are adopted
@@ -189,6 +193,3 @@ func (m *Manager) boot(ctx context.Context) error {
 	}
 	return nil
 }
-
-// errNotAdoptable means a recorded browser cannot be taken over (it is gone, or not the one we launched).
-var errNotAdoptable = errors.New("not adoptable")

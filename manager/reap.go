@@ -2,11 +2,9 @@ package manager
 
 import (
 	"context"
-	"net/http"
 	"strings"
 	"time"
 
-	"vibebrowser/manager/api"
 	"vibebrowser/manager/reaper"
 )
 
@@ -73,70 +71,6 @@ func (m *Manager) reapLoop(ctx context.Context) {
 			if _, err := m.reap(ctx); err != nil && ctx.Err() == nil {
 				m.log.Error().Err(err).Msg("reaper pass")
 			}
-		}
-	}
-}
-
-// taskEnded stops the browser-use daemons of a task that completed, failed, was deleted or lost its lease,
-// and forgets its last lease write (see touchTask).
-func (m *Manager) taskEnded(ctx context.Context, id string) {
-	m.forgetLease(id)
-	if m.cfg.DisableReaper || !m.ownsRuntime || len(id) < 8 {
-		return
-	}
-	res, err := reaper.StopTask(ctx, m.reaperConfig(ctx), id[:8])
-	if err != nil {
-		m.log.Error().Err(err).Str("task", id).Msg("stop the daemons of an ended task")
-	}
-	if len(res.Killed) > 0 {
-		m.log.Info().Str("task", id).Strs("killed", res.Killed).Msg("stopped the daemons of an ended task")
-	}
-}
-
-func (m *Manager) handleReap(r *http.Request) (any, error) {
-	res, err := m.reap(r.Context())
-	if err != nil {
-		return nil, err
-	}
-	return api.ReapResult{Killed: nonNil(res.Killed), Removed: nonNil(res.Removed), Kept: nonNil(res.Kept)}, nil
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
-// leaseCheckEvery is how often expired task leases are looked for.
-const leaseCheckEvery = 15 * time.Second
-
-// leaseLoop stops the daemons of a task as soon as its lease expires (a task the app forgot, or whose shim
-// calls stopped): the periodic reaper pass would find them too, but only at its interval.
-func (m *Manager) leaseLoop(ctx context.Context) {
-	if m.cfg.DisableReaper || !m.ownsRuntime {
-		return
-	}
-	tick := time.NewTicker(min(leaseCheckEvery, max(m.cfg.TaskLease/2, time.Second)))
-	defer tick.Stop()
-	last := time.Now()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-tick.C:
-			tasks, err := m.db.ListTasks(ctx)
-			if err != nil {
-				m.log.Error().Err(err).Msg("lease check: list tasks")
-				continue
-			}
-			for _, t := range tasks {
-				if t.Status.Active() && t.LeaseUntil.After(last) && !t.LeaseUntil.After(now) {
-					m.log.Info().Str("task", t.ID).Msg("task lease expired")
-					m.taskEnded(ctx, t.ID)
-				}
-			}
-			last = now
 		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 
 	"vibebrowser/manager/api"
 )
@@ -24,9 +23,7 @@ func (m *Manager) routes() http.Handler {
 			writeJSON(w, http.StatusOK, out)
 		})
 	}
-	handle("GET "+api.PathHealth, func(*http.Request) (any, error) {
-		return api.Health{OK: !m.closing.Load(), Version: m.version, PID: os.Getpid()}, nil
-	})
+	handle("GET "+api.PathHealth, m.handleHealth)
 	handle("GET "+api.PathStatus, m.handleStatus)
 	handle("GET "+api.PathStores, m.handleListStores)
 	handle("POST "+api.PathStores, m.handleCreateStore)

@@ -20,13 +20,13 @@ const (
 	webDir   = api.WebKey
 )
 
-// shimConfig is the config baked beside the wrapper of t.
-func (m *Manager) shimConfig(t target) *wrapshim.Config {
+// shimConfig is the config baked beside the wrapper of sp.
+func (m *Manager) shimConfig(sp spec) *wrapshim.Config {
 	cfg := &wrapshim.Config{
 		Format:         wrapshim.Format,
 		Kind:           wrapshim.KindStore,
-		StoreID:        t.key,
-		Slug:           t.slug,
+		StoreID:        sp.key,
+		Slug:           sp.slug,
 		ManagerSocket:  m.cfg.socketPath(),
 		RealBU:         m.cfg.BrowserUse,
 		RuntimeDir:     m.cfg.path("r"),
@@ -35,15 +35,15 @@ func (m *Manager) shimConfig(t target) *wrapshim.Config {
 		CallTimeoutS:   int(m.cfg.CallTimeout.Seconds()),
 		EnsureTimeoutS: int(m.cfg.StartTimeout.Seconds()) + 60,
 	}
-	if t.key == api.WebKey {
+	if sp.key == api.WebKey {
 		cfg.Kind, cfg.StoreID, cfg.Slug = wrapshim.KindWeb, "", ""
 	}
 	return cfg
 }
 
-// writeWrapperFor installs t's wrapper. Without a real browser-use CLI no wrapper is written: a wrapper
+// writeWrapperFor installs sp's wrapper. Without a real browser-use CLI no wrapper is written: a wrapper
 // forwarding to a bare name would re-resolve to itself, and the guard below it refuses cleanly instead.
-func (m *Manager) writeWrapperFor(ctx context.Context, t target) error {
+func (m *Manager) writeWrapperFor(ctx context.Context, sp spec) error {
 	if m.cfg.BrowserUse == "" {
 		return fmt.Errorf("%w: %s", ErrUnavailable, m.cfg.BrowserUseProblem)
 	}
@@ -51,12 +51,12 @@ func (m *Manager) writeWrapperFor(ctx context.Context, t target) error {
 	if err != nil {
 		return fmt.Errorf("%w: the wrapshim binary: %v (set VIBE_SHIM or install wrapshim beside vibe-browser)", ErrUnavailable, err)
 	}
-	dir := m.cfg.path("bin", t.slug)
+	dir := m.cfg.path("bin", sp.slug)
 	if ic, err := readInstalled(dir); err == nil && ic.Format > wrapshim.Format {
 		// A newer manager wrote it; downgrading would break that manager's shims after a rollback.
 		return nil
 	}
-	return wrapshim.Install(dir, shim, m.shimConfig(t))
+	return wrapshim.Install(dir, shim, m.shimConfig(sp))
 }
 
 // readInstalled reads the kept-or-wiped facts of the wrapper in dir.
@@ -130,15 +130,15 @@ func (m *Manager) syncWrappers(ctx context.Context) error {
 		return nil
 	}
 	for _, s := range stores {
-		t, err := m.storeTarget(s)
+		sp, err := storeSpec(s)
 		if err == nil {
-			err = m.writeWrapperFor(ctx, t)
+			err = m.writeWrapperFor(ctx, sp)
 		}
 		if err != nil {
 			m.log.Warn().Err(err).Str("store", s.ID).Msg("wrapper not written")
 		}
 	}
-	web, err := m.webTarget(ctx)
+	web, err := m.webSpec(ctx)
 	if err != nil {
 		return err
 	}

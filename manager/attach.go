@@ -1,0 +1,156 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"vibebrowser/mux"
+	"vibebrowser/state"
+)
+
+// attachMux binds sp's registry port and serves a mux for h on it. ownership is the adopted browser's saved
+// tab ownership (nil for a fresh launch).
+func (m *Manager) attachMux(ctx context.Context, sp spec, h handle, ownership map[string][]string) (*instance, error) {
+	be, err := m.backendFor(sp)
+	if err != nil {
+		return nil, err
+	}
+	ln, port, err := m.listenPort(ctx, sp.key)
+	if err != nil {
+		return nil, err
+	}
+	if !h.Adopted() {
+		// A fresh browser has none of the old tabs; forget their owners.
+		if err := m.db.ReplaceOwnership(ctx, sp.key, nil); err != nil {
+			ln.Close()
+			return nil, err
+		}
+	}
+	s := m.slot(sp.key)
+	var hooks mux.Hooks
+	hooks.OwnershipChanged = func(o map[string][]string) { m.saveOwnership(sp.key, o) }
+	var mx *mux.Mux
+	if be.relaunchable() {
+		hooks.Relaunch = func(ctx context.Context) (string, error) { return m.relaunchHung(ctx, s, mx) }
+	}
+	mx, err = mux.New(mux.Config{
+		Upstream:    h.HTTPEndpoint(),
+		Listener:    ln,
+		Token:       sp.token,
+		DownloadDir: m.cfg.path("downloads", sp.slug),
+		TabCap:      m.cfg.TabCap,
+		MaxClients:  m.cfg.MuxMaxClients,
+		Grace:       m.cfg.MuxGrace,
+		FreshLaunch: !h.Adopted(),
+		Ownership:   ownership,
+		Hooks:       hooks,
+		// Zero unless a test shortened them:
+		PingInterval:   m.cfg.muxTiming.pingInterval,
+		PongTimeout:    m.cfg.muxTiming.pongTimeout,
+		ReconnectMin:   m.cfg.muxTiming.reconnectMin,
+		ReconnectMax:   m.cfg.muxTiming.reconnectMax,
+		ReconnectTries: m.cfg.muxTiming.reconnectTries,
+		Log:            m.root.With().Str("component", "mux").Str("browser", sp.key).Logger(),
+	})
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("mux for %s: %w", sp.name, err)
+	}
+	muxCtx, cancel := context.WithCancel(context.Background())
+	in := &instance{spec: sp, browser: h, mux: mx, port: port, startedAt: time.Now(), cancel: cancel, served: make(chan struct{})}
+	m.wg.Go(func() {
+		defer close(in.served)
+		if err := mx.Serve(muxCtx); err != nil && muxCtx.Err() == nil {
+			m.log.Error().Err(err).Str("browser", sp.key).Msg("mux stopped")
+		}
+	})
+	// A client's first command must find the browser connected: wait for the mux's upstream before handing
+	// the endpoint out.
+	if err := waitUpstream(ctx, mx, in.served); err != nil {
+		cancel()
+		<-in.served
+		return nil, fmt.Errorf("%w: the mux of %s did not connect to the browser: %v", ErrStartFailed, sp.name, err)
+	}
+	if err := m.recordRunning(ctx, sp, h, in.startedAt); err != nil {
+		cancel()
+		<-in.served
+		return nil, err
+	}
+	return in, nil
+}
+
+// recordRunning records sp's browser as running on h, so the next manager can adopt it.
+func (m *Manager) recordRunning(ctx context.Context, sp spec, h handle, startedAt time.Time) error {
+	session := state.BrowserSession{Key: sp.key, PID: h.PID(), CDPEndpoint: h.HTTPEndpoint(),
+		Status: state.BrowserRunning, Adopted: h.Adopted(), StartedAt: startedAt}
+	if st := h.StartTime(); st > 0 {
+		session.PIDStartTime = time.UnixMilli(st)
+	}
+	_, err := m.db.UpsertBrowserSession(ctx, session)
+	return err
+}
+
+// upstreamWait bounds the wait for a new mux's browser connection when the caller's context has no deadline.
+const upstreamWait = 15 * time.Second
+
+// waitUpstream polls until mx is connected to its browser, its Serve ends, or the bound passes.
+func waitUpstream(ctx context.Context, mx *mux.Mux, served <-chan struct{}) error {
+	ctx, cancel := context.WithTimeout(ctx, upstreamWait)
+	defer cancel()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !mx.Stats().Upstream {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-served:
+			return errors.New("the mux stopped")
+		case <-tick.C:
+		}
+	}
+	return nil
+}
+
+// saveOwnership persists a mux's ownership snapshot; the mux calls it from one goroutine, in order.
+func (m *Manager) saveOwnership(key string, owners map[string][]string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := m.db.ReplaceOwnership(ctx, key, owners); err != nil {
+		m.log.Error().Err(err).Str("browser", key).Msg("save tab ownership")
+	}
+}
+
+// listenPort binds key's port from the registry on 127.0.0.1. A registered port that another program took
+// meanwhile is given up and a fresh one allocated (every endpoint is handed out by the manager, so nothing
+// outside it remembers the old number).
+func (m *Manager) listenPort(ctx context.Context, key string) (net.Listener, int, error) {
+	for attempt := 0; attempt < 2; attempt++ {
+		port, err := m.db.AllocatePort(ctx, key, m.cfg.ProxyPortBase, portFree)
+		if err != nil {
+			return nil, 0, err
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err == nil {
+			return ln, port, nil
+		}
+		m.log.Warn().Err(err).Int("port", port).Str("browser", key).Msg("registered port is taken; allocating another")
+		if err := m.db.ReleasePort(ctx, key); err != nil {
+			return nil, 0, err
+		}
+	}
+	return nil, 0, fmt.Errorf("%w: no port could be bound for %s", ErrUnavailable, key)
+}
+
+// portFree is the registry's bind test.
+func portFree(port int) bool {
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return false
+	}
+	ln.Close()
+	return true
+}

@@ -1,0 +1,22 @@
+package manager
+
+import (
+	"context"
+
+	"vibebrowser/state"
+)
+
+// cdpBackend connects to an endpoint someone else runs: starting checks that it answers, stopping only
+// disconnects, and the manager never relaunches it.
+type cdpBackend struct{}
+
+func (cdpBackend) launch(ctx context.Context, sp spec) (handle, error) {
+	return connectCDP(ctx, sp.opts.CDPURL)
+}
+
+func (cdpBackend) adopt(ctx context.Context, sp spec, _ state.BrowserSession) (handle, error) {
+	return connectCDP(ctx, sp.opts.CDPURL)
+}
+
+func (cdpBackend) crashed(handle) bool { return false }
+func (cdpBackend) relaunchable() bool  { return false }

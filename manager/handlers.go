@@ -1,0 +1,273 @@
+package manager
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"sort"
+	"time"
+
+	"vibebrowser/manager/api"
+	"vibebrowser/state"
+)
+
+// The API's handlers, in the order of the route table (server.go). Each decodes its request, calls the
+// domain (stores.go, lifecycle.go, tasks.go, reap.go) and returns the view to print.
+
+func (m *Manager) handleHealth(*http.Request) (any, error) {
+	return api.Health{OK: !m.closing.Load(), Version: m.version, PID: os.Getpid()}, nil
+}
+
+func (m *Manager) handleStatus(r *http.Request) (any, error) {
+	ctx := r.Context()
+	stores, err := m.db.ListStores(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tasks, err := m.db.ListTasks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st := api.Status{Version: m.version, PID: os.Getpid(), Home: m.cfg.Home, BrowserUse: m.cfg.BrowserUse,
+		BrowserUseErr: m.cfg.BrowserUseProblem, Stores: []api.Store{}, Browsers: []api.Browser{}, Tasks: []api.Task{}}
+	for _, s := range stores {
+		st.Stores = append(st.Stores, m.storeView(s))
+		st.Browsers = append(st.Browsers, m.browserView(s.ID, s.Slug))
+	}
+	st.Browsers = append(st.Browsers, m.browserView(api.WebKey, api.WebKey))
+	for _, t := range tasks {
+		st.Tasks = append(st.Tasks, taskView(t))
+	}
+	sort.Slice(st.Stores, func(i, j int) bool { return st.Stores[i].Slug < st.Stores[j].Slug })
+	return st, nil
+}
+
+func (m *Manager) handleListStores(r *http.Request) (any, error) {
+	stores, err := m.db.ListStores(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]api.Store, 0, len(stores))
+	for _, s := range stores {
+		out = append(out, m.storeView(s))
+	}
+	return out, nil
+}
+
+func (m *Manager) handleCreateStore(r *http.Request) (any, error) {
+	var in api.StoreSpec
+	if err := decode(r, &in); err != nil {
+		return nil, err
+	}
+	s, err := m.createStore(r.Context(), in)
+	if err != nil {
+		return nil, err
+	}
+	return m.storeView(s), nil
+}
+
+func (m *Manager) handleGetStore(r *http.Request) (any, error) {
+	s, err := m.findStore(r.Context(), r.PathValue("ref"))
+	if err != nil {
+		return nil, err
+	}
+	return m.storeView(s), nil
+}
+
+func (m *Manager) handleUpdateStore(r *http.Request) (any, error) {
+	var u api.StoreUpdate
+	if err := decode(r, &u); err != nil {
+		return nil, err
+	}
+	s, err := m.updateStore(r.Context(), r.PathValue("ref"), u)
+	if err != nil {
+		return nil, err
+	}
+	return m.storeView(s), nil
+}
+
+func (m *Manager) handleDeleteStore(r *http.Request) (any, error) {
+	return struct{}{}, m.deleteStore(r.Context(), r.PathValue("ref"))
+}
+
+func (m *Manager) handleStoreBrowser(r *http.Request) (any, error) {
+	ctx := r.Context()
+	s, err := m.findStore(ctx, r.PathValue("ref"))
+	if err != nil {
+		return nil, err
+	}
+	sp, err := storeSpec(s)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.browserAction(ctx, sp, r.PathValue("action")); err != nil {
+		return nil, err
+	}
+	return m.storeView(s), nil
+}
+
+func (m *Manager) handleWebBrowser(r *http.Request) (any, error) {
+	ctx := r.Context()
+	sp, err := m.webSpec(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.browserAction(ctx, sp, r.PathValue("action")); err != nil {
+		return nil, err
+	}
+	return m.browserView(sp.key, sp.slug), nil
+}
+
+// handleEnsureSession is the shim's call: the browser made ready, the task's lease renewed, the client's
+// endpoint returned.
+func (m *Manager) handleEnsureSession(r *http.Request) (any, error) {
+	began := time.Now()
+	defer func() { m.metrics.ensureSeconds.Observe(time.Since(began).Seconds()) }()
+	ctx := r.Context()
+	var req api.EnsureRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	if !api.ValidClientID(req.ClientID) {
+		return nil, fmt.Errorf("%w: client_id %q must match [A-Za-z0-9_-]{1,80}", ErrBadRequest, req.ClientID)
+	}
+	if !api.ValidBUName(req.BUName) {
+		return nil, fmt.Errorf("%w: bu_name %q must match [A-Za-z0-9_-]{1,64}", ErrBadRequest, req.BUName)
+	}
+	if req.TaskID != "" && !api.ValidTaskID(req.TaskID) {
+		return nil, fmt.Errorf("%w: task_id %q: want %s", ErrBadRequest, req.TaskID, api.TaskIDForm)
+	}
+	if m.cfg.BrowserUse == "" {
+		return nil, fmt.Errorf("%w: %s", ErrUnavailable, m.cfg.BrowserUseProblem)
+	}
+	var sp spec
+	switch req.Kind {
+	case api.KindStore:
+		s, err := m.db.GetStore(ctx, req.StoreID)
+		if errors.Is(err, state.ErrNotFound) {
+			err = fmt.Errorf("store %s no longer exists; this wrapper is stale (restart the manager to clean it up): %w",
+				req.StoreID, state.ErrNotFound)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if sp, err = storeSpec(s); err != nil {
+			return nil, err
+		}
+	case api.KindWeb:
+		var err error
+		if sp, err = m.webSpec(ctx); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("%w: kind %q: want store or web", ErrBadRequest, req.Kind)
+	}
+	if req.TaskID != "" {
+		storeID := ""
+		if req.Kind == api.KindStore {
+			storeID = sp.key
+		}
+		if err := m.touchTask(ctx, req.TaskID, storeID); err != nil {
+			return nil, err
+		}
+	}
+	in, err := m.ensure(ctx, sp)
+	if err != nil {
+		return nil, err
+	}
+	return api.EnsureResponse{CDPWS: clientURL(in.port, sp.token, req.ClientID)}, nil
+}
+
+func (m *Manager) handleListTasks(r *http.Request) (any, error) {
+	tasks, err := m.db.ListTasks(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]api.Task, 0, len(tasks))
+	for _, t := range tasks {
+		out = append(out, taskView(t))
+	}
+	return out, nil
+}
+
+func (m *Manager) handleGetTask(r *http.Request) (any, error) {
+	t, err := m.db.GetTask(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	return taskView(t), nil
+}
+
+// handlePutTask records the app's view of a task. The lease is renewed with every report, so a task the app
+// keeps reporting never expires.
+func (m *Manager) handlePutTask(r *http.Request) (any, error) {
+	ctx := r.Context()
+	var u api.TaskUpdate
+	if err := decode(r, &u); err != nil {
+		return nil, err
+	}
+	status, err := state.ParseTaskStatus(u.Status)
+	if err != nil {
+		return nil, err
+	}
+	storeID := ""
+	if u.Store != "" {
+		s, err := m.findStore(ctx, u.Store)
+		if err != nil {
+			return nil, err
+		}
+		storeID = s.ID
+	}
+	t, err := m.db.UpsertTask(ctx, state.Task{ID: r.PathValue("id"), StoreID: storeID, Status: status,
+		LeaseUntil: time.Now().Add(m.cfg.TaskLease)})
+	if err != nil {
+		return nil, err
+	}
+	if t.Status.Ended() {
+		m.taskEnded(ctx, t.ID)
+	}
+	return taskView(t), nil
+}
+
+func (m *Manager) handleDeleteTask(r *http.Request) (any, error) {
+	id := r.PathValue("id")
+	if err := m.db.DeleteTask(r.Context(), id); err != nil {
+		return nil, err
+	}
+	m.taskEnded(r.Context(), id)
+	return struct{}{}, nil
+}
+
+func (m *Manager) handleWriteWrappers(r *http.Request) (any, error) {
+	return struct{}{}, m.syncWrappers(r.Context())
+}
+
+func (m *Manager) handleEvent(r *http.Request) (any, error) {
+	var ev api.Event
+	if err := decode(r, &ev); err != nil {
+		return nil, err
+	}
+	if ev.Kind == "" {
+		return nil, fmt.Errorf("%w: event kind is required", ErrBadRequest)
+	}
+	m.metrics.events.WithLabelValues(ev.Kind).Inc()
+	m.log.Warn().Str("event", ev.Kind).Str("store", ev.StoreID).Str("bu_name", ev.BUName).Str("task", ev.TaskID).
+		Msg(ev.Message)
+	return struct{}{}, nil
+}
+
+func (m *Manager) handleReap(r *http.Request) (any, error) {
+	res, err := m.reap(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	return api.ReapResult{Killed: nonNil(res.Killed), Removed: nonNil(res.Removed), Kept: nonNil(res.Kept)}, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
