@@ -102,6 +102,8 @@ func startManagerIn(t *testing.T, home string, extra ...string) *managed {
 	env = append(env, extra...)
 	m := &managed{t: t, bins: bins, home: home, env: env, log: &bytes.Buffer{},
 		client: api.NewClient(filepath.Join(home, api.SocketRel))}
+	// Registered before any start, so it runs after every start's cleanup has stopped its manager.
+	t.Cleanup(func() { checkLogLines(t, m.log.String()) })
 	m.start()
 	return m
 }

@@ -33,7 +33,6 @@ type Manager struct {
 	db      *state.DB
 	metrics *metrics
 	version string
-	started time.Time
 
 	ctx         context.Context // the daemon's life: starts run on it, not on a request's context
 	closing     atomic.Bool     // set when the quit barrier begins: new work gets 503
@@ -41,8 +40,8 @@ type Manager struct {
 
 	backends map[state.Backend]backend
 
-	mu       sync.Mutex // mu guards browsers
-	browsers map[string]*slot
+	mu    sync.Mutex // mu guards byKey
+	byKey map[string]*slot
 
 	leaseMu sync.Mutex           // leaseMu guards leased
 	leased  map[string]leaseMark // task id -> the lease touchTask last wrote
@@ -54,15 +53,15 @@ type Manager struct {
 // logger, without a component: each component's logger derives from it.
 func newManager(ctx context.Context, cfg *Config, root zerolog.Logger, db *state.DB, version string) *Manager {
 	m := &Manager{cfg: cfg, root: root, log: root.With().Str("component", "manager").Logger(), db: db,
-		version: version, started: time.Now(), ctx: ctx, backends: newBackends(cfg, root),
-		browsers: map[string]*slot{}, leased: map[string]leaseMark{}}
+		version: version, ctx: ctx, backends: newBackends(cfg, root),
+		byKey: map[string]*slot{}, leased: map[string]leaseMark{}}
 	m.metrics = newMetrics(m)
 	return m
 }
 
 // Run is `vibe-browser serve`: it holds the home's lock, serves the API on its socket and runs until ctx
-// ends, then passes the quit barrier. log is the root logger; every component derives its own from it. The caller installs signal handling before calling Run (a first
-// signal cancels ctx; a second exits at once).
+// ends, then passes the quit barrier. log is the root logger; every component derives its own from it. The
+// caller installs signal handling before calling Run (a first signal cancels ctx; a second exits at once).
 func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) error {
 	for _, dir := range []string{cfg.Home, cfg.path("run"), cfg.path("bin"), cfg.path("bh-tmp"),
 		cfg.path("profiles"), cfg.path("downloads")} {

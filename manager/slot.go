@@ -45,10 +45,10 @@ func (s *slot) current() *instance {
 func (m *Manager) slot(key string) *slot {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s := m.browsers[key]
+	s := m.byKey[key]
 	if s == nil {
 		s = &slot{key: key, lock: make(chan struct{}, 1), budget: m.newBudget(key)}
-		m.browsers[key] = s
+		m.byKey[key] = s
 	}
 	return s
 }
@@ -56,7 +56,7 @@ func (m *Manager) slot(key string) *slot {
 // forgetSlot drops a deleted store's slot.
 func (m *Manager) forgetSlot(key string) {
 	m.mu.Lock()
-	delete(m.browsers, key)
+	delete(m.byKey, key)
 	m.mu.Unlock()
 }
 
@@ -64,8 +64,8 @@ func (m *Manager) forgetSlot(key string) {
 func (m *Manager) slots() []*slot {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make([]*slot, 0, len(m.browsers))
-	for _, s := range m.browsers {
+	out := make([]*slot, 0, len(m.byKey))
+	for _, s := range m.byKey {
 		out = append(out, s)
 	}
 	return out
