@@ -54,8 +54,8 @@ func adopt(ctx context.Context, pid int, startTime int64, profileDir string, log
 	if err != nil {
 		return nil, fmt.Errorf("adopt pid %d: CDP not answering: %v: %w", pid, err, ErrNotAdoptable)
 	}
-	if u, err := url.Parse(v.WS); err != nil || (wsPath != "" && u.Path != wsPath) {
-		return nil, fmt.Errorf("adopt pid %d: port %d answers for another browser (%s, want path %s): %w", pid, port, v.WS, wsPath, ErrNotAdoptable)
+	if u, err := url.Parse(v.WebSocketDebuggerURL); err != nil || (wsPath != "" && u.Path != wsPath) {
+		return nil, fmt.Errorf("adopt pid %d: port %d answers for another browser (%s, want path %s): %w", pid, port, v.WebSocketDebuggerURL, wsPath, ErrNotAdoptable)
 	}
 	pgid, err := unix.Getpgid(pid)
 	if err != nil {
@@ -71,7 +71,7 @@ func adopt(ctx context.Context, pid int, startTime int64, profileDir string, log
 		start:      startTime,
 		profileDir: profile,
 		httpURL:    "http://127.0.0.1:" + strconv.Itoa(port),
-		wsURL:      v.WS,
+		wsURL:      v.WebSocketDebuggerURL,
 		adopted:    true,
 		log:        log.With().Str("profile", profile).Logger(),
 		done:       make(chan struct{}),

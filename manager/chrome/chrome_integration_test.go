@@ -80,7 +80,9 @@ func TestChromiumLaunchAdoptStop(t *testing.T) {
 	if err != nil {
 		t.Fatalf("GET %s/json/version: %v", p.HTTPEndpoint(), err)
 	}
-	var v versionInfo
+	var v struct {
+		WS string `json:"webSocketDebuggerUrl"`
+	}
 	err = json.NewDecoder(resp.Body).Decode(&v)
 	resp.Body.Close()
 	if err != nil || v.WS != p.WSEndpoint() {
