@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"strconv"
 	"sync"
 	"time"
 
@@ -186,7 +184,7 @@ func newRunner(c *Client, browser string, port int, adopted bool, log zerolog.Lo
 		c:        c,
 		browser:  browser,
 		port:     port,
-		endpoint: "http://" + net.JoinHostPort(c.host(), strconv.Itoa(port)),
+		endpoint: cdpBase(c.host(), port),
 		adopted:  adopted,
 		log:      log.With().Int("port", port).Logger(),
 		done:     make(chan struct{}),
