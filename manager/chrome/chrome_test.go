@@ -423,8 +423,8 @@ func TestLaunchRefusesHeldProfile(t *testing.T) {
 	bin := writeScript(t, "echo $$ >> '"+starts+"'\n")
 	_, err := Launch(context.Background(), Options{Binary: bin, ProfileDir: profile, ReadyTimeout: time.Second, Log: testLog(t)})
 	var inUse *ProfileInUseError
-	if !errors.As(err, &inUse) || inUse.PID != holder.Process.Pid {
-		t.Fatalf("Launch on a held profile = %v; want ProfileInUseError naming pid %d", err, holder.Process.Pid)
+	if !errors.As(err, &inUse) || inUse.PID != holder.Process.Pid || !errors.Is(err, ErrProfileInUse) {
+		t.Fatalf("Launch on a held profile = %v; want ProfileInUseError (ErrProfileInUse) naming pid %d", err, holder.Process.Pid)
 	}
 	if pids := readPIDs(t, starts); len(pids) != 0 {
 		t.Errorf("browser started %d time(s) on a held profile", len(pids))

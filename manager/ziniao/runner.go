@@ -32,7 +32,7 @@ var (
 const deadAfter = 2
 
 // ErrStaleLaunch classifies an attempt whose environment never became ready: its debugging port never
-// answered, or Ziniao's instrumentation never went live in it.
+// answered, or Ziniao's instrumentation never went live in it. The manager maps this to 502 start failed.
 var ErrStaleLaunch = errors.New("stale launch")
 
 // StartError is Start's error when no attempt gave a ready environment. Err is the last attempt's reason;
