@@ -24,7 +24,7 @@ func (m *Manager) adopt(ctx context.Context, s state.BrowserSession) error {
 		if s.PID <= 0 || s.PIDStartTime.IsZero() {
 			return fmt.Errorf("%w: no process identity recorded", errNotAdoptable)
 		}
-		run, err = chrome.Adopt(ctx, s.PID, s.PIDStartTime.UnixMilli(), m.cfg.path("profiles", t.slug))
+		run, err = chrome.Adopt(ctx, s.PID, s.PIDStartTime.UnixMilli(), m.cfg.path("profiles", t.slug), m.root.With().Str("component", "chrome").Str("browser", t.key).Logger())
 	case state.BackendCDP:
 		run, err = connectCDP(ctx, t.opts.CDPURL)
 	case state.BackendZiniao:

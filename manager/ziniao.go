@@ -122,7 +122,7 @@ func (m *Manager) adoptZiniao(ctx context.Context, t target, endpoint string) (r
 		return nil, err
 	}
 	log := m.root.With().Str("component", "ziniao").Str("browser", t.key).Logger()
-	run, err := ziniao.Reconnect(log.WithContext(ctx), t.ziniao.client(), t.ziniao.browser, port)
+	run, err := ziniao.Reconnect(ctx, t.ziniao.client(), t.ziniao.browser, port, log)
 	if err != nil {
 		m.releaseZiniao(t)
 		return nil, err

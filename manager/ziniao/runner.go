@@ -121,8 +121,9 @@ func Start(ctx context.Context, c *Client, browser string, o StartOptions) (*Run
 }
 
 // Reconnect adopts browser's environment left running by an earlier manager on debuggingPort: the port must
-// still answer CDP and instrumentation must be live. It logs with the logger in ctx (zerolog.Ctx).
-func Reconnect(ctx context.Context, c *Client, browser string, debuggingPort int) (*Runner, error) {
+// still answer CDP and instrumentation must be live. log is the returned Runner's logger, as StartOptions.Log
+// is a started one's.
+func Reconnect(ctx context.Context, c *Client, browser string, debuggingPort int, log zerolog.Logger) (*Runner, error) {
 	if debuggingPort <= 0 || debuggingPort > 65535 {
 		return nil, fmt.Errorf("ziniao browser %s: reconnect: bad debugging port %d", browser, debuggingPort)
 	}
@@ -133,7 +134,7 @@ func Reconnect(ctx context.Context, c *Client, browser string, debuggingPort int
 	if err := instrumentationLive(ctx, host, debuggingPort); err != nil {
 		return nil, fmt.Errorf("ziniao browser %s: reconnect to port %d: instrumentation not live: %w", browser, debuggingPort, err)
 	}
-	log := zerolog.Ctx(ctx).With().Str("ziniao_browser", browser).Logger()
+	log = log.With().Str("ziniao_browser", browser).Logger()
 	log.Info().Int("port", debuggingPort).Msg("ziniao environment adopted")
 	return newRunner(c, browser, debuggingPort, true, log), nil
 }
