@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 
+	"vibebrowser/manager/cdp"
 	"vibebrowser/state"
 )
 
@@ -11,11 +12,11 @@ import (
 type cdpBackend struct{}
 
 func (cdpBackend) launch(ctx context.Context, sp spec) (handle, error) {
-	return connectCDP(ctx, sp.opts.CDPURL)
+	return cdp.Connect(ctx, sp.opts.CDPURL)
 }
 
 func (cdpBackend) adopt(ctx context.Context, sp spec, _ state.BrowserSession) (handle, error) {
-	return connectCDP(ctx, sp.opts.CDPURL)
+	return cdp.Connect(ctx, sp.opts.CDPURL)
 }
 
 func (cdpBackend) crashed(handle) bool { return false }

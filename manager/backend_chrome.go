@@ -37,7 +37,7 @@ func (b *chromeBackend) adopt(ctx context.Context, sp spec, rec state.BrowserSes
 	if rec.PID <= 0 || rec.PIDStartTime.IsZero() {
 		return nil, fmt.Errorf("%w: no process identity recorded", errNotAdoptable)
 	}
-	return chrome.AdoptWithLog(ctx, rec.PID, rec.PIDStartTime.UnixMilli(), b.cfg.path("profiles", sp.slug),
+	return chrome.Adopt(ctx, rec.PID, rec.PIDStartTime.UnixMilli(), b.cfg.path("profiles", sp.slug),
 		b.log.With().Str("browser", sp.key).Logger())
 }
 

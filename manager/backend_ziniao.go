@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"sort"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/rs/zerolog"
@@ -17,24 +15,22 @@ import (
 
 // ziniaoBackend starts store environments through the Ziniao client's local API, one account per machine.
 type ziniaoBackend struct {
-	cfg *Config
-	log zerolog.Logger // component ziniao
-
-	mu     sync.Mutex                   // mu guards claims
-	claims map[string]map[string]string // Ziniao account -> store key -> name, for stores starting or running
+	cfg    *Config
+	log    zerolog.Logger // component ziniao
+	claims ziniao.Claims
 	// clientLaunch serialises making sure the Ziniao client runs, so that concurrent starts launch it once.
 	clientLaunch sync.Mutex
 }
 
 func newZiniaoBackend(cfg *Config, root zerolog.Logger) *ziniaoBackend {
-	return &ziniaoBackend{cfg: cfg, log: root.With().Str("component", "ziniao").Logger(), claims: map[string]map[string]string{}}
+	return &ziniaoBackend{cfg: cfg, log: root.With().Str("component", "ziniao").Logger()}
 }
 
 // ziniaoStore is what starting a Ziniao store needs.
 type ziniaoStore struct {
 	key, name string
 	browser   string
-	account   state.ZiniaoAccount
+	account   ziniao.Account
 	port      int
 }
 
@@ -42,54 +38,23 @@ func ziniaoStoreOf(sp spec) (ziniaoStore, error) {
 	if sp.store == nil {
 		return ziniaoStore{}, fmt.Errorf("%w: %s is not a Ziniao store", ErrBadRequest, sp.name)
 	}
-	return ziniaoStore{key: sp.key, name: sp.name, browser: sp.store.ZiniaoBrowser, account: sp.store.Ziniao,
-		port: sp.opts.ZiniaoPort}, nil
+	a := sp.store.Ziniao
+	return ziniaoStore{key: sp.key, name: sp.name, browser: sp.store.ZiniaoBrowser, port: sp.opts.ZiniaoPort,
+		account: ziniao.Account{Company: a.Company, Username: a.Username, Password: a.Password}}, nil
 }
 
-// accountKey names a Ziniao account for the one-account-per-machine rule.
-func (z ziniaoStore) accountKey() string { return z.account.Company + "/" + z.account.Username }
+func (z ziniaoStore) client() *ziniao.Client { return &ziniao.Client{Port: z.port, Account: z.account} }
 
-func (z ziniaoStore) client() *ziniao.Client {
-	return &ziniao.Client{Port: z.port, Account: ziniao.Account{Company: z.account.Company,
-		Username: z.account.Username, Password: z.account.Password}}
-}
-
-// claim registers z under its Ziniao account, refusing when another account has stores starting or
-// running: the Ziniao client serves one account per machine. Stores of one account run concurrently. The
-// claim is held until unclaim, not a lock held across the start.
+// claim registers z under its Ziniao account (ziniao.Claims: one account per machine), as a conflict
+// when another account is active.
 func (b *ziniaoBackend) claim(z ziniaoStore) error {
-	account := z.accountKey()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for other, stores := range b.claims {
-		if other == account || len(stores) == 0 {
-			continue
-		}
-		names := make([]string, 0, len(stores))
-		for _, name := range stores {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		return fmt.Errorf("%w: Ziniao account %s is active on this machine (stores %s) and the Ziniao client serves one "+
-			"account at a time; stop those stores first (vibe-browser browser stop STORE) to start %s of account %s",
-			state.ErrConflict, other, strings.Join(names, ", "), z.name, account)
+	if err := b.claims.Claim(z.account, z.key, z.name); err != nil {
+		return fmt.Errorf("%w: %w", state.ErrConflict, err)
 	}
-	if b.claims[account] == nil {
-		b.claims[account] = map[string]string{}
-	}
-	b.claims[account][z.key] = z.name
 	return nil
 }
 
-func (b *ziniaoBackend) unclaim(z ziniaoStore) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	account := z.accountKey()
-	delete(b.claims[account], z.key)
-	if len(b.claims[account]) == 0 {
-		delete(b.claims, account)
-	}
-}
+func (b *ziniaoBackend) unclaim(z ziniaoStore) { b.claims.Release(z.account, z.key) }
 
 // launch starts the store's environment through the Ziniao client, with per-store stale-launch recovery.
 func (b *ziniaoBackend) launch(ctx context.Context, sp spec) (handle, error) {
@@ -155,8 +120,7 @@ func (b *ziniaoBackend) adopt(ctx context.Context, sp spec, rec state.BrowserSes
 	if err := b.claim(z); err != nil {
 		return nil, err
 	}
-	log := b.log.With().Str("browser", z.key).Logger()
-	run, err := ziniao.Reconnect(log.WithContext(ctx), z.client(), z.browser, port)
+	run, err := ziniao.Reconnect(ctx, z.client(), z.browser, port, b.log.With().Str("browser", z.key).Logger())
 	if err != nil {
 		b.unclaim(z)
 		return nil, err

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"net/http"
 
+	"vibebrowser/manager/cdp"
+	"vibebrowser/manager/chrome"
+	"vibebrowser/manager/ziniao"
 	"vibebrowser/state"
 )
 
@@ -24,14 +27,15 @@ var (
 	ErrBadRequest = errors.New("bad request")
 )
 
-// httpStatus maps an error to its status and a stable code for the JSON body.
+// httpStatus maps an error to its status and a stable code for the JSON body: the one table from error
+// classes, the manager's, state's and the backends', to answers.
 func httpStatus(err error) (int, string) {
 	switch {
-	case errors.Is(err, ErrBadRequest), errors.Is(err, state.ErrInvalid):
+	case errors.Is(err, ErrBadRequest), errors.Is(err, state.ErrInvalid), errors.Is(err, cdp.ErrBadURL):
 		return http.StatusBadRequest, "bad_request"
 	case errors.Is(err, state.ErrNotFound):
 		return http.StatusNotFound, "not_found"
-	case errors.Is(err, state.ErrConflict):
+	case errors.Is(err, state.ErrConflict), errors.Is(err, chrome.ErrProfileInUse), errors.Is(err, ziniao.ErrAccountBusy):
 		return http.StatusConflict, "conflict"
 	case errors.Is(err, ErrBudget):
 		return http.StatusTooManyRequests, "relaunch_budget"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -80,8 +81,8 @@ func (m *Manager) startLocked(sp spec) (*instance, error) {
 			return nil, fmt.Errorf("%w: %s was not ready within VIBE_BROWSER_START_TIMEOUT_S=%d; it was stopped: %v",
 				ErrStartTimeout, sp.name, int(m.cfg.StartTimeout.Seconds()), err)
 		}
-		if errors.Is(err, ErrUnavailable) || errors.Is(err, ErrBadRequest) || errors.Is(err, state.ErrConflict) {
-			return nil, fmt.Errorf("start %s: %w", sp.name, err)
+		if status, _ := httpStatus(err); status != http.StatusInternalServerError {
+			return nil, fmt.Errorf("start %s: %w", sp.name, err) // a class the API answers as it is
 		}
 		return nil, fmt.Errorf("%w: %s: %v", ErrStartFailed, sp.name, err)
 	}

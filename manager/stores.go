@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/cdp"
 	"vibebrowser/state"
 )
 
@@ -45,8 +46,8 @@ func (m *Manager) createStore(ctx context.Context, in api.StoreSpec) (state.Stor
 		if in.CDPURL == "" {
 			return state.Store{}, fmt.Errorf("%w: a cdp store needs --cdp-url (http://host:port or ws://host:port/devtools/browser/<id>)", ErrBadRequest)
 		}
-		if err := validCDPURL(in.CDPURL); err != nil {
-			return state.Store{}, err
+		if err := cdp.ValidateURL(in.CDPURL); err != nil {
+			return state.Store{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
 		}
 	default:
 		if in.CDPURL != "" {
@@ -98,8 +99,8 @@ func (m *Manager) updateStore(ctx context.Context, ref string, u api.StoreUpdate
 			if s.Backend != state.BackendCDP {
 				return fmt.Errorf("%w: cdp_url is only for the cdp backend", ErrBadRequest)
 			}
-			if err := validCDPURL(*u.CDPURL); err != nil {
-				return err
+			if err := cdp.ValidateURL(*u.CDPURL); err != nil {
+				return fmt.Errorf("%w: %w", ErrBadRequest, err)
 			}
 			opts.CDPURL = *u.CDPURL
 		}

@@ -19,16 +19,8 @@ import (
 // and CDP answering on the endpoint in the profile's DevToolsActivePort with the websocket path that file
 // names. Any failed check is an error wrapping ErrNotAdoptable that says which check failed; nothing is
 // signalled. The returned Process reports Adopted() == true; Done polls its liveness until Release or exit.
-func Adopt(ctx context.Context, pid int, startTime int64, profileDir string) (*Process, error) {
-	return adopt(ctx, pid, startTime, profileDir, zerolog.Nop())
-}
-
-// AdoptWithLog is Adopt with a logger for the returned Process's Stop.
-func AdoptWithLog(ctx context.Context, pid int, startTime int64, profileDir string, log zerolog.Logger) (*Process, error) {
-	return adopt(ctx, pid, startTime, profileDir, log)
-}
-
-func adopt(ctx context.Context, pid int, startTime int64, profileDir string, log zerolog.Logger) (*Process, error) {
+// log is the returned Process's logger (its Stop), as Options.Log is a launched one's.
+func Adopt(ctx context.Context, pid int, startTime int64, profileDir string, log zerolog.Logger) (*Process, error) {
 	profile, err := filepath.Abs(profileDir)
 	if err != nil {
 		return nil, fmt.Errorf("adopt pid %d: %w", pid, err)
@@ -54,8 +46,8 @@ func adopt(ctx context.Context, pid int, startTime int64, profileDir string, log
 	if err != nil {
 		return nil, fmt.Errorf("adopt pid %d: CDP not answering: %v: %w", pid, err, ErrNotAdoptable)
 	}
-	if u, err := url.Parse(v.WS); err != nil || (wsPath != "" && u.Path != wsPath) {
-		return nil, fmt.Errorf("adopt pid %d: port %d answers for another browser (%s, want path %s): %w", pid, port, v.WS, wsPath, ErrNotAdoptable)
+	if u, err := url.Parse(v.WebSocketDebuggerURL); err != nil || (wsPath != "" && u.Path != wsPath) {
+		return nil, fmt.Errorf("adopt pid %d: port %d answers for another browser (%s, want path %s): %w", pid, port, v.WebSocketDebuggerURL, wsPath, ErrNotAdoptable)
 	}
 	pgid, err := unix.Getpgid(pid)
 	if err != nil {
@@ -71,7 +63,7 @@ func adopt(ctx context.Context, pid int, startTime int64, profileDir string, log
 		start:      startTime,
 		profileDir: profile,
 		httpURL:    "http://127.0.0.1:" + strconv.Itoa(port),
-		wsURL:      v.WS,
+		wsURL:      v.WebSocketDebuggerURL,
 		adopted:    true,
 		log:        log.With().Str("profile", profile).Logger(),
 		done:       make(chan struct{}),

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"vibebrowser/integration/testkit"
 )
 
 // groupMembers lists the live (non-zombie) pids in process group pgid.
@@ -61,7 +63,7 @@ func launchChromium(t *testing.T, profile string) *Process {
 		Headless:     true,
 		NoSandbox:    os.Geteuid() == 0,
 		ReadyTimeout: 60 * time.Second,
-		Log:          testLog(t),
+		Log:          testkit.Log(t),
 	})
 	if err != nil {
 		t.Fatalf("Launch(chromium): %v", err)
@@ -80,7 +82,9 @@ func TestChromiumLaunchAdoptStop(t *testing.T) {
 	if err != nil {
 		t.Fatalf("GET %s/json/version: %v", p.HTTPEndpoint(), err)
 	}
-	var v versionInfo
+	var v struct {
+		WS string `json:"webSocketDebuggerUrl"`
+	}
 	err = json.NewDecoder(resp.Body).Decode(&v)
 	resp.Body.Close()
 	if err != nil || v.WS != p.WSEndpoint() {
@@ -91,7 +95,7 @@ func TestChromiumLaunchAdoptStop(t *testing.T) {
 		t.Errorf("Preferences lack restore_on_startup: %v", err)
 	}
 
-	a, err := Adopt(context.Background(), p.PID(), p.StartTime(), p.ProfileDir())
+	a, err := Adopt(context.Background(), p.PID(), p.StartTime(), p.ProfileDir(), testkit.Log(t))
 	if err != nil {
 		t.Fatalf("Adopt(pid %d, start %d) = %v", p.PID(), p.StartTime(), err)
 	}
@@ -99,7 +103,7 @@ func TestChromiumLaunchAdoptStop(t *testing.T) {
 	if !a.Adopted() || a.WSEndpoint() != p.WSEndpoint() {
 		t.Errorf("Adopt = {adopted %v ws %s}; want adopted, ws %s", a.Adopted(), a.WSEndpoint(), p.WSEndpoint())
 	}
-	if _, err := Adopt(context.Background(), p.PID(), p.StartTime()+10, p.ProfileDir()); !errors.Is(err, ErrNotAdoptable) {
+	if _, err := Adopt(context.Background(), p.PID(), p.StartTime()+10, p.ProfileDir(), testkit.Log(t)); !errors.Is(err, ErrNotAdoptable) {
 		t.Errorf("Adopt with a wrong start time = %v; want ErrNotAdoptable", err)
 	}
 
@@ -142,7 +146,7 @@ func TestChromiumDoneOnKill9(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Done() not closed after kill -9")
 	}
-	waitFor(t, 10*time.Second, "the group to be gone", func() bool { return len(groupMembers(t, p.PID())) == 0 })
+	testkit.WaitFor(t, 10*time.Second, "the group to be gone", func() bool { return len(groupMembers(t, p.PID())) == 0 })
 }
 
 func TestChromiumStopWhenCloseHangs(t *testing.T) {
@@ -174,7 +178,7 @@ func TestChromiumHeldProfileRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Launch(context.Background(), Options{Binary: bin, ProfileDir: p.ProfileDir(), Headless: true, NoSandbox: os.Geteuid() == 0, Log: testLog(t)})
+	_, err = Launch(context.Background(), Options{Binary: bin, ProfileDir: p.ProfileDir(), Headless: true, NoSandbox: os.Geteuid() == 0, Log: testkit.Log(t)})
 	var inUse *ProfileInUseError
 	if !errors.As(err, &inUse) || inUse.PID != p.PID() {
 		t.Fatalf("second Launch on a running profile = %v; want ProfileInUseError naming pid %d", err, p.PID())

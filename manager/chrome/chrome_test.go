@@ -1,6 +1,7 @@
 package chrome
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/procid"
 
 	"github.com/rs/zerolog"
@@ -27,24 +29,6 @@ func TestMain(m *testing.M) {
 		os.Exit(fakeMain())
 	}
 	goleak.VerifyTestMain(m)
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// testLog sends the package's logs to the test log.
-func testLog(t *testing.T) zerolog.Logger {
-	t.Helper()
-	return zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel)
 }
 
 // writeScript writes an executable shell script and returns its path.
@@ -106,7 +90,7 @@ func launchFake(t *testing.T, env map[string]string) *Process {
 		ProfileDir:   filepath.Join(t.TempDir(), "profile"),
 		Headless:     true,
 		ReadyTimeout: 10 * time.Second,
-		Log:          testLog(t),
+		Log:          testkit.Log(t),
 	})
 	if err != nil {
 		t.Fatalf("Launch(fake): %v", err)
@@ -138,7 +122,7 @@ func startHolder(t *testing.T, args ...string) *exec.Cmd {
 		cmd.Wait()
 	})
 	// The child must have exec'd (its argv visible) before callers look at it.
-	waitFor(t, 5*time.Second, "holder argv", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "holder argv", func() bool {
 		info, ok := procid.Live(context.Background(), cmd.Process.Pid)
 		// /proc/<pid>/cmdline can read empty for a moment between fork and exec.
 		return ok && len(info.Cmdline) > 0 && slices.Equal(info.Cmdline[1:], args)
@@ -421,10 +405,10 @@ func TestLaunchRefusesHeldProfile(t *testing.T) {
 	}
 	starts := filepath.Join(t.TempDir(), "starts")
 	bin := writeScript(t, "echo $$ >> '"+starts+"'\n")
-	_, err := Launch(context.Background(), Options{Binary: bin, ProfileDir: profile, ReadyTimeout: time.Second, Log: testLog(t)})
+	_, err := Launch(context.Background(), Options{Binary: bin, ProfileDir: profile, ReadyTimeout: time.Second, Log: testkit.Log(t)})
 	var inUse *ProfileInUseError
-	if !errors.As(err, &inUse) || inUse.PID != holder.Process.Pid {
-		t.Fatalf("Launch on a held profile = %v; want ProfileInUseError naming pid %d", err, holder.Process.Pid)
+	if !errors.As(err, &inUse) || inUse.PID != holder.Process.Pid || !errors.Is(err, ErrProfileInUse) {
+		t.Fatalf("Launch on a held profile = %v; want ProfileInUseError (ErrProfileInUse) naming pid %d", err, holder.Process.Pid)
 	}
 	if pids := readPIDs(t, starts); len(pids) != 0 {
 		t.Errorf("browser started %d time(s) on a held profile", len(pids))
@@ -444,7 +428,7 @@ echo $! >> '`+helpers+`'
 wait
 `)
 	begin := time.Now()
-	_, err := Launch(context.Background(), Options{Binary: bin, ProfileDir: filepath.Join(dir, "p"), ReadyTimeout: 300 * time.Millisecond, Log: testLog(t)})
+	_, err := Launch(context.Background(), Options{Binary: bin, ProfileDir: filepath.Join(dir, "p"), ReadyTimeout: 300 * time.Millisecond, Log: testkit.Log(t)})
 	var le *LaunchError
 	if !errors.As(err, &le) || le.Attempts != 3 {
 		t.Fatalf("Launch(never ready) = %v; want LaunchError after 3 attempts", err)
@@ -481,7 +465,7 @@ func TestLaunchExitsAtOnce(t *testing.T) {
 echo "boom: Missing X server or \$DISPLAY" >&2
 exit 1
 `)
-	_, err := Launch(context.Background(), Options{Binary: bin, ProfileDir: filepath.Join(dir, "p"), ReadyTimeout: 5 * time.Second, Log: testLog(t)})
+	_, err := Launch(context.Background(), Options{Binary: bin, ProfileDir: filepath.Join(dir, "p"), ReadyTimeout: 5 * time.Second, Log: testkit.Log(t)})
 	var le *LaunchError
 	if !errors.As(err, &le) || le.Attempts != 3 || !errors.Is(err, ErrLaunch) {
 		t.Fatalf("Launch(exits) = %v; want LaunchError after 3 attempts", err)
@@ -506,10 +490,10 @@ wait
 	defer cancel()
 	errc := make(chan error, 1)
 	go func() {
-		_, err := Launch(ctx, Options{Binary: bin, ProfileDir: filepath.Join(dir, "p"), ReadyTimeout: time.Minute, Log: testLog(t)})
+		_, err := Launch(ctx, Options{Binary: bin, ProfileDir: filepath.Join(dir, "p"), ReadyTimeout: time.Minute, Log: testkit.Log(t)})
 		errc <- err
 	}()
-	waitFor(t, 10*time.Second, "the helper to start", func() bool { return len(readPIDs(t, helpers)) == 1 })
+	testkit.WaitFor(t, 10*time.Second, "the helper to start", func() bool { return len(readPIDs(t, helpers)) == 1 })
 	cancel()
 	var err error
 	select {
@@ -557,7 +541,7 @@ func TestLaunchFakeBrowser(t *testing.T) {
 		t.Errorf("ProfileHolder() = %d, %v; want %d, true", holder, held, p.PID())
 	}
 	// A second launch on the same profile is refused while the first runs.
-	_, err = Launch(context.Background(), Options{Binary: fakeBrowser(t, nil), ProfileDir: p.ProfileDir(), Log: testLog(t)})
+	_, err = Launch(context.Background(), Options{Binary: fakeBrowser(t, nil), ProfileDir: p.ProfileDir(), Log: testkit.Log(t)})
 	if !errors.Is(err, ErrProfileInUse) {
 		t.Errorf("second Launch on a running profile = %v; want ErrProfileInUse", err)
 	}
@@ -630,7 +614,7 @@ func TestDoneOnKill(t *testing.T) {
 		t.Error("ExitErr() = nil after kill -9")
 	}
 	// The helper must not outlive its browser.
-	waitFor(t, 5*time.Second, "the helper to die with its browser", func() bool { return !isLive(helper) })
+	testkit.WaitFor(t, 5*time.Second, "the helper to die with its browser", func() bool { return !isLive(helper) })
 }
 
 func TestAdopt(t *testing.T) {
@@ -660,7 +644,7 @@ func TestAdopt(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Adopt(context.Background(), tt.pid, tt.start, tt.profile)
+			got, err := Adopt(context.Background(), tt.pid, tt.start, tt.profile, testkit.Log(t))
 			if err == nil {
 				got.Release()
 				t.Fatalf("Adopt(%d, %d, %s) = ok; want an error about %s", tt.pid, tt.start, tt.profile, tt.want)
@@ -671,7 +655,10 @@ func TestAdopt(t *testing.T) {
 		})
 	}
 
-	a, err := Adopt(context.Background(), p.PID(), p.StartTime(), p.ProfileDir())
+	// Stopping an adopted browser is logged with the logger Adopt was given.
+	var logged bytes.Buffer
+	log := zerolog.New(io.MultiWriter(&logged, zerolog.NewTestWriter(t)))
+	a, err := Adopt(context.Background(), p.PID(), p.StartTime(), p.ProfileDir(), log)
 	if err != nil {
 		t.Fatalf("Adopt(own browser) = %v", err)
 	}
@@ -690,12 +677,16 @@ func TestAdopt(t *testing.T) {
 	if groupAlive(p.PID()) || isLive(helper) {
 		t.Errorf("group %d alive after stopping the adopted browser", p.PID())
 	}
+	wantPID := `"pid":` + strconv.Itoa(p.PID())
+	if got := logged.String(); !strings.Contains(got, `"message":"chromium stopped by`) || !strings.Contains(got, wantPID) || !strings.Contains(got, `"profile":`) {
+		t.Errorf("Stop(adopted) logged %q; want a \"chromium stopped by\" line with %s and the profile", got, wantPID)
+	}
 	a.Release()
 }
 
 func TestAdoptReleaseStopsWatching(t *testing.T) {
 	p := launchFake(t, nil)
-	a, err := Adopt(context.Background(), p.PID(), p.StartTime(), p.ProfileDir())
+	a, err := Adopt(context.Background(), p.PID(), p.StartTime(), p.ProfileDir(), testkit.Log(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,15 +8,19 @@ import (
 
 // Error classes. Callers check them with errors.Is.
 var (
-	// ErrNotFound: no browser binary was found (or the explicit one does not exist).
+	// ErrNotFound: no browser binary was found (or the explicit one does not exist). The manager maps this
+	// to 503 unavailable.
 	ErrNotFound = errors.New("browser not found")
 	// ErrProfileInUse: a live Chromium holds the profile. The error is a *ProfileInUseError naming the pid.
+	// The manager maps this to 409 conflict.
 	ErrProfileInUse = errors.New("profile in use")
-	// ErrNotAdoptable: Adopt's identity check failed; the message says which check.
+	// ErrNotAdoptable: Adopt's identity check failed; the message says which check. The manager then
+	// forgets the recorded browser instead of failing a request.
 	ErrNotAdoptable = errors.New("not adoptable")
 	// ErrLaunch: every launch attempt failed. The error is a *LaunchError with Chromium's last stderr lines.
+	// The manager maps this to 502 start failed.
 	ErrLaunch = errors.New("launch failed")
-	// ErrInvalid: the caller passed options Launch does not accept.
+	// ErrInvalid: the caller passed options Launch does not accept (a bug in the caller).
 	ErrInvalid = errors.New("invalid options")
 )
 

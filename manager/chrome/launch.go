@@ -195,7 +195,7 @@ func launchOnce(ctx context.Context, o Options, args []string, log zerolog.Logge
 			continue
 		}
 		p.httpURL = "http://127.0.0.1:" + strconv.Itoa(port)
-		p.wsURL = v.WS
+		p.wsURL = v.WebSocketDebuggerURL
 		return p, nil, nil
 	}
 }

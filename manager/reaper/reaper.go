@@ -216,7 +216,7 @@ func run(ctx context.Context, cfg Config, mine func(name string) bool, stop func
 			return res, err
 		}
 		if time.Now().After(deadline) {
-			log.Info().Dur("max_time", cfg.MaxTime).Int("entries_left", len(entries)-i).
+			log.Info().Dur("max_time_ms", cfg.MaxTime).Int("entries_left", len(entries)-i).
 				Msg("reaper pass time bound reached; the rest waits for the next pass")
 			break
 		}

@@ -14,7 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
+	"vibebrowser/integration/testkit"
+
 	"go.uber.org/goleak"
 )
 
@@ -22,23 +23,6 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // daemonArgv0 is the command line a browser-use 0.13 daemon shows; the fakes take it with exec -a.
 const daemonArgv0 = "python3 -m browser_harness.daemon"
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-func testLog(t *testing.T) zerolog.Logger {
-	t.Helper()
-	return zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel)
-}
 
 // runtimeDir returns a fresh runtime dir claimed by this "manager".
 func runtimeDir(t *testing.T) string {
@@ -92,7 +76,7 @@ func spawn(t *testing.T, script, argv0 string, reap bool) *child {
 		<-waited
 	})
 	if argv0 != "" {
-		waitFor(t, 5*time.Second, "exec of "+argv0, func() bool {
+		testkit.WaitFor(t, 5*time.Second, "exec of "+argv0, func() bool {
 			data, err := os.ReadFile("/proc/" + strconv.Itoa(c.pid) + "/cmdline")
 			return err == nil && strings.HasPrefix(string(data), argv0+"\x00")
 		})
@@ -144,7 +128,7 @@ func layout(t *testing.T, dir, name string, k kind) *child {
 		if err := syscall.Kill(c.pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 5*time.Second, "zombie", c.gone)
+		testkit.WaitFor(t, 5*time.Second, "zombie", c.gone)
 	case stubborn:
 		// An ignored signal stays ignored across exec, so sleep inherits the trap.
 		c = spawn(t, `trap "" TERM; exec -a "`+daemonArgv0+`" sleep 300`, daemonArgv0, true)
@@ -310,7 +294,7 @@ func TestPass(t *testing.T) {
 					return activeSet(tt.active...)(task8)
 				},
 				TermWait: 300 * time.Millisecond,
-				Log:      testLog(t),
+				Log:      testkit.Log(t),
 			}
 			res, err := Pass(context.Background(), cfg)
 			if err != nil {
@@ -332,7 +316,7 @@ func TestPass(t *testing.T) {
 					continue
 				}
 				if slices.Contains(tt.wantKilled, f.name) {
-					waitFor(t, 5*time.Second, "killed daemon "+f.name+" to end", c.gone)
+					testkit.WaitFor(t, 5*time.Second, "killed daemon "+f.name+" to end", c.gone)
 				} else if f.kind != zombie && c.gone() {
 					t.Errorf("process of %s (pid %d) died; the pass must not kill it", f.name, c.pid)
 				}
@@ -352,7 +336,7 @@ func TestPassNotOwned(t *testing.T) {
 	orphan := layout(t, dir, "shop-a1b2c3d4", daemon)
 	layout(t, dir, "shop-0000ffff", dead)
 	before := listDir(t, dir)
-	cfg := Config{Dir: dir, Slugs: func() []string { return []string{"shop"} }, Active: activeSet(), Log: testLog(t)}
+	cfg := Config{Dir: dir, Slugs: func() []string { return []string{"shop"} }, Active: activeSet(), Log: testkit.Log(t)}
 	for _, fn := range []struct {
 		name string
 		run  func() (Result, error)
@@ -401,7 +385,7 @@ func TestPassMaxKills(t *testing.T) {
 		procs[n] = layout(t, dir, n, daemon)
 	}
 	cfg := Config{Dir: dir, Slugs: func() []string { return []string{"shop"} }, Active: activeSet(),
-		MaxKills: 2, TermWait: time.Second, Log: testLog(t)}
+		MaxKills: 2, TermWait: time.Second, Log: testkit.Log(t)}
 	var all []string
 	for i, want := range []int{2, 2, 1, 0} {
 		res, err := Pass(context.Background(), cfg)
@@ -412,7 +396,7 @@ func TestPassMaxKills(t *testing.T) {
 			t.Fatalf("pass %d killed %q; want %d daemons", i, res.Killed, want)
 		}
 		all = append(all, res.Killed...)
-		waitFor(t, 5*time.Second, "killed daemons reaped", func() bool {
+		testkit.WaitFor(t, 5*time.Second, "killed daemons reaped", func() bool {
 			n := 0
 			for _, c := range procs {
 				if c.alive() {
@@ -439,7 +423,7 @@ func TestPassMaxTime(t *testing.T) {
 		Active:   func(string) bool { time.Sleep(150 * time.Millisecond); return false },
 		MaxTime:  100 * time.Millisecond,
 		TermWait: time.Second,
-		Log:      testLog(t),
+		Log:      testkit.Log(t),
 	}
 	res, err := Pass(context.Background(), cfg)
 	if err != nil {
@@ -469,7 +453,7 @@ func TestStopTask(t *testing.T) {
 		Slugs:    func() []string { return []string{"shop", "store-0b0d4497"} },
 		Active:   activeSet("a1b2c3d4", "0000ffff"),
 		TermWait: time.Second,
-		Log:      testLog(t),
+		Log:      testkit.Log(t),
 	}
 	res, err := StopTask(context.Background(), cfg, "A1B2C3D4")
 	if err != nil {
@@ -509,7 +493,7 @@ func TestPassCancelled(t *testing.T) {
 	orphan := layout(t, dir, "shop-a1b2c3d4", daemon)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := Pass(ctx, Config{Dir: dir, Slugs: func() []string { return []string{"shop"} }, Active: activeSet(), Log: testLog(t)})
+	_, err := Pass(ctx, Config{Dir: dir, Slugs: func() []string { return []string{"shop"} }, Active: activeSet(), Log: testkit.Log(t)})
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Pass(cancelled) = %v; want context.Canceled", err)
 	}

@@ -5,14 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"time"
 
-	"github.com/gorilla/websocket"
+	"vibebrowser/mux/devtools"
 )
 
 // probeBound bounds one CDP probe (an HTTP request, or a websocket evaluation): a live local environment
@@ -32,40 +31,20 @@ type cdpTarget struct {
 func cdpGet(ctx context.Context, method, host string, port int, path string, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, probeBound)
 	defer cancel()
-	u := "http://" + net.JoinHostPort(host, strconv.Itoa(port)) + path
-	req, err := http.NewRequestWithContext(ctx, method, u, nil)
-	if err != nil {
-		return err
-	}
-	// A fresh transport per probe: no idle keep-alive connections (or their goroutines) outlive the call.
-	tr := &http.Transport{Proxy: nil, DisableKeepAlives: true}
-	defer tr.CloseIdleConnections()
-	resp, err := (&http.Client{Transport: tr}).Do(req)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, u, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s %s: %s", method, u, resp.Status)
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(out); err != nil {
-		return fmt.Errorf("%s %s: %w", method, u, err)
-	}
-	return nil
+	return devtools.GetJSON(ctx, method, cdpBase(host, port)+path, out)
 }
 
 // cdpAnswers reports whether the debugging port answers /json/version with a browser websocket.
 func cdpAnswers(ctx context.Context, host string, port int) error {
-	var v struct {
-		WS string `json:"webSocketDebuggerUrl"`
-	}
-	if err := cdpGet(ctx, http.MethodGet, host, port, "/json/version", &v); err != nil {
-		return err
-	}
-	if v.WS == "" {
-		return fmt.Errorf("port %d: /json/version has no webSocketDebuggerUrl", port)
-	}
-	return nil
+	ctx, cancel := context.WithTimeout(ctx, probeBound)
+	defer cancel()
+	_, err := devtools.FetchVersion(ctx, cdpBase(host, port))
+	return err
+}
+
+// cdpBase is an environment's DevTools HTTP endpoint: where the client runs, on the debugging port.
+func cdpBase(host string, port int) string {
+	return "http://" + net.JoinHostPort(host, strconv.Itoa(port))
 }
 
 // instrumentationLive attaches to a page target (creating about:blank when there is none; the page is kept:
@@ -115,59 +94,21 @@ func instrumentationLive(ctx context.Context, host string, port int) error {
 func evaluate(ctx context.Context, wsURL, expression string) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(ctx, probeBound)
 	defer cancel()
-	d := websocket.Dialer{Proxy: nil, HandshakeTimeout: probeBound}
-	c, resp, err := d.DialContext(ctx, wsURL, nil)
-	if err != nil {
-		return nil, fmt.Errorf("dial %s: %w", wsURL, err)
-	}
-	if resp != nil && resp.Body != nil {
-		resp.Body.Close()
-	}
-	defer c.Close()
-	dl, _ := ctx.Deadline()
-	c.SetWriteDeadline(dl)
-	c.SetReadDeadline(dl)
-	// Plain cancellation (not only the deadline) must unblock the read.
-	stop := context.AfterFunc(ctx, func() { c.SetReadDeadline(time.Now()) })
-	defer stop()
-	req, err := json.Marshal(map[string]any{
-		"id":     1,
-		"method": "Runtime.evaluate",
-		"params": map[string]any{"expression": expression, "returnByValue": true},
-	})
+	res, err := devtools.Call(ctx, wsURL, "Runtime.evaluate", map[string]any{"expression": expression, "returnByValue": true})
 	if err != nil {
 		return nil, err
 	}
-	if err := c.WriteMessage(websocket.TextMessage, req); err != nil {
+	var r struct {
+		Result struct {
+			Value json.RawMessage `json:"value"`
+		} `json:"result"`
+		Exception json.RawMessage `json:"exceptionDetails"`
+	}
+	if err := json.Unmarshal(res, &r); err != nil {
 		return nil, fmt.Errorf("Runtime.evaluate: %w", err)
 	}
-	for {
-		_, msg, err := c.ReadMessage()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, fmt.Errorf("Runtime.evaluate: %w", ctx.Err())
-			}
-			return nil, fmt.Errorf("Runtime.evaluate: %w", err)
-		}
-		var r struct {
-			ID     int             `json:"id"`
-			Error  json.RawMessage `json:"error"`
-			Result struct {
-				Result struct {
-					Value json.RawMessage `json:"value"`
-				} `json:"result"`
-				Exception json.RawMessage `json:"exceptionDetails"`
-			} `json:"result"`
-		}
-		if json.Unmarshal(msg, &r) != nil || r.ID != 1 {
-			continue // an event
-		}
-		if len(r.Error) > 0 {
-			return nil, fmt.Errorf("Runtime.evaluate: %s", r.Error)
-		}
-		if len(r.Result.Exception) > 0 {
-			return nil, fmt.Errorf("Runtime.evaluate %s threw: %s", expression, snippet(r.Result.Exception))
-		}
-		return r.Result.Result.Value, nil
+	if len(r.Exception) > 0 {
+		return nil, fmt.Errorf("Runtime.evaluate %s threw: %s", expression, snippet(r.Exception))
 	}
+	return r.Result.Value, nil
 }

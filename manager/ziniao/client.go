@@ -37,7 +37,8 @@ const (
 )
 
 // ErrWebDriverNotEnabled is the class of an *APIError with statusCode -10003: the account's BOSS has not
-// enabled WebDriver, so the client refuses to start environments for automation.
+// enabled WebDriver, so the client refuses to start environments for automation. Start's *StartError
+// unwraps to it; the manager maps this to 502 start failed, its message saying the fix.
 var ErrWebDriverNotEnabled = errors.New("WebDriver is not enabled for this Ziniao account: the account owner (BOSS) must enable it on the Ziniao Open Platform, see https://open.ziniao.com/docSupport?docId=99")
 
 // Account is the Ziniao login every request carries.

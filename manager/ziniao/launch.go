@@ -16,7 +16,8 @@ import (
 // DefaultLaunchWait bounds the wait for a client the manager started to answer its HTTP API.
 const DefaultLaunchWait = 60 * time.Second
 
-// ErrCannotLaunch: the client is not running and this machine cannot start it.
+// ErrCannotLaunch is the class of EnsureRunning's errors: the client is not running and this machine cannot
+// start it (or started it, but its HTTP API never answered). The manager maps this to 503 unavailable.
 var ErrCannotLaunch = errors.New("the Ziniao client is not running")
 
 // DefaultCommand returns how the client is started on this system when no command is configured, before

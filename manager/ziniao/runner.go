@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"strconv"
 	"sync"
 	"time"
 
@@ -34,7 +32,7 @@ var (
 const deadAfter = 2
 
 // ErrStaleLaunch classifies an attempt whose environment never became ready: its debugging port never
-// answered, or Ziniao's instrumentation never went live in it.
+// answered, or Ziniao's instrumentation never went live in it. The manager maps this to 502 start failed.
 var ErrStaleLaunch = errors.New("stale launch")
 
 // StartError is Start's error when no attempt gave a ready environment. Err is the last attempt's reason;
@@ -123,8 +121,9 @@ func Start(ctx context.Context, c *Client, browser string, o StartOptions) (*Run
 }
 
 // Reconnect adopts browser's environment left running by an earlier manager on debuggingPort: the port must
-// still answer CDP and instrumentation must be live. It logs with the logger in ctx (zerolog.Ctx).
-func Reconnect(ctx context.Context, c *Client, browser string, debuggingPort int) (*Runner, error) {
+// still answer CDP and instrumentation must be live. log is the returned Runner's logger, as StartOptions.Log
+// is a started one's.
+func Reconnect(ctx context.Context, c *Client, browser string, debuggingPort int, log zerolog.Logger) (*Runner, error) {
 	if debuggingPort <= 0 || debuggingPort > 65535 {
 		return nil, fmt.Errorf("ziniao browser %s: reconnect: bad debugging port %d", browser, debuggingPort)
 	}
@@ -135,7 +134,7 @@ func Reconnect(ctx context.Context, c *Client, browser string, debuggingPort int
 	if err := instrumentationLive(ctx, host, debuggingPort); err != nil {
 		return nil, fmt.Errorf("ziniao browser %s: reconnect to port %d: instrumentation not live: %w", browser, debuggingPort, err)
 	}
-	log := zerolog.Ctx(ctx).With().Str("ziniao_browser", browser).Logger()
+	log = log.With().Str("ziniao_browser", browser).Logger()
 	log.Info().Int("port", debuggingPort).Msg("ziniao environment adopted")
 	return newRunner(c, browser, debuggingPort, true, log), nil
 }
@@ -186,7 +185,7 @@ func newRunner(c *Client, browser string, port int, adopted bool, log zerolog.Lo
 		c:        c,
 		browser:  browser,
 		port:     port,
-		endpoint: "http://" + net.JoinHostPort(c.host(), strconv.Itoa(port)),
+		endpoint: cdpBase(c.host(), port),
 		adopted:  adopted,
 		log:      log.With().Int("port", port).Logger(),
 		done:     make(chan struct{}),

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"vibebrowser/integration/fakeziniao"
+	"vibebrowser/integration/testkit"
 )
 
 var testAccount = Account{Company: "acme", Username: "ops", Password: "s3cret"}
@@ -235,7 +236,7 @@ func TestIntegrationReplacedSessionIsDone(t *testing.T) {
 	_, c := newFakeZiniao(t)
 	first := startReady(t, c, "1001")
 	second := startReady(t, c, "1001") // Ziniao replaces the open session: the old port dies
-	waitFor(t, "the replaced session's Done", 20*time.Second, func() bool { return closed(first.Done()) })
+	testkit.WaitFor(t, 20*time.Second, "the replaced session's Done", func() bool { return closed(first.Done()) })
 	if !portDead(first.DebuggingPort()) {
 		t.Errorf("replaced session's port %d still accepts connections", first.DebuggingPort())
 	}
@@ -253,7 +254,7 @@ func TestIntegrationReconnect(t *testing.T) {
 	r.Release() // the manager exits, leaving the environment running
 	port := r.DebuggingPort()
 
-	a, err := Reconnect(context.Background(), c, "1001", port)
+	a, err := Reconnect(context.Background(), c, "1001", port, testkit.Log(t))
 	if err != nil {
 		t.Fatalf("Reconnect(%d): %v", port, err)
 	}
@@ -267,7 +268,7 @@ func TestIntegrationReconnect(t *testing.T) {
 		t.Errorf("port %d alive after Stop", port)
 	}
 	wantCalls(t, srv, "1001", fakeziniao.Calls{Start: 1, Stop: 1})
-	if _, err := Reconnect(context.Background(), c, "1001", port); err == nil {
+	if _, err := Reconnect(context.Background(), c, "1001", port, testkit.Log(t)); err == nil {
 		t.Error("Reconnect to a stopped environment succeeded")
 	}
 }
@@ -279,8 +280,8 @@ func TestIntegrationFakeExit(t *testing.T) {
 	if err := c.call(context.Background(), "exit", nil, nil); err != nil {
 		t.Fatalf("exit: %v", err)
 	}
-	waitFor(t, "the client to stop answering", 20*time.Second, func() bool { return c.Ping(context.Background()) != nil })
-	waitFor(t, "the environment's Done", 20*time.Second, func() bool { return closed(r.Done()) })
+	testkit.WaitFor(t, 20*time.Second, "the client to stop answering", func() bool { return c.Ping(context.Background()) != nil })
+	testkit.WaitFor(t, 20*time.Second, "the environment's Done", func() bool { return closed(r.Done()) })
 	if !portDead(r.DebuggingPort()) {
 		t.Errorf("port %d alive after exit", r.DebuggingPort())
 	}

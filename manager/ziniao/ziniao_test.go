@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"vibebrowser/integration/testkit"
+
 	"go.uber.org/goleak"
 )
 
@@ -406,7 +408,7 @@ func TestStartContextCancel(t *testing.T) {
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Start() = %v; want context.DeadlineExceeded", err)
 		}
-		waitFor(t, "the teardown stopBrowser", 5*time.Second, func() bool { return len(api.actions()) == 2 })
+		testkit.WaitFor(t, 5*time.Second, "the teardown stopBrowser", func() bool { return len(api.actions()) == 2 })
 		if got, want := api.actions(), []string{"startBrowser", "stopBrowser"}; !reflect.DeepEqual(got, want) {
 			t.Errorf("actions = %q; want %q", got, want)
 		}
@@ -492,7 +494,7 @@ func TestRunnerDoneWhenPortDies(t *testing.T) {
 	case <-time.After(5 * watchEvery):
 	}
 	cdp.alive.Store(false)
-	waitFor(t, "Done", 5*time.Second, func() bool {
+	testkit.WaitFor(t, 5*time.Second, "Done", func() bool {
 		select {
 		case <-r.Done():
 			return true
@@ -519,7 +521,7 @@ func TestReconnect(t *testing.T) {
 	api := newFakeAPI(t, func(int, map[string]any) (int, any) { return http.StatusOK, ok(nil) })
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := Reconnect(context.Background(), api.client(), "oa", tt.port)
+			r, err := Reconnect(context.Background(), api.client(), "oa", tt.port, testkit.Log(t))
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), "oa") {
 					t.Fatalf("Reconnect(%d) = %v; want an error naming oa containing %q", tt.port, err, tt.wantErr)
