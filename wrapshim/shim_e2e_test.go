@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/wrapper"
 	"vibebrowser/wrapshim"
 )
 
@@ -101,11 +102,11 @@ func (f *fakeManager) serve(t *testing.T, socket string) {
 // env is a temp home with an installed store shim, a fake manager and a record dir for the fake CLI.
 type env struct {
 	home, dir, records string
-	cfg                *wrapshim.Config
+	cfg                *api.ShimConfig
 	mgr                *fakeManager
 }
 
-func newEnv(t *testing.T, edit func(*wrapshim.Config)) *env {
+func newEnv(t *testing.T, edit func(*api.ShimConfig)) *env {
 	t.Helper()
 	home := t.TempDir()
 	e := &env{home: home, dir: filepath.Join(home, "bin", "acme"), records: filepath.Join(home, "records"), mgr: &fakeManager{}}
@@ -114,14 +115,14 @@ func newEnv(t *testing.T, edit func(*wrapshim.Config)) *env {
 			t.Fatal(err)
 		}
 	}
-	e.cfg = &wrapshim.Config{Format: wrapshim.Format, Kind: wrapshim.KindStore, StoreID: "0d1c2b3a-store", Slug: "acme",
+	e.cfg = &api.ShimConfig{Format: api.ShimFormat, Kind: api.ShimKindStore, StoreID: "0d1c2b3a-store", Slug: "acme",
 		ManagerSocket: filepath.Join(home, "run", "manager.sock"), RealBU: fakeBU,
 		RuntimeDir: filepath.Join(home, "r"), TmpDir: filepath.Join(home, "bh-tmp"), WorkerSlots: 3,
 		CallTimeoutS: 30, KillGraceS: 1, ReloadTimeoutS: 5}
 	if edit != nil {
 		edit(e.cfg)
 	}
-	if err := wrapshim.Install(e.dir, shimBin, e.cfg); err != nil {
+	if err := wrapper.Install(e.dir, shimBin, e.cfg); err != nil {
 		t.Fatal(err)
 	}
 	return e
@@ -273,7 +274,7 @@ func TestShimInjectsEnvAndPassesStdin(t *testing.T) {
 }
 
 func TestShimWebKindAsksForTheWebBrowser(t *testing.T) {
-	e := newEnv(t, func(c *wrapshim.Config) { c.Kind, c.StoreID, c.Slug = wrapshim.KindWeb, "", "" })
+	e := newEnv(t, func(c *api.ShimConfig) { c.Kind, c.StoreID, c.Slug = api.ShimKindWeb, "", "" })
 	e.mgr.serve(t, e.cfg.ManagerSocket)
 	if res := e.run(t, nil, []string{"VIBE_TASK_ID=" + taskID}, nil); res.code != 0 {
 		t.Fatalf("web shim exit %d (%s); want 0", res.code, res.stderr)
@@ -330,7 +331,7 @@ func counterValue(t *testing.T, e *env, buName string) string {
 }
 
 func TestShimWedgeEscalation(t *testing.T) {
-	e := newEnv(t, func(c *wrapshim.Config) { c.CallTimeoutS = 1 })
+	e := newEnv(t, func(c *api.ShimConfig) { c.CallTimeoutS = 1 })
 	e.mgr.serve(t, e.cfg.ManagerSocket)
 	wedged := []string{"VIBE_TASK_ID=" + taskID, "FAKEBU_SLEEP=30s"}
 	healthy := []string{"VIBE_TASK_ID=" + taskID}
@@ -393,7 +394,7 @@ func TestShimWedgeEscalation(t *testing.T) {
 }
 
 func TestShimCorruptCounterCountsAsZero(t *testing.T) {
-	e := newEnv(t, func(c *wrapshim.Config) { c.CallTimeoutS = 1 })
+	e := newEnv(t, func(c *api.ShimConfig) { c.CallTimeoutS = 1 })
 	e.mgr.serve(t, e.cfg.ManagerSocket)
 	for _, content := range []string{"", "garbage", "-4", "99999999999999999999999"} {
 		path := filepath.Join(e.cfg.RuntimeDir, "wedge-acme.n")
@@ -407,7 +408,7 @@ func TestShimCorruptCounterCountsAsZero(t *testing.T) {
 }
 
 func TestShimConcurrentTimeoutsKeepCounterConsistent(t *testing.T) {
-	e := newEnv(t, func(c *wrapshim.Config) { c.CallTimeoutS = 1 })
+	e := newEnv(t, func(c *api.ShimConfig) { c.CallTimeoutS = 1 })
 	e.mgr.serve(t, e.cfg.ManagerSocket)
 	const n = 6
 	codes := make([]int, n)
@@ -432,7 +433,7 @@ func TestShimConcurrentTimeoutsKeepCounterConsistent(t *testing.T) {
 func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 
 func TestShimKillsChildIgnoringTerm(t *testing.T) {
-	e := newEnv(t, func(c *wrapshim.Config) { c.CallTimeoutS, c.KillGraceS = 1, 1 })
+	e := newEnv(t, func(c *api.ShimConfig) { c.CallTimeoutS, c.KillGraceS = 1, 1 })
 	e.mgr.serve(t, e.cfg.ManagerSocket)
 	res := e.run(t, nil, []string{"FAKEBU_SLEEP=60s", "FAKEBU_IGNORE_TERM=1"}, nil)
 	if res.code != wrapshim.ExitTimeout {
@@ -525,7 +526,7 @@ func TestShimRealCLIMissing(t *testing.T) {
 	os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644)
 	for name, path := range map[string]string{"missing": "/nonexistent/browser-use", "not executable": notExec} {
 		t.Run(name, func(t *testing.T) {
-			e := newEnv(t, func(c *wrapshim.Config) { c.RealBU = path })
+			e := newEnv(t, func(c *api.ShimConfig) { c.RealBU = path })
 			e.mgr.serve(t, e.cfg.ManagerSocket)
 			res := e.run(t, nil, nil, nil)
 			if res.code != wrapshim.ExitNoRealCLI || !strings.Contains(res.stderr, path) {
@@ -554,7 +555,7 @@ func TestShimRefusalNeverStartsAnything(t *testing.T) {
 }
 
 func TestShimGuard(t *testing.T) {
-	e := newEnv(t, func(c *wrapshim.Config) { *c = wrapshim.Config{Format: wrapshim.Format, Kind: wrapshim.KindGuard} })
+	e := newEnv(t, func(c *api.ShimConfig) { *c = api.ShimConfig{Format: api.ShimFormat, Kind: api.ShimKindGuard} })
 	res := e.run(t, nil, nil, nil)
 	if res.code != wrapshim.ExitUsage || !strings.Contains(res.stderr, "vibe-browser env --store") {
 		t.Errorf("guard exit %d, stderr %q; want %d telling how to get a wrapper", res.code, res.stderr, wrapshim.ExitUsage)
@@ -570,14 +571,14 @@ func TestShimConfigProblems(t *testing.T) {
 		{"missing", "", "has no config beside it"},
 		{"unknown field", `{"format":1,"kind":"guard","extra":1}`, "unknown field"},
 		{"missing format", `{"kind":"guard"}`, "missing format"},
-		{"newer format", fmt.Sprintf(`{"format":%d,"kind":"guard"}`, wrapshim.Format+1), "newer than this shim"},
+		{"newer format", fmt.Sprintf(`{"format":%d,"kind":"guard"}`, api.ShimFormat+1), "newer than this shim"},
 		{"not JSON", `{`, "broken"},
 		{"relative real_bu", `{"format":1,"kind":"web","manager_socket":"/s","real_bu":"browser-use","runtime_dir":"/r","tmp_dir":"/t"}`, "real_bu must be an absolute path"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, nil)
-			path := filepath.Join(e.dir, wrapshim.ConfigName)
+			path := filepath.Join(e.dir, api.ShimConfigName)
 			if tt.content == "" {
 				os.Remove(path)
 			} else {
@@ -588,21 +589,6 @@ func TestShimConfigProblems(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want %d saying %q", res.code, res.stderr, wrapshim.ExitConfig, tt.want)
 			}
 		})
-	}
-}
-
-func TestInstallWritesConfigPrivately(t *testing.T) {
-	e := newEnv(t, nil)
-	fi, err := os.Stat(filepath.Join(e.dir, wrapshim.ConfigName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fi.Mode().Perm() != 0o600 {
-		t.Errorf("config mode %v; want 0600", fi.Mode().Perm())
-	}
-	cfg, err := wrapshim.LoadConfig(filepath.Join(e.dir, wrapshim.ConfigName))
-	if err != nil || *cfg != *e.cfg {
-		t.Errorf("LoadConfig = %+v, %v; want %+v", cfg, err, e.cfg)
 	}
 }
 

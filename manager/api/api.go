@@ -1,5 +1,5 @@
-// Package api is the manager's local API contract: its request and response types and the Go client that
-// the CLI, the shim and the tests use to reach the daemon over its unix socket.
+// Package api is the manager's local API contract: its request and response types, the config it bakes beside
+// each shim, and the Go client that the CLI, the shim and the tests use to reach the daemon over its unix socket.
 package api
 
 import (
