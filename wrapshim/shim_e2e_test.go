@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"vibebrowser/integration/fakebu/record"
+	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/wrapper"
 	"vibebrowser/wrapshim"
@@ -161,64 +163,14 @@ func (e *env) run(t *testing.T, args []string, extraEnv []string, stdin []byte) 
 	return res
 }
 
-// record is what the fake CLI saw on one call.
-type record struct {
-	Args    []string `json:"args"`
-	Env     []string `json:"env"`
-	Stdin   []byte   `json:"stdin"`
-	PID     int      `json:"pid"`
-	PGID    int      `json:"pgid"`
-	Signals []string `json:"signals"`
-}
-
-func (r record) getenv(name string) (string, bool) {
-	for _, kv := range r.Env {
-		if k, v, _ := strings.Cut(kv, "="); k == name {
-			return v, true
-		}
-	}
-	return "", false
-}
-
 // recordsOf returns the fake CLI's records in call order.
-func (e *env) recordsOf(t *testing.T) []record {
+func (e *env) recordsOf(t *testing.T) []record.Call {
 	t.Helper()
-	entries, err := os.ReadDir(e.records)
+	recs, err := record.Read(e.records)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	for _, ent := range entries {
-		if strings.HasSuffix(ent.Name(), ".json") {
-			names = append(names, ent.Name())
-		}
-	}
-	sort.Strings(names)
-	var recs []record
-	for _, n := range names {
-		data, err := os.ReadFile(filepath.Join(e.records, n))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var r record
-		if err := json.Unmarshal(data, &r); err != nil {
-			t.Fatalf("record %s: %v", n, err)
-		}
-		recs = append(recs, r)
-	}
 	return recs
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func TestShimInjectsEnvAndPassesStdin(t *testing.T) {
@@ -256,12 +208,12 @@ func TestShimInjectsEnvAndPassesStdin(t *testing.T) {
 		"VIBE_TASK_ID":          taskID,
 	}
 	for k, v := range want {
-		if got, ok := rec.getenv(k); !ok || got != v {
+		if got, ok := rec.Getenv(k); !ok || got != v {
 			t.Errorf("CLI env %s = %q (set %v); want %q", k, got, ok, v)
 		}
 	}
 	for _, k := range []string{"http_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "https_proxy", "HTTP_PROXY", "BROWSER_USE_API_KEY"} {
-		if v, ok := rec.getenv(k); ok {
+		if v, ok := rec.Getenv(k); ok {
 			t.Errorf("CLI env has %s=%q; want it scrubbed", k, v)
 		}
 	}
@@ -339,7 +291,7 @@ func TestShimWedgeEscalation(t *testing.T) {
 		n := 0
 		for _, r := range e.recordsOf(t) {
 			if slices.Equal(r.Args, []string{"--reload"}) {
-				if v, _ := r.getenv("BU_NAME"); v != "acme-a1b2c3d4" {
+				if v, _ := r.Getenv("BU_NAME"); v != "acme-a1b2c3d4" {
 					t.Errorf("--reload ran with BU_NAME %q; want acme-a1b2c3d4", v)
 				}
 				n++
@@ -442,7 +394,7 @@ func TestShimKillsChildIgnoringTerm(t *testing.T) {
 	if res.took > 20*time.Second {
 		t.Errorf("the shim took %v with a child ignoring SIGTERM; want it killed after the grace", res.took)
 	}
-	var call *record
+	var call *record.Call
 	for _, r := range e.recordsOf(t) {
 		if !slices.Contains(r.Args, "--reload") {
 			call = &r
@@ -454,7 +406,7 @@ func TestShimKillsChildIgnoringTerm(t *testing.T) {
 	if !slices.Contains(call.Signals, "terminated") {
 		t.Errorf("child saw signals %q; want SIGTERM first", call.Signals)
 	}
-	waitFor(t, "the child to be gone", 5*time.Second, func() bool { return !alive(call.PID) })
+	testkit.WaitFor(t, 5*time.Second, "the child to be gone", func() bool { return !alive(call.PID) })
 }
 
 func TestShimForwardsSignals(t *testing.T) {
@@ -468,7 +420,7 @@ func TestShimForwardsSignals(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "the CLI to start", 10*time.Second, func() bool { return len(e.recordsOf(t)) == 1 })
+			testkit.WaitFor(t, 10*time.Second, "the CLI to start", func() bool { return len(e.recordsOf(t)) == 1 })
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
