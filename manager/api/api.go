@@ -157,9 +157,6 @@ func ValidTaskID(id string) bool {
 // ValidBUName reports whether s is a browser-use session name: [A-Za-z0-9_-]{1,64}, browser-use's own check.
 func ValidBUName(s string) bool { return validName(s, 64) }
 
-// ValidClientID reports whether s is a mux client id: [A-Za-z0-9_-]{1,80}.
-func ValidClientID(s string) bool { return validName(s, 80) }
-
 func validName(s string, max int) bool {
 	if len(s) < 1 || len(s) > max {
 		return false
