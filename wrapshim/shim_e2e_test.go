@@ -69,7 +69,7 @@ func (f *fakeManager) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.ensures = append(f.ensures, req)
 		if f.status != 0 {
 			w.WriteHeader(f.status)
-			json.NewEncoder(w).Encode(api.Error{Message: f.errorMsg, Code: "refused"})
+			json.NewEncoder(w).Encode(api.Error{Message: f.errorMsg, Code: api.CodeRelaunchBudget})
 			return
 		}
 		json.NewEncoder(w).Encode(api.EnsureResponse{CDPWS: "ws://127.0.0.1:9400/tok/client-" + req.ClientID})

@@ -2,10 +2,7 @@
 // each shim, and the Go client that the CLI, the shim and the tests use to reach the daemon over its unix socket.
 package api
 
-import (
-	"fmt"
-	"time"
-)
+import "time"
 
 // Route paths served by the manager under its unix socket. {ref} is a store's name, slug or id.
 const (
@@ -213,18 +210,4 @@ type Health struct {
 	OK      bool   `json:"ok"`
 	Version string `json:"version"`
 	PID     int    `json:"pid"`
-}
-
-// Error is the JSON body of every non-2xx answer, and the error the client returns for it.
-type Error struct {
-	Status  int    `json:"-"`
-	Message string `json:"error"`
-	Code    string `json:"code"`
-}
-
-func (e *Error) Error() string {
-	if e.Code == "" {
-		return fmt.Sprintf("manager: %s (HTTP %d)", e.Message, e.Status)
-	}
-	return fmt.Sprintf("manager: %s (%s, HTTP %d)", e.Message, e.Code, e.Status)
 }
