@@ -16,7 +16,7 @@ import (
 
 // Directories of bin/ that are not stores'.
 const (
-	guardDir = "_guard"
+	guardDir = api.GuardDir
 	webDir   = api.WebKey
 )
 

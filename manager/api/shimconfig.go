@@ -25,6 +25,10 @@ const (
 	ShimKindGuard = "guard" // bin/_guard/browser-use: always refuses
 )
 
+// GuardDir is the directory under bin/ of the guard wrapper; the manager writes it and `vibe-browser env` puts
+// it on PATH behind the store's wrapper.
+const GuardDir = "_guard"
+
 // Defaults applied to zero values of the shim config's bounds. DefaultCallTimeoutS is also the default of
 // the manager's VIBE_CALL_TIMEOUT_S, which it bakes into every config.
 const (
