@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -204,7 +203,7 @@ func TestQuitBarrierIsBounded(t *testing.T) {
 	m.cmd.Process.Signal(syscall.SIGTERM)
 	// While the barrier waits on the frozen browser, new work is refused with 503.
 	muxWaitFor(t, "ensure to answer 503 during the quit barrier", 5*time.Second, func() bool {
-		return apiStatus(ensureStore(m, "frozen")) == http.StatusServiceUnavailable
+		return api.IsCode(ensureStore(m, "frozen"), api.CodeShuttingDown)
 	})
 	if err := m.cmd.Wait(); err != nil {
 		t.Errorf("exit status after the barrier: %v; want 0", err)
@@ -243,7 +242,7 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 	t.Cleanup(func() { syscall.Kill(-pid, syscall.SIGKILL); syscall.Kill(pid, syscall.SIGKILL) })
 	m.cmd.Process.Signal(syscall.SIGTERM)
 	muxWaitFor(t, "the quit barrier to begin (503)", 5*time.Second, func() bool {
-		return apiStatus(ensureStore(m, "stuck")) == http.StatusServiceUnavailable
+		return api.IsCode(ensureStore(m, "stuck"), api.CodeShuttingDown)
 	})
 	began := time.Now()
 	m.cmd.Process.Signal(syscall.SIGTERM)
@@ -416,8 +415,8 @@ func TestCrashedBrowserComesBackWithItsTabs(t *testing.T) {
 		t.Fatal(err)
 	}
 	muxWaitFor(t, "the browser over budget to stay stopped", 15*time.Second, func() bool { return !m.running("crashy") })
-	if err := ensureStore(m, "crashy"); apiStatus(err) != 429 {
-		t.Errorf("ensure after the budget is spent: %v; want 429", err)
+	if err := ensureStore(m, "crashy"); !api.IsCode(err, api.CodeRelaunchBudget) {
+		t.Errorf("ensure after the budget is spent: %v; want %s", err, api.CodeRelaunchBudget)
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -310,29 +309,21 @@ func ensureStore(m *managed, ref string) error {
 	return err
 }
 
-func apiStatus(err error) int {
-	var apiErr *api.Error
-	if errors.As(err, &apiErr) {
-		return apiErr.Status
-	}
-	return 0
-}
-
 func TestRelaunchBudgetIsPerStore(t *testing.T) {
 	m := startManager(t, "VIBE_CHROME="+faultyChrome(t, "unused"), "VIBE_BROWSER_RELAUNCH_MAX=2")
 	m.cli("store", "add", "doomed")
 	m.cli("store", "add", "fine")
 	// The first start fails; two budgeted relaunches fail; the next is refused without a launch.
-	wantStatus := []int{http.StatusBadGateway, http.StatusBadGateway, http.StatusBadGateway, http.StatusTooManyRequests}
-	for i, want := range wantStatus {
+	wantCodes := []string{api.CodeStartFailed, api.CodeStartFailed, api.CodeStartFailed, api.CodeRelaunchBudget}
+	for i, want := range wantCodes {
 		err := ensureStore(m, "doomed")
-		if got := apiStatus(err); got != want {
-			t.Fatalf("ensure #%d of the doomed store: %v (status %d); want %d", i+1, err, got, want)
+		if !api.IsCode(err, want) {
+			t.Fatalf("ensure #%d of the doomed store: %v; want code %s", i+1, err, want)
 		}
-		if want == http.StatusBadGateway && !strings.Contains(err.Error(), "crashing at start") {
+		if want == api.CodeStartFailed && !strings.Contains(err.Error(), "crashing at start") {
 			t.Errorf("start failure %q does not carry Chromium's stderr", err)
 		}
-		if want == http.StatusTooManyRequests && !strings.Contains(err.Error(), "VIBE_BROWSER_RELAUNCH_MAX") {
+		if want == api.CodeRelaunchBudget && !strings.Contains(err.Error(), "VIBE_BROWSER_RELAUNCH_MAX") {
 			t.Errorf("budget refusal %q does not say what to do", err)
 		}
 	}
@@ -341,8 +332,8 @@ func TestRelaunchBudgetIsPerStore(t *testing.T) {
 	}
 	// A human's explicit start clears the budget (and fails again, honestly).
 	_, err := m.client.StoreBrowser(context.Background(), "doomed", api.ActionStart)
-	if got := apiStatus(err); got != http.StatusBadGateway {
-		t.Errorf("explicit start after the budget: %v; want a real attempt (502)", err)
+	if !api.IsCode(err, api.CodeStartFailed) {
+		t.Errorf("explicit start after the budget: %v; want a real attempt (%s)", err, api.CodeStartFailed)
 	}
 }
 
@@ -357,8 +348,8 @@ func TestStartTimeoutKillsTheLauncherGroup(t *testing.T) {
 	m.cli("store", "add", "hang")
 	began := time.Now()
 	err := ensureStore(m, "hang")
-	if apiStatus(err) != http.StatusGatewayTimeout || !strings.Contains(err.Error(), "VIBE_BROWSER_START_TIMEOUT_S=3") {
-		t.Fatalf("ensure of a launcher that never gets ready: %v; want 504 naming the knob", err)
+	if !api.IsCode(err, api.CodeStartTimeout) || !strings.Contains(err.Error(), "VIBE_BROWSER_START_TIMEOUT_S=3") {
+		t.Fatalf("ensure of a launcher that never gets ready: %v; want start_timeout naming the knob", err)
 	}
 	if took := time.Since(began); took > 20*time.Second {
 		t.Errorf("the start timeout of 3s took %v to answer", took)

@@ -5,7 +5,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -52,8 +51,8 @@ func TestZiniaoStores(t *testing.T) {
 	}
 	// Another account is refused while this one is active, naming the stores that hold it.
 	err = ensureStore(m, "zin-other")
-	if apiStatus(err) != http.StatusConflict || !strings.Contains(err.Error(), "zin-a") || !strings.Contains(err.Error(), "acme/u1") {
-		t.Errorf("store of another account: %v; want 409 naming acme/u1 and its stores", err)
+	if !api.IsCode(err, api.CodeConflict) || !strings.Contains(err.Error(), "zin-a") || !strings.Contains(err.Error(), "acme/u1") {
+		t.Errorf("store of another account: %v; want conflict naming acme/u1 and its stores", err)
 	}
 	// A stale launch is recovered per store: its environment stopped and started again.
 	if _, err := m.client.StoreBrowser(context.Background(), "zin-a", api.ActionStop); err != nil {
@@ -77,8 +76,8 @@ func TestZiniaoStores(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = ensureStore(m, "zin-c")
-	if apiStatus(err) != http.StatusBadGateway || !strings.Contains(err.Error(), "WebDriver is not enabled") {
-		t.Errorf("-10003: %v; want 502 saying WebDriver is not enabled and how to fix it", err)
+	if !api.IsCode(err, api.CodeStartFailed) || !strings.Contains(err.Error(), "WebDriver is not enabled") {
+		t.Errorf("-10003: %v; want start_failed saying WebDriver is not enabled and how to fix it", err)
 	}
 	// Once the account's stores stop, the other account may start (and here fails on its credentials).
 	for _, s := range []string{"zin-a", "zin-b"} {
@@ -86,7 +85,7 @@ func TestZiniaoStores(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := ensureStore(m, "zin-other"); apiStatus(err) == http.StatusConflict {
+	if err := ensureStore(m, "zin-other"); api.IsCode(err, api.CodeConflict) {
 		t.Errorf("account claim not released after its stores stopped: %v", err)
 	}
 }
@@ -131,8 +130,8 @@ func TestZiniaoClientStartedWhenNotRunning(t *testing.T) {
 	plain := startManager(t, "VIBE_BROWSER_START_TIMEOUT_S=60")
 	plain.addZiniaoStore("zin-down", "oauth-a", "u1", fakeziniao.DeadPortFor(t))
 	err = ensureStore(plain, "zin-down")
-	if apiStatus(err) != http.StatusServiceUnavailable || !strings.Contains(err.Error(), "--run_type=web_driver") ||
+	if !api.IsCode(err, api.CodeUnavailable) || !strings.Contains(err.Error(), "--run_type=web_driver") ||
 		!strings.Contains(err.Error(), "VIBE_ZINIAO_CLIENT") {
-		t.Errorf("ensure with no Ziniao client: %v; want 503 saying how to start it", err)
+		t.Errorf("ensure with no Ziniao client: %v; want unavailable saying how to start it", err)
 	}
 }

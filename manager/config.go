@@ -74,7 +74,7 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 	c.Home = home
 	knobs := []knob{
 		{name: "VIBE_PROXY_PORT_BASE", def: 9400, lo: 1024, hi: 65000, integer: &c.ProxyPortBase},
-		{name: "VIBE_CALL_TIMEOUT_S", def: 120, lo: 1, hi: 86400, seconds: &c.CallTimeout},
+		{name: "VIBE_CALL_TIMEOUT_S", def: api.DefaultCallTimeoutS, lo: 1, hi: 86400, seconds: &c.CallTimeout},
 		{name: "VIBE_BROWSER_WORKER_SLOTS", def: 3, lo: 0, hi: 99, integer: &c.WorkerSlots},
 		{name: "VIBE_BROWSER_IDLE_S", def: 300, lo: 0, hi: 30 * 86400, seconds: &c.Idle},
 		{name: "VIBE_TAB_CAP", def: 12, lo: 0, hi: 10000, integer: &c.TabCap},
@@ -200,7 +200,7 @@ func (c *Config) path(parts ...string) string {
 	return filepath.Join(append([]string{c.Home}, parts...)...)
 }
 
-func (c *Config) socketPath() string { return c.path("run", "manager.sock") }
+func (c *Config) socketPath() string { return api.SocketPath(c.Home) }
 
 // headless decides headless mode for a store whose own setting is pref (nil: follow the knob, then the
 // display).

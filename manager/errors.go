@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 
+	"vibebrowser/manager/api"
 	"vibebrowser/manager/cdp"
 	"vibebrowser/manager/chrome"
 	"vibebrowser/manager/ziniao"
@@ -27,26 +28,35 @@ var (
 	ErrBadRequest = errors.New("bad request")
 )
 
-// httpStatus maps an error to its status and a stable code for the JSON body: the one table from error
-// classes, the manager's, state's and the backends', to answers.
+// errNoRoute answers a path no handler serves: a client of another version, not a missing store.
+var errNoRoute = errors.New("not found")
+
+// errorClasses is the one table from error classes (the manager's, state's and the backends') to HTTP
+// statuses and API codes; the first row whose class the error wraps wins.
+var errorClasses = []struct {
+	classes []error
+	status  int
+	code    string
+}{
+	{[]error{errNoRoute}, http.StatusNotFound, api.CodeNoRoute},
+	{[]error{ErrBadRequest, state.ErrInvalid, cdp.ErrBadURL}, http.StatusBadRequest, api.CodeBadRequest},
+	{[]error{state.ErrNotFound}, http.StatusNotFound, api.CodeNotFound},
+	{[]error{state.ErrConflict, chrome.ErrProfileInUse, ziniao.ErrAccountBusy}, http.StatusConflict, api.CodeConflict},
+	{[]error{ErrBudget}, http.StatusTooManyRequests, api.CodeRelaunchBudget},
+	{[]error{ErrShuttingDown}, http.StatusServiceUnavailable, api.CodeShuttingDown},
+	{[]error{ErrUnavailable, state.ErrExhausted}, http.StatusServiceUnavailable, api.CodeUnavailable},
+	{[]error{ErrStartFailed}, http.StatusBadGateway, api.CodeStartFailed},
+	{[]error{ErrStartTimeout}, http.StatusGatewayTimeout, api.CodeStartTimeout},
+}
+
+// httpStatus maps an error to its status and a stable code for the JSON body.
 func httpStatus(err error) (int, string) {
-	switch {
-	case errors.Is(err, ErrBadRequest), errors.Is(err, state.ErrInvalid), errors.Is(err, cdp.ErrBadURL):
-		return http.StatusBadRequest, "bad_request"
-	case errors.Is(err, state.ErrNotFound):
-		return http.StatusNotFound, "not_found"
-	case errors.Is(err, state.ErrConflict), errors.Is(err, chrome.ErrProfileInUse), errors.Is(err, ziniao.ErrAccountBusy):
-		return http.StatusConflict, "conflict"
-	case errors.Is(err, ErrBudget):
-		return http.StatusTooManyRequests, "relaunch_budget"
-	case errors.Is(err, ErrShuttingDown):
-		return http.StatusServiceUnavailable, "shutting_down"
-	case errors.Is(err, ErrUnavailable), errors.Is(err, state.ErrExhausted):
-		return http.StatusServiceUnavailable, "unavailable"
-	case errors.Is(err, ErrStartFailed):
-		return http.StatusBadGateway, "start_failed"
-	case errors.Is(err, ErrStartTimeout):
-		return http.StatusGatewayTimeout, "start_timeout"
+	for _, row := range errorClasses {
+		for _, class := range row.classes {
+			if errors.Is(err, class) {
+				return row.status, row.code
+			}
+		}
 	}
-	return http.StatusInternalServerError, "internal"
+	return http.StatusInternalServerError, api.CodeInternal
 }

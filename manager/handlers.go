@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"vibebrowser/manager/api"
+	"vibebrowser/mux/clientid"
 	"vibebrowser/state"
 )
 
@@ -129,8 +130,8 @@ func (m *Manager) handleEnsureSession(r *http.Request) (any, error) {
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	if !api.ValidClientID(req.ClientID) {
-		return nil, fmt.Errorf("%w: client_id %q must match [A-Za-z0-9_-]{1,80}", ErrBadRequest, req.ClientID)
+	if !clientid.Valid(req.ClientID) {
+		return nil, fmt.Errorf("%w: client_id %q must match %s", ErrBadRequest, req.ClientID, clientid.Form)
 	}
 	if !api.ValidBUName(req.BUName) {
 		return nil, fmt.Errorf("%w: bu_name %q must match [A-Za-z0-9_-]{1,64}", ErrBadRequest, req.BUName)

@@ -17,7 +17,6 @@ import (
 
 	"vibebrowser/manager"
 	"vibebrowser/manager/api"
-	"vibebrowser/wrapshim"
 )
 
 // daemon is a manager running in-process on a temp home, served on its real unix socket.
@@ -261,7 +260,7 @@ func TestStoresAPI(t *testing.T) {
 		strings.TrimPrefix(s.CDPHTTP, "http://") != strings.TrimPrefix(s.CDPWS, "ws://") {
 		t.Errorf("endpoints %q %q; want http and ws forms of one 127.0.0.1 URL with the token", s.CDPHTTP, s.CDPWS)
 	}
-	cfg, err := wrapshim.LoadConfig(filepath.Join(d.home, "bin", "acme-shop", wrapshim.ConfigName))
+	cfg, err := api.LoadShimConfig(filepath.Join(d.home, "bin", "acme-shop", api.ShimConfigName))
 	if err != nil {
 		t.Fatalf("wrapper written at store creation: %v", err)
 	}
@@ -328,7 +327,7 @@ func TestEnsureRefusals(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(d.home, "bin", "_web")); !os.IsNotExist(err) {
 			t.Error("a web wrapper was written without a real browser-use CLI")
 		}
-		if _, err := os.Stat(filepath.Join(d.home, "bin", "_guard", wrapshim.ConfigName)); err != nil {
+		if _, err := os.Stat(filepath.Join(d.home, "bin", "_guard", api.ShimConfigName)); err != nil {
 			t.Errorf("the guard is missing: %v", err)
 		}
 	})
@@ -394,23 +393,23 @@ func TestBootWipesStaleWrappers(t *testing.T) {
 	bin := filepath.Join(d.home, "bin")
 	write := func(dir, config string) {
 		os.MkdirAll(filepath.Join(bin, dir), 0o700)
-		os.WriteFile(filepath.Join(bin, dir, wrapshim.ConfigName), []byte(config), 0o600)
+		os.WriteFile(filepath.Join(bin, dir, api.ShimConfigName), []byte(config), 0o600)
 	}
 	write("older", `{"format":0,"kind":"store","store_id":"`+s.ID+`"}`)
 	write("deleted-store", `{"format":1,"kind":"store","store_id":"0d1c2b3a-gone"}`)
 	newer := `{"format":99,"kind":"store","store_id":"` + s.ID + `","from_the_future":true}`
 	write("kept", newer) // a newer manager's wrapper: kept as is, never downgraded
 	os.MkdirAll(filepath.Join(bin, "no-config"), 0o700)
-	os.Remove(filepath.Join(bin, "_guard", wrapshim.ConfigName))
+	os.Remove(filepath.Join(bin, "_guard", api.ShimConfigName))
 	runDaemon(t, d.cfg)
 	for dir, want := range map[string]bool{"older": false, "deleted-store": false, "no-config": false,
 		"kept": true, "_web": true, "_guard": true} {
-		_, err := os.Stat(filepath.Join(bin, dir, wrapshim.ConfigName))
+		_, err := os.Stat(filepath.Join(bin, dir, api.ShimConfigName))
 		if got := err == nil; got != want {
 			t.Errorf("after boot, bin/%s present = %v; want %v", dir, got, want)
 		}
 	}
-	if data, _ := os.ReadFile(filepath.Join(bin, "kept", wrapshim.ConfigName)); string(data) != newer {
+	if data, _ := os.ReadFile(filepath.Join(bin, "kept", api.ShimConfigName)); string(data) != newer {
 		t.Errorf("newer-format wrapper config became %s; want it untouched", data)
 	}
 }

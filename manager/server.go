@@ -2,7 +2,6 @@ package manager
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -47,14 +46,9 @@ func (m *Manager) routes() http.Handler {
 	return mux
 }
 
-var errNoRoute = errors.New("not found")
-
 // writeError is the one place errors become HTTP answers, and the one place they are logged.
 func (m *Manager) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status, code := httpStatus(err)
-	if errors.Is(err, errNoRoute) {
-		status, code = http.StatusNotFound, "no_route"
-	}
 	ev := m.log.Warn()
 	if status >= 500 && status != http.StatusServiceUnavailable {
 		ev = m.log.Error()

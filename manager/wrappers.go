@@ -10,21 +10,21 @@ import (
 	"path/filepath"
 
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/wrapper"
 	"vibebrowser/state"
-	"vibebrowser/wrapshim"
 )
 
 // Directories of bin/ that are not stores'.
 const (
-	guardDir = "_guard"
+	guardDir = api.GuardDir
 	webDir   = api.WebKey
 )
 
 // shimConfig is the config baked beside the wrapper of sp.
-func (m *Manager) shimConfig(sp spec) *wrapshim.Config {
-	cfg := &wrapshim.Config{
-		Format:         wrapshim.Format,
-		Kind:           wrapshim.KindStore,
+func (m *Manager) shimConfig(sp spec) *api.ShimConfig {
+	cfg := &api.ShimConfig{
+		Format:         api.ShimFormat,
+		Kind:           api.ShimKindStore,
 		StoreID:        sp.key,
 		Slug:           sp.slug,
 		ManagerSocket:  m.cfg.socketPath(),
@@ -36,7 +36,7 @@ func (m *Manager) shimConfig(sp spec) *wrapshim.Config {
 		EnsureTimeoutS: int(m.cfg.StartTimeout.Seconds()) + 60,
 	}
 	if sp.key == api.WebKey {
-		cfg.Kind, cfg.StoreID, cfg.Slug = wrapshim.KindWeb, "", ""
+		cfg.Kind, cfg.StoreID, cfg.Slug = api.ShimKindWeb, "", ""
 	}
 	return cfg
 }
@@ -52,17 +52,17 @@ func (m *Manager) writeWrapperFor(ctx context.Context, sp spec) error {
 		return fmt.Errorf("%w: the wrapshim binary: %v (set VIBE_SHIM or install wrapshim beside vibe-browser)", ErrUnavailable, err)
 	}
 	dir := m.cfg.path("bin", sp.slug)
-	if ic, err := readInstalled(dir); err == nil && ic.Format > wrapshim.Format {
+	if ic, err := readInstalled(dir); err == nil && ic.Format > api.ShimFormat {
 		// A newer manager wrote it; downgrading would break that manager's shims after a rollback.
 		return nil
 	}
-	return wrapshim.Install(dir, shim, m.shimConfig(sp))
+	return wrapper.Install(dir, shim, m.shimConfig(sp))
 }
 
 // readInstalled reads the kept-or-wiped facts of the wrapper in dir.
 func readInstalled(dir string) (installedConfig, error) {
 	var ic installedConfig
-	data, err := os.ReadFile(filepath.Join(dir, wrapshim.ConfigName))
+	data, err := os.ReadFile(filepath.Join(dir, api.ShimConfigName))
 	if err == nil {
 		err = json.NewDecoder(bytes.NewReader(data)).Decode(&ic)
 	}
@@ -75,7 +75,7 @@ func (m *Manager) writeGuard() error {
 	if err != nil {
 		return fmt.Errorf("%w: the wrapshim binary: %v", ErrUnavailable, err)
 	}
-	return wrapshim.Install(m.cfg.path("bin", guardDir), shim, &wrapshim.Config{Format: wrapshim.Format, Kind: wrapshim.KindGuard})
+	return wrapper.Install(m.cfg.path("bin", guardDir), shim, &api.ShimConfig{Format: api.ShimFormat, Kind: api.ShimKindGuard})
 }
 
 // installedConfig is the part of a wrapper's config read when deciding to keep it; it is read leniently
@@ -112,9 +112,9 @@ func (m *Manager) syncWrappers(ctx context.Context) error {
 		switch {
 		case err != nil && !errors.Is(err, os.ErrNotExist):
 			m.log.Warn().Err(err).Str("dir", dir).Msg("removing a wrapper whose config cannot be read")
-		case errors.Is(err, os.ErrNotExist) || ic.Format < wrapshim.Format:
+		case errors.Is(err, os.ErrNotExist) || ic.Format < api.ShimFormat:
 			m.log.Info().Str("dir", dir).Int("format", ic.Format).Msg("removing an older-format wrapper")
-		case ic.Kind == wrapshim.KindStore && !storeKnown:
+		case ic.Kind == api.ShimKindStore && !storeKnown:
 			m.log.Info().Str("dir", dir).Str("store", ic.StoreID).Msg("removing the wrapper of a deleted store")
 		default:
 			continue

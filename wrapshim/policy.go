@@ -30,7 +30,7 @@ type Call struct {
 
 // Plan applies every session rule of SPEC §3 to the agent's arguments and environment (as os.Environ
 // returns it) and derives BU_NAME and the mux client id. Any violation is a *RuleError.
-func Plan(cfg *Config, args, environ []string) (*Call, error) {
+func Plan(cfg *api.ShimConfig, args, environ []string) (*Call, error) {
 	task := ""
 	for _, kv := range environ {
 		name, value, _ := strings.Cut(kv, "=")
@@ -94,7 +94,7 @@ func Plan(cfg *Config, args, environ []string) (*Call, error) {
 			return nil, refuse("--session and --worker cannot be combined: a worker slot is a slot on the main " +
 				"store browser; use either --worker N or --session <slug>-aux")
 		}
-		if cfg.Kind != KindStore || session != cfg.Slug+"-aux" {
+		if cfg.Kind != api.ShimKindStore || session != cfg.Slug+"-aux" {
 			return nil, refuse("--session %q is not allowed: the session is assigned automatically; %s",
 				session, allowedForm(cfg, "--session"))
 		}
@@ -113,7 +113,7 @@ func Plan(cfg *Config, args, environ []string) (*Call, error) {
 }
 
 // parseWorker accepts digits only, no leading zero, 1..WorkerSlots.
-func parseWorker(cfg *Config, value string) (int, error) {
+func parseWorker(cfg *api.ShimConfig, value string) (int, error) {
 	if cfg.WorkerSlots == 0 {
 		return 0, refuse("--worker is disabled on this machine (VIBE_BROWSER_WORKER_SLOTS=0): " +
 			"run the call without --worker")
@@ -129,11 +129,11 @@ func parseWorker(cfg *Config, value string) (int, error) {
 	return n, nil
 }
 
-func allowedForm(cfg *Config, flag string) string {
+func allowedForm(cfg *api.ShimConfig, flag string) string {
 	if flag == "--worker" {
 		return fmt.Sprintf("use --worker N with N a plain number from 1 to %d", cfg.WorkerSlots)
 	}
-	if cfg.Kind == KindStore {
+	if cfg.Kind == api.ShimKindStore {
 		return fmt.Sprintf("the only override is --session %s-aux (this store's auxiliary session)", cfg.Slug)
 	}
 	return "the web browser has no session override; drop --session"
@@ -141,9 +141,9 @@ func allowedForm(cfg *Config, flag string) string {
 
 // names derives BU_NAME and the mux client id (SPEC §3's table). Both carry the worker slot, so a slot can
 // never produce a daemon and a client that disagree.
-func names(cfg *Config, c *Call) (buName, clientID string) {
+func names(cfg *api.ShimConfig, c *Call) (buName, clientID string) {
 	base := cfg.Slug
-	if cfg.Kind == KindWeb {
+	if cfg.Kind == api.ShimKindWeb {
 		base = "web"
 	}
 	switch {

@@ -7,18 +7,20 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"vibebrowser/manager/api"
 )
 
 const task = "a1b2c3d4-0000-4000-8000-000000000001"
 
-func storeConfig() *Config {
-	return &Config{Format: Format, Kind: KindStore, StoreID: "0d1c2b3a", Slug: "acme", ManagerSocket: "/h/run/manager.sock",
+func storeConfig() *api.ShimConfig {
+	return &api.ShimConfig{Format: api.ShimFormat, Kind: api.ShimKindStore, StoreID: "0d1c2b3a", Slug: "acme", ManagerSocket: "/h/run/manager.sock",
 		RealBU: "/usr/bin/browser-use", RuntimeDir: "/h/r", TmpDir: "/h/bh-tmp", WorkerSlots: 3}
 }
 
-func webConfig() *Config {
+func webConfig() *api.ShimConfig {
 	c := storeConfig()
-	c.Kind, c.StoreID, c.Slug = KindWeb, "", ""
+	c.Kind, c.StoreID, c.Slug = api.ShimKindWeb, "", ""
 	return c
 }
 
@@ -26,7 +28,7 @@ func TestPlanNames(t *testing.T) {
 	withTask := []string{"PATH=/bin", "VIBE_TASK_ID=" + task}
 	tests := []struct {
 		name             string
-		cfg              *Config
+		cfg              *api.ShimConfig
 		args, env        []string
 		buName, clientID string
 		passed           []string
@@ -70,7 +72,7 @@ func TestPlanRefusals(t *testing.T) {
 	longSlug.Slug = strings.Repeat("s", 55) // 55 + "-" + 8 + "-w1" = 67 > 64
 	tests := []struct {
 		name      string
-		cfg       *Config
+		cfg       *api.ShimConfig
 		args, env []string
 		want      string // a fragment of the message naming the rule or the allowed form
 	}{
@@ -104,13 +106,13 @@ func TestPlanRefusals(t *testing.T) {
 		tests = append(tests,
 			struct {
 				name      string
-				cfg       *Config
+				cfg       *api.ShimConfig
 				args, env []string
 				want      string
 			}{flag + " value", storeConfig(), []string{flag, "ws://127.0.0.1:9222"}, withTask, flag + " is not allowed"},
 			struct {
 				name      string
-				cfg       *Config
+				cfg       *api.ShimConfig
 				args, env []string
 				want      string
 			}{flag + " equals", storeConfig(), []string{"-c", flag + "=x"}, withTask, flag + " is not allowed"},

@@ -31,9 +31,9 @@ func Main(args []string) int {
 		fmt.Fprintf(os.Stderr, "browser-use: cannot locate the shim executable: %v\n", err)
 		return ExitConfig
 	}
-	cfg, err := LoadConfig(filepath.Join(filepath.Dir(exe), ConfigName))
+	cfg, err := api.LoadShimConfig(filepath.Join(filepath.Dir(exe), api.ShimConfigName))
 	if err != nil {
-		if errors.Is(err, ErrNoConfig) {
+		if errors.Is(err, api.ErrNoShimConfig) {
 			fmt.Fprintf(os.Stderr, "browser-use: this wrapper has no config beside it (%v); it must be generated "+
 				"by the vibe-browser manager: start it (vibe-browser serve) and use the PATH from vibe-browser env\n", err)
 		} else {
@@ -46,7 +46,7 @@ func Main(args []string) int {
 }
 
 type shim struct {
-	cfg    *Config
+	cfg    *api.ShimConfig
 	stderr io.Writer
 }
 
@@ -57,7 +57,7 @@ func (s *shim) fail(code int, format string, args ...any) int {
 
 func (s *shim) run(args, environ []string) int {
 	cfg := s.cfg
-	if cfg.Kind == KindGuard {
+	if cfg.Kind == api.ShimKindGuard {
 		return s.fail(ExitUsage, "no managed browser-use wrapper is on PATH for this shell, so no browser is "+
 			"attached. Put the store's wrapper first on PATH with eval \"$(vibe-browser env --store STORE --task "+
 			"$VIBE_TASK_ID)\" (or --web for the store-less web browser), then call browser-use again")
@@ -75,7 +75,7 @@ func (s *shim) run(args, environ []string) int {
 		return s.fail(ExitUnavailable, "no browser for session %s: %v", call.BUName, err)
 	}
 	env := childEnv(environ, cfg, call.BUName, ws)
-	code, timedOut := s.runChild(call.Args, env, time.Duration(orDefault(cfg.CallTimeoutS, DefaultCallTimeoutS))*time.Second)
+	code, timedOut := s.runChild(call.Args, env, cfg.CallTimeout())
 	counter := wedgeCounter{path: filepath.Join(cfg.RuntimeDir, "wedge-"+call.BUName+".n")}
 	if !timedOut {
 		if err := counter.reset(); err != nil {
@@ -89,7 +89,7 @@ func (s *shim) run(args, environ []string) int {
 // escalate handles a timed-out call: the first consecutive timeout reloads the session's daemon (142), the
 // next ones give up on the session (75). The call itself is never retried: a heredoc may already have clicked.
 func (s *shim) escalate(call *Call, env []string, counter *wedgeCounter) int {
-	timeout := orDefault(s.cfg.CallTimeoutS, DefaultCallTimeoutS)
+	timeout := int(s.cfg.CallTimeout() / time.Second)
 	n, err := counter.increment()
 	if err != nil {
 		// Without a counter we cannot tell a first timeout from a repeat; reloading is the safe answer.
@@ -97,9 +97,8 @@ func (s *shim) escalate(call *Call, env []string, counter *wedgeCounter) int {
 		n = 1
 	}
 	if n == 1 {
-		reload := time.Duration(orDefault(s.cfg.ReloadTimeoutS, DefaultReloadTimeoutS)) * time.Second
-		rc, reloadTimedOut := runBounded(s.cfg.RealBU, []string{"--reload"}, env, nil, s.stderr, s.stderr, reload,
-			time.Duration(orDefault(s.cfg.KillGraceS, DefaultKillGraceS))*time.Second)
+		rc, reloadTimedOut := runBounded(s.cfg.RealBU, []string{"--reload"}, env, nil, s.stderr, s.stderr,
+			s.cfg.ReloadTimeout(), s.cfg.KillGrace())
 		if reloadTimedOut || rc != 0 {
 			fmt.Fprintf(s.stderr, "browser-use: warning: the reload of session %s did not finish cleanly (exit %d)\n",
 				call.BUName, rc)
@@ -122,12 +121,11 @@ func (s *shim) escalate(call *Call, env []string, counter *wedgeCounter) int {
 
 // ensure asks the manager for the session's endpoint, retrying an unreachable manager for a short window.
 func (s *shim) ensure(call *Call) (string, error) {
-	timeout := time.Duration(orDefault(s.cfg.EnsureTimeoutS, DefaultEnsureTimeoutS)) * time.Second
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.EnsureTimeout())
 	defer cancel()
 	req := api.EnsureRequest{Kind: api.KindStore, StoreID: s.cfg.StoreID, ClientID: call.ClientID,
 		BUName: call.BUName, TaskID: call.TaskID}
-	if s.cfg.Kind == KindWeb {
+	if s.cfg.Kind == api.ShimKindWeb {
 		req.Kind, req.StoreID = api.KindWeb, ""
 	}
 	client := api.NewClient(s.cfg.ManagerSocket)
@@ -160,7 +158,7 @@ var scrubbed = map[string]bool{
 }
 
 // childEnv is the caller's environment minus the scrubbed variables, plus the session's identity.
-func childEnv(environ []string, cfg *Config, buName, cdpWS string) []string {
+func childEnv(environ []string, cfg *api.ShimConfig, buName, cdpWS string) []string {
 	env := make([]string, 0, len(environ)+6)
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
@@ -192,8 +190,7 @@ func checkExecutable(path string) error {
 // runChild runs the real CLI with the caller's stdio, forwarding INT/TERM/HUP to its process group, bounded
 // by timeout. It returns the exit code (128+signal for a signalled child) and whether the timeout fired.
 func (s *shim) runChild(args, env []string, timeout time.Duration) (int, bool) {
-	grace := time.Duration(orDefault(s.cfg.KillGraceS, DefaultKillGraceS)) * time.Second
-	return runBounded(s.cfg.RealBU, args, env, os.Stdin, os.Stdout, s.stderr, timeout, grace)
+	return runBounded(s.cfg.RealBU, args, env, os.Stdin, os.Stdout, s.stderr, timeout, s.cfg.KillGrace())
 }
 
 // runBounded starts path in its own process group and waits for it. Signals the shim receives are forwarded

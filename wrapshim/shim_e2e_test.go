@@ -18,7 +18,10 @@ import (
 	"testing"
 	"time"
 
+	"vibebrowser/integration/fakebu/record"
+	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/wrapper"
 	"vibebrowser/wrapshim"
 )
 
@@ -66,7 +69,7 @@ func (f *fakeManager) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.ensures = append(f.ensures, req)
 		if f.status != 0 {
 			w.WriteHeader(f.status)
-			json.NewEncoder(w).Encode(api.Error{Message: f.errorMsg, Code: "refused"})
+			json.NewEncoder(w).Encode(api.Error{Message: f.errorMsg, Code: api.CodeRelaunchBudget})
 			return
 		}
 		json.NewEncoder(w).Encode(api.EnsureResponse{CDPWS: "ws://127.0.0.1:9400/tok/client-" + req.ClientID})
@@ -101,11 +104,11 @@ func (f *fakeManager) serve(t *testing.T, socket string) {
 // env is a temp home with an installed store shim, a fake manager and a record dir for the fake CLI.
 type env struct {
 	home, dir, records string
-	cfg                *wrapshim.Config
+	cfg                *api.ShimConfig
 	mgr                *fakeManager
 }
 
-func newEnv(t *testing.T, edit func(*wrapshim.Config)) *env {
+func newEnv(t *testing.T, edit func(*api.ShimConfig)) *env {
 	t.Helper()
 	home := t.TempDir()
 	e := &env{home: home, dir: filepath.Join(home, "bin", "acme"), records: filepath.Join(home, "records"), mgr: &fakeManager{}}
@@ -114,14 +117,14 @@ func newEnv(t *testing.T, edit func(*wrapshim.Config)) *env {
 			t.Fatal(err)
 		}
 	}
-	e.cfg = &wrapshim.Config{Format: wrapshim.Format, Kind: wrapshim.KindStore, StoreID: "0d1c2b3a-store", Slug: "acme",
+	e.cfg = &api.ShimConfig{Format: api.ShimFormat, Kind: api.ShimKindStore, StoreID: "0d1c2b3a-store", Slug: "acme",
 		ManagerSocket: filepath.Join(home, "run", "manager.sock"), RealBU: fakeBU,
 		RuntimeDir: filepath.Join(home, "r"), TmpDir: filepath.Join(home, "bh-tmp"), WorkerSlots: 3,
 		CallTimeoutS: 30, KillGraceS: 1, ReloadTimeoutS: 5}
 	if edit != nil {
 		edit(e.cfg)
 	}
-	if err := wrapshim.Install(e.dir, shimBin, e.cfg); err != nil {
+	if err := wrapper.Install(e.dir, shimBin, e.cfg); err != nil {
 		t.Fatal(err)
 	}
 	return e
@@ -160,64 +163,14 @@ func (e *env) run(t *testing.T, args []string, extraEnv []string, stdin []byte) 
 	return res
 }
 
-// record is what the fake CLI saw on one call.
-type record struct {
-	Args    []string `json:"args"`
-	Env     []string `json:"env"`
-	Stdin   []byte   `json:"stdin"`
-	PID     int      `json:"pid"`
-	PGID    int      `json:"pgid"`
-	Signals []string `json:"signals"`
-}
-
-func (r record) getenv(name string) (string, bool) {
-	for _, kv := range r.Env {
-		if k, v, _ := strings.Cut(kv, "="); k == name {
-			return v, true
-		}
-	}
-	return "", false
-}
-
 // recordsOf returns the fake CLI's records in call order.
-func (e *env) recordsOf(t *testing.T) []record {
+func (e *env) recordsOf(t *testing.T) []record.Call {
 	t.Helper()
-	entries, err := os.ReadDir(e.records)
+	recs, err := record.Read(e.records)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	for _, ent := range entries {
-		if strings.HasSuffix(ent.Name(), ".json") {
-			names = append(names, ent.Name())
-		}
-	}
-	sort.Strings(names)
-	var recs []record
-	for _, n := range names {
-		data, err := os.ReadFile(filepath.Join(e.records, n))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var r record
-		if err := json.Unmarshal(data, &r); err != nil {
-			t.Fatalf("record %s: %v", n, err)
-		}
-		recs = append(recs, r)
-	}
 	return recs
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func TestShimInjectsEnvAndPassesStdin(t *testing.T) {
@@ -255,12 +208,12 @@ func TestShimInjectsEnvAndPassesStdin(t *testing.T) {
 		"VIBE_TASK_ID":          taskID,
 	}
 	for k, v := range want {
-		if got, ok := rec.getenv(k); !ok || got != v {
+		if got, ok := rec.Getenv(k); !ok || got != v {
 			t.Errorf("CLI env %s = %q (set %v); want %q", k, got, ok, v)
 		}
 	}
 	for _, k := range []string{"http_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "https_proxy", "HTTP_PROXY", "BROWSER_USE_API_KEY"} {
-		if v, ok := rec.getenv(k); ok {
+		if v, ok := rec.Getenv(k); ok {
 			t.Errorf("CLI env has %s=%q; want it scrubbed", k, v)
 		}
 	}
@@ -273,7 +226,7 @@ func TestShimInjectsEnvAndPassesStdin(t *testing.T) {
 }
 
 func TestShimWebKindAsksForTheWebBrowser(t *testing.T) {
-	e := newEnv(t, func(c *wrapshim.Config) { c.Kind, c.StoreID, c.Slug = wrapshim.KindWeb, "", "" })
+	e := newEnv(t, func(c *api.ShimConfig) { c.Kind, c.StoreID, c.Slug = api.ShimKindWeb, "", "" })
 	e.mgr.serve(t, e.cfg.ManagerSocket)
 	if res := e.run(t, nil, []string{"VIBE_TASK_ID=" + taskID}, nil); res.code != 0 {
 		t.Fatalf("web shim exit %d (%s); want 0", res.code, res.stderr)
@@ -330,7 +283,7 @@ func counterValue(t *testing.T, e *env, buName string) string {
 }
 
 func TestShimWedgeEscalation(t *testing.T) {
-	e := newEnv(t, func(c *wrapshim.Config) { c.CallTimeoutS = 1 })
+	e := newEnv(t, func(c *api.ShimConfig) { c.CallTimeoutS = 1 })
 	e.mgr.serve(t, e.cfg.ManagerSocket)
 	wedged := []string{"VIBE_TASK_ID=" + taskID, "FAKEBU_SLEEP=30s"}
 	healthy := []string{"VIBE_TASK_ID=" + taskID}
@@ -338,7 +291,7 @@ func TestShimWedgeEscalation(t *testing.T) {
 		n := 0
 		for _, r := range e.recordsOf(t) {
 			if slices.Equal(r.Args, []string{"--reload"}) {
-				if v, _ := r.getenv("BU_NAME"); v != "acme-a1b2c3d4" {
+				if v, _ := r.Getenv("BU_NAME"); v != "acme-a1b2c3d4" {
 					t.Errorf("--reload ran with BU_NAME %q; want acme-a1b2c3d4", v)
 				}
 				n++
@@ -393,7 +346,7 @@ func TestShimWedgeEscalation(t *testing.T) {
 }
 
 func TestShimCorruptCounterCountsAsZero(t *testing.T) {
-	e := newEnv(t, func(c *wrapshim.Config) { c.CallTimeoutS = 1 })
+	e := newEnv(t, func(c *api.ShimConfig) { c.CallTimeoutS = 1 })
 	e.mgr.serve(t, e.cfg.ManagerSocket)
 	for _, content := range []string{"", "garbage", "-4", "99999999999999999999999"} {
 		path := filepath.Join(e.cfg.RuntimeDir, "wedge-acme.n")
@@ -407,7 +360,7 @@ func TestShimCorruptCounterCountsAsZero(t *testing.T) {
 }
 
 func TestShimConcurrentTimeoutsKeepCounterConsistent(t *testing.T) {
-	e := newEnv(t, func(c *wrapshim.Config) { c.CallTimeoutS = 1 })
+	e := newEnv(t, func(c *api.ShimConfig) { c.CallTimeoutS = 1 })
 	e.mgr.serve(t, e.cfg.ManagerSocket)
 	const n = 6
 	codes := make([]int, n)
@@ -432,7 +385,7 @@ func TestShimConcurrentTimeoutsKeepCounterConsistent(t *testing.T) {
 func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 
 func TestShimKillsChildIgnoringTerm(t *testing.T) {
-	e := newEnv(t, func(c *wrapshim.Config) { c.CallTimeoutS, c.KillGraceS = 1, 1 })
+	e := newEnv(t, func(c *api.ShimConfig) { c.CallTimeoutS, c.KillGraceS = 1, 1 })
 	e.mgr.serve(t, e.cfg.ManagerSocket)
 	res := e.run(t, nil, []string{"FAKEBU_SLEEP=60s", "FAKEBU_IGNORE_TERM=1"}, nil)
 	if res.code != wrapshim.ExitTimeout {
@@ -441,7 +394,7 @@ func TestShimKillsChildIgnoringTerm(t *testing.T) {
 	if res.took > 20*time.Second {
 		t.Errorf("the shim took %v with a child ignoring SIGTERM; want it killed after the grace", res.took)
 	}
-	var call *record
+	var call *record.Call
 	for _, r := range e.recordsOf(t) {
 		if !slices.Contains(r.Args, "--reload") {
 			call = &r
@@ -453,7 +406,7 @@ func TestShimKillsChildIgnoringTerm(t *testing.T) {
 	if !slices.Contains(call.Signals, "terminated") {
 		t.Errorf("child saw signals %q; want SIGTERM first", call.Signals)
 	}
-	waitFor(t, "the child to be gone", 5*time.Second, func() bool { return !alive(call.PID) })
+	testkit.WaitFor(t, 5*time.Second, "the child to be gone", func() bool { return !alive(call.PID) })
 }
 
 func TestShimForwardsSignals(t *testing.T) {
@@ -467,7 +420,7 @@ func TestShimForwardsSignals(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "the CLI to start", 10*time.Second, func() bool { return len(e.recordsOf(t)) == 1 })
+			testkit.WaitFor(t, 10*time.Second, "the CLI to start", func() bool { return len(e.recordsOf(t)) == 1 })
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
@@ -525,7 +478,7 @@ func TestShimRealCLIMissing(t *testing.T) {
 	os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644)
 	for name, path := range map[string]string{"missing": "/nonexistent/browser-use", "not executable": notExec} {
 		t.Run(name, func(t *testing.T) {
-			e := newEnv(t, func(c *wrapshim.Config) { c.RealBU = path })
+			e := newEnv(t, func(c *api.ShimConfig) { c.RealBU = path })
 			e.mgr.serve(t, e.cfg.ManagerSocket)
 			res := e.run(t, nil, nil, nil)
 			if res.code != wrapshim.ExitNoRealCLI || !strings.Contains(res.stderr, path) {
@@ -554,7 +507,7 @@ func TestShimRefusalNeverStartsAnything(t *testing.T) {
 }
 
 func TestShimGuard(t *testing.T) {
-	e := newEnv(t, func(c *wrapshim.Config) { *c = wrapshim.Config{Format: wrapshim.Format, Kind: wrapshim.KindGuard} })
+	e := newEnv(t, func(c *api.ShimConfig) { *c = api.ShimConfig{Format: api.ShimFormat, Kind: api.ShimKindGuard} })
 	res := e.run(t, nil, nil, nil)
 	if res.code != wrapshim.ExitUsage || !strings.Contains(res.stderr, "vibe-browser env --store") {
 		t.Errorf("guard exit %d, stderr %q; want %d telling how to get a wrapper", res.code, res.stderr, wrapshim.ExitUsage)
@@ -570,14 +523,14 @@ func TestShimConfigProblems(t *testing.T) {
 		{"missing", "", "has no config beside it"},
 		{"unknown field", `{"format":1,"kind":"guard","extra":1}`, "unknown field"},
 		{"missing format", `{"kind":"guard"}`, "missing format"},
-		{"newer format", fmt.Sprintf(`{"format":%d,"kind":"guard"}`, wrapshim.Format+1), "newer than this shim"},
+		{"newer format", fmt.Sprintf(`{"format":%d,"kind":"guard"}`, api.ShimFormat+1), "newer than this shim"},
 		{"not JSON", `{`, "broken"},
 		{"relative real_bu", `{"format":1,"kind":"web","manager_socket":"/s","real_bu":"browser-use","runtime_dir":"/r","tmp_dir":"/t"}`, "real_bu must be an absolute path"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, nil)
-			path := filepath.Join(e.dir, wrapshim.ConfigName)
+			path := filepath.Join(e.dir, api.ShimConfigName)
 			if tt.content == "" {
 				os.Remove(path)
 			} else {
@@ -588,21 +541,6 @@ func TestShimConfigProblems(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want %d saying %q", res.code, res.stderr, wrapshim.ExitConfig, tt.want)
 			}
 		})
-	}
-}
-
-func TestInstallWritesConfigPrivately(t *testing.T) {
-	e := newEnv(t, nil)
-	fi, err := os.Stat(filepath.Join(e.dir, wrapshim.ConfigName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fi.Mode().Perm() != 0o600 {
-		t.Errorf("config mode %v; want 0600", fi.Mode().Perm())
-	}
-	cfg, err := wrapshim.LoadConfig(filepath.Join(e.dir, wrapshim.ConfigName))
-	if err != nil || *cfg != *e.cfg {
-		t.Errorf("LoadConfig = %+v, %v; want %+v", cfg, err, e.cfg)
 	}
 }
 

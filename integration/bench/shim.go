@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"vibebrowser/manager/api"
-	"vibebrowser/wrapshim"
+	"vibebrowser/manager/wrapper"
 )
 
 const shimRuns = 300
@@ -48,7 +48,7 @@ func benchShim(ctx context.Context, env *benchEnv) ([]Row, error) {
 			return nil, err
 		}
 	}
-	socket := filepath.Join(home, "run", "manager.sock")
+	socket := api.SocketPath(home)
 	stopMgr, err := serveEnsure(socket)
 	if err != nil {
 		return nil, err
@@ -64,10 +64,10 @@ func benchShim(ctx context.Context, env *benchEnv) ([]Row, error) {
 	}))
 
 	dir := filepath.Join(home, "bin", "acme")
-	cfg := &wrapshim.Config{Format: wrapshim.Format, Kind: wrapshim.KindStore, StoreID: "bench-store", Slug: "acme",
+	cfg := &api.ShimConfig{Format: api.ShimFormat, Kind: api.ShimKindStore, StoreID: "bench-store", Slug: "acme",
 		ManagerSocket: socket, RealBU: env.fakeBU, RuntimeDir: filepath.Join(home, "r"),
 		TmpDir: filepath.Join(home, "bh-tmp"), WorkerSlots: 3}
-	if err := wrapshim.Install(dir, env.shim, cfg); err != nil {
+	if err := wrapper.Install(dir, env.shim, cfg); err != nil {
 		return nil, err
 	}
 	bash := filepath.Join(home, "bash-wrapper")
@@ -91,7 +91,7 @@ func benchShim(ctx context.Context, env *benchEnv) ([]Row, error) {
 		path string
 	}{
 		{"fake CLI directly", env.fakeBU},
-		{"through the shim", filepath.Join(dir, wrapshim.BinaryName)},
+		{"through the shim", filepath.Join(dir, wrapper.BinaryName)},
 		{"through the bash wrapper", bash},
 		{"floor: /bin/true", trueBin},
 		{"floor: an empty Go program", emptyGo},

@@ -13,27 +13,16 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
-)
 
-// Record is what one call saw.
-type Record struct {
-	Args    []string  `json:"args"`
-	Env     []string  `json:"env"`
-	Stdin   []byte    `json:"stdin"`
-	PID     int       `json:"pid"`
-	PGID    int       `json:"pgid"`
-	Signals []string  `json:"signals,omitempty"`
-	At      time.Time `json:"at"`
-}
+	"vibebrowser/integration/fakebu/record"
+)
 
 func main() {
 	reload := len(os.Args) > 1 && os.Args[1] == "--reload"
@@ -42,21 +31,14 @@ func main() {
 	ignoreTerm := os.Getenv("FAKEBU_IGNORE_TERM") == "1"
 
 	pgid, _ := syscall.Getpgid(0)
-	rec := Record{Args: os.Args[1:], Env: os.Environ(), PID: os.Getpid(), PGID: pgid, At: time.Now()}
+	rec := record.Call{Args: os.Args[1:], Env: os.Environ(), PID: os.Getpid(), PGID: pgid, At: time.Now()}
 	if !reload {
 		stdin, _ := io.ReadAll(os.Stdin)
 		rec.Stdin = stdin
 	}
 	save := func() {
-		dir := os.Getenv("FAKEBU_RECORD_DIR")
-		if dir == "" {
-			return
-		}
-		data, _ := json.Marshal(rec)
-		name := filepath.Join(dir, fmt.Sprintf("%d-%d.json", rec.At.UnixNano(), rec.PID))
-		tmp := name + ".tmp"
-		if os.WriteFile(tmp, data, 0o600) == nil {
-			_ = os.Rename(tmp, name)
+		if dir := os.Getenv("FAKEBU_RECORD_DIR"); dir != "" {
+			_ = record.Write(dir, rec)
 		}
 	}
 	save() // recorded before sleeping, so a test can see a call that is later killed

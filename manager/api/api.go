@@ -1,11 +1,8 @@
-// Package api is the manager's local API contract: its request and response types and the Go client that
-// the CLI, the shim and the tests use to reach the daemon over its unix socket.
+// Package api is the manager's local API contract: its request and response types, the config it bakes beside
+// each shim, and the Go client that the CLI, the shim and the tests use to reach the daemon over its unix socket.
 package api
 
-import (
-	"fmt"
-	"time"
-)
+import "time"
 
 // Route paths served by the manager under its unix socket. {ref} is a store's name, slug or id.
 const (
@@ -157,9 +154,6 @@ func ValidTaskID(id string) bool {
 // ValidBUName reports whether s is a browser-use session name: [A-Za-z0-9_-]{1,64}, browser-use's own check.
 func ValidBUName(s string) bool { return validName(s, 64) }
 
-// ValidClientID reports whether s is a mux client id: [A-Za-z0-9_-]{1,80}.
-func ValidClientID(s string) bool { return validName(s, 80) }
-
 func validName(s string, max int) bool {
 	if len(s) < 1 || len(s) > max {
 		return false
@@ -216,18 +210,4 @@ type Health struct {
 	OK      bool   `json:"ok"`
 	Version string `json:"version"`
 	PID     int    `json:"pid"`
-}
-
-// Error is the JSON body of every non-2xx answer, and the error the client returns for it.
-type Error struct {
-	Status  int    `json:"-"`
-	Message string `json:"error"`
-	Code    string `json:"code"`
-}
-
-func (e *Error) Error() string {
-	if e.Code == "" {
-		return fmt.Sprintf("manager: %s (HTTP %d)", e.Message, e.Status)
-	}
-	return fmt.Sprintf("manager: %s (%s, HTTP %d)", e.Message, e.Code, e.Status)
 }

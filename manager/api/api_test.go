@@ -8,9 +8,8 @@ import (
 
 // The hand-written validators must agree with the patterns they replace.
 var (
-	taskIDPattern   = regexp.MustCompile(`\A[0-9A-Fa-f]{8}[A-Za-z0-9-]{0,56}\z`)
-	buNamePattern   = regexp.MustCompile(`\A[A-Za-z0-9_-]{1,64}\z`)
-	clientIDPattern = regexp.MustCompile(`\A[A-Za-z0-9_-]{1,80}\z`)
+	taskIDPattern = regexp.MustCompile(`\A[0-9A-Fa-f]{8}[A-Za-z0-9-]{0,56}\z`)
+	buNamePattern = regexp.MustCompile(`\A[A-Za-z0-9_-]{1,64}\z`)
 )
 
 func TestValidatorsMatchTheirPatterns(t *testing.T) {
@@ -24,17 +23,13 @@ func TestValidatorsMatchTheirPatterns(t *testing.T) {
 		if got, want := ValidBUName(in), buNamePattern.MatchString(in); got != want {
 			t.Errorf("ValidBUName(%q) = %v; want %v", in, got, want)
 		}
-		if got, want := ValidClientID(in), clientIDPattern.MatchString(in); got != want {
-			t.Errorf("ValidClientID(%q) = %v; want %v", in, got, want)
-		}
 	}
 }
 
 func FuzzValidators(f *testing.F) {
 	f.Add("a1b2c3d4-0000")
 	f.Fuzz(func(t *testing.T, in string) {
-		if ValidTaskID(in) != taskIDPattern.MatchString(in) || ValidBUName(in) != buNamePattern.MatchString(in) ||
-			ValidClientID(in) != clientIDPattern.MatchString(in) {
+		if ValidTaskID(in) != taskIDPattern.MatchString(in) || ValidBUName(in) != buNamePattern.MatchString(in) {
 			t.Fatalf("validators disagree with their patterns on %q", in)
 		}
 	})

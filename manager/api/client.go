@@ -18,6 +18,9 @@ var ErrUnreachable = errors.New("manager unreachable")
 // SocketRel is the socket's path relative to the home directory.
 const SocketRel = "run/manager.sock"
 
+// SocketPath is the manager's socket under home.
+func SocketPath(home string) string { return filepath.Join(home, SocketRel) }
+
 // DefaultHome returns $VIBE_HOME, else ~/.vibe-seller.
 func DefaultHome() string {
 	if h := os.Getenv("VIBE_HOME"); h != "" {
@@ -36,7 +39,7 @@ func DefaultHome() string {
 // shim links this package and runs on every agent call, and net and net/http cost it several milliseconds of
 // start-up (their package init and the page faults of their memory) on every call.
 type Client struct {
-	// Socket is the manager's unix socket path; empty means DefaultHome()/run/manager.sock.
+	// Socket is the manager's unix socket path; empty means SocketPath(DefaultHome()).
 	Socket string
 	// Timeout bounds each call when the context has no deadline; zero means no bound beyond the context.
 	Timeout time.Duration
@@ -49,7 +52,7 @@ func (c *Client) socket() string {
 	if c.Socket != "" {
 		return c.Socket
 	}
-	return filepath.Join(DefaultHome(), SocketRel)
+	return SocketPath(DefaultHome())
 }
 
 // HTTP methods the client sends.

@@ -61,7 +61,7 @@ func TestClientAnswers(t *testing.T) {
 	}
 	var apiErr *Error
 	if err := c.Do(ctx, MethodPost, "/refuse", nil, nil); !errors.As(err, &apiErr) || apiErr.Status != 409 ||
-		apiErr.Code != "conflict" || apiErr.Message != `slug "x" is taken` {
+		!IsCode(err, CodeConflict) || apiErr.Message != `slug "x" is taken` {
 		t.Errorf("409 answer: %v", err)
 	}
 	if err := c.Do(ctx, MethodGet, "/plain", nil, nil); !errors.As(err, &apiErr) || apiErr.Status != 502 ||
@@ -136,4 +136,26 @@ func FuzzPathSegment(f *testing.F) {
 			t.Fatalf("pathSegment(%q) = %q unescapes to %q, %v", s, got, back, err)
 		}
 	})
+}
+
+func TestIsCode(t *testing.T) {
+	refused := &Error{Status: 409, Message: "taken", Code: CodeConflict}
+	tests := []struct {
+		name string
+		err  error
+		code string
+		want bool
+	}{
+		{"the code", refused, CodeConflict, true},
+		{"wrapped", fmt.Errorf("create store: %w", refused), CodeConflict, true},
+		{"another code", refused, CodeNotFound, false},
+		{"no code", &Error{Status: 502, Message: "plain failure"}, CodeConflict, false},
+		{"not an answer", fmt.Errorf("is the manager running? (x): %w", ErrUnreachable), CodeUnavailable, false},
+		{"nil", nil, CodeConflict, false},
+	}
+	for _, tt := range tests {
+		if got := IsCode(tt.err, tt.code); got != tt.want {
+			t.Errorf("IsCode(%v, %q) = %v; want %v", tt.err, tt.code, got, tt.want)
+		}
+	}
 }

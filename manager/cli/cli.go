@@ -50,7 +50,7 @@ type globals struct {
 }
 
 func (g *globals) client() *api.Client {
-	return api.NewClient(filepath.Join(g.home, api.SocketRel))
+	return api.NewClient(api.SocketPath(g.home))
 }
 
 // printJSON writes v indented, for --json output.

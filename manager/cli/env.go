@@ -29,7 +29,7 @@ func (c *EnvCmd) Run(g *globals) error {
 		dir = s.Slug
 	}
 	bin := filepath.Join(g.home, "bin")
-	fmt.Fprintf(g.stdout, "export PATH=%s\"$PATH\"\n", shellQuote(filepath.Join(bin, dir)+":"+filepath.Join(bin, "_guard")+":"))
+	fmt.Fprintf(g.stdout, "export PATH=%s\"$PATH\"\n", shellQuote(filepath.Join(bin, dir)+":"+filepath.Join(bin, api.GuardDir)+":"))
 	if c.Task != "" {
 		fmt.Fprintf(g.stdout, "export VIBE_TASK_ID=%s\n", shellQuote(c.Task))
 	}

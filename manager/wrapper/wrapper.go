@@ -1,4 +1,5 @@
-package wrapshim
+// Package wrapper installs a wrapper directory: a copy of the shim named browser-use and the config baked beside it.
+package wrapper
 
 import (
 	"encoding/json"
@@ -6,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"vibebrowser/manager/api"
 	"vibebrowser/manager/atomicfile"
 )
 
@@ -13,10 +15,10 @@ import (
 const BinaryName = "browser-use"
 
 // Install copies the shim executable at shimPath into dir as BinaryName and writes cfg beside it as
-// ConfigName (0600). Each file is written to a temp file in dir and renamed, so a shim starting at any moment
-// sees either the old pair or the new one; the binary goes first because a shim accepts an older config but
-// refuses a newer one.
-func Install(dir, shimPath string, cfg *Config) error {
+// api.ShimConfigName (0600). Each file is written to a temp file in dir and renamed, so a shim starting at
+// any moment sees either the old pair or the new one; the binary goes first because a shim accepts an older
+// config but refuses a newer one.
+func Install(dir, shimPath string, cfg *api.ShimConfig) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("install shim in %s: %w", dir, err)
 	}
@@ -35,7 +37,7 @@ func Install(dir, shimPath string, cfg *Config) error {
 	if err != nil {
 		return fmt.Errorf("install shim config: %w", err)
 	}
-	if err := atomicfile.Write(filepath.Join(dir, ConfigName), append(data, '\n'), 0o600); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, api.ShimConfigName), append(data, '\n'), 0o600); err != nil {
 		return fmt.Errorf("install shim config: %w", err)
 	}
 	return nil

@@ -1,4 +1,4 @@
-package wrapshim
+package api
 
 import (
 	"bytes"
@@ -8,23 +8,29 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 )
 
-// Format is the version of the shim/config contract. Bump it whenever either side changes meaning; the
+// ShimFormat is the version of the shim/config contract. Bump it whenever either side changes meaning; the
 // manager wipes wrappers of older formats at boot and a shim refuses a config newer than itself.
-const Format = 1
+const ShimFormat = 1
 
-// ConfigName is the file name of the config the manager writes beside each shim copy.
-const ConfigName = "browser-use.json"
+// ShimConfigName is the file name of the config the manager writes beside each shim copy.
+const ShimConfigName = "browser-use.json"
 
 // Kinds of shim.
 const (
-	KindStore = "store" // a store's wrapper: bin/<slug>/browser-use
-	KindWeb   = "web"   // the store-less web browser's wrapper: bin/_web/browser-use
-	KindGuard = "guard" // bin/_guard/browser-use: always refuses
+	ShimKindStore = "store" // a store's wrapper: bin/<slug>/browser-use
+	ShimKindWeb   = "web"   // the store-less web browser's wrapper: bin/_web/browser-use
+	ShimKindGuard = "guard" // bin/_guard/browser-use: always refuses
 )
 
-// Defaults applied to zero values of the config's bounds.
+// GuardDir is the directory under bin/ of the guard wrapper; the manager writes it and `vibe-browser env` puts
+// it on PATH behind the store's wrapper.
+const GuardDir = "_guard"
+
+// Defaults applied to zero values of the shim config's bounds. DefaultCallTimeoutS is also the default of
+// the manager's VIBE_CALL_TIMEOUT_S, which it bakes into every config.
 const (
 	DefaultCallTimeoutS   = 120
 	DefaultKillGraceS     = 5
@@ -32,12 +38,12 @@ const (
 	DefaultEnsureTimeoutS = 240
 )
 
-// Config is baked by the manager beside each shim copy. Every field is checked when read: unknown fields, a
-// missing or newer format and missing required paths are errors.
-type Config struct {
+// ShimConfig is baked by the manager beside each shim copy. Every field is checked when read: unknown
+// fields, a missing or newer format and missing required paths are errors.
+type ShimConfig struct {
 	Format int    `json:"format"`
 	Kind   string `json:"kind"`
-	// StoreID and Slug name the store (KindStore only).
+	// StoreID and Slug name the store (ShimKindStore only).
 	StoreID string `json:"store_id,omitempty"`
 	Slug    string `json:"slug,omitempty"`
 	// ManagerSocket is the manager's unix socket (absolute).
@@ -59,31 +65,31 @@ type Config struct {
 	EnsureTimeoutS int `json:"ensure_timeout_s,omitempty"`
 }
 
-// ErrNoConfig means no config file sits beside the shim: it was copied by hand or the manager never
+// ErrNoShimConfig means no config file sits beside the shim: it was copied by hand or the manager never
 // generated this wrapper. It is distinct from a config that exists but is broken.
-var ErrNoConfig = errors.New("no config beside the shim")
+var ErrNoShimConfig = errors.New("no config beside the shim")
 
-// LoadConfig reads and validates the config at path.
-func LoadConfig(path string) (*Config, error) {
+// LoadShimConfig reads and validates the shim config at path.
+func LoadShimConfig(path string) (*ShimConfig, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%s: %w", path, ErrNoConfig)
+		return nil, fmt.Errorf("%s: %w", path, ErrNoShimConfig)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
-	cfg, err := ParseConfig(data)
+	cfg, err := ParseShimConfig(data)
 	if err != nil {
 		return nil, fmt.Errorf("config %s is broken: %w", path, err)
 	}
 	return cfg, nil
 }
 
-// ParseConfig decodes and validates a config strictly.
-func ParseConfig(data []byte) (*Config, error) {
+// ParseShimConfig decodes and validates a shim config strictly.
+func ParseShimConfig(data []byte) (*ShimConfig, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	var cfg Config
+	var cfg ShimConfig
 	if err := dec.Decode(&cfg); err != nil {
 		return nil, err
 	}
@@ -97,23 +103,23 @@ func ParseConfig(data []byte) (*Config, error) {
 }
 
 // Validate checks the fields a shim of this kind needs.
-func (c *Config) Validate() error {
+func (c *ShimConfig) Validate() error {
 	switch {
 	case c.Format == 0:
 		return errors.New("missing format")
 	case c.Format < 0:
 		return fmt.Errorf("format %d is not a version", c.Format)
-	case c.Format > Format:
-		return fmt.Errorf("format %d is newer than this shim (format %d); reinstall vibe-browser", c.Format, Format)
+	case c.Format > ShimFormat:
+		return fmt.Errorf("format %d is newer than this shim (format %d); reinstall vibe-browser", c.Format, ShimFormat)
 	}
 	switch c.Kind {
-	case KindGuard:
+	case ShimKindGuard:
 		return nil
-	case KindStore:
+	case ShimKindStore:
 		if c.StoreID == "" || c.Slug == "" {
 			return errors.New("a store shim needs store_id and slug")
 		}
-	case KindWeb:
+	case ShimKindWeb:
 	default:
 		return fmt.Errorf("kind %q is not one of store, web, guard", c.Kind)
 	}
@@ -135,9 +141,25 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-func orDefault(v, def int) int {
+// CallTimeout is CallTimeoutS with its default applied.
+func (c *ShimConfig) CallTimeout() time.Duration { return seconds(c.CallTimeoutS, DefaultCallTimeoutS) }
+
+// KillGrace is KillGraceS with its default applied.
+func (c *ShimConfig) KillGrace() time.Duration { return seconds(c.KillGraceS, DefaultKillGraceS) }
+
+// ReloadTimeout is ReloadTimeoutS with its default applied.
+func (c *ShimConfig) ReloadTimeout() time.Duration {
+	return seconds(c.ReloadTimeoutS, DefaultReloadTimeoutS)
+}
+
+// EnsureTimeout is EnsureTimeoutS with its default applied.
+func (c *ShimConfig) EnsureTimeout() time.Duration {
+	return seconds(c.EnsureTimeoutS, DefaultEnsureTimeoutS)
+}
+
+func seconds(v, def int) time.Duration {
 	if v == 0 {
-		return def
+		v = def
 	}
-	return v
+	return time.Duration(v) * time.Second
 }

@@ -1,0 +1,41 @@
+package vibebrowser_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// shimMayImport is everything of this module the shim may link: the API contract and leaf packages with no
+// daemon code. Anything more drags the daemon's code (and start-up cost) into every agent call.
+var shimMayImport = map[string]bool{"vibebrowser/manager/api": true, "vibebrowser/mux/clientid": true}
+
+// TestImportGraph keeps the arrows between the shim and the manager pointing one way: the manager never
+// imports the shim, and the shim imports only the API contract and leaf packages.
+func TestImportGraph(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}{{range .Deps}} {{.}}{{end}}", "vibebrowser/...").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg, deps := fields[0], fields[1:]
+		isShim := pkg == "vibebrowser/wrapshim" || pkg == "vibebrowser/cmd/wrapshim"
+		isManager := pkg == "vibebrowser/manager" || strings.HasPrefix(pkg, "vibebrowser/manager/")
+		if isShim || isManager {
+			seen++
+		}
+		for _, dep := range deps {
+			if isManager && dep == "vibebrowser/wrapshim" {
+				t.Errorf("%s imports %s; the manager must not import the shim (the shim config lives in manager/api)", pkg, dep)
+			}
+			if isShim && strings.HasPrefix(dep, "vibebrowser/") && dep != "vibebrowser/wrapshim" && !shimMayImport[dep] {
+				t.Errorf("%s imports %s; the shim may import only manager/api and mux/clientid", pkg, dep)
+			}
+		}
+	}
+	if seen < 3 {
+		t.Fatalf("go list named %d shim or manager packages; want the whole module", seen)
+	}
+}
