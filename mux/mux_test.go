@@ -1,10 +1,7 @@
 package mux
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -873,33 +870,6 @@ func TestCreateClaimsOnlyItsTargets(t *testing.T) {
 	fb.mu.Unlock()
 	if !slices.Contains(ids, tab) {
 		t.Fatalf("client owns %v; want its tab %s", ids, tab)
-	}
-}
-
-func TestUpstreamWritesOneFrame(t *testing.T) {
-	payload := strings.Repeat("z", 300<<10)
-	f := frame{head: []byte(`{"id":`), mid: []byte("12"), tail: []byte(`,"method":"x","params":{"s":"` + payload + `"}}`)}
-	var buf bytes.Buffer
-	bw := bufio.NewWriter(&buf)
-	if err := writeClientFrame(bw, f, make([]byte, 1024)); err != nil {
-		t.Fatal(err)
-	}
-	bw.Flush()
-	b := buf.Bytes()
-	if b[0] != 0x81 || b[1] != 0x80|127 {
-		t.Fatalf("header % x; want FIN text frame, masked, 64-bit length", b[:2])
-	}
-	n := binary.BigEndian.Uint64(b[2:10])
-	key := b[10:14]
-	body := b[14:]
-	if int(n) != f.size() || len(body) != f.size() {
-		t.Fatalf("frame length %d, body %d; want one frame of %d", n, len(body), f.size())
-	}
-	for i := range body {
-		body[i] ^= key[i&3]
-	}
-	if string(body) != string(join(f)) {
-		t.Fatal("unmasked payload differs")
 	}
 }
 

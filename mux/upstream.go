@@ -3,19 +3,10 @@ package mux
 import (
 	"bufio"
 	"context"
-	crand "crypto/rand"
-	"crypto/sha1"
-	"crypto/tls"
-	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,11 +30,10 @@ type upstream struct {
 
 	wmu sync.Mutex
 	// wmu guards the fields below and the socket's write side.
-	bw      *bufio.Writer
-	scratch []byte
-	batch   []frame
-	failed  bool
-	wd      lazyDeadline
+	bw     *bufio.Writer
+	batch  []frame
+	failed bool
+	wd     lazyDeadline
 }
 
 func (u *upstream) close() {
@@ -74,7 +64,7 @@ func (u *upstream) drainLocked() {
 	}
 	u.wd.extend(u.nc.SetWriteDeadline, time.Now(), u.timeout)
 	for i := range u.batch {
-		if err := writeClientFrame(u.bw, u.batch[i], u.scratch); err != nil {
+		if err := writeFrame(u.bw, u.batch[i], true); err != nil {
 			u.failed = true
 			break
 		}
@@ -99,55 +89,6 @@ func (u *upstream) writeLoop() {
 			return
 		}
 	}
-}
-
-// writeClientFrame writes f as one unfragmented, masked text frame (RFC 6455 §5.2). Chrome's DevTools
-// WebSocket server does not reassemble fragments, and gorilla's client writer fragments any message
-// longer than its write buffer, so the upstream writer frames messages itself; it is the only writer of
-// the connection (the ping and close handlers are silenced in dial).
-func writeClientFrame(w *bufio.Writer, f frame, scratch []byte) error {
-	n := f.size()
-	var hdr [14]byte
-	op := f.op
-	if op == 0 {
-		op = websocket.TextMessage
-	}
-	hdr[0] = 0x80 | byte(op) // FIN + opcode
-	h := 2
-	switch {
-	case n <= 125:
-		hdr[1] = 0x80 | byte(n)
-	case n <= 0xFFFF:
-		hdr[1] = 0x80 | 126
-		binary.BigEndian.PutUint16(hdr[2:], uint16(n))
-		h = 4
-	default:
-		hdr[1] = 0x80 | 127
-		binary.BigEndian.PutUint64(hdr[2:], uint64(n))
-		h = 10
-	}
-	var key [4]byte
-	binary.LittleEndian.PutUint32(key[:], rand.Uint32())
-	copy(hdr[h:], key[:])
-	h += 4
-	if _, err := w.Write(hdr[:h]); err != nil {
-		return err
-	}
-	pos := 0
-	for _, part := range [3][]byte{f.head, f.mid, f.tail} {
-		for len(part) > 0 {
-			c := copy(scratch, part)
-			for i := range c {
-				scratch[i] ^= key[(pos+i)&3]
-			}
-			if _, err := w.Write(scratch[:c]); err != nil {
-				return err
-			}
-			pos += c
-			part = part[c:]
-		}
-	}
-	return nil
 }
 
 // runUpstream keeps the browser connection up until ctx ends: reconnect with backoff, then the relaunch
@@ -260,159 +201,8 @@ func (m *Mux) dial(ctx context.Context, endpoint string) (*upstream, map[string]
 		return nil, nil, fmt.Errorf("browser websocket: %w", err)
 	}
 	up := &upstream{nc: nc, br: br, q: newSendQueue(max(4*m.cfg.QueueBytes, m.cfg.ClientMessageLimit)), timeout: m.cfg.WriteTimeout,
-		bw: bufio.NewWriterSize(nc, 64<<10), scratch: make([]byte, 32<<10)}
+		bw: bufio.NewWriterSize(nc, 64<<10)}
 	return up, version, nil
-}
-
-// dialWebSocket opens a client WebSocket (RFC 6455 §4.1) and returns the socket with the reader that
-// read the handshake (it may hold the first frames). The mux frames the browser connection itself in
-// both directions: it writes every message as one frame and reads each into a buffer of the exact size
-// its header announces (growing a buffer for a multi-megabyte answer costs more than the hop).
-func dialWebSocket(ctx context.Context, rawURL string) (net.Conn, *bufio.Reader, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return nil, nil, err
-	}
-	host := u.Host
-	if u.Port() == "" {
-		if u.Scheme == "wss" {
-			host = net.JoinHostPort(u.Hostname(), "443")
-		} else {
-			host = net.JoinHostPort(u.Hostname(), "80")
-		}
-	}
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", host)
-	if err != nil {
-		return nil, nil, err
-	}
-	if dl, ok := ctx.Deadline(); ok {
-		nc.SetDeadline(dl)
-	}
-	if u.Scheme == "wss" {
-		tc := tls.Client(nc, &tls.Config{ServerName: u.Hostname()})
-		if err := tc.HandshakeContext(ctx); err != nil {
-			nc.Close()
-			return nil, nil, err
-		}
-		nc = tc
-	}
-	var nonce [16]byte
-	crand.Read(nonce[:])
-	key := base64.StdEncoding.EncodeToString(nonce[:])
-	req := "GET " + u.RequestURI() + " HTTP/1.1\r\nHost: " + u.Host + "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
-		"Sec-WebSocket-Key: " + key + "\r\nSec-WebSocket-Version: 13\r\n\r\n"
-	if _, err := io.WriteString(nc, req); err != nil {
-		nc.Close()
-		return nil, nil, err
-	}
-	br := bufio.NewReaderSize(nc, 64<<10)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		nc.Close()
-		return nil, nil, err
-	}
-	resp.Body.Close()
-	sum := sha1.Sum([]byte(key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
-	if resp.StatusCode != http.StatusSwitchingProtocols || resp.Header.Get("Sec-WebSocket-Accept") != base64.StdEncoding.EncodeToString(sum[:]) {
-		nc.Close()
-		return nil, nil, fmt.Errorf("handshake refused: %s", resp.Status)
-	}
-	nc.SetDeadline(time.Time{})
-	return nc, br, nil
-}
-
-// readUpstreamMessage reads the next data message from the browser, answering pings through up's
-// queue. A message over limit is consumed and returned as its first bytes with over=true.
-func readUpstreamMessage(up *upstream, limit int) (b []byte, over bool, err error) {
-	br := up.br
-	var hdr [8]byte
-	for {
-		if _, err := io.ReadFull(br, hdr[:2]); err != nil {
-			return nil, false, err
-		}
-		fin, op, masked := hdr[0]&0x80 != 0, int(hdr[0]&0x0f), hdr[1]&0x80 != 0
-		n := uint64(hdr[1] & 0x7f)
-		switch n {
-		case 126:
-			if _, err := io.ReadFull(br, hdr[:2]); err != nil {
-				return nil, false, err
-			}
-			n = uint64(binary.BigEndian.Uint16(hdr[:2]))
-		case 127:
-			if _, err := io.ReadFull(br, hdr[:8]); err != nil {
-				return nil, false, err
-			}
-			n = binary.BigEndian.Uint64(hdr[:8])
-		}
-		var key [4]byte
-		if masked {
-			if _, err := io.ReadFull(br, key[:]); err != nil {
-				return nil, false, err
-			}
-		}
-		if op >= 8 { // control frame: at most 125 bytes
-			if n > 125 {
-				return nil, false, errors.New("websocket: oversized control frame")
-			}
-			payload := make([]byte, n)
-			if _, err := io.ReadFull(br, payload); err != nil {
-				return nil, false, err
-			}
-			switch op {
-			case websocket.CloseMessage:
-				return nil, false, io.EOF
-			case websocket.PingMessage:
-				up.q.pushForce(frame{op: websocket.PongMessage, head: payload})
-			}
-			continue
-		}
-		switch {
-		case over:
-			_, err = discardN(br, n)
-		case uint64(len(b))+n > uint64(limit):
-			over = true
-			keep := min(int(n), max(0, overPrefix-len(b)))
-			start := len(b)
-			b = append(b, make([]byte, keep)...)
-			if _, err = io.ReadFull(br, b[start:]); err == nil {
-				_, err = discardN(br, n-uint64(keep))
-			}
-		default:
-			start := len(b)
-			if b == nil {
-				b = make([]byte, n)
-			} else {
-				b = append(b, make([]byte, n)...)
-			}
-			_, err = io.ReadFull(br, b[start:])
-			if masked {
-				for i := range b[start:] {
-					b[start+i] ^= key[i&3]
-				}
-			}
-		}
-		if err != nil {
-			return nil, false, err
-		}
-		if fin {
-			return b, over, nil
-		}
-	}
-}
-
-func discardN(br *bufio.Reader, n uint64) (uint64, error) {
-	var done uint64
-	for n > 0 {
-		step := int(min(n, 1<<30))
-		k, err := br.Discard(step)
-		done += uint64(k)
-		n -= uint64(k)
-		if err != nil {
-			return done, err
-		}
-	}
-	return done, nil
 }
 
 // runConnection serves one upstream connection until it is lost.
@@ -448,8 +238,9 @@ func (m *Mux) runConnection(up *upstream, version map[string]any) {
 	wg.Add(2)
 	go func() { defer wg.Done(); up.writeLoop() }()
 	go func() { defer wg.Done(); m.probeUpstream(up, ended) }()
+	pong := func(payload []byte) { up.q.pushForce(frame{op: websocket.PongMessage, head: payload}) }
 	for {
-		b, over, err := readUpstreamMessage(up, m.cfg.UpstreamMessageLimit)
+		b, over, err := readWireMessage(up.br, m.cfg.UpstreamMessageLimit, pong)
 		if err != nil {
 			break
 		}
