@@ -13,9 +13,41 @@ import (
 	"github.com/gorilla/websocket"
 )
 
+// A client: its id's state (which outlives connections) and each connection's read and write loops.
+
 // CloseTakenOver is the WebSocket close code sent to a client connection displaced by a newer connection
 // with the same client id.
 const CloseTakenOver = 4409
+
+// client is a client id's state; it outlives its connections (takeover, grace, recovery).
+type client struct {
+	id       string
+	conn     *conn // nil while disconnected
+	contexts map[string]bool
+	grace    *time.Timer
+	graceGen int
+	active   time.Time
+}
+
+// clientLocked returns the state of client id, creating it.
+func (m *Mux) clientLocked(id string) *client {
+	cl := m.clients[id]
+	if cl == nil {
+		cl = &client{id: id, contexts: map[string]bool{}, active: time.Now()}
+		m.clients[id] = cl
+	}
+	return cl
+}
+
+func (m *Mux) connectedLocked() int {
+	n := 0
+	for _, cl := range m.clients {
+		if cl.conn != nil {
+			n++
+		}
+	}
+	return n
+}
 
 // conn is one client WebSocket: one reader (the HTTP handler goroutine) and one writer goroutine; the
 // upstream reader may also write a small batch it just queued (writeInline), under wmu.
@@ -144,6 +176,24 @@ func (c *conn) overflow() {
 	if !c.closed() {
 		c.m.log.Warn().Str("client", c.cl.id).Int("limit", c.m.cfg.QueueBytes).Msg("client send queue overflow: disconnecting it (its tabs are kept for the grace period)")
 		c.shutdown(websocket.CloseTryAgainLater, "send queue overflow", true)
+	}
+}
+
+// sendLocked queues f for c. While the upstream reader routes, the push is quiet and c is collected for
+// the reader's inline write; otherwise the client's writer is woken.
+func (m *Mux) sendLocked(c *conn, f frame) {
+	if !m.batching {
+		c.send(f)
+		return
+	}
+	if !c.q.pushQuiet(f) {
+		c.overflow()
+		return
+	}
+	m.msgsOut.Add(1)
+	m.bytesOut.Add(uint64(f.size()))
+	if n := len(m.kicked); n == 0 || m.kicked[n-1] != c {
+		m.kicked = append(m.kicked, c)
 	}
 }
 
