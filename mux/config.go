@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"vibebrowser/mux/clientid"
 )
 
 // Config configures a Mux. Zero values take the documented defaults.
@@ -93,8 +94,6 @@ const (
 	defaultTries        = 10
 )
 
-var clientIDRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,80}$`)
-
 // withDefaults validates c and fills its zero values.
 func (c Config) withDefaults() (Config, error) {
 	if c.Upstream == "" {
@@ -114,8 +113,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, errors.New("mux: TabCap, MaxClients and Grace must not be negative")
 	}
 	for id := range c.Ownership {
-		if !clientIDRe.MatchString(id) {
-			return c, fmt.Errorf("mux: Ownership client id %q does not match %s", id, clientIDRe)
+		if !clientid.Valid(id) {
+			return c, fmt.Errorf("mux: Ownership client id %q does not match %s", id, clientid.Form)
 		}
 	}
 	def := func(v *int, d int) {

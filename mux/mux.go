@@ -17,6 +17,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/rs/zerolog"
+
+	"vibebrowser/mux/clientid"
 )
 
 // Mux is a CDP multiplexing proxy for one browser: many client WebSockets share one upstream browser
@@ -195,8 +197,8 @@ func (m *Mux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var id string
 	if after, ok := strings.CutPrefix(rest, "/client-"); ok {
-		if !clientIDRe.MatchString(after) {
-			http.Error(w, "client id must match [A-Za-z0-9_-]{1,80}", http.StatusBadRequest)
+		if !clientid.Valid(after) {
+			http.Error(w, "client id must match "+clientid.Form, http.StatusBadRequest)
 			return
 		}
 		id = after
