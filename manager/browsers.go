@@ -461,14 +461,23 @@ func (m *Manager) attachMux(ctx context.Context, t target, run runner, ownership
 	if _, ok := run.(*chrome.Process); ok {
 		hooks.Relaunch = func(ctx context.Context) (string, error) { return m.relaunchHung(ctx, key, mx) }
 	}
+	// The knobs' 0 means "off" (VIBE_TAB_CAP=0: no cap; VIBE_MUX_GRACE_S=0: close at once); the mux's 0
+	// means its default.
+	tabCap, grace := m.cfg.TabCap, m.cfg.MuxGrace
+	if tabCap == 0 {
+		tabCap = mux.Off
+	}
+	if grace == 0 {
+		grace = mux.Off
+	}
 	mx, err = mux.New(mux.Config{
 		Upstream:    run.HTTPEndpoint(),
 		Listener:    ln,
 		Token:       t.token,
 		DownloadDir: m.cfg.path("downloads", t.slug),
-		TabCap:      m.cfg.TabCap,
+		TabCap:      tabCap,
 		MaxClients:  m.cfg.MuxMaxClients,
-		Grace:       m.cfg.MuxGrace,
+		Grace:       grace,
 		FreshLaunch: !run.Adopted(),
 		Ownership:   ownership,
 		Hooks:       hooks,

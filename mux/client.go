@@ -136,10 +136,14 @@ func (m *Mux) serveClient(w http.ResponseWriter, r *http.Request, id string) {
 		cl.conn = nil
 		m.dropSessionsLocked(cl)
 		m.dropQueuedCreatesLocked(c)
+		if m.cfg.Grace == Off {
+			m.log.Info().Str("client", id).Msg("client disconnected; no grace period")
+		} else {
+			m.log.Info().Str("client", id).Int64("grace_ms", m.cfg.Grace.Milliseconds()).Msg("client disconnected; tabs kept for the grace period")
+		}
 		if !m.closed {
 			m.startGraceLocked(cl)
 		}
-		m.log.Info().Str("client", id).Dur("grace", m.cfg.Grace).Msg("client disconnected; tabs kept for the grace period")
 	}
 	m.mu.Unlock()
 }

@@ -128,8 +128,10 @@ func (m *Mux) Serve(ctx context.Context) error {
 	go func() { srvErr <- m.srv.Serve(m.ln) }()
 
 	m.mu.Lock()
-	for _, cl := range m.clients {
-		m.startGraceLocked(cl) // adopted clients are disconnected until they come back
+	if m.cfg.Grace != Off { // with no grace period the first ownership rebuild closes their tabs
+		for _, cl := range m.clients {
+			m.startGraceLocked(cl) // adopted clients are disconnected until they come back
+		}
 	}
 	m.mu.Unlock()
 

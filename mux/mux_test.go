@@ -518,6 +518,36 @@ func TestTabCapLRU(t *testing.T) {
 	waitFor(t, "two tabs counted", func() bool { return m.Stats().PerClient[0].Tabs == 2 })
 }
 
+// TestTabCapDefaultAndOff checks that a zero TabCap is the default cap, not "no cap", and that Off is.
+func TestTabCapDefaultAndOff(t *testing.T) {
+	tests := []struct {
+		name     string
+		tabCap   int
+		wantTabs int
+	}{
+		{name: "zero is the default", tabCap: 0, wantTabs: DefaultTabCap},
+		{name: "off", tabCap: Off, wantTabs: DefaultTabCap + 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fb := newFakeBrowser(t)
+			m := startMux(t, fb, Config{TabCap: tt.tabCap})
+			c := newClient(t, m, "c")
+			var ids []string
+			for range DefaultTabCap + 1 {
+				ids = append(ids, c.createTarget("about:blank"))
+			}
+			c.call("Browser.getVersion", "", "") // a cap's closeTarget went upstream before this
+			if got := m.Stats().PerClient[0].Tabs; got != tt.wantTabs {
+				t.Fatalf("TabCap %d: %d tabs after %d creates; want %d", tt.tabCap, got, len(ids), tt.wantTabs)
+			}
+			if got := fb.hasTarget(ids[0]); got != (tt.wantTabs > DefaultTabCap) {
+				t.Fatalf("TabCap %d: oldest tab open = %v after %d creates", tt.tabCap, got, len(ids))
+			}
+		})
+	}
+}
+
 func TestTakeover(t *testing.T) {
 	fb := newFakeBrowser(t)
 	m := startMux(t, fb, Config{})
@@ -577,6 +607,32 @@ func TestGrace(t *testing.T) {
 			defer mu.Unlock()
 			return len(last["g"]) == 0
 		})
+	})
+}
+
+// TestNoGrace checks Grace: Off (the manager's VIBE_MUX_GRACE_S=0): a disconnected client's tabs close at
+// once, and so do those of an adopted client that is not connected when the browser is.
+func TestNoGrace(t *testing.T) {
+	t.Run("disconnect", func(t *testing.T) {
+		fb := newFakeBrowser(t)
+		m := startMux(t, fb, Config{Grace: Off})
+		c := newClient(t, m, "g")
+		tid := c.createTarget("about:blank")
+		c.ws.Close()
+		waitFor(t, "tab closed at once", func() bool { return !fb.hasTarget(tid) })
+		waitFor(t, "client forgotten", func() bool { return len(m.Stats().PerClient) == 0 })
+		if ids := newClient(t, m, "g").targetIDs(); len(ids) != 0 {
+			t.Fatalf("reconnected client sees %v; want no tabs", ids)
+		}
+	})
+	t.Run("adopted", func(t *testing.T) {
+		fb := newFakeBrowser(t)
+		p1 := fb.addPage("https://task.example/", "")
+		m := startMux(t, fb, Config{Grace: Off, Ownership: map[string][]string{"task1": {p1}}})
+		waitFor(t, "adopted tab closed", func() bool { return !fb.hasTarget(p1) })
+		if o := m.Ownership(); len(o) != 0 {
+			t.Fatalf("Ownership() = %v; want none", o)
+		}
 	})
 }
 

@@ -232,6 +232,15 @@ func (m *Mux) rebuildLocked(res []byte, failed bool) {
 			}
 		}
 	}
+	if m.cfg.Grace == Off {
+		// Adopted clients that have not come back: with no grace period their tabs close, now that the
+		// browser is there to close them (Serve left them alone).
+		for _, cl := range m.clients {
+			if cl.conn == nil {
+				m.expireClientLocked(cl)
+			}
+		}
+	}
 	m.ownershipChangedLocked()
 }
 
@@ -273,7 +282,7 @@ func (m *Mux) closeClientTargetsLocked(cl *client) {
 
 // enforceTabCapLocked closes the client's least recently used pages beyond the cap, never newest.
 func (m *Mux) enforceTabCapLocked(cl *client, newest *target) {
-	if m.cfg.TabCap <= 0 {
+	if m.cfg.TabCap == Off {
 		return
 	}
 	for {
@@ -324,22 +333,34 @@ func (m *Mux) dropSessionsLocked(cl *client) {
 	}
 }
 
+// startGraceLocked starts the grace period of a client that just lost its connection; with Grace Off its
+// tabs close at once.
 func (m *Mux) startGraceLocked(cl *client) {
 	if cl.grace != nil {
 		cl.grace.Stop()
 	}
 	cl.graceGen++
+	if m.cfg.Grace == Off {
+		m.expireClientLocked(cl)
+		return
+	}
 	gen := cl.graceGen
 	cl.grace = time.AfterFunc(m.cfg.Grace, func() { m.expireClient(cl, gen) })
 }
 
-// expireClient ends a disconnected client's grace period: its tabs close and its id is forgotten.
+// expireClient ends a disconnected client's grace period, unless the client came back or the mux closed
+// meanwhile.
 func (m *Mux) expireClient(cl *client, gen int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed || cl.conn != nil || cl.graceGen != gen || m.clients[cl.id] != cl {
 		return
 	}
+	m.expireClientLocked(cl)
+}
+
+// expireClientLocked closes a disconnected client's tabs and forgets its id.
+func (m *Mux) expireClientLocked(cl *client) {
 	m.log.Info().Str("client", cl.id).Msg("client grace period over: closing its tabs")
 	m.closeClientTargetsLocked(cl)
 	for _, t := range m.targets {
