@@ -85,7 +85,7 @@ func New(cfg Config) (*Mux, error) {
 	}
 	m := &Mux{
 		cfg:        cfg,
-		log:        cfg.Log.With().Str("component", "mux").Str("port", port).Logger(),
+		log:        cfg.Log.With().Str("port", port).Logger(), // the caller named the component (Config.Log)
 		ln:         ln,
 		port:       port,
 		ownCh:      make(chan struct{}, 1),

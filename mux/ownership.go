@@ -96,7 +96,11 @@ func (m *Mux) isDefaultContextLocked(ctxID string) bool {
 // ownLocked gives t to cl and does what a new target of a client implies: discovery event, virtual
 // auto-attach, tab cap.
 func (m *Mux) ownLocked(t *target, cl *client, park *parked) {
-	m.log.Debug().Str("client", cl.id).Str("target", t.id).Str("type", t.typ).Str("opener", t.opener).RawJSON("info", t.info).Msg("target owned")
+	ev := m.log.Debug().Str("client", cl.id).Str("target", t.id).Str("type", t.typ).Str("opener", t.opener)
+	if t.info != nil { // zerolog writes a nil RawJSON as nothing at all: "info":, is not JSON
+		ev = ev.RawJSON("info", t.info)
+	}
+	ev.Msg("target owned")
 	t.owner = cl
 	m.touchTargetLocked(t)
 	m.ownershipChangedLocked()

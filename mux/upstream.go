@@ -294,7 +294,7 @@ func (m *Mux) probeUpstream(up *upstream, ended <-chan struct{}) {
 				continue
 			}
 			if now.Sub(probedAt) >= m.cfg.PongTimeout {
-				m.log.Error().Dur("silent_for", now.Sub(probedAt)+m.cfg.PingInterval).
+				m.log.Error().Int64("silent_for_ms", (now.Sub(probedAt) + m.cfg.PingInterval).Milliseconds()).
 					Msg("browser stopped answering: dropping its connection")
 				up.close()
 				return
