@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"vibebrowser/integration/testkit"
 )
 
 // logBuffer collects the log lines that the mux's goroutines write.
@@ -51,7 +53,7 @@ func TestLogLines(t *testing.T) {
 	old.createTarget("about:blank")
 	old.createTarget("about:blank")
 	c := newClient(t, m, "a")
-	waitFor(t, "takeover", func() bool { done, _ := old.closed(); return done })
+	testkit.WaitFor(t, 5*time.Second, "takeover", func() bool { done, _ := old.closed(); return done })
 	// A target the mux knows only from a createTarget answer has no targetInfo to log.
 	m.mu.Lock()
 	bare := &target{id: "BARE", typ: "other"}
@@ -60,9 +62,9 @@ func TestLogLines(t *testing.T) {
 	m.mu.Unlock()
 	c.ws.Close()
 	fb.setStall("Browser.getVersion", true)
-	waitFor(t, "the hung browser dropped", func() bool { return buf.has("browser stopped answering") })
+	testkit.WaitFor(t, 5*time.Second, "the hung browser dropped", func() bool { return buf.has("browser stopped answering") })
 	fb.setStall("Browser.getVersion", false)
-	waitFor(t, "reconnected", func() bool { return fb.connections() >= 2 && m.Stats().Upstream })
+	testkit.WaitFor(t, 5*time.Second, "reconnected", func() bool { return fb.connections() >= 2 && m.Stats().Upstream })
 	for _, msg := range []string{"tab cap reached", "second connection", "client disconnected", "target owned"} {
 		if !buf.has(msg) {
 			t.Fatalf("no log line %q; the test no longer covers it", msg)

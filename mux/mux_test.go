@@ -17,6 +17,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"go.uber.org/goleak"
+
+	"vibebrowser/integration/testkit"
 )
 
 func TestMain(m *testing.M) {
@@ -109,7 +111,7 @@ func TestHTTPChecks(t *testing.T) {
 
 	t.Run("503 over max clients", func(t *testing.T) {
 		newClient(t, m, "first")
-		waitFor(t, "first client connected", func() bool { return m.Stats().Clients == 1 })
+		testkit.WaitFor(t, 5*time.Second, "first client connected", func() bool { return m.Stats().Clients == 1 })
 		ws, resp, err := dialMux(t, m, "/tok/client-second", nil)
 		if err == nil {
 			ws.Close()
@@ -131,7 +133,7 @@ func TestDiscoveryClientGetsOwnID(t *testing.T) {
 		}
 		t.Cleanup(func() { ws.Close() })
 	}
-	waitFor(t, "two anonymous clients", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "two anonymous clients", func() bool {
 		s := m.Stats()
 		return s.Clients == 2 && strings.HasPrefix(s.PerClient[0].ID, "anon-") && s.PerClient[0].ID != s.PerClient[1].ID
 	})
@@ -186,7 +188,7 @@ func TestIsolation(t *testing.T) {
 	})
 	t.Run("events only to owner", func(t *testing.T) {
 		fb.send(`{"method":"Runtime.consoleAPICalled","params":{"type":"log"},"sessionId":"` + sa + `"}`)
-		waitFor(t, "event at a", func() bool { return len(a.events("Runtime.consoleAPICalled")) == 1 })
+		testkit.WaitFor(t, 5*time.Second, "event at a", func() bool { return len(a.events("Runtime.consoleAPICalled")) == 1 })
 		b.call("Browser.getVersion", "", "") // a round trip orders b's stream after the event
 		if n := len(b.events("Runtime.consoleAPICalled")); n != 0 {
 			t.Fatalf("b got %d of a's events", n)
@@ -219,7 +221,7 @@ func TestMalformedAndIDs(t *testing.T) {
 			before := len(c.all())
 			c.sendRaw(tt.send)
 			var got cdpMsg
-			waitFor(t, "error answer", func() bool {
+			testkit.WaitFor(t, 5*time.Second, "error answer", func() bool {
 				all := c.all()
 				if len(all) <= before {
 					return false
@@ -326,7 +328,7 @@ func TestBrowserCloseClosesOnlyOwnTabs(t *testing.T) {
 	if len(fb.got("Browser.close")) != 0 {
 		t.Fatal("Browser.close reached the browser")
 	}
-	waitFor(t, "a's tab closed", func() bool { return !fb.hasTarget(ta) })
+	testkit.WaitFor(t, 5*time.Second, "a's tab closed", func() bool { return !fb.hasTarget(ta) })
 	if !fb.hasTarget(tb) {
 		t.Fatal("b's tab was closed by a's Browser.close")
 	}
@@ -336,7 +338,7 @@ func TestDownloads(t *testing.T) {
 	fb := newFakeBrowser(t)
 	dir := t.TempDir()
 	m := startMux(t, fb, Config{DownloadDir: dir})
-	waitFor(t, "proactive setDownloadBehavior", func() bool { return len(fb.got("Browser.setDownloadBehavior")) == 1 })
+	testkit.WaitFor(t, 5*time.Second, "proactive setDownloadBehavior", func() bool { return len(fb.got("Browser.setDownloadBehavior")) == 1 })
 	a := newClient(t, m, "a")
 	b := newClient(t, m, "b")
 	ta := a.createTarget("about:blank")
@@ -359,7 +361,7 @@ func TestDownloads(t *testing.T) {
 	}
 	fb.send(`{"method":"Browser.downloadWillBegin","params":{"frameId":"` + ta + `","guid":"g1","url":"http://x/f","suggestedFilename":"f"}}`)
 	fb.send(`{"method":"Browser.downloadProgress","params":{"guid":"g1","totalBytes":1,"receivedBytes":1,"state":"completed"}}`)
-	waitFor(t, "download events at the owner", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "download events at the owner", func() bool {
 		return len(a.events("Browser.downloadWillBegin")) == 1 && len(a.events("Browser.downloadProgress")) == 1
 	})
 	b.call("Browser.getVersion", "", "")
@@ -367,7 +369,7 @@ func TestDownloads(t *testing.T) {
 		t.Fatalf("b got %d download events of a's tab", n)
 	}
 	fb.drop()
-	waitFor(t, "setDownloadBehavior again after reconnect", func() bool { return len(fb.got("Browser.setDownloadBehavior")) == 4 })
+	testkit.WaitFor(t, 5*time.Second, "setDownloadBehavior again after reconnect", func() bool { return len(fb.got("Browser.setDownloadBehavior")) == 4 })
 }
 
 func TestAutoAttachVirtual(t *testing.T) {
@@ -447,7 +449,7 @@ func TestDiscoverVirtual(t *testing.T) {
 	}
 	tb := b.createTarget("about:blank")
 	popup := fb.addPage("https://popup.example/", ta)
-	waitFor(t, "popup announced to a", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "popup announced to a", func() bool {
 		for _, e := range a.events("Target.targetCreated") {
 			if strings.Contains(string(e.Params), popup) {
 				return true
@@ -479,7 +481,7 @@ func TestChildSessionsAndResume(t *testing.T) {
 	sa := a.attach(ta)
 	fb.send(`{"method":"Target.attachedToTarget","params":{"sessionId":"CHILD1","targetInfo":{"targetId":"IFRAME1","type":"iframe","url":"http://other/"},"waitingForDebugger":true},"sessionId":"` + sa + `"}`)
 	fb.send(`{"method":"Network.requestWillBeSent","params":{},"sessionId":"CHILD1"}`)
-	waitFor(t, "child session events at a", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "child session events at a", func() bool {
 		return len(a.events("Target.attachedToTarget")) == 2 && len(a.events("Network.requestWillBeSent")) == 1
 	})
 	if r := a.call("Runtime.runIfWaitingForDebugger", "", "CHILD1"); r.Error != nil {
@@ -492,7 +494,7 @@ func TestChildSessionsAndResume(t *testing.T) {
 	// A target nobody here asked to pause is resumed by the mux.
 	fb.addPage("https://human.example/", "")
 	fb.send(`{"method":"Target.attachedToTarget","params":{"sessionId":"ORPHAN","targetInfo":{"targetId":"NOPE","type":"page","url":""},"waitingForDebugger":true}}`)
-	waitFor(t, "mux resumes the orphan", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "mux resumes the orphan", func() bool {
 		for _, g := range fb.got("Runtime.runIfWaitingForDebugger") {
 			if g.SessionID == "ORPHAN" {
 				return true
@@ -511,11 +513,11 @@ func TestTabCapLRU(t *testing.T) {
 	s1 := c.attach(t1)
 	c.call("Runtime.evaluate", `{"expression":"1"}`, s1) // t1 is now more recent than t2
 	t3 := c.createTarget("about:blank")
-	waitFor(t, "LRU tab closed", func() bool { return !fb.hasTarget(t2) })
+	testkit.WaitFor(t, 5*time.Second, "LRU tab closed", func() bool { return !fb.hasTarget(t2) })
 	if !fb.hasTarget(t1) || !fb.hasTarget(t3) {
 		t.Fatalf("tab cap closed the wrong tab: t1 %v t3 %v", fb.hasTarget(t1), fb.hasTarget(t3))
 	}
-	waitFor(t, "two tabs counted", func() bool { return m.Stats().PerClient[0].Tabs == 2 })
+	testkit.WaitFor(t, 5*time.Second, "two tabs counted", func() bool { return m.Stats().PerClient[0].Tabs == 2 })
 }
 
 // TestTabCapDefaultAndOff checks that a zero TabCap is the default cap, not "no cap", and that Off is.
@@ -554,7 +556,7 @@ func TestTakeover(t *testing.T) {
 	old := newClient(t, m, "dup")
 	tid := old.createTarget("about:blank")
 	fresh := newClient(t, m, "dup")
-	waitFor(t, "old connection closed with 4409", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "old connection closed with 4409", func() bool {
 		done, code := old.closed()
 		return done && code == CloseTakenOver
 	})
@@ -571,7 +573,7 @@ func TestGrace(t *testing.T) {
 		tid := c.createTarget("about:blank")
 		sid := c.attach(tid)
 		c.ws.Close()
-		waitFor(t, "disconnect seen", func() bool { return m.Stats().Clients == 0 })
+		testkit.WaitFor(t, 5*time.Second, "disconnect seen", func() bool { return m.Stats().Clients == 0 })
 		c2 := newClient(t, m, "g")
 		if !slices.Contains(c2.targetIDs(), tid) {
 			t.Fatal("tab not recovered within the grace period")
@@ -594,15 +596,15 @@ func TestGrace(t *testing.T) {
 		}}})
 		c := newClient(t, m, "g")
 		tid := c.createTarget("about:blank")
-		waitFor(t, "ownership persisted", func() bool {
+		testkit.WaitFor(t, 5*time.Second, "ownership persisted", func() bool {
 			mu.Lock()
 			defer mu.Unlock()
 			return slices.Contains(last["g"], tid)
 		})
 		c.ws.Close()
-		waitFor(t, "tab closed after the grace period", func() bool { return !fb.hasTarget(tid) })
-		waitFor(t, "client forgotten", func() bool { return len(m.Stats().PerClient) == 0 })
-		waitFor(t, "ownership persisted empty", func() bool {
+		testkit.WaitFor(t, 5*time.Second, "tab closed after the grace period", func() bool { return !fb.hasTarget(tid) })
+		testkit.WaitFor(t, 5*time.Second, "client forgotten", func() bool { return len(m.Stats().PerClient) == 0 })
+		testkit.WaitFor(t, 5*time.Second, "ownership persisted empty", func() bool {
 			mu.Lock()
 			defer mu.Unlock()
 			return len(last["g"]) == 0
@@ -619,8 +621,8 @@ func TestNoGrace(t *testing.T) {
 		c := newClient(t, m, "g")
 		tid := c.createTarget("about:blank")
 		c.ws.Close()
-		waitFor(t, "tab closed at once", func() bool { return !fb.hasTarget(tid) })
-		waitFor(t, "client forgotten", func() bool { return len(m.Stats().PerClient) == 0 })
+		testkit.WaitFor(t, 5*time.Second, "tab closed at once", func() bool { return !fb.hasTarget(tid) })
+		testkit.WaitFor(t, 5*time.Second, "client forgotten", func() bool { return len(m.Stats().PerClient) == 0 })
 		if ids := newClient(t, m, "g").targetIDs(); len(ids) != 0 {
 			t.Fatalf("reconnected client sees %v; want no tabs", ids)
 		}
@@ -629,7 +631,7 @@ func TestNoGrace(t *testing.T) {
 		fb := newFakeBrowser(t)
 		p1 := fb.addPage("https://task.example/", "")
 		m := startMux(t, fb, Config{Grace: Off, Ownership: map[string][]string{"task1": {p1}}})
-		waitFor(t, "adopted tab closed", func() bool { return !fb.hasTarget(p1) })
+		testkit.WaitFor(t, 5*time.Second, "adopted tab closed", func() bool { return !fb.hasTarget(p1) })
 		if o := m.Ownership(); len(o) != 0 {
 			t.Fatalf("Ownership() = %v; want none", o)
 		}
@@ -644,15 +646,15 @@ func TestUpstreamLossAndReconnect(t *testing.T) {
 	sid := c.attach(tid)
 	fb.setStall("Runtime.evaluate", true)
 	c.sendRaw(`{"id":77,"method":"Runtime.evaluate","params":{"expression":"1"},"sessionId":"` + sid + `"}`)
-	waitFor(t, "call reached the browser", func() bool { return len(fb.got("Runtime.evaluate")) == 1 })
+	testkit.WaitFor(t, 5*time.Second, "call reached the browser", func() bool { return len(fb.got("Runtime.evaluate")) == 1 })
 	fb.setStall("Runtime.evaluate", false)
 	fb.drop()
 	r := c.waitID("77")
 	if r.Error == nil || r.Error.Code != codeInternal || r.Error.Message != "Browser disconnected" {
 		t.Fatalf("pending call after loss: %+v; want -32603 Browser disconnected", r)
 	}
-	waitFor(t, "detachedFromTarget for the lost session", func() bool { return len(c.events("Target.detachedFromTarget")) == 1 })
-	waitFor(t, "reconnected", func() bool { return fb.connections() == 2 && m.Stats().Upstream })
+	testkit.WaitFor(t, 5*time.Second, "detachedFromTarget for the lost session", func() bool { return len(c.events("Target.detachedFromTarget")) == 1 })
+	testkit.WaitFor(t, 5*time.Second, "reconnected", func() bool { return fb.connections() == 2 && m.Stats().Upstream })
 	if !slices.Contains(c.targetIDs(), tid) {
 		t.Fatal("ownership lost across the reconnect")
 	}
@@ -678,8 +680,8 @@ func TestUpstreamRelaunchHook(t *testing.T) {
 	restored := fb2.addPage("https://restored.example/", "") // the relaunched browser restores the session
 	fb.srv.Listener.Close()                                  // the old browser is gone for good
 	fb.drop()
-	waitFor(t, "relaunch hook called and new browser connected", func() bool { return fb2.connections() == 1 && m.Stats().Upstream })
-	waitFor(t, "restored tab owned again", func() bool { return slices.Equal(c.targetIDs(), []string{restored}) })
+	testkit.WaitFor(t, 5*time.Second, "relaunch hook called and new browser connected", func() bool { return fb2.connections() == 1 && m.Stats().Upstream })
+	testkit.WaitFor(t, 5*time.Second, "restored tab owned again", func() bool { return slices.Equal(c.targetIDs(), []string{restored}) })
 }
 
 func TestRelaunchedDialsAtOnce(t *testing.T) {
@@ -694,11 +696,11 @@ func TestRelaunchedDialsAtOnce(t *testing.T) {
 	orphan := fb2.addPage("https://nobody.example/", "") // restored, but its owner is not among the clients
 	fb.srv.Listener.Close()
 	fb.drop()
-	waitFor(t, "the loss noticed", func() bool { return !m.Stats().Upstream })
+	testkit.WaitFor(t, 5*time.Second, "the loss noticed", func() bool { return !m.Stats().Upstream })
 	m.Relaunched(fb2.url())
-	waitFor(t, "the relaunched browser connected", func() bool { return fb2.connections() == 1 && m.Stats().Upstream })
-	waitFor(t, "restored tab owned again", func() bool { return slices.Equal(c.targetIDs(), []string{restored}) })
-	waitFor(t, "the unclaimed restored tab closed", func() bool { return !fb2.hasTarget(orphan) })
+	testkit.WaitFor(t, 5*time.Second, "the relaunched browser connected", func() bool { return fb2.connections() == 1 && m.Stats().Upstream })
+	testkit.WaitFor(t, 5*time.Second, "restored tab owned again", func() bool { return slices.Equal(c.targetIDs(), []string{restored}) })
+	testkit.WaitFor(t, 5*time.Second, "the unclaimed restored tab closed", func() bool { return !fb2.hasTarget(orphan) })
 	if !fb2.hasTarget(restored) {
 		t.Fatal("the owned restored tab was closed")
 	}
@@ -731,7 +733,7 @@ func TestSilentBrowserIsDropped(t *testing.T) {
 	}
 	fb.setStall("Browser.getVersion", false)
 	fb.setStall("Runtime.evaluate", false)
-	waitFor(t, "reconnected", func() bool { return fb.connections() >= 2 && m.Stats().Upstream })
+	testkit.WaitFor(t, 5*time.Second, "reconnected", func() bool { return fb.connections() >= 2 && m.Stats().Upstream })
 	if !slices.Contains(c.targetIDs(), tid) {
 		t.Fatal("ownership lost across the reconnect")
 	}
@@ -789,11 +791,11 @@ func TestSlowClientDoesNotStallOthers(t *testing.T) {
 	t.Cleanup(func() { slowWS.Close() })
 	slowWS.NetConn().(*net.TCPConn).SetReadBuffer(4096)
 	slowWS.WriteMessage(websocket.TextMessage, []byte(`{"id":1,"method":"Target.createTarget","params":{"url":"about:blank"}}`))
-	waitFor(t, "slow client's tab", func() bool { return len(m.Ownership()["slow"]) == 2 })
+	testkit.WaitFor(t, 5*time.Second, "slow client's tab", func() bool { return len(m.Ownership()["slow"]) == 2 })
 	slowPage := m.Ownership()["slow"][1]
 	slowWS.WriteMessage(websocket.TextMessage, []byte(`{"id":2,"method":"Target.attachToTarget","params":{"targetId":"`+slowPage+`","flatten":true}}`))
 	var slowSess string
-	waitFor(t, "slow client's session", func() bool { slowSess = fb.sessionOf(slowPage); return slowSess != "" })
+	testkit.WaitFor(t, 5*time.Second, "slow client's session", func() bool { slowSess = fb.sessionOf(slowPage); return slowSess != "" })
 
 	fast := newClient(t, m, "fast")
 	big := `{"method":"Network.dataReceived","params":{"data":"` + strings.Repeat("y", 64<<10) + `"},"sessionId":"` + slowSess + `"}`
@@ -821,7 +823,7 @@ func TestSlowClientDoesNotStallOthers(t *testing.T) {
 			t.Fatalf("fast client's call took %v while another client stalled", d)
 		}
 	}
-	waitFor(t, "slow client disconnected on overflow, into its grace period", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "slow client disconnected on overflow, into its grace period", func() bool {
 		for _, cs := range m.Stats().PerClient {
 			if cs.ID == "slow" {
 				return !cs.Connected && cs.Tabs == 1
@@ -963,7 +965,7 @@ func TestKeepalive(t *testing.T) {
 	t.Cleanup(func() { mute.Close() })
 	mute.WriteMessage(websocket.TextMessage, []byte(`{"id":1,"method":"Target.createTarget","params":{"url":"about:blank"}}`))
 	// mute never reads, so it never answers a ping: it is dropped into its grace period, tabs kept.
-	waitFor(t, "silent client dropped", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "silent client dropped", func() bool {
 		for _, cs := range m.Stats().PerClient {
 			if cs.ID == "mute" {
 				return !cs.Connected && cs.Tabs == 1
@@ -972,7 +974,7 @@ func TestKeepalive(t *testing.T) {
 		return false
 	})
 	// The idle live client is pinged again and again, answers, and stays.
-	waitFor(t, "several pings answered", func() bool { return pings.Load() >= 4 })
+	testkit.WaitFor(t, 5*time.Second, "several pings answered", func() bool { return pings.Load() >= 4 })
 	if done, _ := live.closed(); done {
 		t.Fatal("client answering pings was dropped")
 	}
@@ -997,7 +999,7 @@ func TestSessionDiscoverVirtual(t *testing.T) {
 	}
 	b.createTarget("about:blank")
 	popup := fb.addPage("https://popup/", ta)
-	waitFor(t, "popup announced on a's session", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "popup announced on a's session", func() bool {
 		for _, e := range a.events("Target.targetCreated") {
 			if e.SessionID == sa && strings.Contains(string(e.Params), popup) {
 				return true
@@ -1018,7 +1020,7 @@ func TestWebSocketUpstream(t *testing.T) {
 	fb := newFakeBrowser(t)
 	ws := "ws" + strings.TrimPrefix(fb.url(), "http") + "/devtools/browser/fake"
 	m := startMux(t, fb, Config{Upstream: ws})
-	waitFor(t, "version cached from Browser.getVersion", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "version cached from Browser.getVersion", func() bool {
 		resp, err := http.Get("http://" + m.Addr() + "/tok/json/version")
 		if err != nil {
 			return false
@@ -1043,7 +1045,7 @@ func TestSameClientIDsDoNotCollide(t *testing.T) {
 	sa, sb := a.attach(ta), b.attach(tb)
 	a.sendRaw(`{"id":1,"method":"Runtime.evaluate","params":{"expression":"\"from a\""},"sessionId":"` + sa + `"}`)
 	b.sendRaw(`{"id":1,"method":"Runtime.evaluate","params":{"expression":"\"from b\""},"sessionId":"` + sb + `"}`)
-	waitFor(t, "both calls upstream", func() bool { return len(fb.got("Runtime.evaluate")) == 2 })
+	testkit.WaitFor(t, 5*time.Second, "both calls upstream", func() bool { return len(fb.got("Runtime.evaluate")) == 2 })
 	got := fb.got("Runtime.evaluate")
 	if string(got[0].ID) == string(got[1].ID) {
 		t.Fatalf("both clients' id 1 reached the browser as %s", got[0].ID)
@@ -1068,7 +1070,7 @@ func TestTakeoverAllowedAtMaxClients(t *testing.T) {
 	old := newClient(t, m, "x")
 	old.call("Browser.getVersion", "", "")
 	newClient(t, m, "x") // the same id may always take its slot over
-	waitFor(t, "old closed with 4409", func() bool { d, code := old.closed(); return d && code == CloseTakenOver })
+	testkit.WaitFor(t, 5*time.Second, "old closed with 4409", func() bool { d, code := old.closed(); return d && code == CloseTakenOver })
 }
 
 func TestKeepLastPageOnBrowserClose(t *testing.T) {
@@ -1125,7 +1127,7 @@ func TestUpstreamFramesAndPings(t *testing.T) {
 		t.Fatalf("fragmented answer mangled (%d bytes)", len(r.Result))
 	}
 	c.call("Test.ping", "", "")
-	waitFor(t, "pong to the browser's ping", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "pong to the browser's ping", func() bool {
 		fb.mu.Lock()
 		defer fb.mu.Unlock()
 		return slices.Contains(fb.pongs, "hi")
