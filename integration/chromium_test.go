@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"vibebrowser/integration/testkit"
 )
 
 // chromiumProc is a headless Chromium launched for a test, in its own process group.
@@ -139,7 +141,7 @@ func lastLines(s string, n int) string {
 // Chromium saves its session (what a relaunch restores) on a timer.
 func waitSessionSaved(t testing.TB, profile string, paths ...string) {
 	t.Helper()
-	muxWaitFor(t, "session saved to the profile", 30*time.Second, func() bool {
+	testkit.WaitFor(t, 30*time.Second, "session saved to the profile", func() bool {
 		files, _ := filepath.Glob(filepath.Join(profile, "Default", "Sessions", "Session_*"))
 		for _, f := range files {
 			b, _ := os.ReadFile(f)

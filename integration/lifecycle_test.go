@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/api"
 )
 
@@ -79,7 +81,7 @@ func TestIdleSweep(t *testing.T) {
 	})
 	ensure("idle")
 
-	muxWaitFor(t, "the idle browser to be stopped", 15*time.Second, func() bool { return !m.running("idle") })
+	testkit.WaitFor(t, 15*time.Second, "the idle browser to be stopped", func() bool { return !m.running("idle") })
 	if !m.running("held") || !m.running("client") || !m.running("busy") {
 		t.Errorf("after the idle stop: held %v, client %v, busy %v; want all running",
 			m.running("held"), m.running("client"), m.running("busy"))
@@ -95,7 +97,7 @@ func TestIdleSweep(t *testing.T) {
 	cancelBusy()
 	stopBusy.Wait()
 	for _, slug := range []string{"held", "client", "busy"} {
-		muxWaitFor(t, slug+" to be stopped once released", 15*time.Second, func() bool { return !m.running(slug) })
+		testkit.WaitFor(t, 15*time.Second, slug+" to be stopped once released", func() bool { return !m.running(slug) })
 	}
 	// An idle stop keeps the wrapper: the next call restarts the browser.
 	out := m.mustAgent("--store idle --task "+taskB, "browser-use <<'PY'\neval 1+1\nPY")
@@ -202,7 +204,7 @@ func TestQuitBarrierIsBounded(t *testing.T) {
 	began := time.Now()
 	m.cmd.Process.Signal(syscall.SIGTERM)
 	// While the barrier waits on the frozen browser, new work is refused with 503.
-	muxWaitFor(t, "ensure to answer 503 during the quit barrier", 5*time.Second, func() bool {
+	testkit.WaitFor(t, 5*time.Second, "ensure to answer 503 during the quit barrier", func() bool {
 		return api.IsCode(ensureStore(m, "frozen"), api.CodeShuttingDown)
 	})
 	if err := m.cmd.Wait(); err != nil {
@@ -211,7 +213,7 @@ func TestQuitBarrierIsBounded(t *testing.T) {
 	if took := time.Since(began); took > 25*time.Second {
 		t.Errorf("quit took %v; want it within the 20s barrier", took)
 	}
-	muxWaitFor(t, "the frozen browser's group to be gone", 10*time.Second, func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the frozen browser's group to be gone", func() bool {
 		return syscall.Kill(-pid, 0) != nil || isZombieGroup(pid)
 	})
 }
@@ -241,7 +243,7 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 	syscall.Kill(pid, syscall.SIGSTOP)
 	t.Cleanup(func() { syscall.Kill(-pid, syscall.SIGKILL); syscall.Kill(pid, syscall.SIGKILL) })
 	m.cmd.Process.Signal(syscall.SIGTERM)
-	muxWaitFor(t, "the quit barrier to begin (503)", 5*time.Second, func() bool {
+	testkit.WaitFor(t, 5*time.Second, "the quit barrier to begin (503)", func() bool {
 		return api.IsCode(ensureStore(m, "stuck"), api.CodeShuttingDown)
 	})
 	began := time.Now()
@@ -304,7 +306,7 @@ func TestReaperStopsDaemonsOfEndedTasks(t *testing.T) {
 	// A task that completes has its daemons (main and worker slots) stopped at once.
 	m.cli("task", "set", taskA, "--status", "completed")
 	for _, name := range []string{"shop-a1a1a1a1", "shop-a1a1a1a1-w1"} {
-		muxWaitFor(t, name+"'s daemon to stop", 10*time.Second, func() bool { return gone(pids[name]) })
+		testkit.WaitFor(t, 10*time.Second, name+"'s daemon to stop", func() bool { return gone(pids[name]) })
 		if _, err := os.Stat(filepath.Join(m.home, "r", "bu-"+name+".pid")); !os.IsNotExist(err) {
 			t.Errorf("pid file of %s left behind (%v)", name, err)
 		}
@@ -319,7 +321,7 @@ func TestReaperStopsDaemonsOfEndedTasks(t *testing.T) {
 	}
 	// A deleted task's daemons go at once too.
 	m.cli("task", "rm", taskB)
-	muxWaitFor(t, "the deleted task's daemon to stop", 10*time.Second, func() bool { return gone(pids[cjk.Slug+"-b2b2b2b2"]) })
+	testkit.WaitFor(t, 10*time.Second, "the deleted task's daemon to stop", func() bool { return gone(pids[cjk.Slug+"-b2b2b2b2"]) })
 	if gone(pids[cjk.Slug]) {
 		t.Errorf("the CJK store's own session %s was taken for a task daemon", cjk.Slug)
 	}
@@ -355,7 +357,7 @@ func TestClosedBrowserIsBuriedAndRelaunched(t *testing.T) {
 	direct := dialRaw(t, "ws://127.0.0.1:"+port+path)
 	direct.Call("Browser.close", nil, "")
 	// The death is noticed without any call: the status shows it stopped and its port is free again.
-	muxWaitFor(t, "the closed browser to show as stopped", 15*time.Second, func() bool { return !m.running("closer") })
+	testkit.WaitFor(t, 15*time.Second, "the closed browser to show as stopped", func() bool { return !m.running("closer") })
 	out := m.mustAgent("--store closer --task "+taskA, "browser-use <<'PY'\neval 6*7\nPY")
 	if strings.TrimSpace(out) != "42" {
 		t.Errorf("call after the close printed %q; want 42", out)
@@ -378,7 +380,7 @@ func TestCrashedBrowserComesBackWithItsTabs(t *testing.T) {
 		"task-b": dialRaw(t, m.storeWS("crashy", "task-b"))}
 	for name, c := range clients {
 		_, s := c.createPage(site.URL + "/" + name)
-		muxWaitFor(t, name+"'s page loaded", 10*time.Second, func() bool {
+		testkit.WaitFor(t, 10*time.Second, name+"'s page loaded", func() bool {
 			v, err := c.evaluate(s, "document.title")
 			return err == nil && string(v) == `"page /`+name+`"`
 		})
@@ -389,7 +391,7 @@ func TestCrashedBrowserComesBackWithItsTabs(t *testing.T) {
 	if err := syscall.Kill(before.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	muxWaitFor(t, "the crashed browser relaunched", 30*time.Second, func() bool {
+	testkit.WaitFor(t, 30*time.Second, "the crashed browser relaunched", func() bool {
 		b := m.browserOf("crashy")
 		return b.Status == api.StatusRunning && b.PID != before.PID && b.PID != 0
 	})
@@ -398,12 +400,12 @@ func TestCrashedBrowserComesBackWithItsTabs(t *testing.T) {
 	}
 	// The clients kept their connections, and each has exactly its own tab back, showing its page.
 	for name, c := range clients {
-		muxWaitFor(t, name+"'s restored tab back with its owner", 20*time.Second, func() bool {
+		testkit.WaitFor(t, 20*time.Second, name+"'s restored tab back with its owner", func() bool {
 			return len(c.targetIDs(false)) == 1
 		})
 		var at struct{ SessionID string }
 		c.must("Target.attachToTarget", map[string]any{"targetId": c.targetIDs(false)[0], "flatten": true}, "", &at)
-		muxWaitFor(t, name+"'s restored tab shows its page", 15*time.Second, func() bool {
+		testkit.WaitFor(t, 15*time.Second, name+"'s restored tab shows its page", func() bool {
 			v, err := c.evaluate(at.SessionID, `document.readyState === "complete" && location.pathname`)
 			return err == nil && string(v) == `"/`+name+`"`
 		})
@@ -414,7 +416,7 @@ func TestCrashedBrowserComesBackWithItsTabs(t *testing.T) {
 	if err := syscall.Kill(m.browserOf("crashy").PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	muxWaitFor(t, "the browser over budget to stay stopped", 15*time.Second, func() bool { return !m.running("crashy") })
+	testkit.WaitFor(t, 15*time.Second, "the browser over budget to stay stopped", func() bool { return !m.running("crashy") })
 	if err := ensureStore(m, "crashy"); !api.IsCode(err, api.CodeRelaunchBudget) {
 		t.Errorf("ensure after the budget is spent: %v; want %s", err, api.CodeRelaunchBudget)
 	}
@@ -430,7 +432,7 @@ func TestExpiredLeaseStopsDaemons(t *testing.T) {
 	m.mustAgent("--store shop --task "+taskA, "browser-use <<'PY'\neval 1\nPY")
 	pid := m.daemonPID("shop-a1a1a1a1")
 	// The shim's call registered the task with a 3 s lease and nobody renews it.
-	muxWaitFor(t, "the daemon of the task whose lease expired to stop", 15*time.Second, func() bool { return gone(pid) })
+	testkit.WaitFor(t, 15*time.Second, "the daemon of the task whose lease expired to stop", func() bool { return gone(pid) })
 }
 
 func TestReadOnlyStateRefusesAndLosesNothing(t *testing.T) {
@@ -576,5 +578,76 @@ func TestFullDiskRefusesWritesAndRecovers(t *testing.T) {
 	}
 	if err := m.stop(); err != nil {
 		t.Errorf("the manager exited with %v after the full-disk episode; want 0", err)
+	}
+}
+
+// chromiumPages lists the URLs of the page targets Chromium itself has open for the store with this slug,
+// through its own DevTools port (DevToolsActivePort in the profile), past the mux.
+func (m *managed) chromiumPages(slug string) []string {
+	m.t.Helper()
+	raw, err := os.ReadFile(filepath.Join(m.home, "profiles", slug, "DevToolsActivePort"))
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	port, _, _ := strings.Cut(string(raw), "\n")
+	resp, err := http.Get("http://127.0.0.1:" + strings.TrimSpace(port) + "/json/list")
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var targets []struct{ Type, URL string }
+	if err := json.NewDecoder(resp.Body).Decode(&targets); err != nil {
+		m.t.Fatal(err)
+	}
+	var pages []string
+	for _, tg := range targets {
+		if tg.Type == "page" {
+			pages = append(pages, tg.URL)
+		}
+	}
+	return pages
+}
+
+// TestNoGraceClosesADisconnectedClientsTabsAtOnce: VIBE_MUX_GRACE_S=0 is documented as "no grace"; it once
+// became the 480 s default on its way into the mux.
+func TestNoGraceClosesADisconnectedClientsTabsAtOnce(t *testing.T) {
+	srv := site(t)
+	hasPage := func(pages []string, path string) bool {
+		for _, p := range pages {
+			if strings.HasSuffix(p, path) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, tc := range []struct {
+		grace    string
+		wantKept bool
+	}{{"0", false}, {"60", true}} {
+		t.Run("VIBE_MUX_GRACE_S="+tc.grace, func(t *testing.T) {
+			m := startManager(t, "VIBE_MUX_GRACE_S="+tc.grace)
+			m.cli("store", "add", "grace")
+			if err := ensureStore(m, "grace"); err != nil {
+				t.Fatal(err)
+			}
+			c := dialRaw(t, m.storeWS("grace", "leaver"))
+			c.createPage(srv.URL + "/leaver")
+			if !hasPage(m.chromiumPages("grace"), "/leaver") {
+				t.Fatal("the client's page is not open in Chromium")
+			}
+			c.ws.Close()
+			testkit.WaitFor(t, 10*time.Second, "the mux to notice the disconnect", func() bool {
+				return m.browserOf("grace").Clients == 0
+			})
+			if tc.wantKept {
+				if !hasPage(m.chromiumPages("grace"), "/leaver") {
+					t.Error("with a grace period the disconnected client's page was closed")
+				}
+				return
+			}
+			testkit.WaitFor(t, 5*time.Second, "the disconnected client's page to be closed", func() bool {
+				return !hasPage(m.chromiumPages("grace"), "/leaver")
+			})
+		})
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/api"
 )
 
@@ -126,7 +127,7 @@ func (m *managed) start() {
 			t.Logf("manager log:\n%s", lastLines(m.log.String(), 200))
 		}
 	})
-	muxWaitFor(t, "the manager to answer", 20*time.Second, func() bool {
+	testkit.WaitFor(t, 20*time.Second, "the manager to answer", func() bool {
 		_, err := m.client.Health(context.Background())
 		return err == nil
 	})
@@ -354,7 +355,7 @@ func TestStartTimeoutKillsTheLauncherGroup(t *testing.T) {
 	if took := time.Since(began); took > 20*time.Second {
 		t.Errorf("the start timeout of 3s took %v to answer", took)
 	}
-	muxWaitFor(t, "the launcher's process group to be gone", 10*time.Second, func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the launcher's process group to be gone", func() bool {
 		return len(processesNamed(marker)) == 0
 	})
 }

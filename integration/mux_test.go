@@ -24,6 +24,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/remote"
 
+	"vibebrowser/integration/testkit"
 	"vibebrowser/mux"
 )
 
@@ -337,7 +338,7 @@ func TestMuxNodeClientsWithChromedp(t *testing.T) {
 	pp.send("close")
 	pp.expect("closed")
 	pp.wait()
-	muxWaitFor(t, "puppeteer's tabs closed", 10*time.Second, func() bool { return len(m.Ownership()["pp"]) == 0 })
+	testkit.WaitFor(t, 10*time.Second, "puppeteer's tabs closed", func() bool { return len(m.Ownership()["pp"]) == 0 })
 	if title, err := chromedp.Run(cd, chromedp.Title()); err != nil || title != "page /chromedp" {
 		t.Fatalf("chromedp after puppeteer's browser.close(): %q %v", title, err)
 	}
@@ -366,7 +367,7 @@ func TestMuxPopupOwnedByOpener(t *testing.T) {
 		t.Fatal(err)
 	}
 	var popup string
-	muxWaitFor(t, "popup announced to its opener's client", 10*time.Second, func() bool {
+	testkit.WaitFor(t, 10*time.Second, "popup announced to its opener's client", func() bool {
 		for _, e := range a.Events("Target.targetCreated") {
 			var p struct {
 				TargetInfo struct{ TargetID, OpenerID, Type string }
@@ -423,7 +424,7 @@ func TestMuxOOPIFChildSessions(t *testing.T) {
 	a.must("Page.enable", nil, sa, nil)
 	a.must("Page.navigate", map[string]any{"url": topURL}, sa, nil)
 	var child string
-	muxWaitFor(t, "OOPIF child session at the owner", 15*time.Second, func() bool {
+	testkit.WaitFor(t, 15*time.Second, "OOPIF child session at the owner", func() bool {
 		for _, e := range a.Events("Target.attachedToTarget") {
 			var p struct {
 				SessionID          string
@@ -440,7 +441,7 @@ func TestMuxOOPIFChildSessions(t *testing.T) {
 	})
 	a.must("Runtime.enable", nil, child, nil)
 	a.must("Runtime.runIfWaitingForDebugger", nil, child, nil)
-	muxWaitFor(t, "console events of the OOPIF at the owner", 15*time.Second, func() bool {
+	testkit.WaitFor(t, 15*time.Second, "console events of the OOPIF at the owner", func() bool {
 		for _, e := range a.Events("Runtime.consoleAPICalled") {
 			if e.SessionID == child {
 				return true
@@ -482,14 +483,14 @@ func TestMuxDownload(t *testing.T) {
 	}
 	b.createPage("about:blank")
 	_, sa := a.createPage(site.URL + "/")
-	muxWaitFor(t, "page loaded", 10*time.Second, func() bool {
+	testkit.WaitFor(t, 10*time.Second, "page loaded", func() bool {
 		v, err := a.evaluate(sa, `document.readyState === "complete" && !!document.getElementById("dl")`)
 		return err == nil && string(v) == "true"
 	})
 	if _, err := a.evaluate(sa, `document.getElementById("dl").click(), 1`); err != nil {
 		t.Fatal(err)
 	}
-	muxWaitFor(t, "download completed at its owner", 15*time.Second, func() bool {
+	testkit.WaitFor(t, 15*time.Second, "download completed at its owner", func() bool {
 		for _, e := range a.Events("Browser.downloadProgress") {
 			if strings.Contains(string(e.Params), `"completed"`) {
 				return true
@@ -524,7 +525,7 @@ func TestMuxTabCapLRU(t *testing.T) {
 	}
 	t3, _ := c.createPage("about:blank")
 	direct := dialRaw(t, chr.WS)
-	muxWaitFor(t, "least recently used tab closed in Chromium", 10*time.Second, func() bool {
+	testkit.WaitFor(t, 10*time.Second, "least recently used tab closed in Chromium", func() bool {
 		ids := direct.targetIDs(false)
 		return !slices.Contains(ids, t2) && slices.Contains(ids, t1) && slices.Contains(ids, t3)
 	})
@@ -557,7 +558,7 @@ func TestMuxKillBrowserAndRelaunch(t *testing.T) {
 	b := dialRaw(t, m.WSBase+"/client-b")
 	_, sa := a.createPage(site.URL + "/task-a")
 	b.createPage(site.URL + "/task-b")
-	muxWaitFor(t, "pages loaded", 10*time.Second, func() bool {
+	testkit.WaitFor(t, 10*time.Second, "pages loaded", func() bool {
 		v, err := a.evaluate(sa, "document.title")
 		return err == nil && string(v) == `"page /task-a"`
 	})
@@ -569,7 +570,7 @@ func TestMuxKillBrowserAndRelaunch(t *testing.T) {
 		_, err := a.evaluate(sa, "new Promise(() => {})") // never answers on its own
 		pending <- err
 	}()
-	muxWaitFor(t, "call in flight", 10*time.Second, func() bool { return m.Stats().Pending > 0 })
+	testkit.WaitFor(t, 10*time.Second, "call in flight", func() bool { return m.Stats().Pending > 0 })
 	chr.Kill()
 	select {
 	case err := <-pending:
@@ -587,10 +588,10 @@ func TestMuxKillBrowserAndRelaunch(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("relaunch hook not called")
 	}
-	muxWaitFor(t, "mux on the relaunched browser", 20*time.Second, func() bool { return m.Stats().Upstream })
+	testkit.WaitFor(t, 20*time.Second, "mux on the relaunched browser", func() bool { return m.Stats().Upstream })
 
 	// Both clients are still known, on their connections, and each keeps its own tabs.
-	muxWaitFor(t, "restored tabs back with their owners", 20*time.Second, func() bool {
+	testkit.WaitFor(t, 20*time.Second, "restored tabs back with their owners", func() bool {
 		o := m.Ownership()
 		return len(o["a"]) >= 1 && len(o["b"]) >= 1
 	})
@@ -607,7 +608,7 @@ func TestMuxKillBrowserAndRelaunch(t *testing.T) {
 		}
 		var at struct{ SessionID string }
 		c.must("Target.attachToTarget", map[string]any{"targetId": ids[0], "flatten": true}, "", &at)
-		muxWaitFor(t, name+"'s restored tab shows its page", 15*time.Second, func() bool {
+		testkit.WaitFor(t, 15*time.Second, name+"'s restored tab shows its page", func() bool {
 			v, err := c.evaluate(at.SessionID, `document.readyState === "complete" && location.pathname`)
 			return err == nil && string(v) == `"/task-`+name+`"`
 		})
@@ -682,7 +683,7 @@ func TestMuxBrowserUseAndAgentBrowserFlows(t *testing.T) {
 	if ids := bu.targetIDs(false); len(ids) != 1 || ids[0] != ct.TargetID {
 		t.Fatalf("browser-use sees %v; want only %s", ids, ct.TargetID)
 	}
-	muxWaitFor(t, "browser-use page loaded", 10*time.Second, func() bool {
+	testkit.WaitFor(t, 10*time.Second, "browser-use page loaded", func() bool {
 		v, err := bu.evaluate(at.SessionID, `document.readyState === "complete" && document.title`)
 		return err == nil && string(v) == `"page /bu"`
 	})
@@ -724,7 +725,7 @@ func TestMuxClientKilled(t *testing.T) {
 	victim.expect("ready")
 	victim.cmd.Process.Kill()
 	steadyWorks("right after the kill")
-	muxWaitFor(t, "the kill noticed", 10*time.Second, func() bool { return m.Stats().Clients == 1 })
+	testkit.WaitFor(t, 10*time.Second, "the kill noticed", func() bool { return m.Stats().Clients == 1 })
 	if n := browserPages("by=puppeteer"); n != 2 {
 		t.Fatalf("during the grace period the browser has %d of the victim's pages; want its 2", n)
 	}
@@ -738,7 +739,7 @@ func TestMuxClientKilled(t *testing.T) {
 	steadyWorks("after the second kill")
 
 	// Nobody comes back: after the grace period the victim's tabs are closed, the other client's stay.
-	muxWaitFor(t, "the victim's tabs closed after the grace period", 40*time.Second, func() bool {
+	testkit.WaitFor(t, 40*time.Second, "the victim's tabs closed after the grace period", func() bool {
 		return browserPages("by=puppeteer") == 0
 	})
 	steadyWorks("after the grace period")

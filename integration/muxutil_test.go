@@ -13,6 +13,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/rs/zerolog"
 
+	"vibebrowser/integration/testkit"
 	"vibebrowser/mux"
 )
 
@@ -47,20 +48,8 @@ func startMuxOn(t *testing.T, upstream string, cfg mux.Config) *muxUnderTest {
 			t.Errorf("mux Serve: %v", err)
 		}
 	})
-	muxWaitFor(t, "mux connected to Chromium", 20*time.Second, func() bool { return m.Stats().Upstream })
+	testkit.WaitFor(t, 20*time.Second, "mux connected to Chromium", func() bool { return m.Stats().Upstream })
 	return &muxUnderTest{Mux: m, WSBase: "ws://" + m.Addr() + "/" + muxToken, HTTPBase: "http://" + m.Addr() + "/" + muxToken}
-}
-
-// muxWaitFor polls cond until it holds or the timeout passes.
-func muxWaitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // cdpError is a CDP error answer.

@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"vibebrowser/integration/fakeziniao"
+	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/api"
 )
 
@@ -98,7 +99,7 @@ func TestZiniaoClientStartedWhenNotRunning(t *testing.T) {
 		if b, err := os.ReadFile(pidfile); err == nil {
 			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
 				syscall.Kill(pid, syscall.SIGTERM)
-				muxWaitFor(t, "the fake Ziniao client to exit", 20*time.Second, func() bool { return gone(pid) })
+				testkit.WaitFor(t, 20*time.Second, "the fake Ziniao client to exit", func() bool { return gone(pid) })
 			}
 		}
 	})

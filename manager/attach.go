@@ -37,14 +37,23 @@ func (m *Manager) attachMux(ctx context.Context, sp spec, h handle, ownership ma
 	if be.relaunchable() {
 		hooks.Relaunch = func(ctx context.Context) (string, error) { return m.relaunchHung(ctx, s, mx) }
 	}
+	// The knobs' 0 means off (VIBE_TAB_CAP=0: no cap; VIBE_MUX_GRACE_S=0: tabs close at once); the mux's 0
+	// means its default, and off is mux.Off.
+	tabCap, grace := m.cfg.TabCap, m.cfg.MuxGrace
+	if tabCap == 0 {
+		tabCap = mux.Off
+	}
+	if grace == 0 {
+		grace = mux.Off
+	}
 	mx, err = mux.New(mux.Config{
 		Upstream:    h.HTTPEndpoint(),
 		Listener:    ln,
 		Token:       sp.token,
 		DownloadDir: m.cfg.path("downloads", sp.slug),
-		TabCap:      m.cfg.TabCap,
+		TabCap:      tabCap,
 		MaxClients:  m.cfg.MuxMaxClients,
-		Grace:       m.cfg.MuxGrace,
+		Grace:       grace,
 		FreshLaunch: !h.Adopted(),
 		Ownership:   ownership,
 		Hooks:       hooks,

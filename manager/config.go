@@ -11,10 +11,12 @@ import (
 
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/ziniao"
+	"vibebrowser/mux"
 )
 
 // Config is the daemon's configuration: every VIBE_* knob of SPEC §4.3, validated before anything starts.
-// The zero value of a field means its documented default (FromEnv fills them).
+// FromEnv fills every field, defaults included; for a knob documented "0 disables", a zero field means
+// disabled (translated to mux.Off where the mux takes it).
 type Config struct {
 	Home              string        // VIBE_HOME, default ~/.vibe-seller
 	BrowserUse        string        // VIBE_BROWSER_USE: absolute path of the real browser-use CLI; "" = not found
@@ -77,12 +79,12 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		{name: "VIBE_CALL_TIMEOUT_S", def: api.DefaultCallTimeoutS, lo: 1, hi: 86400, seconds: &c.CallTimeout},
 		{name: "VIBE_BROWSER_WORKER_SLOTS", def: 3, lo: 0, hi: 99, integer: &c.WorkerSlots},
 		{name: "VIBE_BROWSER_IDLE_S", def: 300, lo: 0, hi: 30 * 86400, seconds: &c.Idle},
-		{name: "VIBE_TAB_CAP", def: 12, lo: 0, hi: 10000, integer: &c.TabCap},
+		{name: "VIBE_TAB_CAP", def: mux.DefaultTabCap, lo: 0, hi: 10000, integer: &c.TabCap},
 		{name: "VIBE_BROWSER_START_TIMEOUT_S", def: 180, lo: 0, hi: 86400, seconds: &c.StartTimeout},
 		{name: "VIBE_BROWSER_RELAUNCH_MAX", def: 3, lo: 0, hi: 1000, integer: &c.RelaunchMax},
 		{name: "VIBE_BROWSER_RELAUNCH_WINDOW_S", def: 600, lo: 1, hi: 30 * 86400, seconds: &c.RelaunchWindow},
-		{name: "VIBE_MUX_MAX_CLIENTS", def: 16, lo: 1, hi: 4096, integer: &c.MuxMaxClients},
-		{name: "VIBE_MUX_GRACE_S", def: 480, lo: 0, hi: 30 * 86400, seconds: &c.MuxGrace},
+		{name: "VIBE_MUX_MAX_CLIENTS", def: mux.DefaultMaxClients, lo: 1, hi: 4096, integer: &c.MuxMaxClients},
+		{name: "VIBE_MUX_GRACE_S", def: int(mux.DefaultGrace / time.Second), lo: 0, hi: 30 * 86400, seconds: &c.MuxGrace},
 		{name: "VIBE_TASK_LEASE_S", def: 3600, lo: 1, hi: 30 * 86400, seconds: &c.TaskLease},
 		{name: "VIBE_REAP_INTERVAL_S", def: 300, lo: 1, hi: 86400, seconds: &c.ReapInterval},
 		{name: "VIBE_DISABLE_DAEMON_SWEEP", boolean: &c.DisableReaper},

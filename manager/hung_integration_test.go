@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/remote"
 
+	"vibebrowser/integration/testkit"
 	"vibebrowser/manager"
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/chrome"
@@ -58,7 +59,7 @@ func TestHungBrowserIsRelaunchedBehindItsMux(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Chromium writes its session (what the relaunch restores) on a timer: wait for it.
-	waitFor(t, "the session saved to the profile", 30*time.Second, func() bool {
+	testkit.WaitFor(t, 30*time.Second, "the session saved to the profile", func() bool {
 		files, _ := filepath.Glob(filepath.Join(d.home, "profiles", store.Slug, "Default", "Sessions", "Session_*"))
 		for _, f := range files {
 			if b, _ := os.ReadFile(f); strings.Contains(string(b), "/hung-page") {
@@ -73,14 +74,14 @@ func TestHungBrowserIsRelaunchedBehindItsMux(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { syscall.Kill(before.PID, syscall.SIGCONT) })
-	waitFor(t, "the hung browser replaced", 60*time.Second, func() bool {
+	testkit.WaitFor(t, 60*time.Second, "the hung browser replaced", func() bool {
 		b := browserOf(t, client, store.Slug)
 		return b.Status == api.StatusRunning && b.PID != before.PID && b.PID != 0
 	})
 	if after := browserOf(t, client, store.Slug); after.ProxyPort != before.ProxyPort {
 		t.Errorf("relaunched behind port %d; want the same mux port %d", after.ProxyPort, before.ProxyPort)
 	}
-	waitFor(t, "the hung process killed", 10*time.Second, func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the hung process killed", func() bool {
 		return syscall.Kill(before.PID, 0) == syscall.ESRCH
 	})
 
@@ -89,7 +90,7 @@ func TestHungBrowserIsRelaunchedBehindItsMux(t *testing.T) {
 	defer cancelAgain()
 	probe, cancelProbe := chromedp.NewContext(again)
 	defer cancelProbe()
-	waitFor(t, "the task's tab back with it", 20*time.Second, func() bool {
+	testkit.WaitFor(t, 20*time.Second, "the task's tab back with it", func() bool {
 		infos, err := chromedp.Targets(probe)
 		if err != nil {
 			return false

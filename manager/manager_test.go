@@ -15,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"vibebrowser/integration/testkit"
 	"vibebrowser/manager"
 	"vibebrowser/manager/api"
 )
@@ -72,7 +73,7 @@ func runDaemon(t *testing.T, cfg *manager.Config) *daemon {
 		cancel: cancel, done: make(chan error, 1)}
 	go func() { d.done <- manager.Run(ctx, cfg, zerolog.Nop(), "test") }()
 	t.Cleanup(func() { d.stop(t) })
-	waitFor(t, "the manager to answer", 10*time.Second, func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the manager to answer", func() bool {
 		select {
 		case err := <-d.done:
 			t.Fatalf("manager exited: %v", err)
@@ -98,17 +99,6 @@ func (d *daemon) stop(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Error("manager did not stop within 30s")
-	}
-}
-
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -502,7 +492,7 @@ func TestShimCallsRenewTheLeaseSparingly(t *testing.T) {
 	short := startDaemon(t, noBrowser, true)
 	call(short)
 	before := lease(short)
-	waitFor(t, "a later call to renew the lease", 5*time.Second, func() bool {
+	testkit.WaitFor(t, 5*time.Second, "a later call to renew the lease", func() bool {
 		call(short)
 		return lease(short).After(before)
 	})

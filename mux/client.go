@@ -2,7 +2,6 @@ package mux
 
 import (
 	"bufio"
-	"encoding/binary"
 	"errors"
 	"io"
 	"net"
@@ -14,9 +13,41 @@ import (
 	"github.com/gorilla/websocket"
 )
 
+// A client: its id's state (which outlives connections) and each connection's read and write loops.
+
 // CloseTakenOver is the WebSocket close code sent to a client connection displaced by a newer connection
 // with the same client id.
 const CloseTakenOver = 4409
+
+// client is a client id's state; it outlives its connections (takeover, grace, recovery).
+type client struct {
+	id       string
+	conn     *conn // nil while disconnected
+	contexts map[string]bool
+	grace    *time.Timer
+	graceGen int
+	active   time.Time
+}
+
+// clientLocked returns the state of client id, creating it.
+func (m *Mux) clientLocked(id string) *client {
+	cl := m.clients[id]
+	if cl == nil {
+		cl = &client{id: id, contexts: map[string]bool{}, active: time.Now()}
+		m.clients[id] = cl
+	}
+	return cl
+}
+
+func (m *Mux) connectedLocked() int {
+	n := 0
+	for _, cl := range m.clients {
+		if cl.conn != nil {
+			n++
+		}
+	}
+	return n
+}
 
 // conn is one client WebSocket: one reader (the HTTP handler goroutine) and one writer goroutine; the
 // upstream reader may also write a small batch it just queued (writeInline), under wmu.
@@ -35,9 +66,9 @@ type conn struct {
 	rd lazyDeadline // the read deadline, re-armed by the reader goroutine only
 
 	wmu sync.Mutex
-	// wmu guards the socket's write side, rest and wd.
-	rest []byte // the unwritten end of what an inline write could not hand the socket; goes out first
-	wd   lazyDeadline
+	// wmu guards the socket's write side, inline and wd.
+	inline inlineWriter
+	wd     lazyDeadline
 
 	// Guarded by Mux.mu: the per-connection virtual Target state (Chrome scopes it to a connection).
 	discover       bool
@@ -67,7 +98,7 @@ func (m *Mux) serveClient(w http.ResponseWriter, r *http.Request, id string) {
 	if err != nil {
 		return // the upgrader answered the HTTP error
 	}
-	c := &conn{m: m, ws: ws, q: newSendQueue(m.cfg.QueueBytes)}
+	c := &conn{m: m, ws: ws, q: newSendQueue(m.cfg.QueueBytes), inline: inlineWriter{nc: ws.NetConn()}}
 	c.lastRead.Store(time.Now().UnixNano())
 
 	m.mu.Lock()
@@ -105,10 +136,14 @@ func (m *Mux) serveClient(w http.ResponseWriter, r *http.Request, id string) {
 		cl.conn = nil
 		m.dropSessionsLocked(cl)
 		m.dropQueuedCreatesLocked(c)
+		if m.cfg.Grace == Off {
+			m.log.Info().Str("client", id).Msg("client disconnected; no grace period")
+		} else {
+			m.log.Info().Str("client", id).Int64("grace_ms", m.cfg.Grace.Milliseconds()).Msg("client disconnected; tabs kept for the grace period")
+		}
 		if !m.closed {
 			m.startGraceLocked(cl)
 		}
-		m.log.Info().Str("client", id).Dur("grace", m.cfg.Grace).Msg("client disconnected; tabs kept for the grace period")
 	}
 	m.mu.Unlock()
 }
@@ -145,6 +180,24 @@ func (c *conn) overflow() {
 	if !c.closed() {
 		c.m.log.Warn().Str("client", c.cl.id).Int("limit", c.m.cfg.QueueBytes).Msg("client send queue overflow: disconnecting it (its tabs are kept for the grace period)")
 		c.shutdown(websocket.CloseTryAgainLater, "send queue overflow", true)
+	}
+}
+
+// sendLocked queues f for c. While the upstream reader routes, the push is quiet and c is collected for
+// the reader's inline write; otherwise the client's writer is woken.
+func (m *Mux) sendLocked(c *conn, f frame) {
+	if !m.batching {
+		c.send(f)
+		return
+	}
+	if !c.q.pushQuiet(f) {
+		c.overflow()
+		return
+	}
+	m.msgsOut.Add(1)
+	m.bytesOut.Add(uint64(f.size()))
+	if n := len(m.kicked); n == 0 || m.kicked[n-1] != c {
+		m.kicked = append(m.kicked, c)
 	}
 }
 
@@ -228,7 +281,7 @@ func (c *conn) writeLoop() {
 		if err == nil && closed {
 			nc.SetWriteDeadline(time.Now().Add(time.Second))
 			bw := bufio.NewWriterSize(nc, 128)
-			writeServerFrame(bw, frame{op: websocket.CloseMessage, head: websocket.FormatCloseMessage(c.closeCode, c.closeText)})
+			writeFrame(bw, frame{op: websocket.CloseMessage, head: websocket.FormatCloseMessage(c.closeCode, c.closeText)}, false)
 			bw.Flush()
 		}
 		c.wmu.Unlock()
@@ -240,20 +293,17 @@ func (c *conn) writeLoop() {
 }
 
 func (c *conn) writeRestLocked(nc net.Conn) error {
-	if c.rest == nil {
+	if c.inline.rest == nil {
 		return nil
 	}
 	c.wd.extend(nc.SetWriteDeadline, time.Now(), c.m.cfg.WriteTimeout)
-	_, err := nc.Write(c.rest)
-	c.rest = nil
+	_, err := nc.Write(c.inline.rest)
+	c.inline.rest = nil
 	return err
 }
 
 // inlineMax is the most the upstream reader writes to a client itself; more goes to the writer.
 const inlineMax = 16 << 10
-
-// inlinePool holds the buffers of inline writes.
-var inlinePool = sync.Pool{New: func() any { return new([]byte) }}
 
 // writeInline is the upstream reader writing what it just queued for c, saving the hand-off to c's
 // writer goroutine on the hot path. It never waits: a write in progress, a large batch or a socket that
@@ -268,61 +318,48 @@ func (c *conn) writeInline() {
 	if frames == 0 {
 		return
 	}
-	if c.rest != nil || size > inlineMax || c.closed() {
+	if c.inline.rest != nil || size > inlineMax || c.closed() {
 		c.q.signal()
 		return
 	}
-	bp := inlinePool.Get().(*[]byte)
-	defer inlinePool.Put(bp)
-	buf := (*bp)[:0]
+	// The pooled writer holds more than inlineMax, so a batch normally reaches the socket in one write.
+	bw := bufPool.Get().(*bufio.Writer)
+	bw.Reset(&c.inline)
 	for _, f := range c.q.take(nil) {
-		buf = appendServerFrame(buf, f)
+		writeFrame(bw, f, false)
 	}
-	*bp = buf
-	nc := c.ws.NetConn()
-	n, err := writeNonBlocking(nc, buf)
+	err := bw.Flush()
+	bw.Reset(nil)
+	bufPool.Put(bw)
 	if err != nil {
-		nc.Close()
+		c.inline.nc.Close()
 		return
 	}
-	if n < len(buf) {
-		c.rest = append([]byte(nil), buf[n:]...)
+	if c.inline.rest != nil {
 		c.q.signal()
 	}
 }
 
-// lazyDeadline re-arms a socket deadline at most every few seconds instead of per message: arming a
-// runtime timer for every write or read wakes the network poller each time, a cost per call the budget
-// of SPEC §8 does not have room for. A deadline up to a quarter of its timeout late changes nothing.
-type lazyDeadline struct{ armed time.Time }
-
-func (d *lazyDeadline) extend(set func(time.Time) error, now time.Time, timeout time.Duration) {
-	if now.Sub(d.armed) < timeout/4 {
-		return
-	}
-	d.armed = now
-	set(now.Add(timeout))
+// inlineWriter is the socket side of writeInline: it hands the socket what it takes without waiting and
+// keeps the rest, which the writer goroutine sends before anything else (writeRestLocked).
+type inlineWriter struct {
+	nc   net.Conn
+	rest []byte
 }
 
-// appendServerFrame is writeServerFrame into a byte slice.
-func appendServerFrame(b []byte, f frame) []byte {
-	op := f.op
-	if op == 0 {
-		op = websocket.TextMessage
+func (w *inlineWriter) Write(b []byte) (int, error) {
+	n := len(b)
+	if w.rest == nil {
+		k, err := writeNonBlocking(w.nc, b)
+		if err != nil {
+			return k, err
+		}
+		b = b[k:]
 	}
-	n := f.size()
-	switch {
-	case n <= 125:
-		b = append(b, 0x80|byte(op), byte(n))
-	case n <= 0xFFFF:
-		b = append(b, 0x80|byte(op), 126, byte(n>>8), byte(n))
-	default:
-		b = append(b, 0x80|byte(op), 127)
-		b = binary.BigEndian.AppendUint64(b, uint64(n))
+	if len(b) > 0 {
+		w.rest = append(w.rest, b...) // b is the pooled writer's buffer: copied
 	}
-	b = append(b, f.head...)
-	b = append(b, f.mid...)
-	return append(b, f.tail...)
+	return n, nil
 }
 
 // bufPool holds the write buffers of client connections, taken per batch so idle clients hold none.
@@ -337,49 +374,12 @@ func (c *conn) flush(nc net.Conn, batch []frame) error {
 	bw.Reset(nc)
 	defer func() { bw.Reset(nil); bufPool.Put(bw) }()
 	for i := range batch {
-		if err := writeServerFrame(bw, batch[i]); err != nil {
+		if err := writeFrame(bw, batch[i], false); err != nil {
 			return err
 		}
 	}
 	return bw.Flush()
 }
-
-// writeServerFrame writes f as one unmasked frame (RFC 6455 §5.2), a text message unless f.op says
-// otherwise.
-func writeServerFrame(w *bufio.Writer, f frame) error {
-	op := f.op
-	if op == 0 {
-		op = websocket.TextMessage
-	}
-	n := f.size()
-	var hdr [10]byte
-	hdr[0] = 0x80 | byte(op)
-	h := 2
-	switch {
-	case n <= 125:
-		hdr[1] = byte(n)
-	case n <= 0xFFFF:
-		hdr[1] = 126
-		binary.BigEndian.PutUint16(hdr[2:], uint16(n))
-		h = 4
-	default:
-		hdr[1] = 127
-		binary.BigEndian.PutUint64(hdr[2:], uint64(n))
-		h = 10
-	}
-	if _, err := w.Write(hdr[:h]); err != nil {
-		return err
-	}
-	for _, p := range [3][]byte{f.head, f.mid, f.tail} {
-		if _, err := w.Write(p); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// overPrefix is how much of an over-limit message is kept to find its id.
-const overPrefix = 64 << 10
 
 // readMessage reads one message of at most limit bytes. A longer message is consumed and discarded,
 // and reported with over=true and its first bytes, so the connection survives it.

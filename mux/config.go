@@ -5,14 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"vibebrowser/mux/clientid"
 )
 
-// Config configures a Mux. Zero values take the documented defaults.
+// Config configures a Mux. The zero value of every field means its documented default; a field that can
+// be switched off says so and takes Off for it. Negative values other than Off are refused.
 type Config struct {
 	// Upstream is the browser endpoint: "http://127.0.0.1:PORT" (the browser WebSocket URL is discovered
 	// through /json/version) or a ws:// browser URL.
@@ -27,12 +29,13 @@ type Config struct {
 	// DownloadDir is forced as downloadPath of every Browser.setDownloadBehavior. Empty leaves downloads
 	// alone.
 	DownloadDir string
-	// TabCap is the per-client tab cap; beyond it the client's least recently used tab is closed. 0
-	// disables the cap.
+	// TabCap is the per-client tab cap; beyond it the client's least recently used tab is closed.
+	// Default DefaultTabCap; Off: no cap.
 	TabCap int
-	// MaxClients bounds connected clients; beyond it new clients get 503. Default 16.
+	// MaxClients bounds connected clients; beyond it new clients get 503. Default DefaultMaxClients.
 	MaxClients int
-	// Grace is how long a disconnected client's tabs are kept for it to reconnect. Default 480s.
+	// Grace is how long a disconnected client's tabs are kept for it to reconnect. Default DefaultGrace;
+	// Off: no grace period, a disconnected client's tabs close at once.
 	Grace time.Duration
 	// FreshLaunch runs the startup cleanup of orphan http(s) tabs. Set it only for a browser this
 	// manager just launched, never when adopting a running one.
@@ -45,7 +48,8 @@ type Config struct {
 	Ownership map[string][]string
 	// Hooks are optional callbacks into the manager.
 	Hooks Hooks
-	// Log is the mux's logger.
+	// Log is the mux's logger. The caller names the component (the manager adds component "mux"); the
+	// mux adds only its own fields (port, client, target, …), never a component key of its own.
 	Log zerolog.Logger
 
 	// QueueBytes bounds each client's send queue; overflow disconnects that client. Default 64 MiB.
@@ -79,9 +83,21 @@ type Hooks struct {
 	OwnershipChanged func(map[string][]string)
 }
 
+// Defaults of the Config fields the manager exposes as VIBE_* knobs (its knob table reads them).
 const (
-	defaultMaxClients   = 16
-	defaultGrace        = 480 * time.Second
+	// DefaultMaxClients is Config.MaxClients's default (VIBE_MUX_MAX_CLIENTS).
+	DefaultMaxClients = 16
+	// DefaultGrace is Config.Grace's default (VIBE_MUX_GRACE_S).
+	DefaultGrace = 480 * time.Second
+	// DefaultTabCap is Config.TabCap's default (VIBE_TAB_CAP).
+	DefaultTabCap = 12
+)
+
+// Off switches off a Config field that documents it (TabCap, Grace). It is untyped, so it fits an int and
+// a time.Duration alike; zero always means the field's default, never "off".
+const Off = -1
+
+const (
 	defaultQueueBytes   = 64 << 20
 	defaultClientLimit  = 100 << 20
 	defaultUpLimit      = 256 << 20
@@ -92,8 +108,6 @@ const (
 	defaultReconnectMax = 30 * time.Second
 	defaultTries        = 10
 )
-
-var clientIDRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,80}$`)
 
 // withDefaults validates c and fills its zero values.
 func (c Config) withDefaults() (Config, error) {
@@ -110,36 +124,40 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Listener == nil && c.Addr == "" {
 		return c, errors.New("mux: Listener or Addr is required")
 	}
-	if c.TabCap < 0 || c.MaxClients < 0 || c.Grace < 0 {
-		return c, errors.New("mux: TabCap, MaxClients and Grace must not be negative")
-	}
 	for id := range c.Ownership {
-		if !clientIDRe.MatchString(id) {
-			return c, fmt.Errorf("mux: Ownership client id %q does not match %s", id, clientIDRe)
+		if !clientid.Valid(id) {
+			return c, fmt.Errorf("mux: Ownership client id %q does not match %s", id, clientid.Form)
 		}
 	}
-	def := func(v *int, d int) {
-		if *v <= 0 {
-			*v = d
-		}
+	err := errors.Join(
+		setDefault("TabCap", &c.TabCap, DefaultTabCap, true),
+		setDefault("MaxClients", &c.MaxClients, DefaultMaxClients, false),
+		setDefault("Grace", &c.Grace, DefaultGrace, true),
+		setDefault("QueueBytes", &c.QueueBytes, defaultQueueBytes, false),
+		setDefault("ClientMessageLimit", &c.ClientMessageLimit, defaultClientLimit, false),
+		setDefault("UpstreamMessageLimit", &c.UpstreamMessageLimit, defaultUpLimit, false),
+		setDefault("PingInterval", &c.PingInterval, defaultPingInterval, false),
+		setDefault("PongTimeout", &c.PongTimeout, defaultPongTimeout, false),
+		setDefault("WriteTimeout", &c.WriteTimeout, defaultWriteTimeout, false),
+		setDefault("ReconnectMin", &c.ReconnectMin, defaultReconnectMin, false),
+		setDefault("ReconnectMax", &c.ReconnectMax, defaultReconnectMax, false),
+		setDefault("ReconnectTries", &c.ReconnectTries, defaultTries, false),
+	)
+	return c, err
+}
+
+// setDefault fills a zero *v with its default d and keeps a positive one, or Off where the field may be
+// switched off (offOK). Anything else is an error naming the field and what it accepts.
+func setDefault[T int | time.Duration](name string, v *T, d T, offOK bool) error {
+	switch {
+	case *v > 0 || offOK && *v == Off:
+		return nil
+	case *v == 0:
+		*v = d
+		return nil
+	case offOK:
+		return fmt.Errorf("mux: %s is %v: want a positive value, 0 for the default (%v) or mux.Off", name, *v, d)
+	default:
+		return fmt.Errorf("mux: %s is %v: want a positive value or 0 for the default (%v)", name, *v, d)
 	}
-	defD := func(v *time.Duration, d time.Duration) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	def(&c.MaxClients, defaultMaxClients)
-	if c.Grace == 0 {
-		c.Grace = defaultGrace
-	}
-	def(&c.QueueBytes, defaultQueueBytes)
-	def(&c.ClientMessageLimit, defaultClientLimit)
-	def(&c.UpstreamMessageLimit, defaultUpLimit)
-	defD(&c.PingInterval, defaultPingInterval)
-	defD(&c.PongTimeout, defaultPongTimeout)
-	defD(&c.WriteTimeout, defaultWriteTimeout)
-	defD(&c.ReconnectMin, defaultReconnectMin)
-	defD(&c.ReconnectMax, defaultReconnectMax)
-	def(&c.ReconnectTries, defaultTries)
-	return c, nil
 }

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"vibebrowser/integration/testkit"
 )
 
 // fakeBrowser is a fake CDP browser speaking enough of Chrome's protocol for the mux: Target.* with tab
@@ -431,7 +433,7 @@ func (c *testClient) call(method, params, session string) cdpMsg {
 func (c *testClient) waitID(id string) cdpMsg {
 	c.t.Helper()
 	var got cdpMsg
-	waitFor(c.t, "answer to id "+id, func() bool {
+	testkit.WaitFor(c.t, 5*time.Second, "answer to id "+id, func() bool {
 		for _, raw := range c.all() {
 			var m cdpMsg
 			if json.Unmarshal(raw, &m) == nil && m.Method == "" && string(m.ID) == id {
@@ -468,18 +470,6 @@ func (c *testClient) closed() (bool, int) {
 	return c.done, c.closeCd
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // startMux runs a mux in front of fb with cfg's non-zero fields.
 func startMux(t *testing.T, fb *fakeBrowser, cfg Config) *Mux {
 	t.Helper()
@@ -507,7 +497,7 @@ func startMux(t *testing.T, fb *fakeBrowser, cfg Config) *Mux {
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	waitFor(t, "mux connected to the browser", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "mux connected to the browser", func() bool {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		return m.up != nil && len(m.pending) == 0

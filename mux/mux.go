@@ -17,6 +17,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/rs/zerolog"
+
+	"vibebrowser/mux/clientid"
 )
 
 // Mux is a CDP multiplexing proxy for one browser: many client WebSockets share one upstream browser
@@ -63,82 +65,6 @@ type Mux struct {
 	upQuiet bool
 }
 
-// client is a client id's state; it outlives its connections (takeover, grace, recovery).
-type client struct {
-	id       string
-	conn     *conn // nil while disconnected
-	contexts map[string]bool
-	grace    *time.Timer
-	graceGen int
-	active   time.Time
-}
-
-// target is a browser target as the mux knows it.
-type target struct {
-	id, typ, url, opener, context, parentFrame string
-	info                                       []byte // Chrome's raw targetInfo, replayed as is
-	owner                                      *client
-	used                                       uint64
-	closing                                    bool
-	seen                                       bool
-	held                                       bool  // claimed by the pending create: its events wait for the answer
-	autoConn                                   *conn // the connection that got its virtual auto-attach
-}
-
-// session is a flat CDP session, owned by whoever attached (or by the owner of its parent session).
-type session struct {
-	id             string
-	owner          *client
-	target         *target
-	root           *target // the top-level target a command on this session uses (LRU), children included
-	discover       bool
-	discoverFilter []targetFilter
-}
-
-// pending is a request in flight upstream, keyed by the id the mux gave it.
-type pending struct {
-	c         *conn
-	origID    []byte
-	sessionID string
-	kind      pendKind
-	park      *parked
-	internal  func(res []byte, failed bool) // for the mux's own requests; runs under mu
-}
-
-type pendKind int
-
-const (
-	kindPlain pendKind = iota
-	kindGetTargets
-	kindCreate
-	kindContext
-	kindContexts
-	kindInternal
-)
-
-// parked holds a reply until the events Chrome would have sent before it have been delivered (the
-// virtual auto-attach of a new target precedes the createTarget answer, as on a direct connection).
-type parked struct {
-	c     *conn
-	f     frame
-	ready bool
-	waits int
-}
-
-type createRec struct {
-	c       *conn
-	park    *parked
-	claimed []*target // tabs and pages attributed to this create while it was pending, in Chrome's order;
-	// their events are held back (the early-event buffer, bounded by maxClaims) until the answer says
-	// which of them the create made, then replayed in Chrome's order before the answer.
-}
-
-type queuedCreate struct {
-	c    *conn
-	msg  []byte
-	info msgInfo
-}
-
 // New validates cfg and binds the listener; Serve runs the mux.
 func New(cfg Config) (*Mux, error) {
 	cfg, err := cfg.withDefaults()
@@ -159,7 +85,7 @@ func New(cfg Config) (*Mux, error) {
 	}
 	m := &Mux{
 		cfg:        cfg,
-		log:        cfg.Log.With().Str("component", "mux").Str("port", port).Logger(),
+		log:        cfg.Log.With().Str("port", port).Logger(), // the caller named the component (Config.Log)
 		ln:         ln,
 		port:       port,
 		ownCh:      make(chan struct{}, 1),
@@ -202,8 +128,10 @@ func (m *Mux) Serve(ctx context.Context) error {
 	go func() { srvErr <- m.srv.Serve(m.ln) }()
 
 	m.mu.Lock()
-	for _, cl := range m.clients {
-		m.startGraceLocked(cl) // adopted clients are disconnected until they come back
+	if m.cfg.Grace != Off { // with no grace period the first ownership rebuild closes their tabs
+		for _, cl := range m.clients {
+			m.startGraceLocked(cl) // adopted clients are disconnected until they come back
+		}
 	}
 	m.mu.Unlock()
 
@@ -271,8 +199,8 @@ func (m *Mux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var id string
 	if after, ok := strings.CutPrefix(rest, "/client-"); ok {
-		if !clientIDRe.MatchString(after) {
-			http.Error(w, "client id must match [A-Za-z0-9_-]{1,80}", http.StatusBadRequest)
+		if !clientid.Valid(after) {
+			http.Error(w, "client id must match "+clientid.Form, http.StatusBadRequest)
 			return
 		}
 		id = after
@@ -322,61 +250,4 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// clientLocked returns the state of client id, creating it.
-func (m *Mux) clientLocked(id string) *client {
-	cl := m.clients[id]
-	if cl == nil {
-		cl = &client{id: id, contexts: map[string]bool{}, active: time.Now()}
-		m.clients[id] = cl
-	}
-	return cl
-}
-
-func (m *Mux) connectedLocked() int {
-	n := 0
-	for _, cl := range m.clients {
-		if cl.conn != nil {
-			n++
-		}
-	}
-	return n
-}
-
-// ownershipChangedLocked schedules a call of Hooks.OwnershipChanged.
-func (m *Mux) ownershipChangedLocked() {
-	select {
-	case m.ownCh <- struct{}{}:
-	default:
-	}
-}
-
-// Ownership returns a snapshot of client id -> owned target ids.
-func (m *Mux) Ownership() map[string][]string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.ownershipLocked()
-}
-
-func (m *Mux) ownershipLocked() map[string][]string {
-	out := map[string][]string{}
-	for _, t := range m.order {
-		if t.owner != nil && !t.closing {
-			out[t.owner.id] = append(out[t.owner.id], t.id)
-		}
-	}
-	return out
-}
-
-func (m *Mux) runOwnershipHook(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-m.ownCh:
-		}
-		if m.cfg.Hooks.OwnershipChanged == nil {
-			continue
-		}
-		m.cfg.Hooks.OwnershipChanged(m.Ownership())
-	}
-}
+func (m *Mux) touchActivityLocked() { m.activity = time.Now() }

@@ -2,18 +2,6 @@ package mux
 
 import "sync"
 
-// frame is one outgoing WebSocket message assembled from up to three byte slices. Rewriting a message id
-// puts the new id in mid and keeps head and tail as sub-slices of the received message: the bytes are
-// spliced on the wire instead of being copied or re-encoded.
-type frame struct {
-	head, mid, tail []byte
-	op              int // WebSocket opcode; 0 is a text message
-}
-
-func (f frame) size() int { return len(f.head) + len(f.mid) + len(f.tail) }
-
-func wholeFrame(b []byte) frame { return frame{head: b} }
-
 // sendQueue is a client's outgoing queue, bounded in bytes. push never blocks: the upstream reader must
 // never wait on one client. When a push would exceed the bound the queue refuses it and the caller
 // disconnects the client (into its grace period), so nothing is dropped silently.

@@ -478,7 +478,7 @@ func benchHOL(ctx context.Context, modes benchModes, mode string) (time.Duration
 
 // benchStartMux runs a mux in this process for upstream.
 func benchStartMux(upstream string) (*mux.Mux, string, func(), error) {
-	m, err := mux.New(mux.Config{Upstream: upstream, Token: benchToken, Addr: "127.0.0.1:0", MaxClients: 512, Log: zerolog.Nop()})
+	m, err := mux.New(mux.Config{Upstream: upstream, Token: benchToken, Addr: "127.0.0.1:0", MaxClients: 512, TabCap: mux.Off, Log: zerolog.Nop()})
 	if err != nil {
 		return nil, "", nil, err
 	}

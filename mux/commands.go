@@ -1,0 +1,543 @@
+package mux
+
+import (
+	"encoding/json"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Commands from clients: checking and routing each one, forwarding it upstream under a fresh id (the
+// pending table), the one-at-a-time createTarget queue, and the answers on their way back.
+
+// cmdParams is the decoded params of a Target.* or Browser.* command: the only client traffic the mux
+// decodes.
+type cmdParams struct {
+	TargetID               string         `json:"targetId"`
+	SessionID              string         `json:"sessionId"`
+	BrowserContextID       string         `json:"browserContextId"`
+	Discover               bool           `json:"discover"`
+	AutoAttach             bool           `json:"autoAttach"`
+	WaitForDebuggerOnStart bool           `json:"waitForDebuggerOnStart"`
+	Flatten                *bool          `json:"flatten"`
+	Filter                 []targetFilter `json:"filter"`
+	Behavior               string         `json:"behavior"`
+	EventsEnabled          bool           `json:"eventsEnabled"`
+}
+
+// opaqueBrowserMethods are Browser.* commands with nothing to check or rewrite: they skip the decode.
+var opaqueBrowserMethods = map[string]bool{
+	"Browser.getVersion":            true,
+	"Browser.getBrowserCommandLine": true,
+	"Browser.getHistograms":         true,
+	"Browser.getHistogram":          true,
+}
+
+// handleClient routes one message from a client.
+func (m *Mux) handleClient(c *conn, b []byte) {
+	info, err := scanFull(b)
+	if err != nil || !json.Valid(b) {
+		c.send(errorFrame(looseID(b), "", codeParse, "Message must be a valid JSON object"))
+		return
+	}
+	if !info.hasID() {
+		c.send(errorFrame(nil, info.sessionID, codeInvalid, "Message must have integer 'id' property"))
+		return
+	}
+	idTok := b[info.idStart:info.idEnd]
+	if !isInteger(idTok) {
+		// The id is echoed so the client can route the error; any integer is fine (the mux rewrites it).
+		c.send(errorFrame(idTok, info.sessionID, codeInvalid, "Message must have integer 'id' property"))
+		return
+	}
+	if !info.hasMethod {
+		c.send(errorFrame(idTok, info.sessionID, codeInvalid, "Message must have string 'method' property"))
+		return
+	}
+	m.mu.Lock()
+	if c.closed() || c.cl.conn != c {
+		m.mu.Unlock()
+		return
+	}
+	c.cl.active = time.Now()
+	m.touchActivityLocked()
+	m.upQuiet = true
+	m.routeLocked(c, b, info, append([]byte(nil), idTok...))
+	m.upQuiet = false
+	up := m.up
+	m.mu.Unlock()
+	if up != nil {
+		up.writeNow()
+	}
+}
+
+func (m *Mux) routeLocked(c *conn, b []byte, info msgInfo, id []byte) {
+	sid := info.sessionID
+	method := info.method
+	var sess *session
+	if sid != "" {
+		sess = m.sessions[sid]
+		if sess == nil || sess.owner != c.cl {
+			m.replyErrLocked(c, id, sid, codeNoSession, "Session with given id not found.")
+			return
+		}
+		if sess.root != nil {
+			m.touchTargetLocked(sess.root)
+		}
+	}
+	kind := kindPlain
+	isTarget := strings.HasPrefix(method, "Target.")
+	if isTarget || strings.HasPrefix(method, "Browser.") && !opaqueBrowserMethods[method] {
+		var msg struct {
+			Params cmdParams `json:"params"`
+		}
+		if err := json.Unmarshal(b, &msg); err != nil {
+			m.replyErrLocked(c, id, sid, codeInvalidParam, "Invalid parameters: "+err.Error())
+			return
+		}
+		p := &msg.Params
+		if r, ok := refusals[method]; ok && (r.when == nil || r.when(m, c, p)) {
+			m.replyErrLocked(c, id, sid, codeServer, method+" is refused by the mux: "+r.reason)
+			return
+		}
+		if p.TargetID != "" {
+			t := m.targets[p.TargetID]
+			if t == nil || t.closing {
+				m.replyErrLocked(c, id, sid, codeInvalidParam, "No target with given id found")
+				return
+			}
+			if t.owner != c.cl {
+				m.replyErrLocked(c, id, sid, codeInvalid, "Target owned by another client")
+				return
+			}
+			m.touchTargetLocked(t)
+		}
+		if p.SessionID != "" {
+			if s := m.sessions[p.SessionID]; s == nil || s.owner != c.cl {
+				m.replyErrLocked(c, id, sid, codeNoSession, "Session with given id not found.")
+				return
+			}
+		}
+		if p.BrowserContextID != "" && method != "Target.disposeBrowserContext" && !c.cl.contexts[p.BrowserContextID] && !m.isDefaultContextLocked(p.BrowserContextID) {
+			m.replyErrLocked(c, id, sid, codeInvalid, "Browser context owned by another client")
+			return
+		}
+		switch method {
+		case "Target.setDiscoverTargets":
+			m.setDiscoverLocked(c, sess, id, p)
+			return
+		case "Target.setAutoAttach":
+			if sid == "" {
+				m.setAutoAttachLocked(c, id, p)
+				return
+			}
+			// Session-scoped auto-attach only reaches the client's own target's children: forward it.
+		case "Browser.close":
+			m.closeClientTargetsLocked(c.cl)
+			m.sendLocked(c, resultFrame(id, sid, []byte("{}")))
+			return
+		case "Browser.setDownloadBehavior":
+			c.downloadEvents = p.EventsEnabled
+			if m.cfg.DownloadDir != "" {
+				b = m.forcedDownloadMsg(b)
+				info, _ = scanFull(b)
+			}
+		case "Target.createTarget":
+			if m.up == nil {
+				break // answered below
+			}
+			if m.creating != nil {
+				m.createQ = append(m.createQ, queuedCreate{c: c, msg: b, info: info})
+				return
+			}
+			m.startCreateLocked(c, b, info, id)
+			return
+		case "Target.getTargets":
+			kind = kindGetTargets
+		case "Target.createBrowserContext":
+			kind = kindContext
+		case "Target.getBrowserContexts":
+			kind = kindContexts
+		}
+	}
+	if m.up == nil {
+		m.replyErrLocked(c, id, sid, codeInternal, "Browser disconnected")
+		return
+	}
+	m.forwardLocked(c, b, info, id, kind, nil)
+}
+
+func (m *Mux) replyErrLocked(c *conn, id []byte, sid string, code int, msg string) {
+	m.sendLocked(c, errorFrame(id, sid, code, msg))
+}
+
+// pending is a request in flight upstream, keyed by the id the mux gave it.
+type pending struct {
+	c         *conn
+	origID    []byte
+	sessionID string
+	kind      pendKind
+	park      *parked
+	internal  func(res []byte, failed bool) // for the mux's own requests; runs under mu
+}
+
+type pendKind int
+
+const (
+	kindPlain pendKind = iota
+	kindGetTargets
+	kindCreate
+	kindContext
+	kindContexts
+	kindInternal
+)
+
+// forwardLocked sends a client command upstream under a fresh id.
+func (m *Mux) forwardLocked(c *conn, b []byte, info msgInfo, id []byte, kind pendKind, park *parked) bool {
+	nid := m.newIDLocked()
+	f := frame{head: b[:info.idStart], mid: strconv.AppendInt(nil, int64(nid), 10), tail: b[info.idEnd:]}
+	push := m.up.q.push
+	if m.upQuiet {
+		push = m.up.q.pushQuiet
+	}
+	if !push(f) {
+		m.replyErrLocked(c, id, info.sessionID, codeServer, "mux upstream queue full; retry")
+		return false
+	}
+	m.pending[nid] = &pending{c: c, origID: id, sessionID: info.sessionID, kind: kind, park: park}
+	return true
+}
+
+// newIDLocked returns the next upstream id: int32 (Chrome rejects anything else), wrapping, and never an
+// id still in flight.
+func (m *Mux) newIDLocked() int32 {
+	for {
+		if m.nextID == math.MaxInt32 {
+			m.nextID = 0
+		}
+		m.nextID++
+		if _, busy := m.pending[m.nextID]; !busy {
+			return m.nextID
+		}
+	}
+}
+
+// sendInternalLocked sends the mux's own command; done runs under mu with the response.
+func (m *Mux) sendInternalLocked(method string, params []byte, sessionID string, done func(res []byte, failed bool)) {
+	if m.up == nil {
+		if done != nil {
+			done(nil, true)
+		}
+		return
+	}
+	nid := m.newIDLocked()
+	b := make([]byte, 0, 64+len(method)+len(params))
+	b = append(b, `{"id":`...)
+	b = strconv.AppendInt(b, int64(nid), 10)
+	b = append(b, `,"method":"`...)
+	b = append(b, method...)
+	b = append(b, '"')
+	if params != nil {
+		b = append(b, `,"params":`...)
+		b = append(b, params...)
+	}
+	b = appendSession(b, sessionID)
+	b = append(b, '}')
+	m.up.q.pushForce(wholeFrame(b))
+	m.pending[nid] = &pending{kind: kindInternal, internal: done}
+}
+
+type queuedCreate struct {
+	c    *conn
+	msg  []byte
+	info msgInfo
+}
+
+func (m *Mux) startCreateLocked(c *conn, b []byte, info msgInfo, id []byte) {
+	rec := &createRec{c: c, park: &parked{c: c}}
+	m.creating = rec
+	if !m.forwardLocked(c, b, info, id, kindCreate, rec.park) {
+		m.creating = nil
+		m.nextCreateLocked()
+	}
+}
+
+// nextCreateLocked starts the next queued createTarget. They go one at a time so that the targets Chrome
+// announces while one is pending (puppeteer's tab target has its own id) are attributed without doubt.
+func (m *Mux) nextCreateLocked() {
+	for m.creating == nil && len(m.createQ) > 0 {
+		q := m.createQ[0]
+		m.createQ[0] = queuedCreate{}
+		m.createQ = m.createQ[1:]
+		if q.c.closed() || q.c.cl.conn != q.c {
+			continue
+		}
+		id := append([]byte(nil), q.msg[q.info.idStart:q.info.idEnd]...)
+		if m.up == nil {
+			m.replyErrLocked(q.c, id, q.info.sessionID, codeInternal, "Browser disconnected")
+			continue
+		}
+		m.startCreateLocked(q.c, q.msg, q.info, id)
+	}
+}
+
+func (m *Mux) dropQueuedCreatesLocked(c *conn) {
+	kept := m.createQ[:0]
+	for _, q := range m.createQ {
+		if q.c != c {
+			kept = append(kept, q)
+		}
+	}
+	clear(m.createQ[len(kept):])
+	m.createQ = kept
+}
+
+// parked holds a reply until the events Chrome would have sent before it have been delivered (the
+// virtual auto-attach of a new target precedes the createTarget answer, as on a direct connection).
+type parked struct {
+	c     *conn
+	f     frame
+	ready bool
+	waits int
+}
+
+// release delivers a parked reply once it is ready and nothing it waits for is outstanding.
+func (m *Mux) releaseLocked(p *parked) {
+	if p == nil || !p.ready || p.waits > 0 || p.f.size() == 0 {
+		return
+	}
+	f := p.f
+	p.f = frame{}
+	if p.c.cl.conn == p.c {
+		m.sendLocked(p.c, f)
+	}
+}
+
+func (m *Mux) responseLocked(b []byte, info msgInfo) {
+	id64, err := strconv.ParseInt(string(b[info.idStart:info.idEnd]), 10, 32)
+	if err != nil {
+		return
+	}
+	p := m.pending[int32(id64)]
+	if p == nil {
+		return
+	}
+	delete(m.pending, int32(id64))
+	if p.kind == kindInternal {
+		if p.internal != nil {
+			var r struct {
+				Result json.RawMessage `json:"result"`
+				Error  json.RawMessage `json:"error"`
+			}
+			failed := json.Unmarshal(b, &r) != nil || r.Error != nil
+			p.internal(r.Result, failed)
+		}
+		return
+	}
+	spliced := frame{head: b[:info.idStart], mid: p.origID, tail: b[info.idEnd:]}
+	switch p.kind {
+	case kindGetTargets:
+		if f, ok := m.filterTargetsLocked(p, b); ok {
+			spliced = f
+		}
+	case kindCreate:
+		var rec *createRec
+		if m.creating != nil && m.creating.park == p.park {
+			rec = m.creating
+			m.creating = nil
+		}
+		var r struct {
+			Result struct {
+				TargetID string `json:"targetId"`
+			} `json:"result"`
+		}
+		if json.Unmarshal(b, &r) == nil && r.Result.TargetID != "" {
+			t := m.targets[r.Result.TargetID]
+			if t == nil {
+				t = &target{id: r.Result.TargetID, typ: "page"}
+				m.addTargetLocked(t)
+			}
+			if rec != nil {
+				m.settleClaimsLocked(rec, t)
+			}
+			if t.owner == nil && !t.closing {
+				m.ownLocked(t, p.c.cl, p.park)
+			}
+		} else if rec != nil {
+			m.abandonCreateLocked(rec)
+		}
+		p.park.f = spliced
+		p.park.ready = true
+		m.releaseLocked(p.park)
+		m.nextCreateLocked()
+		return
+	case kindContexts:
+		if f, ok := m.filterContextsLocked(p, b); ok {
+			spliced = f
+		}
+	case kindContext:
+		var r struct {
+			Result struct {
+				BrowserContextID string `json:"browserContextId"`
+			} `json:"result"`
+		}
+		if json.Unmarshal(b, &r) == nil && r.Result.BrowserContextID != "" {
+			p.c.cl.contexts[r.Result.BrowserContextID] = true
+		}
+	}
+	if p.c.cl.conn == p.c {
+		m.sendLocked(p.c, spliced)
+	}
+}
+
+// filterTargetsLocked rewrites a getTargets answer to the client's own targets, splicing Chrome's bytes.
+func (m *Mux) filterTargetsLocked(p *pending, b []byte) (frame, bool) {
+	var r struct {
+		Result struct {
+			TargetInfos []json.RawMessage `json:"targetInfos"`
+		} `json:"result"`
+	}
+	if json.Unmarshal(b, &r) != nil || r.Result.TargetInfos == nil {
+		return frame{}, false
+	}
+	res := append(make([]byte, 0, len(b)), `{"targetInfos":[`...)
+	n := 0
+	for _, raw := range r.Result.TargetInfos {
+		var ti targetInfo
+		if json.Unmarshal(raw, &ti) != nil {
+			continue
+		}
+		if t := m.targets[ti.TargetID]; t == nil || t.owner != p.c.cl || t.closing || t.held {
+			continue
+		}
+		if n > 0 {
+			res = append(res, ',')
+		}
+		res = append(res, raw...)
+		n++
+	}
+	res = append(res, "]}"...)
+	return resultFrame(p.origID, p.sessionID, res), true
+}
+
+// filterContextsLocked rewrites a getBrowserContexts answer to the contexts the client created.
+func (m *Mux) filterContextsLocked(p *pending, b []byte) (frame, bool) {
+	var r struct {
+		Result struct {
+			BrowserContextIDs       []string        `json:"browserContextIds"`
+			DefaultBrowserContextID json.RawMessage `json:"defaultBrowserContextId"`
+		} `json:"result"`
+	}
+	if json.Unmarshal(b, &r) != nil {
+		return frame{}, false
+	}
+	res := append(make([]byte, 0, 128), `{"browserContextIds":[`...)
+	n := 0
+	for _, id := range r.Result.BrowserContextIDs {
+		if p.c.cl.contexts[id] {
+			if n > 0 {
+				res = append(res, ',')
+			}
+			res = appendJSONString(res, id)
+			n++
+		}
+	}
+	res = append(res, ']')
+	if r.Result.DefaultBrowserContextID != nil {
+		res = append(res, `,"defaultBrowserContextId":`...)
+		res = append(res, r.Result.DefaultBrowserContextID...)
+	}
+	return resultFrame(p.origID, p.sessionID, append(res, '}')), true
+}
+
+func (m *Mux) failPendingLocked(p *pending, code int, msg string) {
+	switch {
+	case p.kind == kindInternal:
+		if p.internal != nil {
+			p.internal(nil, true)
+		}
+	case p.park != nil:
+		p.park.f = errorFrame(p.origID, p.sessionID, code, msg)
+		p.park.ready = true
+		m.releaseLocked(p.park)
+	case p.c.cl.conn == p.c:
+		m.sendLocked(p.c, errorFrame(p.origID, p.sessionID, code, msg))
+	}
+}
+
+// upstreamOversized handles a browser message over the limit: its sender gets an error, the browser
+// connection lives on.
+func (m *Mux) upstreamOversized(up *upstream, prefix []byte) {
+	m.log.Warn().Int("limit", m.cfg.UpstreamMessageLimit).Msg("browser message over the limit: dropped")
+	info, _ := scanUpstream(prefix)
+	if !info.hasID() {
+		return
+	}
+	id, err := strconv.ParseInt(string(prefix[info.idStart:info.idEnd]), 10, 32)
+	if err != nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.up != up {
+		return
+	}
+	if p := m.pending[int32(id)]; p != nil {
+		delete(m.pending, int32(id))
+		if p.kind == kindCreate && m.creating != nil && m.creating.park == p.park {
+			m.abandonCreateLocked(m.creating)
+			m.creating = nil
+			defer m.nextCreateLocked()
+		}
+		m.failPendingLocked(p, codeServer, "response exceeds the mux's upstream message limit")
+	}
+}
+
+// forcedDownloadMsg rewrites Browser.setDownloadBehavior: the download path is forced, and since the
+// setting is browser-wide, "deny"/"default" from one client would stop every client's downloads, so they
+// become "allow". Events stay on: the mux routes them to each download's owner.
+func (m *Mux) forcedDownloadMsg(b []byte) []byte {
+	var msg struct {
+		ID     json.RawMessage            `json:"id"`
+		Method string                     `json:"method"`
+		Params map[string]json.RawMessage `json:"params"`
+		Sess   string                     `json:"sessionId"`
+	}
+	if err := json.Unmarshal(b, &msg); err != nil {
+		return b
+	}
+	if msg.Params == nil {
+		msg.Params = map[string]json.RawMessage{}
+	}
+	var behavior string
+	json.Unmarshal(msg.Params["behavior"], &behavior)
+	if behavior != "allow" && behavior != "allowAndName" {
+		msg.Params["behavior"] = json.RawMessage(`"allow"`)
+	}
+	msg.Params["downloadPath"] = appendJSONString(nil, m.cfg.DownloadDir)
+	msg.Params["eventsEnabled"] = json.RawMessage("true")
+	out := make([]byte, 0, len(b)+len(m.cfg.DownloadDir))
+	out = append(out, `{"id":`...)
+	out = append(out, msg.ID...)
+	out = append(out, `,"method":"Browser.setDownloadBehavior","params":{`...)
+	first := true
+	for k, v := range msg.Params {
+		if !first {
+			out = append(out, ',')
+		}
+		first = false
+		out = appendJSONString(out, k)
+		out = append(out, ':')
+		out = append(out, v...) // spliced as sent, never re-encoded
+	}
+	out = append(out, '}')
+	out = appendSession(out, msg.Sess)
+	return append(out, '}')
+}
+
+func (m *Mux) downloadParams() []byte {
+	b := []byte(`{"behavior":"allow","downloadPath":`)
+	b = appendJSONString(b, m.cfg.DownloadDir)
+	return append(b, `,"eventsEnabled":true}`...)
+}

@@ -1,0 +1,59 @@
+package mux
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestConfigDefaults(t *testing.T) {
+	base := Config{Upstream: "ws://x", Token: "t", Addr: "127.0.0.1:0"}
+	tests := []struct {
+		name       string
+		set        func(*Config)
+		tabCap     int
+		maxClients int
+		grace      time.Duration
+		wantErr    []string // every substring the error must name; nil: no error
+	}{
+		{name: "zero values are the defaults", set: func(*Config) {},
+			tabCap: DefaultTabCap, maxClients: DefaultMaxClients, grace: DefaultGrace},
+		{name: "Off switches off the tab cap and the grace", set: func(c *Config) { c.TabCap, c.Grace = Off, Off },
+			tabCap: Off, maxClients: DefaultMaxClients, grace: Off},
+		{name: "values are kept", set: func(c *Config) { c.TabCap, c.MaxClients, c.Grace = 3, 4, time.Second },
+			tabCap: 3, maxClients: 4, grace: time.Second},
+		{name: "MaxClients cannot be switched off", set: func(c *Config) { c.MaxClients = Off },
+			wantErr: []string{"MaxClients", "-1", "0 for the default (16)"}},
+		{name: "below Off", set: func(c *Config) { c.TabCap = -2 },
+			wantErr: []string{"TabCap", "-2", "mux.Off", "default (12)"}},
+		{name: "a negative duration", set: func(c *Config) { c.Grace = -time.Second },
+			wantErr: []string{"Grace", "-1s", "mux.Off", "default (8m0s)"}},
+		{name: "a negative timing", set: func(c *Config) { c.PingInterval = -time.Second },
+			wantErr: []string{"PingInterval", "-1s"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := base
+			tt.set(&c)
+			got, err := c.withDefaults()
+			if tt.wantErr != nil {
+				if err == nil {
+					t.Fatalf("withDefaults() = nil error; want one naming %q", tt.wantErr)
+				}
+				for _, w := range tt.wantErr {
+					if !strings.Contains(err.Error(), w) {
+						t.Fatalf("withDefaults() error %q; want it to name %q", err, w)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("withDefaults(): %v", err)
+			}
+			if got.TabCap != tt.tabCap || got.MaxClients != tt.maxClients || got.Grace != tt.grace {
+				t.Fatalf("withDefaults() TabCap, MaxClients, Grace = %d, %d, %v; want %d, %d, %v",
+					got.TabCap, got.MaxClients, got.Grace, tt.tabCap, tt.maxClients, tt.grace)
+			}
+		})
+	}
+}

@@ -1,0 +1,220 @@
+package mux
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// Events from the browser: every message the upstream reader reads is dispatched here, and each event
+// goes to the client that owns its session or target, or to nobody.
+
+// upEvent is the decoded params of the browser-level events the mux acts on.
+type upEvent struct {
+	Params struct {
+		TargetInfo         json.RawMessage `json:"targetInfo"`
+		TargetID           string          `json:"targetId"`
+		SessionID          string          `json:"sessionId"`
+		WaitingForDebugger bool            `json:"waitingForDebugger"`
+		FrameID            string          `json:"frameId"`
+		GUID               string          `json:"guid"`
+		State              string          `json:"state"`
+	} `json:"params"`
+}
+
+type targetInfo struct {
+	TargetID         string `json:"targetId"`
+	Type             string `json:"type"`
+	URL              string `json:"url"`
+	OpenerID         string `json:"openerId"`
+	BrowserContextID string `json:"browserContextId"`
+	ParentFrameID    string `json:"parentFrameId"`
+}
+
+// handleUpstream routes one browser message.
+func (m *Mux) handleUpstream(up *upstream, b []byte) {
+	info, err := scanUpstream(b)
+	if err != nil {
+		m.log.Debug().Err(err).Msg("unreadable browser message dropped")
+		return
+	}
+	m.mu.Lock()
+	if m.up != up {
+		m.mu.Unlock()
+		return
+	}
+	m.batching = true
+	switch {
+	case info.hasID() && !info.hasMethod:
+		m.responseLocked(b, info)
+	case info.sessionID != "":
+		m.sessionEventLocked(b, info)
+	default:
+		m.browserEventLocked(b, info)
+	}
+	m.batching = false
+	m.mu.Unlock()
+	for i, c := range m.kicked {
+		c.writeInline()
+		m.kicked[i] = nil
+	}
+	m.kicked = m.kicked[:0]
+}
+
+func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
+	method := info.method
+	if !strings.HasPrefix(method, "Target.") && !strings.HasPrefix(method, "Browser.download") {
+		return // nothing else browser-level belongs to a client
+	}
+	var ev upEvent
+	if json.Unmarshal(b, &ev) != nil {
+		return
+	}
+	pr := &ev.Params
+	if strings.HasPrefix(method, "Target.") {
+		m.touchActivityLocked()
+	}
+	switch method {
+	case "Target.targetCreated", "Target.targetInfoChanged":
+		var ti targetInfo
+		if json.Unmarshal(pr.TargetInfo, &ti) != nil || ti.TargetID == "" {
+			return
+		}
+		t := m.targets[ti.TargetID]
+		isNew := t == nil
+		if isNew {
+			t = &target{id: ti.TargetID}
+			m.addTargetLocked(t)
+		}
+		t.info = pr.TargetInfo
+		t.typ, t.url, t.opener, t.context, t.parentFrame = ti.Type, ti.URL, ti.OpenerID, ti.BrowserContextID, ti.ParentFrameID
+		t.seen = true
+		if t.owner == nil {
+			if t.closing {
+				return
+			}
+			cl, park, claimed := m.attributeLocked(t, isNew && method == "Target.targetCreated")
+			switch {
+			case claimed:
+				t.owner, t.held = cl, true
+				m.touchTargetLocked(t)
+			case cl != nil:
+				m.ownLocked(t, cl, park)
+			}
+			return
+		}
+		if t.held {
+			return // replayed with its latest info when the create is answered
+		}
+		if isNew || method == "Target.targetInfoChanged" {
+			m.deliverTargetEventLocked(t, b)
+		}
+		if method == "Target.targetCreated" {
+			// A replay after a reconnect: the owner's virtual auto-attach resumes.
+			m.maybeAutoAttachLocked(t, nil)
+		}
+	case "Target.targetDestroyed", "Target.targetCrashed":
+		t := m.targets[pr.TargetID]
+		if t == nil {
+			return
+		}
+		m.deliverTargetEventLocked(t, b)
+		if method == "Target.targetDestroyed" {
+			m.removeTargetLocked(t)
+		}
+	case "Target.attachedToTarget":
+		var ti targetInfo
+		json.Unmarshal(pr.TargetInfo, &ti)
+		t := m.targets[ti.TargetID]
+		if t != nil && t.owner != nil && t.owner.conn != nil && !t.closing {
+			m.sessions[pr.SessionID] = &session{id: pr.SessionID, owner: t.owner, target: t, root: t}
+			m.sendLocked(t.owner.conn, wholeFrame(b))
+			return
+		}
+		// Nobody here wants this session: let the target run and let go of it.
+		m.releaseSessionLocked(pr.SessionID, pr.WaitingForDebugger, true)
+	case "Target.detachedFromTarget":
+		if s := m.sessions[pr.SessionID]; s != nil {
+			delete(m.sessions, pr.SessionID)
+			if s.owner.conn != nil {
+				m.sendLocked(s.owner.conn, wholeFrame(b))
+			}
+		}
+	case "Browser.downloadWillBegin":
+		t := m.targets[pr.FrameID]
+		if t == nil || t.owner == nil {
+			return
+		}
+		m.guids[pr.GUID] = t.owner
+		if c := t.owner.conn; c != nil && c.downloadEvents {
+			m.sendLocked(c, wholeFrame(b))
+		}
+	case "Browser.downloadProgress":
+		cl := m.guids[pr.GUID]
+		if cl == nil {
+			return
+		}
+		if pr.State == "completed" || pr.State == "canceled" {
+			delete(m.guids, pr.GUID)
+		}
+		if c := cl.conn; c != nil && c.downloadEvents {
+			m.sendLocked(c, wholeFrame(b))
+		}
+	}
+}
+
+// sessionEventLocked routes an event on a session to the session's owner. Child sessions (OOPIFs,
+// workers) announced inside an owned session become that owner's.
+func (m *Mux) sessionEventLocked(b []byte, info msgInfo) {
+	s := m.sessions[info.sessionID]
+	switch info.method {
+	case "Target.attachedToTarget":
+		var ev upEvent
+		if json.Unmarshal(b, &ev) != nil {
+			return
+		}
+		if s == nil || s.owner.conn == nil {
+			m.releaseSessionLocked(ev.Params.SessionID, ev.Params.WaitingForDebugger, false)
+			return
+		}
+		var ti targetInfo
+		json.Unmarshal(ev.Params.TargetInfo, &ti)
+		t := m.targets[ti.TargetID]
+		if t != nil && t.owner != nil && t.owner != s.owner {
+			// Never hand one client a session to another's target (a tab wrongly attributed).
+			m.releaseSessionLocked(ev.Params.SessionID, ev.Params.WaitingForDebugger, false)
+			m.sendInternalLocked("Target.detachFromTarget", append(append([]byte(`{"sessionId":`), appendJSONString(nil, ev.Params.SessionID)...), '}'), info.sessionID, nil)
+			return
+		}
+		if t != nil && t.owner == nil && !t.closing {
+			t.owner = s.owner
+			m.ownershipChangedLocked()
+		}
+		root := s.root
+		if t != nil && t.typ == "page" { // puppeteer's page inside its tab session
+			root = t
+		}
+		m.sessions[ev.Params.SessionID] = &session{id: ev.Params.SessionID, owner: s.owner, target: t, root: root}
+	case "Target.detachedFromTarget":
+		var ev upEvent
+		if json.Unmarshal(b, &ev) == nil {
+			delete(m.sessions, ev.Params.SessionID)
+		}
+	}
+	if s == nil || s.owner.conn == nil {
+		return
+	}
+	m.sendLocked(s.owner.conn, wholeFrame(b))
+}
+
+// releaseSessionLocked resumes a target nobody asked to pause and, for a browser-level session, detaches.
+func (m *Mux) releaseSessionLocked(sid string, waiting, detach bool) {
+	if sid == "" {
+		return
+	}
+	if waiting {
+		m.sendInternalLocked("Runtime.runIfWaitingForDebugger", nil, sid, nil)
+	}
+	if detach {
+		m.sendInternalLocked("Target.detachFromTarget", append(append([]byte(`{"sessionId":`), appendJSONString(nil, sid)...), '}'), "", nil)
+	}
+}

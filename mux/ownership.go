@@ -1,0 +1,422 @@
+package mux
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+)
+
+// Ownership: who owns each target and session, the one home of that question. A target is owned by the
+// client that created it (claims settled when its createTarget is answered), by the owner of its opener,
+// parent frame or browser context; ownership is rebuilt after every reconnect, bounded by the tab cap, kept
+// through a disconnected client's grace period and persisted through Hooks.OwnershipChanged.
+
+// target is a browser target as the mux knows it.
+type target struct {
+	id, typ, url, opener, context, parentFrame string
+	info                                       []byte // Chrome's raw targetInfo, replayed as is
+	owner                                      *client
+	used                                       uint64
+	closing                                    bool
+	seen                                       bool
+	held                                       bool  // claimed by the pending create: its events wait for the answer
+	autoConn                                   *conn // the connection that got its virtual auto-attach
+}
+
+// session is a flat CDP session, owned by whoever attached (or by the owner of its parent session).
+type session struct {
+	id             string
+	owner          *client
+	target         *target
+	root           *target // the top-level target a command on this session uses (LRU), children included
+	discover       bool
+	discoverFilter []targetFilter
+}
+
+func (m *Mux) addTargetLocked(t *target) {
+	m.targets[t.id] = t
+	m.order = append(m.order, t)
+}
+
+func (m *Mux) removeTargetLocked(t *target) {
+	delete(m.targets, t.id)
+	for i, o := range m.order {
+		if o == t {
+			m.order = append(m.order[:i], m.order[i+1:]...)
+			break
+		}
+	}
+	if t.owner != nil {
+		m.ownershipChangedLocked()
+	}
+}
+
+func (m *Mux) touchTargetLocked(t *target) {
+	m.tick++
+	t.used = m.tick
+}
+
+// attributeLocked finds the owner of a target that appeared: its opener's owner, its parent frame's
+// owner, the owner of its browser context, or the client whose createTarget is in flight (claimed is then
+// set: the target is held for that create). Only a target that just appeared can be the pending create's:
+// an existing unowned target (a human's tab, the startup page) changing while a create is in flight is not.
+func (m *Mux) attributeLocked(t *target, appeared bool) (owner *client, park *parked, claimed bool) {
+	if o := m.targets[t.opener]; t.opener != "" && o != nil && o.owner != nil {
+		return o.owner, nil, false
+	}
+	if o := m.targets[t.parentFrame]; t.parentFrame != "" && o != nil && o.owner != nil {
+		return o.owner, nil, false
+	}
+	if t.context != "" {
+		for _, cl := range m.clients {
+			if cl.contexts[t.context] {
+				return cl, nil, false
+			}
+		}
+	}
+	if appeared && m.creating != nil && t.opener == "" && (t.typ == "page" || t.typ == "tab") && len(m.creating.claimed) < maxClaims {
+		m.creating.claimed = append(m.creating.claimed, t)
+		return m.creating.c.cl, m.creating.park, true
+	}
+	return nil, nil, false
+}
+
+func (m *Mux) isDefaultContextLocked(ctxID string) bool {
+	// A context no client created is the default one (or a human's); targets in it are still checked by
+	// target ownership.
+	for _, cl := range m.clients {
+		if cl.contexts[ctxID] {
+			return false
+		}
+	}
+	return true
+}
+
+// ownLocked gives t to cl and does what a new target of a client implies: discovery event, virtual
+// auto-attach, tab cap.
+func (m *Mux) ownLocked(t *target, cl *client, park *parked) {
+	ev := m.log.Debug().Str("client", cl.id).Str("target", t.id).Str("type", t.typ).Str("opener", t.opener)
+	if t.info != nil { // zerolog writes a nil RawJSON as nothing at all: "info":, is not JSON
+		ev = ev.RawJSON("info", t.info)
+	}
+	ev.Msg("target owned")
+	t.owner = cl
+	m.touchTargetLocked(t)
+	m.ownershipChangedLocked()
+	if t.info != nil {
+		m.deliverTargetEventLocked(t, eventFrame("Target.targetCreated", targetInfoParams(t.info)).head)
+	}
+	m.maybeAutoAttachLocked(t, park)
+	if t.typ == "page" {
+		m.enforceTabCapLocked(cl, t)
+	}
+}
+
+type createRec struct {
+	c       *conn
+	park    *parked
+	claimed []*target // tabs and pages attributed to this create while it was pending, in Chrome's order;
+	// their events are held back (the early-event buffer, bounded by maxClaims) until the answer says
+	// which of them the create made, then replayed in Chrome's order before the answer.
+}
+
+// maxClaims bounds what one pending create may hold back (a create makes a tab and a page).
+const maxClaims = 16
+
+// settleClaimsLocked keeps, of what appeared while a create was pending, only the created page and the tab
+// nearest to it in Chrome's announcements (a create makes one of each). Anything else (the startup tab
+// of a just-launched browser, a human's new window) goes back to nobody.
+func (m *Mux) settleClaimsLocked(rec *createRec, page *target) {
+	pos := -1
+	for i, t := range rec.claimed {
+		if t == page {
+			pos = i
+		}
+	}
+	var tab *target
+	bestD := 0
+	for i, t := range rec.claimed {
+		if t.typ != "tab" {
+			continue
+		}
+		d := i
+		if pos >= 0 {
+			d = dist(i, pos)
+		}
+		if tab == nil || d < bestD || (d == bestD && i < pos) { // on a tie, the tab announced before its page
+			tab, bestD = t, d
+		}
+	}
+	for _, t := range rec.claimed {
+		if !t.held {
+			continue
+		}
+		t.held = false
+		if t != page && t != tab {
+			m.log.Debug().Str("target", t.id).Str("type", t.typ).Msg("appeared during a create but not made by it: left to nobody")
+			t.owner = nil
+			continue
+		}
+		if !t.closing {
+			m.ownLocked(t, rec.c.cl, rec.park)
+		}
+	}
+}
+
+// abandonCreateLocked lets go of what a create that got no answer had claimed.
+func (m *Mux) abandonCreateLocked(rec *createRec) {
+	for _, t := range rec.claimed {
+		if t.held {
+			t.held, t.owner = false, nil
+		}
+	}
+}
+
+func dist(a, b int) int {
+	if a > b {
+		return a - b
+	}
+	return b - a
+}
+
+// rebuildLocked re-derives ownership from a fresh getTargets after every (re)connect: owned targets that
+// still exist keep their owner; those gone are dropped, and after a relaunch a restored page with the
+// same URL as a lost one goes back to that page's owner. On a fresh launch, orphan http(s) pages (left
+// by a crash, restored by the profile) are closed once.
+func (m *Mux) rebuildLocked(res []byte, failed bool) {
+	if failed {
+		return
+	}
+	var r struct {
+		TargetInfos []json.RawMessage `json:"targetInfos"`
+	}
+	if json.Unmarshal(res, &r) != nil {
+		return
+	}
+	present := map[string]bool{}
+	for _, raw := range r.TargetInfos {
+		var ti targetInfo
+		if json.Unmarshal(raw, &ti) != nil {
+			continue
+		}
+		present[ti.TargetID] = true
+		if m.targets[ti.TargetID] == nil {
+			t := &target{id: ti.TargetID, info: raw, typ: ti.Type, url: ti.URL, opener: ti.OpenerID, context: ti.BrowserContextID, parentFrame: ti.ParentFrameID, seen: true}
+			m.addTargetLocked(t)
+		}
+	}
+	var lost []*target
+	for _, t := range append([]*target(nil), m.order...) {
+		if present[t.id] {
+			continue
+		}
+		if t.owner != nil && t.typ == "page" && t.url != "" && !t.closing {
+			lost = append(lost, t)
+		}
+		m.removeTargetLocked(t)
+	}
+	for _, l := range lost {
+		if m.clients[l.owner.id] != l.owner {
+			continue
+		}
+		for _, t := range m.order {
+			if t.owner == nil && t.typ == "page" && t.url == l.url && !t.closing {
+				m.ownLocked(t, l.owner, nil)
+				break
+			}
+		}
+	}
+	if m.fresh {
+		m.fresh = false
+		for _, t := range append([]*target(nil), m.order...) {
+			if t.owner == nil && t.typ == "page" && (strings.HasPrefix(t.url, "http://") || strings.HasPrefix(t.url, "https://")) {
+				m.log.Info().Str("target", t.id).Msg("fresh launch: closing an orphan tab")
+				m.closeTargetLocked(t)
+			}
+		}
+	}
+	if m.cfg.Grace == Off {
+		// Adopted clients that have not come back: with no grace period their tabs close, now that the
+		// browser is there to close them (Serve left them alone).
+		for _, cl := range m.clients {
+			if cl.conn == nil {
+				m.expireClientLocked(cl)
+			}
+		}
+	}
+	m.ownershipChangedLocked()
+}
+
+// closeTargetLocked closes t in the browser, or only disowns it when it is the browser's last page and
+// KeepLastPage is set (closing it would end a Ziniao environment).
+func (m *Mux) closeTargetLocked(t *target) {
+	if t.closing {
+		return
+	}
+	if m.cfg.KeepLastPage && t.typ == "page" {
+		pages := 0
+		for _, o := range m.targets {
+			if o.typ == "page" && !o.closing {
+				pages++
+			}
+		}
+		if pages <= 1 {
+			t.owner = nil
+			t.autoConn = nil
+			m.ownershipChangedLocked()
+			return
+		}
+	}
+	t.closing = true
+	m.ownershipChangedLocked()
+	params := append(append([]byte(`{"targetId":`), appendJSONString(nil, t.id)...), '}')
+	m.sendInternalLocked("Target.closeTarget", params, "", nil)
+}
+
+// closeClientTargetsLocked closes every page the client owns; their tab targets go with them (closing a
+// tab target directly would also take a page KeepLastPage must keep).
+func (m *Mux) closeClientTargetsLocked(cl *client) {
+	for _, t := range m.order {
+		if t.owner == cl && t.typ == "page" && !t.closing {
+			m.closeTargetLocked(t)
+		}
+	}
+}
+
+// enforceTabCapLocked closes the client's least recently used pages beyond the cap, never newest.
+func (m *Mux) enforceTabCapLocked(cl *client, newest *target) {
+	if m.cfg.TabCap == Off {
+		return
+	}
+	for {
+		var pages []*target
+		for _, t := range m.order {
+			if t.owner == cl && t.typ == "page" && !t.closing {
+				pages = append(pages, t)
+			}
+		}
+		if len(pages) <= m.cfg.TabCap {
+			return
+		}
+		var lru *target
+		for _, t := range pages {
+			if t != newest && (lru == nil || t.used < lru.used) {
+				lru = t
+			}
+		}
+		if lru == nil {
+			return
+		}
+		m.log.Info().Str("client", cl.id).Str("target", lru.id).Int("cap", m.cfg.TabCap).Msg("tab cap reached: closing the least recently used tab")
+		m.closeTargetLocked(lru)
+		if lru.owner == nil { // kept as the last page; nothing else to close
+			continue
+		}
+	}
+}
+
+// dropSessionsLocked detaches every session of a client whose connection is gone or replaced: the new
+// connection re-attaches, as a fresh CDP connection would.
+func (m *Mux) dropSessionsLocked(cl *client) {
+	for sid, s := range m.sessions {
+		if s.owner != cl {
+			continue
+		}
+		delete(m.sessions, sid)
+		if s.target != nil && s.target.autoConn != nil && s.target.autoConn.cl == cl {
+			s.target.autoConn = nil
+		}
+		params := append(append([]byte(`{"sessionId":`), appendJSONString(nil, sid)...), '}')
+		m.sendInternalLocked("Target.detachFromTarget", params, "", nil)
+	}
+	for _, t := range m.targets {
+		if t.autoConn != nil && t.autoConn.cl == cl {
+			t.autoConn = nil
+		}
+	}
+}
+
+// startGraceLocked starts the grace period of a client that just lost its connection; with Grace Off its
+// tabs close at once.
+func (m *Mux) startGraceLocked(cl *client) {
+	if cl.grace != nil {
+		cl.grace.Stop()
+	}
+	cl.graceGen++
+	if m.cfg.Grace == Off {
+		m.expireClientLocked(cl)
+		return
+	}
+	gen := cl.graceGen
+	cl.grace = time.AfterFunc(m.cfg.Grace, func() { m.expireClient(cl, gen) })
+}
+
+// expireClient ends a disconnected client's grace period, unless the client came back or the mux closed
+// meanwhile.
+func (m *Mux) expireClient(cl *client, gen int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed || cl.conn != nil || cl.graceGen != gen || m.clients[cl.id] != cl {
+		return
+	}
+	m.expireClientLocked(cl)
+}
+
+// expireClientLocked closes a disconnected client's tabs and forgets its id.
+func (m *Mux) expireClientLocked(cl *client) {
+	m.log.Info().Str("client", cl.id).Msg("client grace period over: closing its tabs")
+	m.closeClientTargetsLocked(cl)
+	for _, t := range m.targets {
+		if t.owner == cl {
+			t.owner = nil
+		}
+	}
+	cl.grace = nil
+	delete(m.clients, cl.id)
+	for g, o := range m.guids {
+		if o == cl {
+			delete(m.guids, g)
+		}
+	}
+	m.ownershipChangedLocked()
+}
+
+// ownershipChangedLocked schedules a call of Hooks.OwnershipChanged.
+func (m *Mux) ownershipChangedLocked() {
+	select {
+	case m.ownCh <- struct{}{}:
+	default:
+	}
+}
+
+// Ownership returns a snapshot of client id -> owned target ids.
+func (m *Mux) Ownership() map[string][]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.ownershipLocked()
+}
+
+func (m *Mux) ownershipLocked() map[string][]string {
+	out := map[string][]string{}
+	for _, t := range m.order {
+		if t.owner != nil && !t.closing {
+			out[t.owner.id] = append(out[t.owner.id], t.id)
+		}
+	}
+	return out
+}
+
+func (m *Mux) runOwnershipHook(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.ownCh:
+		}
+		if m.cfg.Hooks.OwnershipChanged == nil {
+			continue
+		}
+		m.cfg.Hooks.OwnershipChanged(m.Ownership())
+	}
+}
