@@ -452,7 +452,9 @@ func TestReapRoute(t *testing.T) {
 func TestShimCallsRenewTheLeaseSparingly(t *testing.T) {
 	const id = "a1b2c3d4-0000-4000-8000-000000000002"
 	// No browser can start, so every call is quick; it fails after the task was registered.
-	noBrowser := map[string]string{"VIBE_CHROME": "/nonexistent/chromium"}
+	// Every call fails to start a browser; the relaunch budget is off so that the calls' count never
+	// decides the answer.
+	noBrowser := map[string]string{"VIBE_CHROME": "/nonexistent/chromium", "VIBE_BROWSER_RELAUNCH_MAX": "0"}
 	call := func(d *daemon) {
 		t.Helper()
 		_, err := d.client.EnsureSession(bg, api.EnsureRequest{Kind: api.KindWeb, ClientID: id, BUName: "web-a1b2c3d4", TaskID: id})
