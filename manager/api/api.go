@@ -2,7 +2,11 @@
 // each shim, and the Go client that the CLI, the shim and the tests use to reach the daemon over its unix socket.
 package api
 
-import "time"
+import (
+	"time"
+
+	"vibebrowser/mux/clientid"
+)
 
 // Route paths served by the manager under its unix socket. {ref} is a store's name, slug or id.
 const (
@@ -151,20 +155,9 @@ func ValidTaskID(id string) bool {
 	return true
 }
 
-// ValidBUName reports whether s is a browser-use session name: [A-Za-z0-9_-]{1,64}, browser-use's own check.
-func ValidBUName(s string) bool { return validName(s, 64) }
-
-func validName(s string, max int) bool {
-	if len(s) < 1 || len(s) > max {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !isAlnum(c) && c != '-' && c != '_' {
-			return false
-		}
-	}
-	return true
-}
+// ValidBUName reports whether s is a browser-use session name: [A-Za-z0-9_-]{1,64}, browser-use's own
+// check: a client id's characters, in at most 64 of them.
+func ValidBUName(s string) bool { return len(s) <= 64 && clientid.Valid(s) }
 
 func isAlnum(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'

@@ -100,17 +100,3 @@ func isHex(s string) bool {
 	}
 	return true
 }
-
-// validSessionName is browser-use's own check on BU_NAME: 1-64 characters of [A-Za-z0-9_-].
-func validSessionName(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}

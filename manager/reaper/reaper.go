@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"vibebrowser/manager/api"
 )
 
 // MarkerName is the file the manager writes inside the runtime dir when it creates it; a dir without it is
@@ -237,7 +239,7 @@ func run(ctx context.Context, cfg Config, mine func(name string) bool, stop func
 		slug, task8, worker, parsed := ParseName(name, slugs)
 		plog := log.With().Str("session", name).Int("pid", pf.pid).Logger()
 		switch {
-		case !validSessionName(name) || !parsed:
+		case !api.ValidBUName(name) || !parsed:
 			plog.Info().Msg("reaper keeps a daemon whose session name fits no known store")
 			res.Kept = append(res.Kept, name)
 		case task8 == "" || !stop(task8):
