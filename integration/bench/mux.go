@@ -314,20 +314,27 @@ func benchLatency(ctx context.Context, modes benchModes, mode, kind string, n, c
 		}
 		clients[i] = c
 	}
+	return benchLoad(ctx, clients, kind, calls, time.Time{})
+}
+
+// benchLoad has every client make calls of kind at once, each until it has made calls of them (calls > 0)
+// or until deadline, and returns every latency and the wall time.
+func benchLoad(ctx context.Context, clients []*benchClient, kind string, calls int, deadline time.Time) ([]time.Duration, time.Duration, error) {
 	var mu sync.Mutex
 	var all []time.Duration
 	var firstErr error
 	var wg sync.WaitGroup
+	more := func(made int) bool {
+		if calls > 0 {
+			return made < calls
+		}
+		return time.Now().Before(deadline)
+	}
 	start := time.Now()
 	for _, c := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			local := make([]time.Duration, 0, calls)
-			for range calls {
-				if ctx.Err() != nil {
-					break
-				}
+		wg.Go(func() {
+			local := make([]time.Duration, 0, max(calls, 1024))
+			for made := 0; more(made) && ctx.Err() == nil; made++ {
 				t0 := time.Now()
 				if err := c.do(kind); err != nil {
 					mu.Lock()
@@ -340,14 +347,17 @@ func benchLatency(ctx context.Context, modes benchModes, mode, kind string, n, c
 			mu.Lock()
 			all = append(all, local...)
 			mu.Unlock()
-		}()
+		})
 	}
 	wg.Wait()
 	if firstErr != nil {
 		return nil, 0, firstErr
 	}
 	if len(all) == 0 {
-		return nil, 0, ctx.Err()
+		if err := ctx.Err(); err != nil {
+			return nil, 0, err
+		}
+		return nil, 0, errors.New("no calls completed")
 	}
 	return all, time.Since(start), nil
 }
@@ -435,42 +445,14 @@ func benchHOL(ctx context.Context, modes benchModes, mode string) (time.Duration
 		defer c.close()
 		smalls[i] = c
 	}
-	var mu sync.Mutex
-	var all []time.Duration
-	var wg sync.WaitGroup
-	var errs atomic.Value
-	start := time.Now()
-	deadline := start.Add(holDuration)
-	for _, c := range smalls {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var local []time.Duration
-			for time.Now().Before(deadline) && ctx.Err() == nil {
-				t0 := time.Now()
-				if err := c.do("version"); err != nil {
-					errs.Store(err)
-					return
-				}
-				local = append(local, time.Since(t0))
-			}
-			mu.Lock()
-			all = append(all, local...)
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
+	all, elapsed, err := benchLoad(ctx, smalls, "version", 0, time.Now().Add(holDuration))
 	close(stop)
 	pwg.Wait()
-	if e, _ := errs.Load().(error); e != nil {
-		return 0, 0, e
+	if err != nil {
+		return 0, 0, err
 	}
 	if pullErr != nil {
 		return 0, 0, pullErr
-	}
-	if len(all) == 0 {
-		return 0, 0, errors.New("no small calls completed")
 	}
 	_, _, p99 := percentiles(all)
 	return p99, float64(len(all)) / elapsed.Seconds(), nil
