@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -21,7 +20,7 @@ func main() {
 		<-sigs
 		cancel()
 		sig := <-sigs
-		fmt.Fprintf(os.Stderr, "vibe-browser: second signal (%v): exiting now\n", sig)
+		cli.SecondSignal(os.Stderr, sig)
 		os.Exit(130)
 	}()
 	code := cli.Run(ctx, os.Args[1:], os.Stdout, os.Stderr)

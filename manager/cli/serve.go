@@ -27,5 +27,7 @@ func (c *ServeCmd) Run(g *globals) error {
 	}
 	level, _ := zerolog.ParseLevel(c.LogLevel)
 	log := zerolog.New(g.stderr).Level(level).With().Timestamp().Logger()
+	daemonLog.Store(&log)
+	defer daemonLog.Store(nil)
 	return manager.Run(g.ctx, cfg, log, Version)
 }
