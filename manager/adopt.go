@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/rs/zerolog"
+
+	"vibebrowser/manager/api"
 	"vibebrowser/state"
 )
 
@@ -41,6 +44,7 @@ func (m *Manager) adopt(ctx context.Context, rec state.BrowserSession) error {
 		h.Release() // stop watching it; the caller marks it stopped
 		return err
 	}
-	m.log.Info().Str("browser", rec.Key).Int("pid", h.PID()).Int("clients", len(ownership)).Msg("adopted a running browser")
+	m.note(zerolog.InfoLevel, api.EventBrowserAdopted, rec.Key, api.Event{Message: fmt.Sprintf(
+		"%s adopted from the previous manager (pid %d, %d clients' tabs restored)", sp.name, h.PID(), len(ownership))})
 	return nil
 }

@@ -2,9 +2,13 @@ package manager
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/rs/zerolog"
+
+	"vibebrowser/manager/api"
 	"vibebrowser/state"
 )
 
@@ -24,6 +28,7 @@ type relaunchBudget struct {
 	startFailed bool          // the last start failed: the next one is a relaunch
 	died        bool          // the browser died under us (not stopped): the next start is a relaunch
 	diedUptime  time.Duration // how long it had run when it died
+	refusing    bool          // the last spend was refused: later refusals are no news
 }
 
 func (m *Manager) newBudget(key string) relaunchBudget {
@@ -56,18 +61,31 @@ func (b *relaunchBudget) spend(ctx context.Context, sp spec) error {
 		return err
 	}
 	if n >= b.max {
+		b.refusing = true
 		return fmt.Errorf("%w: %s died or failed to start %d times in the last %v (VIBE_BROWSER_RELAUNCH_MAX=%d per "+
 			"VIBE_BROWSER_RELAUNCH_WINDOW_S=%d); look at the manager's log, then force a start with "+
 			"`vibe-browser browser start %s` or wait for the window to pass", ErrBudget, sp.name, n, b.window,
 			b.max, int(b.window.Seconds()), sp.slug)
 	}
+	b.refusing = false
 	return b.db.RecordRelaunch(ctx, b.key, now)
+}
+
+// spend charges sp's start to s's budget (relaunchBudget.spend) and notes the moment the budget becomes
+// spent: once, not on every refused call after it. The caller holds s's lock.
+func (m *Manager) spend(ctx context.Context, s *slot, sp spec) error {
+	was := s.budget.refusing
+	err := s.budget.spend(ctx, sp)
+	if errors.Is(err, ErrBudget) && !was {
+		m.note(zerolog.ErrorLevel, api.EventBudgetSpent, sp.key, api.Event{Message: err.Error()})
+	}
+	return err
 }
 
 // forgive is a person's explicit start: the recorded relaunches are cleared and a failed last start no
 // longer counts.
 func (b *relaunchBudget) forgive(ctx context.Context) error {
-	b.startFailed = false
+	b.startFailed, b.refusing = false, false
 	return b.db.ClearRelaunches(ctx, b.key)
 }
 

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"vibebrowser/manager/api"
 	"vibebrowser/mux/clientid"
 	"vibebrowser/state"
@@ -252,11 +254,15 @@ func (m *Manager) handleEvent(r *http.Request) (any, error) {
 	if ev.Kind == "" {
 		return nil, fmt.Errorf("%w: event kind is required", ErrBadRequest)
 	}
-	m.metrics.events.WithLabelValues(ev.Kind).Inc()
-	m.log.Warn().Str("event", ev.Kind).Str("store", ev.StoreID).Str("bu_name", ev.BUName).Str("task", ev.TaskID).
-		Msg(ev.Message)
+	key := ev.StoreID
+	if key == "" {
+		key = api.WebKey
+	}
+	m.note(zerolog.WarnLevel, ev.Kind, key, ev)
 	return struct{}{}, nil
 }
+
+func (m *Manager) handleListEvents(*http.Request) (any, error) { return m.events.list(), nil }
 
 func (m *Manager) handleReap(r *http.Request) (any, error) {
 	res, err := m.reap(r.Context())

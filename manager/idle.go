@@ -2,7 +2,10 @@ package manager
 
 import (
 	"context"
+	"fmt"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"vibebrowser/manager/api"
 )
@@ -58,7 +61,8 @@ func (m *Manager) sweepIdle(ctx context.Context) {
 		}
 		if in := s.current(); in != nil {
 			if reason := m.busyReason(in); reason == "" {
-				m.log.Info().Str("browser", s.key).Int64("idle_ms", m.cfg.Idle.Milliseconds()).Msg("stopping an idle browser")
+				m.note(zerolog.InfoLevel, api.EventIdleStop, s.key, api.Event{Message: fmt.Sprintf(
+					"%s stopped: no task, no client and no activity for %s", in.spec.name, m.cfg.Idle)})
 				m.teardownLocked(s, in)
 			}
 		}

@@ -38,7 +38,7 @@ func (m *Manager) ensure(ctx context.Context, sp spec) (*instance, error) {
 	if dead := s.cur.Load(); dead != nil { // died; its watcher has not cleaned up yet
 		m.buryLocked(s, dead)
 	}
-	if err := s.budget.spend(ctx, sp); err != nil {
+	if err := m.spend(ctx, s, sp); err != nil {
 		return nil, err
 	}
 	in, err := m.startLocked(sp)

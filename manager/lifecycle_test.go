@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"vibebrowser/integration/testkit"
+	"vibebrowser/manager/api"
 	"vibebrowser/state"
 )
 
@@ -203,6 +205,17 @@ func relaunches(t *testing.T, m *Manager, key string) int {
 	return n
 }
 
+// eventKinds lists the kinds of the recent events of key's browser, oldest first.
+func eventKinds(m *Manager, key string) []string {
+	var kinds []string
+	for _, ev := range m.events.list() {
+		if ev.StoreID == key {
+			kinds = append(kinds, ev.Kind)
+		}
+	}
+	return kinds
+}
+
 func TestEnsureStartsOneBrowserForConcurrentCalls(t *testing.T) {
 	m, fb := fakeManager(t, nil)
 	sp := fakeStore(t, m, "Shop")
@@ -276,6 +289,10 @@ func TestSpentBudgetRefusesUntilAPersonStartsIt(t *testing.T) {
 	}
 	if _, err := m.ensure(context.Background(), other); err != nil {
 		t.Errorf("another store's ensure = %v; want it unaffected by this store's budget", err)
+	}
+	_, _ = m.ensure(context.Background(), sp) // refused again: no news
+	if got := eventKinds(m, sp.key); !slices.Equal(got, []string{api.EventBrowserRelaunched, api.EventBudgetSpent, api.EventBrowserDied}) {
+		t.Errorf("events = %v; want a relaunch, then the budget spent (once) and the death", got)
 	}
 	if err := m.browserAction(context.Background(), sp, "start"); err != nil {
 		t.Fatalf("an explicit start = %v; want it to forgive the budget and start", err)

@@ -43,6 +43,8 @@ type Manager struct {
 	mu    sync.Mutex // mu guards byKey
 	byKey map[string]*slot
 
+	events eventLog // the recent events (note)
+
 	leaseMu sync.Mutex           // leaseMu guards leased
 	leased  map[string]leaseMark // task id -> the lease touchTask last wrote
 

@@ -32,7 +32,7 @@ func newMetrics(m *Manager) *metrics {
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .05, .25, 1, 5, 30, 120},
 		}),
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "vibe_events_total", Help: "Events reported by shims, by kind.",
+			Name: "vibe_events_total", Help: "Events, by kind: shims' reports and the manager's own (GET /v1/events lists the recent ones).",
 		}, []string{"kind"}),
 	}
 	for _, backend := range []string{"chrome", "cdp", "ziniao"} { // present at 0 from the start

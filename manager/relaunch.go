@@ -3,8 +3,12 @@ package manager
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
+	"github.com/rs/zerolog"
+
+	"vibebrowser/manager/api"
 	"vibebrowser/mux"
 )
 
@@ -40,8 +44,8 @@ func (m *Manager) watch(s *slot, in *instance) {
 // relaunch budget. The caller holds s's lock.
 func (m *Manager) buryLocked(s *slot, dead *instance) {
 	uptime := time.Since(dead.startedAt)
-	m.log.Warn().Str("browser", s.key).Int("pid", dead.browser.PID()).Int64("uptime_ms", uptime.Milliseconds()).
-		Msg("browser died")
+	m.note(zerolog.WarnLevel, api.EventBrowserDied, s.key, api.Event{Message: fmt.Sprintf(
+		"%s died after %s (pid %d)", dead.spec.name, uptime.Round(time.Second), dead.browser.PID())})
 	s.budget.death(uptime)
 	m.teardownLocked(s, dead)
 }
@@ -109,7 +113,7 @@ func (m *Manager) relaunchLocked(ctx context.Context, s *slot, old *instance, wh
 	m.log.Warn().Str("browser", sp.key).Int("pid", old.browser.PID()).Str("why", why).
 		Int64("uptime_ms", uptime.Milliseconds()).Msg("relaunching the browser behind its mux")
 	s.budget.death(uptime)
-	if err := s.budget.spend(ctx, sp); err != nil {
+	if err := m.spend(ctx, s, sp); err != nil {
 		return nil, err
 	}
 	// The old process group goes first: a hung browser, or renderers of a crashed one on their way out.
@@ -130,7 +134,8 @@ func (m *Manager) relaunchLocked(ctx context.Context, s *slot, old *instance, wh
 		return nil, err
 	}
 	m.metrics.starts.WithLabelValues(string(sp.backend)).Inc()
-	m.log.Info().Str("browser", sp.key).Int("pid", h.PID()).Msg("browser relaunched")
+	m.note(zerolog.InfoLevel, api.EventBrowserRelaunched, sp.key, api.Event{Message: fmt.Sprintf(
+		"%s relaunched behind its mux (%s; pid %d, was %d)", sp.name, why, h.PID(), old.browser.PID())})
 	return next, nil
 }
 

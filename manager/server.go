@@ -38,6 +38,7 @@ func (m *Manager) routes() http.Handler {
 	handle("DELETE "+api.PathTask, m.handleDeleteTask)
 	handle("POST "+api.PathWrappers, m.handleWriteWrappers)
 	handle("POST "+api.PathEvents, m.handleEvent)
+	handle("GET "+api.PathEvents, m.handleListEvents)
 	handle("POST "+api.PathReap, m.handleReap)
 	mux.Handle("GET "+api.PathMetrics, m.metrics.handler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

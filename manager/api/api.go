@@ -184,18 +184,25 @@ type EnsureResponse struct {
 	CDPWS string `json:"cdp_ws"` // ws://127.0.0.1:<port>/<token>/client-<id>
 }
 
-// Event kinds reported to the manager.
+// Event kinds: the first is reported by shims, the others by the manager itself.
 const (
-	EventWedgeUnrecoverable = "wedge_unrecoverable"
+	EventWedgeUnrecoverable = "wedge_unrecoverable" // a session timed out twice in a row (shim exit 75)
+	EventBrowserDied        = "browser_died"        // a browser exited under the manager and was buried
+	EventBrowserRelaunched  = "browser_relaunched"  // a crashed or hung browser was relaunched behind its mux
+	EventBudgetSpent        = "relaunch_budget_spent"
+	EventBrowserAdopted     = "browser_adopted" // a browser a previous manager left running was taken over
+	EventIdleStop           = "browser_idle_stopped"
 )
 
-// Event is a best-effort report from a shim (or another client) that the manager logs and counts.
+// Event is something that happened to a browser or a task. Shims report theirs (POST PathEvents); the
+// manager records its own, and GET PathEvents lists the recent ones, oldest first.
 type Event struct {
-	Kind    string `json:"kind"`
-	StoreID string `json:"store_id,omitempty"`
-	BUName  string `json:"bu_name,omitempty"`
-	TaskID  string `json:"task_id,omitempty"`
-	Message string `json:"message,omitempty"`
+	At      time.Time `json:"at,omitzero"` // set by the manager
+	Kind    string    `json:"kind"`
+	StoreID string    `json:"store_id,omitempty"` // empty for the web browser
+	BUName  string    `json:"bu_name,omitempty"`
+	TaskID  string    `json:"task_id,omitempty"`
+	Message string    `json:"message,omitempty"`
 }
 
 // Health is the answer of PathHealth.

@@ -131,6 +131,13 @@ func (c *Client) ReportEvent(ctx context.Context, ev Event) error {
 	return c.Do(ctx, MethodPost, PathEvents, ev, nil)
 }
 
+// Events returns the manager's recent events, oldest first.
+func (c *Client) Events(ctx context.Context) ([]Event, error) {
+	var out []Event
+	err := c.Do(ctx, MethodGet, PathEvents, nil, &out)
+	return out, err
+}
+
 func storePath(ref string) string { return PathStores + "/" + pathSegment(ref) }
 
 // Status returns the daemon's whole picture.

@@ -1,0 +1,58 @@
+package manager
+
+import (
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"vibebrowser/manager/api"
+)
+
+// recentEvents is how many events the manager keeps in memory for GET /v1/events and the people watching.
+const recentEvents = 300
+
+// eventLog keeps the recent events, oldest first.
+type eventLog struct {
+	mu     sync.Mutex // mu guards the fields below
+	ring   [recentEvents]api.Event
+	next   int // where the next event goes
+	filled bool
+}
+
+func (l *eventLog) add(ev api.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ring[l.next] = ev
+	l.next = (l.next + 1) % recentEvents
+	l.filled = l.filled || l.next == 0
+}
+
+// list returns the recent events, oldest first.
+func (l *eventLog) list() []api.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.filled {
+		return append([]api.Event{}, l.ring[:l.next]...)
+	}
+	return append(append([]api.Event{}, l.ring[l.next:]...), l.ring[:l.next]...)
+}
+
+// note is the one place an event is recorded: logged at level, counted in vibe_events_total and kept for
+// the people watching. key is the browser's key (a store id or api.WebKey).
+func (m *Manager) note(level zerolog.Level, kind, key string, ev api.Event) {
+	ev.At, ev.Kind = time.Now(), kind
+	if key != api.WebKey {
+		ev.StoreID = key
+	}
+	m.events.add(ev)
+	m.metrics.events.WithLabelValues(kind).Inc()
+	line := m.log.WithLevel(level).Str("event", kind).Str("browser", key)
+	if ev.BUName != "" {
+		line = line.Str("bu_name", ev.BUName)
+	}
+	if ev.TaskID != "" {
+		line = line.Str("task", ev.TaskID)
+	}
+	line.Msg(ev.Message)
+}
