@@ -10,8 +10,8 @@ import (
 // daemon code. Anything more drags the daemon's code (and start-up cost) into every agent call.
 var shimMayImport = map[string]bool{"vibebrowser/manager/api": true, "vibebrowser/mux/clientid": true}
 
-// TestImportGraph keeps the arrows between the shim and the manager pointing one way: the manager never
-// imports the shim, and the shim imports only the API contract and leaf packages.
+// TestImportGraph keeps the arrows pointing one way: the manager never imports the shim, the shim imports
+// only the API contract and leaf packages, and the mux knows nothing of the manager or its state.
 func TestImportGraph(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}{{range .Deps}} {{.}}{{end}}", "vibebrowser/...").Output()
 	if err != nil {
@@ -23,12 +23,16 @@ func TestImportGraph(t *testing.T) {
 		pkg, deps := fields[0], fields[1:]
 		isShim := pkg == "vibebrowser/wrapshim" || pkg == "vibebrowser/cmd/wrapshim"
 		isManager := pkg == "vibebrowser/manager" || strings.HasPrefix(pkg, "vibebrowser/manager/")
+		isMux := pkg == "vibebrowser/mux" || strings.HasPrefix(pkg, "vibebrowser/mux/")
 		if isShim || isManager {
 			seen++
 		}
 		for _, dep := range deps {
 			if isManager && dep == "vibebrowser/wrapshim" {
 				t.Errorf("%s imports %s; the manager must not import the shim (the shim config lives in manager/api)", pkg, dep)
+			}
+			if isMux && (dep == "vibebrowser/state" || dep == "vibebrowser/manager" || strings.HasPrefix(dep, "vibebrowser/manager/")) {
+				t.Errorf("%s imports %s; the mux must import neither the manager nor state", pkg, dep)
 			}
 			if isShim && strings.HasPrefix(dep, "vibebrowser/") && dep != "vibebrowser/wrapshim" && !shimMayImport[dep] {
 				t.Errorf("%s imports %s; the shim may import only manager/api and mux/clientid", pkg, dep)
