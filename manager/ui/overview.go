@@ -26,8 +26,9 @@ type overview struct {
 	Home      string       `json:"home"`
 	Error     string       `json:"error,omitempty"` // the manager could not say its status
 	Stores    int          `json:"stores"`          // stores, without the web browser
-	Running   int          `json:"running"`         // running browsers
+	Summary   string       `json:"summary"`         // "2 stores · 1 browser running"
 	Attention int          `json:"attention"`       // listed events that need a person
+	Latest    string       `json:"latest"`          // the newest of them, in words
 	Browsers  []browserRow `json:"browsers"`
 	Tasks     []taskRow    `json:"tasks"`
 	Events    []eventRow   `json:"events"`
@@ -81,6 +82,7 @@ func (s *Server) buildOverview(r *http.Request) overview {
 		stores[st.ID] = st
 	}
 	ov.Stores = len(st.Stores)
+	running := 0
 	slugOf := func(id string) string {
 		if id == "" {
 			return "web"
@@ -100,7 +102,7 @@ func (s *Server) buildOverview(r *http.Request) overview {
 			row.Name, row.Backend, row.Href = store.Name, store.Backend, "/store/"+b.Slug
 		}
 		if b.Status == api.StatusRunning {
-			ov.Running++
+			running++
 			row.PID = strconv.Itoa(b.PID)
 			if !b.StartedAt.IsZero() {
 				row.Uptime = duration(now.Sub(b.StartedAt))
@@ -116,6 +118,7 @@ func (s *Server) buildOverview(r *http.Request) overview {
 		}
 		ov.Browsers = append(ov.Browsers, row)
 	}
+	ov.Summary = plural(ov.Stores, "store") + " · " + plural(running, "browser") + " running"
 	for _, t := range st.Tasks {
 		row := taskRow{ID: t.ID, Store: slugOf(t.Store), Status: t.Status, Lease: "–"}
 		if t.Store != "" {
@@ -145,11 +148,21 @@ func (s *Server) buildOverview(r *http.Request) overview {
 		row := eventRow{Time: ev.At.Local().Format("Jan 2 15:04:05"), Kind: ev.Kind, Store: slugOf(ev.StoreID),
 			Message: ev.Message, Alert: needsPerson[ev.Kind]}
 		if row.Alert {
+			if ov.Attention == 0 {
+				ov.Latest = row.Kind + " on " + row.Store + " at " + row.Time
+			}
 			ov.Attention++
 		}
 		ov.Events = append(ov.Events, row)
 	}
 	return ov
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }
 
 func rank(status string) int {

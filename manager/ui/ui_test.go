@@ -370,7 +370,7 @@ func TestOverviewRendersTheSource(t *testing.T) {
 		`<td class="relaunches spent">spent</td>`, `<td class="relaunches">no limit</td>`,
 		`<td class="clients num">3</td>`, `<td class="tabs num">7</td>`, "Web browser",
 		`<td class="lease">59 min left</td>`, `<span class="pill completed">completed</span>`,
-		`<tr class="alert">`, "zin died 3 times", "Something needs a person",
+		`<tr class="alert">`, "zin died 3 times", "2 stores · 1 browser running", "relaunch_budget_spent on zin at",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("overview lacks %q", want)

@@ -43,7 +43,8 @@ function render(ov) {
   error.textContent = ov.error || '';
   error.hidden = !ov.error;
   document.getElementById('attention').hidden = !ov.attention;
-  document.getElementById('summary').textContent = ov.stores + ' stores · ' + ov.running + ' running';
+  document.getElementById('attention-text').textContent = ov.latest;
+  document.getElementById('summary').textContent = ov.summary;
   document.getElementById('no-stores').hidden = ov.stores > 0;
   fill('browsers', null, ov.browsers, browserRow);
   document.getElementById('tasks-count').textContent = ov.tasks.length;
