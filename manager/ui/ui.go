@@ -128,6 +128,8 @@ func (s *Server) URL() string { return "http://" + s.urlHost }
 // Handler is the whole UI behind its access rules.
 func (s *Server) Handler() http.Handler { return s.guard(s.routes) }
 
+// newRoutes is the UI's route table. A page is a GET route rendering its template (parsePages) and, when
+// it is live, one stream under /live/ of its own; the store and tab pages join the same way.
 func (s *Server) newRoutes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /login", s.handleLogin)

@@ -419,3 +419,51 @@ func TestRemoteUIOwnsOnlyItsAddress(t *testing.T) {
 		t.Errorf("remote UI's own hosts %v; want only 192.168.1.5:9399", s.ownHosts)
 	}
 }
+
+func TestServeEndsLiveStreamsOnShutdown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &fakeSource{}
+	s := New(Config{Host: "127.0.0.1", Port: ln.Addr().(*net.TCPAddr).Port, Source: src, Log: zerolog.Nop(),
+		PollEvery: 10 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx, ln) }()
+
+	l := s.NewLogin()
+	tr := &http.Transport{DisableKeepAlives: true}
+	client := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Get(l.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	req, _ := http.NewRequest("GET", s.URL()+"/live/overview", nil)
+	req.AddCookie(resp.Cookies()[0])
+	stream, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Body.Close()
+	readEvent(t, bufio.NewReader(stream.Body), "overview")
+
+	began := time.Now()
+	cancel()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Errorf("Serve() = %v; want nil after its context ended", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return within 5s of its context ending, with a live stream open")
+	}
+	if took := time.Since(began); took > 900*time.Millisecond {
+		t.Errorf("Serve took %v to stop: the open stream held it up to the shutdown bound", took)
+	}
+	if _, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+		t.Errorf("the UI still accepts connections after Serve returned")
+	}
+	tr.CloseIdleConnections()
+}
