@@ -5,6 +5,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -72,6 +73,13 @@ func sameAsStatus(t *testing.T, m *managed, got overviewRows) {
 			row.Clients != strconv.Itoa(b.Clients) || row.Tabs != strconv.Itoa(b.Tabs) {
 			t.Errorf("overview browser %d = %+v; status says %+v", i, row, b)
 		}
+		if running := b.Status == api.StatusRunning; running == b.StartedAt.IsZero() || running == (row.Uptime == "–") {
+			t.Errorf("browser %s: status started_at %v, overview uptime %q; want both set exactly while running",
+				b.Slug, b.StartedAt, row.Uptime)
+		}
+		if want := fmt.Sprintf("%d of %d", b.RelaunchesLeft, b.RelaunchMax); b.RelaunchMax == 0 || row.Relaunches != want {
+			t.Errorf("browser %s: relaunches left %q on the overview; want %q from the status", b.Slug, row.Relaunches, want)
+		}
 	}
 	if len(got.Tasks) != len(st.Tasks) {
 		t.Errorf("overview lists %d tasks; status lists %d", len(got.Tasks), len(st.Tasks))
@@ -83,7 +91,7 @@ func sameAsStatus(t *testing.T, m *managed, got overviewRows) {
 	for _, task := range st.Tasks {
 		store := slugs[task.Store]
 		if task.Store == "" {
-			store = "web"
+			store = "–"
 		}
 		if want := store + " " + task.Status; listed[task.ID] != want {
 			t.Errorf("overview task %s = %q; status says %q", task.ID, listed[task.ID], want)

@@ -78,11 +78,12 @@ func (s *Server) buildOverview(r *http.Request) overview {
 		return ov
 	}
 	stores := map[string]api.Store{}
-	for _, st := range st.Stores {
-		stores[st.ID] = st
+	for _, store := range st.Stores {
+		stores[store.ID] = store
 	}
 	ov.Stores = len(st.Stores)
 	running := 0
+	// slugOf names a browser key's store; events of the web browser carry no store id.
 	slugOf := func(id string) string {
 		if id == "" {
 			return "web"
@@ -120,8 +121,10 @@ func (s *Server) buildOverview(r *http.Request) overview {
 	}
 	ov.Summary = plural(ov.Stores, "store") + " · " + plural(running, "browser") + " running"
 	for _, t := range st.Tasks {
-		row := taskRow{ID: t.ID, Store: slugOf(t.Store), Status: t.Status, Lease: "–"}
+		// A task without a store is a web-browser task or one reported without --store: no store to name.
+		row := taskRow{ID: t.ID, Store: "–", Status: t.Status, Lease: "–"}
 		if t.Store != "" {
+			row.Store = slugOf(t.Store)
 			row.Href = "/store/" + row.Store
 		}
 		if !t.LeaseUntil.IsZero() && !slices.Contains([]string{"completed", "failed"}, t.Status) {
@@ -177,7 +180,7 @@ func rank(status string) int {
 func duration(d time.Duration) string {
 	switch {
 	case d < time.Minute:
-		return fmt.Sprintf("%d s", int(d.Seconds()))
+		return fmt.Sprintf("%d s", int(max(d, 0).Seconds()))
 	case d < time.Hour:
 		return fmt.Sprintf("%d min", int(d.Minutes()))
 	case d < 48*time.Hour:

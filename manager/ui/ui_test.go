@@ -354,7 +354,8 @@ func TestOverviewRendersTheSource(t *testing.T) {
 				{Key: "id-zin", Slug: "zin", Status: "stopped", RelaunchMax: 3, RelaunchesLeft: 0},
 				{Key: api.WebKey, Slug: api.WebKey, Status: "stopped"}},
 			Tasks: []api.Task{{ID: "b2b2b2b2-done", Store: "id-acme", Status: "completed"},
-				{ID: "a1a1a1a1-live", Store: "id-acme", Status: "running", LeaseUntil: now.Add(59 * time.Minute)}}},
+				{ID: "a1a1a1a1-live", Store: "id-acme", Status: "running", LeaseUntil: now.Add(59 * time.Minute)},
+				{ID: "c3c3c3c3-late", Status: "running", LeaseUntil: now.Add(-time.Second)}}},
 		events: []api.Event{
 			{At: now.Add(-time.Minute), Kind: api.EventBrowserRelaunched, StoreID: "id-acme", Message: "relaunched"},
 			{At: now, Kind: api.EventBudgetSpent, StoreID: "id-zin", Message: "zin died 3 times"}},
@@ -370,6 +371,7 @@ func TestOverviewRendersTheSource(t *testing.T) {
 		`<td class="relaunches spent">spent</td>`, `<td class="relaunches">no limit</td>`,
 		`<td class="clients num">3</td>`, `<td class="tabs num">7</td>`, "Web browser",
 		`<td class="lease">59 min left</td>`, `<span class="pill completed">completed</span>`,
+		`<td class="store">–</td>`, `<td class="lease">expired</td>`,
 		`<tr class="alert">`, "zin died 3 times", "2 stores · 1 browser running", "relaunch_budget_spent on zin at",
 	} {
 		if !strings.Contains(page, want) {
