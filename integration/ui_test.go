@@ -190,9 +190,14 @@ func TestWebUIOverview(t *testing.T) {
 		t.Errorf("manager exit: %v", err)
 	}
 	page.send("lost")
-	if lost := page.expect("lost"); !strings.Contains(lost["text"].(string), "retrying") {
-		t.Errorf("with the manager gone the page says %q; want that it is retrying", lost["text"])
+	if lost := page.expect("lost"); !strings.Contains(lost["text"].(string), "retrying") || lost["stale"] != true {
+		t.Errorf("with the manager gone the page says %q (dimmed: %v); want that it is retrying, dimmed", lost["text"], lost["stale"])
 	}
+	lostShot := filepath.Join(t.TempDir(), "overview-lost.png")
+	page.send("screenshot " + lostShot)
+	page.expect("screenshot")
+	t.Logf("screenshot with the live connection lost: %s", lostShot)
+	keepScreenshot(t, lostShot, "overview-lost.png")
 	page.send("close")
 	page.expect("closed")
 	page.wait()

@@ -84,7 +84,7 @@ main(async () => {
     if (cmd === 'lost') {
       // The manager is gone: the page must say the live connection is lost and that it retries.
       await page.waitForSelector('#live.lost', { timeout: 10000 });
-      out({ event: 'lost', text: await page.textContent('#live') });
+      out({ event: 'lost', text: await page.textContent('#live'), stale: await page.evaluate(() => document.body.classList.contains('stale')) });
       continue;
     }
     throw new Error('unknown command ' + cmd);

@@ -10,6 +10,8 @@ function vibeLive(path, event, onData) {
   const show = (state, text) => {
     badge.className = 'live ' + state;
     badge.textContent = text;
+    // What the page shows may be out of date while the stream is down: say so by dimming it.
+    document.body.classList.toggle('stale', state === 'lost');
   };
   const open = () => {
     const es = new EventSource(path);
@@ -20,7 +22,7 @@ function vibeLive(path, event, onData) {
       onData(JSON.parse(msg.data));
     });
     es.addEventListener('error', () => {
-      show('lost', 'connection lost — retrying… (if this lasts, run vibe-browser ui again)');
+      show('lost', 'connection lost: retrying… what you see may be out of date (if this lasts, run vibe-browser ui again)');
       if (es.readyState === EventSource.CLOSED) setTimeout(open, 3000);
     });
   };
