@@ -70,6 +70,11 @@ main(async () => {
       out({ event: 'screenshot', scrollWidth: width, problems: problems.slice() });
       continue;
     }
+    if (cmd === 'viewport') {
+      await page.setViewportSize({ width: Number(rest[0]), height: Number(rest[1]) });
+      out({ event: 'viewport' });
+      continue;
+    }
     if (cmd === 'refusals') {
       const fresh = await browser.newContext();
       const p = await fresh.newPage();
