@@ -116,7 +116,7 @@ func New(cfg Config) *Server {
 func parsePages() map[string]*template.Template {
 	pages := map[string]*template.Template{}
 	for _, page := range []string{"overview", "message"} {
-		t := template.New("layout.html").Funcs(template.FuncMap{})
+		t := template.New("layout.html")
 		pages[page] = template.Must(t.ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html"))
 	}
 	return pages
