@@ -83,6 +83,7 @@ type managed struct {
 	cmd    *exec.Cmd
 	log    *bytes.Buffer
 	client *api.Client
+	uiAddr string // VIBE_UI_ADDR unless the test's extra environment changed it
 }
 
 // startManager runs `vibe-browser serve` with the fake browser-use CLI, the built shim and the given extra
@@ -96,11 +97,16 @@ func startManager(t *testing.T, extra ...string) *managed {
 func startManagerIn(t *testing.T, home string, extra ...string) *managed {
 	t.Helper()
 	bins := builtBinaries(t)
+	// Every manager serves its web UI, so every test starts it and checks its log lines; its port is just
+	// below the test's random registry range, which the registry never hands out (it counts up from the
+	// base), so parallel tests never meet on the default 9399.
+	base := 20000 + rand.IntN(30000)
+	uiAddr := fmt.Sprintf("127.0.0.1:%d", base-1)
 	env := []string{"HOME=" + home, "PATH=/usr/local/bin:/usr/bin:/bin", "VIBE_HOME=" + home,
 		"VIBE_BROWSER_USE=" + bins.fakeBU, "VIBE_SHIM=" + bins.shim, "VIBE_HEADLESS=1",
-		"VIBE_CHROME=" + chromiumBinary(t), fmt.Sprintf("VIBE_PROXY_PORT_BASE=%d", 20000+rand.IntN(30000))}
+		"VIBE_CHROME=" + chromiumBinary(t), fmt.Sprintf("VIBE_PROXY_PORT_BASE=%d", base), "VIBE_UI_ADDR=" + uiAddr}
 	env = append(env, extra...)
-	m := &managed{t: t, bins: bins, home: home, env: env, log: &bytes.Buffer{},
+	m := &managed{t: t, bins: bins, home: home, env: env, log: &bytes.Buffer{}, uiAddr: uiAddr,
 		client: api.NewClient(filepath.Join(home, api.SocketRel))}
 	// Registered before any start, so it runs after every start's cleanup has stopped its manager.
 	t.Cleanup(func() { checkLogLines(t, m.log.String()) })
@@ -150,6 +156,16 @@ func (m *managed) cli(args ...string) string {
 		m.t.Fatalf("vibe-browser %s: %v: %s", strings.Join(args, " "), err, errb.String())
 	}
 	return out.String()
+}
+
+// cliErr runs `vibe-browser --home H args…` with an empty PATH and returns its stdout and stderr together
+// and its error, for commands expected to fail.
+func (m *managed) cliErr(args ...string) (string, error) {
+	m.t.Helper()
+	cmd := exec.Command(m.bins.vibe, append([]string{"--home", m.home}, args...)...)
+	cmd.Env = append(append([]string{}, m.env...), "PATH=/nonexistent")
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }
 
 // agent runs a bash script the way an agent launcher does: eval the env lines, then the script.

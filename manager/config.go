@@ -2,6 +2,7 @@ package manager
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -39,6 +40,8 @@ type Config struct {
 	KeepBrowsers      bool          // VIBE_KEEP_BROWSERS_ON_EXIT
 	Headless          *bool         // VIBE_HEADLESS; nil = headless when there is no display
 	ZiniaoClient      []string      // VIBE_ZINIAO_CLIENT, else the system's way (macOS: open -a ziniao); nil = never started
+	UIAddr            string        // VIBE_UI_ADDR (127.0.0.1:9399): the web UI's host:port; "" = off
+	UIAllowRemote     bool          // VIBE_UI_ALLOW_REMOTE: a non-loopback UIAddr is allowed
 
 	// muxTiming overrides the muxes' keepalive and reconnect timing; only tests set it (zero values keep
 	// the mux's defaults).
@@ -60,7 +63,12 @@ type knob struct {
 	integer  *int
 	boolean  *bool
 	optional **bool
+	address  *string // host:port, or "off" (stored as "")
+	defAddr  string
 }
+
+// DefaultUIAddr is where the web UI listens unless VIBE_UI_ADDR says otherwise.
+const DefaultUIAddr = "127.0.0.1:9399"
 
 // FromEnv builds the configuration from the environment (getenv is os.Getenv in production), validating
 // every knob: an unparseable or out-of-range value is an error naming the variable and the accepted range.
@@ -90,11 +98,16 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		{name: "VIBE_DISABLE_DAEMON_SWEEP", boolean: &c.DisableReaper},
 		{name: "VIBE_KEEP_BROWSERS_ON_EXIT", boolean: &c.KeepBrowsers},
 		{name: "VIBE_HEADLESS", optional: &c.Headless},
+		{name: "VIBE_UI_ADDR", address: &c.UIAddr, defAddr: DefaultUIAddr},
+		{name: "VIBE_UI_ALLOW_REMOTE", boolean: &c.UIAllowRemote},
 	}
 	for _, k := range knobs {
 		if err := k.parse(getenv(k.name)); err != nil {
 			return nil, err
 		}
+	}
+	if err := checkUIAddr(c.UIAddr, c.UIAllowRemote); err != nil {
+		return nil, err
 	}
 	c.BrowserUse, c.BrowserUseProblem = findBrowserUse(getenv("VIBE_BROWSER_USE"), getenv("PATH"), c.Home)
 	c.ZiniaoClient = ziniao.DefaultCommand()
@@ -112,6 +125,9 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 
 func (k knob) parse(raw string) error {
 	raw = strings.TrimSpace(raw)
+	if k.address != nil {
+		return k.parseAddress(raw)
+	}
 	if k.boolean != nil || k.optional != nil {
 		if raw == "" {
 			return nil
@@ -141,6 +157,42 @@ func (k knob) parse(raw string) error {
 		*k.integer = v
 	}
 	return nil
+}
+
+// parseAddress reads a host:port knob; "off" disables what it configures.
+func (k knob) parseAddress(raw string) error {
+	switch raw {
+	case "":
+		raw = k.defAddr
+	case "off":
+		*k.address = ""
+		return nil
+	}
+	host, port, err := net.SplitHostPort(raw)
+	if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("%s=%q is not an address: want host:port with a port from 0 to 65535 (default %s), or off",
+			k.name, raw, k.defAddr)
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		return fmt.Errorf("%s=%q listens on every interface: name the one address people will use (host:port), "+
+			"since the UI refuses requests whose Host is not its own address", k.name, raw)
+	}
+	*k.address = raw
+	return nil
+}
+
+// checkUIAddr refuses a UI reachable from other machines unless that was asked for: whoever reaches it
+// can watch and, with a login code, drive every store's browser.
+func checkUIAddr(addr string, allowRemote bool) error {
+	if addr == "" || allowRemote {
+		return nil
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); host == "localhost" || ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("VIBE_UI_ADDR=%q is not a loopback address: other machines could reach the web UI; "+
+		"use 127.0.0.1:PORT, or set VIBE_UI_ALLOW_REMOTE=1 to serve it on that address", addr)
 }
 
 // findBrowserUse resolves the real browser-use CLI to an absolute path: explicit when given (it must be an

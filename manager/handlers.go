@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"sort"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -22,29 +21,7 @@ func (m *Manager) handleHealth(*http.Request) (any, error) {
 	return api.Health{OK: !m.closing.Load(), Version: m.version, PID: os.Getpid()}, nil
 }
 
-func (m *Manager) handleStatus(r *http.Request) (any, error) {
-	ctx := r.Context()
-	stores, err := m.db.ListStores(ctx)
-	if err != nil {
-		return nil, err
-	}
-	tasks, err := m.db.ListTasks(ctx)
-	if err != nil {
-		return nil, err
-	}
-	st := api.Status{Version: m.version, PID: os.Getpid(), Home: m.cfg.Home, BrowserUse: m.cfg.BrowserUse,
-		BrowserUseErr: m.cfg.BrowserUseProblem, Stores: []api.Store{}, Browsers: []api.Browser{}, Tasks: []api.Task{}}
-	for _, s := range stores {
-		st.Stores = append(st.Stores, m.storeView(s))
-		st.Browsers = append(st.Browsers, m.browserView(s.ID, s.Slug))
-	}
-	st.Browsers = append(st.Browsers, m.browserView(api.WebKey, api.WebKey))
-	for _, t := range tasks {
-		st.Tasks = append(st.Tasks, taskView(t))
-	}
-	sort.Slice(st.Stores, func(i, j int) bool { return st.Stores[i].Slug < st.Stores[j].Slug })
-	return st, nil
-}
+func (m *Manager) handleStatus(r *http.Request) (any, error) { return m.status(r.Context()) }
 
 func (m *Manager) handleListStores(r *http.Request) (any, error) {
 	stores, err := m.db.ListStores(r.Context())
@@ -119,7 +96,7 @@ func (m *Manager) handleWebBrowser(r *http.Request) (any, error) {
 	if err := m.browserAction(ctx, sp, r.PathValue("action")); err != nil {
 		return nil, err
 	}
-	return m.browserView(sp.key, sp.slug), nil
+	return m.browserView(ctx, sp.key, sp.slug)
 }
 
 // handleEnsureSession is the shim's call: the browser made ready, the task's lease renewed, the client's
@@ -263,6 +240,16 @@ func (m *Manager) handleEvent(r *http.Request) (any, error) {
 }
 
 func (m *Manager) handleListEvents(*http.Request) (any, error) { return m.events.list(), nil }
+
+// handleUILogin mints a one-time login code for the web UI (`vibe-browser ui`). Only the socket's own uid
+// can reach this route, which is what makes the code worth trusting.
+func (m *Manager) handleUILogin(*http.Request) (any, error) {
+	if m.ui == nil {
+		return nil, fmt.Errorf("%w: the web UI is off (VIBE_UI_ADDR=off); set VIBE_UI_ADDR to a host:port "+
+			"(default %s) and restart the manager", ErrUnavailable, DefaultUIAddr)
+	}
+	return m.ui.NewLogin(), nil
+}
 
 func (m *Manager) handleReap(r *http.Request) (any, error) {
 	res, err := m.reap(r.Context())

@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"vibebrowser/manager/reaper"
+	"vibebrowser/manager/ui"
 	"vibebrowser/state"
 )
 
@@ -43,7 +44,8 @@ type Manager struct {
 	mu    sync.Mutex // mu guards byKey
 	byKey map[string]*slot
 
-	events eventLog // the recent events (note)
+	events eventLog   // the recent events (note)
+	ui     *ui.Server // the web UI; nil when VIBE_UI_ADDR=off
 
 	leaseMu sync.Mutex           // leaseMu guards leased
 	leased  map[string]leaseMark // task id -> the lease touchTask last wrote
@@ -85,13 +87,25 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 	defer lock.Close()
 	_ = os.WriteFile(lockPath+".pid", []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600)
 
+	// Everything bound during start-up is released when the start fails: no half-started manager.
+	uiLn, err := listenUI(cfg)
+	if err != nil {
+		return err
+	}
+	closeUI := func() {
+		if uiLn != nil {
+			uiLn.Close()
+		}
+	}
 	ln, err := listenSocket(cfg.socketPath(), log)
 	if err != nil {
+		closeUI()
 		return err
 	}
 	db, err := state.Open(cfg.path("state.db"))
 	if err != nil {
 		ln.Close()
+		closeUI()
 		if errors.Is(err, syscall.EROFS) || errors.Is(err, fs.ErrPermission) {
 			return fmt.Errorf("%w; the manager keeps its state there and must write it: make it writable "+
 				"(remount the disk read-write, fix the owner), or set VIBE_HOME to a writable directory", err)
@@ -106,6 +120,7 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 	// else made is used but never swept.
 	if m.ownsRuntime, err = reaper.Claim(cfg.path("r")); err != nil {
 		ln.Close()
+		closeUI()
 		return err
 	}
 	if !m.ownsRuntime {
@@ -114,8 +129,12 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 	if cfg.BrowserUse == "" {
 		log.Warn().Str("problem", cfg.BrowserUseProblem).Msg("no real browser-use CLI: wrappers are not written and ensure refuses")
 	}
+	if uiLn != nil {
+		m.ui = m.newUI(uiLn)
+	}
 	if err := m.boot(ctx); err != nil {
 		ln.Close()
+		closeUI()
 		return fmt.Errorf("boot: %w", err)
 	}
 	loops, stopLoops := context.WithCancel(ctx)
@@ -123,11 +142,23 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 	loopsDone.Go(func() { m.idleLoop(loops) })
 	loopsDone.Go(func() { m.reapLoop(loops) })
 	loopsDone.Go(func() { m.leaseLoop(loops) })
+	uiCtx, stopUI := context.WithCancel(context.Background())
+	var uiDone sync.WaitGroup
+	uiURL := "off"
+	if m.ui != nil {
+		uiURL = m.ui.URL()
+		uiLog := m.root.With().Str("component", "ui").Logger()
+		uiDone.Go(func() {
+			if err := m.ui.Serve(uiCtx, uiLn); err != nil {
+				uiLog.Error().Err(err).Msg("web UI stopped")
+			}
+		})
+	}
 	srv := &http.Server{Handler: m.routes(), ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info().Str("home", cfg.Home).Str("socket", cfg.socketPath()).Int("pid", os.Getpid()).
-		Str("browser_use", cfg.BrowserUse).Str("version", version).Msg("manager ready")
+		Str("browser_use", cfg.BrowserUse).Str("version", version).Str("ui", uiURL).Msg("manager ready")
 	_, _ = daemon.SdNotify(false, daemon.SdNotifyReady)
 
 	select {
@@ -139,7 +170,9 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 	}
 	m.closing.Store(true)
 	stopLoops()
+	stopUI() // its live streams end with uiCtx; Serve then closes the listener
 	loopsDone.Wait()
+	uiDone.Wait()
 	m.quit()
 	srvCtx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()

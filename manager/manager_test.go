@@ -52,7 +52,7 @@ func daemonConfig(t *testing.T, env map[string]string, withBU bool) *manager.Con
 	home := t.TempDir()
 	tools := t.TempDir()
 	vars := map[string]string{"VIBE_HOME": home, "PATH": "/nonexistent", "VIBE_SHIM": fakeExecutable(t, tools, "wrapshim"),
-		"VIBE_PROXY_PORT_BASE": "19400"}
+		"VIBE_PROXY_PORT_BASE": "19400", "VIBE_UI_ADDR": "off"} // tests that want the UI pick a free port
 	if withBU {
 		vars["VIBE_BROWSER_USE"] = fakeExecutable(t, tools, "browser-use")
 	}
@@ -149,7 +149,7 @@ func TestStaleSocketIsReplaced(t *testing.T) {
 	ln.(*net.UnixListener).SetUnlinkOnClose(false)
 	ln.Close() // leaves the socket file behind, as a crashed manager does
 	cfg, err := manager.FromEnv(func(k string) string {
-		return map[string]string{"VIBE_HOME": home, "PATH": "/nonexistent"}[k]
+		return map[string]string{"VIBE_HOME": home, "PATH": "/nonexistent", "VIBE_UI_ADDR": "off"}[k]
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -178,6 +178,14 @@ func TestInvalidKnobsNameTheVariable(t *testing.T) {
 		{"VIBE_ZINIAO_CLIENT", "ziniao", "absolute path"},
 		{"VIBE_ZINIAO_CLIENT", "/nonexistent/ziniao", "no such file"},
 		{"VIBE_ZINIAO_CLIENT", "/tmp", "not an executable file"},
+		{"VIBE_UI_ADDR", "9399", "want host:port"},
+		{"VIBE_UI_ADDR", "127.0.0.1:70000", "port from 0 to 65535"},
+		{"VIBE_UI_ADDR", "127.0.0.1:http", "port from 0 to 65535"},
+		{"VIBE_UI_ADDR", "0.0.0.0:9399", "every interface"},
+		{"VIBE_UI_ADDR", ":9399", "every interface"},
+		{"VIBE_UI_ADDR", "192.168.1.5:9399", "VIBE_UI_ALLOW_REMOTE=1"},
+		{"VIBE_UI_ADDR", "example.com:9399", "not a loopback address"},
+		{"VIBE_UI_ALLOW_REMOTE", "sure", "boolean"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"="+tt.value, func(t *testing.T) {
@@ -199,7 +207,8 @@ func TestKnobDefaults(t *testing.T) {
 	if cfg.ProxyPortBase != 9400 || cfg.CallTimeout != 120*time.Second || cfg.WorkerSlots != 3 || cfg.TabCap != 12 ||
 		cfg.StartTimeout != 180*time.Second || cfg.RelaunchMax != 3 || cfg.RelaunchWindow != 600*time.Second ||
 		cfg.MuxMaxClients != 16 || cfg.MuxGrace != 480*time.Second || cfg.TaskLease != time.Hour ||
-		cfg.Idle != 300*time.Second || cfg.ReapInterval != 300*time.Second {
+		cfg.Idle != 300*time.Second || cfg.ReapInterval != 300*time.Second || cfg.UIAddr != "127.0.0.1:9399" ||
+		cfg.UIAllowRemote {
 		t.Errorf("defaults %+v differ from SPEC §4.3", cfg)
 	}
 }

@@ -40,6 +40,7 @@ func (m *Manager) routes() http.Handler {
 	handle("POST "+api.PathEvents, m.handleEvent)
 	handle("GET "+api.PathEvents, m.handleListEvents)
 	handle("POST "+api.PathReap, m.handleReap)
+	handle("POST "+api.PathUILogin, m.handleUILogin)
 	mux.Handle("GET "+api.PathMetrics, m.metrics.handler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		m.writeError(w, r, fmt.Errorf("%w: no route %s %s", errNoRoute, r.Method, r.URL.Path))

@@ -1,8 +1,11 @@
 package manager
 
 import (
+	"context"
 	"os"
+	"sort"
 	"strconv"
+	"time"
 
 	"vibebrowser/manager/api"
 	"vibebrowser/state"
@@ -38,16 +41,24 @@ func fileExists(p string) bool {
 }
 
 // browserView describes key's browser for the status.
-func (m *Manager) browserView(key, slug string) api.Browser {
-	v := api.Browser{Key: key, Slug: slug, Status: api.StatusStopped}
+func (m *Manager) browserView(ctx context.Context, key, slug string) (api.Browser, error) {
+	v := api.Browser{Key: key, Slug: slug, Status: api.StatusStopped, RelaunchMax: m.cfg.RelaunchMax}
+	if m.cfg.RelaunchMax > 0 {
+		n, err := m.db.CountRelaunches(ctx, key, time.Now().Add(-m.cfg.RelaunchWindow))
+		if err != nil {
+			return v, err
+		}
+		v.RelaunchesLeft = max(m.cfg.RelaunchMax-n, 0)
+	}
 	if in := m.slot(key).current(); in != nil {
 		st := in.mux.Stats()
 		v.Status, v.PID, v.ProxyPort, v.Clients, v.IdleS = api.StatusRunning, in.browser.PID(), in.port, st.Clients, int(st.IdleSeconds)
+		v.StartedAt = in.startedAt
 		for _, c := range st.PerClient {
 			v.Tabs += c.Tabs
 		}
 	}
-	return v
+	return v, nil
 }
 
 func taskView(t state.Task) api.Task {
@@ -57,4 +68,36 @@ func taskView(t state.Task) api.Task {
 // clientURL is a mux client's WebSocket endpoint.
 func clientURL(port int, token, clientID string) string {
 	return "ws://127.0.0.1:" + strconv.Itoa(port) + "/" + token + "/client-" + clientID
+}
+
+// status is the daemon's whole picture: GET /v1/status and the web UI's overview.
+func (m *Manager) status(ctx context.Context) (api.Status, error) {
+	stores, err := m.db.ListStores(ctx)
+	if err != nil {
+		return api.Status{}, err
+	}
+	tasks, err := m.db.ListTasks(ctx)
+	if err != nil {
+		return api.Status{}, err
+	}
+	st := api.Status{Version: m.version, PID: os.Getpid(), Home: m.cfg.Home, BrowserUse: m.cfg.BrowserUse,
+		BrowserUseErr: m.cfg.BrowserUseProblem, Stores: []api.Store{}, Browsers: []api.Browser{}, Tasks: []api.Task{}}
+	sort.Slice(stores, func(i, j int) bool { return stores[i].Slug < stores[j].Slug })
+	for _, s := range stores {
+		st.Stores = append(st.Stores, m.storeView(s))
+		b, err := m.browserView(ctx, s.ID, s.Slug)
+		if err != nil {
+			return api.Status{}, err
+		}
+		st.Browsers = append(st.Browsers, b)
+	}
+	web, err := m.browserView(ctx, api.WebKey, api.WebKey)
+	if err != nil {
+		return api.Status{}, err
+	}
+	st.Browsers = append(st.Browsers, web)
+	for _, t := range tasks {
+		st.Tasks = append(st.Tasks, taskView(t))
+	}
+	return st, nil
 }

@@ -22,6 +22,7 @@ const (
 	PathWrappers      = "/v1/wrappers"   // POST: rewrite every wrapper
 	PathEvents        = "/v1/events"
 	PathReap          = "/v1/reap"
+	PathUILogin       = "/v1/ui/login" // POST: a one-time login code for the web UI
 	PathMetrics       = "/metrics"
 )
 
@@ -100,6 +101,12 @@ type Browser struct {
 	Clients   int    `json:"clients"` // connected mux clients
 	Tabs      int    `json:"tabs"`
 	IdleS     int    `json:"idle_s"`
+	// StartedAt is when the running browser was started (or adopted); zero when stopped.
+	StartedAt time.Time `json:"started_at,omitzero"`
+	// RelaunchMax is VIBE_BROWSER_RELAUNCH_MAX (0: no budget); RelaunchesLeft is what is left of it in the
+	// current window.
+	RelaunchMax    int `json:"relaunch_max"`
+	RelaunchesLeft int `json:"relaunches_left"`
 }
 
 // Task is an agent task as the manager tracks it.
@@ -203,6 +210,13 @@ type Event struct {
 	BUName  string    `json:"bu_name,omitempty"`
 	TaskID  string    `json:"task_id,omitempty"`
 	Message string    `json:"message,omitempty"`
+}
+
+// UILogin is the answer of PathUILogin: a single-use code for the web UI and the URL that spends it.
+type UILogin struct {
+	URL       string    `json:"url"` // http://<ui address>/login?code=<code>
+	Code      string    `json:"code"`
+	ExpiresAt time.Time `json:"expires_at"`
 }
 
 // Health is the answer of PathHealth.

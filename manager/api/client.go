@@ -232,6 +232,13 @@ func (c *Client) Reap(ctx context.Context) (ReapResult, error) {
 	return r, err
 }
 
+// UILogin mints a one-time login code for the web UI.
+func (c *Client) UILogin(ctx context.Context) (UILogin, error) {
+	var l UILogin
+	err := c.Do(ctx, MethodPost, PathUILogin, nil, &l)
+	return l, err
+}
+
 // pathSegment percent-encodes s for one path segment: every byte outside RFC 3986's unreserved set is
 // escaped, so a store name with "/", "?", "#" or spaces stays one segment. (Not net/url: the shim links
 // this package, and net/url's imports cost it half a millisecond per call.)

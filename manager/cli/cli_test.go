@@ -51,6 +51,7 @@ func TestExitCodes(t *testing.T) {
 		{"bad task id", []string{"env", "--web", "--task", "nope"}, 2, "is not a task id"},
 		{"store and web", []string{"env", "--web", "--store", "x"}, 2, "can't be used together"},
 		{"manager down", []string{"status"}, 1, "is the manager running?"},
+		{"ui with the manager down", []string{"ui", "--json"}, 1, "is the manager running?"},
 		{"bad task status flag missing", []string{"task", "set", "a1b2c3d4"}, 2, "--status"},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,148 @@
+package ui
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"strings"
+)
+
+// sessionCookie names the UI's session cookie.
+const sessionCookie = "vibe_ui_session"
+
+// securityHeaders go on every answer, errors included (SPEC §11). No inline script or style is allowed:
+// the pages' JavaScript and CSS are embedded files under /assets/.
+var securityHeaders = map[string]string{
+	"Content-Security-Policy": "default-src 'self'; img-src 'self' data: blob:; frame-ancestors 'none'",
+	"X-Frame-Options":         "DENY",
+	"Referrer-Policy":         "no-referrer",
+	"X-Content-Type-Options":  "nosniff",
+}
+
+// guard applies the access rules, in this order: headers, Host, Origin, then the session cookie (which
+// /login hands out).
+func (s *Server) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for k, v := range securityHeaders {
+			w.Header().Set(k, v)
+		}
+		// A foreign Host is a page of another site that made its name resolve to us (DNS rebinding).
+		if !s.ownHosts[strings.ToLower(r.Host)] {
+			s.plain(w, http.StatusForbidden, "forbidden: the Host "+quote(r.Host)+" is not this UI's address "+s.urlHost)
+			return
+		}
+		if !s.sameOrigin(r) {
+			s.plain(w, http.StatusForbidden, "forbidden: the request comes from "+quote(r.Header.Get("Origin"))+
+				", not from this UI ("+s.origin(r)+")")
+			return
+		}
+		if r.URL.Path == "/login" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if !s.validSession(r) {
+			s.unauthorized(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// origin is the UI's own origin as the browser that sent r sees it (its Host was checked).
+func (s *Server) origin(r *http.Request) string { return "http://" + strings.ToLower(r.Host) }
+
+// sameOrigin refuses cross-site requests that could act or read a live channel: every state-changing
+// method and every WebSocket upgrade must carry our own Origin (browsers always send one there; a page's
+// fetch must use referrerPolicy "same-origin", since our no-referrer policy would make it "null"). A GET
+// needs no Origin (browsers send none for same-origin GETs), but one that carries a foreign Origin (a
+// cross-site EventSource or fetch) is refused.
+func (s *Server) sameOrigin(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	strict := r.Method != http.MethodGet && r.Method != http.MethodHead ||
+		strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
+	if origin == "" && !strict {
+		return true
+	}
+	return strings.EqualFold(origin, s.origin(r))
+}
+
+// validSession reports whether r carries a live session cookie, and renews its idle time.
+func (s *Server) validSession(r *http.Request) bool {
+	c, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return false
+	}
+	now := s.cfg.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	last, ok := s.sessions[c.Value]
+	if !ok || now.Sub(last) >= sessionIdle {
+		delete(s.sessions, c.Value)
+		return false
+	}
+	s.sessions[c.Value] = now
+	return true
+}
+
+// handleLogin spends a login code for a session cookie.
+func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
+	code := r.URL.Query().Get("code")
+	now := s.cfg.Now()
+	s.mu.Lock()
+	exp, ok := s.codes[code]
+	delete(s.codes, code) // single use, even when it had expired
+	var id string
+	if ok && now.Before(exp) {
+		id = randomHex()
+		for sid, last := range s.sessions {
+			if now.Sub(last) >= sessionIdle {
+				delete(s.sessions, sid)
+			}
+		}
+		s.sessions[id] = now
+	}
+	s.mu.Unlock()
+	if id == "" {
+		s.cfg.Log.Warn().Bool("known", ok).Msg("refused a login code: used, expired or unknown")
+		s.message(w, r, http.StatusUnauthorized, "This login link is used or expired",
+			"Each link from vibe-browser ui works once, within a minute.",
+			"Run vibe-browser ui (or vibe-browser ui --open) again in a terminal on the manager's machine for a new one.", "")
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode})
+	s.cfg.Log.Info().Msg("a person logged in to the web UI")
+	// 303 to a page of ours: the code leaves the address bar and the history.
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// unauthorized answers a request without a valid session: a page for people, a line for programs.
+func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request) {
+	if wantsHTML(r) {
+		s.message(w, r, http.StatusUnauthorized, "Log in to vibe-browser",
+			"This page needs a login from the manager's machine.",
+			"Run vibe-browser ui (or vibe-browser ui --open) in a terminal on the manager's machine and open the link it prints.", "")
+		return
+	}
+	s.plain(w, http.StatusUnauthorized, "unauthorized: run `vibe-browser ui` on the manager's machine and open the link it prints")
+}
+
+func wantsHTML(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "text/html")
+}
+
+func (s *Server) plain(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(msg + "\n"))
+}
+
+// randomHex is 128 random bits in hex: login codes and session ids.
+func randomHex() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (it panics instead)
+	return hex.EncodeToString(b[:])
+}
+
+func quote(s string) string { return "\"" + s + "\"" }

@@ -1,0 +1,237 @@
+package ui
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"vibebrowser/manager/api"
+)
+
+// maxEvents is how many recent events the overview lists; the manager keeps more.
+const maxEvents = 50
+
+// needsPerson are the event kinds a person must act on: they are highlighted.
+var needsPerson = map[string]bool{api.EventBudgetSpent: true, api.EventWedgeUnrecoverable: true}
+
+// overview is the overview page's data: the template renders it, and the live stream sends it as JSON
+// for the page's script to render the same way. Everything is formatted here, once.
+type overview struct {
+	Version   string       `json:"version"`
+	Home      string       `json:"home"`
+	Error     string       `json:"error,omitempty"` // the manager could not say its status
+	Stores    int          `json:"stores"`          // stores, without the web browser
+	Summary   string       `json:"summary"`         // "2 stores · 1 browser running"
+	Attention int          `json:"attention"`       // listed events that need a person
+	Latest    string       `json:"latest"`          // the newest of them, in words
+	Browsers  []browserRow `json:"browsers"`
+	Tasks     []taskRow    `json:"tasks"`
+	Events    []eventRow   `json:"events"`
+}
+
+type browserRow struct {
+	Key        string `json:"key"`
+	Name       string `json:"name"`
+	Slug       string `json:"slug"`
+	Href       string `json:"href"`
+	Backend    string `json:"backend"`
+	Status     string `json:"status"`
+	PID        string `json:"pid"`
+	Uptime     string `json:"uptime"`
+	Relaunches string `json:"relaunches"`
+	Spent      bool   `json:"spent"` // no relaunch left: the store refuses until a person starts it
+	Clients    string `json:"clients"`
+	Tabs       string `json:"tabs"`
+}
+
+type taskRow struct {
+	ID     string `json:"id"`
+	Store  string `json:"store"`
+	Href   string `json:"href,omitempty"`
+	Status string `json:"status"`
+	Lease  string `json:"lease"`
+}
+
+type eventRow struct {
+	Time    string `json:"time"`
+	Kind    string `json:"kind"`
+	Store   string `json:"store"`
+	Message string `json:"message"`
+	Alert   bool   `json:"alert"`
+}
+
+// taskOrder lists the statuses that hold a browser first, then waiting, then ended ones.
+var taskOrder = []string{"running", "designing", "planned", "queued", "pending", "waiting", "failed", "completed"}
+
+// buildOverview turns the source's picture into the overview at now.
+func (s *Server) buildOverview(r *http.Request) overview {
+	now := s.cfg.Now()
+	st, err := s.cfg.Source.Status(r.Context())
+	ov := overview{Version: st.Version, Home: st.Home, Browsers: []browserRow{}, Tasks: []taskRow{}, Events: []eventRow{}}
+	if err != nil {
+		ov.Error = "The manager could not say its status: " + err.Error()
+		return ov
+	}
+	stores := map[string]api.Store{}
+	for _, store := range st.Stores {
+		stores[store.ID] = store
+	}
+	ov.Stores = len(st.Stores)
+	running := 0
+	// slugOf names a browser key's store; events of the web browser carry no store id.
+	slugOf := func(id string) string {
+		if id == "" {
+			return "web"
+		}
+		if s, ok := stores[id]; ok {
+			return s.Slug
+		}
+		return id
+	}
+	for _, b := range st.Browsers {
+		row := browserRow{Key: b.Key, Slug: b.Slug, Status: b.Status, PID: "–", Uptime: "–",
+			Clients: strconv.Itoa(b.Clients), Tabs: strconv.Itoa(b.Tabs)}
+		if b.Key == api.WebKey {
+			row.Name, row.Slug, row.Backend, row.Href = "Web browser", "web", "chrome", "/store/web"
+		} else {
+			store := stores[b.Key]
+			row.Name, row.Backend, row.Href = store.Name, store.Backend, "/store/"+b.Slug
+		}
+		if b.Status == api.StatusRunning {
+			running++
+			row.PID = strconv.Itoa(b.PID)
+			if !b.StartedAt.IsZero() {
+				row.Uptime = duration(now.Sub(b.StartedAt))
+			}
+		}
+		switch {
+		case b.RelaunchMax <= 0:
+			row.Relaunches = "no limit"
+		case b.RelaunchesLeft <= 0:
+			row.Relaunches, row.Spent = "spent", true
+		default:
+			row.Relaunches = fmt.Sprintf("%d of %d", b.RelaunchesLeft, b.RelaunchMax)
+		}
+		ov.Browsers = append(ov.Browsers, row)
+	}
+	ov.Summary = plural(ov.Stores, "store") + " · " + plural(running, "browser") + " running"
+	for _, t := range st.Tasks {
+		// A task without a store is a web-browser task or one reported without --store: no store to name.
+		row := taskRow{ID: t.ID, Store: "–", Status: t.Status, Lease: "–"}
+		if t.Store != "" {
+			row.Store = slugOf(t.Store)
+			row.Href = "/store/" + row.Store
+		}
+		if !t.LeaseUntil.IsZero() && !slices.Contains([]string{"completed", "failed"}, t.Status) {
+			if left := t.LeaseUntil.Sub(now); left > 0 {
+				row.Lease = duration(left) + " left"
+			} else {
+				row.Lease = "expired"
+			}
+		}
+		ov.Tasks = append(ov.Tasks, row)
+	}
+	slices.SortStableFunc(ov.Tasks, func(a, b taskRow) int {
+		if d := rank(a.Status) - rank(b.Status); d != 0 {
+			return d
+		}
+		if a.ID < b.ID {
+			return -1
+		}
+		return 1
+	})
+	events := s.cfg.Source.Events()
+	for i := len(events) - 1; i >= 0 && len(ov.Events) < maxEvents; i-- {
+		ev := events[i]
+		row := eventRow{Time: ev.At.Local().Format("Jan 2 15:04:05"), Kind: ev.Kind, Store: slugOf(ev.StoreID),
+			Message: ev.Message, Alert: needsPerson[ev.Kind]}
+		if row.Alert {
+			if ov.Attention == 0 {
+				ov.Latest = row.Kind + " on " + row.Store + " at " + row.Time
+			}
+			ov.Attention++
+		}
+		ov.Events = append(ov.Events, row)
+	}
+	return ov
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+func rank(status string) int {
+	if i := slices.Index(taskOrder, status); i >= 0 {
+		return i
+	}
+	return len(taskOrder)
+}
+
+// duration is a calm, coarse age: seconds only in the first minute, so a live page does not redraw
+// every second for long.
+func duration(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%d s", int(max(d, 0).Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%d min", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%d h %d min", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%d days", int(d.Hours()/24))
+}
+
+func (s *Server) handleOverview(w http.ResponseWriter, r *http.Request) {
+	s.render(w, http.StatusOK, "overview", s.buildOverview(r))
+}
+
+// handleOverviewLive is the overview's one live channel (SSE): the overview as JSON at once, again
+// whenever it changes (looked at every pollEvery), and a comment every heartbeat while nothing does.
+func (s *Server) handleOverviewLive(w http.ResponseWriter, r *http.Request) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		s.plain(w, http.StatusInternalServerError, "streaming is not supported by this connection")
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	flusher.Flush()
+	poll := time.NewTicker(s.pollEvery)
+	defer poll.Stop()
+	var last []byte
+	lastSent := time.Now()
+	for {
+		data, err := json.Marshal(s.buildOverview(r))
+		if err != nil {
+			return
+		}
+		var frame string
+		switch {
+		case !bytes.Equal(data, last):
+			frame, last = "event: overview\ndata: "+string(data)+"\n\n", data
+		case time.Since(lastSent) >= s.heartbeat:
+			frame = ": heartbeat\n\n"
+		}
+		if frame != "" {
+			if _, err := io.WriteString(w, frame); err != nil {
+				return // the viewer left
+			}
+			flusher.Flush()
+			lastSent = time.Now()
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-poll.C:
+		}
+	}
+}

@@ -1,0 +1,471 @@
+package ui
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"vibebrowser/manager/api"
+)
+
+// fakeSource is a manager picture the test changes at will.
+type fakeSource struct {
+	mu     sync.Mutex // mu guards the fields below
+	status api.Status
+	err    error
+	events []api.Event
+}
+
+func (f *fakeSource) Status(context.Context) (api.Status, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.status, f.err
+}
+
+func (f *fakeSource) Events() []api.Event {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]api.Event{}, f.events...)
+}
+
+func (f *fakeSource) set(fn func(*api.Status)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(&f.status)
+}
+
+// clock is a settable time for codes and sessions.
+type clock struct {
+	mu  sync.Mutex // mu guards now
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// uiUnderTest is a UI on an httptest server whose Host is the UI's own loopback address.
+type uiUnderTest struct {
+	srv   *Server
+	hs    *httptest.Server
+	src   *fakeSource
+	clock *clock
+	host  string // 127.0.0.1:<port> of hs
+}
+
+func startUI(t *testing.T, src *fakeSource) *uiUnderTest {
+	t.Helper()
+	if src == nil {
+		src = &fakeSource{status: api.Status{Version: "v-test", Home: "/home/me/.vibe-seller",
+			Browsers: []api.Browser{{Key: api.WebKey, Slug: api.WebKey, Status: api.StatusStopped}}}}
+	}
+	c := &clock{now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
+	u := &uiUnderTest{src: src, clock: c}
+	hs := httptest.NewUnstartedServer(nil)
+	port := hs.Listener.Addr().(*net.TCPAddr).Port
+	u.srv = New(Config{Host: "127.0.0.1", Port: port, Source: src, Log: zerolog.Nop(), Now: c.Now,
+		PollEvery: 10 * time.Millisecond, Heartbeat: 50 * time.Millisecond})
+	hs.Config.Handler = u.srv.Handler()
+	hs.Start()
+	t.Cleanup(hs.Close)
+	u.hs, u.host = hs, hs.Listener.Addr().String()
+	return u
+}
+
+// do sends one request without following redirects or keeping the connection.
+func (u *uiUnderTest) do(t *testing.T, method, path string, hdr map[string]string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(method, u.hs.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range hdr {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+func body(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// login spends a fresh code and returns the session cookie header value.
+func (u *uiUnderTest) login(t *testing.T) string {
+	t.Helper()
+	l := u.srv.NewLogin()
+	resp := u.do(t, "GET", "/login?code="+l.Code, nil)
+	body(t, resp)
+	for _, c := range resp.Cookies() {
+		if c.Name == sessionCookie {
+			return c.Name + "=" + c.Value
+		}
+	}
+	t.Fatalf("login with a fresh code set no %s cookie (status %d)", sessionCookie, resp.StatusCode)
+	return ""
+}
+
+func wantSecurityHeaders(t *testing.T, what string, resp *http.Response) {
+	t.Helper()
+	for k, v := range securityHeaders {
+		if got := resp.Header.Get(k); got != v {
+			t.Errorf("%s: header %s = %q; want %q", what, k, got, v)
+		}
+	}
+	if want := "default-src 'self'; img-src 'self' data: blob:; frame-ancestors 'none'"; resp.Header.Get("Content-Security-Policy") != want {
+		t.Errorf("%s: CSP %q; want %q", what, resp.Header.Get("Content-Security-Policy"), want)
+	}
+}
+
+func TestLoginURLNamesTheUI(t *testing.T) {
+	u := startUI(t, nil)
+	l := u.srv.NewLogin()
+	want := "http://" + u.host + "/login?code=" + l.Code
+	if l.URL != want || len(l.Code) != 32 || !l.ExpiresAt.Equal(u.clock.Now().Add(time.Minute)) {
+		t.Errorf("NewLogin() = %+v; want URL %q, a 128-bit hex code, expiry in 60s", l, want)
+	}
+	if other := u.srv.NewLogin(); other.Code == l.Code {
+		t.Errorf("two logins share the code %q", l.Code)
+	}
+}
+
+func TestLoginCodeIsSingleUseAndExpires(t *testing.T) {
+	u := startUI(t, nil)
+	l := u.srv.NewLogin()
+	resp := u.do(t, "GET", "/login?code="+l.Code, map[string]string{"Accept": "text/html"})
+	body(t, resp)
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" {
+		t.Fatalf("first use: %d to %q; want 303 to /", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	var session *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == sessionCookie {
+			session = c
+		}
+	}
+	if session == nil || !session.HttpOnly || session.SameSite != http.SameSiteStrictMode || session.Path != "/" ||
+		len(session.Value) != 32 {
+		t.Fatalf("session cookie %+v; want HttpOnly, SameSite=Strict, Path=/, 128 random bits", session)
+	}
+	wantSecurityHeaders(t, "login", resp)
+
+	resp = u.do(t, "GET", "/login?code="+l.Code, map[string]string{"Accept": "text/html"})
+	if b := body(t, resp); resp.StatusCode != http.StatusUnauthorized || !strings.Contains(b, "used or expired") ||
+		!strings.Contains(b, "vibe-browser ui") {
+		t.Errorf("reused code: %d %q; want 401 saying it is used or expired and to run vibe-browser ui", resp.StatusCode, b)
+	}
+	wantSecurityHeaders(t, "reused code", resp)
+
+	late := u.srv.NewLogin()
+	u.clock.add(61 * time.Second)
+	resp = u.do(t, "GET", "/login?code="+late.Code, map[string]string{"Accept": "text/html"})
+	if b := body(t, resp); resp.StatusCode != http.StatusUnauthorized || !strings.Contains(b, "used or expired") {
+		t.Errorf("expired code: %d %q; want 401 used or expired", resp.StatusCode, b)
+	}
+	resp = u.do(t, "GET", "/login?code=", nil)
+	if body(t, resp); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("empty code: %d; want 401", resp.StatusCode)
+	}
+}
+
+func TestSessionIdlesOut(t *testing.T) {
+	u := startUI(t, nil)
+	cookie := u.login(t)
+	u.clock.add(11 * time.Hour)
+	if resp := u.do(t, "GET", "/", map[string]string{"Cookie": cookie}); body(t, resp) == "" || resp.StatusCode != 200 {
+		t.Fatalf("after 11 h: %d; want 200", resp.StatusCode)
+	}
+	u.clock.add(11 * time.Hour) // 11 h after the last use: still valid, the use renewed it
+	if resp := u.do(t, "GET", "/", map[string]string{"Cookie": cookie}); body(t, resp) == "" || resp.StatusCode != 200 {
+		t.Fatalf("11 h after the last use: %d; want 200", resp.StatusCode)
+	}
+	u.clock.add(12 * time.Hour)
+	if resp := u.do(t, "GET", "/", map[string]string{"Cookie": cookie}); body(t, resp) == "" || resp.StatusCode != 401 {
+		t.Errorf("12 h idle: %d; want 401", resp.StatusCode)
+	}
+}
+
+func TestAccessRules(t *testing.T) {
+	u := startUI(t, nil)
+	cookie := u.login(t)
+	own := "http://" + u.host
+	port := u.host[strings.LastIndex(u.host, ":")+1:]
+	tests := []struct {
+		name   string
+		method string
+		path   string
+		hdr    map[string]string
+		status int
+		text   string // a fragment the body must contain
+	}{
+		{"page without cookie", "GET", "/", map[string]string{"Accept": "text/html"}, 401, "vibe-browser ui"},
+		{"page with a wrong cookie", "GET", "/", map[string]string{"Accept": "text/html", "Cookie": sessionCookie + "=00"}, 401, "vibe-browser ui --open"},
+		{"asset without cookie", "GET", "/assets/ui.css", nil, 401, "vibe-browser ui"},
+		{"stream without cookie", "GET", "/live/overview", map[string]string{"Accept": "text/event-stream"}, 401, "unauthorized"},
+		{"page with cookie", "GET", "/", map[string]string{"Cookie": cookie}, 200, "Stores and the web browser"},
+		{"localhost is our host too", "GET", "/", map[string]string{"Cookie": cookie, "Host": "localhost:" + port}, 200, "Tasks"},
+		{"asset with cookie", "GET", "/assets/live.js", map[string]string{"Cookie": cookie}, 200, "EventSource"},
+		{"foreign Host", "GET", "/", map[string]string{"Cookie": cookie, "Host": "evil.example:" + port}, 403, "Host"},
+		{"foreign Host on login", "GET", "/login?code=x", map[string]string{"Host": "evil.example"}, 403, "Host"},
+		{"our host, other port", "GET", "/", map[string]string{"Cookie": cookie, "Host": "127.0.0.1:1"}, 403, "Host"},
+		{"POST from a foreign Origin", "POST", "/", map[string]string{"Cookie": cookie, "Origin": "http://evil.example"}, 403, "evil.example"},
+		{"POST without an Origin", "POST", "/", map[string]string{"Cookie": cookie}, 403, "not from this UI"},
+		{"POST from our Origin passes to the routes", "POST", "/", map[string]string{"Cookie": cookie, "Origin": own}, 404, "Not found"},
+		{"DELETE from a foreign Origin", "DELETE", "/x", map[string]string{"Cookie": cookie, "Origin": "null"}, 403, "forbidden"},
+		{"WebSocket from a foreign Origin", "GET", "/live/overview", map[string]string{"Cookie": cookie, "Upgrade": "websocket",
+			"Connection": "Upgrade", "Origin": "http://evil.example"}, 403, "evil.example"},
+		{"WebSocket without an Origin", "GET", "/live/overview", map[string]string{"Cookie": cookie, "Upgrade": "websocket",
+			"Connection": "Upgrade"}, 403, "forbidden"},
+		{"SSE from a foreign Origin", "GET", "/live/overview", map[string]string{"Cookie": cookie,
+			"Accept": "text/event-stream", "Origin": "http://evil.example"}, 403, "evil.example"},
+		{"unknown page", "GET", "/store/acme", map[string]string{"Cookie": cookie, "Accept": "text/html"}, 404, "overview"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := u.do(t, tt.method, tt.path, tt.hdr)
+			b := body(t, resp)
+			if resp.StatusCode != tt.status || !strings.Contains(b, tt.text) {
+				t.Errorf("%s %s = %d %q; want %d containing %q", tt.method, tt.path, resp.StatusCode, b, tt.status, tt.text)
+			}
+			wantSecurityHeaders(t, tt.name, resp)
+		})
+	}
+	// Pages are never cached: they carry the manager's state.
+	resp := u.do(t, "GET", "/", map[string]string{"Cookie": cookie})
+	body(t, resp)
+	if cc := resp.Header.Get("Cache-Control"); cc != "no-store" {
+		t.Errorf("overview Cache-Control %q; want no-store", cc)
+	}
+}
+
+// readEvent reads the next SSE message of kind event from r, skipping heartbeats; it returns the data.
+func readEvent(t *testing.T, r *bufio.Reader, event string) string {
+	t.Helper()
+	var kind, data string
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("stream ended: %v", err)
+		}
+		line = strings.TrimRight(line, "\n")
+		switch {
+		case line == "" && kind == event:
+			return data
+		case line == "":
+			kind, data = "", ""
+		case strings.HasPrefix(line, "event: "):
+			kind = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			data = strings.TrimPrefix(line, "data: ")
+		}
+	}
+}
+
+func TestLiveOverviewSendsChangesAndHeartbeats(t *testing.T) {
+	u := startUI(t, nil)
+	cookie := u.login(t)
+	req, _ := http.NewRequest("GET", u.hs.URL+"/live/overview", nil)
+	req.Header.Set("Cookie", cookie)
+	req.Header.Set("Origin", "http://"+u.host) // a same-origin EventSource may send it
+	tr := &http.Transport{DisableKeepAlives: true}
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || ct != "text/event-stream" {
+		t.Fatalf("stream: %d %q; want 200 text/event-stream", resp.StatusCode, ct)
+	}
+	wantSecurityHeaders(t, "stream", resp)
+	r := bufio.NewReader(resp.Body)
+	if first := readEvent(t, r, "overview"); !strings.Contains(first, `"tasks":[]`) {
+		t.Fatalf("first message %s; want the overview with no tasks", first)
+	}
+	u.src.set(func(s *api.Status) {
+		s.Tasks = append(s.Tasks, api.Task{ID: "a1a1a1a1-task", Status: "running"})
+	})
+	if next := readEvent(t, r, "overview"); !strings.Contains(next, `"id":"a1a1a1a1-task"`) {
+		t.Fatalf("after a task was set: %s; want it listed", next)
+	}
+	// Nothing changes now: only heartbeat comments come, no repeated overview.
+	deadline := time.Now().Add(300 * time.Millisecond)
+	beats := 0
+	for time.Now().Before(deadline) {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(line, "event: overview") {
+			t.Fatalf("an unchanged overview was sent again")
+		}
+		if strings.HasPrefix(line, ": heartbeat") {
+			beats++
+		}
+	}
+	if beats == 0 {
+		t.Errorf("no heartbeat in 300 ms with a 50 ms heartbeat")
+	}
+	resp.Body.Close()
+	tr.CloseIdleConnections()
+}
+
+func TestOverviewRendersTheSource(t *testing.T) {
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	src := &fakeSource{
+		status: api.Status{Version: "v1.2.3", Home: "/srv/vibe",
+			Stores: []api.Store{{ID: "id-acme", Name: "Acme Shop", Slug: "acme-shop", Backend: "chrome"},
+				{ID: "id-zin", Name: "Zin <b>", Slug: "zin", Backend: "ziniao"}},
+			Browsers: []api.Browser{
+				{Key: "id-acme", Slug: "acme-shop", Status: "running", PID: 4242, Clients: 3, Tabs: 7,
+					StartedAt: now.Add(-90 * time.Minute), RelaunchMax: 3, RelaunchesLeft: 2},
+				{Key: "id-zin", Slug: "zin", Status: "stopped", RelaunchMax: 3, RelaunchesLeft: 0},
+				{Key: api.WebKey, Slug: api.WebKey, Status: "stopped"}},
+			Tasks: []api.Task{{ID: "b2b2b2b2-done", Store: "id-acme", Status: "completed"},
+				{ID: "a1a1a1a1-live", Store: "id-acme", Status: "running", LeaseUntil: now.Add(59 * time.Minute)},
+				{ID: "c3c3c3c3-late", Status: "running", LeaseUntil: now.Add(-time.Second)}}},
+		events: []api.Event{
+			{At: now.Add(-time.Minute), Kind: api.EventBrowserRelaunched, StoreID: "id-acme", Message: "relaunched"},
+			{At: now, Kind: api.EventBudgetSpent, StoreID: "id-zin", Message: "zin died 3 times"}},
+	}
+	u := startUI(t, src)
+	u.clock.now = now
+	cookie := u.login(t)
+	page := body(t, u.do(t, "GET", "/", map[string]string{"Cookie": cookie}))
+	for _, want := range []string{
+		"v1.2.3", "/srv/vibe",
+		`<a href="/store/acme-shop">Acme Shop</a>`, "Zin &lt;b&gt;", // escaped, never markup
+		`<td class="pid num">4242</td>`, `<td class="uptime">1 h 30 min</td>`, `<td class="relaunches">2 of 3</td>`,
+		`<td class="relaunches spent">spent</td>`, `<td class="relaunches">no limit</td>`,
+		`<td class="clients num">3</td>`, `<td class="tabs num">7</td>`, "Web browser",
+		`<td class="lease">59 min left</td>`, `<span class="pill completed">completed</span>`,
+		`<td class="store">–</td>`, `<td class="lease">expired</td>`,
+		`<tr class="alert">`, "zin died 3 times", "2 stores · 1 browser running", "relaunch_budget_spent on zin at",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("overview lacks %q", want)
+		}
+	}
+	if strings.Index(page, "a1a1a1a1-live") > strings.Index(page, "b2b2b2b2-done") {
+		t.Errorf("a running task is listed after a completed one")
+	}
+	if strings.Index(page, "zin died") > strings.Index(page, ">relaunched<") {
+		t.Errorf("events are not newest first")
+	}
+	if strings.Contains(page, `id="no-stores" class="empty">`) || strings.Contains(page, `id="no-tasks" class="empty">`) {
+		t.Errorf("an empty state is shown although there are stores and tasks")
+	}
+}
+
+func TestOverviewEmptyStates(t *testing.T) {
+	u := startUI(t, nil)
+	page := body(t, u.do(t, "GET", "/", map[string]string{"Cookie": u.login(t)}))
+	for _, want := range []string{
+		`id="no-stores" class="empty">`, "vibe-browser store add NAME",
+		`id="no-tasks" class="empty">`, "vibe-browser env --store SLUG --task ID",
+		`id="no-events" class="empty">`, "Nothing has happened yet",
+		`id="attention" class="banner alert" hidden`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("empty overview lacks %q", want)
+		}
+	}
+}
+
+func TestOverviewSaysWhenTheSourceFails(t *testing.T) {
+	u := startUI(t, &fakeSource{err: errors.New("database is locked")})
+	page := body(t, u.do(t, "GET", "/", map[string]string{"Cookie": u.login(t)}))
+	if !strings.Contains(page, "could not say its status: database is locked") {
+		t.Errorf("overview of a failing source does not say why")
+	}
+}
+
+func TestRemoteUIOwnsOnlyItsAddress(t *testing.T) {
+	s := New(Config{Host: "192.168.1.5", Port: 9399, Source: &fakeSource{}, Log: zerolog.Nop()})
+	if got := s.NewLogin().URL; !strings.HasPrefix(got, "http://192.168.1.5:9399/login?code=") {
+		t.Errorf("remote login URL %q; want it on 192.168.1.5:9399", got)
+	}
+	if !s.ownHosts["192.168.1.5:9399"] || s.ownHosts["localhost:9399"] || s.ownHosts["127.0.0.1:9399"] {
+		t.Errorf("remote UI's own hosts %v; want only 192.168.1.5:9399", s.ownHosts)
+	}
+}
+
+func TestServeEndsLiveStreamsOnShutdown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &fakeSource{}
+	s := New(Config{Host: "127.0.0.1", Port: ln.Addr().(*net.TCPAddr).Port, Source: src, Log: zerolog.Nop(),
+		PollEvery: 10 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx, ln) }()
+
+	l := s.NewLogin()
+	tr := &http.Transport{DisableKeepAlives: true}
+	client := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Get(l.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	req, _ := http.NewRequest("GET", s.URL()+"/live/overview", nil)
+	req.AddCookie(resp.Cookies()[0])
+	stream, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Body.Close()
+	readEvent(t, bufio.NewReader(stream.Body), "overview")
+
+	began := time.Now()
+	cancel()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Errorf("Serve() = %v; want nil after its context ended", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return within 5s of its context ending, with a live stream open")
+	}
+	if took := time.Since(began); took > 900*time.Millisecond {
+		t.Errorf("Serve took %v to stop: the open stream held it up to the shutdown bound", took)
+	}
+	if _, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+		t.Errorf("the UI still accepts connections after Serve returned")
+	}
+	tr.CloseIdleConnections()
+}
