@@ -421,13 +421,14 @@ func (m *Mux) filterTargetsLocked(p *pending, b []byte) (frame, bool) {
 		if json.Unmarshal(raw, &ti) != nil {
 			continue
 		}
-		if t := m.targets[ti.TargetID]; t == nil || t.owner != p.c.cl || t.closing || t.held {
+		t := m.targets[ti.TargetID]
+		if t == nil || t.owner != p.c.cl || t.closing || t.held {
 			continue
 		}
 		if n > 0 {
 			res = append(res, ',')
 		}
-		res = append(res, raw...)
+		res = append(res, m.ownerInfoLocked(t, raw)...)
 		n++
 	}
 	res = append(res, "]}"...)

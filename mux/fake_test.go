@@ -49,6 +49,7 @@ type fakeTarget struct {
 	ID, Type, URL, Opener, Tab string
 	History                    []string // navigation history of a page; its current entry is Index
 	Index                      int
+	Attached                   int // sessions attached, as Chrome's targetInfo "attached" shows
 }
 
 type fakeMsg struct {
@@ -100,9 +101,9 @@ func (fb *fakeBrowser) addPageLocked(url, opener string) string {
 }
 
 func (ft *fakeTarget) info() string {
-	b, _ := json.Marshal(map[string]any{"targetId": ft.ID, "type": ft.Type, "url": ft.URL, "title": ft.URL, "attached": false, "openerId": ft.Opener, "browserContextId": "CTX0"})
+	b, _ := json.Marshal(map[string]any{"targetId": ft.ID, "type": ft.Type, "url": ft.URL, "title": ft.URL, "attached": ft.Attached > 0, "openerId": ft.Opener, "browserContextId": "CTX0"})
 	if ft.Opener == "" {
-		b, _ = json.Marshal(map[string]any{"targetId": ft.ID, "type": ft.Type, "url": ft.URL, "title": ft.URL, "attached": false, "browserContextId": "CTX0"})
+		b, _ = json.Marshal(map[string]any{"targetId": ft.ID, "type": ft.Type, "url": ft.URL, "title": ft.URL, "attached": ft.Attached > 0, "browserContextId": "CTX0"})
 	}
 	return string(b)
 }
@@ -268,6 +269,9 @@ func (fb *fakeBrowser) handle(b []byte) {
 		sid := fmt.Sprintf("SESS%d", fb.next)
 		fb.sessions[sid] = t.ID
 		fb.parents[sid] = msg.SessionID // Chrome announces a session on the session that asked for it
+		if t.Attached++; t.Attached == 1 && fb.discover {
+			fb.sendLocked(`{"method":"Target.targetInfoChanged","params":{"targetInfo":` + t.info() + `}}`)
+		}
 		fb.sendLocked(withFakeSession(`{"method":"Target.attachedToTarget","params":{"sessionId":"`+sid+`","targetInfo":`+t.info()+`,"waitingForDebugger":false}}`, msg.SessionID))
 		reply(`{"sessionId":"` + sid + `"}`)
 	case "Target.detachFromTarget":
@@ -391,6 +395,11 @@ func (fb *fakeBrowser) removeLocked(id string) {
 
 func (fb *fakeBrowser) detachLocked(sid, tid string) {
 	parent := fb.parents[sid]
+	if t := fb.targets[tid]; t != nil {
+		if t.Attached--; t.Attached == 0 && fb.discover {
+			fb.sendLocked(`{"method":"Target.targetInfoChanged","params":{"targetInfo":` + t.info() + `}}`)
+		}
+	}
 	delete(fb.sessions, sid)
 	delete(fb.parents, sid)
 	delete(fb.casting, sid)

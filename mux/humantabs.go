@@ -59,7 +59,7 @@ func (m *Mux) NewHumanTab(ctx context.Context, url string) (string, error) {
 func (m *Mux) startHumanCreateLocked(h *humanCreate) {
 	rec := &createRec{cl: m.clientLocked(HumanClient)}
 	m.creating = rec
-	m.opSendLocked("Target.createTarget", map[string]any{"url": h.url, "background": true}, "", func(res []byte, err error) {
+	m.opSendLocked("Target.createTarget", map[string]any{"url": h.url, "background": true, "newWindow": true}, "", func(res []byte, err error) {
 		if m.creating == rec {
 			m.creating = nil
 		}

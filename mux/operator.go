@@ -1,6 +1,7 @@
 package mux
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -49,6 +50,9 @@ type operatorState struct {
 	waiting  []chan string         // callers waiting for browser ("" if it failed); capacity 1 each
 	sessions map[string]*opSession // operator sessions on pages, by CDP session id
 	views    int                   // live views, for Stats
+	// attachedOnce is set once any operator session attached: until then no targetInfoChanged is decoded
+	// for the operator.
+	attachedOnce bool
 }
 
 // opSession is one operator session on a page target.
@@ -242,6 +246,13 @@ func (m *Mux) opAttach(ctx context.Context, targetID string, v *View) (*opSessio
 	ch := make(chan attached, 1)
 	abandoned := false // guarded by mu: the caller gave up; the callback detaches what it gets
 	m.mu.Lock()
+	t, err := m.pageLocked(targetID)
+	if err != nil {
+		m.mu.Unlock()
+		return nil, err
+	}
+	// Before the attach: Chrome announces the flip of "attached" ahead of the attach's answer.
+	t.opSeen, m.op.attachedOnce = true, true
 	m.opSendLocked("Target.attachToTarget", map[string]any{"targetId": targetID, "flatten": true}, bsid, func(res []byte, err error) {
 		var r struct {
 			SessionID string `json:"sessionId"`
@@ -315,6 +326,25 @@ func (m *Mux) operatorBrowserEventLocked(method, sid string, info json.RawMessag
 	case "Target.attachedToTarget":
 		var ti targetInfo
 		return json.Unmarshal(info, &ti) == nil && ti.Type == "browser"
+	case "Target.targetInfoChanged":
+		// Chrome flips a target's "attached" when the operator's session is its first or goes: the owner
+		// must not see it (nor count it as activity). Decoded only once the operator has attached somewhere.
+		if !m.op.attachedOnce {
+			return false
+		}
+		var ti targetInfo
+		if json.Unmarshal(info, &ti) != nil {
+			return false
+		}
+		t := m.targets[ti.TargetID]
+		if t == nil || !t.opSeen || t.info == nil {
+			return false
+		}
+		if att := m.ownerAttachedLocked(t); !bytes.Equal(withAttached(t.info, att), withAttached(info, att)) {
+			return false // a real change: delivered with the owner's "attached" (ownerInfoLocked)
+		}
+		t.info = info
+		return true
 	case "Target.detachedFromTarget":
 		if sid == "" || sid != m.op.browser {
 			return false
@@ -350,8 +380,8 @@ func (m *Mux) operatorEventLocked(b []byte, info msgInfo) bool {
 	if s == nil {
 		return false
 	}
-	if s.view != nil && info.method == "Page.screencastFrame" {
-		s.view.offerLocked(b)
+	if s.view != nil {
+		s.view.eventLocked(info.method, b)
 	}
 	return true
 }
@@ -417,4 +447,36 @@ func (m *Mux) Thumbnail(ctx context.Context, targetID string, maxWidth, quality 
 		return nil, fmt.Errorf("mux: Page.captureScreenshot: %w", err)
 	}
 	return r.Data, nil
+}
+
+// ownerInfoLocked returns Chrome's bytes b about t (a targetInfo, or an event holding one) with the
+// "attached" its owner would see without the operator: whether the owner has a session on t. Only targets
+// an operator session ever attached to pay for it (a scan of the sessions).
+func (m *Mux) ownerInfoLocked(t *target, b []byte) []byte {
+	if !t.opSeen {
+		return b
+	}
+	return withAttached(b, m.ownerAttachedLocked(t))
+}
+
+func (m *Mux) ownerAttachedLocked(t *target) bool {
+	for _, s := range m.sessions {
+		if s.target == t {
+			return true
+		}
+	}
+	return false
+}
+
+// withAttached sets the "attached" of a targetInfo in Chrome's bytes b. A byte replace is exact here:
+// inside a JSON string the key's quotes would be escaped, and Chrome writes no spaces.
+func withAttached(b []byte, attached bool) []byte {
+	from, to := []byte(`"attached":true`), []byte(`"attached":false`)
+	if attached {
+		from, to = to, from
+	}
+	if !bytes.Contains(b, from) {
+		return b
+	}
+	return bytes.ReplaceAll(b, from, to)
 }

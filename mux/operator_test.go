@@ -62,7 +62,8 @@ func TestOperatorInvisible(t *testing.T) {
 	p2 := watcher.createTarget("https://two.example/")
 	s1 := watcher.attach(p1)
 	watcher.call("Runtime.evaluate", `{"expression":"1"}`, s1) // p1 most recently used
-	lister := newClient(t, m, "lister")
+	lister := newClient(t, m, "lister")                        // discovery on, never attached: Chrome's "attached" flips would show
+	result[struct{}](t, lister.call("Target.setDiscoverTargets", `{"discover":true}`, ""))
 	own := lister.createTarget("https://own.example/")
 	wantWatcher, wantLister := watcher.targetIDs(), lister.targetIDs()
 
@@ -70,6 +71,7 @@ func TestOperatorInvisible(t *testing.T) {
 	use := targetUse(m, p1, p2, own)
 	active := clientActive(m, "watcher")
 	seen := len(watcher.all())
+	listerSeen := len(lister.all())
 	quiet := func(what string) {
 		t.Helper()
 		testkit.WaitFor(t, 5*time.Second, what, func() bool {
@@ -90,8 +92,10 @@ func TestOperatorInvisible(t *testing.T) {
 	if err := v.Mouse(ctx, MouseEvent{Type: "mouseMoved", X: 1, Y: 2}); err != nil {
 		t.Fatalf("Mouse: %v", err)
 	}
-	if _, err := m.Thumbnail(ctx, p2, 200, 50); err != nil {
-		t.Fatalf("Thumbnail(%s): %v", p2, err)
+	for _, id := range []string{p2, own} {
+		if _, err := m.Thumbnail(ctx, id, 200, 50); err != nil {
+			t.Fatalf("Thumbnail(%s): %v", id, err)
+		}
 	}
 	quiet("operator calls answered")
 	s := m.Stats()
@@ -135,7 +139,15 @@ func TestOperatorInvisible(t *testing.T) {
 	if got := lister.targetIDs(); !slices.Equal(got, wantLister) {
 		t.Errorf("lister getTargets with a human tab open = %v; want %v", got, wantLister)
 	}
-	seen++ // the watcher's getTargets answer
+	seen++                                     // the watcher's getTargets answer
+	ov, err := m.View(ctx, own, ViewOptions{}) // the lister is not attached to its tab: it must still look so
+	if err != nil {
+		t.Fatalf("View(%s): %v", own, err)
+	}
+	if r := lister.call("Target.getTargets", "", ""); !strings.Contains(string(r.Result), `"attached":false`) || strings.Contains(string(r.Result), `"attached":true`) {
+		t.Errorf("lister getTargets while its tab is watched = %s; want it unattached", r.Result)
+	}
+	ov.Close()
 	hv.Close()
 	v.Close()
 	if err := m.CloseHumanTab(h); err != nil {
@@ -155,6 +167,13 @@ func TestOperatorInvisible(t *testing.T) {
 	for _, raw := range watcher.all()[seen:] {
 		if !strings.Contains(string(raw), `"product"`) {
 			t.Errorf("watcher got %s while an operator watched its tab and a human tab came and went", raw)
+		}
+	}
+	lister.call("Browser.getVersion", "", "")
+	for _, raw := range lister.all()[listerSeen:] {
+		var msg cdpMsg
+		if json.Unmarshal(raw, &msg); msg.Method != "" {
+			t.Errorf("lister got %s after an operator took a thumbnail of its tab", raw)
 		}
 	}
 	if got := watcher.targetIDs(); !slices.Equal(got, wantWatcher) {

@@ -22,6 +22,7 @@ type target struct {
 	closing                                    bool
 	seen                                       bool
 	held                                       bool  // claimed by the pending create: its events wait for the answer
+	opSeen                                     bool  // an operator session attached to it once (operatorBrowserEventLocked)
 	autoConn                                   *conn // the connection that got its virtual auto-attach
 }
 

@@ -1,6 +1,7 @@
 package mux
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -79,6 +80,12 @@ func (m *Mux) View(ctx context.Context, targetID string, opt ViewOptions) (*View
 	if opt.EveryNthFrame > 0 {
 		p["everyNthFrame"] = opt.EveryNthFrame
 	}
+	// Page events on this session only (no effect on the page or its owner's sessions): navigations
+	// say when a hidden tab needs rendering again (nudgeLocked).
+	if _, err := m.opCall(ctx, "Page.enable", nil, s.id); err != nil {
+		v.Close()
+		return nil, err
+	}
 	if _, err := m.opCall(ctx, "Page.startScreencast", p, s.id); err != nil {
 		v.Close()
 		return nil, err
@@ -86,6 +93,7 @@ func (m *Mux) View(ctx context.Context, targetID string, opt ViewOptions) (*View
 	m.mu.Lock()
 	if !v.ended {
 		v.stop = context.AfterFunc(ctx, func() { v.Close() })
+		v.nudgeLocked()
 	}
 	m.mu.Unlock()
 	return v, nil
@@ -140,6 +148,27 @@ func (v *View) endLocked(err error) {
 	v.next = nil
 	v.mu.Unlock()
 	close(v.done)
+}
+
+// nudgeLocked makes Chrome render a hidden tab (an agent's background tab composites nothing, so its
+// screencast starts with no frame and stops at each new document): a capture renders it once, and the
+// screencast sends that frame. The capture's answer is not needed.
+func (v *View) nudgeLocked() {
+	v.m.sendInternalLocked("Page.captureScreenshot", []byte(`{"format":"jpeg","quality":1}`), v.sess.id, nil)
+}
+
+// eventLocked takes an event of the view's session from the upstream reader.
+func (v *View) eventLocked(method string, b []byte) {
+	switch method {
+	case "Page.screencastFrame":
+		v.offerLocked(b)
+	case "Page.loadEventFired", "Page.domContentEventFired":
+		v.nudgeLocked()
+	case "Page.frameNavigated":
+		if !bytes.Contains(b, []byte(`"parentId"`)) { // the main frame: a new document to render
+			v.nudgeLocked()
+		}
+	}
 }
 
 // offerLocked hands the view a frame event from the upstream reader: the newest replaces one not taken
