@@ -9,6 +9,7 @@ import (
 	"image"
 	"image/jpeg"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,10 +119,19 @@ func TestOperatorScreencastRealPixels(t *testing.T) {
 	}
 	var at struct{ SessionID string }
 	agent.must("Target.attachToTarget", map[string]any{"targetId": ct.TargetID, "flatten": true}, "", &at)
+	// What the page could notice of being watched: visibility, size, focus.
+	agent.must("Runtime.evaluate", map[string]any{"expression": `window.seen = [document.visibilityState + ' ' + innerWidth + 'x' + innerHeight];
+		for (const e of ['visibilitychange', 'resize', 'focus', 'blur']) addEventListener(e, () => seen.push(e + ' ' + document.visibilityState + ' ' + innerWidth + 'x' + innerHeight), true)`}, at.SessionID, nil)
 	violet := [3]int{140, 60, 200}
 	watch(ct.TargetID, teal, func(rgb string) { // the agent repaints its own page
 		agent.must("Runtime.evaluate", map[string]any{"expression": "document.body.style.background='" + rgb + "'"}, at.SessionID, nil)
 	}, violet)
+	var seen struct{ Result struct{ Value string } }
+	agent.must("Runtime.evaluate", map[string]any{"expression": "JSON.stringify(seen)"}, at.SessionID, &seen)
+	if strings.Count(seen.Result.Value, `"`) != 2 {
+		t.Errorf("the watched page noticed %s; want only its first state", seen.Result.Value)
+	}
+	t.Logf("the watched page saw %s", seen.Result.Value)
 	watch(ct.TargetID, violet, func(rgb string) { // the agent navigates
 		agent.must("Page.navigate", map[string]any{"url": "data:text/html,<body style='margin:0;background:" + rgb + "'></body>"}, at.SessionID, nil)
 	}, teal)
