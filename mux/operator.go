@@ -293,7 +293,10 @@ func (m *Mux) opAttach(ctx context.Context, targetID string, v *View) (*opSessio
 		m.mu.Unlock()
 		select {
 		case a := <-ch: // answered meanwhile: it is ours to let go
-			if a.s != nil {
+			switch {
+			case a.s != nil && a.s.view != nil:
+				a.s.view.Close() // counted as a viewer already
+			case a.s != nil:
 				m.closeOpSession(a.s)
 			}
 		default:
