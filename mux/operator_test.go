@@ -492,3 +492,31 @@ func TestHumanTabs(t *testing.T) {
 		t.Error("the agent's tab closed with the human's")
 	}
 }
+
+func TestViewMaxFPS(t *testing.T) {
+	fb := newFakeBrowser(t)
+	m := startMux(t, fb, Config{})
+	ctx := testCtx(t)
+	c := newClient(t, m, "agent")
+	page := c.createTarget("https://fast.example/")
+	const fps = 10
+	v, err := m.View(ctx, page, ViewOptions{MaxFPS: fps})
+	if err != nil {
+		t.Fatalf("View: %v", err)
+	}
+	defer v.Close()
+	acks := func() int { return len(fb.got("Page.screencastFrameAck")) }
+	if _, err := v.Next(ctx); err != nil {
+		t.Fatalf("Next: %v", err)
+	}
+	testkit.WaitFor(t, 5*time.Second, "first ack", func() bool { return acks() == 1 })
+	first := time.Now()
+	fb.frame()
+	if _, err := v.Next(ctx); err != nil {
+		t.Fatalf("Next: %v", err)
+	}
+	testkit.WaitFor(t, 5*time.Second, "second ack", func() bool { return acks() == 2 })
+	if d := time.Since(first); d < time.Second/fps-10*time.Millisecond {
+		t.Errorf("second ack %v after the first; want at least %v (MaxFPS %d)", d, time.Second/fps, fps)
+	}
+}

@@ -22,6 +22,10 @@ type ViewOptions struct {
 	MaxWidth, MaxHeight int
 	// EveryNthFrame sends one compositor frame in n.
 	EveryNthFrame int
+	// MaxFPS bounds the frame rate (0: as fast as the viewer takes frames): a frame is acknowledged no
+	// sooner than 1/MaxFPS after the previous one. Chrome encodes every frame on the machine the agents
+	// share, so a viewer that needs no more should say so.
+	MaxFPS int
 }
 
 // Frame is one screencast frame.
@@ -52,6 +56,9 @@ type View struct {
 	ended bool
 	err   error
 	stop  func() bool // the context.AfterFunc that closes the view
+	gap   time.Duration
+	acked time.Time   // when the last frame was acknowledged
+	ackT  *time.Timer // a deferred acknowledgement (MaxFPS)
 
 	mu sync.Mutex
 	// mu guards the field below; taken under Mux.mu by the upstream reader, never the other way round.
@@ -63,6 +70,9 @@ type View struct {
 // Watching changes nothing the tab's owner can observe: no activation, focus, viewport or emulation.
 func (m *Mux) View(ctx context.Context, targetID string, opt ViewOptions) (*View, error) {
 	v := &View{m: m, target: targetID, ready: make(chan struct{}, 1), done: make(chan struct{})}
+	if opt.MaxFPS > 0 {
+		v.gap = time.Second / time.Duration(opt.MaxFPS)
+	}
 	s, err := m.opAttach(ctx, targetID, v)
 	if err != nil {
 		return nil, err
@@ -138,6 +148,9 @@ func (v *View) endLocked(err error) {
 	m := v.m
 	v.ended, v.err = true, err
 	m.op.views--
+	if v.ackT != nil {
+		v.ackT.Stop()
+	}
 	if cl := v.human; cl != nil {
 		cl.viewers--
 		if cl.viewers == 0 && !m.closed && m.clients[cl.id] == cl {
@@ -231,7 +244,16 @@ func (v *View) take(b []byte) (Frame, error) {
 	m.mu.Lock()
 	if !v.ended {
 		// Acknowledged even when unreadable, or Chrome would stop sending frames.
-		m.sendInternalLocked("Page.screencastFrameAck", []byte(fmt.Sprintf(`{"sessionId":%d}`, ev.Params.SessionID)), v.sess.id, nil)
+		ack := []byte(fmt.Sprintf(`{"sessionId":%d}`, ev.Params.SessionID))
+		if wait := v.gap - time.Since(v.acked); wait > 0 {
+			v.ackT = time.AfterFunc(wait, func() {
+				m.mu.Lock()
+				v.ackLocked(ack)
+				m.mu.Unlock()
+			})
+		} else {
+			v.ackLocked(ack)
+		}
 	}
 	m.mu.Unlock()
 	if err != nil {
@@ -245,6 +267,14 @@ func (v *View) take(b []byte) (Frame, error) {
 		f.Timestamp = time.Unix(int64(sec), int64(frac*1e9))
 	}
 	return f, nil
+}
+
+func (v *View) ackLocked(params []byte) {
+	if v.ended {
+		return
+	}
+	v.acked = time.Now()
+	v.m.sendInternalLocked("Page.screencastFrameAck", params, v.sess.id, nil)
 }
 
 // Close stops the screencast and detaches the view's session. It never waits on the browser and may be
