@@ -57,8 +57,8 @@ type View struct {
 	err   error
 	stop  func() bool // the context.AfterFunc that closes the view
 	gap   time.Duration
-	acked time.Time   // when the last frame was acknowledged
-	ackT  *time.Timer // a deferred acknowledgement (MaxFPS)
+	due   time.Time   // the earliest time for the next acknowledgement (MaxFPS)
+	ackT  *time.Timer // the last deferred acknowledgement
 
 	mu sync.Mutex
 	// mu guards the field below; taken under Mux.mu by the upstream reader, never the other way round.
@@ -245,7 +245,15 @@ func (v *View) take(b []byte) (Frame, error) {
 	if !v.ended {
 		// Acknowledged even when unreadable, or Chrome would stop sending frames.
 		ack := []byte(fmt.Sprintf(`{"sessionId":%d}`, ev.Params.SessionID))
-		if wait := v.gap - time.Since(v.acked); wait > 0 {
+		// Acks are spaced by the gap one after another: Chrome keeps two frames in flight, so gating
+		// each ack on the previous one alone would let two through per gap.
+		now := time.Now()
+		at := now
+		if v.due.After(now) {
+			at = v.due
+		}
+		v.due = at.Add(v.gap)
+		if wait := at.Sub(now); wait > 0 {
 			v.ackT = time.AfterFunc(wait, func() {
 				m.mu.Lock()
 				v.ackLocked(ack)
@@ -273,7 +281,6 @@ func (v *View) ackLocked(params []byte) {
 	if v.ended {
 		return
 	}
-	v.acked = time.Now()
 	v.m.sendInternalLocked("Page.screencastFrameAck", params, v.sess.id, nil)
 }
 
