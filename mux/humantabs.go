@@ -28,8 +28,9 @@ type humanResult struct {
 
 func (h *humanCreate) finish(id string, err error) { h.done <- humanResult{id, err} }
 
-// NewHumanTab opens a tab at url owned by HumanClient and returns its page's target id. It is created in
-// the background (no tab of anyone else loses the front) and takes its turn with the clients' creates,
+// NewHumanTab opens a tab at url owned by HumanClient and returns its page's target id. It opens in a
+// window of its own, in the background: a background tab of a shared window is hidden and renders nothing
+// to watch, and no tab of anyone else loses the front. It takes its turn with the clients' creates,
 // which go one at a time so that what Chrome announces meanwhile is attributed without doubt. Unless a
 // view keeps it, the grace period of the human client starts (again) now.
 func (m *Mux) NewHumanTab(ctx context.Context, url string) (string, error) {
