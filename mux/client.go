@@ -27,6 +27,9 @@ type client struct {
 	grace    *time.Timer
 	graceGen int
 	active   time.Time
+	// viewers counts the operator's live views of this client's tabs, for the human client only: while
+	// a person watches a human tab, the human client is as good as connected (no grace period runs).
+	viewers int
 }
 
 // clientLocked returns the state of client id, creating it.

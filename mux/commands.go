@@ -249,13 +249,14 @@ func (m *Mux) sendInternalLocked(method string, params []byte, sessionID string,
 }
 
 type queuedCreate struct {
-	c    *conn
-	msg  []byte
-	info msgInfo
+	c     *conn
+	msg   []byte
+	info  msgInfo
+	human *humanCreate // set instead of c for NewHumanTab
 }
 
 func (m *Mux) startCreateLocked(c *conn, b []byte, info msgInfo, id []byte) {
-	rec := &createRec{c: c, park: &parked{c: c}}
+	rec := &createRec{c: c, cl: c.cl, park: &parked{c: c}}
 	m.creating = rec
 	if !m.forwardLocked(c, b, info, id, kindCreate, rec.park) {
 		m.creating = nil
@@ -270,6 +271,14 @@ func (m *Mux) nextCreateLocked() {
 		q := m.createQ[0]
 		m.createQ[0] = queuedCreate{}
 		m.createQ = m.createQ[1:]
+		if q.human != nil {
+			if m.up == nil {
+				q.human.finish("", ErrDisconnected)
+				continue
+			}
+			m.startHumanCreateLocked(q.human)
+			continue
+		}
 		if q.c.closed() || q.c.cl.conn != q.c {
 			continue
 		}
@@ -331,7 +340,11 @@ func (m *Mux) responseLocked(b []byte, info msgInfo) {
 				Error  json.RawMessage `json:"error"`
 			}
 			failed := json.Unmarshal(b, &r) != nil || r.Error != nil
-			p.internal(r.Result, failed)
+			if failed {
+				p.internal(r.Error, true) // the operator reports Chrome's error; others ignore it
+			} else {
+				p.internal(r.Result, false)
+			}
 		}
 		return
 	}
@@ -408,13 +421,14 @@ func (m *Mux) filterTargetsLocked(p *pending, b []byte) (frame, bool) {
 		if json.Unmarshal(raw, &ti) != nil {
 			continue
 		}
-		if t := m.targets[ti.TargetID]; t == nil || t.owner != p.c.cl || t.closing || t.held {
+		t := m.targets[ti.TargetID]
+		if t == nil || t.owner != p.c.cl || t.closing || t.held {
 			continue
 		}
 		if n > 0 {
 			res = append(res, ',')
 		}
-		res = append(res, raw...)
+		res = append(res, m.ownerInfoLocked(t, raw)...)
 		n++
 	}
 	res = append(res, "]}"...)

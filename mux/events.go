@@ -70,6 +70,9 @@ func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
 		return
 	}
 	pr := &ev.Params
+	if m.operatorBrowserEventLocked(method, pr.SessionID, pr.TargetInfo) {
+		return // the operator's own browser session: no client's business, no activity
+	}
 	if strings.HasPrefix(method, "Target.") {
 		m.touchActivityLocked()
 	}
@@ -166,6 +169,10 @@ func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
 // workers) announced inside an owned session become that owner's.
 func (m *Mux) sessionEventLocked(b []byte, info msgInfo) {
 	s := m.sessions[info.sessionID]
+	// Operator sessions are never in m.sessions: a client's event pays only this nil check for them.
+	if s == nil && m.operatorEventLocked(b, info) {
+		return
+	}
 	switch info.method {
 	case "Target.attachedToTarget":
 		var ev upEvent

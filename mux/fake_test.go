@@ -1,6 +1,7 @@
 package mux
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -31,6 +32,9 @@ type fakeBrowser struct {
 	targets  map[string]*fakeTarget
 	order    []string
 	sessions map[string]string // session -> target
+	parents  map[string]string // session -> the session it was attached from ("" for the root)
+	casting  map[string]bool   // sessions with a screencast on
+	frames   int               // screencast frames sent
 	discover bool
 	next     int
 	received []fakeMsg
@@ -43,6 +47,9 @@ type fakeBrowser struct {
 
 type fakeTarget struct {
 	ID, Type, URL, Opener, Tab string
+	History                    []string // navigation history of a page; its current entry is Index
+	Index                      int
+	Attached                   int // sessions attached, as Chrome's targetInfo "attached" shows
 }
 
 type fakeMsg struct {
@@ -55,7 +62,8 @@ type fakeMsg struct {
 
 func newFakeBrowser(t *testing.T) *fakeBrowser {
 	t.Helper()
-	fb := &fakeBrowser{t: t, targets: map[string]*fakeTarget{}, sessions: map[string]string{}, stall: map[string]bool{}}
+	fb := &fakeBrowser{t: t, targets: map[string]*fakeTarget{}, sessions: map[string]string{}, parents: map[string]string{},
+		casting: map[string]bool{}, stall: map[string]bool{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/json/version", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `{"Browser":"FakeChrome/1.0","Protocol-Version":"1.3","User-Agent":"fake","V8-Version":"1","WebKit-Version":"1","webSocketDebuggerUrl":"ws://%s/devtools/browser/fake"}`, r.Host)
@@ -93,9 +101,9 @@ func (fb *fakeBrowser) addPageLocked(url, opener string) string {
 }
 
 func (ft *fakeTarget) info() string {
-	b, _ := json.Marshal(map[string]any{"targetId": ft.ID, "type": ft.Type, "url": ft.URL, "title": ft.URL, "attached": false, "openerId": ft.Opener, "browserContextId": "CTX0"})
+	b, _ := json.Marshal(map[string]any{"targetId": ft.ID, "type": ft.Type, "url": ft.URL, "title": ft.URL, "attached": ft.Attached > 0, "openerId": ft.Opener, "browserContextId": "CTX0"})
 	if ft.Opener == "" {
-		b, _ = json.Marshal(map[string]any{"targetId": ft.ID, "type": ft.Type, "url": ft.URL, "title": ft.URL, "attached": false, "browserContextId": "CTX0"})
+		b, _ = json.Marshal(map[string]any{"targetId": ft.ID, "type": ft.Type, "url": ft.URL, "title": ft.URL, "attached": ft.Attached > 0, "browserContextId": "CTX0"})
 	}
 	return string(b)
 }
@@ -110,6 +118,8 @@ func (fb *fakeBrowser) serveWS(w http.ResponseWriter, r *http.Request) {
 	fb.ws = ws
 	fb.discover = false
 	fb.sessions = map[string]string{}
+	fb.parents = map[string]string{}
+	fb.casting = map[string]bool{}
 	fb.conns++
 	fb.mu.Unlock()
 	ws.SetReadLimit(-1)
@@ -243,6 +253,12 @@ func (fb *fakeBrowser) handle(b []byte) {
 		}
 		page := fb.addPageLocked(str("url"), "")
 		reply(`{"targetId":"` + page + `"}`)
+	case "Target.attachToBrowserTarget":
+		fb.next++
+		sid := fmt.Sprintf("BSESS%d", fb.next)
+		fb.sessions[sid] = "BROWSER"
+		fb.sendLocked(`{"method":"Target.attachedToTarget","params":{"sessionId":"` + sid + `","targetInfo":{"targetId":"BROWSER","type":"browser","title":"","url":"","attached":true},"waitingForDebugger":false}}`)
+		reply(`{"sessionId":"` + sid + `"}`)
 	case "Target.attachToTarget":
 		t := fb.targets[str("targetId")]
 		if t == nil {
@@ -252,14 +268,67 @@ func (fb *fakeBrowser) handle(b []byte) {
 		fb.next++
 		sid := fmt.Sprintf("SESS%d", fb.next)
 		fb.sessions[sid] = t.ID
-		fb.sendLocked(`{"method":"Target.attachedToTarget","params":{"sessionId":"` + sid + `","targetInfo":` + t.info() + `,"waitingForDebugger":false}}`)
+		fb.parents[sid] = msg.SessionID // Chrome announces a session on the session that asked for it
+		if t.Attached++; t.Attached == 1 && fb.discover {
+			fb.sendLocked(`{"method":"Target.targetInfoChanged","params":{"targetInfo":` + t.info() + `}}`)
+		}
+		fb.sendLocked(withFakeSession(`{"method":"Target.attachedToTarget","params":{"sessionId":"`+sid+`","targetInfo":`+t.info()+`,"waitingForDebugger":false}}`, msg.SessionID))
 		reply(`{"sessionId":"` + sid + `"}`)
 	case "Target.detachFromTarget":
 		sid := str("sessionId")
 		if tid, ok := fb.sessions[sid]; ok {
-			delete(fb.sessions, sid)
-			fb.sendLocked(`{"method":"Target.detachedFromTarget","params":{"sessionId":"` + sid + `","targetId":"` + tid + `"}}`)
+			fb.detachLocked(sid, tid)
 		}
+		reply("{}")
+	case "Page.startScreencast":
+		fb.casting[msg.SessionID] = true
+		reply("{}")
+		fb.frameLocked(msg.SessionID)
+	case "Page.stopScreencast":
+		delete(fb.casting, msg.SessionID)
+		reply("{}")
+	case "Page.captureScreenshot":
+		// The "JPEG" is the params the capture was asked with, for the test to read back.
+		reply(`{"data":"` + base64.StdEncoding.EncodeToString(msg.Params) + `"}`)
+	case "Page.getLayoutMetrics":
+		vp := `{"pageX":0,"pageY":40,"clientWidth":1280,"clientHeight":720,"offsetX":0,"offsetY":0,"scale":1,"zoom":1}`
+		reply(`{"cssVisualViewport":` + vp + `,"cssLayoutViewport":{"pageX":0,"pageY":40,"clientWidth":1280,"clientHeight":720}}`)
+	case "Page.navigate":
+		t := fb.targets[fb.sessions[msg.SessionID]]
+		if t == nil {
+			replyErr(-32000, "no page")
+			return
+		}
+		if len(t.History) == 0 {
+			t.History = []string{t.URL}
+		}
+		t.History = append(t.History[:t.Index+1], str("url"))
+		t.Index = len(t.History) - 1
+		fb.setURLLocked(t, str("url"))
+		reply(`{"frameId":"` + t.ID + `","loaderId":"L1"}`)
+	case "Page.getNavigationHistory":
+		t := fb.targets[fb.sessions[msg.SessionID]]
+		if t == nil {
+			replyErr(-32000, "no page")
+			return
+		}
+		if len(t.History) == 0 {
+			t.History = []string{t.URL}
+		}
+		var es []string
+		for i, u := range t.History {
+			es = append(es, fmt.Sprintf(`{"id":%d,"url":%q,"userTypedURL":%q,"title":%q,"transitionType":"link"}`, i+1, u, u, u))
+		}
+		reply(fmt.Sprintf(`{"currentIndex":%d,"entries":[%s]}`, t.Index, strings.Join(es, ",")))
+	case "Page.navigateToHistoryEntry":
+		t := fb.targets[fb.sessions[msg.SessionID]]
+		n, _ := p["entryId"].(float64)
+		if t == nil || int(n) < 1 || int(n) > len(t.History) {
+			replyErr(-32602, "No entry with passed id")
+			return
+		}
+		t.Index = int(n) - 1
+		fb.setURLLocked(t, t.History[t.Index])
 		reply("{}")
 	case "Target.closeTarget":
 		t := fb.targets[str("targetId")]
@@ -316,13 +385,66 @@ func (fb *fakeBrowser) removeLocked(id string) {
 	}
 	for sid, tid := range fb.sessions {
 		if tid == id {
-			delete(fb.sessions, sid)
-			fb.sendLocked(`{"method":"Target.detachedFromTarget","params":{"sessionId":"` + sid + `","targetId":"` + tid + `"}}`)
+			fb.detachLocked(sid, tid)
 		}
 	}
 	if fb.discover {
 		fb.sendLocked(`{"method":"Target.targetDestroyed","params":{"targetId":"` + id + `"}}`)
 	}
+}
+
+func (fb *fakeBrowser) detachLocked(sid, tid string) {
+	parent := fb.parents[sid]
+	if t := fb.targets[tid]; t != nil {
+		if t.Attached--; t.Attached == 0 && fb.discover {
+			fb.sendLocked(`{"method":"Target.targetInfoChanged","params":{"targetInfo":` + t.info() + `}}`)
+		}
+	}
+	delete(fb.sessions, sid)
+	delete(fb.parents, sid)
+	delete(fb.casting, sid)
+	fb.sendLocked(withFakeSession(`{"method":"Target.detachedFromTarget","params":{"sessionId":"`+sid+`","targetId":"`+tid+`"}}`, parent))
+}
+
+// withFakeSession puts a sessionId on an event the fake sends ("" leaves it a root event).
+func withFakeSession(ev, sid string) string {
+	if sid == "" {
+		return ev
+	}
+	return ev[:len(ev)-1] + `,"sessionId":"` + sid + `"}`
+}
+
+func (fb *fakeBrowser) setURLLocked(t *fakeTarget, url string) {
+	t.URL = url
+	if fb.discover {
+		fb.sendLocked(`{"method":"Target.targetInfoChanged","params":{"targetInfo":` + t.info() + `}}`)
+	}
+}
+
+// frame sends a screencast frame on every session with a screencast on, as a repaint would; it returns
+// how many frames the browser has sent in all.
+func (fb *fakeBrowser) frame() int {
+	fb.mu.Lock()
+	defer fb.mu.Unlock()
+	for sid := range fb.casting {
+		fb.frameLocked(sid)
+	}
+	return fb.frames
+}
+
+// frameLocked sends frame number fb.frames+1 on sid; its JPEG is the text "frame-N".
+func (fb *fakeBrowser) frameLocked(sid string) {
+	fb.frames++
+	n := fb.frames
+	data := base64.StdEncoding.EncodeToString([]byte(fmt.Sprintf("frame-%d", n)))
+	fb.sendLocked(fmt.Sprintf(`{"method":"Page.screencastFrame","params":{"data":%q,"metadata":{"offsetTop":0,"pageScaleFactor":1,"deviceWidth":800,"deviceHeight":600,"scrollOffsetX":0,"scrollOffsetY":0,"timestamp":1700000000.5},"sessionId":%d},"sessionId":%q}`, data, n, sid))
+}
+
+// casts returns the sessions with a screencast on.
+func (fb *fakeBrowser) casts() int {
+	fb.mu.Lock()
+	defer fb.mu.Unlock()
+	return len(fb.casting)
 }
 
 // sessionOf returns a session the browser has for target id.

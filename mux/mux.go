@@ -63,6 +63,7 @@ type Mux struct {
 	// upQuiet is set while a client reader routes its message: it writes the upstream queue itself
 	// right after (upstream.writeNow), so its push need not wake the upstream writer.
 	upQuiet bool
+	op      operatorState
 }
 
 // New validates cfg and binds the listener; Serve runs the mux.
@@ -201,6 +202,10 @@ func (m *Mux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if after, ok := strings.CutPrefix(rest, "/client-"); ok {
 		if !clientid.Valid(after) {
 			http.Error(w, "client id must match "+clientid.Form, http.StatusBadRequest)
+			return
+		}
+		if after == HumanClient {
+			http.Error(w, "client id \""+HumanClient+"\" is reserved for people using the vibe-browser UI", http.StatusForbidden)
 			return
 		}
 		id = after

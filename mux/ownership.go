@@ -18,9 +18,11 @@ type target struct {
 	info                                       []byte // Chrome's raw targetInfo, replayed as is
 	owner                                      *client
 	used                                       uint64
+	usedAt                                     time.Time // wall time of used, for the operator's list
 	closing                                    bool
 	seen                                       bool
 	held                                       bool  // claimed by the pending create: its events wait for the answer
+	opSeen                                     bool  // an operator session attached to it once (operatorBrowserEventLocked)
 	autoConn                                   *conn // the connection that got its virtual auto-attach
 }
 
@@ -55,6 +57,8 @@ func (m *Mux) removeTargetLocked(t *target) {
 func (m *Mux) touchTargetLocked(t *target) {
 	m.tick++
 	t.used = m.tick
+	// m.activity was just set by the message that used t: copying it costs no clock read on the hot path.
+	t.usedAt = m.activity
 }
 
 // attributeLocked finds the owner of a target that appeared: its opener's owner, its parent frame's
@@ -77,7 +81,7 @@ func (m *Mux) attributeLocked(t *target, appeared bool) (owner *client, park *pa
 	}
 	if appeared && m.creating != nil && t.opener == "" && (t.typ == "page" || t.typ == "tab") && len(m.creating.claimed) < maxClaims {
 		m.creating.claimed = append(m.creating.claimed, t)
-		return m.creating.c.cl, m.creating.park, true
+		return m.creating.cl, m.creating.park, true
 	}
 	return nil, nil, false
 }
@@ -114,8 +118,9 @@ func (m *Mux) ownLocked(t *target, cl *client, park *parked) {
 }
 
 type createRec struct {
-	c       *conn
-	park    *parked
+	c       *conn     // nil for a human tab's create (NewHumanTab)
+	cl      *client   // the owner-to-be: c's client, or the human client
+	park    *parked   // nil for a human tab's create
 	claimed []*target // tabs and pages attributed to this create while it was pending, in Chrome's order;
 	// their events are held back (the early-event buffer, bounded by maxClaims) until the answer says
 	// which of them the create made, then replayed in Chrome's order before the answer.
@@ -159,7 +164,7 @@ func (m *Mux) settleClaimsLocked(rec *createRec, page *target) {
 			continue
 		}
 		if !t.closing {
-			m.ownLocked(t, rec.c.cl, rec.park)
+			m.ownLocked(t, rec.cl, rec.park)
 		}
 	}
 }
@@ -285,8 +290,9 @@ func (m *Mux) closeClientTargetsLocked(cl *client) {
 }
 
 // enforceTabCapLocked closes the client's least recently used pages beyond the cap, never newest.
+// Human tabs have no cap: a person closes them, or the grace period after the last viewer does.
 func (m *Mux) enforceTabCapLocked(cl *client, newest *target) {
-	if m.cfg.TabCap == Off {
+	if m.cfg.TabCap == Off || cl.id == HumanClient {
 		return
 	}
 	for {
@@ -357,7 +363,7 @@ func (m *Mux) startGraceLocked(cl *client) {
 func (m *Mux) expireClient(cl *client, gen int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed || cl.conn != nil || cl.graceGen != gen || m.clients[cl.id] != cl {
+	if m.closed || cl.conn != nil || cl.viewers > 0 || cl.graceGen != gen || m.clients[cl.id] != cl {
 		return
 	}
 	m.expireClientLocked(cl)

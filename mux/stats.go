@@ -21,6 +21,8 @@ type Stats struct {
 	BytesIn, BytesOut       uint64
 	// Pending is the number of requests in flight upstream.
 	Pending int
+	// Viewers is the number of live operator views (View): a browser someone is watching is not idle.
+	Viewers int
 	// PerClient lists every known client id (connected or within its grace period), sorted by id.
 	PerClient []ClientStats
 }
@@ -45,6 +47,7 @@ func (m *Mux) Stats() Stats {
 		LastActivity: m.activity,
 		IdleSeconds:  time.Since(m.activity).Seconds(),
 		Pending:      len(m.pending),
+		Viewers:      m.op.views,
 	}
 	tabs := map[*client]int{}
 	for _, t := range m.order {

@@ -327,6 +327,10 @@ func (m *Mux) upstreamLostLocked(up *upstream) {
 	}
 	m.creating = nil
 	for _, q := range m.createQ {
+		if q.human != nil {
+			q.human.finish("", ErrDisconnected)
+			continue
+		}
 		if q.c.cl.conn == q.c {
 			m.sendLocked(q.c, errorFrame(q.msg[q.info.idStart:q.info.idEnd], q.info.sessionID, codeInternal, "Browser disconnected"))
 		}
@@ -345,4 +349,5 @@ func (m *Mux) upstreamLostLocked(up *upstream) {
 	for _, t := range m.targets {
 		t.autoConn = nil
 	}
+	m.operatorLostLocked()
 }

@@ -38,7 +38,7 @@ func (m *Mux) setDiscoverLocked(c *conn, sess *session, id []byte, p *cmdParams)
 	if p.Discover {
 		for _, t := range m.order {
 			if t.owner == c.cl && !t.closing && t.info != nil && filterMatch(p.Filter, t.typ) {
-				m.sendLocked(c, withSession(eventFrame("Target.targetCreated", targetInfoParams(t.info)), sid))
+				m.sendLocked(c, withSession(eventFrame("Target.targetCreated", targetInfoParams(m.ownerInfoLocked(t, t.info))), sid))
 			}
 		}
 	}
@@ -52,6 +52,7 @@ func (m *Mux) deliverTargetEventLocked(t *target, b []byte) {
 		return
 	}
 	c := t.owner.conn
+	b = m.ownerInfoLocked(t, b)
 	if c.discover && filterMatch(c.discoverFilter, t.typ) {
 		m.sendLocked(c, wholeFrame(b))
 	}

@@ -1,0 +1,485 @@
+package mux
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// The operator: the vibe-browser UI driving a Mux in process (a Go API, no WebSocket, no token). It lists
+// every client's tabs, captures thumbnails, watches tabs (View) and owns human tabs. Its sessions are
+// invisible to clients: they hang off one browser session of the mux's own (Target.attachToBrowserTarget),
+// so Chrome announces them on that session and never on the connection's root, where a client's
+// attachedToTarget would be; they are not in Mux.sessions, so no client can address them, and nothing the
+// operator does touches a client's LRU, activity or tab cap.
+
+// Errors of the operator API.
+var (
+	// ErrNoTarget: the target does not exist (or is closing).
+	ErrNoTarget = errors.New("mux: no such target")
+	// ErrNotPage: the operator watches, captures and drives pages only.
+	ErrNotPage = errors.New("mux: target is not a page")
+	// ErrNotHumanTab: CloseHumanTab of a tab the human client does not own.
+	ErrNotHumanTab = errors.New("mux: not a human tab")
+	// ErrDisconnected: the browser connection is down (or went down during the call).
+	ErrDisconnected = errors.New("mux: browser disconnected")
+	// ErrTargetClosed: the watched tab closed, or the browser let go of the operator's session.
+	ErrTargetClosed = errors.New("mux: target closed")
+	// ErrViewClosed: the View was closed (Close, or its context ended).
+	ErrViewClosed = errors.New("mux: view closed")
+)
+
+// CDPError is an error the browser answered an operator call with.
+type CDPError struct {
+	Method  string
+	Code    int
+	Message string
+}
+
+func (e *CDPError) Error() string {
+	return fmt.Sprintf("mux: %s: CDP error %d: %s", e.Method, e.Code, e.Message)
+}
+
+// operatorState is the operator's part of the routing tables, guarded by Mux.mu.
+type operatorState struct {
+	browser  string                // the mux's browser session, "" until the first operator call
+	waiting  []chan string         // callers waiting for browser ("" if it failed); capacity 1 each
+	sessions map[string]*opSession // operator sessions on pages, by CDP session id
+	views    int                   // live views, for Stats
+	// attachedOnce is set once any operator session attached: until then no targetInfoChanged is decoded
+	// for the operator.
+	attachedOnce bool
+}
+
+// opSession is one operator session on a page target.
+type opSession struct {
+	id     string
+	target *target
+	view   *View // nil for a thumbnail's session
+}
+
+// ClientInfo is a client id and its tabs, as the operator lists them.
+type ClientInfo struct {
+	// ID is the client id; HumanClient for the person's tabs.
+	ID string
+	// Connected reports a live WebSocket (for the human client: someone is watching one of its tabs).
+	Connected bool
+	// LastActivity is the client's last message (or connection) time.
+	LastActivity time.Time
+	// Tabs are its targets in the order they appeared: pages, and the tab, iframe and worker targets that
+	// belong to them (filter on Type).
+	Tabs []TabInfo
+}
+
+// TabInfo is one target of a client.
+type TabInfo struct {
+	ID, Type, URL, Title string
+	// Owner is the owning client id.
+	Owner string
+	// LastUsed is the last time a command of its owner used it (zero if never).
+	LastUsed time.Time
+	// Human reports a human tab (owned by HumanClient).
+	Human bool
+}
+
+// Clients lists every client id (connected or within its grace period, and always HumanClient) with its
+// targets, sorted by id. The result is a copy; URLs and titles are Chrome's latest targetInfo.
+func (m *Mux) Clients() []ClientInfo {
+	m.mu.Lock()
+	byID := map[string]*ClientInfo{HumanClient: {ID: HumanClient}}
+	for id, cl := range m.clients {
+		byID[id] = &ClientInfo{ID: id, Connected: cl.conn != nil || cl.viewers > 0, LastActivity: cl.active}
+	}
+	for _, t := range m.order {
+		if t.owner == nil || t.closing {
+			continue
+		}
+		ci := byID[t.owner.id]
+		if ci == nil {
+			continue
+		}
+		ti := TabInfo{ID: t.id, Type: t.typ, URL: t.url, Owner: t.owner.id, LastUsed: t.usedAt, Human: t.owner.id == HumanClient}
+		if t.info != nil {
+			var v struct {
+				Title string `json:"title"`
+			}
+			if json.Unmarshal(t.info, &v) == nil {
+				ti.Title = v.Title
+			}
+		}
+		ci.Tabs = append(ci.Tabs, ti)
+	}
+	m.mu.Unlock()
+	out := make([]ClientInfo, 0, len(byID))
+	for _, ci := range byID {
+		out = append(out, *ci)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// opResult is the answer of an operator call.
+type opResult struct {
+	res []byte
+	err error
+}
+
+// opSendLocked sends an operator command; done runs under mu with its answer (never with a nil error
+// and a missing answer). The command skips the client path entirely (no LRU, no activity).
+func (m *Mux) opSendLocked(method string, params any, sid string, done func(res []byte, err error)) {
+	var p []byte
+	if params != nil {
+		var err error
+		if p, err = json.Marshal(params); err != nil {
+			done(nil, fmt.Errorf("mux: %s params: %w", method, err))
+			return
+		}
+	}
+	if m.up == nil {
+		done(nil, ErrDisconnected)
+		return
+	}
+	m.sendInternalLocked(method, p, sid, func(res []byte, failed bool) {
+		if !failed {
+			done(res, nil)
+			return
+		}
+		var e struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		}
+		if res == nil || json.Unmarshal(res, &e) != nil {
+			done(nil, ErrDisconnected) // failed without an answer: the connection went
+			return
+		}
+		done(nil, &CDPError{Method: method, Code: e.Code, Message: e.Message})
+	})
+}
+
+// opCall sends an operator command and waits for its answer or the end of ctx.
+func (m *Mux) opCall(ctx context.Context, method string, params any, sid string) ([]byte, error) {
+	ch := make(chan opResult, 1) // one answer; nobody may be left to read it
+	m.mu.Lock()
+	m.opSendLocked(method, params, sid, func(res []byte, err error) { ch <- opResult{res, err} })
+	m.mu.Unlock()
+	select {
+	case r := <-ch:
+		return r.res, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// browserSession returns the mux's browser session, attaching it on first use (per browser connection).
+func (m *Mux) browserSession(ctx context.Context) (string, error) {
+	ch := make(chan string, 1)
+	m.mu.Lock()
+	if sid := m.op.browser; sid != "" {
+		m.mu.Unlock()
+		return sid, nil
+	}
+	if m.up == nil {
+		m.mu.Unlock()
+		return "", ErrDisconnected
+	}
+	m.op.waiting = append(m.op.waiting, ch)
+	if len(m.op.waiting) == 1 {
+		up := m.up
+		m.opSendLocked("Target.attachToBrowserTarget", nil, "", func(res []byte, err error) {
+			var r struct {
+				SessionID string `json:"sessionId"`
+			}
+			if err == nil && m.up == up && json.Unmarshal(res, &r) == nil {
+				m.op.browser = r.SessionID
+			}
+			for _, w := range m.op.waiting {
+				w <- m.op.browser
+			}
+			m.op.waiting = nil
+		})
+	}
+	m.mu.Unlock()
+	select {
+	case sid := <-ch:
+		if sid == "" {
+			return "", ErrDisconnected
+		}
+		return sid, nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// pageLocked returns the page target id, or why the operator may not use it.
+func (m *Mux) pageLocked(targetID string) (*target, error) {
+	t := m.targets[targetID]
+	if t == nil || t.closing {
+		return nil, fmt.Errorf("%w: %s", ErrNoTarget, targetID)
+	}
+	if t.typ != "page" {
+		return nil, fmt.Errorf("%w: %s is a %q", ErrNotPage, targetID, t.typ)
+	}
+	return t, nil
+}
+
+// opAttach attaches an operator session to a page. A view, if given, is registered with the session
+// under the same lock as the answer, so no frame and no detach can slip between them.
+func (m *Mux) opAttach(ctx context.Context, targetID string, v *View) (*opSession, error) {
+	m.mu.Lock()
+	_, err := m.pageLocked(targetID)
+	m.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	bsid, err := m.browserSession(ctx)
+	if err != nil {
+		return nil, err
+	}
+	type attached struct {
+		s   *opSession
+		err error
+	}
+	ch := make(chan attached, 1)
+	abandoned := false // guarded by mu: the caller gave up; the callback detaches what it gets
+	m.mu.Lock()
+	t, err := m.pageLocked(targetID)
+	if err != nil {
+		m.mu.Unlock()
+		return nil, err
+	}
+	// Before the attach: Chrome announces the flip of "attached" ahead of the attach's answer.
+	t.opSeen, m.op.attachedOnce = true, true
+	m.opSendLocked("Target.attachToTarget", map[string]any{"targetId": targetID, "flatten": true}, bsid, func(res []byte, err error) {
+		var r struct {
+			SessionID string `json:"sessionId"`
+		}
+		if err == nil && (json.Unmarshal(res, &r) != nil || r.SessionID == "") {
+			err = fmt.Errorf("mux: Target.attachToTarget: no session in %s", res)
+		}
+		var t *target
+		if err == nil {
+			if t, err = m.pageLocked(targetID); err != nil || abandoned || m.op.browser != bsid {
+				m.opDetachLocked(bsid, r.SessionID)
+				if err == nil {
+					err = ErrDisconnected
+				}
+			}
+		}
+		if err != nil {
+			ch <- attached{err: err}
+			return
+		}
+		s := &opSession{id: r.SessionID, target: t, view: v}
+		if m.op.sessions == nil {
+			m.op.sessions = map[string]*opSession{}
+		}
+		m.op.sessions[s.id] = s
+		if v != nil {
+			v.startLocked(s)
+		}
+		ch <- attached{s: s}
+	})
+	m.mu.Unlock()
+	select {
+	case a := <-ch:
+		return a.s, a.err
+	case <-ctx.Done():
+		m.mu.Lock()
+		abandoned = true
+		m.mu.Unlock()
+		select {
+		case a := <-ch: // answered meanwhile: it is ours to let go
+			switch {
+			case a.s != nil && a.s.view != nil:
+				a.s.view.Close() // counted as a viewer already
+			case a.s != nil:
+				m.closeOpSession(a.s)
+			}
+		default:
+		}
+		return nil, ctx.Err()
+	}
+}
+
+// opDetachLocked lets go of an operator session; its remaining events are dropped as unknown.
+func (m *Mux) opDetachLocked(bsid, sid string) {
+	delete(m.op.sessions, sid)
+	if m.up != nil && bsid == m.op.browser {
+		m.sendInternalLocked("Target.detachFromTarget", append(append([]byte(`{"sessionId":`), appendJSONString(nil, sid)...), '}'), bsid, nil)
+	}
+}
+
+func (m *Mux) closeOpSession(s *opSession) {
+	m.mu.Lock()
+	if m.op.sessions[s.id] == s {
+		m.opDetachLocked(m.op.browser, s.id)
+	}
+	m.mu.Unlock()
+}
+
+// operatorBrowserEventLocked takes the browser-level events of the operator's browser session: its own
+// attachedToTarget (a browser target: no client can attach one, attachToBrowserTarget is refused to them)
+// and its detach. It decodes targetInfo only for attach events, which are never hot.
+func (m *Mux) operatorBrowserEventLocked(method, sid string, info json.RawMessage) bool {
+	switch method {
+	case "Target.attachedToTarget":
+		var ti targetInfo
+		return json.Unmarshal(info, &ti) == nil && ti.Type == "browser"
+	case "Target.targetInfoChanged":
+		// Chrome flips a target's "attached" when the operator's session is its first or goes: the owner
+		// must not see it (nor count it as activity). Decoded only once the operator has attached somewhere.
+		if !m.op.attachedOnce {
+			return false
+		}
+		var ti targetInfo
+		if json.Unmarshal(info, &ti) != nil {
+			return false
+		}
+		t := m.targets[ti.TargetID]
+		if t == nil || !t.opSeen || t.info == nil {
+			return false
+		}
+		if att := m.ownerAttachedLocked(t); !bytes.Equal(withAttached(t.info, att), withAttached(info, att)) {
+			return false // a real change: delivered with the owner's "attached" (ownerInfoLocked)
+		}
+		t.info = info
+		return true
+	case "Target.detachedFromTarget":
+		if sid == "" || sid != m.op.browser {
+			return false
+		}
+		m.op.browser = ""
+		for _, s := range m.op.sessions {
+			m.opGoneLocked(s, ErrDisconnected)
+		}
+		return true
+	}
+	return false
+}
+
+// operatorEventLocked routes an event on a session no client owns: the operator's browser session (the
+// detach of one of its page sessions) or a page session (screencast frames; everything else is dropped).
+// It reports whether the event was the operator's.
+func (m *Mux) operatorEventLocked(b []byte, info msgInfo) bool {
+	if m.op.browser == "" {
+		return false
+	}
+	if info.sessionID == m.op.browser {
+		if info.method == "Target.detachedFromTarget" {
+			var ev upEvent
+			if json.Unmarshal(b, &ev) == nil {
+				if s := m.op.sessions[ev.Params.SessionID]; s != nil {
+					m.opGoneLocked(s, ErrTargetClosed)
+				}
+			}
+		}
+		return true
+	}
+	s := m.op.sessions[info.sessionID]
+	if s == nil {
+		return false
+	}
+	if s.view != nil {
+		s.view.eventLocked(info.method, b)
+	}
+	return true
+}
+
+// opGoneLocked forgets a session the browser let go of.
+func (m *Mux) opGoneLocked(s *opSession, err error) {
+	delete(m.op.sessions, s.id)
+	if s.view != nil {
+		s.view.endLocked(err)
+	}
+}
+
+// operatorLostLocked ends every operator session with the browser connection.
+func (m *Mux) operatorLostLocked() {
+	m.op.browser = ""
+	for _, s := range m.op.sessions {
+		m.opGoneLocked(s, ErrDisconnected)
+	}
+}
+
+// Thumbnail captures a JPEG of a page, scaled down to at most maxWidth CSS pixels wide (0: unscaled), at
+// quality 1-100 (0: 60). It uses a short-lived operator session; ctx bounds the whole capture. Chrome
+// captures what the tab has composited: a background tab of a headful browser may give none until ctx
+// ends (the operator never brings a tab to the front).
+func (m *Mux) Thumbnail(ctx context.Context, targetID string, maxWidth, quality int) ([]byte, error) {
+	if quality <= 0 || quality > 100 {
+		quality = 60
+	}
+	s, err := m.opAttach(ctx, targetID, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer m.closeOpSession(s)
+	params := map[string]any{"format": "jpeg", "quality": quality}
+	if maxWidth > 0 {
+		res, err := m.opCall(ctx, "Page.getLayoutMetrics", nil, s.id)
+		if err != nil {
+			return nil, err
+		}
+		var lm struct {
+			CSSVisualViewport struct {
+				PageX, PageY              float64
+				ClientWidth, ClientHeight float64
+			} `json:"cssVisualViewport"`
+		}
+		if err := json.Unmarshal(res, &lm); err != nil {
+			return nil, fmt.Errorf("mux: Page.getLayoutMetrics: %w", err)
+		}
+		if vp := lm.CSSVisualViewport; vp.ClientWidth > float64(maxWidth) && vp.ClientHeight > 0 {
+			// clip is in document CSS pixels: the visible viewport at its scroll offset, scaled down.
+			params["clip"] = map[string]any{"x": vp.PageX, "y": vp.PageY, "width": vp.ClientWidth,
+				"height": vp.ClientHeight, "scale": float64(maxWidth) / vp.ClientWidth}
+		}
+	}
+	res, err := m.opCall(ctx, "Page.captureScreenshot", params, s.id)
+	if err != nil {
+		return nil, err
+	}
+	var r struct {
+		Data []byte `json:"data"` // base64 in JSON: decoded by encoding/json
+	}
+	if err := json.Unmarshal(res, &r); err != nil {
+		return nil, fmt.Errorf("mux: Page.captureScreenshot: %w", err)
+	}
+	return r.Data, nil
+}
+
+// ownerInfoLocked returns Chrome's bytes b about t (a targetInfo, or an event holding one) with the
+// "attached" its owner would see without the operator: whether the owner has a session on t. Only targets
+// an operator session ever attached to pay for it (a scan of the sessions).
+func (m *Mux) ownerInfoLocked(t *target, b []byte) []byte {
+	if !t.opSeen {
+		return b
+	}
+	return withAttached(b, m.ownerAttachedLocked(t))
+}
+
+func (m *Mux) ownerAttachedLocked(t *target) bool {
+	for _, s := range m.sessions {
+		if s.target == t {
+			return true
+		}
+	}
+	return false
+}
+
+// withAttached sets the "attached" of a targetInfo in Chrome's bytes b. A byte replace is exact here:
+// inside a JSON string the key's quotes would be escaped, and Chrome writes no spaces.
+func withAttached(b []byte, attached bool) []byte {
+	from, to := []byte(`"attached":true`), []byte(`"attached":false`)
+	if attached {
+		from, to = to, from
+	}
+	if !bytes.Contains(b, from) {
+		return b
+	}
+	return bytes.ReplaceAll(b, from, to)
+}

@@ -1,0 +1,529 @@
+package mux
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"vibebrowser/integration/testkit"
+)
+
+// viewSession returns the CDP session of a view's operator session.
+func viewSession(m *Mux, v *View) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return v.sess.id
+}
+
+// targetUse is what a client can observe (or the mux counts) of its tabs' use: LRU ticks and times.
+func targetUse(m *Mux, ids ...string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var b strings.Builder
+	for _, id := range ids {
+		if t := m.targets[id]; t != nil {
+			fmt.Fprintf(&b, "%s:%d@%s ", id, t.used, t.usedAt.Format(time.RFC3339Nano))
+		}
+	}
+	return b.String()
+}
+
+// testCtx bounds a test's operator calls, so a broken rule fails the test instead of hanging it.
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func clientActive(m *Mux, id string) time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.clients[id].active
+}
+
+func TestOperatorInvisible(t *testing.T) {
+	fb := newFakeBrowser(t)
+	m := startMux(t, fb, Config{TabCap: 2})
+	ctx := testCtx(t)
+
+	watcher := newClient(t, m, "watcher") // discovery and auto-attach on: would see any event
+	result[struct{}](t, watcher.call("Target.setDiscoverTargets", `{"discover":true,"filter":[{}]}`, ""))
+	result[struct{}](t, watcher.call("Target.setAutoAttach", `{"autoAttach":true,"waitForDebuggerOnStart":true,"flatten":true,"filter":[{}]}`, ""))
+	p1 := watcher.createTarget("https://one.example/")
+	p2 := watcher.createTarget("https://two.example/")
+	s1 := watcher.attach(p1)
+	watcher.call("Runtime.evaluate", `{"expression":"1"}`, s1) // p1 most recently used
+	lister := newClient(t, m, "lister")                        // discovery on, never attached: Chrome's "attached" flips would show
+	result[struct{}](t, lister.call("Target.setDiscoverTargets", `{"discover":true}`, ""))
+	own := lister.createTarget("https://own.example/")
+	wantWatcher, wantLister := watcher.targetIDs(), lister.targetIDs()
+
+	before := m.Stats()
+	use := targetUse(m, p1, p2, own)
+	active := clientActive(m, "watcher")
+	seen := len(watcher.all())
+	listerSeen := len(lister.all())
+	quiet := func(what string) {
+		t.Helper()
+		testkit.WaitFor(t, 5*time.Second, what, func() bool {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			return len(m.pending) == 0
+		})
+	}
+
+	// Watching one of the watcher's tabs (a live view, a frame, input) and a thumbnail of the other.
+	v, err := m.View(ctx, p1, ViewOptions{MaxWidth: 640})
+	if err != nil {
+		t.Fatalf("View(%s): %v", p1, err)
+	}
+	if _, err := v.Next(ctx); err != nil {
+		t.Fatalf("Next: %v", err)
+	}
+	if err := v.Mouse(ctx, MouseEvent{Type: "mouseMoved", X: 1, Y: 2}); err != nil {
+		t.Fatalf("Mouse: %v", err)
+	}
+	for _, id := range []string{p2, own} {
+		if _, err := m.Thumbnail(ctx, id, 200, 50); err != nil {
+			t.Fatalf("Thumbnail(%s): %v", id, err)
+		}
+	}
+	quiet("operator calls answered")
+	s := m.Stats()
+	if s.Viewers != 1 || s.Clients != before.Clients {
+		t.Errorf("Stats while watching: Viewers %d, Clients %d; want 1, %d", s.Viewers, s.Clients, before.Clients)
+	}
+	if !s.LastActivity.Equal(before.LastActivity) || s.IdleSeconds < before.IdleSeconds {
+		t.Errorf("Stats while watching: LastActivity %v, IdleSeconds %v; want %v, at least %v (watching is not activity)",
+			s.LastActivity, s.IdleSeconds, before.LastActivity, before.IdleSeconds)
+	}
+	if got := clientActive(m, "watcher"); !got.Equal(active) {
+		t.Errorf("watcher's last activity = %v while watched; want %v", got, active)
+	}
+	if got := targetUse(m, p1, p2, own); got != use {
+		t.Errorf("tab use while watched = %s; want %s (LRU untouched)", got, use)
+	}
+	for i, cs := range s.PerClient {
+		if b := before.PerClient[i]; cs.ID != b.ID || cs.Tabs != b.Tabs || !cs.LastActivity.Equal(b.LastActivity) {
+			t.Errorf("PerClient[%d] = %+v while watching; want %+v", i, cs, b)
+		}
+	}
+
+	// A human tab: created, watched, used, closed, while the clients look.
+	h, err := m.NewHumanTab(ctx, "https://login.example/")
+	if err != nil {
+		t.Fatalf("NewHumanTab: %v", err)
+	}
+	hv, err := m.View(ctx, h, ViewOptions{})
+	if err != nil {
+		t.Fatalf("View(human tab): %v", err)
+	}
+	if err := hv.Navigate(ctx, "https://login.example/form"); err != nil {
+		t.Fatalf("Navigate: %v", err)
+	}
+	if err := hv.InsertText(ctx, "secret"); err != nil {
+		t.Fatalf("InsertText: %v", err)
+	}
+	if got := watcher.targetIDs(); !slices.Equal(got, wantWatcher) {
+		t.Errorf("watcher getTargets with a human tab open = %v; want %v", got, wantWatcher)
+	}
+	if got := lister.targetIDs(); !slices.Equal(got, wantLister) {
+		t.Errorf("lister getTargets with a human tab open = %v; want %v", got, wantLister)
+	}
+	seen++                                     // the watcher's getTargets answer
+	ov, err := m.View(ctx, own, ViewOptions{}) // the lister is not attached to its tab: it must still look so
+	if err != nil {
+		t.Fatalf("View(%s): %v", own, err)
+	}
+	if r := lister.call("Target.getTargets", "", ""); !strings.Contains(string(r.Result), `"attached":false`) || strings.Contains(string(r.Result), `"attached":true`) {
+		t.Errorf("lister getTargets while its tab is watched = %s; want it unattached", r.Result)
+	}
+	ov.Close()
+	hv.Close()
+	v.Close()
+	if err := m.CloseHumanTab(h); err != nil {
+		t.Fatalf("CloseHumanTab: %v", err)
+	}
+	testkit.WaitFor(t, 5*time.Second, "human tab closed, operator sessions gone", func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return !fb.hasTarget(h) && len(m.op.sessions) == 0 && len(m.pending) == 0 && fb.casts() == 0
+	})
+	if got := targetUse(m, p1, p2, own); got != use {
+		t.Errorf("tab use after watching = %s; want %s (LRU untouched)", got, use)
+	}
+
+	// A round trip through the watcher flushes anything the mux might still have queued for it.
+	watcher.call("Browser.getVersion", "", "")
+	for _, raw := range watcher.all()[seen:] {
+		if !strings.Contains(string(raw), `"product"`) {
+			t.Errorf("watcher got %s while an operator watched its tab and a human tab came and went", raw)
+		}
+	}
+	lister.call("Browser.getVersion", "", "")
+	for _, raw := range lister.all()[listerSeen:] {
+		var msg cdpMsg
+		if json.Unmarshal(raw, &msg); msg.Method != "" {
+			t.Errorf("lister got %s after an operator took a thumbnail of its tab", raw)
+		}
+	}
+	if got := watcher.targetIDs(); !slices.Equal(got, wantWatcher) {
+		t.Errorf("watcher getTargets = %v; want %v", got, wantWatcher)
+	}
+	if got := lister.targetIDs(); !slices.Equal(got, wantLister) {
+		t.Errorf("lister getTargets = %v; want %v", got, wantLister)
+	}
+	if after := m.Stats(); after.Clients != before.Clients || after.Viewers != 0 {
+		t.Errorf("Stats after: Clients %d, Viewers %d; want %d, 0", after.Clients, after.Viewers, before.Clients)
+	}
+}
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+// pendingFrame returns the frame a view holds, not taken yet ("" if none).
+func pendingFrame(v *View) string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return string(v.next)
+}
+
+func TestViewBackPressure(t *testing.T) {
+	fb := newFakeBrowser(t)
+	m := startMux(t, fb, Config{})
+	ctx := testCtx(t)
+	c := newClient(t, m, "agent")
+	page := c.createTarget("https://slow.example/")
+
+	v, err := m.View(ctx, page, ViewOptions{Quality: 70, MaxWidth: 800, MaxHeight: 600, EveryNthFrame: 2})
+	if err != nil {
+		t.Fatalf("View: %v", err)
+	}
+	sid := viewSession(m, v)
+	start := fb.got("Page.startScreencast")
+	if len(start) != 1 || start[0].SessionID != sid {
+		t.Fatalf("startScreencast = %v; want one on the view's session %s", start, sid)
+	}
+	var sp map[string]any
+	json.Unmarshal(start[0].Params, &sp)
+	if want := map[string]any{"format": "jpeg", "quality": 70.0, "maxWidth": 800.0, "maxHeight": 600.0, "everyNthFrame": 2.0}; fmt.Sprint(sp) != fmt.Sprint(want) {
+		t.Errorf("startScreencast params = %v; want %v", sp, want)
+	}
+
+	// The viewer takes nothing while the browser paints four more frames: only the newest waits.
+	for range 4 {
+		fb.frame()
+	}
+	testkit.WaitFor(t, 5*time.Second, "frame 5 pending", func() bool { return strings.Contains(pendingFrame(v), b64("frame-5")) })
+	if n := len(fb.got("Page.screencastFrameAck")); n != 0 {
+		t.Fatalf("browser got %d acks before the viewer took a frame; want 0", n)
+	}
+	f, err := v.Next(ctx)
+	if err != nil || string(f.JPEG) != "frame-5" || f.DeviceWidth != 800 || f.DeviceHeight != 600 || f.Timestamp.Unix() != 1700000000 {
+		t.Fatalf("Next = %q %vx%v @%v, %v; want frame-5 800x600 @1700000000", f.JPEG, f.DeviceWidth, f.DeviceHeight, f.Timestamp, err)
+	}
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	if f, err := v.Next(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("second Next = %q, %v; want no frame left (the older four were replaced)", f.JPEG, err)
+	}
+	cancel()
+	testkit.WaitFor(t, 5*time.Second, "one ack", func() bool { return len(fb.got("Page.screencastFrameAck")) == 1 })
+	ack := fb.got("Page.screencastFrameAck")[0]
+	if ack.SessionID != sid || !strings.Contains(string(ack.Params), `"sessionId":5`) {
+		t.Errorf("ack = %s on %s; want sessionId 5 on %s", ack.Params, ack.SessionID, sid)
+	}
+	fb.frame()
+	if f, err := v.Next(ctx); err != nil || string(f.JPEG) != "frame-6" {
+		t.Fatalf("Next = %q, %v; want frame-6", f.JPEG, err)
+	}
+	testkit.WaitFor(t, 5*time.Second, "two acks", func() bool { return len(fb.got("Page.screencastFrameAck")) == 2 })
+	if s := m.Stats(); s.Viewers != 1 {
+		t.Errorf("Stats.Viewers = %d while watching; want 1", s.Viewers)
+	}
+
+	// The viewer leaves: the screencast stops and the session goes; a late frame is never delivered.
+	v.Close()
+	testkit.WaitFor(t, 5*time.Second, "screencast stopped and session detached", func() bool {
+		stops := fb.got("Page.stopScreencast")
+		return len(stops) == 1 && stops[0].SessionID == sid && fb.sessionOf(page) == "" && fb.casts() == 0
+	})
+	fb.send(fmt.Sprintf(`{"method":"Page.screencastFrame","params":{"data":%q,"metadata":{},"sessionId":7},"sessionId":%q}`, b64("frame-7"), sid))
+	if f, err := v.Next(ctx); !errors.Is(err, ErrViewClosed) {
+		t.Fatalf("Next after Close = %q, %v; want ErrViewClosed", f.JPEG, err)
+	}
+	if n := len(fb.got("Page.screencastFrameAck")); n != 2 {
+		t.Errorf("acks = %d; want 2, one per frame taken", n)
+	}
+	if s := m.Stats(); s.Viewers != 0 {
+		t.Errorf("Stats.Viewers = %d after Close; want 0", s.Viewers)
+	}
+
+	// A viewer whose context ends leaves the same way.
+	vctx, vcancel := context.WithCancel(ctx)
+	v2, err := m.View(vctx, page, ViewOptions{})
+	if err != nil {
+		t.Fatalf("View: %v", err)
+	}
+	sid2 := viewSession(m, v2)
+	vcancel()
+	testkit.WaitFor(t, 5*time.Second, "screencast stopped when the viewer's context ended", func() bool {
+		stops := fb.got("Page.stopScreencast")
+		return len(stops) == 2 && stops[1].SessionID == sid2 && fb.casts() == 0 && m.Stats().Viewers == 0
+	})
+	<-v2.Done()
+}
+
+func TestViewInput(t *testing.T) {
+	fb := newFakeBrowser(t)
+	m := startMux(t, fb, Config{})
+	ctx := testCtx(t)
+	c := newClient(t, m, "agent")
+	page := c.createTarget("https://form.example/")
+	v, err := m.View(ctx, page, ViewOptions{})
+	if err != nil {
+		t.Fatalf("View: %v", err)
+	}
+	defer v.Close()
+	sid := viewSession(m, v)
+	steps := []struct {
+		name   string
+		do     func() error
+		method string
+		want   string // the params the browser must get, as JSON
+	}{
+		{"press", func() error {
+			return v.Mouse(ctx, MouseEvent{Type: "mousePressed", X: 10.5, Y: 20, Button: "left", Buttons: 1, ClickCount: 1, Modifiers: ModShift})
+		}, "Input.dispatchMouseEvent", `{"button":"left","buttons":1,"clickCount":1,"modifiers":8,"type":"mousePressed","x":10.5,"y":20}`},
+		{"move", func() error { return v.Mouse(ctx, MouseEvent{Type: "mouseMoved", X: 3, Y: 4}) },
+			"Input.dispatchMouseEvent", `{"button":"none","buttons":0,"clickCount":0,"modifiers":0,"type":"mouseMoved","x":3,"y":4}`},
+		{"wheel", func() error { return v.Wheel(ctx, 5, 6, 0, 120, 0) },
+			"Input.dispatchMouseEvent", `{"button":"none","buttons":0,"clickCount":0,"deltaX":0,"deltaY":120,"modifiers":0,"type":"mouseWheel","x":5,"y":6}`},
+		{"key down", func() error {
+			return v.Key(ctx, KeyEvent{Type: "keyDown", Key: "a", Code: "KeyA", Text: "a", WindowsVirtualKeyCode: 65})
+		}, "Input.dispatchKeyEvent", `{"code":"KeyA","key":"a","modifiers":0,"nativeVirtualKeyCode":65,"text":"a","type":"keyDown","unmodifiedText":"a","windowsVirtualKeyCode":65}`},
+		{"key up", func() error {
+			return v.Key(ctx, KeyEvent{Type: "keyUp", Key: "Enter", Code: "Enter", Modifiers: ModCtrl})
+		},
+			"Input.dispatchKeyEvent", `{"code":"Enter","key":"Enter","modifiers":2,"type":"keyUp"}`},
+		{"paste", func() error { return v.InsertText(ctx, "pässwörd <&>") }, "Input.insertText", `{"text":"pässwörd \u003c\u0026\u003e"}`},
+		{"navigate", func() error { return v.Navigate(ctx, "https://form.example/two") }, "Page.navigate", `{"url":"https://form.example/two"}`},
+		{"back", func() error { return v.Back(ctx) }, "Page.navigateToHistoryEntry", `{"entryId":1}`},
+		{"forward", func() error { return v.Forward(ctx) }, "Page.navigateToHistoryEntry", `{"entryId":2}`},
+		{"reload", func() error { return v.Reload(ctx) }, "Page.reload", `{}`},
+	}
+	for _, st := range steps {
+		n := len(fb.got(st.method))
+		if err := st.do(); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		got := fb.got(st.method)
+		if len(got) != n+1 {
+			t.Fatalf("%s: browser got %d %s; want %d", st.name, len(got), st.method, n+1)
+		}
+		last := got[len(got)-1]
+		if last.SessionID != sid || string(last.Params) != st.want {
+			t.Errorf("%s: %s %s on %q; want %s on the view's session %q", st.name, st.method, last.Params, last.SessionID, st.want, sid)
+		}
+	}
+	// The URL the operator navigated to shows in the list (targetInfoChanged).
+	testkit.WaitFor(t, 5*time.Second, "navigated URL listed", func() bool {
+		for _, ci := range m.Clients() {
+			for _, ti := range ci.Tabs {
+				if ti.ID == page && ti.URL == "https://form.example/two" && ti.Title == ti.URL && ti.Owner == "agent" && !ti.Human {
+					return true
+				}
+			}
+		}
+		return false
+	})
+}
+
+func TestThumbnail(t *testing.T) {
+	fb := newFakeBrowser(t)
+	m := startMux(t, fb, Config{})
+	ctx := testCtx(t)
+	c := newClient(t, m, "agent")
+	page := c.createTarget("https://shot.example/")
+	tests := []struct {
+		maxWidth, quality int
+		want              string // the fake's "JPEG" is the capture's params
+	}{
+		{320, 50, `{"clip":{"height":720,"scale":0.25,"width":1280,"x":0,"y":40},"format":"jpeg","quality":50}`},
+		{2000, 0, `{"format":"jpeg","quality":60}`},
+		{0, 90, `{"format":"jpeg","quality":90}`},
+	}
+	for _, tt := range tests {
+		got, err := m.Thumbnail(ctx, page, tt.maxWidth, tt.quality)
+		if err != nil || string(got) != tt.want {
+			t.Errorf("Thumbnail(%d, %d) = %s, %v; want %s", tt.maxWidth, tt.quality, got, err, tt.want)
+		}
+		if caps := fb.got("Page.captureScreenshot"); caps[len(caps)-1].SessionID == "" {
+			t.Errorf("captureScreenshot sent on no session")
+		}
+	}
+	testkit.WaitFor(t, 5*time.Second, "thumbnail sessions detached", func() bool { return fb.sessionOf(page) == "" })
+	if _, err := m.Thumbnail(ctx, "NOPE", 100, 0); !errors.Is(err, ErrNoTarget) {
+		t.Errorf("Thumbnail(NOPE) error = %v; want ErrNoTarget", err)
+	}
+}
+
+func TestHumanTabs(t *testing.T) {
+	fb := newFakeBrowser(t)
+	var hookMu sync.Mutex
+	var persisted map[string][]string
+	const grace = 300 * time.Millisecond
+	m := startMux(t, fb, Config{TabCap: 1, Grace: grace, Hooks: Hooks{OwnershipChanged: func(o map[string][]string) {
+		hookMu.Lock()
+		persisted = o
+		hookMu.Unlock()
+	}}})
+	ctx := testCtx(t)
+
+	t.Run("client-human refused", func(t *testing.T) {
+		ws, resp, err := dialMux(t, m, "/tok/client-human", nil)
+		if err == nil {
+			ws.Close()
+			t.Fatal("/client-human upgraded")
+		}
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(body), "reserved for people using the vibe-browser UI") {
+			t.Fatalf("/client-human = %d %q; want 403 naming the rule", resp.StatusCode, body)
+		}
+	})
+
+	agent := newClient(t, m, "agent")
+	a1 := agent.createTarget("https://a1.example/")
+	var humans []string
+	for i := range 3 { // three human tabs, over a cap of one
+		h, err := m.NewHumanTab(ctx, fmt.Sprintf("https://login%d.example/", i))
+		if err != nil {
+			t.Fatalf("NewHumanTab: %v", err)
+		}
+		humans = append(humans, h)
+	}
+	a2 := agent.createTarget("https://a2.example/") // the agent's cap closes a1, nothing of the human's
+	testkit.WaitFor(t, 5*time.Second, "agent's first tab closed by its cap", func() bool { return !fb.hasTarget(a1) })
+	v, err := m.View(ctx, humans[0], ViewOptions{})
+	if err != nil {
+		t.Fatalf("View(human tab): %v", err)
+	}
+	for _, h := range humans {
+		if !fb.hasTarget(h) {
+			t.Fatalf("human tab %s closed by a tab cap", h)
+		}
+	}
+	pages := func(ids []string) []string { // the fake's page ids; each page's tab target goes with it
+		var out []string
+		for _, id := range ids {
+			if strings.HasPrefix(id, "PAGE") {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+	if got := pages(m.Ownership()[HumanClient]); !slices.Equal(got, humans) {
+		t.Fatalf("Ownership()[human] = %v; want %v", got, humans)
+	}
+	testkit.WaitFor(t, 5*time.Second, "human tabs persisted", func() bool {
+		hookMu.Lock()
+		defer hookMu.Unlock()
+		return slices.Equal(pages(persisted[HumanClient]), humans) && slices.Equal(pages(persisted["agent"]), []string{a2})
+	})
+	var listed []string
+	for _, ci := range m.Clients() {
+		for _, ti := range ci.Tabs {
+			if ti.Type == "page" && ti.Human {
+				listed = append(listed, ti.ID)
+				if ci.ID != HumanClient || ti.Owner != HumanClient || !ci.Connected {
+					t.Errorf("human tab %s listed under %s (owner %s, connected %v)", ti.ID, ci.ID, ti.Owner, ci.Connected)
+				}
+			}
+		}
+	}
+	if !slices.Equal(listed, humans) {
+		t.Errorf("Clients() human pages = %v; want %v", listed, humans)
+	}
+	if err := m.CloseHumanTab(a2); !errors.Is(err, ErrNotHumanTab) {
+		t.Errorf("CloseHumanTab(agent's tab) = %v; want ErrNotHumanTab", err)
+	}
+	if err := m.CloseHumanTab(humans[2]); err != nil {
+		t.Fatalf("CloseHumanTab: %v", err)
+	}
+	testkit.WaitFor(t, 5*time.Second, "human tab closed", func() bool { return !fb.hasTarget(humans[2]) })
+
+	// Watched, the human client runs no grace period; it starts when the last viewer leaves.
+	graceOn := func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		cl := m.clients[HumanClient]
+		return cl != nil && cl.grace != nil
+	}
+	if graceOn() {
+		t.Fatal("human client in its grace period while a viewer watches its tab")
+	}
+	v2, err := m.View(ctx, humans[1], ViewOptions{})
+	if err != nil {
+		t.Fatalf("View: %v", err)
+	}
+	v.Close()
+	if graceOn() || !fb.hasTarget(humans[0]) {
+		t.Fatal("grace started, or a tab closed, while one viewer is left")
+	}
+	v2.Close()
+	left := time.Now()
+	if !graceOn() || !fb.hasTarget(humans[0]) || !fb.hasTarget(humans[1]) {
+		t.Fatal("after the last viewer left: want the grace period running and the tabs kept")
+	}
+	testkit.WaitFor(t, 5*time.Second, "human tabs closed after the grace period", func() bool {
+		return !fb.hasTarget(humans[0]) && !fb.hasTarget(humans[1])
+	})
+	if d := time.Since(left); d < grace {
+		t.Errorf("human tabs closed %v after the last viewer left; want at least the grace period %v", d, grace)
+	}
+	if fb.hasTarget(a2) != true {
+		t.Error("the agent's tab closed with the human's")
+	}
+}
+
+func TestViewMaxFPS(t *testing.T) {
+	fb := newFakeBrowser(t)
+	m := startMux(t, fb, Config{})
+	ctx := testCtx(t)
+	c := newClient(t, m, "agent")
+	page := c.createTarget("https://fast.example/")
+	const fps = 10
+	v, err := m.View(ctx, page, ViewOptions{MaxFPS: fps})
+	if err != nil {
+		t.Fatalf("View: %v", err)
+	}
+	defer v.Close()
+	acks := func() int { return len(fb.got("Page.screencastFrameAck")) }
+	if _, err := v.Next(ctx); err != nil {
+		t.Fatalf("Next: %v", err)
+	}
+	testkit.WaitFor(t, 5*time.Second, "first ack", func() bool { return acks() == 1 })
+	first := time.Now()
+	for range 2 { // two frames taken at once (Chrome keeps two in flight): their acks still come a gap apart
+		fb.frame()
+		if _, err := v.Next(ctx); err != nil {
+			t.Fatalf("Next: %v", err)
+		}
+	}
+	testkit.WaitFor(t, 5*time.Second, "second ack", func() bool { return acks() == 2 })
+	second := time.Now()
+	if d := second.Sub(first); d < time.Second/fps-10*time.Millisecond {
+		t.Errorf("second ack %v after the first; want at least %v (MaxFPS %d)", d, time.Second/fps, fps)
+	}
+	testkit.WaitFor(t, 5*time.Second, "third ack", func() bool { return acks() == 3 })
+	if d := time.Since(first); d < 2*time.Second/fps-10*time.Millisecond {
+		t.Errorf("third ack %v after the first; want at least %v (MaxFPS %d)", d, 2*time.Second/fps, fps)
+	}
+}
