@@ -29,9 +29,10 @@ func (m *Manager) idleLoop(ctx context.Context) {
 	}
 }
 
-// sweepIdle stops every running browser that no task holds, no client is connected to and nothing has
-// touched for the idle time. Each decision is taken under the store's lock, the lock ensure takes, so a task
-// starting in between is never cut off. The wrapper stays: the next call restarts the browser.
+// sweepIdle stops every running browser that no task holds, no client is connected to, no person watches
+// and nothing has touched for the idle time. Each decision is taken under the store's lock, the lock ensure
+// takes, so a task starting in between is never cut off. The wrapper stays: the next call restarts the
+// browser.
 func (m *Manager) sweepIdle(ctx context.Context) {
 	now := time.Now()
 	tasks, err := m.db.ListActiveTasks(ctx, now)
@@ -76,6 +77,8 @@ func (m *Manager) busyReason(in *instance) string {
 	switch {
 	case st.Clients > 0:
 		return "connected clients"
+	case st.Viewers > 0: // a person watching a tab, or logging a store in through a human tab
+		return "a person is watching"
 	case time.Duration(st.IdleSeconds*float64(time.Second)) < m.cfg.Idle:
 		return "recent activity"
 	case time.Since(time.Unix(0, in.lastEnsure.Load())) < m.cfg.Idle:
