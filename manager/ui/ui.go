@@ -10,6 +10,7 @@ import (
 	stdlog "log"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -218,6 +219,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 // NewLogin mints a login code: random, single use, valid for codeTTL.
 func (s *Server) NewLogin() api.UILogin {
+	l, _ := s.NewLoginTo("/")
+	return l
+}
+
+// NewLoginTo mints a login code whose URL lands on next, a path of this UI (SafeNext's rule).
+func (s *Server) NewLoginTo(next string) (api.UILogin, error) {
+	if err := SafeNext(next); err != nil {
+		return api.UILogin{}, err
+	}
 	code := randomHex()
 	now := s.cfg.Now()
 	s.mu.Lock()
@@ -228,7 +238,11 @@ func (s *Server) NewLogin() api.UILogin {
 	}
 	s.codes[code] = now.Add(codeTTL)
 	s.mu.Unlock()
-	return api.UILogin{URL: s.URL() + "/login?code=" + code, Code: code, ExpiresAt: now.Add(codeTTL)}
+	u := s.URL() + "/login?code=" + code
+	if next != "/" {
+		u += "&next=" + url.QueryEscape(next)
+	}
+	return api.UILogin{URL: u, Code: code, ExpiresAt: now.Add(codeTTL)}, nil
 }
 
 // warnWriter logs each line written to it as a warning.
