@@ -111,3 +111,18 @@ func TestStatusShowsUptimeAndBudget(t *testing.T) {
 		}
 	}
 }
+
+func TestStoreLoginRouteRefusals(t *testing.T) {
+	d := startDaemon(t, map[string]string{"VIBE_UI_ADDR": "127.0.0.1:0"}, false)
+	if _, err := d.client.CreateStore(bg, api.StoreSpec{Name: "Acme Shop"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := d.client.StoreLogin(bg, "acme-shop", "javascript:alert(1)")
+	wantAPIError(t, err, http.StatusBadRequest, "http:// or https://")
+	_, err = d.client.StoreLogin(bg, "no-such-store", "")
+	wantAPIError(t, err, http.StatusNotFound, "no store named")
+
+	off := startDaemon(t, nil, false)
+	_, err = off.client.StoreLogin(bg, "acme-shop", "")
+	wantAPIError(t, err, http.StatusServiceUnavailable, "VIBE_UI_ADDR")
+}

@@ -265,12 +265,12 @@ func TestTabURL(t *testing.T) {
 		{"chrome://settings", ""},
 	}
 	for _, tt := range tests {
-		got, err := tabURL(tt.in)
+		got, err := TabURL(tt.in)
 		if tt.want == "" && (err == nil || !strings.Contains(err.Error(), "http://")) {
-			t.Errorf("tabURL(%q) = %q, %v; want an error naming the allowed form", tt.in, got, err)
+			t.Errorf("TabURL(%q) = %q, %v; want an error naming the allowed form", tt.in, got, err)
 		}
 		if tt.want != "" && got != tt.want {
-			t.Errorf("tabURL(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+			t.Errorf("TabURL(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
 		}
 	}
 }

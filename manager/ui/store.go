@@ -253,7 +253,7 @@ func (s *Server) handleStart(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleNewTab(w http.ResponseWriter, r *http.Request) {
 	slug := r.PathValue("slug")
 	back := "/store/" + url.PathEscape(slug)
-	target, err := tabURL(r.FormValue("url"))
+	target, err := TabURL(r.FormValue("url"))
 	if err != nil {
 		http.Redirect(w, r, back+"?error="+url.QueryEscape(err.Error()), http.StatusSeeOther)
 		return
@@ -272,10 +272,10 @@ func (s *Server) handleNewTab(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, back+"/tab/"+url.PathEscape(id), http.StatusSeeOther)
 }
 
-// tabURL is the address a person typed for a new tab or the address bar: empty is about:blank, a bare
+// TabURL is the address a person typed for a new tab or the address bar: empty is about:blank, a bare
 // host gets https://, and only http, https and about:blank are allowed (no javascript:, file: or
 // chrome: pages of the shared browser).
-func tabURL(raw string) (string, error) {
+func TabURL(raw string) (string, error) {
 	raw = strings.TrimSpace(raw)
 	if raw == "" || raw == "about:blank" {
 		return "about:blank", nil

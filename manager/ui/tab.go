@@ -228,7 +228,7 @@ func dispatch(ctx context.Context, view View, tab mux.TabInfo, in input) error {
 		err = view.InsertText(ctx, in.Text)
 	case "navigate":
 		var u string
-		if u, err = tabURL(in.URL); err == nil {
+		if u, err = TabURL(in.URL); err == nil {
 			err = view.Navigate(ctx, u)
 		}
 	case "back":
