@@ -50,15 +50,18 @@ func (s *Server) handleTab(w http.ResponseWriter, r *http.Request) {
 			"Go back to the store page for the tabs it has now.", storeHref)
 		return
 	}
-	_, label := clientKind(t.Owner, nil)
-	if label == "task" || label == "" {
-		label = "task " + t.Owner
-	}
-	name := slug
+	name, tasks := slug, map[string]bool{}
 	if st, err := s.cfg.Source.Status(r.Context()); err == nil {
 		if _, store, ok := browserOf(st, slug); ok {
 			name = store.Name
 		}
+		for _, task := range st.Tasks {
+			tasks[task.ID] = true
+		}
+	}
+	_, label := clientKind(t.Owner, tasks)
+	if label == "task" {
+		label = "task " + t.Owner
 	}
 	href := storeHref + "/tab/" + url.PathEscape(id)
 	s.render(w, http.StatusOK, "tab", tabPage{Slug: slug, StoreName: name, ID: id, Title: t.Title, URL: t.URL,

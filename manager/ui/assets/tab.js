@@ -28,6 +28,9 @@ function note(text, sticky) {
 
 function onMeta(m) {
   meta = m;
+  // The frame's size in CSS pixels of the tab, for whoever maps a point of the picture (tests too).
+  screen.dataset.width = m.width;
+  screen.dataset.height = m.height;
   document.getElementById('title').textContent = m.title || '(no title)';
   document.title = (m.title || 'Tab') + ' · vibe-browser';
   if (human) {
@@ -103,7 +106,12 @@ function text(e) {
 
 if (human) {
   let lastMove = 0;
-  screen.addEventListener('mousedown', (e) => { e.preventDefault(); screen.focus(); mouse('down', e); });
+  screen.addEventListener('mousedown', (e) => {
+    e.preventDefault();
+    mouse('down', e);
+    // Without preventScroll, focusing a picture taller than the window scrolls it under the pointer.
+    screen.focus({ preventScroll: true });
+  });
   screen.addEventListener('mouseup', (e) => { e.preventDefault(); mouse('up', e); });
   screen.addEventListener('mousemove', (e) => {
     const now = Date.now();
