@@ -72,6 +72,10 @@ func TestWebUIStoreAndTabPages(t *testing.T) {
 	m.cli("task", "set", taskA, "--store", "acme-shop", "--status", "running")
 	signIn := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
+		if r.URL.Path == "/next" {
+			fmt.Fprint(w, "<!doctype html><title>Next page</title><p>signed in</p>")
+			return
+		}
 		fmt.Fprint(w, signInPage)
 	}))
 	t.Cleanup(signIn.Close)
@@ -184,11 +188,23 @@ func TestWebUIStoreAndTabPages(t *testing.T) {
 		t.Errorf("the sign-in page recorded input %q, keys %q, focus %q, submit %q; want input up to and a submit of %q",
 			rec.Input, rec.Keys, rec.Focus, *rec.Submitted, "hello person")
 	}
+	page.send("title Signed in") // set by the page's script, not by a navigation
+	if got := page.expect("title")["text"]; got != "Signed in" {
+		t.Errorf("the tab page's title is %q after the page set its own; want it live: %q", got, "Signed in")
+	}
 	shot = filepath.Join(t.TempDir(), "login.png")
 	page.send("shot " + shot)
 	wantReadable(t, page.expect("shot"), 1280)
 	t.Logf("human tab screenshot: %s", shot)
 	keepScreenshot(t, shot, "login.png")
+
+	// The address bar navigates the human tab; the page's title and address follow it.
+	page.send("navigate " + signIn.URL + "/next Next page")
+	nav := page.expect("navigated")
+	if nav["title"] != "Next page" || nav["address"] != signIn.URL+"/next" {
+		t.Errorf("after navigating to /next the tab page shows title %q, address %q; want %q and %s",
+			nav["title"], nav["address"], "Next page", signIn.URL+"/next")
+	}
 
 	// The agent never sees the human tab: not in getTargets, not in any event.
 	if ids := agent.targetIDs(true); slices.Contains(ids, sl.Tab) {

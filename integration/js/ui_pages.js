@@ -105,6 +105,27 @@ main(async () => {
       out({ event: 'clicked', geometry: g });
       continue;
     }
+    if (cmd === 'navigate') { // navigate URL TITLE: through the address bar, until the title and address follow
+      await page.fill('#address', rest[0]);
+      await page.press('#address', 'Enter');
+      try {
+        await page.waitForFunction(([url, title]) => document.getElementById('title').textContent === title &&
+          document.getElementById('address').value === url, [rest[0], rest.slice(1).join(' ')], { timeout: 5000, polling: 100 });
+      } catch (e) { /* reported below */ }
+      out({ event: 'navigated', ...(await page.evaluate(() => ({
+        title: document.getElementById('title').textContent, address: document.getElementById('address').value,
+      }))) });
+      continue;
+    }
+    if (cmd === 'title') { // title TEXT: the tab page's title follows the tab's
+      const want = rest.join(' ');
+      try {
+        await page.waitForFunction((want) => document.getElementById('title').textContent === want, want,
+          { timeout: 5000, polling: 100 });
+      } catch (e) { /* reported below */ }
+      out({ event: 'title', text: await page.evaluate(() => document.getElementById('title').textContent) });
+      continue;
+    }
     if (cmd === 'type') {
       await page.keyboard.type(rest.join(' '), { delay: 20 });
       out({ event: 'typed' });

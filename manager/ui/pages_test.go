@@ -44,6 +44,17 @@ func (b *fakeBrowser) Thumbnail(ctx context.Context, id string, maxWidth, qualit
 	return []byte("\xff\xd8jpeg of " + id), nil
 }
 
+func (b *fakeBrowser) PageInfo(_ context.Context, id string) (string, string, error) {
+	for _, c := range b.Clients() {
+		for _, t := range c.Tabs {
+			if t.ID == id {
+				return "now " + t.Title, t.URL, nil
+			}
+		}
+	}
+	return "", "", mux.ErrNoTarget
+}
+
 func (b *fakeBrowser) View(ctx context.Context, id string, opt mux.ViewOptions) (View, error) {
 	v := &fakeView{opt: opt, frames: make(chan mux.Frame, 1), done: make(chan struct{})}
 	v.frames <- mux.Frame{JPEG: []byte("\xff\xd8frame"), DeviceWidth: 800, DeviceHeight: 600}
@@ -389,8 +400,8 @@ func TestTabSocketSendsFramesAndHumanTabsOnlyTakeInput(t *testing.T) {
 				t.Fatal(err)
 			}
 			meta, frame := readView(t, c)
-			if meta.Width != 800 || meta.Height != 600 || string(frame) != "\xff\xd8frame" {
-				t.Errorf("live view sent %+v and %q; want 800x600 and the frame", meta, frame)
+			if meta.Width != 800 || meta.Height != 600 || string(frame) != "\xff\xd8frame" || !strings.HasPrefix(meta.Title, "now ") {
+				t.Errorf("live view sent %+v and %q; want 800x600, the page's current title and the frame", meta, frame)
 			}
 			fb.mu.Lock()
 			v := fb.views[len(fb.views)-1]

@@ -285,7 +285,12 @@ func (s *Server) writeView(ctx context.Context, conn *websocket.Conn, br Browser
 		if w > 0 {
 			next.Width, next.Height = w, h
 		}
-		if t, ok := findTab(br, id); ok {
+		ictx, done := context.WithTimeout(ctx, inputWait)
+		title, u, err := br.PageInfo(ictx, id)
+		done()
+		if err == nil {
+			next.URL, next.Title = u, title
+		} else if t, ok := findTab(br, id); ok {
 			next.URL, next.Title = t.URL, t.Title
 		}
 		if next == meta {

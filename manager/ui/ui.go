@@ -50,6 +50,8 @@ var (
 type Browser interface {
 	Clients() []mux.ClientInfo
 	Thumbnail(ctx context.Context, targetID string, maxWidth, quality int) ([]byte, error)
+	// PageInfo is a page's current title and URL, asked of the browser (Clients' may be older).
+	PageInfo(ctx context.Context, targetID string) (title, url string, err error)
 	View(ctx context.Context, targetID string, opt mux.ViewOptions) (View, error)
 	NewHumanTab(ctx context.Context, url string) (string, error)
 	CloseHumanTab(targetID string) error

@@ -31,7 +31,8 @@ function tabCard(t) {
 
 function clientCard(c) {
   const h = el('h2', '', null, el('code', '', c.id), ' ', el('span', 'kind-label', c.label), ' ',
-    el('span', 'pill' + (c.connected ? ' running' : ''), c.state), ' ', el('span', 'count', 'active ' + c.active));
+    el('span', 'pill' + (c.connected ? ' running' : ''), c.state));
+  if (c.active !== '–') h.append(' ', el('span', 'count', 'active ' + c.active));
   const sec = el('section', 'client ' + c.kind, null, h);
   sec.dataset.id = c.id;
   if (c.tabs.length === 0) sec.append(el('p', 'empty', 'No tabs.'));

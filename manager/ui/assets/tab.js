@@ -26,8 +26,19 @@ function note(text, sticky) {
   if (!sticky) noteTimer = setTimeout(() => { noteBox.hidden = true; }, 6000);
 }
 
+// fit sizes the picture to the tab's aspect: as wide as the page allows, and short enough that the whole
+// tab shows without scrolling to reach its bottom.
+function fit() {
+  if (!meta.width || !meta.height) return;
+  const avail = screen.parentElement.clientWidth - 12;
+  const tall = Math.max(240, window.innerHeight - screen.parentElement.getBoundingClientRect().top - 24);
+  screen.style.width = Math.floor(Math.min(avail, tall * meta.width / meta.height)) + 'px';
+}
+window.addEventListener('resize', fit);
+
 function onMeta(m) {
   meta = m;
+  fit();
   // The frame's size in CSS pixels of the tab, for whoever maps a point of the picture (tests too).
   screen.dataset.width = m.width;
   screen.dataset.height = m.height;
