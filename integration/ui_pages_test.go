@@ -156,10 +156,19 @@ func TestWebUIStoreAndTabPages(t *testing.T) {
 		t.Errorf("the store page counts %v viewers after the viewer left; want 0 (the screencast stopped)", n)
 	}
 
-	// store login: a human tab at the sign-in page, and a link that lands on its live view.
+	// store login: a human tab at the sign-in page, and a link that lands on its live view. A store page
+	// open meanwhile lists the new tab within liveWithin.
+	page.send("watch-store /store/acme-shop")
+	page.expect("watching")
 	var sl api.StoreLogin
 	if err := json.Unmarshal([]byte(m.cli("store", "login", "acme-shop", "--url", signIn.URL, "--json")), &sl); err != nil {
 		t.Fatal(err)
+	}
+	opened := time.Now()
+	page.send("wait-tab " + sl.Tab)
+	page.expect("listed")
+	if took := time.Since(opened); took > liveWithin {
+		t.Errorf("the open store page listed the human tab after %v; want within %v", took, liveWithin)
 	}
 	if sl.Store != "acme-shop" || sl.Tab == "" || !strings.Contains(sl.URL, "next=") {
 		t.Fatalf("store login --json = %+v; want the store, the tab and a link with next", sl)
@@ -197,6 +206,12 @@ func TestWebUIStoreAndTabPages(t *testing.T) {
 	wantReadable(t, page.expect("shot"), 1280)
 	t.Logf("human tab screenshot: %s", shot)
 	keepScreenshot(t, shot, "login.png")
+	page.send("viewport 1024 700")
+	page.expect("viewport")
+	page.send("shot " + filepath.Join(t.TempDir(), "login-1024.png"))
+	wantReadable(t, page.expect("shot"), 1024)
+	page.send("viewport 1280 800")
+	page.expect("viewport")
 
 	// The address bar navigates the human tab; the page's title and address follow it.
 	page.send("navigate " + signIn.URL + "/next Next page")

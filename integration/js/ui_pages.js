@@ -51,8 +51,24 @@ main(async () => {
   const resp = await page.goto(loginURL);
   out({ event: 'ready', status: resp.status(), url: page.url() });
 
+  let watcher = null; // a store page kept open, to see live changes
   for (;;) {
     const [cmd, ...rest] = (await command()).split(' ');
+    if (cmd === 'watch-store') { // watch-store PATH: a store page in a tab of its own, kept open
+      watcher = await context.newPage();
+      watch(watcher);
+      await watcher.goto(origin + rest[0]);
+      await watcher.waitForSelector('#live.ok', { timeout: 10000 });
+      out({ event: 'watching' });
+      continue;
+    }
+    if (cmd === 'wait-tab') { // wait-tab ID: until the watched store page lists the tab
+      const began = Date.now();
+      await watcher.waitForSelector('a.tab[data-id="' + rest[0] + '"]', { timeout: 10000 });
+      out({ event: 'listed', ms: Date.now() - began });
+      await watcher.close();
+      continue;
+    }
     if (cmd === 'close') break;
     if (cmd === 'store') { // store PATH TABID R,G,B
       await page.goto(origin + rest[0]);
