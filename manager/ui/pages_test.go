@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -504,5 +505,30 @@ func TestLoginLandsOnNext(t *testing.T) {
 	resp = u.do(t, "GET", path, nil)
 	if body(t, resp); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("the same link again = %d; want 401 (single use)", resp.StatusCode)
+	}
+}
+
+func TestLiveStoreSendsChanges(t *testing.T) {
+	u, fb := storeUI(t)
+	cookie := u.login(t)
+	resp := u.do(t, "GET", "/live/store/shop", map[string]string{"Cookie": cookie})
+	defer resp.Body.Close()
+	r := bufio.NewReader(resp.Body)
+	var page storePage
+	if err := json.Unmarshal([]byte(readEvent(t, r, "store")), &page); err != nil {
+		t.Fatal(err)
+	}
+	if !page.Running || len(page.Clients) != 6 || page.Clients[0].Kind != "task" || len(page.Clients[0].Tabs) != 1 {
+		t.Fatalf("first store event = %+v; want the running browser with its 6 clients", page)
+	}
+	fb.mu.Lock()
+	fb.clients = append(fb.clients[:0:0], fb.clients...)
+	fb.clients[5].Tabs = append(fb.clients[5].Tabs, mux.TabInfo{ID: "H2", Type: "page", Owner: mux.HumanClient, Human: true})
+	fb.mu.Unlock()
+	if err := json.Unmarshal([]byte(readEvent(t, r, "store")), &page); err != nil {
+		t.Fatal(err)
+	}
+	if human := page.Clients[5]; human.Kind != "human" || len(human.Tabs) != 2 || human.Tabs[1].ID != "H2" {
+		t.Errorf("store event after a new human tab = %+v; want H2 listed", human)
 	}
 }
