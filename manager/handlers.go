@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/ui"
 	"vibebrowser/mux/clientid"
 	"vibebrowser/state"
 )
@@ -249,6 +251,49 @@ func (m *Manager) handleUILogin(*http.Request) (any, error) {
 			"(default %s) and restart the manager", ErrUnavailable, DefaultUIAddr)
 	}
 	return m.ui.NewLogin(), nil
+}
+
+// handleStoreLogin is `vibe-browser store login`: the store's browser made ready (the same lock and
+// budget as an agent's ensure), a human tab opened in it, and a login link that lands on its live view.
+func (m *Manager) handleStoreLogin(r *http.Request) (any, error) {
+	ctx := r.Context()
+	if m.ui == nil {
+		return nil, fmt.Errorf("%w: the web UI is off (VIBE_UI_ADDR=off), and a store is logged in through it; "+
+			"set VIBE_UI_ADDR to a host:port (default %s) and restart the manager", ErrUnavailable, DefaultUIAddr)
+	}
+	var req api.StoreLoginRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	target, err := ui.TabURL(req.URL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --url: %w", ErrBadRequest, err)
+	}
+	s, err := m.findStore(ctx, r.PathValue("ref"))
+	if err != nil {
+		return nil, err
+	}
+	sp, err := storeSpec(s)
+	if err != nil {
+		return nil, err
+	}
+	in, err := m.ensure(ctx, sp)
+	if err != nil {
+		return nil, err
+	}
+	// Bounded: Chrome answers a createTarget at once; one that hangs is a wedged browser, not a wait.
+	tctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	id, err := in.mux.NewHumanTab(tctx, target)
+	if err != nil {
+		return nil, fmt.Errorf("open a human tab in %s: %w", sp.name, err)
+	}
+	login, err := m.ui.NewLoginTo("/store/" + s.Slug + "/tab/" + id)
+	if err != nil {
+		return nil, err
+	}
+	m.log.Info().Str("store", s.Slug).Str("tab", id).Msg("opened a human tab for a login")
+	return api.StoreLogin{UILogin: login, Store: s.Slug, Tab: id}, nil
 }
 
 func (m *Manager) handleReap(r *http.Request) (any, error) {

@@ -9,6 +9,8 @@ import (
 
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/ui"
+	"vibebrowser/mux"
+	"vibebrowser/state"
 )
 
 // uiSource is what the web UI reads of the manager (ui.Source): the same status and events the API
@@ -18,6 +20,55 @@ type uiSource struct{ m *Manager }
 func (s uiSource) Status(ctx context.Context) (api.Status, error) { return s.m.status(ctx) }
 
 func (s uiSource) Events() []api.Event { return s.m.events.list() }
+
+// spec describes the browser of a UI slug: a store's slug, or "web".
+func (s uiSource) spec(ctx context.Context, slug string) (spec, error) {
+	if slug == "web" {
+		return s.m.webSpec(ctx)
+	}
+	st, err := s.m.db.FindStore(ctx, slug)
+	if errors.Is(err, state.ErrNotFound) || err == nil && st.Slug != slug {
+		return spec{}, fmt.Errorf("%w: %q", ui.ErrNoStore, slug)
+	}
+	if err != nil {
+		return spec{}, err
+	}
+	return storeSpec(st)
+}
+
+func (s uiSource) Browser(ctx context.Context, slug string) (ui.Browser, error) {
+	sp, err := s.spec(ctx, slug)
+	if err != nil {
+		return nil, err
+	}
+	in := s.m.slot(sp.key).current()
+	if in == nil {
+		return nil, fmt.Errorf("%s: %w", sp.name, ui.ErrStopped)
+	}
+	return muxBrowser{in.mux}, nil
+}
+
+func (s uiSource) StartBrowser(ctx context.Context, slug string) error {
+	sp, err := s.spec(ctx, slug)
+	if err != nil {
+		return err
+	}
+	return s.m.browserAction(ctx, sp, api.ActionStart)
+}
+
+// muxBrowser is a running browser's mux as the UI sees it: the mux's operator API, with its View as
+// the UI's interface.
+type muxBrowser struct{ *mux.Mux }
+
+func (b muxBrowser) View(ctx context.Context, targetID string, opt mux.ViewOptions) (ui.View, error) {
+	v, err := b.Mux.View(ctx, targetID, opt)
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+func (b muxBrowser) Viewers() int { return b.Stats().Viewers }
 
 var _ ui.Source = uiSource{}
 

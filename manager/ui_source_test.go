@@ -111,3 +111,61 @@ func TestStatusShowsUptimeAndBudget(t *testing.T) {
 		}
 	}
 }
+
+func TestStoreLoginRouteRefusals(t *testing.T) {
+	d := startDaemon(t, map[string]string{"VIBE_UI_ADDR": "127.0.0.1:0"}, false)
+	if _, err := d.client.CreateStore(bg, api.StoreSpec{Name: "Acme Shop"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := d.client.StoreLogin(bg, "acme-shop", "javascript:alert(1)")
+	wantAPIError(t, err, http.StatusBadRequest, "http:// or https://")
+	_, err = d.client.StoreLogin(bg, "no-such-store", "")
+	wantAPIError(t, err, http.StatusNotFound, "no store named")
+
+	off := startDaemon(t, nil, false)
+	_, err = off.client.StoreLogin(bg, "acme-shop", "")
+	wantAPIError(t, err, http.StatusServiceUnavailable, "VIBE_UI_ADDR")
+}
+
+func TestUIStorePagesThroughTheManager(t *testing.T) {
+	d := startDaemon(t, map[string]string{"VIBE_UI_ADDR": "127.0.0.1:0"}, false)
+	if _, err := d.client.CreateStore(bg, api.StoreSpec{Name: "Acme Shop"}); err != nil {
+		t.Fatal(err)
+	}
+	login, err := d.client.UILogin(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jar, _ := cookiejar.New(nil)
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Jar: jar}
+	resp, err := client.Get(login.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	base := strings.TrimSuffix(login.URL, "/login?code="+login.Code)
+	tests := []struct {
+		path   string
+		status int
+		want   string
+	}{
+		{"/store/acme-shop", http.StatusOK, "The browser is stopped"},
+		{"/store/web", http.StatusOK, "The browser is stopped"},
+		{"/store/Acme%20Shop", http.StatusNotFound, "No store"}, // a name is no slug
+		{"/store/nope", http.StatusNotFound, "No store"},
+		{"/store/acme-shop/tab/T1", http.StatusConflict, "vibe-browser store start acme-shop"},
+	}
+	for _, tt := range tests {
+		req, _ := http.NewRequest("GET", base+tt.path, nil)
+		req.Header.Set("Accept", "text/html")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.status || !strings.Contains(string(b), tt.want) {
+			t.Errorf("GET %s = %d; want %d saying %q:\n%s", tt.path, resp.StatusCode, tt.status, tt.want, b)
+		}
+	}
+}

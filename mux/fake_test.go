@@ -247,6 +247,13 @@ func (fb *fakeBrowser) handle(b []byte) {
 			infos = append(infos, fb.targets[id].info())
 		}
 		reply(`{"targetInfos":[` + strings.Join(infos, ",") + `]}`)
+	case "Target.getTargetInfo":
+		ft := fb.targets[str("targetId")]
+		if ft == nil {
+			replyErr(-32602, "No target with given id found")
+			break
+		}
+		reply(`{"targetInfo":` + ft.info() + `}`)
 	case "Target.createTarget":
 		for ; fb.extra > 0; fb.extra-- {
 			fb.addPageLocked("about:blank", "")

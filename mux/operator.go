@@ -405,6 +405,36 @@ func (m *Mux) operatorLostLocked() {
 	}
 }
 
+// PageInfo asks Chrome for a page's current title and URL (Target.getTargetInfo on the operator's
+// browser session). Clients' TabInfo.Title is Chrome's last announcement, and Chrome announces a
+// target only when it navigates: a title set while or after the page loads is seen only here.
+func (m *Mux) PageInfo(ctx context.Context, targetID string) (title, url string, err error) {
+	m.mu.Lock()
+	_, err = m.pageLocked(targetID)
+	m.mu.Unlock()
+	if err != nil {
+		return "", "", err
+	}
+	bsid, err := m.browserSession(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	res, err := m.opCall(ctx, "Target.getTargetInfo", map[string]any{"targetId": targetID}, bsid)
+	if err != nil {
+		return "", "", err
+	}
+	var r struct {
+		TargetInfo struct {
+			Title string `json:"title"`
+			URL   string `json:"url"`
+		} `json:"targetInfo"`
+	}
+	if err := json.Unmarshal(res, &r); err != nil {
+		return "", "", fmt.Errorf("mux: Target.getTargetInfo: %w", err)
+	}
+	return r.TargetInfo.Title, r.TargetInfo.URL, nil
+}
+
 // Thumbnail captures a JPEG of a page, scaled down to at most maxWidth CSS pixels wide (0: unscaled), at
 // quality 1-100 (0: 60). It uses a short-lived operator session; ctx bounds the whole capture. Chrome
 // captures what the tab has composited: a background tab of a headful browser may give none until ctx

@@ -375,6 +375,25 @@ func TestThumbnail(t *testing.T) {
 	}
 }
 
+func TestPageInfo(t *testing.T) {
+	fb := newFakeBrowser(t)
+	m := startMux(t, fb, Config{})
+	ctx := testCtx(t)
+	c := newClient(t, m, "agent")
+	page := c.createTarget("https://title.example/")
+	title, url, err := m.PageInfo(ctx, page)
+	// The fake's title is its URL.
+	if err != nil || title != "https://title.example/" || url != "https://title.example/" {
+		t.Errorf("PageInfo(%s) = %q, %q, %v; want the fake's title and URL", page, title, url, err)
+	}
+	if got := fb.got("Target.getTargetInfo"); len(got) != 1 || got[0].SessionID == "" {
+		t.Errorf("getTargetInfo calls %+v; want one, on the operator's browser session", got)
+	}
+	if _, _, err := m.PageInfo(ctx, "NOPE"); !errors.Is(err, ErrNoTarget) {
+		t.Errorf("PageInfo(NOPE) error = %v; want ErrNoTarget", err)
+	}
+}
+
 func TestHumanTabs(t *testing.T) {
 	fb := newFakeBrowser(t)
 	var hookMu sync.Mutex

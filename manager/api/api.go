@@ -22,7 +22,8 @@ const (
 	PathWrappers      = "/v1/wrappers"   // POST: rewrite every wrapper
 	PathEvents        = "/v1/events"
 	PathReap          = "/v1/reap"
-	PathUILogin       = "/v1/ui/login" // POST: a one-time login code for the web UI
+	PathUILogin       = "/v1/ui/login"           // POST: a one-time login code for the web UI
+	PathStoreLogin    = "/v1/stores/{ref}/login" // POST: a human tab in the store's browser and a login to it
 	PathMetrics       = "/metrics"
 )
 
@@ -217,6 +218,20 @@ type UILogin struct {
 	URL       string    `json:"url"` // http://<ui address>/login?code=<code>
 	Code      string    `json:"code"`
 	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// StoreLoginRequest is the body of PathStoreLogin.
+type StoreLoginRequest struct {
+	// URL is where the human tab opens: http(s), or empty for about:blank.
+	URL string `json:"url,omitempty"`
+}
+
+// StoreLogin is the answer of PathStoreLogin: the human tab and a one-time login to the web UI that
+// lands on its live view.
+type StoreLogin struct {
+	UILogin
+	Store string `json:"store"` // the store's slug
+	Tab   string `json:"tab"`   // the human tab's target id
 }
 
 // Health is the answer of PathHealth.

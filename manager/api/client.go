@@ -257,3 +257,11 @@ func pathSegment(s string) string {
 	}
 	return b.String()
 }
+
+// StoreLogin starts the store's browser if needed, opens a human tab at url in it and returns a login
+// link to the tab's live view.
+func (c *Client) StoreLogin(ctx context.Context, ref, url string) (StoreLogin, error) {
+	var l StoreLogin
+	err := c.Do(ctx, MethodPost, storePath(ref)+"/login", StoreLoginRequest{URL: url}, &l)
+	return l, err
+}

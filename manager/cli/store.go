@@ -9,10 +9,11 @@ import (
 
 // StoreCmd groups the store commands.
 type StoreCmd struct {
-	Add  StoreAddCmd  `cmd:"" help:"Add a store (one logged-in browser)."`
-	List StoreListCmd `cmd:"" help:"List stores."`
-	Show StoreShowCmd `cmd:"" help:"Show one store, with its CDP endpoints."`
-	Rm   StoreRmCmd   `cmd:"" help:"Remove a store: stop its browser, remove its wrapper and port."`
+	Add   StoreAddCmd   `cmd:"" help:"Add a store (one logged-in browser)."`
+	List  StoreListCmd  `cmd:"" help:"List stores."`
+	Show  StoreShowCmd  `cmd:"" help:"Show one store, with its CDP endpoints."`
+	Rm    StoreRmCmd    `cmd:"" help:"Remove a store: stop its browser, remove its wrapper and port."`
+	Login StoreLoginCmd `cmd:"" help:"Open a tab of your own in the store's browser and print the web UI link that shows it (log a store in on a headless machine)."`
 }
 
 // StoreAddCmd adds a store.

@@ -28,11 +28,16 @@ func (c *UICmd) Run(g *globals) error {
 	if !c.Open {
 		return nil
 	}
+	return openURL(g, login.URL)
+}
+
+// openURL opens a login link in the person's default web browser.
+func openURL(g *globals, url string) error {
 	opener := "xdg-open"
 	if runtime.GOOS == "darwin" {
 		opener = "open"
 	}
-	if out, err := exec.CommandContext(g.ctx, opener, login.URL).CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(g.ctx, opener, url).CombinedOutput(); err != nil {
 		return fmt.Errorf("could not open the link with %s (%v%s); open the URL above in a web browser on this "+
 			"machine yourself, within a minute", opener, err, trimmed(out))
 	}

@@ -3,7 +3,9 @@ package ui
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -87,6 +89,16 @@ func (s *Server) validSession(r *http.Request) bool {
 // handleLogin spends a login code for a session cookie.
 func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 	code := r.URL.Query().Get("code")
+	next := "/"
+	if n, ok := r.URL.Query()["next"]; ok {
+		// Checked before the code is spent: a link someone tampered with costs the person nothing.
+		if err := SafeNext(n[0]); err != nil {
+			s.message(w, r, http.StatusBadRequest, "This login link is not valid", err.Error(),
+				"Use the link exactly as vibe-browser ui or vibe-browser store login printed it.", "")
+			return
+		}
+		next = n[0]
+	}
 	now := s.cfg.Now()
 	s.mu.Lock()
 	exp, ok := s.codes[code]
@@ -113,7 +125,30 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		SameSite: http.SameSiteStrictMode})
 	s.cfg.Log.Info().Msg("a person logged in to the web UI")
 	// 303 to a page of ours: the code leaves the address bar and the history.
-	http.Redirect(w, r, "/", http.StatusSeeOther)
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// SafeNext accepts where a login may land: a path of this UI ("/store/shop/tab/ID"), never another
+// site. It refuses absolute URLs, scheme-relative "//host" and "/\host" (browsers read both as a
+// host), and anything with control characters or a fragment.
+func SafeNext(next string) error {
+	bad := func(why string) error {
+		return fmt.Errorf("next %q is not allowed (%s): it must be a path of this UI that starts with one /, "+
+			"like /store/SLUG/tab/ID", next, why)
+	}
+	switch {
+	case !strings.HasPrefix(next, "/"):
+		return bad("not a path starting with /")
+	case strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\"):
+		return bad("it names another host")
+	case strings.ContainsAny(next, "\\#") || strings.IndexFunc(next, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
+		return bad("backslashes, fragments and control characters are not allowed")
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.Opaque != "" || u.User != nil {
+		return bad("not a plain path")
+	}
+	return nil
 }
 
 // unauthorized answers a request without a valid session: a page for people, a line for programs.

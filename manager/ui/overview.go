@@ -1,10 +1,8 @@
 package ui
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -193,45 +191,7 @@ func (s *Server) handleOverview(w http.ResponseWriter, r *http.Request) {
 	s.render(w, http.StatusOK, "overview", s.buildOverview(r))
 }
 
-// handleOverviewLive is the overview's one live channel (SSE): the overview as JSON at once, again
-// whenever it changes (looked at every pollEvery), and a comment every heartbeat while nothing does.
+// handleOverviewLive is the overview's one live channel (SSE).
 func (s *Server) handleOverviewLive(w http.ResponseWriter, r *http.Request) {
-	flusher, ok := w.(http.Flusher)
-	if !ok {
-		s.plain(w, http.StatusInternalServerError, "streaming is not supported by this connection")
-		return
-	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
-	flusher.Flush()
-	poll := time.NewTicker(s.pollEvery)
-	defer poll.Stop()
-	var last []byte
-	lastSent := time.Now()
-	for {
-		data, err := json.Marshal(s.buildOverview(r))
-		if err != nil {
-			return
-		}
-		var frame string
-		switch {
-		case !bytes.Equal(data, last):
-			frame, last = "event: overview\ndata: "+string(data)+"\n\n", data
-		case time.Since(lastSent) >= s.heartbeat:
-			frame = ": heartbeat\n\n"
-		}
-		if frame != "" {
-			if _, err := io.WriteString(w, frame); err != nil {
-				return // the viewer left
-			}
-			flusher.Flush()
-			lastSent = time.Now()
-		}
-		select {
-		case <-r.Context().Done():
-			return
-		case <-poll.C:
-		}
-	}
+	s.stream(w, r, "overview", func() ([]byte, error) { return json.Marshal(s.buildOverview(r)) })
 }

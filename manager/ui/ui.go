@@ -10,6 +10,7 @@ import (
 	stdlog "log"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"vibebrowser/manager/api"
+	"vibebrowser/mux"
 )
 
 // Source is what the UI reads from the manager. The manager implements it; tests use a fake, so this
@@ -27,6 +29,49 @@ type Source interface {
 	Status(ctx context.Context) (api.Status, error)
 	// Events are the manager's recent events, oldest first, as GET /v1/events prints them.
 	Events() []api.Event
+	// Browser is the running browser of the store with this slug ("web": the web browser). Its error
+	// wraps ErrNoStore or ErrStopped.
+	Browser(ctx context.Context, slug string) (Browser, error)
+	// StartBrowser starts that browser as `vibe-browser store start` does (a person's decision: the
+	// relaunch budget is forgiven). Its error is the manager's, written for a person.
+	StartBrowser(ctx context.Context, slug string) error
+}
+
+// Errors of Source.Browser.
+var (
+	// ErrNoStore: no store has that slug.
+	ErrNoStore = errors.New("no such store")
+	// ErrStopped: the browser is not running.
+	ErrStopped = errors.New("the browser is not running")
+)
+
+// Browser is one running browser's mux as the pages use it (the operator API of package mux); the
+// manager adapts *mux.Mux to it.
+type Browser interface {
+	Clients() []mux.ClientInfo
+	Thumbnail(ctx context.Context, targetID string, maxWidth, quality int) ([]byte, error)
+	// PageInfo is a page's current title and URL, asked of the browser (Clients' may be older).
+	PageInfo(ctx context.Context, targetID string) (title, url string, err error)
+	View(ctx context.Context, targetID string, opt mux.ViewOptions) (View, error)
+	NewHumanTab(ctx context.Context, url string) (string, error)
+	CloseHumanTab(targetID string) error
+	// Viewers is the number of live views of its tabs (mux.Stats.Viewers).
+	Viewers() int
+}
+
+// View is a live view of one tab (*mux.View).
+type View interface {
+	Next(ctx context.Context) (mux.Frame, error)
+	Done() <-chan struct{}
+	Err() error
+	Mouse(ctx context.Context, e mux.MouseEvent) error
+	Key(ctx context.Context, e mux.KeyEvent) error
+	InsertText(ctx context.Context, text string) error
+	Navigate(ctx context.Context, url string) error
+	Back(ctx context.Context) error
+	Forward(ctx context.Context) error
+	Reload(ctx context.Context) error
+	Close() error
 }
 
 // Config is what New needs. Zero durations take the defaults below.
@@ -115,7 +160,7 @@ func New(cfg Config) *Server {
 // "main" and "script"; the layout places them.
 func parsePages() map[string]*template.Template {
 	pages := map[string]*template.Template{}
-	for _, page := range []string{"overview", "message"} {
+	for _, page := range []string{"overview", "message", "store", "tab"} {
 		t := template.New("layout.html")
 		pages[page] = template.Must(t.ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html"))
 	}
@@ -131,16 +176,24 @@ func (s *Server) Handler() http.Handler { return s.guard(s.routes) }
 // newRoutes is the UI's route table. A page is a GET route rendering its template (parsePages) and, when
 // it is live, one stream under /live/ of its own; the store and tab pages join the same way.
 func (s *Server) newRoutes() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /login", s.handleLogin)
-	mux.HandleFunc("GET /{$}", s.handleOverview)
-	mux.HandleFunc("GET /live/overview", s.handleOverviewLive)
-	mux.Handle("GET /assets/", s.assets)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	routes := http.NewServeMux()
+	routes.HandleFunc("GET /login", s.handleLogin)
+	routes.HandleFunc("GET /{$}", s.handleOverview)
+	routes.HandleFunc("GET /live/overview", s.handleOverviewLive)
+	routes.HandleFunc("GET /store/{slug}", s.handleStore)
+	routes.HandleFunc("GET /live/store/{slug}", s.handleStoreLive)
+	routes.HandleFunc("POST /store/{slug}/start", s.handleStart)
+	routes.HandleFunc("POST /store/{slug}/tabs", s.handleNewTab)
+	routes.HandleFunc("GET /store/{slug}/tab/{id}/thumb.jpg", s.handleThumb)
+	routes.HandleFunc("GET /store/{slug}/tab/{id}", s.handleTab)
+	routes.HandleFunc("GET /store/{slug}/tab/{id}/ws", s.handleTabSocket)
+	routes.HandleFunc("POST /store/{slug}/tab/{id}/close", s.handleCloseTab)
+	routes.Handle("GET /assets/", s.assets)
+	routes.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.message(w, r, http.StatusNotFound, "Not found",
 			"There is no page at "+r.URL.Path+".", "Go to the overview to see every store, browser and task.", "/")
 	})
-	return mux
+	return routes
 }
 
 // Serve answers on ln until ctx ends, then closes it and every connection. Live streams end with ctx,
@@ -168,6 +221,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 // NewLogin mints a login code: random, single use, valid for codeTTL.
 func (s *Server) NewLogin() api.UILogin {
+	l, _ := s.NewLoginTo("/")
+	return l
+}
+
+// NewLoginTo mints a login code whose URL lands on next, a path of this UI (SafeNext's rule).
+func (s *Server) NewLoginTo(next string) (api.UILogin, error) {
+	if err := SafeNext(next); err != nil {
+		return api.UILogin{}, err
+	}
 	code := randomHex()
 	now := s.cfg.Now()
 	s.mu.Lock()
@@ -178,7 +240,11 @@ func (s *Server) NewLogin() api.UILogin {
 	}
 	s.codes[code] = now.Add(codeTTL)
 	s.mu.Unlock()
-	return api.UILogin{URL: s.URL() + "/login?code=" + code, Code: code, ExpiresAt: now.Add(codeTTL)}
+	u := s.URL() + "/login?code=" + code
+	if next != "/" {
+		u += "&next=" + url.QueryEscape(next)
+	}
+	return api.UILogin{URL: u, Code: code, ExpiresAt: now.Add(codeTTL)}, nil
 }
 
 // warnWriter logs each line written to it as a warning.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -24,6 +25,11 @@ type fakeSource struct {
 	status api.Status
 	err    error
 	events []api.Event
+	// browsers by slug; a slug with no entry is stopped, one of no store is in noStore.
+	browsers map[string]*fakeBrowser
+	noStore  map[string]bool
+	startErr error
+	started  []string
 }
 
 func (f *fakeSource) Status(context.Context) (api.Status, error) {
@@ -36,6 +42,25 @@ func (f *fakeSource) Events() []api.Event {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]api.Event{}, f.events...)
+}
+
+func (f *fakeSource) Browser(_ context.Context, slug string) (Browser, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.noStore[slug] {
+		return nil, fmt.Errorf("%w: %q", ErrNoStore, slug)
+	}
+	if b := f.browsers[slug]; b != nil {
+		return b, nil
+	}
+	return nil, fmt.Errorf("store %s: %w", slug, ErrStopped)
+}
+
+func (f *fakeSource) StartBrowser(_ context.Context, slug string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.started = append(f.started, slug)
+	return f.startErr
 }
 
 func (f *fakeSource) set(fn func(*api.Status)) {

@@ -1,0 +1,185 @@
+// The store and tab pages in a real browser: usage node ui_pages.js <login url>
+// Commands (one a line): store PATH SHOT, tab PATH SHOT, login URL, click X Y, type TEXT, shot SHOT,
+// viewers PATH N, close-tab, close. Colours are read off the pixels the page shows (drawn into a canvas),
+// never off the DOM.
+'use strict';
+const { chromium } = require('playwright-core');
+const { command, out, main } = require('./lib');
+
+// colourOf draws an <img> into a canvas and returns the colour at (fx, fy), fractions of its size.
+function colourOf(page, selector, fx, fy) {
+  return page.evaluate(([selector, fx, fy]) => {
+    const img = document.querySelector(selector);
+    if (!img || !img.complete || !img.naturalWidth) return null;
+    const c = document.createElement('canvas');
+    c.width = img.naturalWidth;
+    c.height = img.naturalHeight;
+    const g = c.getContext('2d');
+    g.drawImage(img, 0, 0);
+    const d = g.getImageData(Math.floor(c.width * fx), Math.floor(c.height * fy), 1, 1).data;
+    return [d[0], d[1], d[2]];
+  }, [selector, fx, fy]);
+}
+
+// waitColour polls until the picture at selector shows want (within JPEG noise) or 15 s pass.
+async function waitColour(page, selector, want) {
+  const until = Date.now() + 15000;
+  let got = null;
+  while (Date.now() < until) {
+    got = await colourOf(page, selector, 0.5, 0.5);
+    if (got && got.every((v, i) => Math.abs(v - want[i]) <= 16)) return got;
+    await page.waitForTimeout(100);
+  }
+  return got;
+}
+
+main(async () => {
+  const [loginURL] = process.argv.slice(2);
+  const origin = new URL(loginURL).origin;
+  const args = process.getuid && process.getuid() === 0 ? ['--no-sandbox'] : [];
+  const browser = await chromium.launch({
+    executablePath: process.env.VIBE_CHROME || '/usr/bin/chromium', headless: true, args,
+  });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  let page = await context.newPage();
+  const problems = [];
+  const watch = (p) => {
+    p.on('console', (msg) => { if (msg.type() === 'error') problems.push(msg.text()); });
+    p.on('pageerror', (err) => problems.push(String(err)));
+  };
+  watch(page);
+  const resp = await page.goto(loginURL);
+  out({ event: 'ready', status: resp.status(), url: page.url() });
+
+  let watcher = null; // a store page kept open, to see live changes
+  for (;;) {
+    const [cmd, ...rest] = (await command()).split(' ');
+    if (cmd === 'watch-store') { // watch-store PATH: a store page in a tab of its own, kept open
+      watcher = await context.newPage();
+      watch(watcher);
+      await watcher.goto(origin + rest[0]);
+      await watcher.waitForSelector('#live.ok', { timeout: 10000 });
+      out({ event: 'watching' });
+      continue;
+    }
+    if (cmd === 'wait-tab') { // wait-tab ID: until the watched store page lists the tab
+      const began = Date.now();
+      await watcher.waitForSelector('a.tab[data-id="' + rest[0] + '"]', { timeout: 10000 });
+      out({ event: 'listed', ms: Date.now() - began });
+      await watcher.close();
+      continue;
+    }
+    if (cmd === 'close') break;
+    if (cmd === 'store') { // store PATH TABID R,G,B
+      await page.goto(origin + rest[0]);
+      await page.waitForSelector('#live.ok', { timeout: 10000 });
+      const sel = 'a.tab[data-id="' + rest[1] + '"] img.thumb';
+      await page.waitForSelector(sel, { timeout: 10000 });
+      const colour = await waitColour(page, sel, rest[2].split(',').map(Number));
+      const clients = await page.evaluate(() => [...document.querySelectorAll('section.client')].map((s) => ({
+        id: s.dataset.id, kind: s.className.replace('client ', ''),
+        tabs: [...s.querySelectorAll('a.tab')].map((a) => a.dataset.id),
+      })));
+      out({ event: 'store', colour, clients, url: page.url() });
+      continue;
+    }
+    if (cmd === 'tab') { // tab PATH R,G,B
+      await page.goto(origin + rest[0]);
+      const colour = await waitColour(page, '#screen', rest[1].split(',').map(Number));
+      const text = await page.evaluate(() => document.querySelector('main').innerText);
+      out({ event: 'tab', colour, text, url: page.url() });
+      continue;
+    }
+    if (cmd === 'login') { // login URL: the link of store login, in a fresh browser context
+      const fresh = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+      page = await fresh.newPage();
+      watch(page);
+      const r = await page.goto(rest[0]);
+      await page.waitForFunction(() => {
+        const s = document.getElementById('screen');
+        return s && s.complete && s.naturalWidth > 0 && s.dataset.width > 0;
+      }, null, { timeout: 15000 });
+      out({ event: 'login', status: r.status(), url: page.url() });
+      continue;
+    }
+    if (cmd === 'click') { // click X Y: a point of the tab, in its CSS pixels, clicked on the picture
+      const [x, y] = rest.map(Number);
+      // The picture settles first: a new frame of another size moves everything under the pointer.
+      const geometry = () => page.evaluate(() => {
+        const s = document.getElementById('screen');
+        const r = s.getBoundingClientRect();
+        return [r.x, r.y, r.width, r.height, Number(s.dataset.width), Number(s.dataset.height)];
+      });
+      let g = await geometry();
+      for (let i = 0; i < 50; i++) {
+        await page.waitForTimeout(200);
+        const h = await geometry();
+        if (h.join() === g.join()) break;
+        g = h;
+      }
+      await page.mouse.click(g[0] + x * g[2] / g[4], g[1] + y * g[3] / g[5]);
+      out({ event: 'clicked', geometry: g });
+      continue;
+    }
+    if (cmd === 'navigate') { // navigate URL TITLE: through the address bar, until the title and address follow
+      await page.fill('#address', rest[0]);
+      await page.press('#address', 'Enter');
+      try {
+        await page.waitForFunction(([url, title]) => document.getElementById('title').textContent === title &&
+          document.getElementById('address').value === url, [rest[0], rest.slice(1).join(' ')], { timeout: 5000, polling: 100 });
+      } catch (e) { /* reported below */ }
+      out({ event: 'navigated', ...(await page.evaluate(() => ({
+        title: document.getElementById('title').textContent, address: document.getElementById('address').value,
+      }))) });
+      continue;
+    }
+    if (cmd === 'title') { // title TEXT: the tab page's title follows the tab's
+      const want = rest.join(' ');
+      try {
+        await page.waitForFunction((want) => document.getElementById('title').textContent === want, want,
+          { timeout: 5000, polling: 100 });
+      } catch (e) { /* reported below */ }
+      out({ event: 'title', text: await page.evaluate(() => document.getElementById('title').textContent) });
+      continue;
+    }
+    if (cmd === 'type') {
+      await page.keyboard.type(rest.join(' '), { delay: 20 });
+      out({ event: 'typed' });
+      continue;
+    }
+    if (cmd === 'shot') {
+      await page.waitForTimeout(800); // a frame or two after the last input
+      await page.screenshot({ path: rest[0], fullPage: true });
+      const width = await page.evaluate(() => document.documentElement.scrollWidth);
+      out({ event: 'shot', scrollWidth: width, problems: problems.slice() });
+      continue;
+    }
+    if (cmd === 'viewport') {
+      await page.setViewportSize({ width: Number(rest[0]), height: Number(rest[1]) });
+      out({ event: 'viewport' });
+      continue;
+    }
+    if (cmd === 'viewers') { // viewers PATH N: a store page in a new tab until it counts N viewers
+      const p = await page.context().newPage();
+      await p.goto(origin + rest[0]);
+      let n = null;
+      try {
+        await p.waitForFunction((want) => document.getElementById('store').dataset.viewers === want, rest[1],
+          { timeout: 10000, polling: 100 });
+        n = Number(rest[1]);
+      } catch (e) {
+        n = Number(await p.evaluate(() => document.getElementById('store').dataset.viewers));
+      }
+      await p.close();
+      out({ event: 'viewers', n });
+      continue;
+    }
+    if (cmd === 'leave') { // the tab page goes away: its socket closes
+      await page.goto('about:blank');
+      out({ event: 'left' });
+      continue;
+    }
+  }
+  await browser.close();
+  out({ event: 'closed' });
+});

@@ -1,0 +1,269 @@
+//go:build integration
+
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"vibebrowser/manager/api"
+)
+
+// signInPage is a login form whose own script records what reaches it: the field's value after each
+// input, and the value at submit. The field and button sit at fixed CSS pixels so the test can click them
+// on the live view's picture.
+const signInPage = `<!doctype html><title>Sign in</title>
+<style>body{margin:0;background:#fff;font:16px sans-serif} #user{position:absolute;left:40px;top:40px;width:300px;height:40px;font-size:20px}
+#go{position:absolute;left:40px;top:120px;width:200px;height:50px}</style>
+<form id="f"><input id="user" autocomplete="off"><button id="go" type="submit">Sign in</button></form>
+<script>
+window.recorded = {input: [], keys: [], focus: [], submitted: null};
+document.addEventListener('keydown', (e) => window.recorded.keys.push(e.key));
+document.addEventListener('focusin', (e) => window.recorded.focus.push(e.target.id));
+document.addEventListener('mousedown', (e) => window.recorded.focus.push('down ' + e.clientX + ',' + e.clientY + ' ' + e.target.id));
+document.getElementById('user').addEventListener('input', (e) => window.recorded.input.push(e.target.value));
+document.getElementById('f').addEventListener('submit', (e) => {
+  e.preventDefault();
+  window.recorded.submitted = document.getElementById('user').value;
+  document.title = 'Signed in';
+});
+</script>`
+
+// devtoolsTarget returns the page-level DevTools WebSocket of a target of the store's Chromium, through
+// its own DevTools port, past the mux.
+func (m *managed) devtoolsTarget(slug, targetID string) string {
+	m.t.Helper()
+	raw, err := os.ReadFile(filepath.Join(m.home, "profiles", slug, "DevToolsActivePort"))
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	port, _, _ := strings.Cut(string(raw), "\n")
+	resp, err := http.Get("http://127.0.0.1:" + strings.TrimSpace(port) + "/json/list")
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var targets []struct{ ID, WebSocketDebuggerURL string }
+	if err := json.NewDecoder(resp.Body).Decode(&targets); err != nil {
+		m.t.Fatal(err)
+	}
+	for _, tg := range targets {
+		if tg.ID == targetID {
+			return tg.WebSocketDebuggerURL
+		}
+	}
+	m.t.Fatalf("Chromium of %s has no target %s", slug, targetID)
+	return ""
+}
+
+func TestWebUIStoreAndTabPages(t *testing.T) {
+	m := startManager(t)
+	m.cli("store", "add", "Acme Shop")
+	m.cli("store", "add", "Bolt Store")
+	m.cli("browser", "start", "acme-shop")
+	m.cli("task", "set", taskA, "--store", "acme-shop", "--status", "running")
+	signIn := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		if r.URL.Path == "/next" {
+			fmt.Fprint(w, "<!doctype html><title>Next page</title><p>signed in</p>")
+			return
+		}
+		fmt.Fprint(w, signInPage)
+	}))
+	t.Cleanup(signIn.Close)
+
+	// An agent's tab of one known colour.
+	teal := [3]int{20, 160, 220}
+	agent := dialRaw(t, m.storeWS("acme-shop", taskA))
+	agent.must("Target.setDiscoverTargets", map[string]any{"discover": true}, "", nil)
+	var ct struct{ TargetID string }
+	agent.must("Target.createTarget", map[string]any{"background": true,
+		"url": "data:text/html,<title>Teal</title><body style='margin:0;background:rgb(20,160,220)'></body>"}, "", &ct)
+	colour := fmt.Sprintf("%d,%d,%d", teal[0], teal[1], teal[2])
+
+	var login api.UILogin
+	if err := json.Unmarshal([]byte(m.cli("ui", "--json")), &login); err != nil {
+		t.Fatal(err)
+	}
+	page := startNodeScript(t, "ui_pages.js", login.URL)
+	page.expect("ready")
+
+	// The store page: the agent's client labelled as its task, the human client, the thumbnail's pixels.
+	page.send("store /store/acme-shop " + ct.TargetID + " " + colour)
+	store := page.expect("store")
+	if got := rgbOf(store["colour"]); !near(got, teal) {
+		t.Errorf("the store page's thumbnail of %s shows %v; want the page's colour %v", ct.TargetID, got, teal)
+	}
+	var clients []struct {
+		ID, Kind string
+		Tabs     []string
+	}
+	raw, _ := json.Marshal(store["clients"])
+	json.Unmarshal(raw, &clients)
+	kinds := map[string]string{}
+	for _, c := range clients {
+		kinds[c.ID] = c.Kind
+		if c.ID == taskA && !slices.Contains(c.Tabs, ct.TargetID) {
+			t.Errorf("client %s lists tabs %q; want its tab %s", c.ID, c.Tabs, ct.TargetID)
+		}
+	}
+	if kinds[taskA] != "task" || kinds["human"] != "human" {
+		t.Errorf("store page clients %v; want %s as a task and the human client", kinds, taskA)
+	}
+	shot := filepath.Join(t.TempDir(), "store.png")
+	page.send("shot " + shot)
+	wantReadable(t, page.expect("shot"), 1280)
+	t.Logf("store page screenshot: %s", shot)
+	keepScreenshot(t, shot, "store.png")
+	page.send("viewport 1024 700")
+	page.expect("viewport")
+	page.send("shot " + filepath.Join(t.TempDir(), "store-1024.png"))
+	wantReadable(t, page.expect("shot"), 1024)
+	page.send("viewport 1280 800")
+	page.expect("viewport")
+
+	// The agent's tab: the live view shows its pixels, view-only; watching it counts a viewer.
+	tabPath := "/store/acme-shop/tab/" + ct.TargetID
+	page.send("tab " + tabPath + " " + colour)
+	tab := page.expect("tab")
+	if got := rgbOf(tab["colour"]); !near(got, teal) {
+		t.Errorf("the live view of %s shows %v; want %v", ct.TargetID, got, teal)
+	}
+	if text := tab["text"].(string); !strings.Contains(text, "view-only") {
+		t.Errorf("the agent's tab page says %q; want it to say the view is view-only", text)
+	}
+	shot = filepath.Join(t.TempDir(), "tab.png")
+	page.send("shot " + shot)
+	wantReadable(t, page.expect("shot"), 1280)
+	t.Logf("agent tab screenshot: %s", shot)
+	keepScreenshot(t, shot, "tab.png")
+	page.send("viewers /store/acme-shop 1")
+	if n := page.expect("viewers")["n"]; n != float64(1) {
+		t.Errorf("the store page counts %v viewers while the tab page is open; want 1", n)
+	}
+	page.send("leave")
+	page.expect("left")
+	page.send("viewers /store/acme-shop 0")
+	if n := page.expect("viewers")["n"]; n != float64(0) {
+		t.Errorf("the store page counts %v viewers after the viewer left; want 0 (the screencast stopped)", n)
+	}
+
+	// store login: a human tab at the sign-in page, and a link that lands on its live view. A store page
+	// open meanwhile lists the new tab within liveWithin.
+	page.send("watch-store /store/acme-shop")
+	page.expect("watching")
+	var sl api.StoreLogin
+	if err := json.Unmarshal([]byte(m.cli("store", "login", "acme-shop", "--url", signIn.URL, "--json")), &sl); err != nil {
+		t.Fatal(err)
+	}
+	opened := time.Now()
+	page.send("wait-tab " + sl.Tab)
+	page.expect("listed")
+	if took := time.Since(opened); took > liveWithin {
+		t.Errorf("the open store page listed the human tab after %v; want within %v", took, liveWithin)
+	}
+	if sl.Store != "acme-shop" || sl.Tab == "" || !strings.Contains(sl.URL, "next=") {
+		t.Fatalf("store login --json = %+v; want the store, the tab and a link with next", sl)
+	}
+	page.send("login " + sl.URL)
+	landed := page.expect("login")
+	if want := "http://" + m.uiAddr + "/store/acme-shop/tab/" + sl.Tab; landed["url"] != want || landed["status"] != float64(200) {
+		t.Errorf("the store login link landed on %v (%v); want %s", landed["url"], landed["status"], want)
+	}
+	page.send("click 190 60") // the field
+	page.expect("clicked")
+	page.send("type hello person")
+	page.expect("typed")
+	page.send("click 140 145") // the button
+	page.expect("clicked")
+	human := dialRaw(t, m.devtoolsTarget("acme-shop", sl.Tab))
+	var rec struct {
+		Input, Keys, Focus []string
+		Submitted          *string
+	}
+	waitUntil(t, "the sign-in page records the submit", func() bool {
+		v, err := human.evaluate("", "window.recorded")
+		return err == nil && json.Unmarshal(v, &rec) == nil && rec.Submitted != nil
+	})
+	if *rec.Submitted != "hello person" || len(rec.Input) == 0 || rec.Input[len(rec.Input)-1] != "hello person" {
+		t.Errorf("the sign-in page recorded input %q, keys %q, focus %q, submit %q; want input up to and a submit of %q",
+			rec.Input, rec.Keys, rec.Focus, *rec.Submitted, "hello person")
+	}
+	page.send("title Signed in") // set by the page's script, not by a navigation
+	if got := page.expect("title")["text"]; got != "Signed in" {
+		t.Errorf("the tab page's title is %q after the page set its own; want it live: %q", got, "Signed in")
+	}
+	shot = filepath.Join(t.TempDir(), "login.png")
+	page.send("shot " + shot)
+	wantReadable(t, page.expect("shot"), 1280)
+	t.Logf("human tab screenshot: %s", shot)
+	keepScreenshot(t, shot, "login.png")
+	page.send("viewport 1024 700")
+	page.expect("viewport")
+	page.send("shot " + filepath.Join(t.TempDir(), "login-1024.png"))
+	wantReadable(t, page.expect("shot"), 1024)
+	page.send("viewport 1280 800")
+	page.expect("viewport")
+
+	// The address bar navigates the human tab; the page's title and address follow it.
+	page.send("navigate " + signIn.URL + "/next Next page")
+	nav := page.expect("navigated")
+	if nav["title"] != "Next page" || nav["address"] != signIn.URL+"/next" {
+		t.Errorf("after navigating to /next the tab page shows title %q, address %q; want %q and %s",
+			nav["title"], nav["address"], "Next page", signIn.URL+"/next")
+	}
+
+	// The agent never sees the human tab: not in getTargets, not in any event.
+	if ids := agent.targetIDs(true); slices.Contains(ids, sl.Tab) {
+		t.Errorf("the agent's getTargets lists the human tab %s: %q", sl.Tab, ids)
+	}
+	for _, ev := range agent.Events("") {
+		if strings.Contains(string(ev.Params), sl.Tab) {
+			t.Errorf("the agent got %s about the human tab: %s", ev.Method, ev.Params)
+		}
+	}
+	page.send("close")
+	page.expect("closed")
+	page.wait()
+}
+
+// wantReadable checks a page's screenshot report: no sideways scrolling at width, no script or CSP errors.
+func wantReadable(t *testing.T, shot map[string]any, width float64) {
+	t.Helper()
+	if w := shot["scrollWidth"].(float64); w > width {
+		t.Errorf("the page is %v px wide at a %v px viewport; want no horizontal overflow", w, width)
+	}
+	if p := shot["problems"].([]any); len(p) > 0 {
+		t.Errorf("the page logged errors (a CSP violation, a script error): %q", p)
+	}
+}
+
+func rgbOf(v any) [3]int {
+	var c [3]int
+	if a, ok := v.([]any); ok && len(a) == 3 {
+		for i := range c {
+			c[i] = int(a[i].(float64))
+		}
+	}
+	return c
+}
+
+// waitUntil polls cond for up to 15 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 15 s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

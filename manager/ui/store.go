@@ -1,0 +1,354 @@
+package ui
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"vibebrowser/manager/api"
+	"vibebrowser/mux"
+)
+
+// thumbWidth is a thumbnail's width in CSS pixels; thumbTimeout bounds one capture, so a tab that
+// composites nothing (a background tab of a headful browser) costs a viewer a broken image, not a hang.
+const (
+	thumbWidth   = 320
+	thumbTimeout = 3 * time.Second
+)
+
+// storePage is the store page's data: the template renders it, the live stream sends it as JSON.
+type storePage struct {
+	Slug    string      `json:"slug"`
+	Name    string      `json:"name"`
+	Backend string      `json:"backend"`
+	Status  string      `json:"status"`
+	Running bool        `json:"running"`
+	Error   string      `json:"error,omitempty"` // what went wrong, for a person
+	Summary string      `json:"summary"`
+	Viewers int         `json:"viewers"` // live views of this browser's tabs (the mux's Stats.Viewers)
+	Clients []clientRow `json:"clients"`
+}
+
+type clientRow struct {
+	ID        string   `json:"id"`
+	Kind      string   `json:"kind"`  // task, worker, aux, manual, discovery, human
+	Label     string   `json:"label"` // what the kind means here, in words
+	Connected bool     `json:"connected"`
+	State     string   `json:"state"` // "connected" or "in grace"
+	Active    string   `json:"active"`
+	Tabs      []tabRow `json:"tabs"`
+}
+
+type tabRow struct {
+	ID       string `json:"id"`
+	Title    string `json:"title"`
+	URL      string `json:"url"`
+	Href     string `json:"href"`
+	Thumb    string `json:"thumb"`
+	LastUsed string `json:"last_used"`
+	Human    bool   `json:"human"`
+}
+
+// workerSlot is a task's --worker slot client id: <task>-w<N>.
+var workerSlot = regexp.MustCompile(`^(.+)-w([0-9]+)$`)
+
+// clientKind labels a mux client id by SPEC §3's naming: the task id itself, <task>-wN, aux, manual,
+// human, or anything else (a client that connected to the discovery endpoint under a random id).
+func clientKind(id string, tasks map[string]bool) (kind, label string) {
+	switch {
+	case id == mux.HumanClient:
+		return "human", "tabs people opened here"
+	case id == "aux":
+		return "aux", "the store's auxiliary session (--session <slug>-aux)"
+	case id == "manual":
+		return "manual", "browser-use without a task id"
+	case tasks[id]:
+		return "task", "task"
+	}
+	if m := workerSlot.FindStringSubmatch(id); m != nil {
+		return "worker", "worker slot " + m[2] + " of task " + m[1]
+	}
+	return "discovery", "a client of the discovery endpoint (/json/version)"
+}
+
+// browserOf finds the status row of slug's browser.
+func browserOf(st api.Status, slug string) (api.Browser, api.Store, bool) {
+	for _, b := range st.Browsers {
+		if slug == "web" && b.Key == api.WebKey {
+			return b, api.Store{Name: "Web browser", Slug: "web", Backend: "chrome"}, true
+		}
+		if b.Key != api.WebKey && b.Slug == slug {
+			for _, s := range st.Stores {
+				if s.ID == b.Key {
+					return b, s, true
+				}
+			}
+			return b, api.Store{Name: slug, Slug: slug}, true
+		}
+	}
+	return api.Browser{}, api.Store{}, false
+}
+
+// buildStore is the store page of slug; ok is false when there is no such store.
+func (s *Server) buildStore(ctx context.Context, slug string) (page storePage, ok bool) {
+	now := s.cfg.Now()
+	page = storePage{Slug: slug, Clients: []clientRow{}}
+	st, err := s.cfg.Source.Status(ctx)
+	if err != nil {
+		page.Error = "The manager could not say its status: " + err.Error()
+		return page, true
+	}
+	b, store, found := browserOf(st, slug)
+	if !found {
+		return page, false
+	}
+	page.Name, page.Backend, page.Status = store.Name, store.Backend, b.Status
+	tasks := map[string]bool{}
+	for _, t := range st.Tasks {
+		tasks[t.ID] = true
+	}
+	br, err := s.cfg.Source.Browser(ctx, slug)
+	if err != nil {
+		if !errors.Is(err, ErrStopped) {
+			page.Error = err.Error()
+		}
+		page.Summary = "browser " + b.Status
+		return page, true
+	}
+	page.Running = true
+	page.Viewers = br.Viewers()
+	tabs := 0
+	for _, c := range br.Clients() {
+		kind, label := clientKind(c.ID, tasks)
+		row := clientRow{ID: c.ID, Kind: kind, Label: label, Connected: c.Connected, State: "in grace",
+			Active: "–", Tabs: []tabRow{}}
+		if c.Connected {
+			row.State = "connected"
+		}
+		if kind == "human" && !c.Connected {
+			row.State = "no one watching"
+		}
+		if !c.LastActivity.IsZero() {
+			row.Active = duration(now.Sub(c.LastActivity)) + " ago"
+		}
+		for _, t := range c.Tabs {
+			if t.Type != "page" {
+				continue
+			}
+			href := "/store/" + url.PathEscape(slug) + "/tab/" + url.PathEscape(t.ID)
+			tr := tabRow{ID: t.ID, Title: t.Title, URL: t.URL, Href: href, Thumb: href + "/thumb.jpg",
+				LastUsed: "never", Human: t.Human}
+			if !t.LastUsed.IsZero() {
+				tr.LastUsed = duration(now.Sub(t.LastUsed)) + " ago"
+			}
+			row.Tabs = append(row.Tabs, tr)
+		}
+		tabs += len(row.Tabs)
+		// The human client is always listed (it holds the "new human tab" form); others only when they
+		// are there.
+		page.Clients = append(page.Clients, row)
+	}
+	page.Summary = plural(len(page.Clients)-1, "agent client") + " · " + plural(tabs, "tab")
+	return page, true
+}
+
+func (s *Server) noStore(w http.ResponseWriter, r *http.Request, slug string) {
+	s.message(w, r, http.StatusNotFound, "No store "+quote(slug),
+		"The manager has no store with the slug "+quote(slug)+" (it may have been deleted).",
+		"Go to the overview for the stores there are; vibe-browser store list prints them too.", "/")
+}
+
+func (s *Server) handleStore(w http.ResponseWriter, r *http.Request) {
+	page, ok := s.buildStore(r.Context(), r.PathValue("slug"))
+	if !ok {
+		s.noStore(w, r, r.PathValue("slug"))
+		return
+	}
+	if msg := r.URL.Query().Get("error"); msg != "" && page.Error == "" {
+		page.Error = msg
+	}
+	s.render(w, http.StatusOK, "store", page)
+}
+
+// handleStoreLive is the store page's one live channel (SSE), like the overview's.
+func (s *Server) handleStoreLive(w http.ResponseWriter, r *http.Request) {
+	slug := r.PathValue("slug")
+	s.stream(w, r, "store", func() ([]byte, error) {
+		page, ok := s.buildStore(r.Context(), slug)
+		if !ok {
+			page.Error = "The store " + quote(slug) + " is gone: it was deleted. Go to the overview."
+		}
+		return json.Marshal(page)
+	})
+}
+
+// stream serves an SSE stream of build's JSON under event: at once, again whenever it changes (looked
+// at every pollEvery), and a comment every heartbeat while nothing does.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, event string, build func() ([]byte, error)) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		s.plain(w, http.StatusInternalServerError, "streaming is not supported by this connection")
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	flusher.Flush()
+	poll := time.NewTicker(s.pollEvery)
+	defer poll.Stop()
+	var last []byte
+	lastSent := time.Now()
+	for {
+		data, err := build()
+		if err != nil {
+			return
+		}
+		var frame string
+		switch {
+		case !bytes.Equal(data, last):
+			frame, last = "event: "+event+"\ndata: "+string(data)+"\n\n", data
+		case time.Since(lastSent) >= s.heartbeat:
+			frame = ": heartbeat\n\n"
+		}
+		if frame != "" {
+			if _, err := io.WriteString(w, frame); err != nil {
+				return // the viewer left
+			}
+			flusher.Flush()
+			lastSent = time.Now()
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-poll.C:
+		}
+	}
+}
+
+// handleStart starts a stopped browser (the store page's button) and goes back to the page, with the
+// manager's words when it could not.
+func (s *Server) handleStart(w http.ResponseWriter, r *http.Request) {
+	slug := r.PathValue("slug")
+	back := "/store/" + url.PathEscape(slug)
+	if err := s.cfg.Source.StartBrowser(r.Context(), slug); err != nil {
+		if errors.Is(err, ErrNoStore) {
+			s.noStore(w, r, slug)
+			return
+		}
+		http.Redirect(w, r, back+"?error="+url.QueryEscape("The browser did not start: "+err.Error()), http.StatusSeeOther)
+		return
+	}
+	http.Redirect(w, r, back, http.StatusSeeOther)
+}
+
+// handleNewTab opens a human tab (at the form's optional URL) and goes to its tab page.
+func (s *Server) handleNewTab(w http.ResponseWriter, r *http.Request) {
+	slug := r.PathValue("slug")
+	back := "/store/" + url.PathEscape(slug)
+	target, err := TabURL(r.FormValue("url"))
+	if err != nil {
+		http.Redirect(w, r, back+"?error="+url.QueryEscape(err.Error()), http.StatusSeeOther)
+		return
+	}
+	br, ok := s.browser(w, r, slug)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
+	defer cancel()
+	id, err := br.NewHumanTab(ctx, target)
+	if err != nil {
+		http.Redirect(w, r, back+"?error="+url.QueryEscape("The tab did not open: "+err.Error()), http.StatusSeeOther)
+		return
+	}
+	http.Redirect(w, r, back+"/tab/"+url.PathEscape(id), http.StatusSeeOther)
+}
+
+// TabURL is the address a person typed for a new tab or the address bar: empty is about:blank, a bare
+// host gets https://, and only http, https and about:blank are allowed (no javascript:, file: or
+// chrome: pages of the shared browser).
+func TabURL(raw string) (string, error) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" || raw == "about:blank" {
+		return "about:blank", nil
+	}
+	if !strings.Contains(raw, "://") {
+		raw = "https://" + raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", errors.New("the address " + quote(raw) + " is not allowed: use an http:// or https:// address " +
+			"(a bare host name gets https://), or leave it empty for a blank tab")
+	}
+	return u.String(), nil
+}
+
+// browser is slug's running browser, or a page saying why there is none.
+func (s *Server) browser(w http.ResponseWriter, r *http.Request, slug string) (Browser, bool) {
+	br, err := s.cfg.Source.Browser(r.Context(), slug)
+	switch {
+	case errors.Is(err, ErrNoStore):
+		s.noStore(w, r, slug)
+		return nil, false
+	case errors.Is(err, ErrStopped):
+		s.message(w, r, http.StatusConflict, "The browser is stopped",
+			"The browser of "+quote(slug)+" is not running, so it has no tabs to show.",
+			"Start it from the store page (or run vibe-browser store start "+slug+").", "/store/"+url.PathEscape(slug))
+		return nil, false
+	case err != nil:
+		s.message(w, r, http.StatusServiceUnavailable, "The browser is not available", err.Error(),
+			"Try again; the manager's log says more.", "/store/"+url.PathEscape(slug))
+		return nil, false
+	}
+	return br, true
+}
+
+// findTab is the page tab id of br, and its owner.
+func findTab(br Browser, id string) (mux.TabInfo, bool) {
+	for _, c := range br.Clients() {
+		for _, t := range c.Tabs {
+			if t.ID == id && t.Type == "page" {
+				return t, true
+			}
+		}
+	}
+	return mux.TabInfo{}, false
+}
+
+// handleThumb captures a thumbnail of a tab: only when a page asks, so nothing is captured while no
+// one looks.
+func (s *Server) handleThumb(w http.ResponseWriter, r *http.Request) {
+	br, err := s.cfg.Source.Browser(r.Context(), r.PathValue("slug"))
+	if err != nil {
+		s.plain(w, http.StatusNotFound, "no thumbnail: "+err.Error())
+		return
+	}
+	id := r.PathValue("id")
+	if _, ok := findTab(br, id); !ok {
+		s.plain(w, http.StatusNotFound, "no thumbnail: the browser has no page tab "+quote(id))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), thumbTimeout)
+	defer cancel()
+	jpeg, err := br.Thumbnail(ctx, id, thumbWidth, 50)
+	switch {
+	case errors.Is(err, mux.ErrNoTarget) || errors.Is(err, mux.ErrNotPage) || errors.Is(err, mux.ErrTargetClosed):
+		s.plain(w, http.StatusNotFound, "no thumbnail: "+err.Error())
+		return
+	case err != nil:
+		s.plain(w, http.StatusServiceUnavailable, "no thumbnail: "+err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "image/jpeg")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Length", strconv.Itoa(len(jpeg)))
+	_, _ = w.Write(jpeg)
+}

@@ -1,0 +1,339 @@
+package ui
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"vibebrowser/mux"
+)
+
+// The tab page's live view: one WebSocket per page. The server sends each frame as a binary JPEG
+// message, preceded by a JSON text message whenever the metadata (size, URL, title) changed; the page
+// sends input as JSON text messages, which only a human tab accepts.
+
+// View limits (SPEC §11): a viewer costs the agents a screencast, so it asks for no more than it shows.
+const (
+	viewFPS      = 10
+	viewMaxWidth = 1280
+	writeWait    = 10 * time.Second
+	inputWait    = 5 * time.Second
+	metaEvery    = time.Second // how often URL and title are looked up between frames
+	maxInputSize = 64 << 10    // a paste of 64 KiB is plenty; more is a broken page
+)
+
+// tabPage is the tab page's data.
+type tabPage struct {
+	Slug, StoreName, ID, Title, URL, Owner, Label string
+	Human                                         bool
+	StoreHref, Socket, Close                      string
+}
+
+func (s *Server) handleTab(w http.ResponseWriter, r *http.Request) {
+	slug, id := r.PathValue("slug"), r.PathValue("id")
+	br, ok := s.browser(w, r, slug)
+	if !ok {
+		return
+	}
+	t, ok := findTab(br, id)
+	storeHref := "/store/" + url.PathEscape(slug)
+	if !ok {
+		s.message(w, r, http.StatusNotFound, "This tab is gone",
+			"The browser of "+quote(slug)+" has no tab "+quote(id)+": it was closed, or the browser restarted.",
+			"Go back to the store page for the tabs it has now.", storeHref)
+		return
+	}
+	name, tasks := slug, map[string]bool{}
+	if st, err := s.cfg.Source.Status(r.Context()); err == nil {
+		if _, store, ok := browserOf(st, slug); ok {
+			name = store.Name
+		}
+		for _, task := range st.Tasks {
+			tasks[task.ID] = true
+		}
+	}
+	_, label := clientKind(t.Owner, tasks)
+	if label == "task" {
+		label = "task " + t.Owner
+	}
+	href := storeHref + "/tab/" + url.PathEscape(id)
+	s.render(w, http.StatusOK, "tab", tabPage{Slug: slug, StoreName: name, ID: id, Title: t.Title, URL: t.URL,
+		Owner: t.Owner, Label: label, Human: t.Human, StoreHref: storeHref, Socket: href + "/ws", Close: href + "/close"})
+}
+
+func (s *Server) handleCloseTab(w http.ResponseWriter, r *http.Request) {
+	slug, id := r.PathValue("slug"), r.PathValue("id")
+	br, ok := s.browser(w, r, slug)
+	if !ok {
+		return
+	}
+	storeHref := "/store/" + url.PathEscape(slug)
+	if err := br.CloseHumanTab(id); err != nil {
+		http.Redirect(w, r, storeHref+"?error="+url.QueryEscape("The tab was not closed: "+err.Error()), http.StatusSeeOther)
+		return
+	}
+	http.Redirect(w, r, storeHref, http.StatusSeeOther)
+}
+
+// upgrader checks no Origin itself: guard already refused every upgrade without our own.
+var upgrader = websocket.Upgrader{ReadBufferSize: 4096, WriteBufferSize: 64 << 10,
+	CheckOrigin: func(*http.Request) bool { return true }}
+
+// viewMeta is the JSON text message about the frames that follow.
+type viewMeta struct {
+	Type   string  `json:"type"` // "meta"
+	Width  float64 `json:"width"`
+	Height float64 `json:"height"`
+	URL    string  `json:"url"`
+	Title  string  `json:"title"`
+}
+
+// viewNote is a JSON text message for the person: an input refused or failed, or the view's end.
+type viewNote struct {
+	Type    string `json:"type"` // "error" (the view goes on) or "end" (it is over)
+	Message string `json:"message"`
+}
+
+// input is one message of the page: pointer, wheel, key, text, navigate, back, forward or reload.
+type input struct {
+	Type    string  `json:"type"`
+	Event   string  `json:"event"` // mouse: down, up, move; key: down, up
+	X       float64 `json:"x"`     // in the frame's CSS pixels (viewMeta.Width/Height)
+	Y       float64 `json:"y"`
+	Button  string  `json:"button"`
+	Buttons int     `json:"buttons"`
+	Clicks  int     `json:"clicks"`
+	DX      float64 `json:"dx"`
+	DY      float64 `json:"dy"`
+	Mods    int     `json:"mods"`
+	Key     string  `json:"key"`
+	Code    string  `json:"code"`
+	KeyCode int     `json:"keyCode"`
+	Text    string  `json:"text"`
+	URL     string  `json:"url"`
+}
+
+// handleTabSocket is the live view's WebSocket: one reader (input) and one writer (frames, metadata
+// and notes), as gorilla/websocket allows; the View lives exactly as long as the socket.
+func (s *Server) handleTabSocket(w http.ResponseWriter, r *http.Request) {
+	slug, id := r.PathValue("slug"), r.PathValue("id")
+	br, err := s.cfg.Source.Browser(r.Context(), slug)
+	if err != nil {
+		s.plain(w, http.StatusConflict, "no live view: "+err.Error())
+		return
+	}
+	tab, ok := findTab(br, id)
+	if !ok {
+		s.plain(w, http.StatusNotFound, "no live view: the browser has no page tab "+quote(id))
+		return
+	}
+	width := viewMaxWidth
+	if n, err := strconv.Atoi(r.URL.Query().Get("w")); err == nil && n >= 100 && n < width {
+		width = n
+	}
+	conn, err := upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return // the upgrader answered the request already
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	view, err := br.View(ctx, id, mux.ViewOptions{MaxFPS: viewFPS, MaxWidth: width, Quality: 70})
+	if err != nil {
+		_ = conn.WriteJSON(viewNote{Type: "end", Message: "The live view could not start: " + err.Error()})
+		return
+	}
+	defer view.Close()
+
+	// notes carries what the reader tells the person to the writer. Sized for a burst of refused
+	// input; when it is full the person is typing into a tab that refuses everything, and dropping the
+	// extra notes loses nothing.
+	notes := make(chan viewNote, 8)
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		defer cancel()
+		s.readInput(ctx, conn, view, tab, notes)
+	}()
+	s.writeView(ctx, conn, br, view, id, notes)
+	cancel()
+	_ = conn.Close() // ends the reader's ReadMessage
+	<-readDone
+}
+
+// readInput reads the page's input messages until the socket ends.
+func (s *Server) readInput(ctx context.Context, conn *websocket.Conn, view View, tab mux.TabInfo, notes chan<- viewNote) {
+	conn.SetReadLimit(maxInputSize)
+	for {
+		_, b, err := conn.ReadMessage()
+		if err != nil {
+			return
+		}
+		var in input
+		if err := json.Unmarshal(b, &in); err != nil {
+			note(notes, "A message of this page was not understood ("+err.Error()+"); reload the page.")
+			continue
+		}
+		if err := dispatch(ctx, view, tab, in); err != nil {
+			note(notes, err.Error())
+		}
+	}
+}
+
+func note(notes chan<- viewNote, msg string) {
+	select {
+	case notes <- viewNote{Type: "error", Message: msg}:
+	default:
+	}
+}
+
+// errViewOnly refuses input to a tab of an agent.
+var errViewOnly = errors.New("this tab belongs to an agent: the live view is view-only (taking over a tab comes with a later release)")
+
+// dispatch sends one input message to the view; only a human tab takes input.
+func dispatch(ctx context.Context, view View, tab mux.TabInfo, in input) error {
+	if !tab.Human {
+		return errViewOnly
+	}
+	ctx, cancel := context.WithTimeout(ctx, inputWait)
+	defer cancel()
+	var err error
+	switch in.Type {
+	case "mouse":
+		types := map[string]string{"down": "mousePressed", "up": "mouseReleased", "move": "mouseMoved"}
+		typ, ok := types[in.Event]
+		if !ok {
+			return fmt.Errorf("a mouse event must be down, up or move, not %q", in.Event)
+		}
+		err = view.Mouse(ctx, mux.MouseEvent{Type: typ, X: in.X, Y: in.Y, Button: in.Button, Buttons: in.Buttons,
+			ClickCount: in.Clicks, Modifiers: in.Mods})
+	case "wheel":
+		err = view.Mouse(ctx, mux.MouseEvent{Type: "mouseWheel", X: in.X, Y: in.Y, DeltaX: in.DX, DeltaY: in.DY, Modifiers: in.Mods})
+	case "key":
+		types := map[string]string{"down": "keyDown", "up": "keyUp"}
+		typ, ok := types[in.Event]
+		if !ok {
+			return fmt.Errorf("a key event must be down or up, not %q", in.Event)
+		}
+		e := mux.KeyEvent{Type: typ, Key: in.Key, Code: in.Code, Modifiers: in.Mods, WindowsVirtualKeyCode: in.KeyCode}
+		if typ == "keyDown" {
+			e.Text = in.Text
+		}
+		err = view.Key(ctx, e)
+	case "text":
+		err = view.InsertText(ctx, in.Text)
+	case "navigate":
+		var u string
+		if u, err = TabURL(in.URL); err == nil {
+			err = view.Navigate(ctx, u)
+		}
+	case "back":
+		err = view.Back(ctx)
+	case "forward":
+		err = view.Forward(ctx)
+	case "reload":
+		err = view.Reload(ctx)
+	default:
+		return fmt.Errorf("unknown input %q: want mouse, wheel, key, text, navigate, back, forward or reload", in.Type)
+	}
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("%s did not reach the tab: %w", in.Type, err)
+	}
+	return err
+}
+
+// writeView is the socket's one writer: it takes frames one at a time (the next is taken only after
+// this one is written, so a slow viewer gets fewer frames, never a backlog), and sends metadata and
+// notes between them.
+func (s *Server) writeView(ctx context.Context, conn *websocket.Conn, br Browser, view View, id string, notes <-chan viewNote) {
+	ctx, cancel := context.WithCancel(ctx)
+	frames := make(chan mux.Frame) // unbuffered: the taker waits for the writer, so Next paces Chrome
+	takerDone := make(chan error, 1)
+	go func() {
+		for {
+			f, err := view.Next(ctx)
+			if err != nil {
+				takerDone <- err
+				return
+			}
+			select {
+			case frames <- f:
+			case <-ctx.Done():
+				takerDone <- ctx.Err()
+				return
+			}
+		}
+	}()
+	defer func() { cancel(); <-takerDone }() // the taker ends with ctx
+	tick := time.NewTicker(metaEvery)
+	defer tick.Stop()
+	var meta viewMeta
+	send := func(typ int, b []byte) bool {
+		_ = conn.SetWriteDeadline(time.Now().Add(writeWait))
+		return conn.WriteMessage(typ, b) == nil
+	}
+	sendMeta := func(w, h float64) bool {
+		next := meta
+		next.Type = "meta"
+		if w > 0 {
+			next.Width, next.Height = w, h
+		}
+		ictx, done := context.WithTimeout(ctx, inputWait)
+		title, u, err := br.PageInfo(ictx, id)
+		done()
+		if err == nil {
+			next.URL, next.Title = u, title
+		} else if t, ok := findTab(br, id); ok {
+			next.URL, next.Title = t.URL, t.Title
+		}
+		if next == meta {
+			return true
+		}
+		meta = next
+		b, _ := json.Marshal(meta)
+		return send(websocket.TextMessage, b)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case f := <-frames:
+			if !sendMeta(f.DeviceWidth, f.DeviceHeight) || !send(websocket.BinaryMessage, f.JPEG) {
+				return
+			}
+		case n := <-notes:
+			b, _ := json.Marshal(n)
+			if !send(websocket.TextMessage, b) {
+				return
+			}
+		case <-tick.C:
+			if !sendMeta(0, 0) {
+				return
+			}
+		case <-view.Done():
+			msg := "The live view ended: " + endReason(view.Err())
+			b, _ := json.Marshal(viewNote{Type: "end", Message: msg})
+			send(websocket.TextMessage, b)
+			_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""),
+				time.Now().Add(time.Second))
+			return
+		}
+	}
+}
+
+func endReason(err error) string {
+	switch {
+	case errors.Is(err, mux.ErrTargetClosed):
+		return "the tab was closed. Go back to the store page for the tabs it has now."
+	case errors.Is(err, mux.ErrDisconnected):
+		return "the browser went away (it stopped or crashed). The store page says whether it is running again."
+	}
+	return fmt.Sprintf("%v. Reload the page to watch again.", err)
+}
