@@ -59,15 +59,26 @@ function render(p) {
   root.dataset.viewers = p.viewers;
 }
 
-// refreshOne loads a new thumbnail unless one is still loading (a slow capture never piles up).
+// refreshOne loads a new thumbnail unless one is still loading (a slow capture never piles up). The picture
+// is fetched aside and swapped in only when it arrived, so a capture that fails (a tab Chrome is not
+// rendering, a busy browser) keeps the last good picture, marked stale, instead of a blank.
 function refreshOne(img) {
   if (img.dataset.loading === '1') return;
   img.dataset.loading = '1';
-  const done = () => { img.dataset.loading = ''; };
-  img.addEventListener('load', done, { once: true });
-  img.addEventListener('error', () => { done(); img.classList.add('broken'); }, { once: true });
-  img.classList.remove('broken');
-  img.src = img.dataset.src + '?t=' + Date.now();
+  fetch(img.dataset.src + '?t=' + Date.now(), { credentials: 'same-origin', cache: 'no-store' })
+    .then((r) => (r.ok ? r.blob() : Promise.reject(new Error(r.status + ' ' + r.statusText))))
+    .then((blob) => {
+      const old = img.src;
+      img.src = URL.createObjectURL(blob);
+      if (old.startsWith('blob:')) URL.revokeObjectURL(old);
+      img.classList.remove('broken', 'stale');
+      img.title = '';
+    })
+    .catch((err) => {
+      img.classList.add(img.naturalWidth > 0 ? 'stale' : 'broken');
+      img.title = 'This picture could not be refreshed (' + err.message + '); it is retried every 1.5 s.';
+    })
+    .finally(() => { img.dataset.loading = ''; });
 }
 
 function refreshAll() {
