@@ -25,6 +25,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/rs/zerolog"
 
+	"vibebrowser/manager/ui"
 	"vibebrowser/mux"
 )
 
@@ -203,8 +204,8 @@ func benchAgainstChromium(ctx context.Context, chr *benchChromium) ([]Row, error
 
 // benchViewer is SPEC §8's "a person watching": the eval cell with 16 clients through the mux, without and
 // with one live viewer on one of their tabs, which repaints every animation frame in both conditions so
-// that only the viewer differs. The viewer is what the web UI opens (MaxFPS 10, MaxWidth 1280, default
-// quality) with a goroutine taking frames as the UI's WebSocket does.
+// that only the viewer differs. The viewer is what the web UI opens (ui.LiveView) with a goroutine taking
+// frames as the UI's WebSocket does.
 func benchViewer(ctx context.Context, m *mux.Mux, modes benchModes) ([]Row, error) {
 	clients := make([]*benchClient, 16)
 	// The watched tab is created last, in a window of its own: Chrome hides a tab that a newer one covers
@@ -249,7 +250,7 @@ func benchViewer(ctx context.Context, m *mux.Mux, modes benchModes) ([]Row, erro
 	watch := func() ([]time.Duration, time.Duration, int, error) {
 		vctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		v, err := m.View(vctx, clients[0].target, mux.ViewOptions{MaxFPS: 10, MaxWidth: 1280})
+		v, err := m.View(vctx, clients[0].target, ui.LiveView)
 		if err != nil {
 			return nil, 0, 0, err
 		}
@@ -325,7 +326,7 @@ func benchViewer(ctx context.Context, m *mux.Mux, modes benchModes) ([]Row, erro
 	return append(rows,
 		Row{Group: "mux", Name: "eval 16c mux throughput one viewer/none", Value: tr, Unit: "x none", Budget: ">= 0.9x none", OK: tr >= 0.9},
 		Row{Group: "mux", Name: "eval 16c mux p99 one viewer/none", Value: pr, Unit: "x none", Budget: "<= 1.25x none", OK: pr <= 1.25},
-		Row{Group: "mux", Name: fmt.Sprintf("viewer frames received in %v (MaxFPS 10)", viewerRounds*viewerRound), Value: float64(frames), Unit: "frames"}), nil
+		Row{Group: "mux", Name: fmt.Sprintf("viewer frames received in %v (MaxFPS %d)", viewerRounds*viewerRound, ui.LiveView.MaxFPS), Value: float64(frames), Unit: "frames"}), nil
 }
 
 // seq returns from, from+1, …, to-1.

@@ -407,8 +407,8 @@ func TestTabSocketSendsFramesAndHumanTabsOnlyTakeInput(t *testing.T) {
 			fb.mu.Lock()
 			v := fb.views[len(fb.views)-1]
 			fb.mu.Unlock()
-			if v.opt.MaxFPS != viewFPS || v.opt.MaxWidth != 640 {
-				t.Errorf("View options %+v; want MaxFPS %d and MaxWidth 640 (the viewer's width)", v.opt, viewFPS)
+			if want := (mux.ViewOptions{MaxFPS: LiveView.MaxFPS, MaxWidth: 640, Quality: LiveView.Quality}); v.opt != want {
+				t.Errorf("View options %+v; want %+v (LiveView at the viewer's width)", v.opt, want)
 			}
 			for _, in := range inputs {
 				if err := c.WriteMessage(websocket.TextMessage, []byte(in)); err != nil {

@@ -19,10 +19,13 @@ import (
 // message, preceded by a JSON text message whenever the metadata (size, URL, title) changed; the page
 // sends input as JSON text messages, which only a human tab accepts.
 
-// View limits (SPEC §11): a viewer costs the agents a screencast, so it asks for no more than it shows.
+// LiveView is what a live view asks of Chrome's screencast, at most: a viewer costs the agents that share the
+// browser a screencast (the JPEG encoding is Chrome's, on their cores), so SPEC §8's budget for a person
+// watching (≤ 10% of the agents' throughput, ≤ 1.25× their p99) decides it; `task bench` measures it with
+// these options. A viewer narrower than MaxWidth asks for its own width.
+var LiveView = mux.ViewOptions{MaxFPS: 10, MaxWidth: 1024, Quality: 50}
+
 const (
-	viewFPS      = 10
-	viewMaxWidth = 1280
 	writeWait    = 10 * time.Second
 	inputWait    = 5 * time.Second
 	metaEvery    = time.Second // how often URL and title are looked up between frames
@@ -134,9 +137,9 @@ func (s *Server) handleTabSocket(w http.ResponseWriter, r *http.Request) {
 		s.plain(w, http.StatusNotFound, "no live view: the browser has no page tab "+quote(id))
 		return
 	}
-	width := viewMaxWidth
-	if n, err := strconv.Atoi(r.URL.Query().Get("w")); err == nil && n >= 100 && n < width {
-		width = n
+	opt := LiveView
+	if n, err := strconv.Atoi(r.URL.Query().Get("w")); err == nil && n >= 100 && n < opt.MaxWidth {
+		opt.MaxWidth = n
 	}
 	conn, err := upgrader.Upgrade(w, r, nil)
 	if err != nil {
@@ -145,7 +148,7 @@ func (s *Server) handleTabSocket(w http.ResponseWriter, r *http.Request) {
 	defer conn.Close()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	view, err := br.View(ctx, id, mux.ViewOptions{MaxFPS: viewFPS, MaxWidth: width, Quality: 70})
+	view, err := br.View(ctx, id, opt)
 	if err != nil {
 		_ = conn.WriteJSON(viewNote{Type: "end", Message: "The live view could not start: " + err.Error()})
 		return
