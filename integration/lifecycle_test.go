@@ -581,9 +581,12 @@ func TestFullDiskRefusesWritesAndRecovers(t *testing.T) {
 	}
 }
 
-// chromiumPages lists the URLs of the page targets Chromium itself has open for the store with this slug,
-// through its own DevTools port (DevToolsActivePort in the profile), past the mux.
-func (m *managed) chromiumPages(slug string) []string {
+// chromiumTarget is a target as the store's Chromium lists it on its own /json/list.
+type chromiumTarget struct{ ID, Type, URL, WebSocketDebuggerURL string }
+
+// chromiumTargets lists the targets Chromium itself has open for the store with this slug, through its own
+// DevTools port (DevToolsActivePort in the profile), past the mux.
+func (m *managed) chromiumTargets(slug string) []chromiumTarget {
 	m.t.Helper()
 	raw, err := os.ReadFile(filepath.Join(m.home, "profiles", slug, "DevToolsActivePort"))
 	if err != nil {
@@ -595,12 +598,18 @@ func (m *managed) chromiumPages(slug string) []string {
 		m.t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var targets []struct{ Type, URL string }
+	var targets []chromiumTarget
 	if err := json.NewDecoder(resp.Body).Decode(&targets); err != nil {
 		m.t.Fatal(err)
 	}
+	return targets
+}
+
+// chromiumPages lists the URLs of the pages the store's Chromium has open (chromiumTargets).
+func (m *managed) chromiumPages(slug string) []string {
+	m.t.Helper()
 	var pages []string
-	for _, tg := range targets {
+	for _, tg := range m.chromiumTargets(slug) {
 		if tg.Type == "page" {
 			pages = append(pages, tg.URL)
 		}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -37,25 +36,10 @@ document.getElementById('f').addEventListener('submit', (e) => {
 });
 </script>`
 
-// devtoolsTarget returns the page-level DevTools WebSocket of a target of the store's Chromium, through
-// its own DevTools port, past the mux.
+// devtoolsTarget returns the page-level DevTools WebSocket of a target of the store's Chromium, past the mux.
 func (m *managed) devtoolsTarget(slug, targetID string) string {
 	m.t.Helper()
-	raw, err := os.ReadFile(filepath.Join(m.home, "profiles", slug, "DevToolsActivePort"))
-	if err != nil {
-		m.t.Fatal(err)
-	}
-	port, _, _ := strings.Cut(string(raw), "\n")
-	resp, err := http.Get("http://127.0.0.1:" + strings.TrimSpace(port) + "/json/list")
-	if err != nil {
-		m.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var targets []struct{ ID, WebSocketDebuggerURL string }
-	if err := json.NewDecoder(resp.Body).Decode(&targets); err != nil {
-		m.t.Fatal(err)
-	}
-	for _, tg := range targets {
+	for _, tg := range m.chromiumTargets(slug) {
 		if tg.ID == targetID {
 			return tg.WebSocketDebuggerURL
 		}

@@ -2,8 +2,7 @@
 // Logs in with the one-time URL, reports what the overview lists, waits for live changes on command and
 // checks that a reused code and a missing cookie are refused.
 'use strict';
-const { chromium } = require('playwright-core');
-const { command, out, main } = require('./lib');
+const { command, out, main, launchChromium } = require('./lib');
 
 // rows reads the overview's tables as the person sees them.
 async function rows(page) {
@@ -30,11 +29,7 @@ async function rows(page) {
 main(async () => {
   const [loginURL] = process.argv.slice(2);
   const origin = new URL(loginURL).origin;
-  const args = process.getuid && process.getuid() === 0 ? ['--no-sandbox'] : [];
-  const browser = await chromium.launch({
-    executablePath: process.env.VIBE_CHROME || '/usr/bin/chromium', headless: true, args,
-  });
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const { browser, context } = await launchChromium();
   const page = await context.newPage();
   const problems = [];
   page.on('console', (msg) => { if (msg.type() === 'error') problems.push(msg.text()); });

@@ -3,8 +3,7 @@
 // viewers PATH N, close-tab, close. Colours are read off the pixels the page shows (drawn into a canvas),
 // never off the DOM.
 'use strict';
-const { chromium } = require('playwright-core');
-const { command, out, main } = require('./lib');
+const { command, out, main, launchChromium } = require('./lib');
 
 // colourOf draws an <img> into a canvas and returns the colour at (fx, fy), fractions of its size.
 function colourOf(page, selector, fx, fy) {
@@ -36,11 +35,7 @@ async function waitColour(page, selector, want) {
 main(async () => {
   const [loginURL] = process.argv.slice(2);
   const origin = new URL(loginURL).origin;
-  const args = process.getuid && process.getuid() === 0 ? ['--no-sandbox'] : [];
-  const browser = await chromium.launch({
-    executablePath: process.env.VIBE_CHROME || '/usr/bin/chromium', headless: true, args,
-  });
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const { browser, context } = await launchChromium();
   let page = await context.newPage();
   const problems = [];
   const watch = (p) => {
