@@ -21,6 +21,8 @@ import (
 
 // fakeBrowser is a fake CDP browser speaking enough of Chrome's protocol for the mux: Target.* with tab
 // targets (puppeteer's view), flat sessions, discovery events, Browser.*, and id checks like Chrome's.
+// It is one file (over the 600 lines a file here usually keeps to) because it is one fake: its handlers
+// share its tables, and splitting them would scatter one protocol.
 type fakeBrowser struct {
 	t   *testing.T
 	srv *httptest.Server
