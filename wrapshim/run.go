@@ -157,9 +157,12 @@ var scrubbed = map[string]bool{
 	"BROWSER_USE_API_KEY": true, "BU_AUTOSPAWN": true,
 }
 
-// childEnv is the caller's environment minus the scrubbed variables, plus the session's identity.
+// childEnv is the caller's environment minus the scrubbed variables, plus the session's identity. It turns
+// off browser-harness's tab marker (≥ 0.1.12 prefixes the title of its tab, which in a shared, logged-in
+// browser the person and the other tenants see). A caller's own BH_* value is overridden: exec.Cmd keeps the
+// last value of a name that appears twice, and the shim's come last.
 func childEnv(environ []string, cfg *api.ShimConfig, buName, cdpWS string) []string {
-	env := make([]string, 0, len(environ)+6)
+	env := make([]string, 0, len(environ)+7)
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
 		if !scrubbed[name] {
@@ -173,6 +176,7 @@ func childEnv(environ []string, cfg *api.ShimConfig, buName, cdpWS string) []str
 		"BH_RUNTIME_DIR_SHARED=1",
 		"BH_TMP_DIR="+cfg.TmpDir,
 		"BH_TMP_DIR_SHARED=1",
+		"BH_TAB_MARKER=0",
 	)
 }
 

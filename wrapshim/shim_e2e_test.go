@@ -179,7 +179,7 @@ func TestShimInjectsEnvAndPassesStdin(t *testing.T) {
 	stdin := []byte("print(page_info())\n\x00\xff\xfe non-UTF-8 and <html> & \"quotes\"\n")
 	res := e.run(t, []string{"--worker", "2", "-c", "x"}, []string{"VIBE_TASK_ID=" + taskID, "KEEP_ME=1",
 		"http_proxy=http://p:1", "HTTPS_PROXY=http://p:2", "all_proxy=socks://p", "ALL_PROXY=socks://p",
-		"https_proxy=x", "HTTP_PROXY=x", "BROWSER_USE_API_KEY=secret"}, stdin)
+		"https_proxy=x", "HTTP_PROXY=x", "BROWSER_USE_API_KEY=secret", "BH_TAB_MARKER=1"}, stdin)
 	if res.code != 0 {
 		t.Fatalf("shim exit %d; want 0 (stderr %q)", res.code, res.stderr)
 	}
@@ -204,6 +204,7 @@ func TestShimInjectsEnvAndPassesStdin(t *testing.T) {
 		"BH_RUNTIME_DIR_SHARED": "1",
 		"BH_TMP_DIR":            e.cfg.TmpDir,
 		"BH_TMP_DIR_SHARED":     "1",
+		"BH_TAB_MARKER":         "0", // the caller's 1 is overridden: the shim owns the value
 		"KEEP_ME":               "1",
 		"VIBE_TASK_ID":          taskID,
 	}
@@ -211,6 +212,9 @@ func TestShimInjectsEnvAndPassesStdin(t *testing.T) {
 		if got, ok := rec.Getenv(k); !ok || got != v {
 			t.Errorf("CLI env %s = %q (set %v); want %q", k, got, ok, v)
 		}
+	}
+	if n := countEnv(rec.Env, "BH_TAB_MARKER"); n != 1 {
+		t.Errorf("CLI env has BH_TAB_MARKER %d times; want once", n)
 	}
 	for _, k := range []string{"http_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "https_proxy", "HTTP_PROXY", "BROWSER_USE_API_KEY"} {
 		if v, ok := rec.Getenv(k); ok {
@@ -223,6 +227,17 @@ func TestShimInjectsEnvAndPassesStdin(t *testing.T) {
 	if len(ensures) != 1 || ensures[0] != wantReq {
 		t.Errorf("manager got ensure %+v; want one %+v", ensures, wantReq)
 	}
+}
+
+// countEnv counts the entries of env that set name.
+func countEnv(env []string, name string) int {
+	n := 0
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); k == name {
+			n++
+		}
+	}
+	return n
 }
 
 func TestShimWebKindAsksForTheWebBrowser(t *testing.T) {
