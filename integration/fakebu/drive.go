@@ -21,7 +21,10 @@ import (
 //	eval EXPR    print the JSON value of EXPR in this call's tab
 //	targets      print the URLs of the page targets this client sees, one per line
 //	sleep DUR    wait (a Go duration)
-func drive(script []byte, out io.Writer) error {
+//
+// A non-empty marker is put in front of the tab's document.title after the attach and after each open, as
+// browser-harness 0.1.12+ does to the tab it controls.
+func drive(script []byte, out io.Writer, marker string) error {
 	endpoint := os.Getenv("BU_CDP_WS")
 	if endpoint == "" {
 		return errors.New("BU_CDP_WS is not set")
@@ -51,6 +54,9 @@ func drive(script []byte, out io.Writer) error {
 			return err
 		}
 	}
+	if err := c.mark(session, marker); err != nil {
+		return err
+	}
 	lines := bufio.NewScanner(strings.NewReader(string(script)))
 	for lines.Scan() {
 		verb, arg, _ := strings.Cut(strings.TrimSpace(lines.Text()), " ")
@@ -61,6 +67,9 @@ func drive(script []byte, out io.Writer) error {
 				return err
 			}
 			if err := c.waitLoaded(session); err != nil {
+				return err
+			}
+			if err := c.mark(session, marker); err != nil {
 				return err
 			}
 		case "eval":
@@ -156,6 +165,16 @@ func (c *cdp) eval(session, expr string) (json.RawMessage, error) {
 		return nil, fmt.Errorf("eval %q threw: %v", expr, res.ExceptionDetails)
 	}
 	return res.Result.Value, nil
+}
+
+// mark puts marker in front of the page's title unless it is there already (no-op for "").
+func (c *cdp) mark(session, marker string) error {
+	if marker == "" {
+		return nil
+	}
+	m, _ := json.Marshal(marker)
+	_, err := c.eval(session, fmt.Sprintf("if (!document.title.startsWith(%s)) document.title = %s + document.title", m, m))
+	return err
 }
 
 func (c *cdp) waitLoaded(session string) error {

@@ -20,6 +20,16 @@ type Call struct {
 	PGID    int       `json:"pgid"`
 	Signals []string  `json:"signals,omitempty"`
 	At      time.Time `json:"at"`
+	// Harness is the browser-harness behaviour the fake played (FAKEBU_HARNESS): "0.1.9" or "0.1.12".
+	Harness string `json:"harness"`
+	// Tab is the session daemon's dedicated tab as this call left it; nil when no daemon was involved.
+	Tab *Tab `json:"tab,omitempty"`
+}
+
+// Tab is a fake daemon's dedicated tab.
+type Tab struct {
+	Title string `json:"title"` // with the harness's marker in front unless BH_TAB_MARKER turned it off
+	Open  bool   `json:"open"`  // false once a --reload closed it (0.1.12); 0.1.9 leaves it open
 }
 
 // Getenv returns the value of name in the call's environment and whether it was set.
