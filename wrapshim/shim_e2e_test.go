@@ -297,17 +297,91 @@ func counterValue(t *testing.T, e *env, buName string) string {
 	return strings.TrimSpace(string(data))
 }
 
+// harnesses are the browser-harness behaviours of the fake CLI (FAKEBU_HARNESS): 0.1.9 leaves the daemon's tab
+// open on --reload and never marks titles; 0.1.12 closes it and marks titles unless BH_TAB_MARKER is off.
+var harnesses = []struct {
+	version    string
+	closesTabs bool
+}{{"0.1.9", false}, {"0.1.12", true}}
+
+// tabMarker is browser-harness 0.1.12's title marker.
+const tabMarker = "\U0001F434"
+
+// stopDaemons ends the fake daemons still recorded in the runtime dir when the test ends.
+func stopDaemons(t *testing.T, e *env) {
+	t.Cleanup(func() {
+		pids, _ := filepath.Glob(filepath.Join(e.cfg.RuntimeDir, "bu-*.pid"))
+		for _, f := range pids {
+			data, _ := os.ReadFile(f)
+			var pid int
+			if _, err := fmt.Sscan(string(data), &pid); err == nil && pid > 1 {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+}
+
+// TestFakeHarnessMarksWithoutTheShim shows the fake's 0.1.12 marker is real, so its absence through the shim
+// (TestShimWedgeEscalation) is the shim's doing.
+func TestFakeHarnessMarksWithoutTheShim(t *testing.T) {
+	for _, h := range harnesses {
+		t.Run(h.version, func(t *testing.T) {
+			dir := t.TempDir()
+			cmd := exec.Command(fakeBU)
+			cmd.Env = []string{"PATH=/usr/bin:/bin", "BH_RUNTIME_DIR=" + dir, "BU_NAME=bare", "FAKEBU_DAEMON=1",
+				"FAKEBU_HARNESS=" + h.version, "FAKEBU_RECORD_DIR=" + dir}
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("fake CLI: %v (%s)", err, out)
+			}
+			reload := exec.Command(fakeBU, "--reload")
+			reload.Env = cmd.Env
+			if out, err := reload.CombinedOutput(); err != nil {
+				t.Fatalf("fake CLI --reload: %v (%s)", err, out)
+			}
+			recs, err := record.Read(dir)
+			if err != nil || len(recs) != 2 || recs[0].Tab == nil {
+				t.Fatalf("records %+v (%v); want a call with its daemon's tab and a reload", recs, err)
+			}
+			if marked := strings.HasPrefix(recs[0].Tab.Title, tabMarker); marked != h.closesTabs {
+				t.Errorf("harness %s without BH_TAB_MARKER: tab title %q; want marked %v", h.version, recs[0].Tab.Title, h.closesTabs)
+			}
+		})
+	}
+}
+
 func TestShimWedgeEscalation(t *testing.T) {
+	for _, h := range harnesses {
+		t.Run("harness "+h.version, func(t *testing.T) { testShimWedgeEscalation(t, h.version, h.closesTabs) })
+	}
+}
+
+// testShimWedgeEscalation runs the wedge path (142 with a --reload, then 75) against a fake CLI playing
+// browser-harness version, with a session daemon and its dedicated tab.
+func testShimWedgeEscalation(t *testing.T, version string, closesTabs bool) {
 	e := newEnv(t, func(c *api.ShimConfig) { c.CallTimeoutS = 1 })
 	e.mgr.serve(t, e.cfg.ManagerSocket)
-	wedged := []string{"VIBE_TASK_ID=" + taskID, "FAKEBU_SLEEP=30s"}
-	healthy := []string{"VIBE_TASK_ID=" + taskID}
+	stopDaemons(t, e)
+	fake := []string{"FAKEBU_DAEMON=1", "FAKEBU_HARNESS=" + version}
+	wedged := append([]string{"VIBE_TASK_ID=" + taskID, "FAKEBU_SLEEP=30s"}, fake...)
+	healthy := append([]string{"VIBE_TASK_ID=" + taskID}, fake...)
 	reloads := func() int {
 		n := 0
 		for _, r := range e.recordsOf(t) {
+			if r.Harness != version {
+				t.Errorf("the fake played browser-harness %q; want %q", r.Harness, version)
+			}
+			if r.Tab != nil && strings.Contains(r.Tab.Title, tabMarker) {
+				t.Errorf("%q: the daemon's tab is titled %q through the shim; want no marker", r.Args, r.Tab.Title)
+			}
 			if slices.Equal(r.Args, []string{"--reload"}) {
 				if v, _ := r.Getenv("BU_NAME"); v != "acme-a1b2c3d4" {
 					t.Errorf("--reload ran with BU_NAME %q; want acme-a1b2c3d4", v)
+				}
+				switch {
+				case r.Tab == nil:
+					t.Errorf("--reload found no daemon tab; want the one the hung call's daemon opened")
+				case r.Tab.Open == closesTabs:
+					t.Errorf("harness %s: --reload left the daemon's tab open=%v; want open=%v", version, r.Tab.Open, !closesTabs)
 				}
 				n++
 			}
