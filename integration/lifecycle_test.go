@@ -582,7 +582,7 @@ func TestFullDiskRefusesWritesAndRecovers(t *testing.T) {
 }
 
 // chromiumTarget is a target as the store's Chromium lists it on its own /json/list.
-type chromiumTarget struct{ ID, Type, URL, WebSocketDebuggerURL string }
+type chromiumTarget struct{ ID, Type, URL, Title, WebSocketDebuggerURL string }
 
 // chromiumTargets lists the targets Chromium itself has open for the store with this slug, through its own
 // DevTools port (DevToolsActivePort in the profile), past the mux.

@@ -326,6 +326,40 @@ func ensureStore(m *managed, ref string) error {
 	return err
 }
 
+// TestAgentTabTitleCarriesNoMarker drives a real tab through the real wrapper with the fake CLI playing each
+// browser-harness: 0.1.12 would put its marker in front of the title of the tab it controls, which in a shared
+// browser the person and the other tenants see, unless BH_TAB_MARKER=0, which the shim sets. The title is read
+// from Chromium's own target list, past the mux.
+func TestAgentTabTitleCarriesNoMarker(t *testing.T) {
+	for _, harness := range []string{"0.1.9", "0.1.12"} {
+		t.Run("harness "+harness, func(t *testing.T) {
+			m := startManager(t)
+			web := site(t)
+			m.cli("store", "add", "Marked")
+			m.env = append(m.env, "FAKEBU_HARNESS="+harness)
+			out := m.mustAgent("--store marked --task "+taskA, "browser-use <<'PY'\nopen "+web.URL+"/plain\neval document.title\nPY")
+			if strings.TrimSpace(out) != `"page plain"` {
+				t.Errorf("the agent read the title %s; want \"page plain\" unmarked", out)
+			}
+			found := false
+			for _, tg := range m.chromiumTargets("marked") {
+				if strings.Contains(tg.Title, "\U0001F434") {
+					t.Errorf("Chromium's tab %s is titled %q; want no browser-harness marker", tg.URL, tg.Title)
+				}
+				if tg.Type == "page" && strings.HasSuffix(tg.URL, "/plain") {
+					found = true
+					if tg.Title != "page plain" {
+						t.Errorf("Chromium's tab %s is titled %q; want %q", tg.URL, tg.Title, "page plain")
+					}
+				}
+			}
+			if !found {
+				t.Errorf("Chromium has no /plain tab: %+v", m.chromiumTargets("marked"))
+			}
+		})
+	}
+}
+
 func TestRelaunchBudgetIsPerStore(t *testing.T) {
 	m := startManager(t, "VIBE_CHROME="+faultyChrome(t, "unused"), "VIBE_BROWSER_RELAUNCH_MAX=2")
 	m.cli("store", "add", "doomed")
