@@ -48,6 +48,23 @@ func (m *managed) devtoolsTarget(slug, targetID string) string {
 	return ""
 }
 
+// shootAtBothWidths screenshots the page at 1280 px (kept as testdata/screenshots/<name>.png for the README)
+// and at a 1024 px laptop width, checking both read without sideways scrolling.
+func shootAtBothWidths(t *testing.T, page *nodeScript, name, what string) {
+	t.Helper()
+	shot := filepath.Join(t.TempDir(), name+".png")
+	page.send("shot " + shot)
+	wantReadable(t, page.expect("shot"), 1280)
+	t.Logf("%s screenshot: %s", what, shot)
+	keepScreenshot(t, shot, name+".png")
+	page.send("viewport 1024 700")
+	page.expect("viewport")
+	page.send("shot " + filepath.Join(t.TempDir(), name+"-1024.png"))
+	wantReadable(t, page.expect("shot"), 1024)
+	page.send("viewport 1280 800")
+	page.expect("viewport")
+}
+
 func TestWebUIStoreAndTabPages(t *testing.T) {
 	m := startManager(t)
 	m.cli("store", "add", "Acme Shop")
@@ -102,17 +119,7 @@ func TestWebUIStoreAndTabPages(t *testing.T) {
 	if kinds[taskA] != "task" || kinds["human"] != "human" {
 		t.Errorf("store page clients %v; want %s as a task and the human client", kinds, taskA)
 	}
-	shot := filepath.Join(t.TempDir(), "store.png")
-	page.send("shot " + shot)
-	wantReadable(t, page.expect("shot"), 1280)
-	t.Logf("store page screenshot: %s", shot)
-	keepScreenshot(t, shot, "store.png")
-	page.send("viewport 1024 700")
-	page.expect("viewport")
-	page.send("shot " + filepath.Join(t.TempDir(), "store-1024.png"))
-	wantReadable(t, page.expect("shot"), 1024)
-	page.send("viewport 1280 800")
-	page.expect("viewport")
+	shootAtBothWidths(t, page, "store", "store page")
 
 	// The agent's tab: the live view shows its pixels, view-only; watching it counts a viewer.
 	tabPath := "/store/acme-shop/tab/" + ct.TargetID
@@ -124,7 +131,7 @@ func TestWebUIStoreAndTabPages(t *testing.T) {
 	if text := tab["text"].(string); !strings.Contains(text, "view-only") {
 		t.Errorf("the agent's tab page says %q; want it to say the view is view-only", text)
 	}
-	shot = filepath.Join(t.TempDir(), "tab.png")
+	shot := filepath.Join(t.TempDir(), "tab.png")
 	page.send("shot " + shot)
 	wantReadable(t, page.expect("shot"), 1280)
 	t.Logf("agent tab screenshot: %s", shot)
@@ -185,17 +192,7 @@ func TestWebUIStoreAndTabPages(t *testing.T) {
 	if got := page.expect("title")["text"]; got != "Signed in" {
 		t.Errorf("the tab page's title is %q after the page set its own; want it live: %q", got, "Signed in")
 	}
-	shot = filepath.Join(t.TempDir(), "login.png")
-	page.send("shot " + shot)
-	wantReadable(t, page.expect("shot"), 1280)
-	t.Logf("human tab screenshot: %s", shot)
-	keepScreenshot(t, shot, "login.png")
-	page.send("viewport 1024 700")
-	page.expect("viewport")
-	page.send("shot " + filepath.Join(t.TempDir(), "login-1024.png"))
-	wantReadable(t, page.expect("shot"), 1024)
-	page.send("viewport 1280 800")
-	page.expect("viewport")
+	shootAtBothWidths(t, page, "login", "human tab")
 
 	// The address bar navigates the human tab; the page's title and address follow it.
 	page.send("navigate " + signIn.URL + "/next Next page")
