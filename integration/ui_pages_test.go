@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/api"
 )
 
@@ -180,7 +181,7 @@ func TestWebUIStoreAndTabPages(t *testing.T) {
 		Input, Keys, Focus []string
 		Submitted          *string
 	}
-	waitUntil(t, "the sign-in page records the submit", func() bool {
+	testkit.WaitFor(t, 15*time.Second, "the sign-in page records the submit", func() bool {
 		v, err := human.evaluate("", "window.recorded")
 		return err == nil && json.Unmarshal(v, &rec) == nil && rec.Submitted != nil
 	})
@@ -235,16 +236,4 @@ func rgbOf(v any) [3]int {
 		}
 	}
 	return c
-}
-
-// waitUntil polls cond for up to 15 s.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 15 s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }

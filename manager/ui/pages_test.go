@@ -13,6 +13,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/api"
 	"vibebrowser/mux"
 )
@@ -429,24 +430,13 @@ func TestTabSocketSendsFramesAndHumanTabsOnlyTakeInput(t *testing.T) {
 					t.Errorf("refusal = %q; want it to say the view is view-only", n.Message)
 				}
 			}
-			waitFor(t, func() bool { return len(v.got()) >= len(tt.want) })
+			testkit.WaitFor(t, 5*time.Second, "the input to reach the view", func() bool { return len(v.got()) >= len(tt.want) })
 			if got := v.got(); strings.Join(got, "|") != strings.Join(tt.want, "|") {
 				t.Errorf("tab %s got input %q; want %q", tt.tab, got, tt.want)
 			}
 			c.Close()
-			waitFor(t, v.isClosed)
+			testkit.WaitFor(t, 5*time.Second, "the view to be closed", v.isClosed)
 		})
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 5 s")
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
