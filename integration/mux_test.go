@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -400,6 +401,54 @@ func TestMuxPopupOwnedByOpener(t *testing.T) {
 	}
 	pw.send("close")
 	pw.expect("closed")
+}
+
+// A client that asks Chrome to pause new targets (playwright does) gets its popup paused, through the mux,
+// as on Chrome: the popup's document is not even requested before the client resumes it. Without the
+// pause a popup can load before its client is listening, and playwright's waitForLoadState never ends.
+func TestMuxPopupWaitsForItsClient(t *testing.T) {
+	chr := startChromium(t, "--disable-popup-blocking")
+	m := startMuxOn(t, chr.HTTP, mux.Config{})
+	var popupRequests atomic.Int32
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/popup" {
+			popupRequests.Add(1)
+		}
+		fmt.Fprintf(w, "<html><title>%s</title></html>", r.URL.Path)
+	}))
+	t.Cleanup(site.Close)
+	a := dialRaw(t, m.WSBase+"/client-a")
+	a.must("Target.setAutoAttach", map[string]any{"autoAttach": true, "waitForDebuggerOnStart": true, "flatten": true}, "", nil)
+	_, sa := a.createPage(site.URL + "/opener")
+	if _, err := a.evaluate(sa, `setTimeout(() => window.open(location.origin + "/popup")), 1`); err != nil {
+		t.Fatal(err)
+	}
+	type attached struct {
+		SessionID          string
+		WaitingForDebugger bool
+		TargetInfo         struct{ OpenerID, Type string }
+	}
+	var att attached
+	testkit.WaitFor(t, 10*time.Second, "the popup auto-attached to its opener's client", func() bool {
+		for _, e := range a.Events("Target.attachedToTarget") {
+			var ev attached
+			json.Unmarshal(e.Params, &ev)
+			if ev.TargetInfo.OpenerID != "" && ev.TargetInfo.Type == "page" {
+				att = ev
+				return true
+			}
+		}
+		return false
+	})
+	if !att.WaitingForDebugger {
+		t.Fatal("the popup reached its client running; want it paused (waitingForDebugger)")
+	}
+	time.Sleep(500 * time.Millisecond)
+	if n := popupRequests.Load(); n != 0 {
+		t.Fatalf("the popup's document was requested %d times before its client resumed it", n)
+	}
+	a.must("Runtime.runIfWaitingForDebugger", nil, att.SessionID, nil)
+	testkit.WaitFor(t, 10*time.Second, "the resumed popup loads", func() bool { return popupRequests.Load() == 1 })
 }
 
 func TestMuxOOPIFChildSessions(t *testing.T) {

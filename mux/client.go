@@ -78,6 +78,7 @@ type conn struct {
 	discoverFilter []targetFilter
 	autoAttach     bool
 	autoFilter     []targetFilter
+	autoWait       bool // its auto-attach asked for waitForDebuggerOnStart
 	downloadEvents bool
 }
 

@@ -86,7 +86,12 @@ func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
 		isNew := t == nil
 		if isNew {
 			t = &target{id: ti.TargetID}
+			// Chrome's paused auto-attach follows a new page's announcement (autoattach.go).
+			t.awaitAuto = m.autoOn && ti.Type == "page" && method == "Target.targetCreated"
 			m.addTargetLocked(t)
+		} else if method == "Target.targetInfoChanged" && m.attachFlipHiddenLocked(t, pr.TargetInfo) {
+			t.info = pr.TargetInfo
+			return
 		}
 		t.info = pr.TargetInfo
 		t.typ, t.url, t.opener, t.context, t.parentFrame = ti.Type, ti.URL, ti.OpenerID, ti.BrowserContextID, ti.ParentFrameID
@@ -128,6 +133,10 @@ func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
 		var ti targetInfo
 		json.Unmarshal(pr.TargetInfo, &ti)
 		t := m.targets[ti.TargetID]
+		if m.autoReplay || pr.WaitingForDebugger {
+			m.chromeAttachedLocked(t, pr.SessionID, pr.WaitingForDebugger, b)
+			return
+		}
 		if t != nil && t.owner != nil && t.owner.conn != nil && !t.closing {
 			m.sessions[pr.SessionID] = &session{id: pr.SessionID, owner: t.owner, target: t, root: t}
 			m.sendLocked(t.owner.conn, wholeFrame(b))

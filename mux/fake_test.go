@@ -29,22 +29,26 @@ type fakeBrowser struct {
 
 	mu sync.Mutex
 	// mu guards the fields below.
-	ws       *websocket.Conn
-	wmu      sync.Mutex // serialises writes to ws (the fake's only concurrency contract)
-	targets  map[string]*fakeTarget
-	order    []string
-	sessions map[string]string // session -> target
-	parents  map[string]string // session -> the session it was attached from ("" for the root)
-	casting  map[string]bool   // sessions with a screencast on
-	frames   int               // screencast frames sent
-	discover bool
-	next     int
-	received []fakeMsg
-	stall    map[string]bool // methods left unanswered
-	contexts []string        // created browser contexts
-	pongs    []string        // pong payloads received
-	extra    int             // pages (with tabs) that appear before the next created one, like a startup tab
-	conns    int
+	ws        *websocket.Conn
+	wmu       sync.Mutex // serialises writes to ws (the fake's only concurrency contract)
+	targets   map[string]*fakeTarget
+	order     []string
+	sessions  map[string]string // session -> target
+	parents   map[string]string // session -> the session it was attached from ("" for the root)
+	casting   map[string]bool   // sessions with a screencast on
+	frames    int               // screencast frames sent
+	discover  bool
+	auto      bool            // browser-level auto-attach on (Target.setAutoAttach)
+	autoWait  bool            // its new targets start paused
+	autoTypes map[string]bool // the target types it attaches
+	paused    map[string]bool // sessions whose target waits for runIfWaitingForDebugger
+	next      int
+	received  []fakeMsg
+	stall     map[string]bool // methods left unanswered
+	contexts  []string        // created browser contexts
+	pongs     []string        // pong payloads received
+	extra     int             // pages (with tabs) that appear before the next created one, like a startup tab
+	conns     int
 }
 
 type fakeTarget struct {
@@ -65,7 +69,7 @@ type fakeMsg struct {
 func newFakeBrowser(t *testing.T) *fakeBrowser {
 	t.Helper()
 	fb := &fakeBrowser{t: t, targets: map[string]*fakeTarget{}, sessions: map[string]string{}, parents: map[string]string{},
-		casting: map[string]bool{}, stall: map[string]bool{}}
+		casting: map[string]bool{}, stall: map[string]bool{}, paused: map[string]bool{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/json/version", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `{"Browser":"FakeChrome/1.0","Protocol-Version":"1.3","User-Agent":"fake","V8-Version":"1","WebKit-Version":"1","webSocketDebuggerUrl":"ws://%s/devtools/browser/fake"}`, r.Host)
@@ -99,7 +103,47 @@ func (fb *fakeBrowser) addPageLocked(url, opener string) string {
 		fb.sendLocked(`{"method":"Target.targetCreated","params":{"targetInfo":` + fb.targets[tab].info() + `}}`)
 		fb.sendLocked(`{"method":"Target.targetCreated","params":{"targetInfo":` + fb.targets[page].info() + `}}`)
 	}
+	for _, id := range []string{tab, page} {
+		if t := fb.targets[id]; fb.auto && fb.autoTypes[t.Type] {
+			fb.attachLocked(t, "", fb.autoWait)
+		}
+	}
 	return page
+}
+
+// attachLocked attaches a new session to t, announced on parent ("" for the browser) as Chrome does:
+// the flip of "attached" first, then the attach. A paused session waits for runIfWaitingForDebugger.
+func (fb *fakeBrowser) attachLocked(t *fakeTarget, parent string, paused bool) string {
+	fb.next++
+	sid := fmt.Sprintf("SESS%d", fb.next)
+	fb.sessions[sid] = t.ID
+	fb.parents[sid] = parent // Chrome announces a session on the session that asked for it
+	if paused {
+		fb.paused[sid] = true
+	}
+	if t.Attached++; t.Attached == 1 && fb.discover {
+		fb.sendLocked(`{"method":"Target.targetInfoChanged","params":{"targetInfo":` + t.info() + `}}`)
+	}
+	fb.sendLocked(withFakeSession(`{"method":"Target.attachedToTarget","params":{"sessionId":"`+sid+`","targetInfo":`+t.info()+`,"waitingForDebugger":`+strconv.FormatBool(paused)+`}}`, parent))
+	return sid
+}
+
+// fakeFilterTypes reads the target types a Target.TargetFilter includes (Chrome's default: pages only,
+// for the fake's tabs and pages).
+func fakeFilterTypes(f any) map[string]bool {
+	types := map[string]bool{}
+	entries, _ := f.([]any)
+	for _, e := range entries {
+		m, _ := e.(map[string]any)
+		typ, _ := m["type"].(string)
+		if exclude, _ := m["exclude"].(bool); !exclude && typ != "" {
+			types[typ] = true
+		}
+	}
+	if len(entries) == 0 {
+		types["page"] = true
+	}
+	return types
 }
 
 func (ft *fakeTarget) info() string {
@@ -122,6 +166,8 @@ func (fb *fakeBrowser) serveWS(w http.ResponseWriter, r *http.Request) {
 	fb.sessions = map[string]string{}
 	fb.parents = map[string]string{}
 	fb.casting = map[string]bool{}
+	fb.paused = map[string]bool{}
+	fb.auto = false
 	fb.conns++
 	fb.mu.Unlock()
 	ws.SetReadLimit(-1)
@@ -274,15 +320,29 @@ func (fb *fakeBrowser) handle(b []byte) {
 			replyErr(-32602, "No target with given id found")
 			return
 		}
-		fb.next++
-		sid := fmt.Sprintf("SESS%d", fb.next)
-		fb.sessions[sid] = t.ID
-		fb.parents[sid] = msg.SessionID // Chrome announces a session on the session that asked for it
-		if t.Attached++; t.Attached == 1 && fb.discover {
-			fb.sendLocked(`{"method":"Target.targetInfoChanged","params":{"targetInfo":` + t.info() + `}}`)
-		}
-		fb.sendLocked(withFakeSession(`{"method":"Target.attachedToTarget","params":{"sessionId":"`+sid+`","targetInfo":`+t.info()+`,"waitingForDebugger":false}}`, msg.SessionID))
+		sid := fb.attachLocked(t, msg.SessionID, false)
 		reply(`{"sessionId":"` + sid + `"}`)
+	case "Target.setAutoAttach":
+		if msg.SessionID != "" {
+			reply("{}") // a page session's auto-attach (frames, workers): nothing to attach in the fake
+			break
+		}
+		// Chrome's browser-level auto-attach: the existing matching targets now, each new one paused
+		// when asked (addPageLocked).
+		fb.auto, _ = p["autoAttach"].(bool)
+		fb.autoWait, _ = p["waitForDebuggerOnStart"].(bool)
+		fb.autoTypes = fakeFilterTypes(p["filter"])
+		if fb.auto {
+			for _, id := range fb.order {
+				if t := fb.targets[id]; fb.autoTypes[t.Type] {
+					fb.attachLocked(t, "", false)
+				}
+			}
+		}
+		reply("{}")
+	case "Runtime.runIfWaitingForDebugger":
+		delete(fb.paused, msg.SessionID)
+		reply("{}")
 	case "Target.detachFromTarget":
 		sid := str("sessionId")
 		if tid, ok := fb.sessions[sid]; ok {
@@ -412,6 +472,7 @@ func (fb *fakeBrowser) detachLocked(sid, tid string) {
 	delete(fb.sessions, sid)
 	delete(fb.parents, sid)
 	delete(fb.casting, sid)
+	delete(fb.paused, sid)
 	fb.sendLocked(withFakeSession(`{"method":"Target.detachedFromTarget","params":{"sessionId":"`+sid+`","targetId":"`+tid+`"}}`, parent))
 }
 

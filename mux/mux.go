@@ -55,6 +55,9 @@ type Mux struct {
 	tick     uint64             // logical clock for LRU
 	activity time.Time
 	fresh    bool // orphan cleanup still due (FreshLaunch, first connect)
+	// Chrome's auto-attach on this connection (autoattach.go): autoReplay while it replays the existing
+	// pages, autoOn once new pages arrive paused.
+	autoReplay, autoOn bool
 	// While the upstream reader routes a message (batching), frames for clients are queued quietly and
 	// their connections collected in kicked; the upstream reader writes them itself after unlocking (see
 	// conn.writeInline). Only the upstream reader goroutine sets batching or touches kicked.

@@ -486,7 +486,7 @@ func (m *Mux) Thumbnail(ctx context.Context, targetID string, maxWidth, quality 
 // "attached" its owner would see without the operator: whether the owner has a session on t. Only targets
 // an operator session ever attached to pay for it (a scan of the sessions).
 func (m *Mux) ownerInfoLocked(t *target, b []byte) []byte {
-	if !t.opSeen {
+	if !t.opSeen && !t.awaitAuto && t.lettingGo == 0 {
 		return b
 	}
 	return withAttached(b, m.ownerAttachedLocked(t))

@@ -24,6 +24,8 @@ type target struct {
 	held                                       bool  // claimed by the pending create: its events wait for the answer
 	opSeen                                     bool  // an operator session attached to it once (operatorBrowserEventLocked)
 	autoConn                                   *conn // the connection that got its virtual auto-attach
+	awaitAuto                                  bool  // a new page whose paused auto-attach from Chrome is due (autoattach.go)
+	lettingGo                                  int   // the mux's own sessions on it being let go (autoattach.go)
 }
 
 // session is a flat CDP session, owned by whoever attached (or by the owner of its parent session).

@@ -213,6 +213,7 @@ func (m *Mux) runConnection(up *upstream, version map[string]any) {
 	// Discovery of everything (tabs included) tells the mux every target and its opener; Chrome replays
 	// the existing ones as targetCreated before answering.
 	m.sendInternalLocked("Target.setDiscoverTargets", []byte(`{"discover":true,"filter":[{}]}`), "", nil)
+	m.startAutoAttachLocked(up)
 	if m.cfg.DownloadDir != "" {
 		m.sendInternalLocked("Browser.setDownloadBehavior", m.downloadParams(), "", nil)
 	}
@@ -347,7 +348,8 @@ func (m *Mux) upstreamLostLocked(up *upstream) {
 	}
 	clear(m.sessions)
 	for _, t := range m.targets {
-		t.autoConn = nil
+		t.autoConn, t.awaitAuto, t.lettingGo = nil, false, 0
 	}
+	m.autoReplay, m.autoOn = false, false
 	m.operatorLostLocked()
 }

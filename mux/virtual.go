@@ -65,12 +65,13 @@ func (m *Mux) deliverTargetEventLocked(t *target, b []byte) {
 
 // setAutoAttachLocked virtualises browser-level auto-attach per client. Chrome's is per connection and
 // shared by every client here: forwarding one client's setAutoAttach(false) would detach everyone's
-// sessions, and its waitForDebuggerOnStart would pause other clients' and humans' tabs. The mux never asks
-// Chrome to pause anything; it attaches the client to its own targets itself, before answering, as Chrome
-// would.
+// sessions, and its waitForDebuggerOnStart would pause other clients' and humans' tabs. The mux attaches
+// the client to its own targets itself, before answering, as Chrome would; a new page comes paused from
+// the mux's own auto-attach (autoattach.go).
 func (m *Mux) setAutoAttachLocked(c *conn, id []byte, p *cmdParams) {
 	c.autoAttach = p.AutoAttach
 	c.autoFilter = p.Filter
+	c.autoWait = p.WaitForDebuggerOnStart
 	park := &parked{c: c, f: resultFrame(id, "", []byte("{}")), ready: true}
 	if p.AutoAttach {
 		for _, t := range m.order {
@@ -103,8 +104,8 @@ func (m *Mux) autoAttachLocked(t *target, c *conn, park *parked) {
 // maybeAutoAttachLocked does the virtual auto-attach of t for its owner, when the owner asked for it.
 // Frames and dedicated workers are children: they attach inside their parent's session, as on Chrome.
 func (m *Mux) maybeAutoAttachLocked(t *target, park *parked) {
-	if t.owner == nil || t.closing {
-		return
+	if t.owner == nil || t.closing || t.awaitAuto {
+		return // a page with Chrome's paused auto-attach due gets that one (chromeAttachedLocked)
 	}
 	c := t.owner.conn
 	if c == nil || !c.autoAttach || t.autoConn == c || t.typ == "iframe" || t.typ == "worker" || t.typ == "browser" {

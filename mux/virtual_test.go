@@ -20,8 +20,10 @@ func TestAutoAttachVirtual(t *testing.T) {
 	if r.Error != nil {
 		t.Fatal(r.Error)
 	}
-	if n := len(fb.got("Target.setAutoAttach")); n != 0 {
-		t.Fatalf("setAutoAttach reached the browser %d times", n)
+	for _, got := range fb.got("Target.setAutoAttach") {
+		if string(got.Params) != string(upstreamAutoAttach) {
+			t.Fatalf("a client's setAutoAttach reached the browser: %s", got.Params)
+		}
 	}
 	att := pw.events("Target.attachedToTarget")
 	if len(att) != 1 || !strings.Contains(string(att[0].Params), pre) {

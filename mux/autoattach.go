@@ -1,0 +1,92 @@
+package mux
+
+import "bytes"
+
+// Chrome's own auto-attach on the mux's connection: every new page is attached to the mux paused
+// (waitForDebuggerOnStart), so that a client which asked Chrome to pause its new targets gets its popup
+// before the popup has run a line or loaded its document, as on Chrome. Without it a popup races its
+// client: playwright, told of a popup that already navigated, misses its load event. Each paused page goes
+// at once either to its owner (still paused when the owner asked for that) or back to running, with the
+// mux's session let go; no other tenant's page waits on a client.
+
+// upstreamAutoAttach asks Chrome to attach the mux to every page, paused. Pages only: tabs, workers and
+// frames go through the clients' own attaches and the virtual auto-attach as before.
+var upstreamAutoAttach = []byte(`{"autoAttach":true,"waitForDebuggerOnStart":true,"flatten":true,"filter":[{"type":"page"}]}`)
+
+// startAutoAttachLocked turns Chrome's auto-attach on for a new connection. It is sent after discovery:
+// pages Chrome replays as attached before the answer existed already and are let go (autoReplay); a page
+// announced after the answer is new and arrives paused. A browser that refuses it keeps the virtual
+// auto-attach alone.
+func (m *Mux) startAutoAttachLocked(up *upstream) {
+	m.autoReplay, m.autoOn = true, false
+	m.sendInternalLocked("Target.setAutoAttach", upstreamAutoAttach, "", func(_ []byte, failed bool) {
+		if m.up != up {
+			return
+		}
+		m.autoReplay, m.autoOn = false, !failed
+		if failed {
+			m.log.Info().Msg("browser refused Target.setAutoAttach: new pages are not paused for their clients")
+		}
+	})
+}
+
+// chromeAttachedLocked takes one of Chrome's auto-attaches (a browser-level attachedToTarget with
+// waitingForDebugger, or any attach while the replay runs): the owner's virtual auto-attach when it asked
+// for one and has none, else the page runs and the mux lets go. b is Chrome's event.
+func (m *Mux) chromeAttachedLocked(t *target, sid string, waiting bool, b []byte) {
+	if t != nil && !m.autoReplay {
+		t.awaitAuto = false
+		if c := m.autoAttachWantedLocked(t); c != nil {
+			t.autoConn = c
+			// Chrome announced the flip of "attached" before the attach, while it was the mux's: now it is
+			// the owner's, in Chrome's order.
+			m.deliverTargetEventLocked(t, eventFrame("Target.targetInfoChanged", targetInfoParams(t.info)).head)
+			m.sessions[sid] = &session{id: sid, owner: t.owner, target: t, root: t}
+			if waiting && !c.autoWait {
+				b = bytes.Replace(b, []byte(`"waitingForDebugger":true`), []byte(`"waitingForDebugger":false`), 1)
+				m.sendInternalLocked("Runtime.runIfWaitingForDebugger", nil, sid, nil)
+			}
+			m.sendLocked(c, wholeFrame(b))
+			return
+		}
+	}
+	m.letGoLocked(t, sid, waiting)
+}
+
+// autoAttachWantedLocked returns the connection that should get t's auto-attach: its owner's, when the
+// owner asked for auto-attach of t's type and t is neither held for a create (attached when the create is
+// answered) nor closing, nor already attached for it.
+func (m *Mux) autoAttachWantedLocked(t *target) *conn {
+	if t.owner == nil || t.held || t.closing || t.info == nil {
+		return nil
+	}
+	c := t.owner.conn
+	if c == nil || !c.autoAttach || t.autoConn == c || !filterMatch(c.autoFilter, t.typ) {
+		return nil
+	}
+	return c
+}
+
+// letGoLocked resumes a page the mux was attached to and detaches. Until the detach is answered, a change
+// of t's "attached" alone is the mux's and is not shown to the owner (attachFlipHiddenLocked).
+func (m *Mux) letGoLocked(t *target, sid string, waiting bool) {
+	if t == nil {
+		m.releaseSessionLocked(sid, waiting, true)
+		return
+	}
+	t.lettingGo++
+	if waiting {
+		m.sendInternalLocked("Runtime.runIfWaitingForDebugger", nil, sid, nil)
+	}
+	params := append(append([]byte(`{"sessionId":`), appendJSONString(nil, sid)...), '}')
+	m.sendInternalLocked("Target.detachFromTarget", params, "", func([]byte, bool) { t.lettingGo-- })
+}
+
+// attachFlipHiddenLocked reports whether info, a targetInfoChanged of t, changes nothing but "attached"
+// while that change is the mux's own session coming or going: then it is no event for the owner.
+func (m *Mux) attachFlipHiddenLocked(t *target, info []byte) bool {
+	if !m.autoReplay && !t.awaitAuto && t.lettingGo == 0 || t.info == nil {
+		return false
+	}
+	return bytes.Equal(withAttached(t.info, false), withAttached(info, false))
+}
