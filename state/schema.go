@@ -80,4 +80,21 @@ CREATE TABLE settings (
 	value  TEXT NOT NULL
 ) STRICT;
 `,
+	// 2: handoffs, an agent's request for a person's help (SPEC §11). store_id NULL is the web browser.
+	`
+CREATE TABLE handoffs (
+	id           TEXT PRIMARY KEY,
+	store_id     TEXT REFERENCES stores (id) ON DELETE CASCADE,
+	task_id      TEXT NOT NULL DEFAULT '',
+	client_id    TEXT NOT NULL,
+	bu_name      TEXT NOT NULL,
+	reason       TEXT NOT NULL,
+	status       TEXT NOT NULL CHECK (status IN ('pending', 'done', 'cant_help', 'timed_out', 'cancelled')),
+	note         TEXT NOT NULL DEFAULT '',
+	created_at   INTEGER NOT NULL,
+	deadline     INTEGER NOT NULL,
+	answered_at  INTEGER
+) STRICT;
+CREATE INDEX handoffs_status_deadline ON handoffs (status, deadline);
+`,
 }
