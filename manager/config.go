@@ -3,6 +3,7 @@ package manager
 import (
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -42,6 +43,8 @@ type Config struct {
 	ZiniaoClient      []string      // VIBE_ZINIAO_CLIENT, else the system's way (macOS: open -a ziniao); nil = never started
 	UIAddr            string        // VIBE_UI_ADDR (127.0.0.1:9399): the web UI's host:port; "" = off
 	UIAllowRemote     bool          // VIBE_UI_ALLOW_REMOTE: a non-loopback UIAddr is allowed
+	HandoffWaitMax    time.Duration // VIBE_HANDOFF_WAIT_MAX_S (3600): the longest an --ask-human waits
+	NotifyURL         string        // VIBE_NOTIFY_URL: where handoffs and alerts are POSTed; "" = nowhere
 
 	// muxTiming overrides the muxes' keepalive and reconnect timing; only tests set it (zero values keep
 	// the mux's defaults).
@@ -65,6 +68,7 @@ type knob struct {
 	optional **bool
 	address  *string // host:port, or "off" (stored as "")
 	defAddr  string
+	webURL   *string // an http(s) URL, or "" for none
 }
 
 // DefaultUIAddr is where the web UI listens unless VIBE_UI_ADDR says otherwise.
@@ -100,6 +104,8 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		{name: "VIBE_HEADLESS", optional: &c.Headless},
 		{name: "VIBE_UI_ADDR", address: &c.UIAddr, defAddr: DefaultUIAddr},
 		{name: "VIBE_UI_ALLOW_REMOTE", boolean: &c.UIAllowRemote},
+		{name: "VIBE_HANDOFF_WAIT_MAX_S", def: api.DefaultHandoffWaitMaxS, lo: 1, hi: 86400, seconds: &c.HandoffWaitMax},
+		{name: "VIBE_NOTIFY_URL", webURL: &c.NotifyURL},
 	}
 	for _, k := range knobs {
 		if err := k.parse(getenv(k.name)); err != nil {
@@ -127,6 +133,9 @@ func (k knob) parse(raw string) error {
 	raw = strings.TrimSpace(raw)
 	if k.address != nil {
 		return k.parseAddress(raw)
+	}
+	if k.webURL != nil {
+		return k.parseWebURL(raw)
 	}
 	if k.boolean != nil || k.optional != nil {
 		if raw == "" {
@@ -178,6 +187,20 @@ func (k knob) parseAddress(raw string) error {
 			"since the UI refuses requests whose Host is not its own address", k.name, raw)
 	}
 	*k.address = raw
+	return nil
+}
+
+// parseWebURL reads an http(s) URL knob; empty leaves it unset.
+func (k knob) parseWebURL(raw string) error {
+	if raw == "" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+		return fmt.Errorf("%s=%q is not an http(s) URL: want http://host[:port]/path or https://host[:port]/path "+
+			"(no user:password@; put a secret in the path or query), or leave it unset", k.name, raw)
+	}
+	*k.webURL = u.String()
 	return nil
 }
 

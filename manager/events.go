@@ -38,8 +38,9 @@ func (l *eventLog) list() []api.Event {
 	return append(append([]api.Event{}, l.ring[l.next:]...), l.ring[:l.next]...)
 }
 
-// note is the one place an event is recorded: logged at level, counted in vibe_events_total and kept for
-// the people watching. key is the browser's key (a store id or api.WebKey).
+// note is the one place an event is recorded: logged at level, counted in vibe_events_total, kept for
+// the people watching and, for the kinds that need a person, sent to VIBE_NOTIFY_URL. key is the browser's
+// key (a store id or api.WebKey).
 func (m *Manager) note(level zerolog.Level, kind, key string, ev api.Event) {
 	ev.At, ev.Kind = time.Now(), kind
 	if key != api.WebKey {
@@ -54,5 +55,9 @@ func (m *Manager) note(level zerolog.Level, kind, key string, ev api.Event) {
 	if ev.TaskID != "" {
 		line = line.Str("task", ev.TaskID)
 	}
+	if ev.Handoff != "" {
+		line = line.Str("handoff", ev.Handoff)
+	}
 	line.Msg(ev.Message)
+	m.notify.enqueue(ev)
 }

@@ -44,8 +44,10 @@ type Manager struct {
 	mu    sync.Mutex // mu guards byKey
 	byKey map[string]*slot
 
-	events eventLog   // the recent events (note)
-	ui     *ui.Server // the web UI; nil when VIBE_UI_ADDR=off
+	events   eventLog   // the recent events (note)
+	ui       *ui.Server // the web UI; nil when VIBE_UI_ADDR=off
+	handoffs handoffHub // wakes the shims waiting for a person (handoffs.go)
+	notify   *notifier  // POSTs the events that need a person to VIBE_NOTIFY_URL (notify.go)
 
 	leaseMu sync.Mutex           // leaseMu guards leased
 	leased  map[string]leaseMark // task id -> the lease touchTask last wrote
@@ -60,6 +62,8 @@ func newManager(ctx context.Context, cfg *Config, root zerolog.Logger, db *state
 		version: version, ctx: ctx, backends: newBackends(cfg, root),
 		byKey: map[string]*slot{}, leased: map[string]leaseMark{}}
 	m.metrics = newMetrics(m)
+	m.notify = newNotifier(cfg.NotifyURL, root.With().Str("component", "notify").Logger(), m.describeEvent)
+	m.metrics.registry.MustRegister(m.notify.sent, m.notify.failures, newHandoffMetrics(m))
 	return m
 }
 
@@ -142,6 +146,11 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 	loopsDone.Go(func() { m.idleLoop(loops) })
 	loopsDone.Go(func() { m.reapLoop(loops) })
 	loopsDone.Go(func() { m.leaseLoop(loops) })
+	loopsDone.Go(func() { m.handoffLoop(loops) })
+	notifyCtx, stopNotify := context.WithCancel(context.Background())
+	defer stopNotify()
+	var notifyDone sync.WaitGroup
+	notifyDone.Go(func() { m.notify.run(notifyCtx) })
 	uiCtx, stopUI := context.WithCancel(context.Background())
 	var uiDone sync.WaitGroup
 	uiURL := "off"
@@ -177,6 +186,8 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 	srvCtx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	_ = srv.Shutdown(srvCtx)
+	stopNotify() // after the quit barrier, whose events (a spent budget) may still be sent until here
+	notifyDone.Wait()
 	return nil
 }
 

@@ -42,6 +42,12 @@ func (m *Manager) routes() http.Handler {
 	handle("POST "+api.PathReap, m.handleReap)
 	handle("POST "+api.PathUILogin, m.handleUILogin)
 	handle("POST "+api.PathStoreLogin, m.handleStoreLogin)
+	handle("GET "+api.PathHandoffs, m.handleListHandoffs)
+	handle("POST "+api.PathHandoffs, m.handleCreateHandoff)
+	handle("GET "+api.PathHandoff, m.handleGetHandoff)
+	handle("GET "+api.PathHandoffWait, m.handleWaitHandoff)
+	handle("POST "+api.PathHandoffAnswer, m.handleAnswerHandoff)
+	handle("POST "+api.PathHandoffCancel, m.handleCancelHandoff)
 	mux.Handle("GET "+api.PathMetrics, m.metrics.handler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		m.writeError(w, r, fmt.Errorf("%w: no route %s %s", errNoRoute, r.Method, r.URL.Path))

@@ -56,6 +56,10 @@ func (s uiSource) StartBrowser(ctx context.Context, slug string) error {
 	return s.m.browserAction(ctx, sp, api.ActionStart)
 }
 
+func (s uiSource) AnswerHandoff(ctx context.Context, id, status, note string) (api.Handoff, error) {
+	return s.m.answerHandoff(ctx, id, api.HandoffAnswer{Status: status, Note: note})
+}
+
 // muxBrowser is a running browser's mux as the UI sees it: the mux's operator API, with its View as
 // the UI's interface.
 type muxBrowser struct{ *mux.Mux }

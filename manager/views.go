@@ -99,5 +99,10 @@ func (m *Manager) status(ctx context.Context) (api.Status, error) {
 	for _, t := range tasks {
 		st.Tasks = append(st.Tasks, taskView(t))
 	}
+	pending, err := m.db.ListHandoffs(ctx, state.HandoffPending)
+	if err != nil {
+		return api.Status{}, err
+	}
+	st.Handoffs = m.handoffViews(stores, pending)
 	return st, nil
 }

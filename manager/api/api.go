@@ -134,6 +134,8 @@ type Status struct {
 	Stores        []Store   `json:"stores"`
 	Browsers      []Browser `json:"browsers"`
 	Tasks         []Task    `json:"tasks"`
+	// Handoffs are the pending requests for a person's help, oldest first.
+	Handoffs []Handoff `json:"handoffs"`
 }
 
 // ReapResult says what a reaper pass did.
@@ -211,6 +213,7 @@ type Event struct {
 	BUName  string    `json:"bu_name,omitempty"`
 	TaskID  string    `json:"task_id,omitempty"`
 	Message string    `json:"message,omitempty"`
+	Handoff string    `json:"handoff,omitempty"` // the handoff's id, for its events
 }
 
 // UILogin is the answer of PathUILogin: a single-use code for the web UI and the URL that spends it.

@@ -27,6 +27,8 @@ type overview struct {
 	Summary   string       `json:"summary"`         // "2 stores · 1 browser running"
 	Attention int          `json:"attention"`       // listed events that need a person
 	Latest    string       `json:"latest"`          // the newest of them, in words
+	Handoffs  []handoffRow `json:"handoffs"`        // pending: agents waiting for a person, first on the page
+	Answered  string       `json:"-"`               // the confirmation after a person's answer (handleAnswer)
 	Browsers  []browserRow `json:"browsers"`
 	Tasks     []taskRow    `json:"tasks"`
 	Events    []eventRow   `json:"events"`
@@ -70,7 +72,8 @@ var taskOrder = []string{"running", "designing", "planned", "queued", "pending",
 func (s *Server) buildOverview(r *http.Request) overview {
 	now := s.cfg.Now()
 	st, err := s.cfg.Source.Status(r.Context())
-	ov := overview{Version: st.Version, Home: st.Home, Browsers: []browserRow{}, Tasks: []taskRow{}, Events: []eventRow{}}
+	ov := overview{Version: st.Version, Home: st.Home, Browsers: []browserRow{}, Tasks: []taskRow{}, Events: []eventRow{},
+		Handoffs: []handoffRow{}}
 	if err != nil {
 		ov.Error = "The manager could not say its status: " + err.Error()
 		return ov
@@ -80,6 +83,7 @@ func (s *Server) buildOverview(r *http.Request) overview {
 		stores[store.ID] = store
 	}
 	ov.Stores = len(st.Stores)
+	ov.Handoffs = s.handoffRows(r.Context(), st.Handoffs)
 	running := 0
 	// slugOf names a browser key's store; events of the web browser carry no store id.
 	slugOf := func(id string) string {
@@ -188,7 +192,9 @@ func duration(d time.Duration) string {
 }
 
 func (s *Server) handleOverview(w http.ResponseWriter, r *http.Request) {
-	s.render(w, http.StatusOK, "overview", s.buildOverview(r))
+	ov := s.buildOverview(r)
+	ov.Answered = answeredBanner(r.URL.Query())
+	s.render(w, http.StatusOK, "overview", ov)
 }
 
 // handleOverviewLive is the overview's one live channel (SSE).

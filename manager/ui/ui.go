@@ -35,6 +35,9 @@ type Source interface {
 	// StartBrowser starts that browser as `vibe-browser store start` does (a person's decision: the
 	// relaunch budget is forgiven). Its error is the manager's, written for a person.
 	StartBrowser(ctx context.Context, slug string) error
+	// AnswerHandoff records a person's answer to a pending handoff (api.HandoffDone or
+	// api.HandoffCantHelp, with an optional note), as `vibe-browser handoff done` does.
+	AnswerHandoff(ctx context.Context, id, status, note string) (api.Handoff, error)
 }
 
 // Errors of Source.Browser.
@@ -188,6 +191,7 @@ func (s *Server) newRoutes() http.Handler {
 	routes.HandleFunc("GET /store/{slug}/tab/{id}", s.handleTab)
 	routes.HandleFunc("GET /store/{slug}/tab/{id}/ws", s.handleTabSocket)
 	routes.HandleFunc("POST /store/{slug}/tab/{id}/close", s.handleCloseTab)
+	routes.HandleFunc("POST /handoffs/{id}/answer", s.handleAnswer)
 	routes.Handle("GET /assets/", s.assets)
 	routes.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.message(w, r, http.StatusNotFound, "Not found",

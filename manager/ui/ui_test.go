@@ -30,6 +30,9 @@ type fakeSource struct {
 	noStore  map[string]bool
 	startErr error
 	started  []string
+	// answers are AnswerHandoff's calls, "id status note"; answerErr is what they return.
+	answers   []string
+	answerErr error
 }
 
 func (f *fakeSource) Status(context.Context) (api.Status, error) {
@@ -61,6 +64,13 @@ func (f *fakeSource) StartBrowser(_ context.Context, slug string) error {
 	defer f.mu.Unlock()
 	f.started = append(f.started, slug)
 	return f.startErr
+}
+
+func (f *fakeSource) AnswerHandoff(_ context.Context, id, status, note string) (api.Handoff, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.answers = append(f.answers, id+" "+status+" "+note)
+	return api.Handoff{ID: id, Status: status, Note: note}, f.answerErr
 }
 
 func (f *fakeSource) set(fn func(*api.Status)) {

@@ -36,6 +36,61 @@ function eventRow(e) {
   return tr;
 }
 
+// handoffCard is a pending handoff, as the template draws it.
+function handoffCard(h) {
+  const art = el('article', 'handoff');
+  art.id = 'handoff-' + h.id;
+  art.dataset.id = h.id;
+  const store = link(h.store_href, h.store);
+  store.className = 'store';
+  const form = el('form', 'answer');
+  form.method = 'post';
+  form.action = '/handoffs/' + encodeURIComponent(h.id) + '/answer';
+  const note = el('input');
+  Object.assign(note, { type: 'text', name: 'note', maxLength: 4000,
+    placeholder: 'Note for the agent (optional): what you did, a code it needs…' });
+  note.setAttribute('aria-label', 'Note for the agent');
+  const done = el('button', '', 'Done');
+  Object.assign(done, { type: 'submit', name: 'status', value: 'done' });
+  const cant = el('button', 'danger', "Can't help");
+  Object.assign(cant, { type: 'submit', name: 'status', value: 'cant_help' });
+  form.append(note, ' ', done, ' ', cant);
+  art.append(el('p', 'reason', h.reason),
+    el('p', 'who', null, store, ' · task ', el('code', 'task', h.task), ' · session ', el('code', '', h.session),
+      ' · asked ', el('span', 'asked', h.asked), ' · ', el('span', 'left', h.left), ' · id ', el('code', '', h.id)),
+    el('ul', 'handoff-tabs'), el('p', 'no-tabs empty'), form);
+  updateHandoff(art, h);
+  return art;
+}
+
+// updateHandoff redraws what changes in a card, never its form: the person may be typing a note.
+function updateHandoff(art, h) {
+  art.querySelector('.asked').textContent = h.asked;
+  art.querySelector('.left').textContent = h.left;
+  art.querySelector('.handoff-tabs').replaceChildren(...h.tabs.map((t) =>
+    el('li', '', null, link(t.href, t.title || '(no title)'), ' ', el('span', 'url', t.url))));
+  const none = art.querySelector('.no-tabs');
+  none.textContent = h.no_tabs || '';
+  none.hidden = !h.no_tabs;
+}
+
+// renderHandoffs keeps the cards already shown in place (moving one would take the focus from its note),
+// appends new ones (they are the newest, so the order stays oldest first) and drops answered ones.
+function renderHandoffs(list) {
+  const box = document.getElementById('handoffs');
+  const shown = new Map([...box.children].map((a) => [a.dataset.id, a]));
+  const live = new Set(list.map((h) => h.id));
+  for (const [id, art] of shown) if (!live.has(id)) art.remove();
+  for (const h of list) {
+    const art = shown.get(h.id);
+    if (art) updateHandoff(art, h);
+    else box.append(handoffCard(h));
+  }
+  document.getElementById('handoffs-section').hidden = list.length === 0;
+  document.getElementById('handoffs-count').textContent = list.length + ' waiting';
+  document.title = (list.length ? '(' + list.length + ') ' : '') + 'Overview · vibe-browser';
+}
+
 function render(ov) {
   document.getElementById('version').textContent = ov.version;
   document.getElementById('home').textContent = ov.home;
@@ -44,6 +99,7 @@ function render(ov) {
   error.hidden = !ov.error;
   document.getElementById('attention').hidden = !ov.attention;
   document.getElementById('attention-text').textContent = ov.latest;
+  renderHandoffs(ov.handoffs);
   document.getElementById('summary').textContent = ov.summary;
   document.getElementById('no-stores').hidden = ov.stores > 0;
   fill('browsers', null, ov.browsers, browserRow);

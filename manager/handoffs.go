@@ -1,0 +1,395 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"vibebrowser/manager/api"
+	"vibebrowser/mux/clientid"
+	"vibebrowser/state"
+)
+
+// Handoffs: an agent asks a person for help (the shim's --ask-human) and waits; a person answers in the
+// web UI or with `vibe-browser handoff done`. State owns each handoff's status (one-way transitions out
+// of pending); this file turns requests into those transitions, wakes the waiting shims and expires
+// handoffs whose wait ran out.
+
+// handoffSweepMax is the longest the expiry loop sleeps with nothing due: a bound, not a schedule (it wakes
+// at the next deadline and whenever a handoff is made).
+const handoffSweepMax = time.Minute
+
+// handoffHub wakes the shims waiting on a handoff when it changes, and the expiry loop when one is made.
+// Its zero value is ready.
+type handoffHub struct {
+	mu      sync.Mutex               // mu guards the fields below
+	waiters map[string]chan struct{} // handoff id -> closed at its next change
+	kick    chan struct{}            // one pending wake-up of the expiry loop is enough: capacity 1
+}
+
+// watch returns a channel closed at the next change of handoff id. Take it before reading the handoff,
+// so a change in between is never missed.
+func (h *handoffHub) watch(id string) <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.waiters == nil {
+		h.waiters = map[string]chan struct{}{}
+	}
+	ch, ok := h.waiters[id]
+	if !ok {
+		ch = make(chan struct{})
+		h.waiters[id] = ch
+	}
+	return ch
+}
+
+// changed wakes everyone watching handoff id.
+func (h *handoffHub) changed(id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if ch, ok := h.waiters[id]; ok {
+		close(ch)
+		delete(h.waiters, id)
+	}
+}
+
+func (h *handoffHub) kicks() chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.kick == nil {
+		h.kick = make(chan struct{}, 1)
+	}
+	return h.kick
+}
+
+// wake tells the expiry loop that a deadline may have moved closer.
+func (h *handoffHub) wake() {
+	select {
+	case h.kicks() <- struct{}{}:
+	default: // one is already pending
+	}
+}
+
+// createHandoff is the shim's --ask-human: the request checked like an ensure, the task's lease renewed,
+// the handoff recorded with its deadline (the wait asked for, bounded by VIBE_HANDOFF_WAIT_MAX_S) and
+// announced (note: the overview, the log and VIBE_NOTIFY_URL).
+func (m *Manager) createHandoff(ctx context.Context, req api.HandoffRequest) (api.Handoff, error) {
+	if m.closing.Load() {
+		return api.Handoff{}, ErrShuttingDown
+	}
+	switch {
+	case !clientid.Valid(req.ClientID):
+		return api.Handoff{}, fmt.Errorf("%w: client_id %q must match %s", ErrBadRequest, req.ClientID, clientid.Form)
+	case !api.ValidBUName(req.BUName):
+		return api.Handoff{}, fmt.Errorf("%w: bu_name %q must match [A-Za-z0-9_-]{1,64}", ErrBadRequest, req.BUName)
+	case req.TaskID != "" && !api.ValidTaskID(req.TaskID):
+		return api.Handoff{}, fmt.Errorf("%w: task_id %q: want %s", ErrBadRequest, req.TaskID, api.TaskIDForm)
+	case strings.TrimSpace(req.Reason) == "":
+		return api.Handoff{}, fmt.Errorf("%w: the reason is empty: say what the person should do, e.g. --ask-human \"solve the captcha on the login page\"", ErrBadRequest)
+	case req.WaitS < 0:
+		return api.Handoff{}, fmt.Errorf("%w: wait_s %d is negative: want seconds to wait, or 0 for the default %d", ErrBadRequest, req.WaitS, api.DefaultHandoffWaitS)
+	}
+	if err := api.CheckHandoffText("reason", req.Reason, api.MaxHandoffReason); err != nil {
+		return api.Handoff{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	storeID, key := "", api.WebKey
+	switch req.Kind {
+	case api.KindStore:
+		s, err := m.db.GetStore(ctx, req.StoreID)
+		if errors.Is(err, state.ErrNotFound) {
+			err = fmt.Errorf("store %s no longer exists; this wrapper is stale (restart the manager to clean it up): %w",
+				req.StoreID, state.ErrNotFound)
+		}
+		if err != nil {
+			return api.Handoff{}, err
+		}
+		storeID, key = s.ID, s.ID
+	case api.KindWeb:
+	default:
+		return api.Handoff{}, fmt.Errorf("%w: kind %q: want store or web", ErrBadRequest, req.Kind)
+	}
+	if req.TaskID != "" {
+		if err := m.touchTask(ctx, req.TaskID, storeID); err != nil {
+			return api.Handoff{}, err
+		}
+	}
+	wait := time.Duration(req.WaitS) * time.Second
+	if wait == 0 {
+		wait = api.DefaultHandoffWaitS * time.Second
+	}
+	wait = min(wait, m.cfg.HandoffWaitMax)
+	h, err := m.db.CreateHandoff(ctx, state.Handoff{StoreID: storeID, TaskID: req.TaskID, ClientID: req.ClientID,
+		BUName: req.BUName, Reason: req.Reason, Deadline: time.Now().Add(wait)})
+	if err != nil {
+		return api.Handoff{}, err
+	}
+	m.handoffs.wake()
+	m.note(zerolog.WarnLevel, api.EventHandoffRequested, key, api.Event{TaskID: h.TaskID, BUName: h.BUName,
+		Message: h.Reason, Handoff: h.ID})
+	return m.handoffView(ctx, h)
+}
+
+// answerHandoff records a person's answer (done or can't help, with an optional note) and wakes the agent.
+func (m *Manager) answerHandoff(ctx context.Context, id string, a api.HandoffAnswer) (api.Handoff, error) {
+	var to state.HandoffStatus
+	switch a.Status {
+	case api.HandoffDone:
+		to = state.HandoffDone
+	case api.HandoffCantHelp:
+		to = state.HandoffCantHelp
+	default:
+		return api.Handoff{}, fmt.Errorf("%w: answer status %q: want %s or %s", ErrBadRequest, a.Status, api.HandoffDone, api.HandoffCantHelp)
+	}
+	if err := api.CheckHandoffText("note", a.Note, api.MaxHandoffNote); err != nil {
+		return api.Handoff{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	h, err := m.finishHandoff(ctx, id, to, strings.TrimSpace(a.Note))
+	if err != nil {
+		return api.Handoff{}, err
+	}
+	msg := "a person marked it done"
+	if to == state.HandoffCantHelp {
+		msg = "a person cannot help"
+	}
+	if h.Note != "" {
+		msg += ": " + h.Note
+	}
+	m.note(zerolog.InfoLevel, api.EventHandoffAnswered, handoffKey(h), api.Event{TaskID: h.TaskID, BUName: h.BUName,
+		Message: msg, Handoff: h.ID})
+	return m.handoffView(ctx, h)
+}
+
+// cancelHandoff withdraws a pending handoff: its agent stopped waiting (a signal to the shim).
+func (m *Manager) cancelHandoff(ctx context.Context, id string) (api.Handoff, error) {
+	h, err := m.finishHandoff(ctx, id, state.HandoffCancelled, "")
+	if err != nil {
+		return api.Handoff{}, err
+	}
+	m.note(zerolog.InfoLevel, api.EventHandoffCancelled, handoffKey(h), api.Event{TaskID: h.TaskID, BUName: h.BUName,
+		Message: "the agent stopped waiting: " + h.Reason, Handoff: h.ID})
+	return m.handoffView(ctx, h)
+}
+
+// finishHandoff moves a pending handoff on and wakes its waiters; a handoff that already moved on is a
+// conflict saying what became of it.
+func (m *Manager) finishHandoff(ctx context.Context, id string, to state.HandoffStatus, note string) (state.Handoff, error) {
+	h, err := m.db.FinishHandoff(ctx, id, to, note, time.Now())
+	if errors.Is(err, state.ErrConflict) {
+		return state.Handoff{}, fmt.Errorf("handoff %s is no longer pending: %s: %w", id, handoffOutcome(h), state.ErrConflict)
+	}
+	if err != nil {
+		return state.Handoff{}, err
+	}
+	m.handoffs.changed(id)
+	return h, nil
+}
+
+// handoffOutcome says in words what became of a handoff that is no longer pending.
+func handoffOutcome(h state.Handoff) string {
+	switch h.Status {
+	case state.HandoffDone:
+		return "a person already marked it done"
+	case state.HandoffCantHelp:
+		return "a person already answered that they cannot help"
+	case state.HandoffTimedOut:
+		return "nobody answered within the agent's wait, and the agent has moved on"
+	case state.HandoffCancelled:
+		return "the agent stopped waiting for it"
+	}
+	return string(h.Status)
+}
+
+// waitHandoff answers once handoff id is no longer pending, or after api.HandoffPoll with it still pending
+// (the shim asks again). Each wait renews the task's lease: an agent waiting for a person is still at work.
+func (m *Manager) waitHandoff(ctx context.Context, id string) (api.Handoff, error) {
+	pollEnd := time.Now().Add(api.HandoffPoll)
+	renewed := false
+	for {
+		changed := m.handoffs.watch(id)
+		h, err := m.db.GetHandoff(ctx, id)
+		if err != nil {
+			return api.Handoff{}, err
+		}
+		now := time.Now()
+		if h.Status == state.HandoffPending && !now.Before(h.Deadline) {
+			// It is due: this wait says so at once rather than at the loop's turn.
+			if err := m.expireHandoffs(ctx); err != nil {
+				return api.Handoff{}, err
+			}
+			continue
+		}
+		if h.Status != state.HandoffPending || !now.Before(pollEnd) {
+			return m.handoffView(ctx, h)
+		}
+		if h.TaskID != "" && !renewed {
+			renewed = true
+			if err := m.touchTask(ctx, h.TaskID, h.StoreID); err != nil {
+				m.log.Warn().Err(err).Str("handoff", h.ID).Msg("renew the lease of a task waiting for a person")
+			}
+		}
+		timer := time.NewTimer(min(h.Deadline.Sub(now), pollEnd.Sub(now)))
+		select {
+		case <-changed:
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return api.Handoff{}, ctx.Err()
+		case <-m.ctx.Done():
+			timer.Stop()
+			return api.Handoff{}, ErrShuttingDown
+		}
+		timer.Stop()
+	}
+}
+
+// expireHandoffs times out every pending handoff whose wait ran out, and says so.
+func (m *Manager) expireHandoffs(ctx context.Context) error {
+	expired, err := m.db.ExpireHandoffs(ctx, time.Now())
+	if err != nil {
+		return err
+	}
+	for _, h := range expired {
+		m.handoffs.changed(h.ID)
+		m.note(zerolog.WarnLevel, api.EventHandoffTimedOut, handoffKey(h), api.Event{TaskID: h.TaskID, BUName: h.BUName,
+			Message: "nobody answered in time: " + h.Reason, Handoff: h.ID})
+	}
+	return nil
+}
+
+// handoffLoop expires handoffs at their deadlines, also those whose shim is gone (killed, or its machine
+// asleep) and those that ran out while the manager was down.
+func (m *Manager) handoffLoop(ctx context.Context) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.handoffs.kicks():
+		case <-timer.C:
+		}
+		if err := m.expireHandoffs(ctx); err != nil && ctx.Err() == nil {
+			m.log.Error().Err(err).Msg("expire handoffs")
+		}
+		wait := handoffSweepMax
+		next, err := m.db.NextHandoffDeadline(ctx)
+		if err != nil {
+			m.log.Error().Err(err).Msg("find the next handoff deadline")
+		} else if !next.IsZero() {
+			wait = min(wait, max(time.Until(next), 10*time.Millisecond))
+		}
+		timer.Stop()
+		timer.Reset(wait)
+	}
+}
+
+// handoffKey is the browser key a handoff's events are noted under.
+func handoffKey(h state.Handoff) string {
+	if h.StoreID == "" {
+		return api.WebKey
+	}
+	return h.StoreID
+}
+
+// listHandoffs returns the handoffs in status ("" for every one), oldest first.
+func (m *Manager) listHandoffs(ctx context.Context, status string) ([]api.Handoff, error) {
+	if status != "" && !validHandoffStatus(status) {
+		return nil, fmt.Errorf("%w: status %q: want one of pending done cant_help timed_out cancelled, or none for all",
+			ErrBadRequest, status)
+	}
+	hs, err := m.db.ListHandoffs(ctx, state.HandoffStatus(status))
+	if err != nil {
+		return nil, err
+	}
+	stores, err := m.db.ListStores(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return m.handoffViews(stores, hs), nil
+}
+
+func validHandoffStatus(s string) bool {
+	for _, st := range state.HandoffStatuses {
+		if string(st) == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *Manager) handoffView(ctx context.Context, h state.Handoff) (api.Handoff, error) {
+	var stores []state.Store
+	if h.StoreID != "" {
+		s, err := m.db.GetStore(ctx, h.StoreID)
+		if err != nil && !errors.Is(err, state.ErrNotFound) {
+			return api.Handoff{}, err
+		}
+		stores = append(stores, s)
+	}
+	return m.handoffViews(stores, []state.Handoff{h})[0], nil
+}
+
+// handoffViews are handoffs as the API prints them, their stores named by slug from stores.
+func (m *Manager) handoffViews(stores []state.Store, hs []state.Handoff) []api.Handoff {
+	slugs := map[string]string{}
+	for _, s := range stores {
+		slugs[s.ID] = s.Slug
+	}
+	out := make([]api.Handoff, 0, len(hs))
+	for _, h := range hs {
+		v := api.Handoff{ID: h.ID, Status: string(h.Status), Store: "web", StoreID: h.StoreID, TaskID: h.TaskID,
+			ClientID: h.ClientID, BUName: h.BUName, Reason: h.Reason, Note: h.Note, CreatedAt: h.CreatedAt,
+			Deadline: h.Deadline, AnsweredAt: h.AnsweredAt, WaitS: int(h.Deadline.Sub(h.CreatedAt).Round(time.Second) / time.Second)}
+		if h.StoreID != "" {
+			v.Store = slugs[h.StoreID]
+			if v.Store == "" {
+				v.Store = h.StoreID
+			}
+		}
+		v.URL = m.uiLink("/#handoff-" + h.ID)
+		out = append(out, v)
+	}
+	return out
+}
+
+// uiLink is the web UI's address of path, or "" with the UI off.
+func (m *Manager) uiLink(path string) string {
+	if m.ui == nil {
+		return ""
+	}
+	return m.ui.URL() + path
+}
+
+// handoffMetrics counts the handoffs in state by status (vibe_handoffs), read at each scrape: the counts
+// survive restarts, as the handoffs do.
+type handoffMetrics struct {
+	m    *Manager
+	desc *prometheus.Desc
+}
+
+func newHandoffMetrics(m *Manager) handoffMetrics {
+	return handoffMetrics{m: m, desc: prometheus.NewDesc("vibe_handoffs",
+		"Handoffs (agents' requests for a person's help) in state, by status: pending, done, cant_help, timed_out, cancelled.",
+		[]string{"status"}, nil)}
+}
+
+func (c handoffMetrics) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c handoffMetrics) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	counts, err := c.m.db.CountHandoffs(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.desc, err)
+		return
+	}
+	for _, s := range state.HandoffStatuses {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(counts[s]), string(s))
+	}
+}

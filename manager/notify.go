@@ -1,0 +1,177 @@
+package manager
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"vibebrowser/manager/api"
+)
+
+// notifyKinds are the events a person is told about at VIBE_NOTIFY_URL: each needs someone.
+var notifyKinds = map[string]bool{
+	api.EventHandoffRequested:   true,
+	api.EventWedgeUnrecoverable: true,
+	api.EventBudgetSpent:        true,
+}
+
+// Bounds of a notification: each POST is bounded by notifyTimeout and tried notifyAttempts times in all,
+// waiting notifyBackoff, then twice that, … in between.
+const (
+	notifyTimeout  = 5 * time.Second
+	notifyAttempts = 4
+	notifyBackoff  = time.Second
+)
+
+// notifyQueue is how many notifications may wait for the sender: a burst (every store's budget spent at
+// once, a dozen agents asking at the same moment) fits; beyond it the newest is dropped, logged and
+// counted, because note() may run under a store's lock and must never wait for a web server.
+const notifyQueue = 64
+
+// Notification is the JSON body POSTed to VIBE_NOTIFY_URL.
+type Notification struct {
+	Kind    string    `json:"kind"`  // handoff_requested, wedge_unrecoverable or relaunch_budget_spent
+	Store   string    `json:"store"` // the store's slug, "web" for the web browser
+	Task    string    `json:"task,omitempty"`
+	Session string    `json:"bu_name,omitempty"`
+	Reason  string    `json:"reason"` // the agent's reason, or what happened
+	Handoff string    `json:"handoff,omitempty"`
+	URL     string    `json:"url,omitempty"` // where to act in the web UI; empty with the UI off
+	At      time.Time `json:"at"`
+}
+
+// notifier POSTs notifications to one URL from one goroutine (run), so nothing that notes an event ever
+// waits for the receiver. Its zero url disables it.
+type notifier struct {
+	url      string
+	client   *http.Client
+	log      zerolog.Logger
+	queue    chan api.Event
+	describe func(context.Context, api.Event) Notification // the payload, built in the sender (it reads state)
+	backoff  time.Duration                                 // notifyBackoff; tests shorten it
+
+	sent     prometheus.Counter
+	failures *prometheus.CounterVec
+}
+
+func newNotifier(url string, log zerolog.Logger, describe func(context.Context, api.Event) Notification) *notifier {
+	n := &notifier{url: url, client: &http.Client{Timeout: notifyTimeout}, log: log,
+		queue: make(chan api.Event, notifyQueue), describe: describe, backoff: notifyBackoff,
+		sent: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "vibe_notify_sent_total", Help: "Notifications VIBE_NOTIFY_URL accepted (a 2xx answer).",
+		}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vibe_notify_failures_total",
+			Help: "Notifications given up on: after every attempt failed (gave_up), or dropped with the queue full (queue_full).",
+		}, []string{"reason"}),
+	}
+	n.failures.WithLabelValues("gave_up")
+	n.failures.WithLabelValues("queue_full")
+	return n
+}
+
+// enqueue hands ev to the sender without waiting; it drops ev when the queue is full.
+func (n *notifier) enqueue(ev api.Event) {
+	if n.url == "" || !notifyKinds[ev.Kind] {
+		return
+	}
+	select {
+	case n.queue <- ev:
+	default:
+		n.failures.WithLabelValues("queue_full").Inc()
+		n.log.Error().Str("kind", ev.Kind).Int("queue", notifyQueue).Msg("notification dropped: the queue to VIBE_NOTIFY_URL is full")
+	}
+}
+
+// run sends queued notifications until ctx ends; what is still queued then is dropped (said in the log).
+func (n *notifier) run(ctx context.Context) {
+	if n.url == "" {
+		return
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			if left := len(n.queue); left > 0 {
+				n.log.Warn().Int("dropped", left).Msg("the manager is stopping: queued notifications are not sent")
+			}
+			return
+		case ev := <-n.queue:
+			n.send(ctx, n.describe(ctx, ev))
+		}
+	}
+}
+
+// send POSTs one notification, retrying with backoff; the last failure is logged and counted.
+func (n *notifier) send(ctx context.Context, note Notification) {
+	body, err := json.Marshal(note)
+	if err != nil {
+		panic(err) // a Notification always encodes
+	}
+	wait := n.backoff
+	for attempt := 1; ; attempt++ {
+		err = n.post(ctx, body)
+		if err == nil {
+			n.sent.Inc()
+			return
+		}
+		if attempt == notifyAttempts || ctx.Err() != nil {
+			break
+		}
+		n.log.Debug().Err(err).Int("attempt", attempt).Str("kind", note.Kind).Msg("notification failed; retrying")
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
+	n.failures.WithLabelValues("gave_up").Inc()
+	n.log.Error().Err(err).Str("kind", note.Kind).Str("store", note.Store).Int("attempts", notifyAttempts).
+		Msg("could not deliver a notification to VIBE_NOTIFY_URL")
+}
+
+func (n *notifier) post(ctx context.Context, body []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, notifyTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "vibe-browser")
+	resp, err := n.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("VIBE_NOTIFY_URL answered %s", resp.Status)
+	}
+	return nil
+}
+
+// describeEvent is an event as a notification: its store named by slug, and where to act in the web UI
+// (the handoff on the overview, else the store's page).
+func (m *Manager) describeEvent(ctx context.Context, ev api.Event) Notification {
+	n := Notification{Kind: ev.Kind, Store: "web", Task: ev.TaskID, Session: ev.BUName, Reason: ev.Message,
+		Handoff: ev.Handoff, At: ev.At}
+	if ev.StoreID != "" {
+		n.Store = ev.StoreID
+		if s, err := m.db.GetStore(ctx, ev.StoreID); err == nil {
+			n.Store = s.Slug
+		}
+	}
+	if ev.Handoff != "" {
+		n.URL = m.uiLink("/#handoff-" + ev.Handoff)
+	} else {
+		n.URL = m.uiLink("/store/" + n.Store)
+	}
+	return n
+}

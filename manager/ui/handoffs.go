@@ -1,0 +1,110 @@
+package ui
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"vibebrowser/manager/api"
+)
+
+// handoffRow is a pending handoff on the overview: what the agent asks, and its tabs one click away.
+type handoffRow struct {
+	ID        string       `json:"id"`
+	Store     string       `json:"store"` // slug, "web"
+	StoreHref string       `json:"store_href"`
+	Task      string       `json:"task"` // "–" without a task
+	Session   string       `json:"session"`
+	Reason    string       `json:"reason"`
+	Asked     string       `json:"asked"` // "4 min ago"
+	Left      string       `json:"left"`  // "11 min left"
+	Tabs      []handoffTab `json:"tabs"`
+	NoTabs    string       `json:"no_tabs,omitempty"` // why no tab is listed, for a person
+}
+
+type handoffTab struct {
+	Title string `json:"title"`
+	URL   string `json:"url"`
+	Href  string `json:"href"`
+}
+
+// handoffRows are the status's pending handoffs, each with the page tabs of the asking task's clients
+// (the asking one and the task's other slots), read from its browser's mux.
+func (s *Server) handoffRows(ctx context.Context, hs []api.Handoff) []handoffRow {
+	now := s.cfg.Now()
+	rows := make([]handoffRow, 0, len(hs))
+	browsers := map[string]Browser{} // by slug; nil when not running
+	for _, h := range hs {
+		row := handoffRow{ID: h.ID, Store: h.Store, StoreHref: "/store/" + url.PathEscape(h.Store), Task: "–",
+			Session: h.BUName, Reason: h.Reason, Asked: duration(now.Sub(h.CreatedAt)) + " ago", Tabs: []handoffTab{}}
+		if h.TaskID != "" {
+			row.Task = h.TaskID
+		}
+		if left := h.Deadline.Sub(now); left > 0 {
+			row.Left = duration(left) + " left"
+		} else {
+			row.Left = "time is up"
+		}
+		br, seen := browsers[h.Store]
+		if !seen {
+			br, _ = s.cfg.Source.Browser(ctx, h.Store)
+			browsers[h.Store] = br
+		}
+		if br == nil {
+			row.NoTabs = "The browser is not running: open the store page to start it."
+			rows = append(rows, row)
+			continue
+		}
+		for _, c := range br.Clients() {
+			if !ofHandoff(c.ID, h) {
+				continue
+			}
+			for _, t := range c.Tabs {
+				if t.Type == "page" {
+					row.Tabs = append(row.Tabs, handoffTab{Title: t.Title, URL: t.URL,
+						Href: row.StoreHref + "/tab/" + url.PathEscape(t.ID)})
+				}
+			}
+		}
+		if len(row.Tabs) == 0 {
+			row.NoTabs = "This session has no tabs open; the store page shows every tab of the browser."
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// ofHandoff reports whether mux client id is the asking session or another slot of the same task.
+func ofHandoff(id string, h api.Handoff) bool {
+	if id == h.ClientID {
+		return true
+	}
+	return h.TaskID != "" && (id == h.TaskID || strings.HasPrefix(id, h.TaskID+"-w"))
+}
+
+// handleAnswer is a person's answer from the overview: the form's "status" button (done, cant_help) and
+// its optional note. It goes back to the overview, which says the answer was sent.
+func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	h, err := s.cfg.Source.AnswerHandoff(r.Context(), id, r.FormValue("status"), r.FormValue("note"))
+	if err != nil {
+		s.message(w, r, http.StatusConflict, "This answer was not sent", err.Error(),
+			"Go back to the overview: it lists the handoffs still waiting for you.", "/")
+		return
+	}
+	s.cfg.Log.Info().Str("handoff", h.ID).Str("status", h.Status).Msg("a person answered a handoff in the web UI")
+	http.Redirect(w, r, "/?answered="+url.QueryEscape(h.ID)+"&status="+url.QueryEscape(h.Status), http.StatusSeeOther)
+}
+
+// answeredBanner is the overview's confirmation after handleAnswer's redirect, from its query.
+func answeredBanner(q url.Values) string {
+	id := q.Get("answered")
+	if id == "" {
+		return ""
+	}
+	if q.Get("status") == api.HandoffCantHelp {
+		return "The agent of handoff " + id + " now knows that you cannot help; it records the step as blocked."
+	}
+	return "Your answer reached the agent of handoff " + id + ": it goes on with its task."
+}
