@@ -19,4 +19,10 @@ const (
 	ExitNoRealCLI = 127
 	// ExitTimeout: the call timed out; the session's daemon was reloaded. Re-issue the call if it is safe.
 	ExitTimeout = 142
+	// ExitNoAnswer: --ask-human waited and nobody answered in time. Record the step as blocked on a person
+	// (with what was asked) and go on with what does not need it; never re-ask in a loop.
+	ExitNoAnswer = 79
+	// ExitCantHelp: --ask-human got an answer: the person cannot help (their note, if any, is on stdout).
+	// Do not ask again for this step: record it as blocked on a person.
+	ExitCantHelp = 80
 )

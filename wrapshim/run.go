@@ -62,6 +62,9 @@ func (s *shim) run(args, environ []string) int {
 			"attached. Put the store's wrapper first on PATH with eval \"$(vibe-browser env --store STORE --task "+
 			"$VIBE_TASK_ID)\" (or --web for the store-less web browser), then call browser-use again")
 	}
+	if wantsHuman(args) {
+		return s.askHuman(args, environ)
+	}
 	call, err := Plan(cfg, args, environ)
 	if err != nil {
 		return s.fail(ExitUsage, "%v", err)
@@ -129,21 +132,35 @@ func (s *shim) ensure(call *Call) (string, error) {
 		req.Kind, req.StoreID = api.KindWeb, ""
 	}
 	client := api.NewClient(s.cfg.ManagerSocket)
+	var resp api.EnsureResponse
+	err := dialRetry(func() (err error) {
+		resp, err = client.EnsureSession(ctx, req)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	if resp.CDPWS == "" {
+		return "", errors.New("the manager answered without an endpoint")
+	}
+	return resp.CDPWS, nil
+}
+
+// dialRetry runs call, again while the manager is unreachable, for managerDialWindow. The manager's own
+// refusal is returned as its message alone.
+func dialRetry(call func() error) error {
 	deadline := time.Now().Add(managerDialWindow)
 	for delay := 25 * time.Millisecond; ; delay = min(2*delay, 500*time.Millisecond) {
-		resp, err := client.EnsureSession(ctx, req)
+		err := call()
 		if err == nil {
-			if resp.CDPWS == "" {
-				return "", errors.New("the manager answered without an endpoint")
-			}
-			return resp.CDPWS, nil
+			return nil
 		}
 		var apiErr *api.Error
 		if errors.As(err, &apiErr) {
-			return "", errors.New(apiErr.Message)
+			return errors.New(apiErr.Message)
 		}
 		if !errors.Is(err, api.ErrUnreachable) || time.Now().Add(delay).After(deadline) {
-			return "", err
+			return err
 		}
 		time.Sleep(delay)
 	}

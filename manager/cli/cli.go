@@ -38,6 +38,7 @@ type CLI struct {
 	Env     EnvCmd     `cmd:"" help:"Print the shell lines that put a store's browser-use wrapper on an agent's PATH."`
 	Reap    ReapCmd    `cmd:"" help:"Run one daemon-reaper pass now (stops browser-use daemons of ended tasks)."`
 	UI      UICmd      `cmd:"" name:"ui" help:"Print a one-time login link to the web UI (--open opens it)."`
+	Handoff HandoffCmd `cmd:"" help:"List and answer agents' requests for a person's help (browser-use --ask-human)."`
 	Service ServiceCmd `cmd:"" help:"Install or remove the systemd unit / launchd plist that runs the manager."`
 	Version VersionCmd `cmd:"" help:"Print the version."`
 }

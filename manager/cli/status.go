@@ -42,6 +42,12 @@ func (c *StatusCmd) Run(g *globals) error {
 		}
 		w.Flush()
 	}
+	if n := len(st.Handoffs); n > 0 {
+		fmt.Fprintf(g.stdout, "\n%s waiting for a person (answer with vibe-browser handoff done ID):\n", plural(n, "handoff"))
+		printHandoffs(g.stdout, st.Handoffs, false)
+	} else {
+		fmt.Fprintln(g.stdout, "\nno handoff is waiting for a person")
+	}
 	return nil
 }
 
