@@ -55,6 +55,7 @@ type notifier struct {
 	log      zerolog.Logger
 	queue    chan api.Event
 	describe func(context.Context, api.Event) Notification // the payload, built in the sender (it reads state)
+	timeout  time.Duration                                 // notifyTimeout; tests shorten it
 	backoff  time.Duration                                 // notifyBackoff; tests shorten it
 
 	sent     prometheus.Counter
@@ -62,8 +63,8 @@ type notifier struct {
 }
 
 func newNotifier(url string, log zerolog.Logger, describe func(context.Context, api.Event) Notification) *notifier {
-	n := &notifier{url: url, client: &http.Client{Timeout: notifyTimeout}, log: log,
-		queue: make(chan api.Event, notifyQueue), describe: describe, backoff: notifyBackoff,
+	n := &notifier{url: url, client: &http.Client{}, log: log, queue: make(chan api.Event, notifyQueue),
+		describe: describe, timeout: notifyTimeout, backoff: notifyBackoff,
 		sent: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "vibe_notify_sent_total", Help: "Notifications VIBE_NOTIFY_URL accepted (a 2xx answer).",
 		}),
@@ -137,7 +138,7 @@ func (n *notifier) send(ctx context.Context, note Notification) {
 }
 
 func (n *notifier) post(ctx context.Context, body []byte) error {
-	ctx, cancel := context.WithTimeout(ctx, notifyTimeout)
+	ctx, cancel := context.WithTimeout(ctx, n.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.url, bytes.NewReader(body))
 	if err != nil {
