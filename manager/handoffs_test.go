@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -182,7 +180,7 @@ func TestHandoffLifecycle(t *testing.T) {
 	if pending, err := c.ListHandoffs(bg, api.HandoffPending); err != nil || len(pending) != 0 {
 		t.Errorf("ListHandoffs(pending) = %+v, %v; want none left", pending, err)
 	}
-	metrics := scrape(t, d)
+	metrics := testkit.Metrics(t, filepath.Join(d.home, api.SocketRel))
 	for _, line := range []string{`vibe_handoffs{status="pending"} 0`, `vibe_handoffs{status="done"} 1`,
 		`vibe_handoffs{status="timed_out"} 1`, `vibe_handoffs{status="cant_help"} 1`, `vibe_handoffs{status="cancelled"} 1`,
 		`vibe_events_total{kind="handoff_requested"} 4`} {
@@ -229,23 +227,6 @@ func TestHandoffSurvivesRestart(t *testing.T) {
 		got, err := d.client.GetHandoff(bg, lapsed.ID)
 		return err == nil && got.Status == api.HandoffTimedOut
 	})
-}
-
-func scrape(t *testing.T, d *daemon) string {
-	t.Helper()
-	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, "unix", filepath.Join(d.home, api.SocketRel))
-	}}}
-	resp, err := client.Get("http://manager" + api.PathMetrics)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(body)
 }
 
 func TestNotifyURLGetsHandoffsAndWedges(t *testing.T) {

@@ -84,14 +84,13 @@ func TestNotifierSendsTheKindsThatNeedAPerson(t *testing.T) {
 func TestNotifierRetriesThenGivesUp(t *testing.T) {
 	tests := []struct {
 		name     string
-		handler  http.HandlerFunc
-		failures int32 // answers that fail before one succeeds; notifyAttempts or more: never
+		failures int32 // answers that fail (500) before one succeeds; notifyAttempts: never; -1: each hangs
 		sent     float64
 		gaveUp   float64
 	}{
-		{"500 every time", nil, notifyAttempts, 0, 1},
-		{"500 then 200", nil, 2, 1, 0},
-		{"hangs every time", nil, -1, 0, 1},
+		{"500 every time", notifyAttempts, 0, 1},
+		{"500 then 200", 2, 1, 0},
+		{"hangs every time", -1, 0, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

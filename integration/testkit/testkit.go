@@ -1,4 +1,4 @@
-// Package testkit holds the helpers every test package shares: waiting for a condition and a test logger.
+// Package testkit holds the helpers every test package shares: waiting for a condition, a test logger and reading a manager's metrics.
 package testkit
 
 import (
