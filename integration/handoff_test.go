@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -168,6 +169,9 @@ func TestHandoffThroughTheWrapper(t *testing.T) {
 	note := "Solved it; the order page is open again"
 	page.send("answer " + h.ID + " done " + note)
 	ans := page.expect("answered")
+	if ans["refused"] != "" {
+		t.Fatalf("the UI refused the answer: %v", ans["refused"])
+	}
 	if ans["kept"] != note || ans["still"] != false || !strings.Contains(ans["banner"].(string), h.ID) {
 		t.Errorf("after Done: %v; want the typed note kept through the live updates, the card gone and a confirmation", ans)
 	}
@@ -218,6 +222,8 @@ func TestHandoffThroughTheWrapper(t *testing.T) {
 	// A SIGTERM to the waiting shim withdraws its handoff.
 	quitter := m.askHuman("acme-shop", taskA, "--ask-human", "check the payout settings")
 	hq := m.pending("acme-shop-a1a1a1a1")
+	page.send("wait-handoff " + hq.ID)
+	page.expect("handoff")
 	quitter.cmd.Process.Signal(syscall.SIGTERM)
 	if code := quitter.exit(t, 10*time.Second); code != 128+int(syscall.SIGTERM) || !strings.Contains(quitter.stderr.String(), "cancelled handoff "+hq.ID) {
 		t.Errorf("SIGTERM: exit %d, stderr %q; want 143 saying the handoff was cancelled", code, quitter.stderr.String())
@@ -254,6 +260,9 @@ func TestHandoffSurvivesManagerKill(t *testing.T) {
 	m.cli("store", "add", "Acme Shop")
 	agent := m.askHuman("acme-shop", taskB, "--ask-human", "confirm it's you on the bank page", "--wait", "120")
 	h := m.pending("acme-shop-b2b2b2b2")
+	testkit.WaitFor(t, 5*time.Second, "the shim to wait", func() bool {
+		return strings.Contains(agent.stderr.String(), "waiting up to 120 s")
+	})
 	m.cmd.Process.Kill()
 	m.cmd.Wait()
 	testkit.WaitFor(t, 10*time.Second, "the shim to notice the manager is gone", func() bool {
@@ -355,17 +364,21 @@ func TestNotifyURLGetsHandoffsAndWedges(t *testing.T) {
 // the agents nothing: the handoff is registered and the wedged session gives up in their usual time, and
 // the failures are counted.
 func TestNotifyURLThatHangsOrFailsNeverDelaysTheAgent(t *testing.T) {
-	tests := []struct {
-		name    string
-		handler http.HandlerFunc
-	}{
-		{"hangs", func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }},
-		{"500", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "down", http.StatusInternalServerError) }},
-	}
-	for _, tt := range tests {
+	for _, tt := range []struct{ name string }{{"hangs"}, {"500"}} {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := httptest.NewServer(tt.handler)
-			t.Cleanup(func() { srv.CloseClientConnections(); srv.Close() })
+			release := make(chan struct{}) // closed when the test ends: the hanging receiver lets go
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if tt.name == "500" {
+					http.Error(w, "down", http.StatusInternalServerError)
+					return
+				}
+				io.Copy(io.Discard, r.Body) // so the server notices the manager giving up (r.Context)
+				select {
+				case <-r.Context().Done():
+				case <-release:
+				}
+			}))
+			t.Cleanup(func() { close(release); srv.Close() })
 			m := startManager(t, "VIBE_NOTIFY_URL="+srv.URL, "VIBE_CALL_TIMEOUT_S=1")
 			m.cli("store", "add", "Acme Shop")
 			for range 3 { // more than the sender can get through while the receiver hangs

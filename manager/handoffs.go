@@ -237,9 +237,9 @@ func (m *Manager) waitHandoff(ctx context.Context, id string) (api.Handoff, erro
 		select {
 		case <-changed:
 		case <-timer.C:
-		case <-ctx.Done():
+		case <-ctx.Done(): // the shim left (or was stopped): nobody reads this answer, so it is not an error
 			timer.Stop()
-			return api.Handoff{}, ctx.Err()
+			return m.handoffView(context.WithoutCancel(ctx), h)
 		case <-m.ctx.Done():
 			timer.Stop()
 			return api.Handoff{}, ErrShuttingDown

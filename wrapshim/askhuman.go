@@ -170,6 +170,10 @@ func (s *shim) awaitAnswer(ctx context.Context, client *api.Client, h api.Handof
 		if ctx.Err() != nil {
 			return s.cancelled(client, h, interrupted())
 		}
+		if err == nil && lost {
+			lost = false
+			fmt.Fprintf(s.stderr, "browser-use: the manager is back; handoff %s is still there\n", h.ID)
+		}
 		switch {
 		case err == nil && got.Status != api.HandoffPending:
 			return s.answered(got)
@@ -180,9 +184,6 @@ func (s *shim) awaitAnswer(ctx context.Context, client *api.Client, h api.Handof
 			lost = true
 			fmt.Fprintf(s.stderr, "browser-use: lost the manager while waiting for handoff %s (%v); still waiting, "+
 				"it is kept across a manager restart\n", h.ID, err)
-		case err == nil && lost:
-			lost = false
-			fmt.Fprintf(s.stderr, "browser-use: the manager is back; still waiting for handoff %s\n", h.ID)
 		}
 		if time.Now().After(deadline.Add(noAnswerGrace)) {
 			return s.noAnswer(h, " (the manager could not be reached to close it; it times it out itself)")

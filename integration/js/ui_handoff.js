@@ -70,16 +70,23 @@ main(async () => {
       await input.fill(note);
       await page.waitForTimeout(1500);
       const kept = await input.inputValue();
-      await Promise.all([
-        page.waitForNavigation(),
-        page.click('#handoff-' + id + ' button[value=' + status + ']'),
-      ]);
-      await page.waitForSelector('#live.ok', { timeout: 10000 });
+      await page.click('#handoff-' + id + ' button[value=' + status + ']');
+      // Either the overview comes back with its confirmation, or the card says why the answer was refused.
+      await page.waitForFunction((id) => {
+        if (location.search.includes('answered=')) return document.readyState === 'complete';
+        const e = document.querySelector('#handoff-' + id + ' .answer-error');
+        return e && !e.hidden;
+      }, id, { timeout: 10000, polling: 50 });
+      const refused = await page.evaluate((id) => {
+        const e = document.querySelector('#handoff-' + id + ' .answer-error');
+        return e && !e.hidden ? e.textContent : '';
+      }, id);
+      if (!refused) await page.waitForSelector('#live.ok', { timeout: 10000 });
       const banner = await page.evaluate(() => {
         const b = document.getElementById('answered');
         return b.hidden ? '' : b.textContent;
       });
-      out({ event: 'answered', kept, url: page.url(), banner, still: !!(await card(page, id)) });
+      out({ event: 'answered', kept, refused, url: page.url(), banner, still: !!(await card(page, id)) });
       continue;
     }
     throw new Error('unknown command ' + cmd);

@@ -57,8 +57,9 @@ function handoffCard(h) {
   form.append(note, ' ', done, ' ', cant);
   art.append(el('p', 'reason', h.reason),
     el('p', 'who', null, store, ' · task ', el('code', 'task', h.task), ' · session ', el('code', '', h.session),
-      ' · asked ', el('span', 'asked', h.asked), ' · ', el('span', 'left', h.left), ' · id ', el('code', '', h.id)),
-    el('ul', 'handoff-tabs'), el('p', 'no-tabs empty'), form);
+      ' · asked ', el('span', 'asked', h.asked), ' · ', el('span', 'left', h.left), ' · ', el('span', 'nowrap', 'id ', el('code', '', h.id))),
+    el('ul', 'handoff-tabs'), el('p', 'no-tabs empty'), form, el('p', 'answer-error'));
+  art.lastChild.hidden = true;
   updateHandoff(art, h);
   return art;
 }
@@ -91,6 +92,29 @@ function renderHandoffs(list) {
   document.title = (list.length ? '(' + list.length + ') ' : '') + 'Overview · vibe-browser';
 }
 
+// answer sends a card's form with fetch: a form's own POST would carry "Origin: null" under the UI's
+// no-referrer policy, which the UI refuses (CSRF), so the request sets the policy same-origin itself. On
+// success the UI redirects to the overview with its confirmation; a refusal is shown in the card.
+function answer(e) {
+  e.preventDefault();
+  const form = e.target;
+  const art = form.closest('.handoff');
+  const error = art.querySelector('.answer-error');
+  const body = new URLSearchParams(new FormData(form, e.submitter)); // before the buttons are disabled
+  const buttons = form.querySelectorAll('button');
+  for (const b of buttons) b.disabled = true;
+  fetch(form.action, { method: 'POST', body, credentials: 'same-origin', referrerPolicy: 'same-origin' })
+    .then(async (r) => {
+      if (!r.ok) throw new Error(await r.text());
+      location.assign(r.url);
+    })
+    .catch((err) => {
+      error.textContent = err.message;
+      error.hidden = false;
+      for (const b of buttons) b.disabled = false;
+    });
+}
+
 function render(ov) {
   document.getElementById('version').textContent = ov.version;
   document.getElementById('home').textContent = ov.home;
@@ -110,4 +134,5 @@ function render(ov) {
   fill('events', 'no-events', ov.events, eventRow);
 }
 
+document.getElementById('handoffs').addEventListener('submit', answer);
 vibeLive('/live/overview', 'overview', render);
