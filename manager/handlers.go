@@ -111,14 +111,8 @@ func (m *Manager) handleEnsureSession(r *http.Request) (any, error) {
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	if !clientid.Valid(req.ClientID) {
-		return nil, fmt.Errorf("%w: client_id %q must match %s", ErrBadRequest, req.ClientID, clientid.Form)
-	}
-	if !api.ValidBUName(req.BUName) {
-		return nil, fmt.Errorf("%w: bu_name %q must match [A-Za-z0-9_-]{1,64}", ErrBadRequest, req.BUName)
-	}
-	if req.TaskID != "" && !api.ValidTaskID(req.TaskID) {
-		return nil, fmt.Errorf("%w: task_id %q: want %s", ErrBadRequest, req.TaskID, api.TaskIDForm)
+	if err := checkShimCaller(req.ClientID, req.BUName, req.TaskID); err != nil {
+		return nil, err
 	}
 	if m.cfg.BrowserUse == "" {
 		return nil, fmt.Errorf("%w: %s", ErrUnavailable, m.cfg.BrowserUseProblem)
@@ -126,11 +120,7 @@ func (m *Manager) handleEnsureSession(r *http.Request) (any, error) {
 	var sp spec
 	switch req.Kind {
 	case api.KindStore:
-		s, err := m.db.GetStore(ctx, req.StoreID)
-		if errors.Is(err, state.ErrNotFound) {
-			err = fmt.Errorf("store %s no longer exists; this wrapper is stale (restart the manager to clean it up): %w",
-				req.StoreID, state.ErrNotFound)
-		}
+		s, err := m.shimStore(ctx, req.StoreID)
 		if err != nil {
 			return nil, err
 		}
@@ -159,6 +149,30 @@ func (m *Manager) handleEnsureSession(r *http.Request) (any, error) {
 		return nil, err
 	}
 	return api.EnsureResponse{CDPWS: clientURL(in.port, sp.token, req.ClientID)}, nil
+}
+
+// checkShimCaller checks who a shim says it is on each call: its mux client id, browser-use session name
+// and task id.
+func checkShimCaller(clientID, buName, taskID string) error {
+	switch {
+	case !clientid.Valid(clientID):
+		return fmt.Errorf("%w: client_id %q must match %s", ErrBadRequest, clientID, clientid.Form)
+	case !api.ValidBUName(buName):
+		return fmt.Errorf("%w: bu_name %q must match [A-Za-z0-9_-]{1,64}", ErrBadRequest, buName)
+	case taskID != "" && !api.ValidTaskID(taskID):
+		return fmt.Errorf("%w: task_id %q: want %s", ErrBadRequest, taskID, api.TaskIDForm)
+	}
+	return nil
+}
+
+// shimStore is the store a shim's baked config names; one that is gone means the wrapper is stale.
+func (m *Manager) shimStore(ctx context.Context, id string) (state.Store, error) {
+	s, err := m.db.GetStore(ctx, id)
+	if errors.Is(err, state.ErrNotFound) {
+		err = fmt.Errorf("store %s no longer exists; this wrapper is stale (restart the manager to clean it up): %w",
+			id, state.ErrNotFound)
+	}
+	return s, err
 }
 
 func (m *Manager) handleListTasks(r *http.Request) (any, error) {

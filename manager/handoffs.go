@@ -12,7 +12,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"vibebrowser/manager/api"
-	"vibebrowser/mux/clientid"
 	"vibebrowser/state"
 )
 
@@ -83,13 +82,10 @@ func (m *Manager) createHandoff(ctx context.Context, req api.HandoffRequest) (ap
 	if m.closing.Load() {
 		return api.Handoff{}, ErrShuttingDown
 	}
+	if err := checkShimCaller(req.ClientID, req.BUName, req.TaskID); err != nil {
+		return api.Handoff{}, err
+	}
 	switch {
-	case !clientid.Valid(req.ClientID):
-		return api.Handoff{}, fmt.Errorf("%w: client_id %q must match %s", ErrBadRequest, req.ClientID, clientid.Form)
-	case !api.ValidBUName(req.BUName):
-		return api.Handoff{}, fmt.Errorf("%w: bu_name %q must match [A-Za-z0-9_-]{1,64}", ErrBadRequest, req.BUName)
-	case req.TaskID != "" && !api.ValidTaskID(req.TaskID):
-		return api.Handoff{}, fmt.Errorf("%w: task_id %q: want %s", ErrBadRequest, req.TaskID, api.TaskIDForm)
 	case strings.TrimSpace(req.Reason) == "":
 		return api.Handoff{}, fmt.Errorf("%w: the reason is empty: say what the person should do, e.g. --ask-human \"solve the captcha on the login page\"", ErrBadRequest)
 	case req.WaitS < 0:
@@ -101,11 +97,7 @@ func (m *Manager) createHandoff(ctx context.Context, req api.HandoffRequest) (ap
 	storeID, key := "", api.WebKey
 	switch req.Kind {
 	case api.KindStore:
-		s, err := m.db.GetStore(ctx, req.StoreID)
-		if errors.Is(err, state.ErrNotFound) {
-			err = fmt.Errorf("store %s no longer exists; this wrapper is stale (restart the manager to clean it up): %w",
-				req.StoreID, state.ErrNotFound)
-		}
+		s, err := m.shimStore(ctx, req.StoreID)
 		if err != nil {
 			return api.Handoff{}, err
 		}
