@@ -149,11 +149,11 @@ func (s *shim) askHuman(args, environ []string) int {
 		}
 		return s.fail(ExitUnavailable, "could not ask a person for help for session %s: %v", call.BUName, err)
 	}
-	where := `"vibe-browser handoff list"`
+	where := `in "vibe-browser handoff list"`
 	if h.URL != "" {
-		where = h.URL + " (the vibe-browser overview) and in " + where
+		where = "at " + h.URL + " (the vibe-browser overview) and " + where
 	}
-	fmt.Fprintf(s.stderr, "browser-use: asked a person for help (handoff %s, store %s). They see it at %s; "+
+	fmt.Fprintf(s.stderr, "browser-use: asked a person for help (handoff %s, store %s). They see it %s; "+
 		"waiting up to %d s for their answer.\n", h.ID, h.Store, where, h.WaitS)
 	return s.awaitAnswer(ctx, client, h, interrupted)
 }
