@@ -82,6 +82,10 @@ func (m *Mux) routeLocked(c *conn, b []byte, info msgInfo, id []byte) {
 			m.replyErrLocked(c, id, sid, codeNoSession, "Session with given id not found.")
 			return
 		}
+		if sessionHeld(sess) {
+			m.replyErrLocked(c, id, sid, codeServer, HeldMessage)
+			return
+		}
 		if sess.root != nil {
 			m.touchTargetLocked(sess.root)
 		}
@@ -109,6 +113,10 @@ func (m *Mux) routeLocked(c *conn, b []byte, info msgInfo, id []byte) {
 			}
 			if t.owner != c.cl {
 				m.replyErrLocked(c, id, sid, codeInvalid, "Target owned by another client")
+				return
+			}
+			if targetHeld(method, t) {
+				m.replyErrLocked(c, id, sid, codeServer, HeldMessage)
 				return
 			}
 			m.touchTargetLocked(t)

@@ -37,6 +37,9 @@ type Config struct {
 	// Grace is how long a disconnected client's tabs are kept for it to reconnect. Default DefaultGrace;
 	// Off: no grace period, a disconnected client's tabs close at once.
 	Grace time.Duration
+	// HoldGrace is how long a person's takeover of a tab outlives the holder's last view (a viewer that
+	// reconnects in time holds it again). Default DefaultHoldGrace; Off: the hold ends with the last view.
+	HoldGrace time.Duration
 	// FreshLaunch runs the startup cleanup of orphan http(s) tabs. Set it only for a browser this
 	// manager just launched, never when adopting a running one.
 	FreshLaunch bool
@@ -91,9 +94,11 @@ const (
 	DefaultGrace = 480 * time.Second
 	// DefaultTabCap is Config.TabCap's default (VIBE_TAB_CAP).
 	DefaultTabCap = 12
+	// DefaultHoldGrace is Config.HoldGrace's default (SPEC §11: 30 s after the holder's connection is gone).
+	DefaultHoldGrace = 30 * time.Second
 )
 
-// Off switches off a Config field that documents it (TabCap, Grace). It is untyped, so it fits an int and
+// Off switches off a Config field that documents it (TabCap, Grace, HoldGrace). It is untyped, so it fits an int and
 // a time.Duration alike; zero always means the field's default, never "off".
 const Off = -1
 
@@ -133,6 +138,7 @@ func (c Config) withDefaults() (Config, error) {
 		setDefault("TabCap", &c.TabCap, DefaultTabCap, true),
 		setDefault("MaxClients", &c.MaxClients, DefaultMaxClients, false),
 		setDefault("Grace", &c.Grace, DefaultGrace, true),
+		setDefault("HoldGrace", &c.HoldGrace, DefaultHoldGrace, true),
 		setDefault("QueueBytes", &c.QueueBytes, defaultQueueBytes, false),
 		setDefault("ClientMessageLimit", &c.ClientMessageLimit, defaultClientLimit, false),
 		setDefault("UpstreamMessageLimit", &c.UpstreamMessageLimit, defaultUpLimit, false),
