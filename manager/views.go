@@ -53,7 +53,7 @@ func (m *Manager) browserView(ctx context.Context, key, slug string) (api.Browse
 	if in := m.slot(key).current(); in != nil {
 		st := in.mux.Stats()
 		v.Status, v.PID, v.ProxyPort, v.Clients, v.IdleS = api.StatusRunning, in.browser.PID(), in.port, st.Clients, int(st.IdleSeconds)
-		v.StartedAt = in.startedAt
+		v.StartedAt, v.Held = in.startedAt, st.Held
 		for _, c := range st.PerClient {
 			v.Tabs += c.Tabs
 		}

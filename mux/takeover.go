@@ -10,7 +10,8 @@ import (
 // and nothing reaches the browser; events still flow to the owner, so it sees what the person did. A hold
 // has one holder (an id of the operator's choosing: the UI's viewer), survives its holder's views closing
 // for HoldGrace (a reconnecting viewer takes it up again), and ends on Release or when the tab closes.
-// The tab cap never closes a held tab.
+// The tab cap never closes a held tab. Taking a tab over brings it to the front of its window (the one
+// thing a takeover changes for other tabs: the one that was in front goes behind it).
 
 // HeldMessage is the CDP error (code -32000) a client's command on a held tab gets.
 const HeldMessage = "a person is controlling this tab in vibe-browser; wait for them to release it"
@@ -46,6 +47,9 @@ func (v *View) Hold(holder string) error {
 	if h == nil {
 		h = &hold{holder: holder}
 		t.hold = h
+		// Chrome delivers input to a tab behind another of its window about once in 5 s: the person's tab
+		// comes to the front. (Watching alone never does this; taking over is the person acting.)
+		m.sendInternalLocked("Page.bringToFront", nil, v.sess.id, nil)
 		m.log.Info().Str("target", t.id).Str("owner", ownerID(t)).Msg("tab taken over by a person")
 	} else if h.holder != holder {
 		return ErrHeldByOther

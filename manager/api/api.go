@@ -101,6 +101,7 @@ type Browser struct {
 	ProxyPort int    `json:"proxy_port"`
 	Clients   int    `json:"clients"` // connected mux clients
 	Tabs      int    `json:"tabs"`
+	Held      int    `json:"held"` // tabs a person has taken over in the UI
 	IdleS     int    `json:"idle_s"`
 	// StartedAt is when the running browser was started (or adopted); zero when stopped.
 	StartedAt time.Time `json:"started_at,omitzero"`

@@ -59,6 +59,9 @@ func (b *fakeBrowser) PageInfo(_ context.Context, id string) (string, string, er
 
 func (b *fakeBrowser) View(ctx context.Context, id string, opt mux.ViewOptions) (View, error) {
 	v := &fakeView{opt: opt, frames: make(chan mux.Frame, 1), done: make(chan struct{})}
+	if t, ok := findTab(b, id); ok {
+		v.heldBy = t.HeldBy
+	}
 	v.frames <- mux.Frame{JPEG: []byte("\xff\xd8frame"), DeviceWidth: 800, DeviceHeight: 600}
 	b.mu.Lock()
 	b.views = append(b.views, v)
@@ -94,12 +97,14 @@ func (b *fakeBrowser) Viewers() int {
 
 // fakeView sends one frame and records what it was asked to do.
 type fakeView struct {
-	opt    mux.ViewOptions
-	frames chan mux.Frame
-	mu     sync.Mutex // mu guards the fields below
-	calls  []string
-	closed bool
-	done   chan struct{}
+	opt     mux.ViewOptions
+	frames  chan mux.Frame
+	heldBy  string     // another viewer holding the tab, if any (Hold fails)
+	mu      sync.Mutex // mu guards the fields below
+	calls   []string
+	holding bool
+	closed  bool
+	done    chan struct{}
 }
 
 func (v *fakeView) record(s string) error {
@@ -144,6 +149,25 @@ func (v *fakeView) Navigate(_ context.Context, u string) error   { return v.reco
 func (v *fakeView) Back(context.Context) error                   { return v.record("back") }
 func (v *fakeView) Forward(context.Context) error                { return v.record("forward") }
 func (v *fakeView) Reload(context.Context) error                 { return v.record("reload") }
+func (v *fakeView) Hold(holder string) error {
+	if v.heldBy != "" && v.heldBy != holder {
+		return mux.ErrHeldByOther
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.holding = true
+	return nil
+}
+func (v *fakeView) Release() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.holding = false
+}
+func (v *fakeView) Holding() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.holding
+}
 func (v *fakeView) Close() error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -426,8 +450,8 @@ func TestTabSocketSendsFramesAndHumanTabsOnlyTakeInput(t *testing.T) {
 						_ = json.Unmarshal(b, &n)
 					}
 				}
-				if !strings.Contains(n.Message, "view-only") {
-					t.Errorf("refusal = %q; want it to say the view is view-only", n.Message)
+				if !strings.Contains(n.Message, "Take over") {
+					t.Errorf("refusal = %q; want it to say how to take the tab over", n.Message)
 				}
 			}
 			testkit.WaitFor(t, 5*time.Second, "the input to reach the view", func() bool { return len(v.got()) >= len(tt.want) })
@@ -521,4 +545,80 @@ func TestLiveStoreSendsChanges(t *testing.T) {
 	if human := page.Clients[5]; human.Kind != "human" || len(human.Tabs) != 2 || human.Tabs[1].ID != "H2" {
 		t.Errorf("store event after a new human tab = %+v; want H2 listed", human)
 	}
+}
+
+// readUntil reads the live view's text messages until one satisfies ok (frames are skipped).
+func readUntil(t *testing.T, c *websocket.Conn, what string, ok func(typ string, b []byte) bool) {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for {
+		typ, b, err := c.ReadMessage()
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		if typ != websocket.TextMessage {
+			continue
+		}
+		var m struct{ Type, Hold, Message string }
+		_ = json.Unmarshal(b, &m)
+		if ok(m.Type, b) {
+			return
+		}
+	}
+}
+
+func TestTabSocketTakeover(t *testing.T) {
+	u, fb := storeUI(t)
+	cookie := u.login(t)
+	hdr := http.Header{"Cookie": {cookie}, "Origin": {"http://" + u.host}}
+	click := []byte(`{"type":"mouse","event":"down","x":10,"y":20,"button":"left","buttons":1,"clicks":1}`)
+	holdIs := func(want string) func(string, []byte) bool {
+		return func(typ string, b []byte) bool {
+			var m viewMeta
+			return typ == "meta" && json.Unmarshal(b, &m) == nil && m.Hold == want
+		}
+	}
+	noteSays := func(text string) func(string, []byte) bool {
+		return func(typ string, b []byte) bool {
+			var n viewNote
+			return typ == "error" && json.Unmarshal(b, &n) == nil && strings.Contains(n.Message, text)
+		}
+	}
+
+	c, _, err := dialTab(t, u, "T1", hdr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readView(t, c)
+	fb.mu.Lock()
+	v := fb.views[len(fb.views)-1]
+	fb.mu.Unlock()
+	c.WriteMessage(websocket.TextMessage, click)
+	readUntil(t, c, "the refusal before a takeover", noteSays("Take over"))
+	c.WriteMessage(websocket.TextMessage, []byte(`{"type":"hold"}`))
+	readUntil(t, c, `the metadata saying "you" hold the tab`, holdIs("you"))
+	c.WriteMessage(websocket.TextMessage, click)
+	testkit.WaitFor(t, 5*time.Second, "the click to reach the held tab", func() bool { return len(v.got()) == 1 })
+	c.WriteMessage(websocket.TextMessage, []byte(`{"type":"release"}`))
+	readUntil(t, c, "the metadata after Release", holdIs(""))
+	c.WriteMessage(websocket.TextMessage, click)
+	readUntil(t, c, "the refusal after Release", noteSays("Take over"))
+	if got := v.got(); len(got) != 1 {
+		t.Fatalf("input after Release reached the tab: %q", got)
+	}
+	c.Close()
+
+	// Another viewer holds it: this one sees so, cannot take it, and its input is refused.
+	fb.mu.Lock()
+	fb.clients[0].Tabs[0].HeldBy = "someone-else"
+	fb.mu.Unlock()
+	c2, _, err := dialTab(t, u, "T1", hdr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readUntil(t, c2, `the metadata saying "other"`, holdIs("other"))
+	c2.WriteMessage(websocket.TextMessage, []byte(`{"type":"hold"}`))
+	readUntil(t, c2, "the refusal of a second holder", noteSays("Another viewer"))
+	c2.WriteMessage(websocket.TextMessage, click)
+	readUntil(t, c2, "the refusal of input", noteSays("Take over"))
 }

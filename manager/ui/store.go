@@ -55,6 +55,7 @@ type tabRow struct {
 	Thumb    string `json:"thumb"`
 	LastUsed string `json:"last_used"`
 	Human    bool   `json:"human"`
+	Held     bool   `json:"held"` // a person has taken it over
 }
 
 // workerSlot is a task's --worker slot client id: <task>-w<N>.
@@ -145,7 +146,7 @@ func (s *Server) buildStore(ctx context.Context, slug string) (page storePage, o
 			}
 			href := "/store/" + url.PathEscape(slug) + "/tab/" + url.PathEscape(t.ID)
 			tr := tabRow{ID: t.ID, Title: t.Title, URL: t.URL, Href: href, Thumb: href + "/thumb.jpg",
-				LastUsed: "never", Human: t.Human}
+				LastUsed: "never", Human: t.Human, Held: t.HeldBy != ""}
 			if !t.LastUsed.IsZero() {
 				tr.LastUsed = duration(now.Sub(t.LastUsed)) + " ago"
 			}

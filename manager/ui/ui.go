@@ -71,6 +71,11 @@ type View interface {
 	Back(ctx context.Context) error
 	Forward(ctx context.Context) error
 	Reload(ctx context.Context) error
+	// Hold takes the tab over for holder (mux.ErrHeldByOther when another viewer has it); Release gives
+	// it back; Holding reports whether this view holds it.
+	Hold(holder string) error
+	Release()
+	Holding() bool
 	Close() error
 }
 

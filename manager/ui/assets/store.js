@@ -24,6 +24,7 @@ function thumb(t) {
 function tabCard(t) {
   const a = el('a', 'tab', null, thumb(t), el('span', 'title', t.title || '(no title)'),
     el('span', 'url', t.url), el('span', 'used', 'used ' + t.last_used));
+  if (t.held) a.append(el('span', 'held', 'taken over by a person'));
   a.href = t.href;
   a.dataset.id = t.id;
   return a;
