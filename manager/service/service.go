@@ -334,14 +334,11 @@ func uninstall(goos string, user bool, w io.Writer) error {
 		return nil
 	}
 	// What systemctl disable would do; with the unit file gone, systemctl itself can no longer.
-	for _, target := range []string{"default.target", "multi-user.target"} {
-		link := filepath.Join(filepath.Dir(path), target+".wants", UnitName)
-		if dest, err := os.Readlink(link); err == nil && dest == path {
-			if err := os.Remove(link); err != nil {
-				return fmt.Errorf("service: %w", err)
-			}
-			fmt.Fprintf(w, "Removed %s.\n", link)
+	for _, link := range enableLinks(path) {
+		if err := os.Remove(link); err != nil {
+			return fmt.Errorf("service: %w", err)
 		}
+		fmt.Fprintf(w, "Removed %s.\n", link)
 	}
 	sc := systemctl(user)
 	fmt.Fprintf(w, "Stop the running manager:\n  %s stop vibe-browser && %s daemon-reload\n", sc, sc)
