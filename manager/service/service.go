@@ -295,9 +295,9 @@ func install(goos string, o Options, w io.Writer) (string, error) {
 	fmt.Fprintf(w, "Wrote %s:\n\n%s\n", path, content)
 	if goos == "darwin" {
 		uid := strconv.Itoa(os.Getuid())
-		fmt.Fprintf(w, "Start it now and at every login:\n  launchctl bootstrap gui/%s %s\n", uid, shellQuote(path))
+		fmt.Fprintf(w, "Start it now and at every login:\n  launchctl bootstrap gui/%s %s\n", uid, ShellQuote(path))
 		fmt.Fprintf(w, "After a reinstall, unload the old one first:\n  launchctl bootout gui/%s/%s\n", uid, Label)
-		fmt.Fprintf(w, "Its log: %s\n", shellQuote(filepath.Join(o.Home, LogName)))
+		fmt.Fprintf(w, "Its log: %s\n", ShellQuote(filepath.Join(o.Home, LogName)))
 		return path, nil
 	}
 	sc := systemctl(o.User)
@@ -352,8 +352,8 @@ func systemctl(user bool) string {
 	return "systemctl"
 }
 
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
+// ShellQuote quotes s for a POSIX shell when it needs it, so a printed command can be pasted.
+func ShellQuote(s string) string {
 	if s != "" && strings.IndexFunc(s, func(r rune) bool {
 		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("/._+:,@=-", r))
 	}) < 0 {
