@@ -59,8 +59,9 @@ func (m *machine) portHolder(ctx context.Context, name, addr, key string, port i
 	if pid != 0 {
 		who = fmt.Sprintf("pid %d (%s)", pid, command(ctx, pid))
 	}
-	return fail(name, addr+" is taken by "+who+", not by the manager: the store's endpoint cannot answer there",
-		"stop that process or move it to another port (the store keeps this port in the registry)")
+	return fail(name, addr+" is taken by "+who+", not by the manager: the endpoints printed for it cannot answer",
+		"stop that process; otherwise the next start of this browser moves it to a new port and its cdp_http/cdp_ws "+
+			"change (read them again with vibe-browser store show)")
 }
 
 // runningOn reports whether the manager says key's browser runs behind port.
