@@ -2,7 +2,11 @@ package doctor
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -260,4 +264,43 @@ func TestRunReportsEveryCheckInOrder(t *testing.T) {
 	if n := Failed(checks); n < 2 {
 		t.Errorf("Failed = %d; want at least the config and browser-use", n)
 	}
+}
+
+func TestZiniao(t *testing.T) {
+	status := `"0"`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ Action, Company string }
+		if json.NewDecoder(r.Body).Decode(&req) != nil || req.Action != "getBrowserList" || req.Company != "co" {
+			http.Error(w, "unexpected request", http.StatusBadRequest)
+			return
+		}
+		fmt.Fprintf(w, `{"statusCode":%s,"browserList":[]}`, status)
+	}))
+	defer srv.Close()
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	store := func(port int) state.Store {
+		return state.Store{Slug: "zshop", Backend: state.BackendZiniao, Config: []byte(fmt.Sprintf(`{"ziniao_port":%d}`, port)),
+			Ziniao: state.ZiniaoAccount{Company: "co", Username: "me", Password: "pw"}, ZiniaoBrowser: "7"}
+	}
+	m := machineWith(t, map[string]string{})
+	m.stores = []state.Store{store(port), {Slug: "plain", Backend: state.BackendChrome}}
+	checks := m.ziniao(bg)
+	if len(checks) != 1 || checks[0].Name != "ziniao:zshop" {
+		t.Fatalf("ziniao checks %+v; want one, ziniao:zshop", checks)
+	}
+	wantCheck(t, checks[0], OK, fmt.Sprintf("answers on port %d and accepts account co/me", port))
+	status = `"-10003"`
+	wantCheck(t, m.ziniao(bg)[0], Fail, "refuses account co/me", "enables WebDriver")
+
+	probe, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := probe.Addr().(*net.TCPAddr).Port
+	probe.Close()
+	m.stores = []state.Store{store(closed)}
+	m.cfg.ZiniaoClient = nil
+	wantCheck(t, m.ziniao(bg)[0], Fail, fmt.Sprintf("does not answer on port %d", closed), "--port="+strconv.Itoa(closed), "VIBE_ZINIAO_CLIENT")
+	m.cfg.ZiniaoClient = []string{"/opt/ziniao/ziniao"}
+	wantCheck(t, m.ziniao(bg)[0], Warn, "the manager starts it (/opt/ziniao/ziniao)")
 }
