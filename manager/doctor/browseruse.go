@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -34,18 +35,23 @@ func (m *machine) browserUse(ctx context.Context) Check {
 
 // browserUseVersion asks path its version and compares it with the tested releases.
 func (m *machine) browserUseVersion(ctx context.Context, path string) Check {
+	where := path + " (first on PATH)"
+	if m.o.Getenv("VIBE_BROWSER_USE") != "" {
+		where = path + " (VIBE_BROWSER_USE)"
+	}
 	line, err := firstLine(ctx, path, "--version")
 	if err != nil {
-		return warn("browser-use", path+": --version failed: "+err.Error(), "reinstall it: "+InstallFix())
+		return warn("browser-use", where+": --version failed: "+err.Error(), "reinstall it: "+InstallFix())
 	}
 	bu, harness := parseVersions(line)
 	if bu == "" {
-		return warn("browser-use", path+": --version printed no version ("+line+"); tested: "+testedList(),
+		return warn("browser-use", where+": --version printed no version ("+line+"); tested: "+testedList(),
 			"install a tested release: "+InstallFix())
 	}
+	found := where + ", --version " + strconv.Quote(line)
 	rel, tested := testedRelease(bu)
 	if !tested {
-		return warn("browser-use", path+": browser-use "+bu+", which this release was not tested with (tested: "+testedList()+")",
+		return warn("browser-use", found+": browser-use "+bu+", which this release was not tested with (tested: "+testedList()+")",
 			"install a tested release: "+InstallFix())
 	}
 	if harness == "" {
@@ -53,11 +59,11 @@ func (m *machine) browserUseVersion(ctx context.Context, path string) Check {
 	}
 	switch harness {
 	case rel.Harness:
-		return ok("browser-use", path+": browser-use "+bu+" on browser-harness "+harness+" (tested)")
+		return ok("browser-use", found+": browser-use "+bu+" on browser-harness "+harness+" (tested)")
 	case "":
-		return ok("browser-use", path+": browser-use "+bu+" (tested, with browser-harness "+rel.Harness+"; its browser-harness version could not be read)")
+		return ok("browser-use", found+": browser-use "+bu+" (tested, with browser-harness "+rel.Harness+"; its browser-harness version could not be read)")
 	}
-	return warn("browser-use", path+": browser-use "+bu+" on browser-harness "+harness+", a pairing this release was not tested with (tested: "+testedList()+")",
+	return warn("browser-use", found+": browser-use "+bu+" on browser-harness "+harness+", a pairing this release was not tested with (tested: "+testedList()+")",
 		"install a tested release: "+InstallFix())
 }
 
