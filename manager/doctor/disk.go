@@ -27,7 +27,7 @@ func disk(dir string) Check {
 	}
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
-		return warn("disk", "free space of "+dir+": "+err.Error(), "")
+		return warn("disk", "free space of "+dir+": "+err.Error(), "check that its disk is mounted and readable by this user")
 	}
 	free := uint64(st.Bavail) * uint64(st.Bsize)
 	detail := fmt.Sprintf("%s free on the disk of %s", bytesText(free), dir)
