@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -63,16 +64,17 @@ func gather(ctx context.Context, o Options) *machine {
 	m.cfg, m.cfgErr = manager.FromEnv(getenv)
 	if m.cfgErr != nil {
 		// The other checks still run, on what serve would find with the knobs at their defaults.
-		m.cfg, _ = manager.FromEnv(func(name string) string {
-			switch name {
-			case "VIBE_HOME", "VIBE_CHROME", "VIBE_BROWSER_USE", "VIBE_SHIM", "PATH":
-				return getenv(name)
-			}
-			if strings.HasPrefix(name, "VIBE_") {
+		keep := []string{"VIBE_HOME", "VIBE_CHROME", "VIBE_BROWSER_USE", "VIBE_SHIM"}
+		cfg, err := manager.FromEnv(func(name string) string {
+			if strings.HasPrefix(name, "VIBE_") && !slices.Contains(keep, name) {
 				return ""
 			}
 			return getenv(name)
 		})
+		if err != nil {
+			cfg = &manager.Config{Home: o.Home}
+		}
+		m.cfg = cfg
 	}
 	client := &api.Client{Socket: api.SocketPath(m.cfg.Home), Timeout: managerTimeout}
 	if st, err := client.Status(ctx); err == nil {
