@@ -365,6 +365,10 @@ func TestTasksAPI(t *testing.T) {
 	if err != nil || task.Store != s.ID || task.Status != "queued" || task.LeaseUntil.Before(time.Now().Add(50*time.Minute)) {
 		t.Errorf("PutTask = %+v, %v; want queued on %s with an hour's lease", task, err, s.ID)
 	}
+	st, err := c.Status(bg)
+	if err != nil || len(st.Tasks) != 1 || st.Tasks[0].Store != s.ID || st.Tasks[0].StoreSlug != "shop" {
+		t.Errorf("Status tasks = %+v, %v; want the task with store %s and store_slug shop", st.Tasks, err, s.ID)
+	}
 	if task, err = c.PutTask(bg, id, api.TaskUpdate{Status: "waiting"}); err != nil || task.Status != "waiting" {
 		t.Errorf("status update = %+v, %v", task, err)
 	}

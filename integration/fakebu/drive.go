@@ -25,16 +25,11 @@ import (
 // A non-empty marker is put in front of the tab's document.title after the attach and after each open, as
 // browser-harness 0.1.12+ does to the tab it controls.
 func drive(script []byte, out io.Writer, marker string) error {
-	endpoint := os.Getenv("BU_CDP_WS")
-	if endpoint == "" {
-		return errors.New("BU_CDP_WS is not set")
-	}
-	conn, _, err := websocket.DefaultDialer.Dial(endpoint, nil)
+	c, err := dialEndpoint()
 	if err != nil {
-		return fmt.Errorf("connect %s: %w", endpoint, err)
+		return err
 	}
-	defer conn.Close()
-	c := &cdp{conn: conn}
+	defer c.conn.Close()
 	for range 2 {
 		if _, err := c.call("Target.getTargets", nil, ""); err != nil {
 			return err
@@ -101,6 +96,19 @@ func drive(script []byte, out io.Writer, marker string) error {
 		}
 	}
 	return lines.Err()
+}
+
+// dialEndpoint connects to BU_CDP_WS, as browser-use does with the endpoint the shim hands it.
+func dialEndpoint() (*cdp, error) {
+	endpoint := os.Getenv("BU_CDP_WS")
+	if endpoint == "" {
+		return nil, errors.New("BU_CDP_WS is not set")
+	}
+	conn, _, err := websocket.DefaultDialer.Dial(endpoint, nil)
+	if err != nil {
+		return nil, fmt.Errorf("connect %s: %w", endpoint, err)
+	}
+	return &cdp{conn: conn}, nil
 }
 
 // cdp is a minimal sequential CDP client: one call at a time, events skipped.

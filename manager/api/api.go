@@ -113,8 +113,10 @@ type Browser struct {
 
 // Task is an agent task as the manager tracks it.
 type Task struct {
-	ID         string    `json:"id"`
-	Store      string    `json:"store"` // store id, "" for web or unknown
+	ID    string `json:"id"`
+	Store string `json:"store"` // store id, "" for web or unknown
+	// StoreSlug is the store's slug, filled in the status (where the stores are at hand); "" with Store.
+	StoreSlug  string    `json:"store_slug,omitempty"`
 	Status     string    `json:"status"`
 	LeaseUntil time.Time `json:"lease_until,omitzero"`
 }

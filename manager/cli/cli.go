@@ -39,6 +39,7 @@ type CLI struct {
 	Reap    ReapCmd    `cmd:"" help:"Run one daemon-reaper pass now (stops browser-use daemons of ended tasks)."`
 	UI      UICmd      `cmd:"" name:"ui" help:"Print a one-time login link to the web UI (--open opens it)."`
 	Service ServiceCmd `cmd:"" help:"Install or remove the systemd unit / launchd plist that runs the manager."`
+	Doctor  DoctorCmd  `cmd:"" help:"Check Chromium, browser-use, the home, the manager, the ports, the display and the service; exit 1 on a problem."`
 	Version VersionCmd `cmd:"" help:"Print the version."`
 }
 
