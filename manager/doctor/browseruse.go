@@ -14,7 +14,9 @@ import (
 func (m *machine) browserUse(ctx context.Context) Check {
 	path := m.cfg.BrowserUse
 	if path == "" {
-		return fail("browser-use", m.cfg.BrowserUseProblem, InstallFix()+", or set VIBE_BROWSER_USE to its absolute path; then restart the manager")
+		// The manager's problem line ends with its own remedy; the fix column says it better here.
+		problem, _, _ := strings.Cut(m.cfg.BrowserUseProblem, "; ")
+		return fail("browser-use", problem, InstallFix()+", or set VIBE_BROWSER_USE to its absolute path; then restart the manager")
 	}
 	c := m.browserUseVersion(ctx, path)
 	if m.mgr == nil || c.Status == Fail {
