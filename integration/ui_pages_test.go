@@ -122,15 +122,15 @@ func TestWebUIStoreAndTabPages(t *testing.T) {
 	}
 	shootAtBothWidths(t, page, "store", "store page")
 
-	// The agent's tab: the live view shows its pixels, view-only; watching it counts a viewer.
+	// The agent's tab: the live view shows its pixels and offers a takeover; watching it counts a viewer.
 	tabPath := "/store/acme-shop/tab/" + ct.TargetID
 	page.send("tab " + tabPath + " " + colour)
 	tab := page.expect("tab")
 	if got := rgbOf(tab["colour"]); !near(got, teal) {
 		t.Errorf("the live view of %s shows %v; want %v", ct.TargetID, got, teal)
 	}
-	if text := tab["text"].(string); !strings.Contains(text, "view-only") {
-		t.Errorf("the agent's tab page says %q; want it to say the view is view-only", text)
+	if text := tab["text"].(string); !strings.Contains(text, "you are watching it") || strings.Contains(text, "⟳") {
+		t.Errorf("the agent's tab page says %q; want it to say you are watching, with no address bar until you take over", text)
 	}
 	shot := filepath.Join(t.TempDir(), "tab.png")
 	page.send("shot " + shot)
