@@ -191,6 +191,7 @@ func (m *Manager) quit() {
 	} else {
 		m.stopAll(quitBound)
 	}
+	m.closeEndpoints()
 	done := make(chan struct{})
 	go func() { m.wg.Wait(); close(done) }()
 	select {
@@ -202,7 +203,8 @@ func (m *Manager) quit() {
 }
 
 // boot brings state in line with reality before the API answers: browsers recorded as running are adopted
-// when they are still ours and alive, else marked stopped; wrappers are rewritten.
+// when they are still ours and alive, else marked stopped; every store's endpoint (and the web browser's)
+// is bound; wrappers are rewritten.
 func (m *Manager) boot(ctx context.Context) error {
 	sessions, err := m.db.ListBrowserSessions(ctx)
 	if err != nil {
@@ -218,6 +220,9 @@ func (m *Manager) boot(ctx context.Context) error {
 				return err
 			}
 		}
+	}
+	if err := m.bindEndpoints(ctx); err != nil {
+		return err
 	}
 	if err := m.syncWrappers(ctx); err != nil {
 		return err
