@@ -133,6 +133,7 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 		m.ui = m.newUI(uiLn)
 	}
 	if err := m.boot(ctx); err != nil {
+		m.closeEndpoints()
 		ln.Close()
 		closeUI()
 		return fmt.Errorf("boot: %w", err)
