@@ -48,8 +48,7 @@ func (m *Manager) endpointLocked(ctx context.Context, s *slot, sp spec) (*endpoi
 	return ep, nil
 }
 
-// bindEndpoint binds sp's endpoint unless it is bound. A port that cannot be bound now is logged, not
-// fatal: the next start of the browser tries again.
+// bindEndpoint binds sp's endpoint unless it is bound, under its store's lock.
 func (m *Manager) bindEndpoint(ctx context.Context, sp spec) error {
 	s := m.slot(sp.key)
 	if err := s.acquire(ctx); err != nil {
@@ -60,7 +59,8 @@ func (m *Manager) bindEndpoint(ctx context.Context, sp spec) error {
 	return err
 }
 
-// bindEndpoints binds the endpoint of every store and of the web browser, at boot.
+// bindEndpoints binds the endpoint of every store and of the web browser, at boot. A port that cannot be
+// bound now is logged, not fatal: the next start of that browser tries again.
 func (m *Manager) bindEndpoints(ctx context.Context) error {
 	stores, err := m.db.ListStores(ctx)
 	if err != nil {

@@ -290,8 +290,17 @@ func TestRemovedStoreReleasesItsEndpoint(t *testing.T) {
 	if ws, code, body := dial(t, "ws://"+addr+"/"+st.Token+"/client-agent", nil); ws == nil {
 		t.Fatalf("dial the endpoint store add printed = %d %s; want the browser started", code, body)
 	}
+	s := m.slot(st.ID)
 	if err := m.deleteStore(context.Background(), st.Slug); err != nil {
 		t.Fatal(err)
+	}
+	// A client of the front that waited for the store's lock while it was removed holds the old slot.
+	sp, err := storeSpec(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.ensureIn(context.Background(), s, sp); !errors.Is(err, state.ErrNotFound) || fb.launches() != 1 {
+		t.Errorf("ensure in the removed store's slot = %v after %d launches; want ErrNotFound and nothing started", err, fb.launches())
 	}
 	if c, err := net.Dial("tcp", addr); err == nil {
 		c.Close()
