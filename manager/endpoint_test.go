@@ -313,3 +313,26 @@ func TestRemovedStoreReleasesItsEndpoint(t *testing.T) {
 		t.Error("the removed store's browser was not stopped")
 	}
 }
+
+func TestBootBindsTheWebBrowsersEndpointToo(t *testing.T) {
+	m, fb := fakeManager(t, nil)
+	sp, _ := boundStore(t, m, "Shop")
+	if err := m.stop(context.Background(), sp.key); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.bindEndpoints(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	web, err := m.webSpec(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := m.slot(api.WebKey).ep.Load()
+	if ep == nil {
+		t.Fatal("boot bound no endpoint for the web browser")
+	}
+	ws, code, body := dial(t, "ws://127.0.0.1:"+strconv.Itoa(ep.port)+"/"+web.token+"/client-web", nil)
+	if ws == nil || fb.launches() != 1 || m.slot(api.WebKey).current() == nil {
+		t.Fatalf("a client of the sleeping web browser = %d %s, %d launches; want it started and upgraded", code, body, fb.launches())
+	}
+}
