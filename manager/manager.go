@@ -133,6 +133,7 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 		m.ui = m.newUI(uiLn)
 	}
 	if err := m.boot(ctx); err != nil {
+		m.closeEndpoints()
 		ln.Close()
 		closeUI()
 		return fmt.Errorf("boot: %w", err)
@@ -191,6 +192,7 @@ func (m *Manager) quit() {
 	} else {
 		m.stopAll(quitBound)
 	}
+	m.closeEndpoints()
 	done := make(chan struct{})
 	go func() { m.wg.Wait(); close(done) }()
 	select {
@@ -202,7 +204,8 @@ func (m *Manager) quit() {
 }
 
 // boot brings state in line with reality before the API answers: browsers recorded as running are adopted
-// when they are still ours and alive, else marked stopped; wrappers are rewritten.
+// when they are still ours and alive, else marked stopped; every store's endpoint (and the web browser's)
+// is bound; wrappers are rewritten.
 func (m *Manager) boot(ctx context.Context) error {
 	sessions, err := m.db.ListBrowserSessions(ctx)
 	if err != nil {
@@ -218,6 +221,9 @@ func (m *Manager) boot(ctx context.Context) error {
 				return err
 			}
 		}
+	}
+	if err := m.bindEndpoints(ctx); err != nil {
+		return err
 	}
 	if err := m.syncWrappers(ctx); err != nil {
 		return err

@@ -19,11 +19,14 @@ type Config struct {
 	// Upstream is the browser endpoint: "http://127.0.0.1:PORT" (the browser WebSocket URL is discovered
 	// through /json/version) or a ws:// browser URL.
 	Upstream string
-	// Listener is an optional pre-bound listener (the manager bind-tests its port); when nil the mux
-	// listens on Addr.
+	// Listener is an optional pre-bound listener; when nil the mux listens on Addr, or on nothing with
+	// Port.
 	Listener net.Listener
-	// Addr is "127.0.0.1:PORT", used when Listener is nil.
+	// Addr is "127.0.0.1:PORT", used when Listener and Port are unset.
 	Addr string
+	// Port is the port of a listener the caller serves itself, handing the mux its requests (ServeHTTP):
+	// the manager keeps a store's port bound while its browser sleeps. The mux then binds nothing.
+	Port int
 	// Token is the store token, required as the first path segment of every request.
 	Token string
 	// DownloadDir is forced as downloadPath of every Browser.setDownloadBehavior. Empty leaves downloads
@@ -126,8 +129,11 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Token == "" || strings.Contains(c.Token, "/") {
 		return c, errors.New("mux: Token is required and must not contain '/'")
 	}
-	if c.Listener == nil && c.Addr == "" {
-		return c, errors.New("mux: Listener or Addr is required")
+	if n := btoi(c.Listener != nil) + btoi(c.Addr != "") + btoi(c.Port != 0); n != 1 {
+		return c, fmt.Errorf("mux: %d of Listener, Addr and Port are set: want exactly one", n)
+	}
+	if c.Port < 0 || c.Port > 65535 {
+		return c, fmt.Errorf("mux: Port %d: want 1-65535", c.Port)
 	}
 	for id := range c.Ownership {
 		if !clientid.Valid(id) {
@@ -166,4 +172,11 @@ func setDefault[T int | time.Duration](name string, v *T, d T, offOK bool) error
 	default:
 		return fmt.Errorf("mux: %s is %v: want a positive value or 0 for the default (%v)", name, *v, d)
 	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -1,7 +1,9 @@
 // Package mux multiplexes many CDP clients onto one browser connection, keeping each client inside its own tabs.
 //
-// A Mux listens on 127.0.0.1 and serves, under /<token>/, a cached /json/version, an empty /json/list and
-// WebSockets: /client-<id> for a named client, any other path for a discovery client with a random id.
+// A Mux listens on 127.0.0.1 (or is handed requests from a listener of its caller's) and serves, under
+// /<token>/, a cached /json/version, an empty /json/list and WebSockets: /client-<id> for a named client,
+// any other path for a discovery client with a random id. Door holds those access rules and discovery
+// answers, so a caller can apply them while no mux runs.
 // All clients share one upstream WebSocket to the browser.
 //
 // Routing: every client command gets a fresh int32 id (wrapping, skipping ids in flight) spliced into its

@@ -80,4 +80,14 @@ CREATE TABLE settings (
 	value  TEXT NOT NULL
 ) STRICT;
 `,
+	// 2: the version object each browser last answered, so a sleeping store's endpoint answers discovery.
+	`
+-- key is a store id or '_web'; rows of a store are deleted with it (DeleteStore). version is the browser's
+-- /json/version object without its webSocketDebuggerUrl.
+CREATE TABLE browser_versions (
+	key      TEXT PRIMARY KEY,
+	version  TEXT NOT NULL CHECK (json_valid(version) AND json_type(version) = 'object'),
+	seen_at  INTEGER NOT NULL
+) STRICT;
+`,
 }
