@@ -78,7 +78,7 @@ type conn struct {
 	discoverFilter []targetFilter
 	autoAttach     bool
 	autoFilter     []targetFilter
-	downloadEvents bool
+	downloads      map[string]dlBehavior // its own setDownloadBehavior per browser context ("": none named)
 }
 
 func (m *Mux) serveClient(w http.ResponseWriter, r *http.Request, id string) {

@@ -50,9 +50,8 @@ type Mux struct {
 	sessions map[string]*session
 	creating *createRec // the one Target.createTarget in flight; others wait in createQ
 	createQ  []queuedCreate
-	guids    map[string]*client // download guid -> owner
-	version  map[string]any     // cached /json/version object
-	tick     uint64             // logical clock for LRU
+	version  map[string]any // cached /json/version object
+	tick     uint64         // logical clock for LRU
 	activity time.Time
 	fresh    bool // orphan cleanup still due (FreshLaunch, first connect)
 	// While the upstream reader routes a message (batching), frames for clients are queued quietly and
@@ -64,6 +63,7 @@ type Mux struct {
 	// right after (upstream.writeNow), so its push need not wake the upstream writer.
 	upQuiet bool
 	op      operatorState
+	dl      downloadState
 }
 
 // New validates cfg and binds the listener; Serve runs the mux.
@@ -95,7 +95,6 @@ func New(cfg Config) (*Mux, error) {
 		clients:    map[string]*client{},
 		targets:    map[string]*target{},
 		sessions:   map[string]*session{},
-		guids:      map[string]*client{},
 		fresh:      cfg.FreshLaunch,
 		activity:   time.Now(),
 	}
