@@ -33,6 +33,7 @@ func (m *Manager) attachMux(ctx context.Context, sp spec, h handle, ownership ma
 	s := m.slot(sp.key)
 	var hooks mux.Hooks
 	hooks.OwnershipChanged = func(o map[string][]string) { m.saveOwnership(sp.key, o) }
+	hooks.Downloaded = func(d mux.Download) { m.recordDownload(sp, d) }
 	var mx *mux.Mux
 	if be.relaunchable() {
 		hooks.Relaunch = func(ctx context.Context) (string, error) { return m.relaunchHung(ctx, s, mx) }
