@@ -40,6 +40,8 @@ type CLI struct {
 	UI      UICmd      `cmd:"" name:"ui" help:"Print a one-time login link to the web UI (--open opens it)."`
 	Service ServiceCmd `cmd:"" help:"Install or remove the systemd unit / launchd plist that runs the manager."`
 	Version VersionCmd `cmd:"" help:"Print the version."`
+
+	Downloads DownloadsCmd `cmd:"" help:"List finished downloads, per task and store (where each file is, its size and sha256)."`
 }
 
 // globals is what every command's Run receives.
