@@ -86,7 +86,7 @@ func (m *Mux) routeLocked(c *conn, b []byte, info msgInfo, id []byte) {
 			m.touchTargetLocked(sess.root)
 		}
 	}
-	if method == "Page.setDownloadBehavior" && sess != nil && m.setDownloadBehaviorLocked(c, sess, id, b) {
+	if method == "Page.setDownloadBehavior" && sess != nil && m.setDownloadBehaviorLocked(c, sess, true, id, b) {
 		return // Chrome applies it browser-wide: the mux's own stays in force
 	}
 	kind := kindPlain
@@ -141,7 +141,11 @@ func (m *Mux) routeLocked(c *conn, b []byte, info msgInfo, id []byte) {
 			m.sendLocked(c, resultFrame(id, sid, []byte("{}")))
 			return
 		case "Browser.setDownloadBehavior":
-			if m.setDownloadBehaviorLocked(c, nil, id, b) {
+			if m.setDownloadBehaviorLocked(c, sess, false, id, b) {
+				return
+			}
+		case "Browser.cancelDownload":
+			if !m.cancelDownloadAllowedLocked(c, sid, id, b) {
 				return
 			}
 		case "Target.createTarget":

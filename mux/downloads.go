@@ -139,7 +139,9 @@ func (m *Mux) downloadContextCreatedLocked(browserContextID string) {
 // Page.setDownloadBehavior, which Chrome also applies browser-wide) and answers {}: nothing is forwarded.
 // Without a DownloadDir the mux owns no downloads: the command is only recorded (for the client's events)
 // and answered false, for the caller to forward it.
-func (m *Mux) setDownloadBehaviorLocked(c *conn, sess *session, id []byte, b []byte) (answered bool) {
+// sess is the session it came on (nil for the root); pageScoped marks Page.setDownloadBehavior, which applies
+// to the session's page's context.
+func (m *Mux) setDownloadBehaviorLocked(c *conn, sess *session, pageScoped bool, id []byte, b []byte) (answered bool) {
 	var msg struct {
 		Params struct {
 			Behavior         string `json:"behavior"`
@@ -168,8 +170,8 @@ func (m *Mux) setDownloadBehaviorLocked(c *conn, sess *session, id []byte, b []b
 		return true
 	}
 	key := p.BrowserContextID
-	if sess != nil && sess.root != nil {
-		key = sess.root.context // Page.setDownloadBehavior: the session's page's context
+	if pageScoped && sess.root != nil {
+		key = sess.root.context
 	}
 	if c.downloads == nil {
 		c.downloads = map[string]dlBehavior{}
@@ -180,6 +182,25 @@ func (m *Mux) setDownloadBehaviorLocked(c *conn, sess *session, id []byte, b []b
 	}
 	m.sendLocked(c, resultFrame(id, sid, []byte("{}")))
 	return true
+}
+
+// cancelDownloadAllowedLocked lets a client cancel only its own downloads (playwright's download.cancel());
+// another guid is answered with an error, as Chrome answers a guid it does not know, and nothing is sent.
+func (m *Mux) cancelDownloadAllowedLocked(c *conn, sid string, id, b []byte) bool {
+	if m.cfg.DownloadDir == "" {
+		return true
+	}
+	var msg struct {
+		Params struct {
+			GUID string `json:"guid"`
+		} `json:"params"`
+	}
+	json.Unmarshal(b, &msg)
+	if d := m.dl.active[msg.Params.GUID]; d != nil && d.owner == c.cl {
+		return true
+	}
+	m.replyErrLocked(c, id, sid, codeInvalidParam, "No download item found for the given GUID among this client's downloads")
+	return false
 }
 
 // behaviorLocked is c's own behaviour for a download in browser context ctxID: the one it set for that

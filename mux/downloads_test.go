@@ -113,8 +113,11 @@ func TestDownloadBehaviorIsTheMuxs(t *testing.T) {
 	}
 	page := a.createTarget("about:blank")
 	sess := a.attach(page)
-	if r := a.call("Page.setDownloadBehavior", `{"behavior":"deny"}`, sess); r.Error != nil || string(r.Result) != "{}" {
-		t.Fatalf("Page.setDownloadBehavior = %s %v; want {}", r.Result, r.Error)
+	if r := a.call("Page.setDownloadBehavior", `{"behavior":"deny"}`, sess); r.Error != nil || string(r.Result) != "{}" || r.SessionID != sess {
+		t.Fatalf("Page.setDownloadBehavior = %s %v on session %q; want {} on %s", r.Result, r.Error, r.SessionID, sess)
+	}
+	if r := a.call("Browser.setDownloadBehavior", `{"behavior":"allow"}`, sess); r.Error != nil || string(r.Result) != "{}" || r.SessionID != sess {
+		t.Fatalf("Browser.setDownloadBehavior on a session = %s %v on session %q; want {} on %s", r.Result, r.Error, r.SessionID, sess)
 	}
 	if n := len(fb.got("Browser.setDownloadBehavior")) + len(fb.got("Page.setDownloadBehavior")); n != 1 {
 		t.Fatalf("browser got %d setDownloadBehavior; want only the mux's own", n)
@@ -294,6 +297,17 @@ func TestDownloadDenyAndCancel(t *testing.T) {
 	}
 	if len(fb.got("Browser.cancelDownload")) != 1 {
 		t.Fatal("the allowed client's downloads were canceled too")
+	}
+	fb.beginDownload(py, "gown", "c.txt")
+	if r := no.call("Browser.cancelDownload", `{"guid":"gown"}`, ""); r.Error == nil {
+		t.Fatal("a client canceled another client's download")
+	}
+	if r := yes.call("Browser.cancelDownload", `{"guid":"gown"}`, ""); r.Error != nil {
+		t.Fatalf("the owner's cancelDownload = %v", r.Error)
+	}
+	testkit.WaitFor(t, 5*time.Second, "its own download canceled", func() bool { return len(progress(yes, "gown", "canceled")) == 1 })
+	if n := len(fb.got("Browser.cancelDownload")); n != 2 {
+		t.Fatalf("browser got %d cancelDownload; want 2 (the deny and the owner's)", n)
 	}
 }
 
