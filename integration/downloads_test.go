@@ -143,11 +143,11 @@ func TestDownloadPlaywrightAndAgent(t *testing.T) {
 	root := filepath.Join(m.home, "downloads", store.Slug)
 	taskDir := filepath.Join(root, taskA)
 
-	out := m.mustAgent("--store "+store.Slug+" --task "+taskA, "browser-use <<'PY'\nenv VIBE_DOWNLOAD_DIR\nopen "+site.URL+
+	out := m.mustAgent("--store "+store.Slug+" --task "+taskA, "echo \"$VIBE_DOWNLOAD_DIR\"\nbrowser-use <<'PY'\nenv VIBE_DOWNLOAD_DIR\nopen "+site.URL+
 		"/?who=agent\neval document.getElementById('dl').click(), 1\nwaitfile report.csv\nPY")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if lines[0] != taskDir {
-		t.Errorf("the agent's VIBE_DOWNLOAD_DIR = %q; want %q", lines[0], taskDir)
+	if len(lines) < 3 || lines[0] != taskDir || lines[1] != taskDir {
+		t.Fatalf("the agent's shell (vibe-browser env) and its browser-use call (the shim) see VIBE_DOWNLOAD_DIR %q; want %q in both", lines, taskDir)
 	}
 	if last := lines[len(lines)-1]; last != filepath.Join(taskDir, "report.csv") {
 		t.Errorf("the agent's download appeared at %q; want %s", last, filepath.Join(taskDir, "report.csv"))

@@ -327,6 +327,13 @@ func (m *Mux) progressLocked(d *download, ev dlEvent, b []byte) {
 			m.downloadEventLocked(d, b)
 			return
 		}
+		if d.behavior.behavior == behaviorDeny {
+			// It completed before the cancel arrived (its subframe was still being looked up): the
+			// client that denies downloads still gets none.
+			m.removeIncomingLocked(d.guid)
+			m.downloadEventLocked(d, canceledEvent(d.guid))
+			return
+		}
 		if m.closed {
 			return
 		}
@@ -338,15 +345,20 @@ func (m *Mux) progressLocked(d *download, ev dlEvent, b []byte) {
 			m.downloadEventLocked(d, b)
 			return
 		}
-		base := filepath.Join(m.incomingDir(), d.guid)
-		for _, p := range []string{base, base + ".crdownload"} {
-			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				m.log.Warn().Err(err).Str("file", p).Msg("downloads: cannot remove a canceled download's partial file")
-			}
-		}
+		m.removeIncomingLocked(d.guid)
 		m.downloadEventLocked(d, b)
 	default:
 		m.downloadEventLocked(d, b)
+	}
+}
+
+// removeIncomingLocked removes what Chrome wrote of download guid (a partial or a finished file).
+func (m *Mux) removeIncomingLocked(guid string) {
+	base := filepath.Join(m.incomingDir(), guid)
+	for _, p := range []string{base, base + ".crdownload"} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			m.log.Warn().Err(err).Str("file", p).Msg("downloads: cannot remove a download's incoming file")
+		}
 	}
 }
 
@@ -646,6 +658,12 @@ func completedEvent(ev dlEvent, path string) []byte {
 	b = fmt.Appendf(b, `,"totalBytes":%v,"receivedBytes":%v,"state":"completed","filePath":`, ev.Params.TotalBytes, ev.Params.ReceivedBytes)
 	b = appendJSONString(b, path)
 	return append(b, "}}"...)
+}
+
+// canceledEvent is a downloadProgress "canceled" of guid, for a download the mux ended itself.
+func canceledEvent(guid string) []byte {
+	b := append([]byte(`{"method":"Browser.downloadProgress","params":{"guid":`), appendJSONString(nil, guid)...)
+	return append(b, `,"totalBytes":0,"receivedBytes":0,"state":"canceled"}}`...)
 }
 
 // SanitizeName makes a suggested file name safe as one path element: separators, control characters and

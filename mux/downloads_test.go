@@ -299,6 +299,16 @@ func TestDownloadDenyAndCancel(t *testing.T) {
 	if len(fb.got("Browser.cancelDownload")) != 1 {
 		t.Fatal("the allowed client's downloads were canceled too")
 	}
+	// Denied from a subframe, complete before its frame was found: still nothing for the denying client.
+	fb.addFrame(pn, "DENYFRAME")
+	fb.beginDownload("DENYFRAME", "gsubdeny", "d.txt")
+	fb.completeDownload("gsubdeny", "denied")
+	testkit.WaitFor(t, 10*time.Second, "the denied subframe download canceled at its owner", func() bool {
+		return len(progress(no, "gsubdeny", "canceled")) == 1
+	})
+	if files := dm.files(t); len(files) != 1 {
+		t.Fatalf("files = %q; want only yes/a.txt", files)
+	}
 	fb.beginDownload(py, "gown", "c.txt")
 	if r := no.call("Browser.cancelDownload", `{"guid":"gown"}`, ""); r.Error == nil {
 		t.Fatal("a client canceled another client's download")
@@ -307,8 +317,8 @@ func TestDownloadDenyAndCancel(t *testing.T) {
 		t.Fatalf("the owner's cancelDownload = %v", r.Error)
 	}
 	testkit.WaitFor(t, 5*time.Second, "its own download canceled", func() bool { return len(progress(yes, "gown", "canceled")) == 1 })
-	if n := len(fb.got("Browser.cancelDownload")); n != 2 {
-		t.Fatalf("browser got %d cancelDownload; want 2 (the deny and the owner's)", n)
+	if n := len(fb.got("Browser.cancelDownload")); n != 3 {
+		t.Fatalf("browser got %d cancelDownload; want 3 (two denied and the owner's own)", n)
 	}
 }
 
