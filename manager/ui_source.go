@@ -56,12 +56,12 @@ func (s uiSource) StartBrowser(ctx context.Context, slug string) error {
 	return s.m.browserAction(ctx, sp, api.ActionStart)
 }
 
-func (s uiSource) Downloads(ctx context.Context, slug string) ([]api.Download, error) {
+func (s uiSource) Downloads(ctx context.Context, slug string, limit int) ([]api.Download, error) {
 	sp, err := s.spec(ctx, slug)
 	if err != nil {
 		return nil, err
 	}
-	ds, err := s.m.db.ListDownloads(ctx, state.DownloadFilter{Key: sp.key})
+	ds, err := s.m.db.ListDownloads(ctx, state.DownloadFilter{Key: sp.key, Limit: limit})
 	if err != nil {
 		return nil, err
 	}

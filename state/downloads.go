@@ -28,6 +28,7 @@ type Download struct {
 type DownloadFilter struct {
 	Key    string
 	TaskID string
+	Limit  int // only the newest Limit downloads (still listed oldest first); 0: all
 }
 
 // RecordDownload stores d and returns it with its id. d.Key must name the web browser or an existing store.
@@ -68,6 +69,10 @@ func (db *DB) ListDownloads(ctx context.Context, f DownloadFilter) ([]Download, 
 	q := `SELECT id, browser_key, task_id, client_id, owner_dir, guid, url, name, path, size, sha256, at FROM downloads`
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	if f.Limit > 0 {
+		q = "SELECT * FROM (" + q + " ORDER BY at DESC, id DESC LIMIT ?)"
+		args = append(args, f.Limit)
 	}
 	rows, err := db.sql.QueryContext(ctx, q+" ORDER BY at, id", args...)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"vibebrowser/manager/api"
@@ -15,6 +16,9 @@ import (
 
 // maxDownloadRows bounds the files listed per owner; the rest are counted (vibe-browser downloads lists all).
 const maxDownloadRows = 20
+
+// maxDownloads bounds the downloads the store page reads (it reads them again every poll while open).
+const maxDownloads = 500
 
 type downloadGroup struct {
 	Owner string        `json:"owner"` // the folder under downloads/<slug>/
@@ -97,7 +101,7 @@ func byteSize(n int64) string {
 
 // storeDownloads fills page's downloads; a failure is the page's error (the rest of the page still shows).
 func (s *Server) storeDownloads(ctx context.Context, page *storePage, tasks map[string]bool) {
-	ds, err := s.cfg.Source.Downloads(ctx, page.Slug)
+	ds, err := s.cfg.Source.Downloads(ctx, page.Slug, maxDownloads)
 	if err != nil {
 		if page.Error == "" {
 			page.Error = "The manager could not list the downloads: " + err.Error()
@@ -105,4 +109,8 @@ func (s *Server) storeDownloads(ctx context.Context, page *storePage, tasks map[
 		return
 	}
 	page.Downloads = downloadGroups(ds, tasks, s.cfg.Now())
+	if len(ds) == maxDownloads {
+		page.DownloadsNote = "Counted among the newest " + strconv.Itoa(maxDownloads) + " downloads; " +
+			"vibe-browser downloads --store " + page.Slug + " lists every one."
+	}
 }

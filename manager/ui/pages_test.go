@@ -255,6 +255,18 @@ func TestStorePageListsDownloads(t *testing.T) {
 	if strings.Contains(page, "No downloads yet") && !strings.Contains(page, `id="no-downloads" hidden`) {
 		t.Error("the store page says there are no downloads")
 	}
+	if strings.Contains(page, `id="downloads-note">`) {
+		t.Error("the store page says not every download was counted, of three")
+	}
+	u.src.mu.Lock()
+	for i := range maxDownloads + 1 {
+		u.src.downloads["shop"] = append(u.src.downloads["shop"], api.Download{OwnerDir: "aux", Name: fmt.Sprintf("n%d", i)})
+	}
+	u.src.mu.Unlock()
+	many := body(t, u.do(t, "GET", "/store/shop", map[string]string{"Cookie": cookie, "Accept": "text/html"}))
+	if !strings.Contains(many, "Counted among the newest 500 downloads") || !strings.Contains(many, "500 files") {
+		t.Error("a store page with more downloads than it reads does not say so")
+	}
 	stopped := body(t, u.do(t, "GET", "/store/web", map[string]string{"Cookie": cookie, "Accept": "text/html"}))
 	if !strings.Contains(stopped, "x.bin") || !strings.Contains(stopped, "downloads of tabs no client here opened") {
 		t.Error("a stopped browser's page does not list its downloads")

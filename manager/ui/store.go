@@ -37,7 +37,8 @@ type storePage struct {
 	Clients []clientRow `json:"clients"`
 	// Downloads are the browser's finished downloads per owner folder (downloads.go), shown while it
 	// is stopped too.
-	Downloads []downloadGroup `json:"downloads"`
+	Downloads     []downloadGroup `json:"downloads"`
+	DownloadsNote string          `json:"downloads_note,omitempty"` // when not every download was counted
 }
 
 type clientRow struct {

@@ -65,13 +65,14 @@ func (f *fakeSource) StartBrowser(_ context.Context, slug string) error {
 	return f.startErr
 }
 
-func (f *fakeSource) Downloads(_ context.Context, slug string) ([]api.Download, error) {
+func (f *fakeSource) Downloads(_ context.Context, slug string, limit int) ([]api.Download, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.noStore[slug] {
 		return nil, fmt.Errorf("%w: %q", ErrNoStore, slug)
 	}
-	return append([]api.Download{}, f.downloads[slug]...), nil
+	ds := f.downloads[slug]
+	return append([]api.Download{}, ds[max(0, len(ds)-limit):]...), nil
 }
 
 func (f *fakeSource) set(fn func(*api.Status)) {

@@ -73,6 +73,9 @@ function render(p) {
   document.getElementById('clients').replaceChildren(...p.clients.map(clientCard));
   document.getElementById('downloads').replaceChildren(...p.downloads.map(downloadsCard));
   document.getElementById('no-downloads').hidden = p.downloads.length > 0;
+  const note = document.getElementById('downloads-note');
+  note.textContent = p.downloads_note || '';
+  note.hidden = !p.downloads_note;
   root.dataset.viewers = p.viewers;
 }
 
