@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -273,4 +274,38 @@ func TestDownloadSameNameTwoTasks(t *testing.T) {
 	}
 	pup.send("close")
 	pup.wait()
+}
+
+// TestDownloadRestartMidDownload: a manager and its browser killed in the middle of a download leave
+// Chrome's partial file behind; the next manager's boot sweep removes it, and no file ever appears under a
+// final name.
+func TestDownloadRestartMidDownload(t *testing.T) {
+	m := startManager(t, "VIBE_BROWSER_IDLE_S=0")
+	site := downloadSite(t)
+	m.cli("store", "add", "Mid")
+	if err := ensureStore(m, "mid"); err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(m.home, "downloads", "mid")
+	c := dialRaw(t, m.storeWS("mid", taskA))
+	s := openDownloadPage(t, c, site.URL+"/?who=raw")
+	clickIn(t, c, s, "slow")
+	testkit.WaitFor(t, 15*time.Second, "the download's partial file", func() bool {
+		files := filesUnder(root)
+		return len(files) == 1 && strings.HasPrefix(files[0], mux.IncomingDir+string(filepath.Separator))
+	})
+	pid := m.browserOf("mid").PID
+	if err := m.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	m.cmd.Wait()
+	syscall.Kill(-pid, syscall.SIGKILL) // Chromium's own process group
+	testkit.WaitFor(t, 10*time.Second, "Chromium gone", func() bool { return gone(pid) })
+	if files := filesUnder(root); len(files) != 1 {
+		t.Fatalf("after the kill: %q; want the partial file still there (the sweep is what removes it)", files)
+	}
+	m.start()
+	if files := filesUnder(root); len(files) != 0 {
+		t.Errorf("after the restart: %q; want the partial download swept and nothing under a final name", files)
+	}
 }
