@@ -166,6 +166,18 @@ func TestDownloadPlaywrightAndAgent(t *testing.T) {
 		d.SHA256 != sha("agent report.csv\n") || !strings.HasSuffix(d.URL, "/file/report.csv?who=agent") {
 		t.Errorf("downloads --task %s --json = %+v; want the agent's report.csv with its size and sha256", taskA, d)
 	}
+	// A --worker slot of the task files into the task's folder.
+	out = m.mustAgent("--store "+store.Slug+" --task "+taskA, "browser-use --worker 2 <<'PY'\nenv VIBE_DOWNLOAD_DIR\nopen "+site.URL+
+		"/?who=worker\neval document.getElementById('dl').click(), 1\nwaitfile report (1).csv\nPY")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); lines[0] != taskDir {
+		t.Errorf("worker 2's VIBE_DOWNLOAD_DIR = %q; want its task's %q", lines[0], taskDir)
+	}
+	waitContent(t, filepath.Join(taskDir, "report (1).csv"), "worker report.csv\n")
+	testkit.WaitFor(t, 10*time.Second, "the worker's download recorded under the task", func() bool {
+		listed = nil
+		json.Unmarshal([]byte(m.cli("downloads", "--task", taskA, "--json")), &listed)
+		return len(listed) == 2 && listed[1].Client == taskA+"-w2" && listed[1].Name == "report (1).csv"
+	})
 
 	if err := json.Unmarshal([]byte(m.cli("store", "show", store.Slug, "--json")), &store); err != nil {
 		t.Fatal(err)
