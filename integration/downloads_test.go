@@ -80,19 +80,6 @@ func waitContent(t *testing.T, path, want string) {
 	})
 }
 
-// filesUnder lists the files below dir, relative to it.
-func filesUnder(dir string) []string {
-	var out []string
-	filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
-		if err == nil && !e.IsDir() {
-			rel, _ := filepath.Rel(dir, p)
-			out = append(out, rel)
-		}
-		return nil
-	})
-	return out
-}
-
 // clickIn clicks the element with id in the page of session, as a user would (a gesture, so a link with
 // target=_blank opens its tab).
 func clickIn(t *testing.T, c *rawCDP, session, id string) {
@@ -200,7 +187,7 @@ func TestDownloadPlaywrightAndAgent(t *testing.T) {
 	})
 	waitContent(t, pwFile, "playwright report.csv\n")
 	testkit.WaitFor(t, 10*time.Second, "nothing of the canceled download left", func() bool {
-		for _, f := range filesUnder(root) {
+		for _, f := range testkit.Files(root) {
 			if strings.Contains(f, "big.bin") || strings.HasPrefix(f, mux.IncomingDir) {
 				return false
 			}
@@ -265,10 +252,10 @@ func TestDownloadSameNameTwoTasks(t *testing.T) {
 	clickIn(t, raw, rs, "dl")
 	testkit.WaitFor(t, 15*time.Second, "the denied download canceled", func() bool { return len(progressOf(deny, "canceled")) == 1 })
 	waitContent(t, filepath.Join(root, taskB, "report (2).csv"), "raw report.csv\n")
-	if files := filesUnder(filepath.Join(root, "aux")); len(files) != 0 {
+	if files := testkit.Files(filepath.Join(root, "aux")); len(files) != 0 {
 		t.Errorf("the client that denied downloads got %q", files)
 	}
-	for _, f := range filesUnder(root) {
+	for _, f := range testkit.Files(root) {
 		if strings.HasPrefix(f, "unattributed") {
 			t.Errorf("a download went unattributed: %s", f)
 		}
@@ -303,7 +290,7 @@ func TestDownloadRestartMidDownload(t *testing.T) {
 	s := openDownloadPage(t, c, site.URL+"/?who=raw")
 	clickIn(t, c, s, "slow")
 	testkit.WaitFor(t, 15*time.Second, "the download's partial file", func() bool {
-		files := filesUnder(root)
+		files := testkit.Files(root)
 		return len(files) == 1 && strings.HasPrefix(files[0], mux.IncomingDir+string(filepath.Separator))
 	})
 	pid := m.browserOf("mid").PID
@@ -313,11 +300,11 @@ func TestDownloadRestartMidDownload(t *testing.T) {
 	m.cmd.Wait()
 	syscall.Kill(-pid, syscall.SIGKILL) // Chromium's own process group
 	testkit.WaitFor(t, 10*time.Second, "Chromium gone", func() bool { return gone(pid) })
-	if files := filesUnder(root); len(files) != 1 {
+	if files := testkit.Files(root); len(files) != 1 {
 		t.Fatalf("after the kill: %q; want the partial file still there (the sweep is what removes it)", files)
 	}
 	m.start()
-	if files := filesUnder(root); len(files) != 0 {
+	if files := testkit.Files(root); len(files) != 0 {
 		t.Errorf("after the restart: %q; want the partial download swept and nothing under a final name", files)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/api"
 	"vibebrowser/mux"
 	"vibebrowser/state"
@@ -35,21 +36,6 @@ func writeFiles(t *testing.T, root string, at time.Time, files ...string) {
 	}
 }
 
-// treeOf lists every file under root, relative and sorted.
-func treeOf(t *testing.T, root string) []string {
-	t.Helper()
-	var out []string
-	filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
-		if err == nil && !e.IsDir() {
-			rel, _ := filepath.Rel(root, p)
-			out = append(out, rel)
-		}
-		return nil
-	})
-	sort.Strings(out)
-	return out
-}
-
 func TestSweepDownloadsAtBoot(t *testing.T) {
 	m, _ := fakeManager(t, nil)
 	root := m.cfg.path("downloads")
@@ -64,7 +50,7 @@ func TestSweepDownloadsAtBoot(t *testing.T) {
 	)
 	m.sweepDownloads()
 	want := []string{"shop/a1b2c3d4/report.csv", "shop/aux/kept.pdf"}
-	if got := treeOf(t, root); !slices.Equal(got, want) {
+	if got := testkit.Files(root); !slices.Equal(got, want) {
 		t.Errorf("after the boot sweep: %q; want %q (no partial file left, every complete one kept)", got, want)
 	}
 }
@@ -94,7 +80,7 @@ func TestPruneDownloads(t *testing.T) {
 	want := []string{sp.slug + "/.incoming/old.crdownload", sp.slug + "/" + busy + "/old.csv",
 		sp.slug + "/" + fresh + "/new.csv", sp.slug + "/" + fresh + "/old.csv"}
 	sort.Strings(want)
-	if got := treeOf(t, root); !slices.Equal(got, want) {
+	if got := testkit.Files(root); !slices.Equal(got, want) {
 		t.Errorf("after pruning: %q; want %q", got, want)
 	}
 	ds, err := m.db.ListDownloads(ctx, state.DownloadFilter{})

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -42,21 +41,6 @@ func (dm *downloadsMux) downloads() []Download {
 	dm.mu.Lock()
 	defer dm.mu.Unlock()
 	return append([]Download(nil), dm.done...)
-}
-
-// files lists every file under the downloads root, relative to it, sorted.
-func (dm *downloadsMux) files(t *testing.T) []string {
-	t.Helper()
-	var out []string
-	filepath.WalkDir(dm.root, func(p string, e os.DirEntry, err error) error {
-		if err == nil && !e.IsDir() {
-			rel, _ := filepath.Rel(dm.root, p)
-			out = append(out, rel)
-		}
-		return nil
-	})
-	sort.Strings(out)
-	return out
 }
 
 func readFile(t *testing.T, p string) string {
@@ -171,7 +155,7 @@ func TestDownloadFiledPerOwner(t *testing.T) {
 		filepath.Join(task2, "report.csv"):      "two",
 		filepath.Join("aux", "_.._etc_.passwd"): "three",
 	}
-	files := dm.files(t)
+	files := testkit.Files(dm.root)
 	if len(files) != len(want) {
 		t.Fatalf("files under the downloads folder = %q; want %d files", files, len(want))
 	}
@@ -293,7 +277,7 @@ func TestDownloadDenyAndCancel(t *testing.T) {
 	fb.completeDownload("gyes", "kept")
 	testkit.WaitFor(t, 5*time.Second, "the allowed download filed", func() bool { return len(dm.downloads()) == 1 })
 	testkit.WaitFor(t, 5*time.Second, "canceled at its owner", func() bool { return len(progress(yes, "gcancel", "canceled")) == 1 })
-	if files := dm.files(t); len(files) != 1 || files[0] != filepath.Join("yes", "a.txt") {
+	if files := testkit.Files(dm.root); len(files) != 1 || files[0] != filepath.Join("yes", "a.txt") {
 		t.Fatalf("files = %q; want only yes/a.txt (nothing of the denied or canceled ones)", files)
 	}
 	if len(fb.got("Browser.cancelDownload")) != 1 {
@@ -306,7 +290,7 @@ func TestDownloadDenyAndCancel(t *testing.T) {
 	testkit.WaitFor(t, 10*time.Second, "the denied subframe download canceled at its owner", func() bool {
 		return len(progress(no, "gsubdeny", "canceled")) == 1
 	})
-	if files := dm.files(t); len(files) != 1 {
+	if files := testkit.Files(dm.root); len(files) != 1 {
 		t.Fatalf("files = %q; want only yes/a.txt", files)
 	}
 	fb.beginDownload(py, "gown", "c.txt")
