@@ -365,18 +365,19 @@ func (m *Mux) removeIncomingLocked(guid string) {
 // lookUpFrameLocked starts the search for the page whose frame tree holds d's frame, through operator
 // sessions (invisible to every client), most recently used pages first.
 func (m *Mux) lookUpFrameLocked(d *download) {
-	var pages []*target
+	var agents, people []*target // a person's tabs last: an agent's subframe is the likelier
 	for _, t := range m.order {
-		if t.owner != nil && t.typ == "page" && !t.closing && t.owner.id != HumanClient {
-			pages = append(pages, t)
+		switch {
+		case t.owner == nil || t.typ != "page" || t.closing:
+		case t.owner.id == HumanClient:
+			people = append(people, t)
+		default:
+			agents = append(agents, t)
 		}
 	}
-	for _, t := range m.order { // a person's tabs last: an agent's subframe is the likelier
-		if t.owner != nil && t.typ == "page" && !t.closing && t.owner.id == HumanClient {
-			pages = append(pages, t)
-		}
-	}
-	sortByUse(pages)
+	sortByUse(agents)
+	sortByUse(people)
+	pages := append(agents, people...)
 	ids := make([]string, 0, min(len(pages), maxFrameLookups))
 	for _, t := range pages[:min(len(pages), maxFrameLookups)] {
 		ids = append(ids, t.id)
