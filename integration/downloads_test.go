@@ -25,7 +25,8 @@ import (
 
 // downloadSite serves a page (/?who=W) with download links whose files say who fetched them:
 // #dl → report.csv, #pop → popup.csv in a new tab, #same → report.csv served only once two clients asked for
-// it (or after 15 s), so their downloads overlap, and #slow → a download that never finishes.
+// it (or after 15 s), so their downloads overlap, #slow → a download that never finishes, and in the
+// same-origin iframe #frame (no target of its own) #dl → frame.csv.
 func downloadSite(t *testing.T) *httptest.Server {
 	t.Helper()
 	var mu sync.Mutex
@@ -40,7 +41,9 @@ func downloadSite(t *testing.T) *httptest.Server {
 		case r.URL.Path == "/":
 			fmt.Fprintf(w, `<!doctype html><title>downloads</title><a id="dl" href="/file/report.csv?who=%[1]s">dl</a>
 <a id="pop" href="/file/popup.csv?who=%[1]s" target="_blank">pop</a> <a id="same" href="/same?who=%[1]s">same</a>
-<a id="slow" href="/slow">slow</a>`, who)
+<a id="slow" href="/slow">slow</a> <iframe id="frame" src="/frame?who=%[1]s"></iframe>`, who)
+		case r.URL.Path == "/frame":
+			fmt.Fprintf(w, `<!doctype html><a id="dl" href="/file/frame.csv?who=%s">dl</a>`, who)
 		case strings.HasPrefix(r.URL.Path, "/file/"):
 			name := strings.TrimPrefix(r.URL.Path, "/file/")
 			attach(name)
@@ -94,7 +97,8 @@ func openDownloadPage(t *testing.T, c *rawCDP, url string) string {
 	t.Helper()
 	_, s := c.createPage(url)
 	testkit.WaitFor(t, 15*time.Second, "the download page loaded", func() bool {
-		v, err := c.evaluate(s, `document.readyState === "complete" && !!document.getElementById("dl")`)
+		v, err := c.evaluate(s, `document.readyState === "complete" && !!document.getElementById("dl") &&
+			!!document.getElementById("frame").contentDocument.getElementById("dl")`)
 		return err == nil && string(v) == "true"
 	})
 	return s
@@ -209,8 +213,8 @@ func TestDownloadPlaywrightAndAgent(t *testing.T) {
 // TestDownloadSameNameTwoTasks: puppeteer-core with its own Browser.setDownloadBehavior (task A) and a raw CDP
 // client with allowAndName (task B) download report.csv at the same moment: two files in two task folders,
 // and each client's own copy where it asked; a third report.csv in task B becomes "report (1).csv"; a
-// download from a popup belongs to the popup's opener's task; a client that denies downloads gets none
-// while another's still works.
+// download from a popup belongs to the popup's opener's task, one from a subframe to the page's; a client
+// that denies downloads gets none while another's still works.
 func TestDownloadSameNameTwoTasks(t *testing.T) {
 	m := startManager(t)
 	site := downloadSite(t)
@@ -244,6 +248,11 @@ func TestDownloadSameNameTwoTasks(t *testing.T) {
 	waitContent(t, filepath.Join(root, taskB, "report (1).csv"), "raw report.csv\n")
 	clickIn(t, raw, rs, "pop")
 	waitContent(t, filepath.Join(root, taskB, "popup.csv"), "raw popup.csv\n")
+	if _, err := raw.Call("Runtime.evaluate", map[string]any{"userGesture": true,
+		"expression": `document.getElementById("frame").contentDocument.getElementById("dl").click(), 1`}, rs); err != nil {
+		t.Fatal(err)
+	}
+	waitContent(t, filepath.Join(root, taskB, "frame.csv"), "raw frame.csv\n")
 
 	deny := dialRaw(t, m.storeWS("two-tasks", "aux"))
 	deny.must("Browser.setDownloadBehavior", map[string]any{"behavior": "deny", "eventsEnabled": true}, "", nil)
@@ -264,7 +273,7 @@ func TestDownloadSameNameTwoTasks(t *testing.T) {
 	testkit.WaitFor(t, 10*time.Second, "task B's downloads recorded", func() bool {
 		listed = nil
 		json.Unmarshal([]byte(m.cli("downloads", "--task", taskB, "--store", "two-tasks", "--json")), &listed)
-		return len(listed) == 4
+		return len(listed) == 5
 	})
 	for _, d := range listed {
 		if d.Task != taskB || d.Client != taskB {
