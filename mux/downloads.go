@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -267,6 +268,9 @@ func (m *Mux) downloadWillBeginLocked(b []byte) {
 // deny cancels the download, for that client only (the browser-wide behaviour stays allowAndName).
 func (m *Mux) attributeDownloadLocked(d *download, owner *client) {
 	d.owner = owner
+	if owner == nil && m.cfg.DownloadDir == "" {
+		return // the mux files nothing: Chrome and the clients deal with it
+	}
 	if owner == nil {
 		m.log.Warn().Str("guid", d.guid).Str("url", d.url).Str("frame", d.frame).
 			Msg("download started by a frame no client owns: it goes to " + UnattributedDir)
@@ -656,7 +660,11 @@ func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
 // the file (never the mux's incoming folder).
 func completedEvent(ev dlEvent, path string) []byte {
 	b := append([]byte(`{"method":"Browser.downloadProgress","params":{"guid":`), appendJSONString(nil, ev.Params.GUID)...)
-	b = fmt.Appendf(b, `,"totalBytes":%v,"receivedBytes":%v,"state":"completed","filePath":`, ev.Params.TotalBytes, ev.Params.ReceivedBytes)
+	b = append(b, `,"totalBytes":`...)
+	b = strconv.AppendFloat(b, ev.Params.TotalBytes, 'f', -1, 64)
+	b = append(b, `,"receivedBytes":`...)
+	b = strconv.AppendFloat(b, ev.Params.ReceivedBytes, 'f', -1, 64)
+	b = append(b, `,"state":"completed","filePath":`...)
 	b = appendJSONString(b, path)
 	return append(b, "}}"...)
 }

@@ -275,6 +275,10 @@ func TestDownloadDenyAndCancel(t *testing.T) {
 	fb.beginDownload(py, "gcancel", "b.txt")
 	fb.send(`{"method":"Browser.downloadProgress","params":{"guid":"gcancel","totalBytes":7,"receivedBytes":3,"state":"canceled"}}`)
 	fb.completeDownload("gyes", "kept")
+	testkit.WaitFor(t, 5*time.Second, "completed at the owner", func() bool { return len(progress(yes, "gyes", "completed")) == 1 })
+	if p := string(progress(yes, "gyes", "completed")[0].Params); !strings.Contains(p, `"totalBytes":4,"receivedBytes":4,"state":"completed"`) {
+		t.Errorf("completed as the owner sees it: %s", p)
+	}
 	testkit.WaitFor(t, 5*time.Second, "the allowed download filed", func() bool { return len(dm.downloads()) == 1 })
 	testkit.WaitFor(t, 5*time.Second, "canceled at its owner", func() bool { return len(progress(yes, "gcancel", "canceled")) == 1 })
 	if files := testkit.Files(dm.root); len(files) != 1 || files[0] != filepath.Join("yes", "a.txt") {
@@ -472,5 +476,27 @@ func TestDownloadCopiesAcrossFileSystems(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(other); len(entries) != 3 {
 		t.Errorf("the client's folder holds %d entries; want 3 (no partial copy left)", len(entries))
+	}
+}
+
+func TestCompletedEvent(t *testing.T) {
+	var ev dlEvent
+	ev.Params.GUID, ev.Params.TotalBytes, ev.Params.ReceivedBytes = "g<1>", 123456789012, 123456789012
+	got := string(completedEvent(ev, "/d/r<1>.csv"))
+	var back struct {
+		Method string
+		Params struct {
+			GUID                      string
+			TotalBytes, ReceivedBytes json.Number
+			State, FilePath           string
+		}
+	}
+	if err := json.Unmarshal([]byte(got), &back); err != nil {
+		t.Fatalf("completedEvent = %s: %v", got, err)
+	}
+	p := back.Params
+	if back.Method != "Browser.downloadProgress" || p.GUID != "g<1>" || p.TotalBytes != "123456789012" ||
+		p.ReceivedBytes != "123456789012" || p.State != "completed" || p.FilePath != "/d/r<1>.csv" {
+		t.Errorf("completedEvent = %s; want Chrome's shape with integer byte counts", got)
 	}
 }
