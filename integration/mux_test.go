@@ -554,12 +554,14 @@ func TestMuxDownload(t *testing.T) {
 	if n := len(b.Events("Browser.downloadWillBegin")) + len(b.Events("Browser.downloadProgress")); n != 0 {
 		t.Fatalf("another client got %d download events", n)
 	}
-	got, err := os.ReadFile(filepath.Join(dir, "report.csv"))
-	if err != nil || string(got) != "a,b\n1,2\n" {
-		t.Fatalf("download in the forced dir: %q, %v", got, err)
+	// Filed in the owner's folder, and (the client asked for allow with a path) at <its path>/<name>.
+	for _, p := range []string{filepath.Join(dir, "a", "report.csv"), filepath.Join(elsewhere, "report.csv")} {
+		if got, err := os.ReadFile(p); err != nil || string(got) != "a,b\n1,2\n" {
+			t.Fatalf("download at %s: %q, %v", p, got, err)
+		}
 	}
-	if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
-		t.Fatalf("download landed where the client asked: %v", entries)
+	if entries, _ := os.ReadDir(filepath.Join(dir, mux.IncomingDir)); len(entries) != 0 {
+		t.Fatalf("the incoming folder keeps %d files", len(entries))
 	}
 }
 

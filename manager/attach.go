@@ -29,6 +29,7 @@ func (m *Manager) attachMux(ctx context.Context, s *slot, sp spec, h handle, own
 	}
 	var hooks mux.Hooks
 	hooks.OwnershipChanged = func(o map[string][]string) { m.saveOwnership(sp.key, o) }
+	hooks.Downloaded = func(d mux.Download) { m.recordDownload(sp, d) }
 	var mx *mux.Mux
 	if be.relaunchable() {
 		hooks.Relaunch = func(ctx context.Context) (string, error) { return m.relaunchHung(ctx, s, mx) }

@@ -42,6 +42,7 @@ type Config struct {
 	ZiniaoClient      []string      // VIBE_ZINIAO_CLIENT, else the system's way (macOS: open -a ziniao); nil = never started
 	UIAddr            string        // VIBE_UI_ADDR (127.0.0.1:9399): the web UI's host:port; "" = off
 	UIAllowRemote     bool          // VIBE_UI_ALLOW_REMOTE: a non-loopback UIAddr is allowed
+	DownloadKeepDays  int           // VIBE_DOWNLOAD_KEEP_DAYS (30): downloads folders older than this are pruned; 0 keeps them
 
 	// muxTiming overrides the muxes' keepalive and reconnect timing; only tests set it (zero values keep
 	// the mux's defaults).
@@ -100,6 +101,7 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		{name: "VIBE_HEADLESS", optional: &c.Headless},
 		{name: "VIBE_UI_ADDR", address: &c.UIAddr, defAddr: DefaultUIAddr},
 		{name: "VIBE_UI_ALLOW_REMOTE", boolean: &c.UIAllowRemote},
+		{name: "VIBE_DOWNLOAD_KEEP_DAYS", def: 30, lo: 0, hi: 36500, integer: &c.DownloadKeepDays},
 	}
 	for _, k := range knobs {
 		if err := k.parse(getenv(k.name)); err != nil {

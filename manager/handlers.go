@@ -158,7 +158,7 @@ func (m *Manager) handleEnsureSession(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return api.EnsureResponse{CDPWS: clientURL(in.port, sp.token, req.ClientID)}, nil
+	return api.EnsureResponse{CDPWS: clientURL(in.port, sp.token, req.ClientID), DownloadDir: m.downloadDir(sp, req.ClientID)}, nil
 }
 
 func (m *Manager) handleListTasks(r *http.Request) (any, error) {

@@ -143,6 +143,7 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 	loopsDone.Go(func() { m.idleLoop(loops) })
 	loopsDone.Go(func() { m.reapLoop(loops) })
 	loopsDone.Go(func() { m.leaseLoop(loops) })
+	loopsDone.Go(func() { m.downloadsLoop(loops) })
 	uiCtx, stopUI := context.WithCancel(context.Background())
 	var uiDone sync.WaitGroup
 	uiURL := "off"
@@ -225,6 +226,7 @@ func (m *Manager) boot(ctx context.Context) error {
 	if err := m.bindEndpoints(ctx); err != nil {
 		return err
 	}
+	m.sweepDownloads()
 	if err := m.syncWrappers(ctx); err != nil {
 		return err
 	}

@@ -186,6 +186,8 @@ func TestInvalidKnobsNameTheVariable(t *testing.T) {
 		{"VIBE_UI_ADDR", "192.168.1.5:9399", "VIBE_UI_ALLOW_REMOTE=1"},
 		{"VIBE_UI_ADDR", "example.com:9399", "not a loopback address"},
 		{"VIBE_UI_ALLOW_REMOTE", "sure", "boolean"},
+		{"VIBE_DOWNLOAD_KEEP_DAYS", "-1", "from 0 to 36500"},
+		{"VIBE_DOWNLOAD_KEEP_DAYS", "a month", "integer"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"="+tt.value, func(t *testing.T) {
@@ -208,7 +210,7 @@ func TestKnobDefaults(t *testing.T) {
 		cfg.StartTimeout != 180*time.Second || cfg.RelaunchMax != 3 || cfg.RelaunchWindow != 600*time.Second ||
 		cfg.MuxMaxClients != 16 || cfg.MuxGrace != 480*time.Second || cfg.TaskLease != time.Hour ||
 		cfg.Idle != 300*time.Second || cfg.ReapInterval != 300*time.Second || cfg.UIAddr != "127.0.0.1:9399" ||
-		cfg.UIAllowRemote {
+		cfg.UIAllowRemote || cfg.DownloadKeepDays != 30 {
 		t.Errorf("defaults %+v differ from SPEC §4.3", cfg)
 	}
 }

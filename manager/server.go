@@ -42,6 +42,7 @@ func (m *Manager) routes() http.Handler {
 	handle("POST "+api.PathReap, m.handleReap)
 	handle("POST "+api.PathUILogin, m.handleUILogin)
 	handle("POST "+api.PathStoreLogin, m.handleStoreLogin)
+	handle("GET "+api.PathDownloads, m.handleListDownloads)
 	mux.Handle("GET "+api.PathMetrics, m.metrics.handler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		m.writeError(w, r, fmt.Errorf("%w: no route %s %s", errNoRoute, r.Method, r.URL.Path))

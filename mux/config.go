@@ -29,8 +29,9 @@ type Config struct {
 	Port int
 	// Token is the store token, required as the first path segment of every request.
 	Token string
-	// DownloadDir is forced as downloadPath of every Browser.setDownloadBehavior. Empty leaves downloads
-	// alone.
+	// DownloadDir is the store's downloads folder (SPEC §12): Chrome downloads into its IncomingDir, and
+	// each finished file is moved to the folder of the client that started it (clientid.OwnerDir). Empty
+	// leaves downloads to the clients: their setDownloadBehavior is forwarded as sent.
 	DownloadDir string
 	// TabCap is the per-client tab cap; beyond it the client's least recently used tab is closed.
 	// Default DefaultTabCap; Off: no cap.
@@ -87,6 +88,9 @@ type Hooks struct {
 	// OwnershipChanged receives a snapshot (client id -> target ids) whenever ownership changes, for
 	// persistence. Calls come from one goroutine, in order, never under the mux's lock.
 	OwnershipChanged func(map[string][]string)
+	// Downloaded receives each download filed under DownloadDir, after its owner was told it completed.
+	// Calls come from the goroutine that filed it, never under the mux's lock.
+	Downloaded func(Download)
 }
 
 // Defaults of the Config fields the manager exposes as VIBE_* knobs (its knob table reads them).

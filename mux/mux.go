@@ -46,9 +46,8 @@ type Mux struct {
 	sessions map[string]*session
 	creating *createRec // the one Target.createTarget in flight; others wait in createQ
 	createQ  []queuedCreate
-	guids    map[string]*client // download guid -> owner
-	version  map[string]any     // cached /json/version object
-	tick     uint64             // logical clock for LRU
+	version  map[string]any // cached /json/version object
+	tick     uint64         // logical clock for LRU
 	activity time.Time
 	fresh    bool // orphan cleanup still due (FreshLaunch, first connect)
 	// Chrome's auto-attach on this connection (autoattach.go): autoReplay while it replays the existing
@@ -63,6 +62,7 @@ type Mux struct {
 	// right after (upstream.writeNow), so its push need not wake the upstream writer.
 	upQuiet bool
 	op      operatorState
+	dl      downloadState
 }
 
 // New validates cfg and binds the listener; Serve runs the mux.
@@ -92,7 +92,6 @@ func New(cfg Config) (*Mux, error) {
 		clients:    map[string]*client{},
 		targets:    map[string]*target{},
 		sessions:   map[string]*session{},
-		guids:      map[string]*client{},
 		fresh:      cfg.FreshLaunch,
 		activity:   time.Now(),
 	}

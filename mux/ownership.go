@@ -384,11 +384,6 @@ func (m *Mux) expireClientLocked(cl *client) {
 	}
 	cl.grace = nil
 	delete(m.clients, cl.id)
-	for g, o := range m.guids {
-		if o == cl {
-			delete(m.guids, g)
-		}
-	}
 	m.ownershipChangedLocked()
 }
 

@@ -182,6 +182,18 @@ INSERT INTO settings (key, value) VALUES ('k', 'v');`,
 			}
 		},
 	},
+	2: {
+		insert: `
+INSERT INTO stores (id, name, slug, backend, config, token, created_at, updated_at)
+	VALUES ('s1', 'Shop', 'shop', 'chrome', '{}', 'tok', 1, 2);
+INSERT INTO browser_versions (key, version, seen_at) VALUES ('s1', '{"Browser":"Chrome/1.2"}', 3);`,
+		check: func(t *testing.T, db *DB) {
+			v, err := db.BrowserVersion(context.Background(), "s1")
+			if err != nil || !strings.Contains(string(v), "Chrome/1.2") {
+				t.Errorf("BrowserVersion(s1) = %s, %v; want the fixture's", v, err)
+			}
+		},
+	},
 }
 
 func TestMigrateFromEveryVersion(t *testing.T) {

@@ -90,4 +90,24 @@ CREATE TABLE browser_versions (
 	seen_at  INTEGER NOT NULL
 ) STRICT;
 `,
+	// 3: downloads (SPEC §12), one row per finished download. browser_key is a store id or '_web'; a
+	// store's rows go with it (DeleteStore). owner_dir is the folder under downloads/<slug>/ that holds it.
+	`
+CREATE TABLE downloads (
+	id           INTEGER PRIMARY KEY,
+	browser_key  TEXT NOT NULL,
+	task_id      TEXT NOT NULL DEFAULT '',
+	client_id    TEXT NOT NULL DEFAULT '',
+	owner_dir    TEXT NOT NULL,
+	guid         TEXT NOT NULL,
+	url          TEXT NOT NULL DEFAULT '',
+	name         TEXT NOT NULL,
+	path         TEXT NOT NULL,
+	size         INTEGER NOT NULL CHECK (size >= 0),
+	sha256       TEXT NOT NULL,
+	at           INTEGER NOT NULL
+) STRICT;
+CREATE INDEX downloads_task ON downloads (task_id, at);
+CREATE INDEX downloads_key ON downloads (browser_key, at);
+`,
 }

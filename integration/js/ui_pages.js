@@ -75,7 +75,10 @@ main(async () => {
         id: s.dataset.id, kind: s.className.replace('client ', ''),
         tabs: [...s.querySelectorAll('a.tab')].map((a) => a.dataset.id),
       })));
-      out({ event: 'store', colour, clients, url: page.url() });
+      const downloads = await page.evaluate(() => [...document.querySelectorAll('div.downloads')].map((d) => ({
+        owner: d.dataset.owner, files: [...d.querySelectorAll('td.name')].map((td) => td.textContent),
+      })));
+      out({ event: 'store', colour, clients, downloads, url: page.url() });
       continue;
     }
     if (cmd === 'tab') { // tab PATH R,G,B

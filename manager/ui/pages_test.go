@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -199,7 +200,15 @@ func storeUI(t *testing.T) (*uiUnderTest, *fakeBrowser) {
 		Stores:   []api.Store{{ID: "S1", Name: "Shop", Slug: "shop", Backend: "chrome"}},
 		Browsers: []api.Browser{{Key: "S1", Slug: "shop", Status: api.StatusRunning}, {Key: api.WebKey, Slug: api.WebKey, Status: api.StatusStopped}},
 		Tasks:    []api.Task{{ID: task, Store: "S1", Status: "running"}}},
-		browsers: map[string]*fakeBrowser{"shop": fb}, noStore: map[string]bool{"gone": true}}
+		browsers: map[string]*fakeBrowser{"shop": fb}, noStore: map[string]bool{"gone": true},
+		downloads: map[string][]api.Download{
+			"shop": {
+				{OwnerDir: task, Name: "orders.csv", Size: 2048, Path: "/h/downloads/shop/" + task + "/orders.csv", At: now.Add(-time.Hour)},
+				{OwnerDir: "aux", Name: "payout.pdf", Size: 10, Path: "/h/downloads/shop/aux/payout.pdf", At: now.Add(-30 * time.Minute)},
+				{OwnerDir: task, Name: "orders (1).csv", Size: 3 << 20, Path: "/h/downloads/shop/" + task + "/orders (1).csv", At: now.Add(-time.Minute)},
+			},
+			"web": {{OwnerDir: mux.UnattributedDir, Name: "x.bin", Size: 1, Path: "/h/downloads/_web/unattributed/x.bin", At: now}},
+		}}
 	return startUI(t, src), fb
 }
 
@@ -247,6 +256,57 @@ func TestStorePageListsClientsAndTabs(t *testing.T) {
 	resp = u.do(t, "GET", "/store/gone", map[string]string{"Cookie": cookie, "Accept": "text/html"})
 	if b := body(t, resp); resp.StatusCode != http.StatusNotFound || !strings.Contains(b, "store list") {
 		t.Errorf("GET /store/gone = %d; want 404 saying where the stores are:\n%s", resp.StatusCode, b)
+	}
+}
+
+func TestStorePageListsDownloads(t *testing.T) {
+	u, _ := storeUI(t)
+	cookie := u.login(t)
+	page := body(t, u.do(t, "GET", "/store/shop", map[string]string{"Cookie": cookie, "Accept": "text/html"}))
+	order := []string{
+		`<div class="downloads" data-owner="` + task + `">`, "task (its --worker slots included)", "2 files",
+		"orders (1).csv", "3.0 MiB", "orders.csv", "2.0 KiB", "/h/downloads/shop/" + task + "/orders.csv",
+		`<div class="downloads" data-owner="aux">`, "1 file", "payout.pdf", "10 B",
+	}
+	at := 0
+	for _, want := range order {
+		i := strings.Index(page[at:], want)
+		if i < 0 {
+			t.Fatalf("the store page lacks %q after byte %d (owners newest first, each owner's newest file first)", want, at)
+		}
+		at += i + len(want)
+	}
+	if strings.Contains(page, "No downloads yet") && !strings.Contains(page, `id="no-downloads" hidden`) {
+		t.Error("the store page says there are no downloads")
+	}
+	if strings.Contains(page, `id="downloads-note">`) {
+		t.Error("the store page says not every download was counted, of three")
+	}
+	u.src.mu.Lock()
+	for i := range maxDownloads + 1 {
+		u.src.downloads["shop"] = append(u.src.downloads["shop"], api.Download{OwnerDir: "aux", Name: fmt.Sprintf("n%d", i)})
+	}
+	u.src.mu.Unlock()
+	many := body(t, u.do(t, "GET", "/store/shop", map[string]string{"Cookie": cookie, "Accept": "text/html"}))
+	if !strings.Contains(many, "Counted among the newest 500 downloads") || !strings.Contains(many, "500 files") {
+		t.Error("a store page with more downloads than it reads does not say so")
+	}
+	stopped := body(t, u.do(t, "GET", "/store/web", map[string]string{"Cookie": cookie, "Accept": "text/html"}))
+	if !strings.Contains(stopped, "x.bin") || !strings.Contains(stopped, "downloads of tabs no client here opened") {
+		t.Error("a stopped browser's page does not list its downloads")
+	}
+}
+
+func TestDownloadGroupsBounded(t *testing.T) {
+	now := time.Now()
+	var ds []api.Download
+	for i := range maxDownloadRows + 5 {
+		ds = append(ds, api.Download{OwnerDir: "aux", Name: fmt.Sprintf("f%d", i), At: now.Add(time.Duration(i) * time.Second)})
+	}
+	g := downloadGroups(ds, nil, now)
+	if len(g) != 1 || len(g[0].Files) != maxDownloadRows || g[0].Files[0].Name != fmt.Sprintf("f%d", maxDownloadRows+4) ||
+		!strings.Contains(g[0].Count, "25 files") {
+		t.Errorf("downloadGroups of %d files = %+v; want the newest %d and the count", len(ds), g, maxDownloadRows)
 	}
 }
 

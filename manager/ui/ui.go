@@ -35,6 +35,9 @@ type Source interface {
 	// StartBrowser starts that browser as `vibe-browser store start` does (a person's decision: the
 	// relaunch budget is forgiven). Its error is the manager's, written for a person.
 	StartBrowser(ctx context.Context, slug string) error
+	// Downloads are that browser's newest limit finished downloads, oldest first, as GET
+	// /v1/downloads?store= lists them. Its error wraps ErrNoStore for an unknown slug.
+	Downloads(ctx context.Context, slug string, limit int) ([]api.Download, error)
 }
 
 // Errors of Source.Browser.

@@ -30,6 +30,8 @@ type fakeSource struct {
 	noStore  map[string]bool
 	startErr error
 	started  []string
+	// downloads by slug, oldest first
+	downloads map[string][]api.Download
 }
 
 func (f *fakeSource) Status(context.Context) (api.Status, error) {
@@ -61,6 +63,16 @@ func (f *fakeSource) StartBrowser(_ context.Context, slug string) error {
 	defer f.mu.Unlock()
 	f.started = append(f.started, slug)
 	return f.startErr
+}
+
+func (f *fakeSource) Downloads(_ context.Context, slug string, limit int) ([]api.Download, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.noStore[slug] {
+		return nil, fmt.Errorf("%w: %q", ErrNoStore, slug)
+	}
+	ds := f.downloads[slug]
+	return append([]api.Download{}, ds[max(0, len(ds)-limit):]...), nil
 }
 
 func (f *fakeSource) set(fn func(*api.Status)) {
