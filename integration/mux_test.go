@@ -403,6 +403,27 @@ func TestMuxPopupOwnedByOpener(t *testing.T) {
 	pw.expect("closed")
 }
 
+// playwright's own browser context through the mux: newContext().newPage() needs the page auto-attached
+// to it paused, as Chrome does (before new pages came paused, playwright failed on "_page" of undefined).
+func TestMuxPlaywrightOwnContext(t *testing.T) {
+	chr := startChromium(t)
+	m := startMuxOn(t, chr.HTTP, mux.Config{})
+	site := muxSite(t)
+	other := dialRaw(t, m.WSBase+"/client-other")
+	other.must("Target.setDiscoverTargets", map[string]any{"discover": true}, "", nil)
+	pw := startNodeScript(t, "mux_playwright.js", m.HTTPBase, site.URL+"/w")
+	pw.expect("ready")
+	pw.send("context")
+	if got := pw.expect("context"); got["title"] != "page /w" || got["pages"] != float64(1) {
+		t.Fatalf("playwright in its own context: %v", got)
+	}
+	if n := len(other.Events("Target.targetCreated")); n != 0 {
+		t.Fatalf("another client saw %d of playwright's targets", n)
+	}
+	pw.send("close")
+	pw.expect("closed")
+}
+
 // A client that asks Chrome to pause new targets (playwright does) gets its popup paused, through the mux,
 // as on Chrome: the popup's document is not even requested before the client resumes it. Without the
 // pause a popup can load before its client is listening, and playwright's waitForLoadState never ends.
