@@ -272,18 +272,7 @@ func TestManagerAgentFlow(t *testing.T) {
 		t.Errorf("store show browser %+v; want running with a pid", store.Browser)
 	}
 	for client, endpoint := range map[string]string{"puppeteer": store.CDPWS, "playwright": store.CDPHTTP} {
-		node := exec.Command("node", filepath.Join("js", "manager_connect.js"), client, endpoint, web.URL+"/"+client)
-		res, err := node.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s through %s: %v\n%s", client, endpoint, err, res)
-		}
-		var got struct {
-			Title string   `json:"title"`
-			URLs  []string `json:"urls"`
-		}
-		if err := json.Unmarshal(lastLine(res), &got); err != nil {
-			t.Fatalf("%s printed %s: %v", client, res, err)
-		}
+		got := connectClient(t, client, endpoint, web.URL+"/"+client)
 		if got.Title != "page "+client {
 			t.Errorf("%s title %q; want %q", client, got.Title, "page "+client)
 		}
@@ -293,6 +282,28 @@ func TestManagerAgentFlow(t *testing.T) {
 			}
 		}
 	}
+}
+
+// clientPages is what manager_connect.js prints: the title of the page it opened and every page it sees.
+type clientPages struct {
+	Title string   `json:"title"`
+	URLs  []string `json:"urls"`
+}
+
+// connectClient runs a third-party client (puppeteer or playwright) on a store's printed endpoint: it opens
+// url in a new page.
+func connectClient(t *testing.T, client, endpoint, url string) clientPages {
+	t.Helper()
+	node := exec.Command("node", filepath.Join("js", "manager_connect.js"), client, endpoint, url)
+	res, err := node.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s through %s: %v\n%s", client, endpoint, err, res)
+	}
+	var got clientPages
+	if err := json.Unmarshal(lastLine(res), &got); err != nil {
+		t.Fatalf("%s printed %s: %v", client, res, err)
+	}
+	return got
 }
 
 func lastLine(b []byte) []byte {
@@ -454,10 +465,15 @@ func TestQuitStopsBrowsers(t *testing.T) {
 	}
 }
 
+// TestTakenPortIsReallocated: a store's port is bound from store add on, so another program can take it
+// only while no manager runs; the next manager gives it up for a fresh one.
 func TestTakenPortIsReallocated(t *testing.T) {
 	m := startManager(t)
 	var s api.Store
 	if err := json.Unmarshal([]byte(m.cli("store", "add", "squatted", "--json")), &s); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.stop(); err != nil {
 		t.Fatal(err)
 	}
 	squatter, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", s.ProxyPort))
@@ -465,6 +481,7 @@ func TestTakenPortIsReallocated(t *testing.T) {
 		t.Fatalf("take port %d: %v", s.ProxyPort, err)
 	}
 	defer squatter.Close()
+	m.start()
 	out := m.mustAgent("--store squatted", "browser-use <<'PY'\neval 'still works'\nPY")
 	if strings.TrimSpace(out) != `"still works"` {
 		t.Errorf("call with the registered port taken printed %q", out)

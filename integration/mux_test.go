@@ -403,6 +403,27 @@ func TestMuxPopupOwnedByOpener(t *testing.T) {
 	pw.expect("closed")
 }
 
+// playwright's own browser context through the mux: newContext().newPage() needs the page auto-attached
+// to it paused, as Chrome does (before new pages came paused, playwright failed on "_page" of undefined).
+func TestMuxPlaywrightOwnContext(t *testing.T) {
+	chr := startChromium(t)
+	m := startMuxOn(t, chr.HTTP, mux.Config{})
+	site := muxSite(t)
+	other := dialRaw(t, m.WSBase+"/client-other")
+	other.must("Target.setDiscoverTargets", map[string]any{"discover": true}, "", nil)
+	pw := startNodeScript(t, "mux_playwright.js", m.HTTPBase, site.URL+"/w")
+	pw.expect("ready")
+	pw.send("context")
+	if got := pw.expect("context"); got["title"] != "page /w" || got["pages"] != float64(1) {
+		t.Fatalf("playwright in its own context: %v", got)
+	}
+	if n := len(other.Events("Target.targetCreated")); n != 0 {
+		t.Fatalf("another client saw %d of playwright's targets", n)
+	}
+	pw.send("close")
+	pw.expect("closed")
+}
+
 // A client that asks Chrome to pause new targets (playwright does) gets its popup paused, through the mux,
 // as on Chrome: the popup's document is not even requested before the client resumes it. Without the
 // pause a popup can load before its client is listening, and playwright's waitForLoadState never ends.
@@ -554,12 +575,14 @@ func TestMuxDownload(t *testing.T) {
 	if n := len(b.Events("Browser.downloadWillBegin")) + len(b.Events("Browser.downloadProgress")); n != 0 {
 		t.Fatalf("another client got %d download events", n)
 	}
-	got, err := os.ReadFile(filepath.Join(dir, "report.csv"))
-	if err != nil || string(got) != "a,b\n1,2\n" {
-		t.Fatalf("download in the forced dir: %q, %v", got, err)
+	// Filed in the owner's folder, and (the client asked for allow with a path) at <its path>/<name>.
+	for _, p := range []string{filepath.Join(dir, "a", "report.csv"), filepath.Join(elsewhere, "report.csv")} {
+		if got, err := os.ReadFile(p); err != nil || string(got) != "a,b\n1,2\n" {
+			t.Fatalf("download at %s: %q, %v", p, got, err)
+		}
 	}
-	if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
-		t.Fatalf("download landed where the client asked: %v", entries)
+	if entries, _ := os.ReadDir(filepath.Join(dir, mux.IncomingDir)); len(entries) != 0 {
+		t.Fatalf("the incoming folder keeps %d files", len(entries))
 	}
 }
 

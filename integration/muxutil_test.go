@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -200,13 +201,21 @@ func (c *rawCDP) Events(method string) []cdpEvent {
 	return out
 }
 
-// createPage creates a page and attaches to it, returning target and session ids.
+// createPage creates a page, attaches to it and waits until it has loaded url (as a client that goes on
+// to evaluate in it must: Chrome answers createTarget before the navigation commits), returning target
+// and session ids.
 func (c *rawCDP) createPage(url string) (targetID, sessionID string) {
 	c.t.Helper()
 	var ct struct{ TargetID string }
 	c.must("Target.createTarget", map[string]any{"url": url}, "", &ct)
 	var at struct{ SessionID string }
 	c.must("Target.attachToTarget", map[string]any{"targetId": ct.TargetID, "flatten": true}, "", &at)
+	if url != "" && !strings.HasPrefix(url, "about:") {
+		testkit.WaitFor(c.t, 15*time.Second, "the new page to load "+url, func() bool {
+			v, err := c.evaluate(at.SessionID, `document.readyState === "complete" && location.href !== "about:blank"`)
+			return err == nil && string(v) == "true"
+		})
+	}
 	return ct.TargetID, at.SessionID
 }
 

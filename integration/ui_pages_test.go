@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -90,6 +91,24 @@ func TestWebUIStoreAndTabPages(t *testing.T) {
 	agent.must("Target.createTarget", map[string]any{"background": true,
 		"url": "data:text/html,<title>Teal</title><body style='margin:0;background:rgb(20,160,220)'></body>"}, "", &ct)
 	colour := fmt.Sprintf("%d,%d,%d", teal[0], teal[1], teal[2])
+	// And a report it downloaded, which the store page lists under its task.
+	dlSite := downloadSite(t)
+	var dt struct{ TargetID string }
+	agent.must("Target.createTarget", map[string]any{"background": true, "url": dlSite.URL + "/?who=agent"}, "", &dt)
+	var da struct{ SessionID string }
+	agent.must("Target.attachToTarget", map[string]any{"targetId": dt.TargetID, "flatten": true}, "", &da)
+	testkit.WaitFor(t, 15*time.Second, "the download page loaded", func() bool {
+		v, err := agent.evaluate(da.SessionID, `document.readyState === "complete" && !!document.getElementById("dl")`)
+		return err == nil && string(v) == "true"
+	})
+	clickIn(t, agent, da.SessionID, "dl")
+	testkit.WaitFor(t, 15*time.Second, "the agent's download recorded", func() bool {
+		ds, err := m.client.ListDownloads(context.Background(), taskA, "")
+		return err == nil && len(ds) == 1
+	})
+	// Its tab goes: a second background tab's thumbnail is not what this test looks at, and Chromium may
+	// composite none for it in time.
+	agent.must("Target.closeTarget", map[string]any{"targetId": dt.TargetID}, "", nil)
 
 	var login api.UILogin
 	if err := json.Unmarshal([]byte(m.cli("ui", "--json")), &login); err != nil {
@@ -120,17 +139,26 @@ func TestWebUIStoreAndTabPages(t *testing.T) {
 	if kinds[taskA] != "task" || kinds["human"] != "human" {
 		t.Errorf("store page clients %v; want %s as a task and the human client", kinds, taskA)
 	}
+	var downloads []struct {
+		Owner string
+		Files []string
+	}
+	raw, _ = json.Marshal(store["downloads"])
+	json.Unmarshal(raw, &downloads)
+	if len(downloads) != 1 || downloads[0].Owner != taskA || !slices.Equal(downloads[0].Files, []string{"report.csv"}) {
+		t.Errorf("store page downloads %+v; want the agent's report.csv under its task", downloads)
+	}
 	shootAtBothWidths(t, page, "store", "store page")
 
-	// The agent's tab: the live view shows its pixels, view-only; watching it counts a viewer.
+	// The agent's tab: the live view shows its pixels and offers a takeover; watching it counts a viewer.
 	tabPath := "/store/acme-shop/tab/" + ct.TargetID
 	page.send("tab " + tabPath + " " + colour)
 	tab := page.expect("tab")
 	if got := rgbOf(tab["colour"]); !near(got, teal) {
 		t.Errorf("the live view of %s shows %v; want %v", ct.TargetID, got, teal)
 	}
-	if text := tab["text"].(string); !strings.Contains(text, "view-only") {
-		t.Errorf("the agent's tab page says %q; want it to say the view is view-only", text)
+	if text := tab["text"].(string); !strings.Contains(text, "you are watching it") || strings.Contains(text, "⟳") {
+		t.Errorf("the agent's tab page says %q; want it to say you are watching, with no address bar until you take over", text)
 	}
 	shot := filepath.Join(t.TempDir(), "tab.png")
 	page.send("shot " + shot)

@@ -35,10 +35,7 @@ func (m *Manager) adopt(ctx context.Context, rec state.BrowserSession) error {
 	}
 	ownership, err := m.db.LoadOwnership(ctx, rec.Key)
 	if err == nil {
-		var in *instance
-		if in, err = m.attachMux(ctx, sp, h, ownership); err == nil {
-			m.install(m.slot(rec.Key), in)
-		}
+		err = m.attachAdopted(ctx, sp, h, ownership)
 	}
 	if err != nil {
 		h.Release() // stop watching it; the caller marks it stopped
@@ -46,5 +43,20 @@ func (m *Manager) adopt(ctx context.Context, rec state.BrowserSession) error {
 	}
 	m.note(zerolog.InfoLevel, api.EventBrowserAdopted, rec.Key, api.Event{Message: fmt.Sprintf(
 		"%s adopted from the previous manager (pid %d, %d clients' tabs restored)", sp.name, h.PID(), len(ownership))})
+	return nil
+}
+
+// attachAdopted puts an adopted browser behind its endpoint, under its store's lock.
+func (m *Manager) attachAdopted(ctx context.Context, sp spec, h handle, ownership map[string][]string) error {
+	s := m.slot(sp.key)
+	if err := s.acquire(ctx); err != nil {
+		return err
+	}
+	defer s.release()
+	in, err := m.attachMux(ctx, s, sp, h, ownership)
+	if err != nil {
+		return err
+	}
+	m.install(s, in)
 	return nil
 }

@@ -4,35 +4,32 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"strconv"
 	"time"
 
 	"vibebrowser/mux"
 	"vibebrowser/state"
 )
 
-// attachMux binds sp's registry port and serves a mux for h on it. ownership is the adopted browser's saved
-// tab ownership (nil for a fresh launch).
-func (m *Manager) attachMux(ctx context.Context, sp spec, h handle, ownership map[string][]string) (*instance, error) {
+// attachMux runs a mux for h behind s's endpoint (binding it if it is not bound). ownership is the adopted
+// browser's saved tab ownership (nil for a fresh launch). The caller holds s's lock.
+func (m *Manager) attachMux(ctx context.Context, s *slot, sp spec, h handle, ownership map[string][]string) (*instance, error) {
 	be, err := m.backendFor(sp)
 	if err != nil {
 		return nil, err
 	}
-	ln, port, err := m.listenPort(ctx, sp.key)
+	ep, err := m.endpointLocked(ctx, s, sp)
 	if err != nil {
 		return nil, err
 	}
 	if !h.Adopted() {
 		// A fresh browser has none of the old tabs; forget their owners.
 		if err := m.db.ReplaceOwnership(ctx, sp.key, nil); err != nil {
-			ln.Close()
 			return nil, err
 		}
 	}
-	s := m.slot(sp.key)
 	var hooks mux.Hooks
 	hooks.OwnershipChanged = func(o map[string][]string) { m.saveOwnership(sp.key, o) }
+	hooks.Downloaded = func(d mux.Download) { m.recordDownload(sp, d) }
 	var mx *mux.Mux
 	if be.relaunchable() {
 		hooks.Relaunch = func(ctx context.Context) (string, error) { return m.relaunchHung(ctx, s, mx) }
@@ -48,7 +45,7 @@ func (m *Manager) attachMux(ctx context.Context, sp spec, h handle, ownership ma
 	}
 	mx, err = mux.New(mux.Config{
 		Upstream:    h.HTTPEndpoint(),
-		Listener:    ln,
+		Port:        ep.port,
 		Token:       sp.token,
 		DownloadDir: m.cfg.path("downloads", sp.slug),
 		TabCap:      tabCap,
@@ -66,11 +63,10 @@ func (m *Manager) attachMux(ctx context.Context, sp spec, h handle, ownership ma
 		Log:            m.root.With().Str("component", "mux").Str("browser", sp.key).Logger(),
 	})
 	if err != nil {
-		ln.Close()
 		return nil, fmt.Errorf("mux for %s: %w", sp.name, err)
 	}
 	muxCtx, cancel := context.WithCancel(context.Background())
-	in := &instance{spec: sp, browser: h, mux: mx, port: port, startedAt: time.Now(), cancel: cancel, served: make(chan struct{})}
+	in := &instance{spec: sp, browser: h, mux: mx, port: ep.port, startedAt: time.Now(), cancel: cancel, served: make(chan struct{})}
 	m.wg.Go(func() {
 		defer close(in.served)
 		if err := mx.Serve(muxCtx); err != nil && muxCtx.Err() == nil {
@@ -89,6 +85,7 @@ func (m *Manager) attachMux(ctx context.Context, sp spec, h handle, ownership ma
 		<-in.served
 		return nil, err
 	}
+	m.saveVersion(sp.key, mx)
 	return in, nil
 }
 
@@ -131,35 +128,4 @@ func (m *Manager) saveOwnership(key string, owners map[string][]string) {
 	if err := m.db.ReplaceOwnership(ctx, key, owners); err != nil {
 		m.log.Error().Err(err).Str("browser", key).Msg("save tab ownership")
 	}
-}
-
-// listenPort binds key's port from the registry on 127.0.0.1. A registered port that another program took
-// meanwhile is given up and a fresh one allocated (every endpoint is handed out by the manager, so nothing
-// outside it remembers the old number).
-func (m *Manager) listenPort(ctx context.Context, key string) (net.Listener, int, error) {
-	for attempt := 0; attempt < 2; attempt++ {
-		port, err := m.db.AllocatePort(ctx, key, m.cfg.ProxyPortBase, portFree)
-		if err != nil {
-			return nil, 0, err
-		}
-		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if err == nil {
-			return ln, port, nil
-		}
-		m.log.Warn().Err(err).Int("port", port).Str("browser", key).Msg("registered port is taken; allocating another")
-		if err := m.db.ReleasePort(ctx, key); err != nil {
-			return nil, 0, err
-		}
-	}
-	return nil, 0, fmt.Errorf("%w: no port could be bound for %s", ErrUnavailable, key)
-}
-
-// portFree is the registry's bind test.
-func portFree(port int) bool {
-	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-	if err != nil {
-		return false
-	}
-	ln.Close()
-	return true
 }

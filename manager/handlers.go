@@ -148,7 +148,7 @@ func (m *Manager) handleEnsureSession(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return api.EnsureResponse{CDPWS: clientURL(in.port, sp.token, req.ClientID)}, nil
+	return api.EnsureResponse{CDPWS: clientURL(in.port, sp.token, req.ClientID), DownloadDir: m.downloadDir(sp, req.ClientID)}, nil
 }
 
 // checkShimCaller checks who a shim says it is on each call: its mux client id, browser-use session name

@@ -18,18 +18,26 @@ const stopBound = 5 * time.Second
 // ensure returns sp's running browser, starting it when it is stopped or dead. It holds sp's lock, so
 // concurrent calls for one store start one browser and other stores are never blocked.
 func (m *Manager) ensure(ctx context.Context, sp spec) (*instance, error) {
+	return m.ensureIn(ctx, m.slot(sp.key), sp)
+}
+
+// ensureIn is ensure in s, sp's slot. The endpoint front keeps its own: a client that waited for the lock
+// while the store was removed is refused instead of starting a browser for it.
+func (m *Manager) ensureIn(ctx context.Context, s *slot, sp spec) (*instance, error) {
 	if m.closing.Load() {
 		return nil, ErrShuttingDown
 	}
 	// Even the fast path takes the store's lock: the idle sweep decides under it, so a browser handed out
 	// here is never stopped by a sweep that began before the caller connected.
-	s := m.slot(sp.key)
 	if err := s.acquire(ctx); err != nil {
 		return nil, err
 	}
 	defer s.release()
 	if m.closing.Load() {
 		return nil, ErrShuttingDown
+	}
+	if s.gone {
+		return nil, fmt.Errorf("%s was removed: %w", sp.name, state.ErrNotFound)
 	}
 	if in := s.current(); in != nil {
 		in.lastEnsure.Store(time.Now().UnixNano())
@@ -41,7 +49,7 @@ func (m *Manager) ensure(ctx context.Context, sp spec) (*instance, error) {
 	if err := m.spend(ctx, s, sp); err != nil {
 		return nil, err
 	}
-	in, err := m.startLocked(sp)
+	in, err := m.startLocked(s, sp)
 	s.budget.startDone(err == nil)
 	if err != nil {
 		m.metrics.startFailures.WithLabelValues(string(sp.backend)).Inc()
@@ -61,9 +69,9 @@ func (m *Manager) startContext() (context.Context, context.CancelFunc) {
 	return context.WithCancel(m.ctx)
 }
 
-// startLocked launches sp's browser and its mux. The caller holds sp's lock. The start is bounded (see
+// startLocked launches sp's browser and its mux in s. The caller holds s's lock. The start is bounded (see
 // startContext); a half-started browser is torn down on failure.
-func (m *Manager) startLocked(sp spec) (*instance, error) {
+func (m *Manager) startLocked(s *slot, sp spec) (*instance, error) {
 	ctx, cancel := m.startContext()
 	defer cancel()
 	if err := m.writeWrapperFor(ctx, sp); err != nil {
@@ -86,7 +94,7 @@ func (m *Manager) startLocked(sp spec) (*instance, error) {
 		}
 		return nil, fmt.Errorf("%w: %s: %v", ErrStartFailed, sp.name, err)
 	}
-	in, err := m.attachMux(ctx, sp, h, nil)
+	in, err := m.attachMux(ctx, s, sp, h, nil)
 	if err != nil {
 		stopCtx, cancel := context.WithTimeout(context.Background(), stopBound)
 		defer cancel()
@@ -128,8 +136,10 @@ func (m *Manager) stop(ctx context.Context, key string) error {
 }
 
 // teardownLocked ends in's mux and stops its browser (bounded), then records it stopped. The caller holds
-// s's lock.
+// s's lock. The mux's version object is kept first (a browser reached over ws:// reports it only once
+// connected), for the endpoint to answer discovery from while the browser sleeps.
 func (m *Manager) teardownLocked(s *slot, in *instance) {
+	m.saveVersion(s.key, in.mux)
 	in.cancel()
 	<-in.served
 	ctx, cancel := context.WithTimeout(context.Background(), stopBound+time.Second)

@@ -174,6 +174,7 @@ func fakeManager(t *testing.T, env map[string]string) (*Manager, *fakeBackend) {
 	t.Cleanup(func() {
 		m.closing.Store(true)
 		m.stopAll(quitBound)
+		m.closeEndpoints()
 		cancel()
 		m.wg.Wait()
 		db.Close()

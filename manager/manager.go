@@ -137,6 +137,7 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 		m.ui = m.newUI(uiLn)
 	}
 	if err := m.boot(ctx); err != nil {
+		m.closeEndpoints()
 		ln.Close()
 		closeUI()
 		return fmt.Errorf("boot: %w", err)
@@ -151,6 +152,7 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 	defer stopNotify()
 	var notifyDone sync.WaitGroup
 	notifyDone.Go(func() { m.notify.run(notifyCtx) })
+	loopsDone.Go(func() { m.downloadsLoop(loops) })
 	uiCtx, stopUI := context.WithCancel(context.Background())
 	var uiDone sync.WaitGroup
 	uiURL := "off"
@@ -202,6 +204,7 @@ func (m *Manager) quit() {
 	} else {
 		m.stopAll(quitBound)
 	}
+	m.closeEndpoints()
 	done := make(chan struct{})
 	go func() { m.wg.Wait(); close(done) }()
 	select {
@@ -213,7 +216,8 @@ func (m *Manager) quit() {
 }
 
 // boot brings state in line with reality before the API answers: browsers recorded as running are adopted
-// when they are still ours and alive, else marked stopped; wrappers are rewritten.
+// when they are still ours and alive, else marked stopped; every store's endpoint (and the web browser's)
+// is bound; wrappers are rewritten.
 func (m *Manager) boot(ctx context.Context) error {
 	sessions, err := m.db.ListBrowserSessions(ctx)
 	if err != nil {
@@ -230,6 +234,10 @@ func (m *Manager) boot(ctx context.Context) error {
 			}
 		}
 	}
+	if err := m.bindEndpoints(ctx); err != nil {
+		return err
+	}
+	m.sweepDownloads()
 	if err := m.syncWrappers(ctx); err != nil {
 		return err
 	}

@@ -193,6 +193,8 @@ func TestInvalidKnobsNameTheVariable(t *testing.T) {
 		{"VIBE_UI_ADDR", "192.168.1.5:9399", "VIBE_UI_ALLOW_REMOTE=1"},
 		{"VIBE_UI_ADDR", "example.com:9399", "not a loopback address"},
 		{"VIBE_UI_ALLOW_REMOTE", "sure", "boolean"},
+		{"VIBE_DOWNLOAD_KEEP_DAYS", "-1", "from 0 to 36500"},
+		{"VIBE_DOWNLOAD_KEEP_DAYS", "a month", "integer"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"="+tt.value, func(t *testing.T) {
@@ -215,7 +217,7 @@ func TestKnobDefaults(t *testing.T) {
 		cfg.StartTimeout != 180*time.Second || cfg.RelaunchMax != 3 || cfg.RelaunchWindow != 600*time.Second ||
 		cfg.MuxMaxClients != 16 || cfg.MuxGrace != 480*time.Second || cfg.TaskLease != time.Hour ||
 		cfg.Idle != 300*time.Second || cfg.ReapInterval != 300*time.Second || cfg.UIAddr != "127.0.0.1:9399" ||
-		cfg.UIAllowRemote {
+		cfg.UIAllowRemote || cfg.DownloadKeepDays != 30 {
 		t.Errorf("defaults %+v differ from SPEC §4.3", cfg)
 	}
 }
@@ -371,6 +373,10 @@ func TestTasksAPI(t *testing.T) {
 	task, err := c.PutTask(bg, id, api.TaskUpdate{Store: "shop", Status: "queued"})
 	if err != nil || task.Store != s.ID || task.Status != "queued" || task.LeaseUntil.Before(time.Now().Add(50*time.Minute)) {
 		t.Errorf("PutTask = %+v, %v; want queued on %s with an hour's lease", task, err, s.ID)
+	}
+	st, err := c.Status(bg)
+	if err != nil || len(st.Tasks) != 1 || st.Tasks[0].Store != s.ID || st.Tasks[0].StoreSlug != "shop" {
+		t.Errorf("Status tasks = %+v, %v; want the task with store %s and store_slug shop", st.Tasks, err, s.ID)
 	}
 	if task, err = c.PutTask(bg, id, api.TaskUpdate{Status: "waiting"}); err != nil || task.Status != "waiting" {
 		t.Errorf("status update = %+v, %v", task, err)

@@ -48,6 +48,7 @@ func (m *Manager) routes() http.Handler {
 	handle("GET "+api.PathHandoffWait, m.handleWaitHandoff)
 	handle("POST "+api.PathHandoffAnswer, m.handleAnswerHandoff)
 	handle("POST "+api.PathHandoffCancel, m.handleCancelHandoff)
+	handle("GET "+api.PathDownloads, m.handleListDownloads)
 	mux.Handle("GET "+api.PathMetrics, m.metrics.handler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		m.writeError(w, r, fmt.Errorf("%w: no route %s %s", errNoRoute, r.Method, r.URL.Path))

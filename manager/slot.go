@@ -16,10 +16,14 @@ type slot struct {
 	// start, stop and the idle decision, never across two stores.
 	lock chan struct{}
 	cur  atomic.Pointer[instance] // read without the lock by status and metrics
+	// ep is the key's endpoint, bound for the store's life. Set under lock (endpointLocked), taken away
+	// under it when the store is removed and at quit; read without it by the endpoint's own front.
+	ep atomic.Pointer[endpoint]
 
 	// guarded by lock:
 	budget   relaunchBudget
 	retiring *instance // its relaunch failed and its mux is ending: bury it, never relaunch it
+	gone     bool      // the store was removed: nothing starts here again
 }
 
 func (s *slot) acquire(ctx context.Context) error {
@@ -76,7 +80,7 @@ type instance struct {
 	spec      spec
 	browser   handle
 	mux       *mux.Mux
-	port      int
+	port      int // its endpoint's
 	startedAt time.Time
 	cancel    context.CancelFunc // ends the mux's Serve
 	served    chan struct{}      // closed when Serve has returned

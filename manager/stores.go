@@ -12,8 +12,8 @@ import (
 	"vibebrowser/state"
 )
 
-// createStore validates spec, registers the store (state gives it its id, slug and token) with its port,
-// and writes its wrapper.
+// createStore validates spec, registers the store (state gives it its id, slug and token), binds its
+// endpoint (its port, for the store's life) and writes its wrapper.
 func (m *Manager) createStore(ctx context.Context, in api.StoreSpec) (state.Store, error) {
 	if err := state.ValidateName(in.Name); err != nil {
 		return state.Store{}, err
@@ -61,17 +61,20 @@ func (m *Manager) createStore(ctx context.Context, in api.StoreSpec) (state.Stor
 	if err != nil {
 		return state.Store{}, err
 	}
-	if _, err := m.db.AllocatePort(ctx, s.ID, m.cfg.ProxyPortBase, portFree); err != nil {
+	sp, err := storeSpec(s)
+	if err == nil {
+		err = m.bindEndpoint(ctx, sp)
+	}
+	if err != nil {
 		_ = m.db.DeleteStore(ctx, s.ID)
+		m.forgetSlot(s.ID)
 		return state.Store{}, err
 	}
 	if s, err = m.db.GetStore(ctx, s.ID); err != nil {
 		return state.Store{}, err
 	}
-	if sp, err := storeSpec(s); err == nil {
-		if err := m.writeWrapperFor(ctx, sp); err != nil {
-			m.log.Warn().Err(err).Str("store", s.ID).Msg("wrapper not written")
-		}
+	if err := m.writeWrapperFor(ctx, sp); err != nil {
+		m.log.Warn().Err(err).Str("store", s.ID).Msg("wrapper not written")
 	}
 	m.log.Info().Str("store", s.ID).Str("name", s.Name).Str("slug", s.Slug).Int("port", s.ProxyPort).Msg("store added")
 	return s, nil
@@ -112,24 +115,43 @@ func (m *Manager) updateStore(ctx context.Context, ref string, u api.StoreUpdate
 	})
 }
 
-// deleteStore stops the store's browser and removes the store, its wrapper and its port.
+// deleteStore stops the store's browser and removes the store, its wrapper, its endpoint and its port.
 func (m *Manager) deleteStore(ctx context.Context, ref string) error {
 	s, err := m.findStore(ctx, ref)
 	if err != nil {
 		return err
 	}
-	if err := m.stop(ctx, s.ID); err != nil {
+	sl := m.slot(s.ID)
+	if err := sl.acquire(ctx); err != nil {
 		return err
 	}
-	if err := os.RemoveAll(m.cfg.path("bin", s.Slug)); err != nil {
-		return err
-	}
-	if err := m.db.DeleteStore(ctx, s.ID); err != nil {
+	ep, err := m.removeLocked(ctx, sl, s)
+	sl.release()
+	if err != nil {
 		return err
 	}
 	m.forgetSlot(s.ID)
+	if ep != nil {
+		ep.close() // after the lock: a client that waited for it is refused, and its request ends
+	}
 	m.log.Info().Str("store", s.ID).Str("name", s.Name).Msg("store removed")
 	return nil
+}
+
+// removeLocked stops s's browser and removes the store st from the home and from state; it returns the
+// endpoint for the caller to close once the lock is released. The caller holds s's lock.
+func (m *Manager) removeLocked(ctx context.Context, s *slot, st state.Store) (*endpoint, error) {
+	if in := s.cur.Load(); in != nil {
+		m.teardownLocked(s, in)
+	}
+	if err := os.RemoveAll(m.cfg.path("bin", st.Slug)); err != nil {
+		return nil, err
+	}
+	if err := m.db.DeleteStore(ctx, st.ID); err != nil {
+		return nil, err
+	}
+	s.gone = true
+	return s.ep.Swap(nil), nil
 }
 
 // findStore resolves a store named by name, slug or id.

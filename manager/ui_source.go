@@ -60,6 +60,22 @@ func (s uiSource) AnswerHandoff(ctx context.Context, id, status, note string) (a
 	return s.m.answerHandoff(ctx, id, api.HandoffAnswer{Status: status, Note: note})
 }
 
+func (s uiSource) Downloads(ctx context.Context, slug string, limit int) ([]api.Download, error) {
+	sp, err := s.spec(ctx, slug)
+	if err != nil {
+		return nil, err
+	}
+	ds, err := s.m.db.ListDownloads(ctx, state.DownloadFilter{Key: sp.key, Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]api.Download, 0, len(ds))
+	for _, d := range ds {
+		out = append(out, downloadView(d, sp.slug))
+	}
+	return out, nil
+}
+
 // muxBrowser is a running browser's mux as the UI sees it: the mux's operator API, with its View as
 // the UI's interface.
 type muxBrowser struct{ *mux.Mux }

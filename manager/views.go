@@ -53,7 +53,7 @@ func (m *Manager) browserView(ctx context.Context, key, slug string) (api.Browse
 	if in := m.slot(key).current(); in != nil {
 		st := in.mux.Stats()
 		v.Status, v.PID, v.ProxyPort, v.Clients, v.IdleS = api.StatusRunning, in.browser.PID(), in.port, st.Clients, int(st.IdleSeconds)
-		v.StartedAt = in.startedAt
+		v.StartedAt, v.Held = in.startedAt, st.Held
 		for _, c := range st.PerClient {
 			v.Tabs += c.Tabs
 		}
@@ -83,7 +83,9 @@ func (m *Manager) status(ctx context.Context) (api.Status, error) {
 	st := api.Status{Version: m.version, PID: os.Getpid(), Home: m.cfg.Home, BrowserUse: m.cfg.BrowserUse,
 		BrowserUseErr: m.cfg.BrowserUseProblem, Stores: []api.Store{}, Browsers: []api.Browser{}, Tasks: []api.Task{}}
 	sort.Slice(stores, func(i, j int) bool { return stores[i].Slug < stores[j].Slug })
+	slugs := make(map[string]string, len(stores))
 	for _, s := range stores {
+		slugs[s.ID] = s.Slug
 		st.Stores = append(st.Stores, m.storeView(s))
 		b, err := m.browserView(ctx, s.ID, s.Slug)
 		if err != nil {
@@ -97,7 +99,9 @@ func (m *Manager) status(ctx context.Context) (api.Status, error) {
 	}
 	st.Browsers = append(st.Browsers, web)
 	for _, t := range tasks {
-		st.Tasks = append(st.Tasks, taskView(t))
+		v := taskView(t)
+		v.StoreSlug = slugs[t.StoreID]
+		st.Tasks = append(st.Tasks, v)
 	}
 	pending, err := m.db.ListHandoffs(ctx, state.HandoffPending)
 	if err != nil {

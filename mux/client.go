@@ -78,8 +78,8 @@ type conn struct {
 	discoverFilter []targetFilter
 	autoAttach     bool
 	autoFilter     []targetFilter
-	autoWait       bool // its auto-attach asked for waitForDebuggerOnStart
-	downloadEvents bool
+	autoWait       bool                  // its auto-attach asked for waitForDebuggerOnStart
+	downloads      map[string]dlBehavior // its own setDownloadBehavior per browser context ("": none named)
 }
 
 func (m *Mux) serveClient(w http.ResponseWriter, r *http.Request, id string) {

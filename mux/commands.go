@@ -82,9 +82,16 @@ func (m *Mux) routeLocked(c *conn, b []byte, info msgInfo, id []byte) {
 			m.replyErrLocked(c, id, sid, codeNoSession, "Session with given id not found.")
 			return
 		}
+		if sessionHeld(sess) {
+			m.replyErrLocked(c, id, sid, codeServer, HeldMessage)
+			return
+		}
 		if sess.root != nil {
 			m.touchTargetLocked(sess.root)
 		}
+	}
+	if method == "Page.setDownloadBehavior" && sess != nil && m.setDownloadBehaviorLocked(c, sess, true, id, b) {
+		return // Chrome applies it browser-wide: the mux's own stays in force
 	}
 	kind := kindPlain
 	isTarget := strings.HasPrefix(method, "Target.")
@@ -109,6 +116,10 @@ func (m *Mux) routeLocked(c *conn, b []byte, info msgInfo, id []byte) {
 			}
 			if t.owner != c.cl {
 				m.replyErrLocked(c, id, sid, codeInvalid, "Target owned by another client")
+				return
+			}
+			if targetHeld(method, t) {
+				m.replyErrLocked(c, id, sid, codeServer, HeldMessage)
 				return
 			}
 			m.touchTargetLocked(t)
@@ -138,10 +149,12 @@ func (m *Mux) routeLocked(c *conn, b []byte, info msgInfo, id []byte) {
 			m.sendLocked(c, resultFrame(id, sid, []byte("{}")))
 			return
 		case "Browser.setDownloadBehavior":
-			c.downloadEvents = p.EventsEnabled
-			if m.cfg.DownloadDir != "" {
-				b = m.forcedDownloadMsg(b)
-				info, _ = scanFull(b)
+			if m.setDownloadBehaviorLocked(c, sess, false, id, b) {
+				return
+			}
+		case "Browser.cancelDownload":
+			if !m.cancelDownloadAllowedLocked(c, sid, id, b) {
+				return
 			}
 		case "Target.createTarget":
 			if m.up == nil {
@@ -397,6 +410,7 @@ func (m *Mux) responseLocked(b []byte, info msgInfo) {
 		}
 		if json.Unmarshal(b, &r) == nil && r.Result.BrowserContextID != "" {
 			p.c.cl.contexts[r.Result.BrowserContextID] = true
+			m.downloadContextCreatedLocked(r.Result.BrowserContextID)
 		}
 	}
 	if p.c.cl.conn == p.c {
@@ -506,52 +520,4 @@ func (m *Mux) upstreamOversized(up *upstream, prefix []byte) {
 		}
 		m.failPendingLocked(p, codeServer, "response exceeds the mux's upstream message limit")
 	}
-}
-
-// forcedDownloadMsg rewrites Browser.setDownloadBehavior: the download path is forced, and since the
-// setting is browser-wide, "deny"/"default" from one client would stop every client's downloads, so they
-// become "allow". Events stay on: the mux routes them to each download's owner.
-func (m *Mux) forcedDownloadMsg(b []byte) []byte {
-	var msg struct {
-		ID     json.RawMessage            `json:"id"`
-		Method string                     `json:"method"`
-		Params map[string]json.RawMessage `json:"params"`
-		Sess   string                     `json:"sessionId"`
-	}
-	if err := json.Unmarshal(b, &msg); err != nil {
-		return b
-	}
-	if msg.Params == nil {
-		msg.Params = map[string]json.RawMessage{}
-	}
-	var behavior string
-	json.Unmarshal(msg.Params["behavior"], &behavior)
-	if behavior != "allow" && behavior != "allowAndName" {
-		msg.Params["behavior"] = json.RawMessage(`"allow"`)
-	}
-	msg.Params["downloadPath"] = appendJSONString(nil, m.cfg.DownloadDir)
-	msg.Params["eventsEnabled"] = json.RawMessage("true")
-	out := make([]byte, 0, len(b)+len(m.cfg.DownloadDir))
-	out = append(out, `{"id":`...)
-	out = append(out, msg.ID...)
-	out = append(out, `,"method":"Browser.setDownloadBehavior","params":{`...)
-	first := true
-	for k, v := range msg.Params {
-		if !first {
-			out = append(out, ',')
-		}
-		first = false
-		out = appendJSONString(out, k)
-		out = append(out, ':')
-		out = append(out, v...) // spliced as sent, never re-encoded
-	}
-	out = append(out, '}')
-	out = appendSession(out, msg.Sess)
-	return append(out, '}')
-}
-
-func (m *Mux) downloadParams() []byte {
-	b := []byte(`{"behavior":"allow","downloadPath":`)
-	b = appendJSONString(b, m.cfg.DownloadDir)
-	return append(b, `,"eventsEnabled":true}`...)
 }

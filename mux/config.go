@@ -19,15 +19,19 @@ type Config struct {
 	// Upstream is the browser endpoint: "http://127.0.0.1:PORT" (the browser WebSocket URL is discovered
 	// through /json/version) or a ws:// browser URL.
 	Upstream string
-	// Listener is an optional pre-bound listener (the manager bind-tests its port); when nil the mux
-	// listens on Addr.
+	// Listener is an optional pre-bound listener; when nil the mux listens on Addr, or on nothing with
+	// Port.
 	Listener net.Listener
-	// Addr is "127.0.0.1:PORT", used when Listener is nil.
+	// Addr is "127.0.0.1:PORT", used when Listener and Port are unset.
 	Addr string
+	// Port is the port of a listener the caller serves itself, handing the mux its requests (ServeHTTP):
+	// the manager keeps a store's port bound while its browser sleeps. The mux then binds nothing.
+	Port int
 	// Token is the store token, required as the first path segment of every request.
 	Token string
-	// DownloadDir is forced as downloadPath of every Browser.setDownloadBehavior. Empty leaves downloads
-	// alone.
+	// DownloadDir is the store's downloads folder (SPEC §12): Chrome downloads into its IncomingDir, and
+	// each finished file is moved to the folder of the client that started it (clientid.OwnerDir). Empty
+	// leaves downloads to the clients: their setDownloadBehavior is forwarded as sent.
 	DownloadDir string
 	// TabCap is the per-client tab cap; beyond it the client's least recently used tab is closed.
 	// Default DefaultTabCap; Off: no cap.
@@ -37,6 +41,9 @@ type Config struct {
 	// Grace is how long a disconnected client's tabs are kept for it to reconnect. Default DefaultGrace;
 	// Off: no grace period, a disconnected client's tabs close at once.
 	Grace time.Duration
+	// HoldGrace is how long a person's takeover of a tab outlives the holder's last view (a viewer that
+	// reconnects in time holds it again). Default DefaultHoldGrace; Off: the hold ends with the last view.
+	HoldGrace time.Duration
 	// FreshLaunch runs the startup cleanup of orphan http(s) tabs. Set it only for a browser this
 	// manager just launched, never when adopting a running one.
 	FreshLaunch bool
@@ -81,6 +88,9 @@ type Hooks struct {
 	// OwnershipChanged receives a snapshot (client id -> target ids) whenever ownership changes, for
 	// persistence. Calls come from one goroutine, in order, never under the mux's lock.
 	OwnershipChanged func(map[string][]string)
+	// Downloaded receives each download filed under DownloadDir, after its owner was told it completed.
+	// Calls come from the goroutine that filed it, never under the mux's lock.
+	Downloaded func(Download)
 }
 
 // Defaults of the Config fields the manager exposes as VIBE_* knobs (its knob table reads them).
@@ -91,9 +101,11 @@ const (
 	DefaultGrace = 480 * time.Second
 	// DefaultTabCap is Config.TabCap's default (VIBE_TAB_CAP).
 	DefaultTabCap = 12
+	// DefaultHoldGrace is Config.HoldGrace's default (SPEC §11: 30 s after the holder's connection is gone).
+	DefaultHoldGrace = 30 * time.Second
 )
 
-// Off switches off a Config field that documents it (TabCap, Grace). It is untyped, so it fits an int and
+// Off switches off a Config field that documents it (TabCap, Grace, HoldGrace). It is untyped, so it fits an int and
 // a time.Duration alike; zero always means the field's default, never "off".
 const Off = -1
 
@@ -121,8 +133,11 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Token == "" || strings.Contains(c.Token, "/") {
 		return c, errors.New("mux: Token is required and must not contain '/'")
 	}
-	if c.Listener == nil && c.Addr == "" {
-		return c, errors.New("mux: Listener or Addr is required")
+	if n := btoi(c.Listener != nil) + btoi(c.Addr != "") + btoi(c.Port != 0); n != 1 {
+		return c, fmt.Errorf("mux: %d of Listener, Addr and Port are set: want exactly one", n)
+	}
+	if c.Port < 0 || c.Port > 65535 {
+		return c, fmt.Errorf("mux: Port %d: want 1-65535", c.Port)
 	}
 	for id := range c.Ownership {
 		if !clientid.Valid(id) {
@@ -133,6 +148,7 @@ func (c Config) withDefaults() (Config, error) {
 		setDefault("TabCap", &c.TabCap, DefaultTabCap, true),
 		setDefault("MaxClients", &c.MaxClients, DefaultMaxClients, false),
 		setDefault("Grace", &c.Grace, DefaultGrace, true),
+		setDefault("HoldGrace", &c.HoldGrace, DefaultHoldGrace, true),
 		setDefault("QueueBytes", &c.QueueBytes, defaultQueueBytes, false),
 		setDefault("ClientMessageLimit", &c.ClientMessageLimit, defaultClientLimit, false),
 		setDefault("UpstreamMessageLimit", &c.UpstreamMessageLimit, defaultUpLimit, false),
@@ -160,4 +176,11 @@ func setDefault[T int | time.Duration](name string, v *T, d T, offOK bool) error
 	default:
 		return fmt.Errorf("mux: %s is %v: want a positive value or 0 for the default (%v)", name, *v, d)
 	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -30,6 +30,14 @@ func TestConfigDefaults(t *testing.T) {
 			wantErr: []string{"Grace", "-1s", "mux.Off", "default (8m0s)"}},
 		{name: "a negative timing", set: func(c *Config) { c.PingInterval = -time.Second },
 			wantErr: []string{"PingInterval", "-1s"}},
+		{name: "Port instead of Addr", set: func(c *Config) { c.Addr, c.Port = "", 9400 },
+			tabCap: DefaultTabCap, maxClients: DefaultMaxClients, grace: DefaultGrace},
+		{name: "Port and Addr at once", set: func(c *Config) { c.Port = 9400 },
+			wantErr: []string{"2 of Listener, Addr and Port", "exactly one"}},
+		{name: "nowhere to answer", set: func(c *Config) { c.Addr = "" },
+			wantErr: []string{"0 of Listener, Addr and Port", "exactly one"}},
+		{name: "Port out of range", set: func(c *Config) { c.Addr, c.Port = "", 70000 },
+			wantErr: []string{"Port 70000", "1-65535"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

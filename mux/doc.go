@@ -1,7 +1,9 @@
 // Package mux multiplexes many CDP clients onto one browser connection, keeping each client inside its own tabs.
 //
-// A Mux listens on 127.0.0.1 and serves, under /<token>/, a cached /json/version, an empty /json/list and
-// WebSockets: /client-<id> for a named client, any other path for a discovery client with a random id.
+// A Mux listens on 127.0.0.1 (or is handed requests from a listener of its caller's) and serves, under
+// /<token>/, a cached /json/version, an empty /json/list and WebSockets: /client-<id> for a named client,
+// any other path for a discovery client with a random id. Door holds those access rules and discovery
+// answers, so a caller can apply them while no mux runs.
 // All clients share one upstream WebSocket to the browser.
 //
 // Routing: every client command gets a fresh int32 id (wrapping, skipping ids in flight) spliced into its
@@ -29,4 +31,11 @@
 // are in no client's tables and touch no client's LRU, activity or tab cap; Chrome's "attached" flag is
 // shown to an owner as if the operator were not there. Human tabs are hidden from agents by ownership,
 // have no tab cap and are kept while watched and for the grace period after.
+//
+// Downloads (Config.DownloadDir): the browser-wide download behaviour is the mux's (allowAndName into
+// DownloadDir/.incoming); a client's own setDownloadBehavior is recorded for it and answered {}. Each
+// download belongs to the owner of the frame that started it (a subframe is looked for in the owners'
+// frame trees through operator sessions), is filed when complete under DownloadDir/<owner dir>/ with a
+// unique, sanitised name, also put where its client asked (<path>/<guid> for allowAndName, <path>/<name>
+// for allow) before that client hears "completed", and reported to Hooks.Downloaded.
 package mux

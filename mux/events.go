@@ -152,25 +152,9 @@ func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
 			}
 		}
 	case "Browser.downloadWillBegin":
-		t := m.targets[pr.FrameID]
-		if t == nil || t.owner == nil {
-			return
-		}
-		m.guids[pr.GUID] = t.owner
-		if c := t.owner.conn; c != nil && c.downloadEvents {
-			m.sendLocked(c, wholeFrame(b))
-		}
+		m.downloadWillBeginLocked(b)
 	case "Browser.downloadProgress":
-		cl := m.guids[pr.GUID]
-		if cl == nil {
-			return
-		}
-		if pr.State == "completed" || pr.State == "canceled" {
-			delete(m.guids, pr.GUID)
-		}
-		if c := cl.conn; c != nil && c.downloadEvents {
-			m.sendLocked(c, wholeFrame(b))
-		}
+		m.downloadProgressLocked(b)
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,13 +51,16 @@ type fakeBrowser struct {
 	pongs     []string        // pong payloads received
 	extra     int             // pages (with tabs) that appear before the next created one, like a startup tab
 	conns     int
+	dlPath    string   // downloadPath of the last Browser.setDownloadBehavior for the default context
+	dlParams  []string // params of every Browser.setDownloadBehavior, in order
 }
 
 type fakeTarget struct {
 	ID, Type, URL, Opener, Tab string
 	History                    []string // navigation history of a page; its current entry is Index
 	Index                      int
-	Attached                   int // sessions attached, as Chrome's targetInfo "attached" shows
+	Attached                   int      // sessions attached, as Chrome's targetInfo "attached" shows
+	Frames                     []string // same-process subframes of a page (no targets of their own)
 }
 
 type fakeMsg struct {
@@ -189,6 +194,47 @@ func (fb *fakeBrowser) serveWS(w http.ResponseWriter, r *http.Request) {
 		}
 		fb.handle(b)
 	}
+}
+
+// beginDownload starts a download the way Chrome does under allowAndName: downloadWillBegin for frame,
+// then the partial file <downloadPath>/<guid>.crdownload and an inProgress event.
+func (fb *fakeBrowser) beginDownload(frame, guid, name string) {
+	fb.mu.Lock()
+	defer fb.mu.Unlock()
+	if err := os.WriteFile(filepath.Join(fb.dlPath, guid+".crdownload"), []byte("partial"), 0o600); err != nil {
+		fb.t.Errorf("fake download %s: %v", guid, err)
+	}
+	fb.sendLocked(fmt.Sprintf(`{"method":"Browser.downloadWillBegin","params":{"frameId":%q,"guid":%q,"url":"http://site.test/%s","suggestedFilename":%q}}`, frame, guid, guid, name))
+	fb.sendLocked(`{"method":"Browser.downloadProgress","params":{"guid":"` + guid + `","totalBytes":7,"receivedBytes":7,"state":"inProgress"}}`)
+}
+
+// completeDownload finishes a download with content: the partial file is renamed to <downloadPath>/<guid>
+// and completed sent, with Chrome's filePath.
+func (fb *fakeBrowser) completeDownload(guid, content string) {
+	fb.mu.Lock()
+	defer fb.mu.Unlock()
+	part, final := filepath.Join(fb.dlPath, guid+".crdownload"), filepath.Join(fb.dlPath, guid)
+	if err := os.WriteFile(part, []byte(content), 0o600); err != nil {
+		fb.t.Errorf("fake download %s: %v", guid, err)
+	}
+	if err := os.Rename(part, final); err != nil {
+		fb.t.Errorf("fake download %s: %v", guid, err)
+	}
+	fb.sendLocked(fmt.Sprintf(`{"method":"Browser.downloadProgress","params":{"guid":%q,"totalBytes":%d,"receivedBytes":%d,"state":"completed","filePath":%q}}`, guid, len(content), len(content), final))
+}
+
+// addFrame gives page a same-process subframe: a frame id that is no target.
+func (fb *fakeBrowser) addFrame(page, frame string) {
+	fb.mu.Lock()
+	defer fb.mu.Unlock()
+	fb.targets[page].Frames = append(fb.targets[page].Frames, frame)
+}
+
+// downloadBehaviors returns the params of every Browser.setDownloadBehavior the browser got.
+func (fb *fakeBrowser) downloadBehaviors() []string {
+	fb.mu.Lock()
+	defer fb.mu.Unlock()
+	return append([]string(nil), fb.dlParams...)
 }
 
 // drop kills the browser connection, as a crash would.
@@ -418,6 +464,27 @@ func (fb *fakeBrowser) handle(b []byte) {
 	case "Target.getBrowserContexts":
 		ids, _ := json.Marshal(fb.contexts)
 		reply(`{"browserContextIds":` + string(ids) + `,"defaultBrowserContextId":"CTX0"}`)
+	case "Browser.setDownloadBehavior":
+		fb.dlParams = append(fb.dlParams, string(msg.Params))
+		if str("browserContextId") == "" {
+			fb.dlPath = str("downloadPath")
+		}
+		reply("{}")
+	case "Browser.cancelDownload":
+		os.Remove(filepath.Join(fb.dlPath, str("guid")+".crdownload"))
+		fb.sendLocked(`{"method":"Browser.downloadProgress","params":{"guid":"` + str("guid") + `","totalBytes":0,"receivedBytes":0,"state":"canceled"}}`)
+		reply("{}")
+	case "Page.getFrameTree":
+		t := fb.targets[fb.sessions[msg.SessionID]]
+		if t == nil {
+			replyErr(-32000, "no page")
+			return
+		}
+		var kids []string
+		for _, f := range t.Frames {
+			kids = append(kids, `{"frame":{"id":"`+f+`","parentId":"`+t.ID+`"}}`)
+		}
+		reply(`{"frameTree":{"frame":{"id":"` + t.ID + `"},"childFrames":[` + strings.Join(kids, ",") + `]}}`)
 	case "Browser.getVersion":
 		reply(`{"protocolVersion":"1.3","product":"FakeChrome/1.0","revision":"1","userAgent":"fake","jsVersion":"1"}`)
 	case "Runtime.evaluate":

@@ -17,7 +17,7 @@ func routingHarness(t testing.TB) (*Mux, *conn) {
 		t.Fatal(err)
 	}
 	m := &Mux{cfg: cfg, ownCh: make(chan struct{}, 1), pending: map[int32]*pending{}, clients: map[string]*client{},
-		targets: map[string]*target{}, sessions: map[string]*session{}, guids: map[string]*client{}}
+		targets: map[string]*target{}, sessions: map[string]*session{}}
 	m.up = &upstream{q: newSendQueue(1 << 30), failed: true} // failed: frames stay queued for the checks
 	for _, id := range []string{"f", "o"} {
 		cl := m.clientLocked(id)

@@ -3,22 +3,18 @@ package mux
 import (
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"strings"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
 	"github.com/rs/zerolog"
-
-	"vibebrowser/mux/clientid"
 )
 
 // Mux is a CDP multiplexing proxy for one browser: many client WebSockets share one upstream browser
@@ -26,10 +22,10 @@ import (
 type Mux struct {
 	cfg      Config
 	log      zerolog.Logger
-	ln       net.Listener
-	port     string
+	ln       net.Listener // nil when the caller serves the mux on its own listener (Config.Port)
+	door     Door
 	upgrader websocket.Upgrader
-	srv      *http.Server
+	srv      *http.Server  // nil with ln
 	ownCh    chan struct{} // capacity 1: one pending "ownership changed" is enough, the snapshot is taken later
 	// relaunched carries the endpoint of a relaunched browser to the upstream loop (capacity 1, newest wins).
 	relaunched chan string
@@ -50,9 +46,8 @@ type Mux struct {
 	sessions map[string]*session
 	creating *createRec // the one Target.createTarget in flight; others wait in createQ
 	createQ  []queuedCreate
-	guids    map[string]*client // download guid -> owner
-	version  map[string]any     // cached /json/version object
-	tick     uint64             // logical clock for LRU
+	version  map[string]any // cached /json/version object
+	tick     uint64         // logical clock for LRU
 	activity time.Time
 	fresh    bool // orphan cleanup still due (FreshLaunch, first connect)
 	// Chrome's auto-attach on this connection (autoattach.go): autoReplay while it replays the existing
@@ -67,6 +62,7 @@ type Mux struct {
 	// right after (upstream.writeNow), so its push need not wake the upstream writer.
 	upQuiet bool
 	op      operatorState
+	dl      downloadState
 }
 
 // New validates cfg and binds the listener; Serve runs the mux.
@@ -75,30 +71,27 @@ func New(cfg Config) (*Mux, error) {
 	if err != nil {
 		return nil, err
 	}
-	ln := cfg.Listener
-	if ln == nil {
+	ln, port := cfg.Listener, cfg.Port
+	if ln == nil && port == 0 {
 		ln, err = net.Listen("tcp", cfg.Addr)
 		if err != nil {
 			return nil, fmt.Errorf("mux listen: %w", err)
 		}
 	}
-	_, port, err := net.SplitHostPort(ln.Addr().String())
-	if err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("mux listen address: %w", err)
+	if ln != nil {
+		port = ln.Addr().(*net.TCPAddr).Port
 	}
 	m := &Mux{
 		cfg:        cfg,
-		log:        cfg.Log.With().Str("port", port).Logger(), // the caller named the component (Config.Log)
+		log:        cfg.Log.With().Str("port", strconv.Itoa(port)).Logger(), // the caller named the component (Config.Log)
 		ln:         ln,
-		port:       port,
+		door:       Door{Token: cfg.Token, Port: port},
 		ownCh:      make(chan struct{}, 1),
 		relaunched: make(chan string, 1),
 		pending:    map[int32]*pending{},
 		clients:    map[string]*client{},
 		targets:    map[string]*target{},
 		sessions:   map[string]*session{},
-		guids:      map[string]*client{},
 		fresh:      cfg.FreshLaunch,
 		activity:   time.Now(),
 	}
@@ -116,20 +109,24 @@ func New(cfg Config) (*Mux, error) {
 			m.order = append(m.order, t)
 		}
 	}
-	m.srv = &http.Server{Handler: m, ReadHeaderTimeout: 10 * time.Second, ErrorLog: nil}
+	if ln != nil {
+		m.srv = &http.Server{Handler: m, ReadHeaderTimeout: 10 * time.Second, ErrorLog: nil}
+	}
 	return m, nil
 }
 
-// Addr returns the address the mux listens on, "127.0.0.1:PORT".
-func (m *Mux) Addr() string { return m.ln.Addr().String() }
+// Addr returns the address the mux answers on, "127.0.0.1:PORT".
+func (m *Mux) Addr() string { return "127.0.0.1:" + strconv.Itoa(m.door.Port) }
 
 // Serve runs the mux until ctx ends, then closes every client, the upstream connection and every
 // goroutine it started. It returns nil after a clean shutdown.
 func (m *Mux) Serve(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	srvErr := make(chan error, 1) // one send, read after shutdown
-	go func() { srvErr <- m.srv.Serve(m.ln) }()
+	srvErr := make(chan error, 1) // one send, read after shutdown; none when the caller serves the mux (Port)
+	if m.srv != nil {
+		go func() { srvErr <- m.srv.Serve(m.ln) }()
+	}
 
 	m.mu.Lock()
 	if m.cfg.Grace != Off { // with no grace period the first ownership rebuild closes their tabs
@@ -146,8 +143,10 @@ func (m *Mux) Serve(ctx context.Context) error {
 	var err error
 	select {
 	case <-ctx.Done():
-		m.srv.Close()
-		<-srvErr // http.ErrServerClosed
+		if m.srv != nil {
+			m.srv.Close()
+			<-srvErr // http.ErrServerClosed
+		}
 	case err = <-srvErr:
 		if errors.Is(err, http.ErrServerClosed) {
 			err = nil
@@ -175,81 +174,51 @@ func (m *Mux) Serve(ctx context.Context) error {
 	return err
 }
 
-// ServeHTTP implements the mux's HTTP surface: authentication, discovery and the WebSocket upgrade.
+// ServeHTTP implements the mux's HTTP surface: authentication, discovery and the WebSocket upgrade. A
+// caller that serves the mux on a listener of its own (Config.Port) hands it every request.
 func (m *Mux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rest, ok := m.checkToken(r.URL.Path)
+	rt, ok := m.door.Route(w, r)
 	if !ok {
-		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
 	}
-	if r.Header.Get("Origin") != "" || !m.hostOK(r.Host) {
-		// Web pages (Origin) and DNS rebinding (foreign Host) must never reach a logged-in browser.
-		http.Error(w, "forbidden", http.StatusForbidden)
-		return
-	}
-	switch rest {
-	case "/json/version", "/json/version/":
+	switch rt.Kind {
+	case RouteVersion:
 		m.serveVersion(w, r)
-		return
-	case "/json", "/json/", "/json/list", "/json/list/":
-		// HTTP requests carry no client identity, so there is nothing a caller may see.
-		w.Header().Set("Content-Type", "application/json; charset=UTF-8")
-		w.Write([]byte("[]\n"))
-		return
-	}
-	if !websocket.IsWebSocketUpgrade(r) {
-		http.NotFound(w, r)
-		return
-	}
-	var id string
-	if after, ok := strings.CutPrefix(rest, "/client-"); ok {
-		if !clientid.Valid(after) {
-			http.Error(w, "client id must match "+clientid.Form, http.StatusBadRequest)
-			return
+	case RouteList:
+		m.door.WriteList(w)
+	default:
+		id := rt.ClientID
+		if id == "" {
+			id = "anon-" + randomHex(8)
 		}
-		if after == HumanClient {
-			http.Error(w, "client id \""+HumanClient+"\" is reserved for people using the vibe-browser UI", http.StatusForbidden)
-			return
-		}
-		id = after
-	} else {
-		id = "anon-" + randomHex(8)
+		m.serveClient(w, r, id)
 	}
-	m.serveClient(w, r, id)
-}
-
-func (m *Mux) checkToken(path string) (rest string, ok bool) {
-	p := strings.TrimPrefix(path, "/")
-	seg, rest, _ := strings.Cut(p, "/")
-	if subtle.ConstantTimeCompare([]byte(seg), []byte(m.cfg.Token)) != 1 {
-		return "", false
-	}
-	if rest != "" || strings.HasSuffix(p, "/") {
-		rest = "/" + rest
-	}
-	return rest, true
-}
-
-func (m *Mux) hostOK(host string) bool {
-	return host == "127.0.0.1:"+m.port || host == "localhost:"+m.port
 }
 
 func (m *Mux) serveVersion(w http.ResponseWriter, r *http.Request) {
-	m.mu.Lock()
-	v := make(map[string]any, len(m.version)+1)
-	for k, x := range m.version {
-		v[k] = x
-	}
-	m.mu.Unlock()
-	if len(v) == 0 {
+	v := m.Version()
+	if v == nil {
 		http.Error(w, "browser not connected", http.StatusServiceUnavailable)
 		return
 	}
-	v["webSocketDebuggerUrl"] = "ws://" + r.Host + "/" + m.cfg.Token + "/devtools/browser/" + randomHex(8)
-	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "   ")
-	enc.Encode(v)
+	m.door.WriteVersion(w, r, v)
+}
+
+// Version returns a copy of the browser's version object as the mux last had it (what /json/version
+// serves, without its webSocketDebuggerUrl, which names the browser itself), or nil before the first one.
+func (m *Mux) Version() map[string]any {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.version) == 0 {
+		return nil
+	}
+	v := make(map[string]any, len(m.version))
+	for k, x := range m.version {
+		if k != "webSocketDebuggerUrl" {
+			v[k] = x
+		}
+	}
+	return v
 }
 
 func randomHex(n int) string {

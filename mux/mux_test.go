@@ -3,6 +3,7 @@ package mux
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -142,5 +143,50 @@ func TestStats(t *testing.T) {
 	}
 	if s.IdleSeconds > 5 {
 		t.Fatalf("IdleSeconds = %v right after activity", s.IdleSeconds)
+	}
+}
+
+// TestServedOnTheCallersListener: with Config.Port the mux binds nothing; the caller's server hands it every
+// request, and the caller's listener outlives the mux (the manager keeps a sleeping store's port bound).
+func TestServedOnTheCallersListener(t *testing.T) {
+	fb := newFakeBrowser(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(Config{Upstream: fb.url(), Token: "tok", Port: ln.Addr().(*net.TCPAddr).Port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: m}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	t.Cleanup(func() { srv.Close(); <-served })
+	ctx, cancel := contextWithCancel()
+	done := make(chan error, 1)
+	go func() { done <- m.Serve(ctx) }()
+	testkit.WaitFor(t, 5*time.Second, "mux connected to the browser", func() bool { return m.Stats().Upstream })
+
+	if m.Addr() != ln.Addr().String() {
+		t.Errorf("Addr() = %q; want the caller's %q", m.Addr(), ln.Addr())
+	}
+	if v := m.Version(); v["Browser"] != "FakeChrome/1.0" || v["webSocketDebuggerUrl"] != nil {
+		t.Errorf("Version() = %v; want the browser's object without its own webSocketDebuggerUrl", v)
+	}
+	c := newClient(t, m, "a")
+	c.createTarget("about:blank")
+	c.ws.Close()
+
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	ws, resp, err := dialMux(t, m, "/tok/client-b", nil)
+	if err == nil {
+		ws.Close()
+		t.Fatal("a mux that stopped serving upgraded a client")
+	}
+	if resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("dial after Serve ended = %v, %v; want 503 through the caller's listener, still bound", resp, err)
 	}
 }

@@ -84,6 +84,8 @@ type TabInfo struct {
 	LastUsed time.Time
 	// Human reports a human tab (owned by HumanClient).
 	Human bool
+	// HeldBy is the holder of a person's takeover of the tab (View.Hold), "" when nobody holds it.
+	HeldBy string
 }
 
 // Clients lists every client id (connected or within its grace period, and always HumanClient) with its
@@ -103,6 +105,9 @@ func (m *Mux) Clients() []ClientInfo {
 			continue
 		}
 		ti := TabInfo{ID: t.id, Type: t.typ, URL: t.url, Owner: t.owner.id, LastUsed: t.usedAt, Human: t.owner.id == HumanClient}
+		if t.hold != nil {
+			ti.HeldBy = t.hold.holder
+		}
 		if t.info != nil {
 			var v struct {
 				Title string `json:"title"`

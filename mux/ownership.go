@@ -26,6 +26,7 @@ type target struct {
 	autoConn                                   *conn // the connection that got its virtual auto-attach
 	awaitAuto                                  bool  // a new page whose paused auto-attach from Chrome is due (autoattach.go)
 	lettingGo                                  int   // the mux's own sessions on it being let go (autoattach.go)
+	hold                                       *hold // a person's takeover (takeover.go)
 }
 
 // session is a flat CDP session, owned by whoever attached (or by the owner of its parent session).
@@ -44,6 +45,7 @@ func (m *Mux) addTargetLocked(t *target) {
 }
 
 func (m *Mux) removeTargetLocked(t *target) {
+	m.endHoldLocked(t, "the tab closed")
 	delete(m.targets, t.id)
 	for i, o := range m.order {
 		if o == t {
@@ -309,7 +311,7 @@ func (m *Mux) enforceTabCapLocked(cl *client, newest *target) {
 		}
 		var lru *target
 		for _, t := range pages {
-			if t != newest && (lru == nil || t.used < lru.used) {
+			if t != newest && t.hold == nil && (lru == nil || t.used < lru.used) { // a person's tab stays
 				lru = t
 			}
 		}
@@ -382,11 +384,6 @@ func (m *Mux) expireClientLocked(cl *client) {
 	}
 	cl.grace = nil
 	delete(m.clients, cl.id)
-	for g, o := range m.guids {
-		if o == cl {
-			delete(m.guids, g)
-		}
-	}
 	m.ownershipChangedLocked()
 }
 

@@ -23,6 +23,8 @@ type Stats struct {
 	Pending int
 	// Viewers is the number of live operator views (View): a browser someone is watching is not idle.
 	Viewers int
+	// Held is the number of tabs a person holds (View.Hold).
+	Held int
 	// PerClient lists every known client id (connected or within its grace period), sorted by id.
 	PerClient []ClientStats
 }
@@ -53,6 +55,9 @@ func (m *Mux) Stats() Stats {
 	for _, t := range m.order {
 		if t.owner != nil && t.typ == "page" && !t.closing {
 			tabs[t.owner]++
+		}
+		if t.hold != nil {
+			s.Held++
 		}
 	}
 	for _, cl := range m.clients {

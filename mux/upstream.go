@@ -214,9 +214,7 @@ func (m *Mux) runConnection(up *upstream, version map[string]any) {
 	// the existing ones as targetCreated before answering.
 	m.sendInternalLocked("Target.setDiscoverTargets", []byte(`{"discover":true,"filter":[{}]}`), "", nil)
 	m.startAutoAttachLocked(up)
-	if m.cfg.DownloadDir != "" {
-		m.sendInternalLocked("Browser.setDownloadBehavior", m.downloadParams(), "", nil)
-	}
+	m.downloadsConnectedLocked()
 	m.sendInternalLocked("Target.getTargets", []byte(`{"filter":[{}]}`), "", m.rebuildLocked)
 	if version == nil {
 		m.sendInternalLocked("Browser.getVersion", nil, "", m.versionLocked)

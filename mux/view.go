@@ -51,14 +51,15 @@ type View struct {
 	done   chan struct{} // closed when the view ends
 
 	// Guarded by Mux.mu.
-	sess  *opSession
-	human *client // the human client this view keeps connected, if it watches a human tab
-	ended bool
-	err   error
-	stop  func() bool // the context.AfterFunc that closes the view
-	gap   time.Duration
-	due   time.Time   // the earliest time for the next acknowledgement (MaxFPS)
-	ackT  *time.Timer // the last deferred acknowledgement
+	sess    *opSession
+	human   *client // the human client this view keeps connected, if it watches a human tab
+	holding bool    // the view holds its tab (takeover.go)
+	ended   bool
+	err     error
+	stop    func() bool // the context.AfterFunc that closes the view
+	gap     time.Duration
+	due     time.Time   // the earliest time for the next acknowledgement (MaxFPS)
+	ackT    *time.Timer // the last deferred acknowledgement
 
 	mu sync.Mutex
 	// mu guards the field below; taken under Mux.mu by the upstream reader, never the other way round.
@@ -148,6 +149,7 @@ func (v *View) endLocked(err error) {
 	m := v.m
 	v.ended, v.err = true, err
 	m.op.views--
+	v.unholdLocked()
 	if v.ackT != nil {
 		v.ackT.Stop()
 	}

@@ -54,9 +54,7 @@ func Open(path string) (*DB, error) {
 	// No _journal_mode here: switching to WAL writes the file, which must wait until we know it is ours.
 	// synchronous=NORMAL: in WAL mode it never corrupts the file; a power cut may only lose the last commits
 	// (a lease renewal, an ownership snapshot), and every ensure no longer waits for an fsync.
-	dsn := fmt.Sprintf("file:%s?mode=rw&_busy_timeout=%d&_foreign_keys=on&_txlock=immediate&_synchronous=NORMAL",
-		(&url.URL{Path: abs}).EscapedPath(), busyTimeout.Milliseconds())
-	sdb, err := sql.Open("sqlite3", dsn)
+	sdb, err := sql.Open("sqlite3", dsn(abs, "rw"))
 	if err != nil {
 		return nil, fmt.Errorf("open state %s: %w", abs, err)
 	}
@@ -66,6 +64,12 @@ func Open(path string) (*DB, error) {
 		return nil, err
 	}
 	return db, nil
+}
+
+// dsn is the data source name of the file at abs, opened in mode (rw or ro).
+func dsn(abs, mode string) string {
+	return fmt.Sprintf("file:%s?mode=%s&_busy_timeout=%d&_foreign_keys=on&_txlock=immediate&_synchronous=NORMAL",
+		(&url.URL{Path: abs}).EscapedPath(), mode, busyTimeout.Milliseconds())
 }
 
 // Path returns the absolute path of the database file.

@@ -182,6 +182,44 @@ INSERT INTO settings (key, value) VALUES ('k', 'v');`,
 			}
 		},
 	},
+	2: {
+		insert: `
+INSERT INTO stores (id, name, slug, backend, config, token, created_at, updated_at)
+	VALUES ('s1', 'Shop', 'shop', 'chrome', '{}', 'tok', 1, 2);
+INSERT INTO browser_versions (key, version, seen_at) VALUES ('s1', '{"Browser":"Chrome/1.2"}', 3);`,
+		check: func(t *testing.T, db *DB) {
+			v, err := db.BrowserVersion(context.Background(), "s1")
+			if err != nil || !strings.Contains(string(v), "Chrome/1.2") {
+				t.Errorf("BrowserVersion(s1) = %s, %v; want the fixture's", v, err)
+			}
+		},
+	},
+	3: {
+		insert: `
+INSERT INTO stores (id, name, slug, backend, config, token, created_at, updated_at)
+	VALUES ('s1', 'Shop', 'shop', 'chrome', '{}', 'tok', 1, 2);
+INSERT INTO downloads (browser_key, task_id, client_id, owner_dir, guid, url, name, path, size, sha256, at)
+	VALUES ('s1', 't1', 't1', 't1', 'g1', 'https://shop.example/r.csv', 'r.csv', '/h/downloads/shop/t1/r.csv', 3, 'abc', 4);`,
+		check: func(t *testing.T, db *DB) {
+			ds, err := db.ListDownloads(context.Background(), DownloadFilter{Key: "s1"})
+			if err != nil || len(ds) != 1 || ds[0].Name != "r.csv" {
+				t.Errorf("ListDownloads(s1) = %+v, %v; want the fixture's download", ds, err)
+			}
+		},
+	},
+	4: {
+		insert: `
+INSERT INTO stores (id, name, slug, backend, config, token, created_at, updated_at)
+	VALUES ('s1', 'Shop', 'shop', 'chrome', '{}', 'tok', 1, 2);
+INSERT INTO handoffs (id, store_id, task_id, client_id, bu_name, reason, status, created_at, deadline)
+	VALUES ('0123456789ab', 's1', 't1', 't1', 'shop-t1', 'solve the captcha', 'pending', 1, 2);`,
+		check: func(t *testing.T, db *DB) {
+			h, err := db.GetHandoff(context.Background(), "0123456789ab")
+			if err != nil || h.Status != HandoffPending || h.Reason != "solve the captcha" {
+				t.Errorf("GetHandoff = %+v, %v; want the fixture's pending handoff", h, err)
+			}
+		},
+	},
 }
 
 func TestMigrateFromEveryVersion(t *testing.T) {

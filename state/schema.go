@@ -80,7 +80,37 @@ CREATE TABLE settings (
 	value  TEXT NOT NULL
 ) STRICT;
 `,
-	// 2: handoffs, an agent's request for a person's help (SPEC §11). store_id NULL is the web browser.
+	// 2: the version object each browser last answered, so a sleeping store's endpoint answers discovery.
+	`
+-- key is a store id or '_web'; rows of a store are deleted with it (DeleteStore). version is the browser's
+-- /json/version object without its webSocketDebuggerUrl.
+CREATE TABLE browser_versions (
+	key      TEXT PRIMARY KEY,
+	version  TEXT NOT NULL CHECK (json_valid(version) AND json_type(version) = 'object'),
+	seen_at  INTEGER NOT NULL
+) STRICT;
+`,
+	// 3: downloads (SPEC §12), one row per finished download. browser_key is a store id or '_web'; a
+	// store's rows go with it (DeleteStore). owner_dir is the folder under downloads/<slug>/ that holds it.
+	`
+CREATE TABLE downloads (
+	id           INTEGER PRIMARY KEY,
+	browser_key  TEXT NOT NULL,
+	task_id      TEXT NOT NULL DEFAULT '',
+	client_id    TEXT NOT NULL DEFAULT '',
+	owner_dir    TEXT NOT NULL,
+	guid         TEXT NOT NULL,
+	url          TEXT NOT NULL DEFAULT '',
+	name         TEXT NOT NULL,
+	path         TEXT NOT NULL,
+	size         INTEGER NOT NULL CHECK (size >= 0),
+	sha256       TEXT NOT NULL,
+	at           INTEGER NOT NULL
+) STRICT;
+CREATE INDEX downloads_task ON downloads (task_id, at);
+CREATE INDEX downloads_key ON downloads (browser_key, at);
+`,
+	// 4: handoffs, an agent's request for a person's help (SPEC §11). store_id NULL is the web browser.
 	`
 CREATE TABLE handoffs (
 	id           TEXT PRIMARY KEY,

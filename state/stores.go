@@ -173,6 +173,8 @@ func (db *DB) DeleteStore(ctx context.Context, id string) error {
 			"DELETE FROM mux_targets WHERE browser_key = ?",
 			"DELETE FROM ports WHERE key = ?",
 			"DELETE FROM relaunch_attempts WHERE key = ?",
+			"DELETE FROM browser_versions WHERE key = ?",
+			"DELETE FROM downloads WHERE browser_key = ?",
 		} {
 			if _, err := tx.ExecContext(ctx, q, id); err != nil {
 				return err

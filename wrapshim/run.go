@@ -73,11 +73,11 @@ func (s *shim) run(args, environ []string) int {
 		return s.fail(ExitNoRealCLI, "the real browser-use CLI %v; install browser-use (0.13 or newer) and "+
 			"restart the vibe-browser manager so it bakes the new path", err)
 	}
-	ws, err := s.ensure(call)
+	resp, err := s.ensure(call)
 	if err != nil {
 		return s.fail(ExitUnavailable, "no browser for session %s: %v", call.BUName, err)
 	}
-	env := childEnv(environ, cfg, call.BUName, ws)
+	env := childEnv(environ, cfg, call.BUName, resp)
 	code, timedOut := s.runChild(call.Args, env, cfg.CallTimeout())
 	counter := wedgeCounter{path: filepath.Join(cfg.RuntimeDir, "wedge-"+call.BUName+".n")}
 	if !timedOut {
@@ -123,7 +123,7 @@ func (s *shim) escalate(call *Call, env []string, counter *wedgeCounter) int {
 }
 
 // ensure asks the manager for the session's endpoint, retrying an unreachable manager for a short window.
-func (s *shim) ensure(call *Call) (string, error) {
+func (s *shim) ensure(call *Call) (api.EnsureResponse, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.EnsureTimeout())
 	defer cancel()
 	req := api.EnsureRequest{Kind: api.KindStore, StoreID: s.cfg.StoreID, ClientID: call.ClientID,
@@ -138,12 +138,12 @@ func (s *shim) ensure(call *Call) (string, error) {
 		return err
 	})
 	if err != nil {
-		return "", err
+		return resp, err
 	}
 	if resp.CDPWS == "" {
-		return "", errors.New("the manager answered without an endpoint")
+		return resp, errors.New("the manager answered without an endpoint")
 	}
-	return resp.CDPWS, nil
+	return resp, nil
 }
 
 // dialRetry runs call, again while the manager is unreachable, for managerDialWindow. The manager's own
@@ -174,21 +174,25 @@ var scrubbed = map[string]bool{
 	"BROWSER_USE_API_KEY": true, "BU_AUTOSPAWN": true,
 }
 
-// childEnv is the caller's environment minus the scrubbed variables, plus the session's identity. It turns
-// off browser-harness's tab marker (≥ 0.1.12 prefixes the title of its tab, which in a shared, logged-in
-// browser the person and the other tenants see). A caller's own BH_* value is overridden: exec.Cmd keeps the
-// last value of a name that appears twice, and the shim's come last.
-func childEnv(environ []string, cfg *api.ShimConfig, buName, cdpWS string) []string {
-	env := make([]string, 0, len(environ)+7)
+// childEnv is the caller's environment minus the scrubbed variables, plus the session's identity and its
+// downloads folder (VIBE_DOWNLOAD_DIR, SPEC §12). It turns off browser-harness's tab marker (≥ 0.1.12
+// prefixes the title of its tab, which in a shared, logged-in browser the person and the other tenants see).
+// A caller's own BH_* or VIBE_DOWNLOAD_DIR value is overridden: exec.Cmd keeps the last value of a name that
+// appears twice, and the shim's come last.
+func childEnv(environ []string, cfg *api.ShimConfig, buName string, resp api.EnsureResponse) []string {
+	env := make([]string, 0, len(environ)+8)
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
 		if !scrubbed[name] {
 			env = append(env, kv)
 		}
 	}
+	if resp.DownloadDir != "" { // a manager from before SPEC §12 names none
+		env = append(env, "VIBE_DOWNLOAD_DIR="+resp.DownloadDir)
+	}
 	return append(env,
 		"BU_NAME="+buName,
-		"BU_CDP_WS="+cdpWS,
+		"BU_CDP_WS="+resp.CDPWS,
 		"BH_RUNTIME_DIR="+cfg.RuntimeDir,
 		"BH_RUNTIME_DIR_SHARED=1",
 		"BH_TMP_DIR="+cfg.TmpDir,

@@ -22,6 +22,7 @@ import (
 	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/wrapper"
+	"vibebrowser/mux/clientid"
 	"vibebrowser/wrapshim"
 )
 
@@ -72,7 +73,8 @@ func (f *fakeManager) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			json.NewEncoder(w).Encode(api.Error{Message: f.errorMsg, Code: api.CodeRelaunchBudget})
 			return
 		}
-		json.NewEncoder(w).Encode(api.EnsureResponse{CDPWS: "ws://127.0.0.1:9400/tok/client-" + req.ClientID})
+		json.NewEncoder(w).Encode(api.EnsureResponse{CDPWS: "ws://127.0.0.1:9400/tok/client-" + req.ClientID,
+			DownloadDir: "/home/downloads/acme/" + clientid.OwnerDir(req.ClientID)})
 	case api.PathEvents:
 		var ev api.Event
 		json.NewDecoder(r.Body).Decode(&ev)
@@ -179,7 +181,8 @@ func TestShimInjectsEnvAndPassesStdin(t *testing.T) {
 	stdin := []byte("print(page_info())\n\x00\xff\xfe non-UTF-8 and <html> & \"quotes\"\n")
 	res := e.run(t, []string{"--worker", "2", "-c", "x"}, []string{"VIBE_TASK_ID=" + taskID, "KEEP_ME=1",
 		"http_proxy=http://p:1", "HTTPS_PROXY=http://p:2", "all_proxy=socks://p", "ALL_PROXY=socks://p",
-		"https_proxy=x", "HTTP_PROXY=x", "BROWSER_USE_API_KEY=secret", "BH_TAB_MARKER=1"}, stdin)
+		"https_proxy=x", "HTTP_PROXY=x", "BROWSER_USE_API_KEY=secret", "BH_TAB_MARKER=1",
+		"VIBE_DOWNLOAD_DIR=/tmp/mine"}, stdin)
 	if res.code != 0 {
 		t.Fatalf("shim exit %d; want 0 (stderr %q)", res.code, res.stderr)
 	}
@@ -204,7 +207,8 @@ func TestShimInjectsEnvAndPassesStdin(t *testing.T) {
 		"BH_RUNTIME_DIR_SHARED": "1",
 		"BH_TMP_DIR":            e.cfg.TmpDir,
 		"BH_TMP_DIR_SHARED":     "1",
-		"BH_TAB_MARKER":         "0", // the caller's 1 is overridden: the shim owns the value
+		"BH_TAB_MARKER":         "0",                              // the caller's 1 is overridden: the shim owns the value
+		"VIBE_DOWNLOAD_DIR":     "/home/downloads/acme/" + taskID, // the manager's answer, not the caller's
 		"KEEP_ME":               "1",
 		"VIBE_TASK_ID":          taskID,
 	}
@@ -213,8 +217,10 @@ func TestShimInjectsEnvAndPassesStdin(t *testing.T) {
 			t.Errorf("CLI env %s = %q (set %v); want %q", k, got, ok, v)
 		}
 	}
-	if n := countEnv(rec.Env, "BH_TAB_MARKER"); n != 1 {
-		t.Errorf("CLI env has BH_TAB_MARKER %d times; want once", n)
+	for _, k := range []string{"BH_TAB_MARKER", "VIBE_DOWNLOAD_DIR"} {
+		if n := countEnv(rec.Env, k); n != 1 {
+			t.Errorf("CLI env has %s %d times; want once", k, n)
+		}
 	}
 	for _, k := range []string{"http_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "https_proxy", "HTTP_PROXY", "BROWSER_USE_API_KEY"} {
 		if v, ok := rec.Getenv(k); ok {

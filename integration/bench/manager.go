@@ -26,22 +26,12 @@ func benchManager(ctx context.Context, env *benchEnv) ([]Row, error) {
 	if env.chromium == "" {
 		return nil, errors.New("no Chromium installed (set VIBE_CHROME)")
 	}
-	home := filepath.Join(env.tmp, "manager-home")
-	cmd := exec.Command(env.vibe, "serve")
-	cmd.Env = append(os.Environ(), "VIBE_HOME="+home, "VIBE_BROWSER_USE="+env.fakeBU, "VIBE_SHIM="+env.shim,
-		"VIBE_CHROME="+env.chromium, "VIBE_HEADLESS=1", "VIBE_PROXY_PORT_BASE=31400", "VIBE_BROWSER_IDLE_S=0")
-	cmd.Stderr = io.Discard
-	if err := cmd.Start(); err != nil {
+	client, stop, err := startServe(ctx, env, filepath.Join(env.tmp, "manager-home"),
+		"VIBE_PROXY_PORT_BASE=31400", "VIBE_BROWSER_IDLE_S=0")
+	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-	}()
-	client := api.NewClient(filepath.Join(home, api.SocketRel))
-	if err := waitUntil(ctx, 20*time.Second, func() bool { _, err := client.Health(ctx); return err == nil }); err != nil {
-		return nil, fmt.Errorf("manager did not answer: %w", err)
-	}
+	defer stop()
 	store, err := client.CreateStore(ctx, api.StoreSpec{Name: "bench"})
 	if err != nil {
 		return nil, err
@@ -90,6 +80,28 @@ func benchManager(ctx context.Context, env *benchEnv) ([]Row, error) {
 		{Group: "manager", Name: "restart to ready via manager (used profile)", P50: warmProfileViaManager, OK: true},
 		{Group: "manager", Name: "direct launch to /json/version (same binary)", P50: direct, OK: true},
 	}, nil
+}
+
+// startServe runs `vibe-browser serve` on home with the fake CLI as the real one, the built shim, Chromium
+// headless and extra environment, and returns its client once it answers, and how to stop it.
+func startServe(ctx context.Context, env *benchEnv, home string, extra ...string) (*api.Client, func(), error) {
+	cmd := exec.Command(env.vibe, "serve")
+	cmd.Env = append(append(os.Environ(), "VIBE_HOME="+home, "VIBE_BROWSER_USE="+env.fakeBU, "VIBE_SHIM="+env.shim,
+		"VIBE_CHROME="+env.chromium, "VIBE_HEADLESS=1"), extra...)
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	stop := func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	}
+	client := api.NewClient(filepath.Join(home, api.SocketRel))
+	if err := waitUntil(ctx, 20*time.Second, func() bool { _, err := client.Health(ctx); return err == nil }); err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("manager did not answer: %w", err)
+	}
+	return client, stop, nil
 }
 
 // directLaunch starts the same Chromium binary itself (benchLaunchChromium, the mux rows' launcher) and returns

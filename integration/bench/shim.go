@@ -86,32 +86,16 @@ func benchShim(ctx context.Context, env *benchEnv) ([]Row, error) {
 	}
 	// The first three are compared; the last two are this machine's floors for starting any process and
 	// any Go program, which the shim's added time cannot go below.
-	variants := []struct {
-		name string
-		path string
-	}{
-		{"fake CLI directly", env.fakeBU},
-		{"through the shim", filepath.Join(dir, wrapper.BinaryName)},
-		{"through the bash wrapper", bash},
-		{"floor: /bin/true", trueBin},
-		{"floor: an empty Go program", emptyGo},
+	variants := []variant{
+		{"fake CLI directly", env.fakeBU, baseEnv},
+		{"through the shim", filepath.Join(dir, wrapper.BinaryName), baseEnv},
+		{"through the bash wrapper", bash, baseEnv},
+		{"floor: /bin/true", trueBin, baseEnv},
+		{"floor: an empty Go program", emptyGo, baseEnv},
 	}
-	samples := make([][]time.Duration, len(variants))
-	for i := 0; i < shimRuns+10; i++ { // interleaved, so drift hits every variant alike; 10 warm-up rounds
-		for v, variant := range variants {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			cmd := exec.Command(variant.path)
-			cmd.Env = baseEnv
-			start := time.Now()
-			if out, err := cmd.CombinedOutput(); err != nil {
-				return nil, fmt.Errorf("%s: %v: %s", variant.name, err, out)
-			}
-			if i >= 10 {
-				samples[v] = append(samples[v], time.Since(start))
-			}
-		}
+	samples, err := interleave(ctx, variants, shimRuns, 10)
+	if err != nil {
+		return nil, err
 	}
 	var rows []Row
 	p50s := make([]time.Duration, len(variants))
@@ -122,15 +106,45 @@ func benchShim(ctx context.Context, env *benchEnv) ([]Row, error) {
 	}
 	shimAdded, bashAdded, goFloor := p50s[1]-p50s[0], p50s[2]-p50s[0], p50s[4]
 	rows = append(rows,
-		Row{Group: "shim", Name: "shim adds (p50)", Value: float64(shimAdded) / float64(time.Millisecond), Unit: "ms",
+		Row{Group: "shim", Name: "shim adds (p50)", Value: ms(shimAdded), Unit: "ms",
 			Budget: "≤ 2 ms", OK: shimAdded <= 2*time.Millisecond},
-		Row{Group: "shim", Name: "bash wrapper adds (p50)", Value: float64(bashAdded) / float64(time.Millisecond), Unit: "ms", OK: true},
-		Row{Group: "shim", Name: "shim adds beyond an empty Go start (p50)", Value: float64(shimAdded-goFloor) / float64(time.Millisecond),
+		Row{Group: "shim", Name: "bash wrapper adds (p50)", Value: ms(bashAdded), Unit: "ms", OK: true},
+		Row{Group: "shim", Name: "shim adds beyond an empty Go start (p50)", Value: ms(shimAdded - goFloor),
 			Unit: "ms", OK: true},
 		Row{Group: "shim", Name: "bash added / shim added", Value: float64(bashAdded) / float64(max(shimAdded, time.Microsecond)),
 			Unit: "×", Budget: "≥ 18×", OK: bashAdded >= 18*shimAdded},
 	)
 	return rows, nil
+}
+
+// variant is one way of running a program, timed by interleave.
+type variant struct {
+	name string
+	path string
+	env  []string
+}
+
+// interleave runs each variant once per round, warm uncounted rounds first, then runs counted ones, so that
+// drift on a shared machine hits every variant alike; it returns each variant's wall times, in order.
+func interleave(ctx context.Context, variants []variant, runs, warm int) ([][]time.Duration, error) {
+	samples := make([][]time.Duration, len(variants))
+	for i := 0; i < runs+warm; i++ {
+		for v, variant := range variants {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			cmd := exec.Command(variant.path)
+			cmd.Env = variant.env
+			start := time.Now()
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return nil, fmt.Errorf("%s: %v: %s", variant.name, err, out)
+			}
+			if i >= warm {
+				samples[v] = append(samples[v], time.Since(start))
+			}
+		}
+	}
+	return samples, nil
 }
 
 // buildEmptyGo builds a Go program that does nothing, to measure what starting any Go binary costs here.

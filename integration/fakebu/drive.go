@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -21,20 +22,18 @@ import (
 //	eval EXPR    print the JSON value of EXPR in this call's tab
 //	targets      print the URLs of the page targets this client sees, one per line
 //	sleep DUR    wait (a Go duration)
+//	env NAME     print the value of environment variable NAME (what the shim injected)
+//	waitfile N   wait (up to 20s) until $VIBE_DOWNLOAD_DIR/N exists, as an agent waits for its download,
+//	             and print its path
 //
 // A non-empty marker is put in front of the tab's document.title after the attach and after each open, as
 // browser-harness 0.1.12+ does to the tab it controls.
 func drive(script []byte, out io.Writer, marker string) error {
-	endpoint := os.Getenv("BU_CDP_WS")
-	if endpoint == "" {
-		return errors.New("BU_CDP_WS is not set")
-	}
-	conn, _, err := websocket.DefaultDialer.Dial(endpoint, nil)
+	c, err := dialEndpoint()
 	if err != nil {
-		return fmt.Errorf("connect %s: %w", endpoint, err)
+		return err
 	}
-	defer conn.Close()
-	c := &cdp{conn: conn}
+	defer c.conn.Close()
 	for range 2 {
 		if _, err := c.call("Target.getTargets", nil, ""); err != nil {
 			return err
@@ -90,6 +89,18 @@ func drive(script []byte, out io.Writer, marker string) error {
 					fmt.Fprintln(out, t.URL)
 				}
 			}
+		case "env":
+			fmt.Fprintln(out, os.Getenv(arg))
+		case "waitfile":
+			p := filepath.Join(os.Getenv("VIBE_DOWNLOAD_DIR"), arg)
+			deadline := time.Now().Add(20 * time.Second)
+			for _, err := os.Stat(p); err != nil; _, err = os.Stat(p) {
+				if time.Now().After(deadline) {
+					return fmt.Errorf("waitfile: %s did not appear: %w", p, err)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			fmt.Fprintln(out, p)
 		case "sleep":
 			d, err := time.ParseDuration(arg)
 			if err != nil {
@@ -101,6 +112,19 @@ func drive(script []byte, out io.Writer, marker string) error {
 		}
 	}
 	return lines.Err()
+}
+
+// dialEndpoint connects to BU_CDP_WS, as browser-use does with the endpoint the shim hands it.
+func dialEndpoint() (*cdp, error) {
+	endpoint := os.Getenv("BU_CDP_WS")
+	if endpoint == "" {
+		return nil, errors.New("BU_CDP_WS is not set")
+	}
+	conn, _, err := websocket.DefaultDialer.Dial(endpoint, nil)
+	if err != nil {
+		return nil, fmt.Errorf("connect %s: %w", endpoint, err)
+	}
+	return &cdp{conn: conn}, nil
 }
 
 // cdp is a minimal sequential CDP client: one call at a time, events skipped.

@@ -8,6 +8,8 @@
 //	FAKEBU_STDOUT      print this on stdout
 //	FAKEBU_SIGNAL_SELF end by this signal number instead of exiting
 //	FAKEBU_DRIVE       =1: run stdin as a drive script against BU_CDP_WS (see drive)
+//	FAKEBU_CALL        =1: make the benchmark's agent call against BU_CDP_WS: connect, createTarget, attach,
+//	                   Runtime.evaluate (see agentCall)
 //	FAKEBU_DAEMON      =1: keep a browser-use-like daemon per BU_NAME (bu-<name>.pid/.sock in BH_RUNTIME_DIR)
 //	                   with a dedicated tab (bu-<name>.tab, its title); --reload stops it. The daemon is
 //	                   ensured before the call's work, as browser_harness does, so a hung call has one
@@ -72,6 +74,12 @@ func main() {
 	}
 	if os.Getenv("FAKEBU_DRIVE") == "1" && !reload {
 		if err := drive(rec.Stdin, os.Stdout, h.marker()); err != nil {
+			fmt.Fprintln(os.Stderr, "fakebu:", err)
+			os.Exit(1)
+		}
+	}
+	if os.Getenv("FAKEBU_CALL") == "1" && !reload {
+		if err := agentCall(os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "fakebu:", err)
 			os.Exit(1)
 		}

@@ -28,6 +28,14 @@ main(async () => {
       out({ event: 'popup', url: popup.url() });
       continue;
     }
+    if (cmd === 'context') { // a browser context of its own, with a page in it
+      const own = await browser.newContext();
+      const p = await own.newPage();
+      await p.goto(url + '?in=context');
+      out({ event: 'context', title: await p.title(), pages: own.pages().length });
+      await own.close();
+      continue;
+    }
     if (cmd === 'close') break;
   }
   await browser.close();

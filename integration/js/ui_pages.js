@@ -1,6 +1,6 @@
 // The store and tab pages in a real browser: usage node ui_pages.js <login url>
 // Commands (one a line): store PATH SHOT, tab PATH SHOT, login URL, click X Y, type TEXT, shot SHOT,
-// viewers PATH N, close-tab, close. Colours are read off the pixels the page shows (drawn into a canvas),
+// viewers PATH N, hold, release, leave, close-tab, close. Colours are read off the pixels the page shows (drawn into a canvas),
 // never off the DOM.
 'use strict';
 const { command, out, main, launchChromium } = require('./lib');
@@ -75,7 +75,10 @@ main(async () => {
         id: s.dataset.id, kind: s.className.replace('client ', ''),
         tabs: [...s.querySelectorAll('a.tab')].map((a) => a.dataset.id),
       })));
-      out({ event: 'store', colour, clients, url: page.url() });
+      const downloads = await page.evaluate(() => [...document.querySelectorAll('div.downloads')].map((d) => ({
+        owner: d.dataset.owner, files: [...d.querySelectorAll('td.name')].map((td) => td.textContent),
+      })));
+      out({ event: 'store', colour, clients, downloads, url: page.url() });
       continue;
     }
     if (cmd === 'tab') { // tab PATH R,G,B
@@ -113,7 +116,9 @@ main(async () => {
         g = h;
       }
       await page.mouse.click(g[0] + x * g[2] / g[4], g[1] + y * g[3] / g[5]);
-      out({ event: 'clicked', geometry: g });
+      await page.waitForTimeout(300);
+      const note = await page.evaluate(() => { const n = document.getElementById('note'); return n.hidden ? '' : n.textContent; });
+      out({ event: 'clicked', geometry: g, note });
       continue;
     }
     if (cmd === 'navigate') { // navigate URL TITLE: through the address bar, until the title and address follow
@@ -167,6 +172,18 @@ main(async () => {
       }
       await p.close();
       out({ event: 'viewers', n });
+      continue;
+    }
+    if (cmd === 'hold' || cmd === 'release') { // Take over / Release on the tab page, until the page says so
+      await page.click(cmd === 'hold' ? '#hold' : '#release');
+      const held = cmd === 'hold';
+      let ok = true;
+      try {
+        await page.waitForFunction((held) => document.getElementById('tab').classList.contains('held') === held &&
+          document.getElementById(held ? 'release' : 'hold').hidden === false, held, { timeout: 5000, polling: 100 });
+      } catch (e) { ok = false; }
+      const text = await page.evaluate(() => document.querySelector('main').innerText);
+      out({ event: cmd, ok, text });
       continue;
     }
     if (cmd === 'leave') { // the tab page goes away: its socket closes

@@ -1,7 +1,11 @@
-// Package testkit holds the helpers every test package shares: waiting for a condition, a test logger and reading a manager's metrics.
+// Package testkit holds the helpers every test package shares: waiting for a condition, a test logger,
+// listing the files a test left in a folder and reading a manager's metrics.
 package testkit
 
 import (
+	"io/fs"
+	"path/filepath"
+	"sort"
 	"testing"
 	"time"
 
@@ -28,4 +32,19 @@ func WaitFor(t testing.TB, within time.Duration, what string, cond func() bool) 
 func Log(t testing.TB) zerolog.Logger {
 	t.Helper()
 	return zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel)
+}
+
+// Files lists the files below root (folders left out), as sorted paths relative to root; a missing root
+// has none.
+func Files(root string) []string {
+	var out []string
+	filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+		if err == nil && !e.IsDir() {
+			rel, _ := filepath.Rel(root, p)
+			out = append(out, rel)
+		}
+		return nil
+	})
+	sort.Strings(out)
+	return out
 }

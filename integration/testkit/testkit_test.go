@@ -1,6 +1,9 @@
 package testkit
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -38,5 +41,25 @@ func TestWaitForFailsAtTheDeadline(t *testing.T) {
 	}()
 	if rec.msg == "" {
 		t.Fatal("WaitFor with a condition that never holds did not fail the test")
+	}
+}
+
+func TestFilesListsFilesRelativeAndSorted(t *testing.T) {
+	root := t.TempDir()
+	for _, f := range []string{"b/2.txt", "a.txt", "b/c/1.txt"} {
+		p := filepath.Join(root, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"a.txt", filepath.Join("b", "2.txt"), filepath.Join("b", "c", "1.txt")}
+	if got := Files(root); !slices.Equal(got, want) {
+		t.Errorf("Files(%s) = %q; want %q", root, got, want)
+	}
+	if got := Files(filepath.Join(root, "missing")); len(got) != 0 {
+		t.Errorf("Files of a missing folder = %q; want none", got)
 	}
 }

@@ -24,6 +24,7 @@ const (
 	PathReap          = "/v1/reap"
 	PathUILogin       = "/v1/ui/login"           // POST: a one-time login code for the web UI
 	PathStoreLogin    = "/v1/stores/{ref}/login" // POST: a human tab in the store's browser and a login to it
+	PathDownloads     = "/v1/downloads"          // GET ?task=ID&store=S: finished downloads, oldest first
 	PathMetrics       = "/metrics"
 )
 
@@ -101,6 +102,7 @@ type Browser struct {
 	ProxyPort int    `json:"proxy_port"`
 	Clients   int    `json:"clients"` // connected mux clients
 	Tabs      int    `json:"tabs"`
+	Held      int    `json:"held"` // tabs a person has taken over in the UI
 	IdleS     int    `json:"idle_s"`
 	// StartedAt is when the running browser was started (or adopted); zero when stopped.
 	StartedAt time.Time `json:"started_at,omitzero"`
@@ -112,8 +114,10 @@ type Browser struct {
 
 // Task is an agent task as the manager tracks it.
 type Task struct {
-	ID         string    `json:"id"`
-	Store      string    `json:"store"` // store id, "" for web or unknown
+	ID    string `json:"id"`
+	Store string `json:"store"` // store id, "" for web or unknown
+	// StoreSlug is the store's slug, filled in the status (where the stores are at hand); "" with Store.
+	StoreSlug  string    `json:"store_slug,omitempty"`
 	Status     string    `json:"status"`
 	LeaseUntil time.Time `json:"lease_until,omitzero"`
 }
@@ -192,6 +196,26 @@ type EnsureRequest struct {
 // EnsureResponse tells the shim where its browser-use daemon must connect.
 type EnsureResponse struct {
 	CDPWS string `json:"cdp_ws"` // ws://127.0.0.1:<port>/<token>/client-<id>
+	// DownloadDir is the folder the client's downloads land in (<home>/downloads/<slug>/<owner dir>), the
+	// shim's VIBE_DOWNLOAD_DIR. Empty from a manager that predates it.
+	DownloadDir string `json:"download_dir,omitempty"`
+}
+
+// Download is one finished download (SPEC §12), as GET PathDownloads lists it.
+type Download struct {
+	ID       int64     `json:"id"`
+	Store    string    `json:"store"` // store id, "" for the web browser
+	Slug     string    `json:"slug"`  // the store's slug, or WebKey; "" for a store removed since
+	Task     string    `json:"task,omitempty"`
+	Client   string    `json:"client,omitempty"` // the mux client that started it; "" when unattributed
+	OwnerDir string    `json:"owner_dir"`        // its folder under downloads/<slug>/
+	GUID     string    `json:"guid"`
+	URL      string    `json:"url"`
+	Name     string    `json:"name"`
+	Path     string    `json:"path"`
+	Size     int64     `json:"size"`
+	SHA256   string    `json:"sha256"`
+	At       time.Time `json:"at"`
 }
 
 // Event kinds: the first is reported by shims, the others by the manager itself.

@@ -232,6 +232,21 @@ func (c *Client) Reap(ctx context.Context) (ReapResult, error) {
 	return r, err
 }
 
+// ListDownloads returns the finished downloads of a task and/or a store (name, slug, id, or "web"); empty
+// arguments select everything.
+func (c *Client) ListDownloads(ctx context.Context, task, store string) ([]Download, error) {
+	path, sep := PathDownloads, "?"
+	for _, q := range [][2]string{{"task", task}, {"store", store}} {
+		if q[1] != "" {
+			path += sep + q[0] + "=" + pathSegment(q[1])
+			sep = "&"
+		}
+	}
+	var d []Download
+	err := c.Do(ctx, MethodGet, path, nil, &d)
+	return d, err
+}
+
 // UILogin mints a one-time login code for the web UI.
 func (c *Client) UILogin(ctx context.Context) (UILogin, error) {
 	var l UILogin

@@ -159,3 +159,35 @@ func TestIsCode(t *testing.T) {
 		}
 	}
 }
+
+func TestListDownloadsQuery(t *testing.T) {
+	var got []url.Values
+	c := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != PathDownloads {
+			http.NotFound(w, r)
+			return
+		}
+		got = append(got, r.URL.Query())
+		w.Write([]byte(`[{"name":"r.csv","size":3}]`))
+	})
+	ctx := context.Background()
+	tests := []struct {
+		task, store string
+		want        url.Values
+	}{
+		{"", "", url.Values{}},
+		{"a1b2c3d4", "", url.Values{"task": {"a1b2c3d4"}}},
+		{"", "Acme Shop & Co", url.Values{"store": {"Acme Shop & Co"}}},
+		{"a1b2c3d4", "web", url.Values{"task": {"a1b2c3d4"}, "store": {"web"}}},
+	}
+	for _, tt := range tests {
+		got = nil
+		ds, err := c.ListDownloads(ctx, tt.task, tt.store)
+		if err != nil || len(ds) != 1 || ds[0].Name != "r.csv" || ds[0].Size != 3 {
+			t.Fatalf("ListDownloads(%q, %q) = %+v, %v", tt.task, tt.store, ds, err)
+		}
+		if len(got) != 1 || got[0].Encode() != tt.want.Encode() {
+			t.Errorf("ListDownloads(%q, %q) asked %v; want %v", tt.task, tt.store, got, tt.want)
+		}
+	}
+}

@@ -40,7 +40,10 @@ type CLI struct {
 	UI      UICmd      `cmd:"" name:"ui" help:"Print a one-time login link to the web UI (--open opens it)."`
 	Handoff HandoffCmd `cmd:"" help:"List and answer agents' requests for a person's help (browser-use --ask-human)."`
 	Service ServiceCmd `cmd:"" help:"Install or remove the systemd unit / launchd plist that runs the manager."`
+	Doctor  DoctorCmd  `cmd:"" help:"Check Chromium, browser-use, the home, the manager, the ports, the display and the service; exit 1 on a problem."`
 	Version VersionCmd `cmd:"" help:"Print the version."`
+
+	Downloads DownloadsCmd `cmd:"" help:"List finished downloads, per task and store (where each file is, its size and sha256)."`
 }
 
 // globals is what every command's Run receives.

@@ -20,7 +20,8 @@ func TestEnvWebPrintsShellLines(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d (%s)", code, errOut)
 	}
-	want := "export PATH='" + home + "/bin/_web:" + home + "/bin/_guard:'\"$PATH\"\nexport VIBE_TASK_ID='a1b2c3d4-0001'\n"
+	want := "export PATH='" + home + "/bin/_web:" + home + "/bin/_guard:'\"$PATH\"\nexport VIBE_TASK_ID='a1b2c3d4-0001'\n" +
+		"export VIBE_DOWNLOAD_DIR='" + home + "/downloads/_web/a1b2c3d4-0001'\n"
 	if out != want {
 		t.Errorf("env --web printed\n%s\nwant\n%s", out, want)
 	}

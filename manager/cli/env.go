@@ -12,10 +12,12 @@ import (
 type EnvCmd struct {
 	Store string `help:"Store name, slug or id." xor:"which" required:""`
 	Web   bool   `help:"The store-less web browser." xor:"which" required:""`
-	Task  string `help:"The agent's task id (exported as VIBE_TASK_ID)."`
+	Task  string `help:"The agent's task id (exported as VIBE_TASK_ID; its downloads folder as VIBE_DOWNLOAD_DIR)."`
 }
 
-// Run prints POSIX shell lines: the wrapper directory and the guard in front of PATH, and the task id.
+// Run prints POSIX shell lines: the wrapper directory and the guard in front of PATH, the task id, and the
+// folder the task's downloads land in (VIBE_DOWNLOAD_DIR, the value the shim gives each of its calls), so the
+// agent's own shell finds its files.
 func (c *EnvCmd) Run(g *globals) error {
 	if c.Task != "" && !api.ValidTaskID(c.Task) {
 		return &usageError{fmt.Sprintf("--task %q is not a task id: want %s", c.Task, api.TaskIDForm)}
@@ -30,9 +32,12 @@ func (c *EnvCmd) Run(g *globals) error {
 	}
 	bin := filepath.Join(g.home, "bin")
 	fmt.Fprintf(g.stdout, "export PATH=%s\"$PATH\"\n", shellQuote(filepath.Join(bin, dir)+":"+filepath.Join(bin, api.GuardDir)+":"))
+	owner := "manual"
 	if c.Task != "" {
 		fmt.Fprintf(g.stdout, "export VIBE_TASK_ID=%s\n", shellQuote(c.Task))
+		owner = c.Task
 	}
+	fmt.Fprintf(g.stdout, "export VIBE_DOWNLOAD_DIR=%s\n", shellQuote(filepath.Join(g.home, "downloads", dir, owner)))
 	return nil
 }
 

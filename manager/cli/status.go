@@ -3,11 +3,13 @@ package cli
 import (
 	"fmt"
 	"text/tabwriter"
+
+	"vibebrowser/manager/api"
 )
 
 // StatusCmd prints the manager's picture.
 type StatusCmd struct {
-	JSON bool `help:"Print JSON: {stores, browsers, tasks}."`
+	JSON bool `help:"Print JSON: {stores, browsers, tasks}; a task names its store by id (store) and slug (store_slug)."`
 }
 
 // Run prints the status as JSON or as readable tables.
@@ -38,7 +40,7 @@ func (c *StatusCmd) Run(g *globals) error {
 			if !t.LeaseUntil.IsZero() {
 				lease = t.LeaseUntil.Local().Format("2006-01-02 15:04:05")
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", t.ID, orDash(t.Store), t.Status, lease)
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", t.ID, orDash(taskStore(t)), t.Status, lease)
 		}
 		w.Flush()
 	}
@@ -49,6 +51,14 @@ func (c *StatusCmd) Run(g *globals) error {
 		fmt.Fprintln(g.stdout, "\nno handoff is waiting for a person")
 	}
 	return nil
+}
+
+// taskStore names a task's store by its slug; by its id only when the manager knew no slug for it.
+func taskStore(t api.Task) string {
+	if t.StoreSlug != "" {
+		return t.StoreSlug
+	}
+	return t.Store
 }
 
 func dash(n int) string {

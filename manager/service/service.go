@@ -295,9 +295,9 @@ func install(goos string, o Options, w io.Writer) (string, error) {
 	fmt.Fprintf(w, "Wrote %s:\n\n%s\n", path, content)
 	if goos == "darwin" {
 		uid := strconv.Itoa(os.Getuid())
-		fmt.Fprintf(w, "Start it now and at every login:\n  launchctl bootstrap gui/%s %s\n", uid, shellQuote(path))
+		fmt.Fprintf(w, "Start it now and at every login:\n  launchctl bootstrap gui/%s %s\n", uid, ShellQuote(path))
 		fmt.Fprintf(w, "After a reinstall, unload the old one first:\n  launchctl bootout gui/%s/%s\n", uid, Label)
-		fmt.Fprintf(w, "Its log: %s\n", shellQuote(filepath.Join(o.Home, LogName)))
+		fmt.Fprintf(w, "Its log: %s\n", ShellQuote(filepath.Join(o.Home, LogName)))
 		return path, nil
 	}
 	sc := systemctl(o.User)
@@ -334,14 +334,11 @@ func uninstall(goos string, user bool, w io.Writer) error {
 		return nil
 	}
 	// What systemctl disable would do; with the unit file gone, systemctl itself can no longer.
-	for _, target := range []string{"default.target", "multi-user.target"} {
-		link := filepath.Join(filepath.Dir(path), target+".wants", UnitName)
-		if dest, err := os.Readlink(link); err == nil && dest == path {
-			if err := os.Remove(link); err != nil {
-				return fmt.Errorf("service: %w", err)
-			}
-			fmt.Fprintf(w, "Removed %s.\n", link)
+	for _, link := range enableLinks(path) {
+		if err := os.Remove(link); err != nil {
+			return fmt.Errorf("service: %w", err)
 		}
+		fmt.Fprintf(w, "Removed %s.\n", link)
 	}
 	sc := systemctl(user)
 	fmt.Fprintf(w, "Stop the running manager:\n  %s stop vibe-browser && %s daemon-reload\n", sc, sc)
@@ -355,8 +352,8 @@ func systemctl(user bool) string {
 	return "systemctl"
 }
 
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
+// ShellQuote quotes s for a POSIX shell when it needs it, so a printed command can be pasted.
+func ShellQuote(s string) string {
 	if s != "" && strings.IndexFunc(s, func(r rune) bool {
 		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("/._+:,@=-", r))
 	}) < 0 {

@@ -43,62 +43,12 @@ func unitValues(unit, key string) []string {
 	return out
 }
 
-// systemdWords decodes a unit file value the way systemd does for ExecStart (exec) and Environment: '%%'
-// specifiers first, then words split on blanks with double quotes removed and C escapes undone, then (exec
-// arguments only, not the executable) '$$' for a literal '$'. It is the test's independent reading of what
-// SystemdUnit encodes.
+// systemdWords is splitSystemdWords for a value the test's own unit produced.
 func systemdWords(t *testing.T, value string, exec bool) []string {
 	t.Helper()
-	value = strings.ReplaceAll(value, "%%", "%")
-	var words []string
-	for i := 0; i < len(value); {
-		if value[i] == ' ' {
-			i++
-			continue
-		}
-		var w strings.Builder
-		if value[i] != '"' {
-			for ; i < len(value) && value[i] != ' '; i++ {
-				w.WriteByte(value[i])
-			}
-		} else {
-			i++
-			for ; ; i++ {
-				if i >= len(value) {
-					t.Fatalf("unbalanced quotes in %q", value)
-				}
-				c := value[i]
-				if c == '"' {
-					i++
-					break
-				}
-				if c != '\\' {
-					w.WriteByte(c)
-					continue
-				}
-				i++
-				switch value[i] {
-				case 'n':
-					w.WriteByte('\n')
-				case 't':
-					w.WriteByte('\t')
-				case 'x':
-					n, err := strconv.ParseUint(value[i+1:i+3], 16, 8)
-					if err != nil {
-						t.Fatalf("bad \\x escape in %q", value)
-					}
-					w.WriteByte(byte(n))
-					i += 2
-				default:
-					w.WriteByte(value[i])
-				}
-			}
-		}
-		s := w.String()
-		if exec && len(words) > 0 {
-			s = strings.ReplaceAll(s, "$$", "$")
-		}
-		words = append(words, s)
+	words, err := splitSystemdWords(value, exec)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return words
 }
@@ -519,5 +469,52 @@ func assertFile(t *testing.T, path, want string) {
 	}
 	if string(got) != want {
 		t.Errorf("%s =\n%s\nwant\n%s", path, got, want)
+	}
+}
+
+func TestInstalledReadsBackWhatInstallWrote(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(t.TempDir(), "cfg"))
+	t.Setenv("HOME", filepath.Join(t.TempDir(), "Jo & Al"))
+	for _, goos := range []string{"linux", "darwin"} {
+		t.Run(goos, func(t *testing.T) {
+			if _, err := installed(goos, true); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("installed(%s) before install = %v; want fs.ErrNotExist", goos, err)
+			}
+			o := opts(true)
+			o.Exe = `/opt/vibe $HOME 100%/vibe-browser`
+			path, err := install(goos, o, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u, err := installed(goos, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := Unit{Path: path, Exe: o.Exe, Home: o.Home, Enabled: goos == "darwin"}
+			if u != want {
+				t.Errorf("installed(%s) = %+v; want %+v", goos, u, want)
+			}
+			if goos == "darwin" {
+				return
+			}
+			wants := filepath.Join(filepath.Dir(path), "default.target.wants")
+			if err := os.MkdirAll(wants, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(path, filepath.Join(wants, UnitName)); err != nil {
+				t.Fatal(err)
+			}
+			if u, err := installed(goos, true); err != nil || !u.Enabled {
+				t.Errorf("installed(%s) after enable = %+v, %v; want Enabled", goos, u, err)
+			}
+		})
+	}
+}
+
+func TestSplitSystemdWordsRefusesBrokenValues(t *testing.T) {
+	for _, v := range []string{`"open`, `"ends in \`, `"\x4"`} {
+		if words, err := splitSystemdWords(v, true); err == nil {
+			t.Errorf("splitSystemdWords(%q) = %q; want an error", v, words)
+		}
 	}
 }

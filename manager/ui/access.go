@@ -2,6 +2,7 @@ package ui
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"net/http"
@@ -84,6 +85,17 @@ func (s *Server) validSession(r *http.Request) bool {
 	}
 	s.sessions[c.Value] = now
 	return true
+}
+
+// viewerID names the person behind r's session for a takeover (mux.View.Hold): stable across their
+// reconnects, and not the cookie itself, which other viewers must never learn.
+func viewerID(r *http.Request) string {
+	c, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(c.Value))
+	return hex.EncodeToString(sum[:8])
 }
 
 // handleLogin spends a login code for a session cookie.

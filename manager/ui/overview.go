@@ -98,6 +98,9 @@ func (s *Server) buildOverview(r *http.Request) overview {
 	for _, b := range st.Browsers {
 		row := browserRow{Key: b.Key, Slug: b.Slug, Status: b.Status, PID: "–", Uptime: "–",
 			Clients: strconv.Itoa(b.Clients), Tabs: strconv.Itoa(b.Tabs)}
+		if b.Held > 0 {
+			row.Tabs += " · " + strconv.Itoa(b.Held) + " taken over"
+		}
 		if b.Key == api.WebKey {
 			row.Name, row.Slug, row.Backend, row.Href = "Web browser", "web", "chrome", "/store/web"
 		} else {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -59,6 +60,9 @@ func (b *fakeBrowser) PageInfo(_ context.Context, id string) (string, string, er
 
 func (b *fakeBrowser) View(ctx context.Context, id string, opt mux.ViewOptions) (View, error) {
 	v := &fakeView{opt: opt, frames: make(chan mux.Frame, 1), done: make(chan struct{})}
+	if t, ok := findTab(b, id); ok {
+		v.heldBy = t.HeldBy
+	}
 	v.frames <- mux.Frame{JPEG: []byte("\xff\xd8frame"), DeviceWidth: 800, DeviceHeight: 600}
 	b.mu.Lock()
 	b.views = append(b.views, v)
@@ -94,12 +98,14 @@ func (b *fakeBrowser) Viewers() int {
 
 // fakeView sends one frame and records what it was asked to do.
 type fakeView struct {
-	opt    mux.ViewOptions
-	frames chan mux.Frame
-	mu     sync.Mutex // mu guards the fields below
-	calls  []string
-	closed bool
-	done   chan struct{}
+	opt     mux.ViewOptions
+	frames  chan mux.Frame
+	heldBy  string     // another viewer holding the tab, if any (Hold fails)
+	mu      sync.Mutex // mu guards the fields below
+	calls   []string
+	holding bool
+	closed  bool
+	done    chan struct{}
 }
 
 func (v *fakeView) record(s string) error {
@@ -144,6 +150,25 @@ func (v *fakeView) Navigate(_ context.Context, u string) error   { return v.reco
 func (v *fakeView) Back(context.Context) error                   { return v.record("back") }
 func (v *fakeView) Forward(context.Context) error                { return v.record("forward") }
 func (v *fakeView) Reload(context.Context) error                 { return v.record("reload") }
+func (v *fakeView) Hold(holder string) error {
+	if v.heldBy != "" && v.heldBy != holder {
+		return mux.ErrHeldByOther
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.holding = true
+	return nil
+}
+func (v *fakeView) Release() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.holding = false
+}
+func (v *fakeView) Holding() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.holding
+}
 func (v *fakeView) Close() error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -175,7 +200,15 @@ func storeUI(t *testing.T) (*uiUnderTest, *fakeBrowser) {
 		Stores:   []api.Store{{ID: "S1", Name: "Shop", Slug: "shop", Backend: "chrome"}},
 		Browsers: []api.Browser{{Key: "S1", Slug: "shop", Status: api.StatusRunning}, {Key: api.WebKey, Slug: api.WebKey, Status: api.StatusStopped}},
 		Tasks:    []api.Task{{ID: task, Store: "S1", Status: "running"}}},
-		browsers: map[string]*fakeBrowser{"shop": fb}, noStore: map[string]bool{"gone": true}}
+		browsers: map[string]*fakeBrowser{"shop": fb}, noStore: map[string]bool{"gone": true},
+		downloads: map[string][]api.Download{
+			"shop": {
+				{OwnerDir: task, Name: "orders.csv", Size: 2048, Path: "/h/downloads/shop/" + task + "/orders.csv", At: now.Add(-time.Hour)},
+				{OwnerDir: "aux", Name: "payout.pdf", Size: 10, Path: "/h/downloads/shop/aux/payout.pdf", At: now.Add(-30 * time.Minute)},
+				{OwnerDir: task, Name: "orders (1).csv", Size: 3 << 20, Path: "/h/downloads/shop/" + task + "/orders (1).csv", At: now.Add(-time.Minute)},
+			},
+			"web": {{OwnerDir: mux.UnattributedDir, Name: "x.bin", Size: 1, Path: "/h/downloads/_web/unattributed/x.bin", At: now}},
+		}}
 	return startUI(t, src), fb
 }
 
@@ -223,6 +256,57 @@ func TestStorePageListsClientsAndTabs(t *testing.T) {
 	resp = u.do(t, "GET", "/store/gone", map[string]string{"Cookie": cookie, "Accept": "text/html"})
 	if b := body(t, resp); resp.StatusCode != http.StatusNotFound || !strings.Contains(b, "store list") {
 		t.Errorf("GET /store/gone = %d; want 404 saying where the stores are:\n%s", resp.StatusCode, b)
+	}
+}
+
+func TestStorePageListsDownloads(t *testing.T) {
+	u, _ := storeUI(t)
+	cookie := u.login(t)
+	page := body(t, u.do(t, "GET", "/store/shop", map[string]string{"Cookie": cookie, "Accept": "text/html"}))
+	order := []string{
+		`<div class="downloads" data-owner="` + task + `">`, "task (its --worker slots included)", "2 files",
+		"orders (1).csv", "3.0 MiB", "orders.csv", "2.0 KiB", "/h/downloads/shop/" + task + "/orders.csv",
+		`<div class="downloads" data-owner="aux">`, "1 file", "payout.pdf", "10 B",
+	}
+	at := 0
+	for _, want := range order {
+		i := strings.Index(page[at:], want)
+		if i < 0 {
+			t.Fatalf("the store page lacks %q after byte %d (owners newest first, each owner's newest file first)", want, at)
+		}
+		at += i + len(want)
+	}
+	if strings.Contains(page, "No downloads yet") && !strings.Contains(page, `id="no-downloads" hidden`) {
+		t.Error("the store page says there are no downloads")
+	}
+	if strings.Contains(page, `id="downloads-note">`) {
+		t.Error("the store page says not every download was counted, of three")
+	}
+	u.src.mu.Lock()
+	for i := range maxDownloads + 1 {
+		u.src.downloads["shop"] = append(u.src.downloads["shop"], api.Download{OwnerDir: "aux", Name: fmt.Sprintf("n%d", i)})
+	}
+	u.src.mu.Unlock()
+	many := body(t, u.do(t, "GET", "/store/shop", map[string]string{"Cookie": cookie, "Accept": "text/html"}))
+	if !strings.Contains(many, "Counted among the newest 500 downloads") || !strings.Contains(many, "500 files") {
+		t.Error("a store page with more downloads than it reads does not say so")
+	}
+	stopped := body(t, u.do(t, "GET", "/store/web", map[string]string{"Cookie": cookie, "Accept": "text/html"}))
+	if !strings.Contains(stopped, "x.bin") || !strings.Contains(stopped, "downloads of tabs no client here opened") {
+		t.Error("a stopped browser's page does not list its downloads")
+	}
+}
+
+func TestDownloadGroupsBounded(t *testing.T) {
+	now := time.Now()
+	var ds []api.Download
+	for i := range maxDownloadRows + 5 {
+		ds = append(ds, api.Download{OwnerDir: "aux", Name: fmt.Sprintf("f%d", i), At: now.Add(time.Duration(i) * time.Second)})
+	}
+	g := downloadGroups(ds, nil, now)
+	if len(g) != 1 || len(g[0].Files) != maxDownloadRows || g[0].Files[0].Name != fmt.Sprintf("f%d", maxDownloadRows+4) ||
+		!strings.Contains(g[0].Count, "25 files") {
+		t.Errorf("downloadGroups of %d files = %+v; want the newest %d and the count", len(ds), g, maxDownloadRows)
 	}
 }
 
@@ -426,8 +510,8 @@ func TestTabSocketSendsFramesAndHumanTabsOnlyTakeInput(t *testing.T) {
 						_ = json.Unmarshal(b, &n)
 					}
 				}
-				if !strings.Contains(n.Message, "view-only") {
-					t.Errorf("refusal = %q; want it to say the view is view-only", n.Message)
+				if !strings.Contains(n.Message, "Take over") {
+					t.Errorf("refusal = %q; want it to say how to take the tab over", n.Message)
 				}
 			}
 			testkit.WaitFor(t, 5*time.Second, "the input to reach the view", func() bool { return len(v.got()) >= len(tt.want) })
@@ -521,4 +605,80 @@ func TestLiveStoreSendsChanges(t *testing.T) {
 	if human := page.Clients[5]; human.Kind != "human" || len(human.Tabs) != 2 || human.Tabs[1].ID != "H2" {
 		t.Errorf("store event after a new human tab = %+v; want H2 listed", human)
 	}
+}
+
+// readUntil reads the live view's text messages until one satisfies ok (frames are skipped).
+func readUntil(t *testing.T, c *websocket.Conn, what string, ok func(typ string, b []byte) bool) {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for {
+		typ, b, err := c.ReadMessage()
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		if typ != websocket.TextMessage {
+			continue
+		}
+		var m struct{ Type, Hold, Message string }
+		_ = json.Unmarshal(b, &m)
+		if ok(m.Type, b) {
+			return
+		}
+	}
+}
+
+func TestTabSocketTakeover(t *testing.T) {
+	u, fb := storeUI(t)
+	cookie := u.login(t)
+	hdr := http.Header{"Cookie": {cookie}, "Origin": {"http://" + u.host}}
+	click := []byte(`{"type":"mouse","event":"down","x":10,"y":20,"button":"left","buttons":1,"clicks":1}`)
+	holdIs := func(want string) func(string, []byte) bool {
+		return func(typ string, b []byte) bool {
+			var m viewMeta
+			return typ == "meta" && json.Unmarshal(b, &m) == nil && m.Hold == want
+		}
+	}
+	noteSays := func(text string) func(string, []byte) bool {
+		return func(typ string, b []byte) bool {
+			var n viewNote
+			return typ == "error" && json.Unmarshal(b, &n) == nil && strings.Contains(n.Message, text)
+		}
+	}
+
+	c, _, err := dialTab(t, u, "T1", hdr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readView(t, c)
+	fb.mu.Lock()
+	v := fb.views[len(fb.views)-1]
+	fb.mu.Unlock()
+	c.WriteMessage(websocket.TextMessage, click)
+	readUntil(t, c, "the refusal before a takeover", noteSays("Take over"))
+	c.WriteMessage(websocket.TextMessage, []byte(`{"type":"hold"}`))
+	readUntil(t, c, `the metadata saying "you" hold the tab`, holdIs("you"))
+	c.WriteMessage(websocket.TextMessage, click)
+	testkit.WaitFor(t, 5*time.Second, "the click to reach the held tab", func() bool { return len(v.got()) == 1 })
+	c.WriteMessage(websocket.TextMessage, []byte(`{"type":"release"}`))
+	readUntil(t, c, "the metadata after Release", holdIs(""))
+	c.WriteMessage(websocket.TextMessage, click)
+	readUntil(t, c, "the refusal after Release", noteSays("Take over"))
+	if got := v.got(); len(got) != 1 {
+		t.Fatalf("input after Release reached the tab: %q", got)
+	}
+	c.Close()
+
+	// Another viewer holds it: this one sees so, cannot take it, and its input is refused.
+	fb.mu.Lock()
+	fb.clients[0].Tabs[0].HeldBy = "someone-else"
+	fb.mu.Unlock()
+	c2, _, err := dialTab(t, u, "T1", hdr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readUntil(t, c2, `the metadata saying "other"`, holdIs("other"))
+	c2.WriteMessage(websocket.TextMessage, []byte(`{"type":"hold"}`))
+	readUntil(t, c2, "the refusal of a second holder", noteSays("Another viewer"))
+	c2.WriteMessage(websocket.TextMessage, click)
+	readUntil(t, c2, "the refusal of input", noteSays("Take over"))
 }

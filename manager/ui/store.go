@@ -35,6 +35,10 @@ type storePage struct {
 	Summary string      `json:"summary"`
 	Viewers int         `json:"viewers"` // live views of this browser's tabs (the mux's Stats.Viewers)
 	Clients []clientRow `json:"clients"`
+	// Downloads are the browser's finished downloads per owner folder (downloads.go), shown while it
+	// is stopped too.
+	Downloads     []downloadGroup `json:"downloads"`
+	DownloadsNote string          `json:"downloads_note,omitempty"` // when not every download was counted
 }
 
 type clientRow struct {
@@ -55,6 +59,7 @@ type tabRow struct {
 	Thumb    string `json:"thumb"`
 	LastUsed string `json:"last_used"`
 	Human    bool   `json:"human"`
+	Held     bool   `json:"held"` // a person has taken it over
 }
 
 // workerSlot is a task's --worker slot client id: <task>-w<N>.
@@ -100,7 +105,7 @@ func browserOf(st api.Status, slug string) (api.Browser, api.Store, bool) {
 // buildStore is the store page of slug; ok is false when there is no such store.
 func (s *Server) buildStore(ctx context.Context, slug string) (page storePage, ok bool) {
 	now := s.cfg.Now()
-	page = storePage{Slug: slug, Clients: []clientRow{}}
+	page = storePage{Slug: slug, Clients: []clientRow{}, Downloads: []downloadGroup{}}
 	st, err := s.cfg.Source.Status(ctx)
 	if err != nil {
 		page.Error = "The manager could not say its status: " + err.Error()
@@ -115,6 +120,7 @@ func (s *Server) buildStore(ctx context.Context, slug string) (page storePage, o
 	for _, t := range st.Tasks {
 		tasks[t.ID] = true
 	}
+	s.storeDownloads(ctx, &page, tasks)
 	br, err := s.cfg.Source.Browser(ctx, slug)
 	if err != nil {
 		if !errors.Is(err, ErrStopped) {
@@ -145,7 +151,7 @@ func (s *Server) buildStore(ctx context.Context, slug string) (page storePage, o
 			}
 			href := "/store/" + url.PathEscape(slug) + "/tab/" + url.PathEscape(t.ID)
 			tr := tabRow{ID: t.ID, Title: t.Title, URL: t.URL, Href: href, Thumb: href + "/thumb.jpg",
-				LastUsed: "never", Human: t.Human}
+				LastUsed: "never", Human: t.Human, Held: t.HeldBy != ""}
 			if !t.LastUsed.IsZero() {
 				tr.LastUsed = duration(now.Sub(t.LastUsed)) + " ago"
 			}

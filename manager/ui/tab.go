@@ -16,8 +16,9 @@ import (
 )
 
 // The tab page's live view: one WebSocket per page. The server sends each frame as a binary JPEG
-// message, preceded by a JSON text message whenever the metadata (size, URL, title) changed; the page
-// sends input as JSON text messages, which only a human tab accepts.
+// message, preceded by a JSON text message whenever the metadata (size, URL, title, who controls the tab)
+// changed; the page sends input as JSON text messages, which a human tab accepts, and an agent's tab only
+// while this viewer has taken it over ("hold" / "release").
 
 // LiveView is what a live view asks of Chrome's screencast, at most: a viewer costs the agents that share the
 // browser a screencast (the JPEG encoding is Chrome's, on their cores), so SPEC §8's budget for a person
@@ -36,6 +37,7 @@ const (
 type tabPage struct {
 	Slug, StoreName, ID, Title, URL, Owner, Label string
 	Human                                         bool
+	Hold                                          string // "you", "other" or "" (viewMeta.Hold)
 	StoreHref, Socket, Close                      string
 }
 
@@ -68,7 +70,8 @@ func (s *Server) handleTab(w http.ResponseWriter, r *http.Request) {
 	}
 	href := storeHref + "/tab/" + url.PathEscape(id)
 	s.render(w, http.StatusOK, "tab", tabPage{Slug: slug, StoreName: name, ID: id, Title: t.Title, URL: t.URL,
-		Owner: t.Owner, Label: label, Human: t.Human, StoreHref: storeHref, Socket: href + "/ws", Close: href + "/close"})
+		Owner: t.Owner, Label: label, Human: t.Human, Hold: holdState(t.HeldBy, viewerID(r)),
+		StoreHref: storeHref, Socket: href + "/ws", Close: href + "/close"})
 }
 
 func (s *Server) handleCloseTab(w http.ResponseWriter, r *http.Request) {
@@ -96,15 +99,29 @@ type viewMeta struct {
 	Height float64 `json:"height"`
 	URL    string  `json:"url"`
 	Title  string  `json:"title"`
+	Hold   string  `json:"hold"` // who controls an agent's tab: "you", "other" (another viewer) or ""
+}
+
+// holdState says who holds a tab, as viewer sees it.
+func holdState(heldBy, viewer string) string {
+	switch {
+	case heldBy == "":
+		return ""
+	case heldBy == viewer:
+		return "you"
+	}
+	return "other"
 }
 
 // viewNote is a JSON text message for the person: an input refused or failed, or the view's end.
 type viewNote struct {
-	Type    string `json:"type"` // "error" (the view goes on) or "end" (it is over)
+	Type string `json:"type"` // "error" (the view goes on) or "end" (it is over); "refresh" is the reader's
+	// word to the writer to send the metadata now (a hold changed), never sent as such
 	Message string `json:"message"`
 }
 
-// input is one message of the page: pointer, wheel, key, text, navigate, back, forward or reload.
+// input is one message of the page: pointer, wheel, key, text, navigate, back, forward, reload, hold or
+// release.
 type input struct {
 	Type    string  `json:"type"`
 	Event   string  `json:"event"` // mouse: down, up, move; key: down, up
@@ -154,6 +171,10 @@ func (s *Server) handleTabSocket(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer view.Close()
+	holder := viewerID(r)
+	if tab.HeldBy != "" && tab.HeldBy == holder {
+		_ = view.Hold(holder) // this viewer's page reconnecting: its takeover goes on
+	}
 
 	// notes carries what the reader tells the person to the writer. Sized for a burst of refused
 	// input; when it is full the person is typing into a tab that refuses everything, and dropping the
@@ -163,16 +184,16 @@ func (s *Server) handleTabSocket(w http.ResponseWriter, r *http.Request) {
 	go func() {
 		defer close(readDone)
 		defer cancel()
-		s.readInput(ctx, conn, view, tab, notes)
+		s.readInput(ctx, conn, view, tab, holder, notes)
 	}()
-	s.writeView(ctx, conn, br, view, id, notes)
+	s.writeView(ctx, conn, br, view, id, holder, notes)
 	cancel()
 	_ = conn.Close() // ends the reader's ReadMessage
 	<-readDone
 }
 
 // readInput reads the page's input messages until the socket ends.
-func (s *Server) readInput(ctx context.Context, conn *websocket.Conn, view View, tab mux.TabInfo, notes chan<- viewNote) {
+func (s *Server) readInput(ctx context.Context, conn *websocket.Conn, view View, tab mux.TabInfo, holder string, notes chan<- viewNote) {
 	conn.SetReadLimit(maxInputSize)
 	for {
 		_, b, err := conn.ReadMessage()
@@ -184,9 +205,33 @@ func (s *Server) readInput(ctx context.Context, conn *websocket.Conn, view View,
 			note(notes, "A message of this page was not understood ("+err.Error()+"); reload the page.")
 			continue
 		}
-		if err := dispatch(ctx, view, tab, in); err != nil {
-			note(notes, err.Error())
+		switch in.Type {
+		case "hold":
+			if tab.Human {
+				note(notes, "This is your own tab: it needs no taking over.")
+			} else if err := view.Hold(holder); errors.Is(err, mux.ErrHeldByOther) {
+				note(notes, "Another viewer controls this tab: wait for them to release it, or ask them to.")
+			} else if err != nil {
+				note(notes, "The tab was not taken over: "+err.Error())
+			}
+			refresh(notes)
+		case "release":
+			view.Release()
+			refresh(notes)
+		default:
+			if err := dispatch(ctx, view, tab, in); err != nil {
+				note(notes, err.Error())
+			}
 		}
+	}
+}
+
+// refresh asks the writer for the metadata now. A full channel already holds notes, and the writer sends
+// the metadata every second anyway.
+func refresh(notes chan<- viewNote) {
+	select {
+	case notes <- viewNote{Type: "refresh"}:
+	default:
 	}
 }
 
@@ -197,12 +242,13 @@ func note(notes chan<- viewNote, msg string) {
 	}
 }
 
-// errViewOnly refuses input to a tab of an agent.
-var errViewOnly = errors.New("this tab belongs to an agent: the live view is view-only (taking over a tab comes with a later release)")
+// errViewOnly refuses input to a tab of an agent that this viewer has not taken over.
+var errViewOnly = errors.New("this tab belongs to an agent: press Take over to control it (the agent then waits until you Release it)")
 
-// dispatch sends one input message to the view; only a human tab takes input.
+// dispatch sends one input message to the view: a human tab takes input, an agent's tab only while this
+// view holds it.
 func dispatch(ctx context.Context, view View, tab mux.TabInfo, in input) error {
-	if !tab.Human {
+	if !tab.Human && !view.Holding() {
 		return errViewOnly
 	}
 	ctx, cancel := context.WithTimeout(ctx, inputWait)
@@ -244,9 +290,12 @@ func dispatch(ctx context.Context, view View, tab mux.TabInfo, in input) error {
 	case "reload":
 		err = view.Reload(ctx)
 	default:
-		return fmt.Errorf("unknown input %q: want mouse, wheel, key, text, navigate, back, forward or reload", in.Type)
+		return fmt.Errorf("unknown input %q: want mouse, wheel, key, text, navigate, back, forward, reload, hold or release", in.Type)
 	}
-	if err != nil && ctx.Err() == nil {
+	switch {
+	case err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return fmt.Errorf("the tab did not take the %s within %v: the page is busy; try again", in.Type, inputWait)
+	case err != nil && ctx.Err() == nil:
 		return fmt.Errorf("%s did not reach the tab: %w", in.Type, err)
 	}
 	return err
@@ -255,7 +304,7 @@ func dispatch(ctx context.Context, view View, tab mux.TabInfo, in input) error {
 // writeView is the socket's one writer: it takes frames one at a time (the next is taken only after
 // this one is written, so a slow viewer gets fewer frames, never a backlog), and sends metadata and
 // notes between them.
-func (s *Server) writeView(ctx context.Context, conn *websocket.Conn, br Browser, view View, id string, notes <-chan viewNote) {
+func (s *Server) writeView(ctx context.Context, conn *websocket.Conn, br Browser, view View, id, holder string, notes <-chan viewNote) {
 	ctx, cancel := context.WithCancel(ctx)
 	frames := make(chan mux.Frame) // unbuffered: the taker waits for the writer, so Next paces Chrome
 	takerDone := make(chan error, 1)
@@ -291,10 +340,15 @@ func (s *Server) writeView(ctx context.Context, conn *websocket.Conn, br Browser
 		ictx, done := context.WithTimeout(ctx, inputWait)
 		title, u, err := br.PageInfo(ictx, id)
 		done()
+		t, listed := findTab(br, id)
 		if err == nil {
 			next.URL, next.Title = u, title
-		} else if t, ok := findTab(br, id); ok {
+		} else if listed {
 			next.URL, next.Title = t.URL, t.Title
+		}
+		next.Hold = holdState(t.HeldBy, holder)
+		if view.Holding() { // the list may be a moment older than the view's own word
+			next.Hold = "you"
 		}
 		if next == meta {
 			return true
@@ -312,6 +366,12 @@ func (s *Server) writeView(ctx context.Context, conn *websocket.Conn, br Browser
 				return
 			}
 		case n := <-notes:
+			if n.Type == "refresh" {
+				if !sendMeta(0, 0) {
+					return
+				}
+				continue
+			}
 			b, _ := json.Marshal(n)
 			if !send(websocket.TextMessage, b) {
 				return

@@ -38,6 +38,9 @@ type Source interface {
 	// AnswerHandoff records a person's answer to a pending handoff (api.HandoffDone or
 	// api.HandoffCantHelp, with an optional note), as `vibe-browser handoff done` does.
 	AnswerHandoff(ctx context.Context, id, status, note string) (api.Handoff, error)
+	// Downloads are that browser's newest limit finished downloads, oldest first, as GET
+	// /v1/downloads?store= lists them. Its error wraps ErrNoStore for an unknown slug.
+	Downloads(ctx context.Context, slug string, limit int) ([]api.Download, error)
 }
 
 // Errors of Source.Browser.
@@ -74,6 +77,11 @@ type View interface {
 	Back(ctx context.Context) error
 	Forward(ctx context.Context) error
 	Reload(ctx context.Context) error
+	// Hold takes the tab over for holder (mux.ErrHeldByOther when another viewer has it); Release gives
+	// it back; Holding reports whether this view holds it.
+	Hold(holder string) error
+	Release()
+	Holding() bool
 	Close() error
 }
 

@@ -33,6 +33,8 @@ type fakeSource struct {
 	// answers are AnswerHandoff's calls, "id status note"; answerErr is what they return.
 	answers   []string
 	answerErr error
+	// downloads by slug, oldest first
+	downloads map[string][]api.Download
 }
 
 func (f *fakeSource) Status(context.Context) (api.Status, error) {
@@ -71,6 +73,16 @@ func (f *fakeSource) AnswerHandoff(_ context.Context, id, status, note string) (
 	defer f.mu.Unlock()
 	f.answers = append(f.answers, id+" "+status+" "+note)
 	return api.Handoff{ID: id, Status: status, Note: note}, f.answerErr
+}
+
+func (f *fakeSource) Downloads(_ context.Context, slug string, limit int) ([]api.Download, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.noStore[slug] {
+		return nil, fmt.Errorf("%w: %q", ErrNoStore, slug)
+	}
+	ds := f.downloads[slug]
+	return append([]api.Download{}, ds[max(0, len(ds)-limit):]...), nil
 }
 
 func (f *fakeSource) set(fn func(*api.Status)) {

@@ -1,6 +1,8 @@
 // Package clientid is the one definition of a mux client id, shared by the shim, the manager's API and the mux.
 package clientid
 
+import "strings"
+
 // Form describes a valid client id, for messages.
 const Form = "[A-Za-z0-9_-]{1,80}"
 
@@ -20,4 +22,25 @@ func Valid(s string) bool {
 		}
 	}
 	return true
+}
+
+// OwnerDir is the folder, under a store's downloads, that client id's files go to: a task's --worker slot
+// (<task>-wN, the form the shim gives it) shares its task's folder; every other client (a task, aux, manual,
+// human, a discovery client) has the folder of its own id. id must be Valid, so the result is one safe path
+// element.
+func OwnerDir(id string) string {
+	i := strings.LastIndex(id, "-w")
+	if i <= 0 {
+		return id
+	}
+	n := id[i+2:]
+	if n == "" || n[0] == '0' {
+		return id
+	}
+	for j := 0; j < len(n); j++ {
+		if n[j] < '0' || n[j] > '9' {
+			return id
+		}
+	}
+	return id[:i]
 }

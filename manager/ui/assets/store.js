@@ -24,6 +24,7 @@ function thumb(t) {
 function tabCard(t) {
   const a = el('a', 'tab', null, thumb(t), el('span', 'title', t.title || '(no title)'),
     el('span', 'url', t.url), el('span', 'used', 'used ' + t.last_used));
+  if (t.held) a.append(el('span', 'held', 'taken over by a person'));
   a.href = t.href;
   a.dataset.id = t.id;
   return a;
@@ -37,6 +38,21 @@ function clientCard(c) {
   sec.dataset.id = c.id;
   if (c.tabs.length === 0) sec.append(el('p', 'empty', 'No tabs.'));
   sec.append(el('div', 'tabs', null, ...c.tabs.map(tabCard)));
+  return sec;
+}
+
+function downloadsCard(g) {
+  const rows = g.files.map((f) => {
+    const name = el('td', 'name', f.name);
+    name.title = f.url;
+    return el('tr', '', null, name, el('td', 'size', f.size), el('td', 'when', f.at),
+      el('td', 'path', null, el('code', '', f.path)));
+  });
+  const head = el('tr', '', null, el('th', '', 'File'), el('th', '', 'Size'), el('th', '', 'When'), el('th', '', 'Path'));
+  const sec = el('div', 'downloads', null,
+    el('h3', '', null, el('code', '', g.owner), ' ', el('span', 'kind-label', g.label), ' ', el('span', 'count', g.count)),
+    el('table', 'grid files', null, el('thead', '', null, head), el('tbody', '', null, ...rows)));
+  sec.dataset.owner = g.owner;
   return sec;
 }
 
@@ -56,6 +72,11 @@ function render(p) {
   for (const c of p.clients) for (const t of c.tabs) live.add(t.id);
   for (const id of thumbs.keys()) if (!live.has(id)) thumbs.delete(id);
   document.getElementById('clients').replaceChildren(...p.clients.map(clientCard));
+  document.getElementById('downloads').replaceChildren(...p.downloads.map(downloadsCard));
+  document.getElementById('no-downloads').hidden = p.downloads.length > 0;
+  const note = document.getElementById('downloads-note');
+  note.textContent = p.downloads_note || '';
+  note.hidden = !p.downloads_note;
   root.dataset.viewers = p.viewers;
 }
 

@@ -1,10 +1,13 @@
 // The tab page's live view: one WebSocket; binary messages are JPEG frames, text messages are JSON
-// (meta: size, URL, title; error: a refused or failed input; end: the view is over). On a human tab,
-// pointer, wheel, keys, paste and the address bar go back on the same socket as JSON.
+// (meta: size, URL, title, who controls the tab; error: a refused or failed input; end: the view is over).
+// On a human tab, and on an agent's tab this viewer took over, pointer, wheel, keys, paste and the address
+// bar go back on the same socket as JSON; so do Take over ("hold") and Release.
 'use strict';
 
 const root = document.getElementById('tab');
 const human = root.dataset.human === 'true';
+// controlling: this viewer's input goes to the tab (its own human tab, or an agent's tab it holds).
+let controlling = human || root.dataset.hold === 'you';
 const screen = document.getElementById('screen');
 const badge = document.getElementById('live');
 const noteBox = document.getElementById('note');
@@ -44,14 +47,29 @@ function onMeta(m) {
   screen.dataset.height = m.height;
   document.getElementById('title').textContent = m.title || '(no title)';
   document.title = (m.title || 'Tab') + ' · vibe-browser';
-  if (human) {
-    const address = document.getElementById('address');
-    // The address bar follows the tab unless the person is typing in it.
-    if (m.url !== lastURL && document.activeElement !== address) address.value = m.url;
-  } else {
+  if (!human) {
     document.getElementById('url').textContent = m.url;
+    setHold(m.hold);
   }
+  const address = document.getElementById('address');
+  // The address bar follows the tab unless the person is typing in it.
+  if (m.url !== lastURL && document.activeElement !== address) address.value = m.url;
   lastURL = m.url;
+}
+
+// setHold shows who controls an agent's tab: "you" (this viewer took it over), "other" (another viewer
+// did) or "" (its agent).
+function setHold(state) {
+  controlling = state === 'you';
+  root.classList.toggle('held', controlling);
+  screen.classList.toggle('input', controlling);
+  document.getElementById('nav').hidden = !controlling;
+  document.getElementById('url-line').hidden = controlling;
+  document.getElementById('hold-none').hidden = state !== '';
+  document.getElementById('hold-you').hidden = state !== 'you';
+  document.getElementById('hold-other').hidden = state !== 'other';
+  document.getElementById('hold').hidden = state !== '';
+  document.getElementById('release').hidden = state !== 'you';
 }
 
 function connect() {
@@ -115,41 +133,56 @@ function text(e) {
   return e.key.length === 1 ? e.key : '';
 }
 
-if (human) {
+if (!human) {
+  document.getElementById('hold').addEventListener('click', () => send({ type: 'hold' }));
+  document.getElementById('release').addEventListener('click', () => send({ type: 'release' }));
+}
+
+// Input goes to the tab only while this viewer controls it; otherwise the picture is only a picture.
+{
   let lastMove = 0;
   screen.addEventListener('mousedown', (e) => {
+    if (!controlling) return;
     e.preventDefault();
     mouse('down', e);
     // Without preventScroll, focusing a picture taller than the window scrolls it under the pointer.
     screen.focus({ preventScroll: true });
   });
-  screen.addEventListener('mouseup', (e) => { e.preventDefault(); mouse('up', e); });
+  screen.addEventListener('mouseup', (e) => {
+    if (!controlling) return;
+    e.preventDefault();
+    mouse('up', e);
+  });
   screen.addEventListener('mousemove', (e) => {
+    if (!controlling) return;
     const now = Date.now();
     if (now - lastMove < 30 && e.buttons === 0) return; // hover needs no more than ~30 moves a second
     lastMove = now;
     mouse('move', e);
   });
-  screen.addEventListener('contextmenu', (e) => e.preventDefault());
+  screen.addEventListener('contextmenu', (e) => { if (controlling) e.preventDefault(); });
   screen.addEventListener('wheel', (e) => {
+    if (!controlling) return;
     e.preventDefault();
     if (!meta.width) return;
     const p = point(e);
     send({ type: 'wheel', x: p.x, y: p.y, dx: e.deltaX, dy: e.deltaY, mods: mods(e) });
   }, { passive: false });
   screen.addEventListener('keydown', (e) => {
+    if (!controlling) return;
     // Paste is the browser's own (the paste event below); everything else goes to the tab.
     if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === 'v') return;
     e.preventDefault();
     send({ type: 'key', event: 'down', key: e.key, code: e.code, keyCode: e.keyCode, text: text(e), mods: mods(e) });
   });
   screen.addEventListener('keyup', (e) => {
+    if (!controlling) return;
     e.preventDefault();
     send({ type: 'key', event: 'up', key: e.key, code: e.code, keyCode: e.keyCode, mods: mods(e) });
   });
   // A paste goes to the focused element or the body; only one aimed at the picture is the tab's.
   document.addEventListener('paste', (e) => {
-    if (document.activeElement !== screen) return;
+    if (!controlling || document.activeElement !== screen) return;
     e.preventDefault();
     const t = e.clipboardData.getData('text/plain');
     if (t) send({ type: 'text', text: t });

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"vibebrowser/manager/api"
+	"vibebrowser/manager/wrapper"
+)
+
+const callRuns = 200
+
+// benchCall is SPEC §8's whole agent call: the fake CLI connects, creates a tab, attaches and evaluates
+// (FAKEBU_CALL), through the generated wrapper and the mux of a real manager, against the same fake CLI with
+// BU_CDP_WS straight at the same Chromium and at a plain relay in front of it, interleaved in one run. The
+// budget adds up the two hops the agent's call takes: the shim's start (the fake CLI without a call, through
+// the wrapper vs directly) and 1.25× what the relay's extra hop adds to the same connect-and-call.
+func benchCall(ctx context.Context, env *benchEnv) ([]Row, error) {
+	if env.chromium == "" {
+		return nil, errors.New("no Chromium installed (set VIBE_CHROME)")
+	}
+	chr, err := benchLaunchChromium(env.chromium)
+	if err != nil {
+		return nil, err
+	}
+	defer chr.stop()
+	relayURL, stopRelay, err := benchStartRelay(chr.ws)
+	if err != nil {
+		return nil, err
+	}
+	defer stopRelay()
+	// A cdp store on the same Chromium: the manager's mux in front of it, its wrapper generated as for any store.
+	client, stopServe, err := startServe(ctx, env, filepath.Join(env.tmp, "call-home"),
+		"VIBE_PROXY_PORT_BASE=31450", "VIBE_BROWSER_IDLE_S=0", "VIBE_UI_ADDR=off")
+	if err != nil {
+		return nil, err
+	}
+	defer stopServe()
+	store, err := client.CreateStore(ctx, api.StoreSpec{Name: "call", Backend: "cdp", CDPURL: chr.http})
+	if err != nil {
+		return nil, err
+	}
+	if store.Wrapper == "" {
+		return nil, errors.New("the manager wrote no wrapper for the store")
+	}
+	wrapped := filepath.Join(store.Wrapper, wrapper.BinaryName)
+
+	var base []string // the shim refuses a caller's BU_* variables
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "BU_") {
+			base = append(base, kv)
+		}
+	}
+	with := func(extra ...string) []string { return append(append([]string{}, base...), extra...) }
+	const task = "VIBE_TASK_ID=c0ffee00-0000-4000-8000-000000000001"
+	variants := []variant{
+		{"fake CLI, no call, directly", env.fakeBU, with()},
+		{"fake CLI, no call, through the wrapper", wrapped, with(task)},
+		{"agent call, BU_CDP_WS at Chromium", env.fakeBU, with("FAKEBU_CALL=1", "BU_CDP_WS="+chr.ws)},
+		{"agent call, BU_CDP_WS at a plain relay", env.fakeBU, with("FAKEBU_CALL=1", "BU_CDP_WS="+relayURL)},
+		{"agent call through the wrapper and the mux", wrapped, with("FAKEBU_CALL=1", task)},
+	}
+	samples, err := interleave(ctx, variants, callRuns, 10)
+	if err != nil {
+		return nil, err
+	}
+	var rows []Row
+	p50, p95 := make([]time.Duration, len(variants)), make([]time.Duration, len(variants))
+	for v, variant := range variants {
+		var p99 time.Duration
+		p50[v], p95[v], p99 = percentiles(samples[v])
+		rows = append(rows, Row{Group: "call", Name: variant.name, P50: p50[v], P95: p95[v], P99: p99, OK: true})
+	}
+	shimAdded, relayAdded := p50[1]-p50[0], p50[3]-p50[2]
+	added, added95 := p50[4]-p50[2], p95[4]-p95[2]
+	budget := shimAdded + relayAdded*5/4
+	return append(rows,
+		Row{Group: "call", Name: "shim adds (p50)", Value: ms(shimAdded), Unit: "ms", OK: true},
+		Row{Group: "call", Name: "plain relay adds to the call (p50)", Value: ms(relayAdded), Unit: "ms", OK: true},
+		Row{Group: "call", Name: "wrapper + mux add to the call (p95)", Value: ms(added95), Unit: "ms", OK: true},
+		Row{Group: "call", Name: "wrapper + mux add to the call (p50)", Value: ms(added), Unit: "ms",
+			Budget: fmt.Sprintf("≤ shim + 1.25× relay = %.3g ms", ms(budget)), OK: added <= budget},
+	), nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -1,0 +1,2 @@
+// Package doctor checks the machine a manager runs on, and the manager running there, for what stops agents' browser calls.
+package doctor

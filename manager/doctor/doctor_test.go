@@ -1,0 +1,306 @@
+package doctor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"vibebrowser/manager"
+	"vibebrowser/manager/api"
+	"vibebrowser/manager/service"
+	"vibebrowser/state"
+)
+
+var bg = context.Background()
+
+// machineWith is the machine gather would see with env as the whole environment and no manager.
+func machineWith(t *testing.T, env map[string]string) *machine {
+	t.Helper()
+	if env["VIBE_HOME"] == "" {
+		env["VIBE_HOME"] = t.TempDir()
+	}
+	getenv := func(k string) string { return env[k] }
+	cfg, err := manager.FromEnv(getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &machine{o: Options{Home: cfg.Home, Getenv: getenv, Version: "v1"}, cfg: cfg, noState: true}
+}
+
+// script writes an executable shell script.
+func script(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func wantCheck(t *testing.T, c Check, status Status, fragments ...string) {
+	t.Helper()
+	if c.Status != status {
+		t.Errorf("%s = %s (%s; fix: %s); want %s", c.Name, c.Status, c.Detail, c.Fix, status)
+	}
+	for _, f := range fragments {
+		if !strings.Contains(c.Detail+" fix: "+c.Fix, f) {
+			t.Errorf("%s: %q (fix %q) lacks %q", c.Name, c.Detail, c.Fix, f)
+		}
+	}
+	if status != OK && c.Fix == "" {
+		t.Errorf("%s is %s with no fix", c.Name, status)
+	}
+}
+
+func TestParseVersions(t *testing.T) {
+	tests := []struct{ line, bu, harness string }{
+		{"browser-use 0.13.9", "0.13.9", ""},
+		{"0.13.8", "0.13.8", ""},
+		{"browser-use v0.13.9 (browser-harness 0.1.12)", "0.13.9", "0.1.12"},
+		{"browser_harness==0.1.9, browser-use 0.13.8", "0.13.8", "0.1.9"},
+		{"browser-use, version unknown", "", ""},
+	}
+	for _, tt := range tests {
+		if bu, h := parseVersions(tt.line); bu != tt.bu || h != tt.harness {
+			t.Errorf("parseVersions(%q) = %q, %q; want %q, %q", tt.line, bu, h, tt.bu, tt.harness)
+		}
+	}
+}
+
+func TestBrowserUseVersions(t *testing.T) {
+	dir := t.TempDir()
+	// A Python whose browser-harness is $HARNESS, the interpreter of a script the way uv installs one.
+	python := script(t, dir, "python3", `if [ "$1" = -c ]; then echo "$HARNESS"; else echo "browser-use 0.13.9"; fi`)
+	viaPython := filepath.Join(dir, "bu-python")
+	if err := os.WriteFile(viaPython, []byte("#!"+python+"\nimport sys\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, path, harness string
+		status              Status
+		want                string
+	}{
+		{"tested", script(t, dir, "bu-tested", "echo browser-use 0.13.9"), "", OK, "browser-use 0.13.9 (tested, with browser-harness 0.1.12"},
+		{"tested pairing printed", script(t, dir, "bu-pair", "echo 'browser-use 0.13.8 (browser-harness 0.1.9)'"), "", OK, "on browser-harness 0.1.9 (tested)"},
+		{"untested release", script(t, dir, "bu-new", "echo browser-use 0.14.0"), "", Warn, "not tested with (tested: 0.13.8 with browser-harness 0.1.9, 0.13.9 with browser-harness 0.1.12)"},
+		{"untested pairing", script(t, dir, "bu-mix", "echo 'browser-use 0.13.8 browser-harness 0.1.13'"), "", Warn, "a pairing this release was not tested with"},
+		{"harness read from its Python", viaPython, "0.1.12", OK, "browser-use 0.13.9 on browser-harness 0.1.12 (tested)"},
+		{"harness from its Python untested", viaPython, "0.1.15", Warn, "browser-harness 0.1.15, a pairing"},
+		{"no version", script(t, dir, "bu-quiet", "echo hello"), "", Warn, "printed no version (hello)"},
+		{"version fails", script(t, dir, "bu-broken", "echo boom >&2; exit 3"), "", Warn, "--version failed: exit status 3: boom"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("HARNESS", tt.harness)
+			m := machineWith(t, map[string]string{"VIBE_BROWSER_USE": tt.path})
+			wantCheck(t, m.browserUse(bg), tt.status, tt.path, tt.want)
+		})
+	}
+}
+
+func TestBrowserUseMissingAndTheManagersView(t *testing.T) {
+	m := machineWith(t, map[string]string{"PATH": t.TempDir()})
+	wantCheck(t, m.browserUse(bg), Fail, "no real browser-use CLI was found", "uv tool install browser-use=="+Recommended().BrowserUse,
+		"pipx install browser-use=="+Recommended().BrowserUse)
+
+	bu := script(t, t.TempDir(), "browser-use", "echo browser-use 0.13.9")
+	m = machineWith(t, map[string]string{"VIBE_BROWSER_USE": bu})
+	m.mgr = &api.Status{BrowserUseErr: "no real browser-use CLI was found on the manager's PATH"}
+	wantCheck(t, m.browserUse(bg), Fail, "the running manager has none", "restart the manager")
+	m.mgr = &api.Status{BrowserUse: "/elsewhere/browser-use"}
+	wantCheck(t, m.browserUse(bg), Warn, "the running manager uses /elsewhere/browser-use")
+	m.mgr = &api.Status{BrowserUse: bu}
+	wantCheck(t, m.browserUse(bg), OK)
+}
+
+func TestChromium(t *testing.T) {
+	dir := t.TempDir()
+	fake := script(t, dir, "chromium", "echo Chromium 156.0.1")
+	m := machineWith(t, map[string]string{"VIBE_CHROME": fake})
+	wantCheck(t, m.chromium(bg), OK, fake+" (VIBE_CHROME): Chromium 156.0.1")
+	m = machineWith(t, map[string]string{"VIBE_CHROME": filepath.Join(dir, "nowhere")})
+	wantCheck(t, m.chromium(bg), Fail, "nowhere", "point VIBE_CHROME at an executable Chromium")
+}
+
+func TestHome(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "my home")
+	wantCheck(t, home(dir), OK, "does not exist yet")
+	for _, d := range []string{dir, filepath.Join(dir, "run")} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "state.db"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wantCheck(t, home(dir), OK, "yours, private")
+	tests := []struct {
+		rel  string
+		mode os.FileMode
+		want string
+	}{
+		{".", 0o777, "chmod 700 '" + dir + "'"},
+		{"run", 0o755, "run has mode 0755 (want 0700)"},
+		{"state.db", 0o644, "chmod 600 '" + filepath.Join(dir, "state.db") + "'"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.rel, func(t *testing.T) {
+			p := filepath.Join(dir, tt.rel)
+			fi, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(p, tt.mode); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.Chmod(p, fi.Mode().Perm()) })
+			wantCheck(t, home(dir), Fail, tt.want, "other users can read or enter it")
+		})
+	}
+}
+
+func TestPorts(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	taken := ln.Addr().(*net.TCPAddr).Port
+	probe, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	free := probe.Addr().(*net.TCPAddr).Port
+	probe.Close()
+
+	m := machineWith(t, map[string]string{})
+	m.stores = []state.Store{{ID: "id-b", Slug: "b-shop"}, {ID: "id-a", Slug: "a-shop"}}
+	m.registry = map[string]int{"id-a": taken, "id-b": free, api.WebKey: 0}
+	names := func(cs []Check) []string {
+		var n []string
+		for _, c := range cs {
+			n = append(n, c.Name)
+		}
+		return n
+	}
+	checks := m.ports(bg)
+	if got, want := names(checks), []string{"port:a-shop", "port:b-shop", "port:web"}; !slices.Equal(got, want) {
+		t.Fatalf("port checks %v; want %v", got, want)
+	}
+	wantCheck(t, checks[0], Fail, "127.0.0.1:"+strconv.Itoa(taken)+" is taken by pid "+strconv.Itoa(os.Getpid()), "stop that process")
+	wantCheck(t, checks[1], OK, "is free")
+
+	m.mgr = &api.Status{PID: os.Getpid()} // the listener is ours: the manager's mux
+	wantCheck(t, m.ports(bg)[0], OK, "held by the manager's mux")
+}
+
+func TestDisplay(t *testing.T) {
+	m := machineWith(t, map[string]string{"VIBE_HEADLESS": "0"})
+	wantCheck(t, m.display(), Fail, "no display", "the web browser would run headed", "VIBE_HEADLESS=1")
+	m = machineWith(t, map[string]string{"VIBE_HEADLESS": "0", "DISPLAY": ":7"})
+	wantCheck(t, m.display(), OK, "DISPLAY=:7: Chromium stores run headed")
+	m = machineWith(t, map[string]string{"VIBE_HEADLESS": "1"})
+	m.stores = []state.Store{{Slug: "shop", Backend: state.BackendChrome, Config: []byte(`{"headless":false}`)}}
+	wantCheck(t, m.display(), Fail, "store shop would run headed")
+}
+
+func TestManagerVersion(t *testing.T) {
+	m := machineWith(t, map[string]string{})
+	m.mgrErr = api.ErrUnreachable
+	wantCheck(t, m.manager(), Warn, "no manager is running", "vibe-browser serve")
+	m.mgr = &api.Status{PID: 42, Version: "v0"}
+	wantCheck(t, m.manager(), Fail, "version v0, but this vibe-browser is version v1", "restart the manager with this binary")
+	m.mgr.Version = "v1"
+	wantCheck(t, m.manager(), OK, "running (pid 42)")
+}
+
+func TestService(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	m := machineWith(t, map[string]string{})
+	m.o.Exe = script(t, t.TempDir(), "vibe-browser", "exit 0")
+	wantCheck(t, m.service(), OK, "not installed")
+	path, err := service.Install(service.Options{Exe: m.o.Exe, Home: m.cfg.Home, User: true}, new(strings.Builder))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCheck(t, m.service(), Warn, path+" runs "+m.o.Exe+" on "+m.cfg.Home+", not enabled", "systemctl --user enable --now vibe-browser")
+	wants := filepath.Join(filepath.Dir(path), "default.target.wants")
+	if err := os.MkdirAll(wants, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(path, filepath.Join(wants, service.UnitName)); err != nil {
+		t.Fatal(err)
+	}
+	wantCheck(t, m.service(), OK, "enabled")
+	if err := os.Remove(m.o.Exe); err != nil {
+		t.Fatal(err)
+	}
+	wantCheck(t, m.service(), Fail, "that binary is missing", "vibe-browser service install --user")
+}
+
+func TestRunReportsEveryCheckInOrder(t *testing.T) {
+	home := t.TempDir()
+	env := map[string]string{"VIBE_HOME": home, "PATH": t.TempDir(), "VIBE_TAB_CAP": "many"}
+	checks := Run(bg, Options{Home: home, Getenv: func(k string) string { return env[k] }, Version: "v1"})
+	var names []string
+	for _, c := range checks {
+		names = append(names, c.Name)
+	}
+	want := []string{"config", "chromium", "browser-use", "home", "disk", "socket", "manager", "state", "display", "service"}
+	if !slices.Equal(names, want) {
+		t.Errorf("Run names %v; want %v", names, want)
+	}
+	wantCheck(t, checks[0], Fail, "VIBE_TAB_CAP", "the other checks use the defaults")
+	wantCheck(t, checks[2], Fail, "no real browser-use CLI")
+	if n := Failed(checks); n < 2 {
+		t.Errorf("Failed = %d; want at least the config and browser-use", n)
+	}
+}
+
+func TestZiniao(t *testing.T) {
+	status := `"0"`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ Action, Company string }
+		if json.NewDecoder(r.Body).Decode(&req) != nil || req.Action != "getBrowserList" || req.Company != "co" {
+			http.Error(w, "unexpected request", http.StatusBadRequest)
+			return
+		}
+		fmt.Fprintf(w, `{"statusCode":%s,"browserList":[]}`, status)
+	}))
+	defer srv.Close()
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	store := func(port int) state.Store {
+		return state.Store{Slug: "zshop", Backend: state.BackendZiniao, Config: []byte(fmt.Sprintf(`{"ziniao_port":%d}`, port)),
+			Ziniao: state.ZiniaoAccount{Company: "co", Username: "me", Password: "pw"}, ZiniaoBrowser: "7"}
+	}
+	m := machineWith(t, map[string]string{})
+	m.stores = []state.Store{store(port), {Slug: "plain", Backend: state.BackendChrome}}
+	checks := m.ziniao(bg)
+	if len(checks) != 1 || checks[0].Name != "ziniao:zshop" {
+		t.Fatalf("ziniao checks %+v; want one, ziniao:zshop", checks)
+	}
+	wantCheck(t, checks[0], OK, fmt.Sprintf("answers on port %d and accepts account co/me", port))
+	status = `"-10003"`
+	wantCheck(t, m.ziniao(bg)[0], Fail, "refuses account co/me", "enables WebDriver")
+
+	probe, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := probe.Addr().(*net.TCPAddr).Port
+	probe.Close()
+	m.stores = []state.Store{store(closed)}
+	m.cfg.ZiniaoClient = nil
+	wantCheck(t, m.ziniao(bg)[0], Fail, fmt.Sprintf("does not answer on port %d", closed), "--port="+strconv.Itoa(closed), "VIBE_ZINIAO_CLIENT")
+	m.cfg.ZiniaoClient = []string{"/opt/ziniao/ziniao"}
+	wantCheck(t, m.ziniao(bg)[0], Warn, "the manager starts it (/opt/ziniao/ziniao)")
+}

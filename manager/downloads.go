@@ -1,0 +1,263 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"vibebrowser/manager/api"
+	"vibebrowser/mux"
+	"vibebrowser/mux/clientid"
+	"vibebrowser/state"
+)
+
+// Downloads (SPEC §12): each mux files its browser's downloads under downloads/<slug>/<owner dir>/; the
+// manager records each finished one, tells the shim its client's folder, sweeps what a crash left half-done
+// at boot and prunes old folders (VIBE_DOWNLOAD_KEEP_DAYS).
+
+// downloadPruneEvery is how often old downloads folders are looked for: they age in days.
+const downloadPruneEvery = time.Hour
+
+// downloadDir is the folder client id's downloads land in on sp's browser (the shim's VIBE_DOWNLOAD_DIR),
+// created so that an agent can look in it before its first download.
+func (m *Manager) downloadDir(sp spec, id string) string {
+	dir := m.cfg.path("downloads", sp.slug, clientid.OwnerDir(id))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		// The mux creates it again when a download completes, and reports its own failure then.
+		m.log.Warn().Err(err).Str("dir", dir).Msg("create a client's downloads folder")
+	}
+	return dir
+}
+
+// recordDownload is a mux's Downloaded hook: the finished download goes into state.
+func (m *Manager) recordDownload(sp spec, d mux.Download) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	task := ""
+	if api.ValidTaskID(d.OwnerDir) { // aux, manual, human, unattributed and discovery clients are no tasks
+		task = d.OwnerDir
+	}
+	_, err := m.db.RecordDownload(ctx, state.Download{Key: sp.key, TaskID: task, ClientID: d.ClientID,
+		OwnerDir: d.OwnerDir, GUID: d.GUID, URL: d.URL, Name: d.Name, Path: d.Path, Size: d.Size, SHA256: d.SHA256, At: d.At})
+	if err != nil {
+		m.log.Error().Err(err).Str("browser", sp.key).Str("file", d.Path).Msg("record a finished download")
+	}
+}
+
+// handleListDownloads is GET PathDownloads?task=ID&store=S (a store's name, slug or id, or "web").
+func (m *Manager) handleListDownloads(r *http.Request) (any, error) {
+	ctx := r.Context()
+	f := state.DownloadFilter{TaskID: r.URL.Query().Get("task")}
+	switch ref := r.URL.Query().Get("store"); ref {
+	case "":
+	case "web", api.WebKey:
+		f.Key = api.WebKey
+	default:
+		s, err := m.findStore(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		f.Key = s.ID
+	}
+	ds, err := m.db.ListDownloads(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	slugs, err := m.slugsByKey(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]api.Download, 0, len(ds))
+	for _, d := range ds {
+		out = append(out, downloadView(d, slugs[d.Key]))
+	}
+	return out, nil
+}
+
+// slugsByKey maps every browser key (store ids and the web browser's) to its slug, the name of its
+// downloads folder.
+func (m *Manager) slugsByKey(ctx context.Context) (map[string]string, error) {
+	stores, err := m.db.ListStores(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{api.WebKey: api.WebKey}
+	for _, s := range stores {
+		out[s.ID] = s.Slug
+	}
+	return out, nil
+}
+
+func downloadView(d state.Download, slug string) api.Download {
+	store := d.Key
+	if store == api.WebKey {
+		store = ""
+	}
+	return api.Download{ID: d.ID, Store: store, Slug: slug, Task: d.TaskID, Client: d.ClientID, OwnerDir: d.OwnerDir,
+		GUID: d.GUID, URL: d.URL, Name: d.Name, Path: d.Path, Size: d.Size, SHA256: d.SHA256, At: d.At}
+}
+
+// sweepDownloads removes what a manager that died mid-download left behind: Chrome's partial files in the
+// incoming folders of browsers that are not running (an adopted browser may still be writing its own), and
+// the mux's unfinished copies (mux.PartialSuffix) everywhere. A file under a final name is always complete:
+// the mux links it there only when it is.
+func (m *Manager) sweepDownloads() {
+	running := map[string]bool{}
+	for _, s := range m.slots() {
+		if in := s.current(); in != nil {
+			running[in.spec.slug] = true
+		}
+	}
+	root := m.cfg.path("downloads")
+	slugs, err := os.ReadDir(root)
+	if err != nil {
+		m.log.Error().Err(err).Str("dir", root).Msg("boot: sweep the downloads folder")
+		return
+	}
+	removed := 0
+	for _, slug := range slugs {
+		if !slug.IsDir() {
+			continue
+		}
+		if !running[slug.Name()] {
+			removed += m.removeEntries(filepath.Join(root, slug.Name(), mux.IncomingDir), func(string) bool { return true })
+		}
+		owners, _ := os.ReadDir(filepath.Join(root, slug.Name()))
+		for _, o := range owners {
+			if o.IsDir() && o.Name() != mux.IncomingDir {
+				removed += m.removeEntries(filepath.Join(root, slug.Name(), o.Name()), func(name string) bool {
+					return strings.HasSuffix(name, mux.PartialSuffix)
+				})
+			}
+		}
+	}
+	if removed > 0 {
+		m.log.Info().Int("files", removed).Msg("boot: removed unfinished downloads")
+	}
+}
+
+// removeEntries removes the entries of dir whose names match and returns how many went.
+func (m *Manager) removeEntries(dir string, match func(string) bool) int {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0 // no such folder yet
+	}
+	n := 0
+	for _, e := range entries {
+		if !match(e.Name()) {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			m.log.Warn().Err(err).Str("file", filepath.Join(dir, e.Name())).Msg("remove an unfinished download")
+			continue
+		}
+		n++
+	}
+	return n
+}
+
+// downloadsLoop prunes old downloads folders now and then every downloadPruneEvery. It is a loop of its
+// own rather than a step of the idle sweep, which VIBE_BROWSER_IDLE_S=0 turns off.
+func (m *Manager) downloadsLoop(ctx context.Context) {
+	if m.cfg.DownloadKeepDays == 0 {
+		return
+	}
+	tick := time.NewTicker(downloadPruneEvery)
+	defer tick.Stop()
+	for {
+		m.pruneDownloads(ctx, time.Now())
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// pruneDownloads removes every owner folder (a task's, aux, manual, human, unattributed, a discovery
+// client's) in which nothing changed for VIBE_DOWNLOAD_KEEP_DAYS, with its records; a task that is still
+// active keeps its folder however old.
+func (m *Manager) pruneDownloads(ctx context.Context, now time.Time) {
+	if m.cfg.DownloadKeepDays == 0 {
+		return
+	}
+	cutoff := now.Add(-time.Duration(m.cfg.DownloadKeepDays) * 24 * time.Hour)
+	err := func() error {
+		tasks, err := m.db.ListActiveTasks(ctx, now)
+		if err != nil {
+			return err
+		}
+		active := map[string]bool{}
+		for _, t := range tasks {
+			if t.Active(now) {
+				active[t.ID] = true
+			}
+		}
+		slugs, err := m.slugsByKey(ctx)
+		if err != nil {
+			return err
+		}
+		keys := map[string]string{}
+		for k, s := range slugs {
+			keys[s] = k
+		}
+		root := m.cfg.path("downloads")
+		dirs, err := os.ReadDir(root)
+		if err != nil {
+			return err
+		}
+		for _, slug := range dirs {
+			if !slug.IsDir() {
+				continue
+			}
+			owners, err := os.ReadDir(filepath.Join(root, slug.Name()))
+			if err != nil {
+				return err
+			}
+			for _, o := range owners {
+				if !o.IsDir() || o.Name() == mux.IncomingDir || active[o.Name()] {
+					continue
+				}
+				dir := filepath.Join(root, slug.Name(), o.Name())
+				if newest(dir).After(cutoff) {
+					continue
+				}
+				if err := os.RemoveAll(dir); err != nil {
+					return err
+				}
+				var n int64
+				if key, ok := keys[slug.Name()]; ok {
+					if n, err = m.db.DeleteDownloads(ctx, key, o.Name()); err != nil {
+						return err
+					}
+				}
+				m.log.Info().Str("dir", dir).Int64("records", n).Int("keep_days", m.cfg.DownloadKeepDays).
+					Msg("downloads folder pruned")
+			}
+		}
+		return nil
+	}()
+	if err != nil && !errors.Is(err, context.Canceled) {
+		m.log.Error().Err(err).Msg("prune downloads")
+	}
+}
+
+// newest is the latest modification time of dir and everything in it.
+func newest(dir string) time.Time {
+	var t time.Time
+	_ = filepath.WalkDir(dir, func(_ string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if fi, err := e.Info(); err == nil && fi.ModTime().After(t) {
+			t = fi.ModTime()
+		}
+		return nil
+	})
+	return t
+}

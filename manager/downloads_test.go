@@ -1,0 +1,154 @@
+package manager
+
+import (
+	"context"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	"vibebrowser/integration/testkit"
+	"vibebrowser/manager/api"
+	"vibebrowser/mux"
+	"vibebrowser/state"
+)
+
+// writeFiles creates each file (relative to root) with mtime at.
+func writeFiles(t *testing.T, root string, at time.Time, files ...string) {
+	t.Helper()
+	for _, f := range files {
+		p := filepath.Join(root, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(f), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, at, at); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(filepath.Dir(p), at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestSweepDownloadsAtBoot(t *testing.T) {
+	m, _ := fakeManager(t, nil)
+	root := m.cfg.path("downloads")
+	now := time.Now()
+	writeFiles(t, root, now,
+		"shop/.incoming/0f3c.crdownload",
+		"shop/.incoming/77aa",
+		"shop/a1b2c3d4/report.csv",
+		"shop/a1b2c3d4/.download-123"+mux.PartialSuffix,
+		"shop/aux/.download-9"+mux.PartialSuffix,
+		"shop/aux/kept.pdf",
+	)
+	m.sweepDownloads()
+	want := []string{"shop/a1b2c3d4/report.csv", "shop/aux/kept.pdf"}
+	if got := testkit.Files(root); !slices.Equal(got, want) {
+		t.Errorf("after the boot sweep: %q; want %q (no partial file left, every complete one kept)", got, want)
+	}
+}
+
+func TestPruneDownloads(t *testing.T) {
+	m, _ := fakeManager(t, map[string]string{"VIBE_DOWNLOAD_KEEP_DAYS": "30"})
+	ctx := context.Background()
+	sp := fakeStore(t, m, "Shop")
+	now := time.Now()
+	old, recent := now.Add(-31*24*time.Hour), now.Add(-29*24*time.Hour)
+	const gone, busy, fresh = "a1b2c3d4-0000-4000-8000-00000000000a", "a1b2c3d4-0000-4000-8000-00000000000b", "a1b2c3d4-0000-4000-8000-00000000000c"
+	if _, err := m.db.UpsertTask(ctx, state.Task{ID: busy, StoreID: sp.key, Status: state.TaskRunning, LeaseUntil: now.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	root := m.cfg.path("downloads")
+	writeFiles(t, root, old, sp.slug+"/"+gone+"/old.csv", sp.slug+"/"+busy+"/old.csv", sp.slug+"/manual/old.csv",
+		"_web/unattributed/old.bin", sp.slug+"/.incoming/old.crdownload", "removed-store/aux/old.csv")
+	writeFiles(t, root, old, sp.slug+"/"+fresh+"/old.csv")
+	writeFiles(t, root, recent, sp.slug+"/"+fresh+"/new.csv")
+	for _, d := range []struct{ key, dir string }{{sp.key, gone}, {sp.key, fresh}, {api.WebKey, "unattributed"}} {
+		if _, err := m.db.RecordDownload(ctx, state.Download{Key: d.key, OwnerDir: d.dir, GUID: "g", Name: "old.csv",
+			Path: filepath.Join(root, d.dir, "old.csv"), At: old}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m.pruneDownloads(ctx, now)
+	want := []string{sp.slug + "/.incoming/old.crdownload", sp.slug + "/" + busy + "/old.csv",
+		sp.slug + "/" + fresh + "/new.csv", sp.slug + "/" + fresh + "/old.csv"}
+	sort.Strings(want)
+	if got := testkit.Files(root); !slices.Equal(got, want) {
+		t.Errorf("after pruning: %q; want %q", got, want)
+	}
+	ds, err := m.db.ListDownloads(ctx, state.DownloadFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 1 || ds[0].OwnerDir != fresh {
+		t.Errorf("records after pruning: %+v; want only the kept folder's", ds)
+	}
+
+	m.cfg.DownloadKeepDays = 0
+	writeFiles(t, root, old.Add(-365*24*time.Hour), sp.slug+"/ancient/x")
+	m.pruneDownloads(ctx, now)
+	if _, err := os.Stat(filepath.Join(root, sp.slug, "ancient", "x")); err != nil {
+		t.Errorf("VIBE_DOWNLOAD_KEEP_DAYS=0 pruned: %v", err)
+	}
+}
+
+func TestRecordAndListDownloads(t *testing.T) {
+	m, _ := fakeManager(t, nil)
+	ctx := context.Background()
+	sp := fakeStore(t, m, "Shop")
+	web, err := m.webSpec(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const task = "a1b2c3d4-0000-4000-8000-000000000001"
+	at := time.Unix(1700000000, 0)
+	m.recordDownload(sp, mux.Download{GUID: "g1", ClientID: task + "-w2", OwnerDir: task, URL: "http://x/r", Name: "r.csv",
+		Path: "/d/r.csv", Size: 3, SHA256: "ab", At: at})
+	m.recordDownload(sp, mux.Download{GUID: "g2", ClientID: "aux", OwnerDir: "aux", Name: "a.csv", Path: "/d/a.csv", At: at.Add(time.Second)})
+	m.recordDownload(web, mux.Download{GUID: "g3", ClientID: task, OwnerDir: task, Name: "w.csv", Path: "/d/w.csv", At: at.Add(2 * time.Second)})
+	tests := []struct {
+		query string
+		want  []string
+	}{
+		{"", []string{"r.csv", "a.csv", "w.csv"}},
+		{"?task=" + task, []string{"r.csv", "w.csv"}},
+		{"?store=Shop", []string{"r.csv", "a.csv"}},
+		{"?store=" + sp.slug + "&task=" + task, []string{"r.csv"}},
+		{"?store=web", []string{"w.csv"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.query, func(t *testing.T) {
+			out, err := m.handleListDownloads(httptest.NewRequest("GET", api.PathDownloads+tt.query, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, d := range out.([]api.Download) {
+				names = append(names, d.Name)
+			}
+			if !slices.Equal(names, tt.want) {
+				t.Errorf("GET %s%s = %q; want %q", api.PathDownloads, tt.query, names, tt.want)
+			}
+		})
+	}
+	out, _ := m.handleListDownloads(httptest.NewRequest("GET", api.PathDownloads+"?store=Shop", nil))
+	first := out.([]api.Download)[0]
+	want := api.Download{ID: first.ID, Store: sp.key, Slug: sp.slug, Task: task, Client: task + "-w2", OwnerDir: task, GUID: "g1",
+		URL: "http://x/r", Name: "r.csv", Path: "/d/r.csv", Size: 3, SHA256: "ab", At: at}
+	if first != want {
+		t.Errorf("listed %+v; want %+v", first, want)
+	}
+	if aux := out.([]api.Download)[1]; aux.Task != "" {
+		t.Errorf("aux's download has task %q; want none", aux.Task)
+	}
+	if _, err := m.handleListDownloads(httptest.NewRequest("GET", api.PathDownloads+"?store=nosuch", nil)); err == nil {
+		t.Error("GET ?store=nosuch succeeded; want not found")
+	}
+}

@@ -1,0 +1,226 @@
+package manager
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"vibebrowser/mux"
+	"vibebrowser/state"
+)
+
+// endpoint is a browser key's mux port, bound for as long as its store exists (the web browser's, as long
+// as the manager runs), so the endpoints `store show` prints answer whether the browser runs or sleeps. Its
+// front hands every request to the running browser's mux; while the browser is stopped it answers discovery
+// from what the mux last knew and wakes the browser for a WebSocket client, the way ensure does. An
+// endpoint is never mutated: the slot holds one, or none.
+type endpoint struct {
+	port int
+	door mux.Door
+	srv  *http.Server
+}
+
+// endpointLocked returns s's endpoint, binding it first when it has none. The caller holds s's lock.
+func (m *Manager) endpointLocked(ctx context.Context, s *slot, sp spec) (*endpoint, error) {
+	if ep := s.ep.Load(); ep != nil {
+		return ep, nil
+	}
+	ln, port, err := m.listenPort(ctx, sp.key)
+	if err != nil {
+		return nil, err
+	}
+	ep := &endpoint{port: port, door: mux.Door{Token: sp.token, Port: port}}
+	ep.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { m.serveEndpoint(w, r, s, ep) })}
+	m.wg.Go(func() {
+		if err := ep.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			m.log.Error().Err(err).Str("browser", sp.key).Int("port", port).Msg("endpoint stopped")
+		}
+	})
+	s.ep.Store(ep)
+	return ep, nil
+}
+
+// bindEndpoint binds sp's endpoint unless it is bound, under its store's lock.
+func (m *Manager) bindEndpoint(ctx context.Context, sp spec) error {
+	s := m.slot(sp.key)
+	if err := s.acquire(ctx); err != nil {
+		return err
+	}
+	defer s.release()
+	_, err := m.endpointLocked(ctx, s, sp)
+	return err
+}
+
+// bindEndpoints binds the endpoint of every store and of the web browser, at boot. A port that cannot be
+// bound now is logged, not fatal: the next start of that browser tries again.
+func (m *Manager) bindEndpoints(ctx context.Context) error {
+	stores, err := m.db.ListStores(ctx)
+	if err != nil {
+		return err
+	}
+	web, err := m.webSpec(ctx)
+	if err != nil {
+		return err
+	}
+	specs := []spec{web}
+	for _, s := range stores {
+		sp, err := storeSpec(s)
+		if err != nil {
+			m.log.Error().Err(err).Str("store", s.ID).Msg("endpoint not bound")
+			continue
+		}
+		specs = append(specs, sp)
+	}
+	for _, sp := range specs {
+		if err := m.bindEndpoint(ctx, sp); err != nil {
+			m.log.Error().Err(err).Str("browser", sp.key).Msg("endpoint not bound; the next start of its browser tries again")
+		}
+	}
+	return nil
+}
+
+// serveEndpoint is the front of s's endpoint ep. Discovery goes to the running mux, or is answered from
+// state while the browser sleeps, so a monitoring probe never wakes a browser the idle sweep stopped; only a
+// version never seen starts it. A WebSocket client always goes through ensure (the fast path on a running
+// browser), which starts a sleeping browser under the store's lock, bounds and budget, answers their
+// refusals before any upgrade, and counts as activity, as a shim's ensure does.
+func (m *Manager) serveEndpoint(w http.ResponseWriter, r *http.Request, s *slot, ep *endpoint) {
+	rt, ok := ep.door.Route(w, r)
+	if !ok {
+		return // refused (a wrong token, an Origin, …) before anything starts
+	}
+	if rt.Kind != mux.RouteClient {
+		if in := s.current(); in != nil {
+			in.mux.ServeHTTP(w, r)
+			return
+		}
+		if m.answerAsleep(w, r, s.key, ep, rt) {
+			return
+		}
+	}
+	sp, err := m.specForKey(r.Context(), s.key)
+	var in *instance
+	if err == nil {
+		in, err = m.ensureIn(r.Context(), s, sp)
+	}
+	if err != nil {
+		m.writeError(w, withoutToken(r), err)
+		return
+	}
+	in.mux.ServeHTTP(w, r)
+}
+
+// answerAsleep answers a discovery request of a stopped browser without starting it, and reports whether
+// it did: not for /json/version of a browser whose version was never seen.
+func (m *Manager) answerAsleep(w http.ResponseWriter, r *http.Request, key string, ep *endpoint, rt mux.Route) bool {
+	if rt.Kind == mux.RouteList {
+		ep.door.WriteList(w)
+		return true
+	}
+	raw, err := m.db.BrowserVersion(r.Context(), key)
+	if errors.Is(err, state.ErrNotFound) {
+		return false
+	}
+	var v map[string]any
+	if err == nil {
+		err = json.Unmarshal(raw, &v)
+	}
+	if err != nil {
+		m.writeError(w, withoutToken(r), err)
+		return true
+	}
+	ep.door.WriteVersion(w, r, v)
+	return true
+}
+
+// withoutToken is r as the error writer logs it: the store's token is a secret, its path is not.
+func withoutToken(r *http.Request) *http.Request {
+	c := r.WithContext(r.Context())
+	u := *r.URL
+	_, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	u.Path, u.RawPath = "/<token>/"+rest, ""
+	c.URL = &u
+	return c
+}
+
+// saveVersion keeps mx's version object in state, for key's endpoint to answer discovery from while the
+// browser sleeps, after a manager restart too.
+func (m *Manager) saveVersion(key string, mx *mux.Mux) {
+	v := mx.Version()
+	if v == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	b, err := json.Marshal(v)
+	if err == nil {
+		err = m.db.SaveBrowserVersion(ctx, key, b)
+	}
+	if err != nil && !errors.Is(err, state.ErrNotFound) { // ErrNotFound: the store is being removed
+		m.log.Error().Err(err).Str("browser", key).Msg("save browser version")
+	}
+}
+
+// endpointClose bounds an endpoint's shutdown: its front's requests are short (a refusal, a discovery
+// answer, an ensure that the closing manager or a removed store refuses at once); upgraded clients are
+// the mux's.
+const endpointClose = 2 * time.Second
+
+// close unbinds ep and waits, bounded, for the requests its front is answering.
+func (ep *endpoint) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), endpointClose)
+	defer cancel()
+	if ep.srv.Shutdown(ctx) != nil {
+		ep.srv.Close()
+	}
+}
+
+// closeEndpoints unbinds every endpoint, at quit, once the muxes have ended.
+func (m *Manager) closeEndpoints() {
+	var wg sync.WaitGroup
+	for _, s := range m.slots() {
+		if ep := s.ep.Swap(nil); ep != nil {
+			wg.Go(ep.close)
+		}
+	}
+	wg.Wait()
+}
+
+// listenPort binds key's port from the registry on 127.0.0.1. A registered port that another program took
+// meanwhile is given up and a fresh one allocated (every endpoint is handed out by the manager, so nothing
+// outside it remembers the old number).
+func (m *Manager) listenPort(ctx context.Context, key string) (net.Listener, int, error) {
+	for attempt := 0; attempt < 2; attempt++ {
+		port, err := m.db.AllocatePort(ctx, key, m.cfg.ProxyPortBase, portFree)
+		if err != nil {
+			return nil, 0, err
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err == nil {
+			return ln, port, nil
+		}
+		m.log.Warn().Err(err).Int("port", port).Str("browser", key).Msg("registered port is taken; allocating another")
+		if err := m.db.ReleasePort(ctx, key); err != nil {
+			return nil, 0, err
+		}
+	}
+	return nil, 0, fmt.Errorf("%w: no port could be bound for %s", ErrUnavailable, key)
+}
+
+// portFree is the registry's bind test.
+func portFree(port int) bool {
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return false
+	}
+	ln.Close()
+	return true
+}

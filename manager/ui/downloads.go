@@ -1,0 +1,116 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"vibebrowser/manager/api"
+	"vibebrowser/mux"
+)
+
+// The store page's downloads (SPEC §12): each owner's files (a task's, aux, manual, human, unattributed),
+// the owner with the newest file first, each owner's newest files first.
+
+// maxDownloadRows bounds the files listed per owner; the rest are counted (vibe-browser downloads lists all).
+const maxDownloadRows = 20
+
+// maxDownloads bounds the downloads the store page reads (it reads them again every poll while open).
+const maxDownloads = 500
+
+type downloadGroup struct {
+	Owner string        `json:"owner"` // the folder under downloads/<slug>/
+	Label string        `json:"label"`
+	Count string        `json:"count"` // "3 files", with how many are not shown
+	Files []downloadRow `json:"files"`
+}
+
+type downloadRow struct {
+	Name string `json:"name"`
+	Size string `json:"size"`
+	At   string `json:"at"` // "5 min ago"
+	Path string `json:"path"`
+	URL  string `json:"url"`
+}
+
+// downloadGroups groups ds (oldest first, as the manager lists them) by owner folder.
+func downloadGroups(ds []api.Download, tasks map[string]bool, now time.Time) []downloadGroup {
+	byOwner := map[string]*downloadGroup{}
+	var order []string // owners, the one with the newest file first
+	newest := map[string]time.Time{}
+	for i := len(ds) - 1; i >= 0; i-- {
+		d := ds[i]
+		g := byOwner[d.OwnerDir]
+		if g == nil {
+			g = &downloadGroup{Owner: d.OwnerDir, Label: ownerLabel(d.OwnerDir, tasks), Files: []downloadRow{}}
+			byOwner[d.OwnerDir] = g
+			order = append(order, d.OwnerDir)
+			newest[d.OwnerDir] = d.At
+		}
+		if len(g.Files) < maxDownloadRows {
+			g.Files = append(g.Files, downloadRow{Name: d.Name, Size: byteSize(d.Size), At: duration(now.Sub(d.At)) + " ago",
+				Path: d.Path, URL: d.URL})
+		}
+	}
+	out := make([]downloadGroup, 0, len(order))
+	for _, o := range order {
+		g := byOwner[o]
+		n := 0
+		for _, d := range ds {
+			if d.OwnerDir == o {
+				n++
+			}
+		}
+		g.Count = plural(n, "file")
+		if n > len(g.Files) {
+			g.Count += fmt.Sprintf(" (the newest %d shown)", len(g.Files))
+		}
+		out = append(out, *g)
+	}
+	slices.SortStableFunc(out, func(a, b downloadGroup) int { return newest[b.Owner].Compare(newest[a.Owner]) })
+	return out
+}
+
+// ownerLabel says what an owner folder is, in words.
+func ownerLabel(owner string, tasks map[string]bool) string {
+	switch {
+	case owner == mux.UnattributedDir:
+		return "downloads of tabs no client here opened"
+	case tasks[owner] || api.ValidTaskID(owner):
+		return "task (its --worker slots included)"
+	}
+	_, label := clientKind(owner, tasks)
+	return label
+}
+
+// byteSize is n bytes for a person.
+func byteSize(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// storeDownloads fills page's downloads; a failure is the page's error (the rest of the page still shows).
+func (s *Server) storeDownloads(ctx context.Context, page *storePage, tasks map[string]bool) {
+	ds, err := s.cfg.Source.Downloads(ctx, page.Slug, maxDownloads)
+	if err != nil {
+		if page.Error == "" {
+			page.Error = "The manager could not list the downloads: " + err.Error()
+		}
+		return
+	}
+	page.Downloads = downloadGroups(ds, tasks, s.cfg.Now())
+	if len(ds) == maxDownloads {
+		page.DownloadsNote = "Counted among the newest " + strconv.Itoa(maxDownloads) + " downloads; " +
+			"vibe-browser downloads --store " + page.Slug + " lists every one."
+	}
+}

@@ -1,0 +1,725 @@
+package mux
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"vibebrowser/mux/clientid"
+)
+
+// Downloads, per owner (SPEC §12). Chrome's download behaviour is browser-wide, so the mux owns it: every
+// connection sets allowAndName into Config.DownloadDir/.incoming with events on, and each client's own
+// setDownloadBehavior is only recorded for that client and answered {}. A download belongs to the owner of
+// the frame that started it; when it completes the file is moved to DownloadDir/<owner dir>/<name>, and a
+// client that asked for a path of its own finds it there too, before it hears "completed".
+
+// Folders under Config.DownloadDir that are not an owner's.
+const (
+	// IncomingDir is where Chrome writes downloads in progress (as <guid>.crdownload, then <guid>).
+	IncomingDir = ".incoming"
+	// UnattributedDir holds downloads no client owns (a person's own window, a tab nobody created). A
+	// download is never given to a client that did not start it.
+	UnattributedDir = "unattributed"
+)
+
+// PartialSuffix ends the temporary name of a file the mux is still copying; a file with it is never
+// complete, so the manager's boot sweep may remove it.
+const PartialSuffix = ".vibe-partial"
+
+// MaxNameBytes bounds a downloaded file's name, its " (N)" included.
+const MaxNameBytes = 200
+
+// FallbackName names a download whose suggested name sanitises to nothing.
+const FallbackName = "download"
+
+// Download is a finished download, reported through Hooks.Downloaded.
+type Download struct {
+	GUID     string    // Chrome's download id
+	ClientID string    // the client that owns it; "" when unattributed
+	OwnerDir string    // the folder under Config.DownloadDir: clientid.OwnerDir(ClientID), or UnattributedDir
+	URL      string    // what was downloaded
+	Name     string    // the file's name in OwnerDir (sanitised, made unique)
+	Path     string    // the file
+	Size     int64     // bytes
+	SHA256   string    // hex
+	At       time.Time // when it completed
+}
+
+// Download behaviours a client may ask for (Browser.setDownloadBehavior's "behavior").
+const (
+	behaviorDefault      = "default"
+	behaviorAllow        = "allow"
+	behaviorAllowAndName = "allowAndName"
+	behaviorDeny         = "deny"
+)
+
+// dlBehavior is one client connection's own setDownloadBehavior for one browser context.
+type dlBehavior struct {
+	behavior string // one of the behavior constants
+	path     string // its downloadPath, "" for none
+	events   bool   // eventsEnabled
+}
+
+// downloadState is the mux's part of the routing tables for downloads, guarded by Mux.mu.
+type downloadState struct {
+	active map[string]*download // guid -> a download not yet completed or canceled
+}
+
+// download is one download in progress.
+type download struct {
+	guid, url, name, frame string
+	context                string     // the browser context of the frame's target, "" when unknown
+	owner                  *client    // nil: unattributed
+	behavior               dlBehavior // the owner's own behaviour when the download began
+	resolving              bool       // the owner of a subframe is being looked up; events wait
+	began                  []byte     // the downloadWillBegin held while resolving
+	progress               []byte     // the latest inProgress held while resolving
+	terminal               []byte     // the completed or canceled held while resolving
+}
+
+// frameLookupTimeout bounds the search for the page that holds a download's subframe.
+const frameLookupTimeout = 10 * time.Second
+
+// maxFrameLookups bounds the pages searched for a subframe (most recently used first).
+const maxFrameLookups = 32
+
+// incomingDir is where Chrome writes: DownloadDir/.incoming.
+func (m *Mux) incomingDir() string { return filepath.Join(m.cfg.DownloadDir, IncomingDir) }
+
+// downloadBehaviorParams is the mux's own setDownloadBehavior for browserContextID ("" the default context).
+func (m *Mux) downloadBehaviorParams(browserContextID string) []byte {
+	b := []byte(`{"behavior":"allowAndName","downloadPath":`)
+	b = appendJSONString(b, m.incomingDir())
+	b = append(b, `,"eventsEnabled":true`...)
+	if browserContextID != "" {
+		b = append(b, `,"browserContextId":`...)
+		b = appendJSONString(b, browserContextID)
+	}
+	return append(b, '}')
+}
+
+// downloadsConnectedLocked sets the browser-wide download behaviour on a new browser connection: Chrome
+// forgets a connection's setting when it closes, so every connect and reconnect sets it again, for the
+// default context and every context a client created.
+func (m *Mux) downloadsConnectedLocked() {
+	if m.cfg.DownloadDir == "" {
+		return
+	}
+	if err := os.MkdirAll(m.incomingDir(), 0o700); err != nil {
+		m.log.Error().Err(err).Str("dir", m.incomingDir()).Msg("downloads: cannot create the incoming folder")
+	}
+	m.sendInternalLocked("Browser.setDownloadBehavior", m.downloadBehaviorParams(""), "", nil)
+	for _, cl := range m.clients {
+		for ctxID := range cl.contexts {
+			m.sendInternalLocked("Browser.setDownloadBehavior", m.downloadBehaviorParams(ctxID), "", nil)
+		}
+	}
+}
+
+// downloadContextCreatedLocked sets the mux's download behaviour on a context a client just created
+// (Chrome's setting without browserContextId covers the default context only).
+func (m *Mux) downloadContextCreatedLocked(browserContextID string) {
+	if m.cfg.DownloadDir != "" {
+		m.sendInternalLocked("Browser.setDownloadBehavior", m.downloadBehaviorParams(browserContextID), "", nil)
+	}
+}
+
+// setDownloadBehaviorLocked records a client's Browser.setDownloadBehavior (or a session's deprecated
+// Page.setDownloadBehavior, which Chrome also applies browser-wide) and answers {}: nothing is forwarded.
+// Without a DownloadDir the mux owns no downloads: the command is only recorded (for the client's events)
+// and answered false, for the caller to forward it.
+// sess is the session it came on (nil for the root); pageScoped marks Page.setDownloadBehavior, which applies
+// to the session's page's context.
+func (m *Mux) setDownloadBehaviorLocked(c *conn, sess *session, pageScoped bool, id []byte, b []byte) (answered bool) {
+	var msg struct {
+		Params struct {
+			Behavior         string `json:"behavior"`
+			DownloadPath     string `json:"downloadPath"`
+			EventsEnabled    bool   `json:"eventsEnabled"`
+			BrowserContextID string `json:"browserContextId"`
+		} `json:"params"`
+	}
+	sid := ""
+	if sess != nil {
+		sid = sess.id
+	}
+	if err := json.Unmarshal(b, &msg); err != nil {
+		m.replyErrLocked(c, id, sid, codeInvalidParam, "Invalid parameters: "+err.Error())
+		return true
+	}
+	p := msg.Params
+	switch p.Behavior {
+	case behaviorDefault, behaviorAllow, behaviorAllowAndName, behaviorDeny:
+	default:
+		m.replyErrLocked(c, id, sid, codeInvalidParam, "Invalid parameters: behavior must be one of deny, allow, allowAndName, default")
+		return true
+	}
+	if (p.Behavior == behaviorAllow || p.Behavior == behaviorAllowAndName) && p.DownloadPath != "" && !filepath.IsAbs(p.DownloadPath) {
+		m.replyErrLocked(c, id, sid, codeInvalidParam, "Invalid parameters: downloadPath must be an absolute path")
+		return true
+	}
+	key := p.BrowserContextID
+	if pageScoped && sess.root != nil {
+		key = sess.root.context
+	}
+	if c.downloads == nil {
+		c.downloads = map[string]dlBehavior{}
+	}
+	c.downloads[key] = dlBehavior{behavior: p.Behavior, path: p.DownloadPath, events: p.EventsEnabled}
+	if m.cfg.DownloadDir == "" {
+		return false
+	}
+	m.sendLocked(c, resultFrame(id, sid, []byte("{}")))
+	return true
+}
+
+// cancelDownloadAllowedLocked lets a client cancel only its own downloads (playwright's download.cancel());
+// another guid is answered with an error, as Chrome answers a guid it does not know, and nothing is sent.
+func (m *Mux) cancelDownloadAllowedLocked(c *conn, sid string, id, b []byte) bool {
+	if m.cfg.DownloadDir == "" {
+		return true
+	}
+	var msg struct {
+		Params struct {
+			GUID string `json:"guid"`
+		} `json:"params"`
+	}
+	json.Unmarshal(b, &msg)
+	if d := m.dl.active[msg.Params.GUID]; d != nil && d.owner == c.cl {
+		return true
+	}
+	m.replyErrLocked(c, id, sid, codeInvalidParam, "No download item found for the given GUID among this client's downloads")
+	return false
+}
+
+// behaviorLocked is c's own behaviour for a download in browser context ctxID: the one it set for that
+// context, else (in the default context or one no client created) the one it set without a context.
+func (m *Mux) behaviorLocked(c *conn, ctxID string) dlBehavior {
+	if c == nil {
+		return dlBehavior{behavior: behaviorDefault}
+	}
+	if b, ok := c.downloads[ctxID]; ok && ctxID != "" {
+		return b
+	}
+	if ctxID == "" || m.isDefaultContextLocked(ctxID) {
+		if b, ok := c.downloads[""]; ok {
+			return b
+		}
+	}
+	return dlBehavior{behavior: behaviorDefault}
+}
+
+// dlEvent is the decoded params of Browser.downloadWillBegin and Browser.downloadProgress.
+type dlEvent struct {
+	Params struct {
+		FrameID           string  `json:"frameId"`
+		GUID              string  `json:"guid"`
+		URL               string  `json:"url"`
+		SuggestedFilename string  `json:"suggestedFilename"`
+		TotalBytes        float64 `json:"totalBytes"`
+		ReceivedBytes     float64 `json:"receivedBytes"`
+		State             string  `json:"state"`
+	} `json:"params"`
+}
+
+// downloadWillBeginLocked attributes a new download to the owner of its frame's target: a page, a popup
+// (owned through its opener) or an OOPIF. A frame that is no target (a same-process subframe) is looked for
+// in the frame trees of the clients' pages; meanwhile its events wait.
+func (m *Mux) downloadWillBeginLocked(b []byte) {
+	var ev dlEvent
+	if json.Unmarshal(b, &ev) != nil || ev.Params.GUID == "" {
+		return
+	}
+	p := ev.Params
+	d := &download{guid: p.GUID, url: p.URL, name: p.SuggestedFilename, frame: p.FrameID}
+	if m.dl.active == nil {
+		m.dl.active = map[string]*download{}
+	}
+	m.dl.active[d.guid] = d
+	t := m.targets[p.FrameID]
+	if t != nil {
+		d.context = t.context
+	}
+	switch {
+	case t != nil && t.owner != nil && !t.closing:
+		m.attributeDownloadLocked(d, t.owner)
+		m.downloadEventLocked(d, b)
+	case t != nil && t.typ == "page" || m.cfg.DownloadDir == "":
+		m.attributeDownloadLocked(d, nil) // a tab nobody here created
+	default:
+		d.resolving, d.began = true, b
+		m.lookUpFrameLocked(d)
+	}
+}
+
+// attributeDownloadLocked gives d to owner (nil: unattributed) and applies the owner's own behaviour:
+// deny cancels the download, for that client only (the browser-wide behaviour stays allowAndName).
+func (m *Mux) attributeDownloadLocked(d *download, owner *client) {
+	d.owner = owner
+	if owner == nil && m.cfg.DownloadDir == "" {
+		return // the mux files nothing: Chrome and the clients deal with it
+	}
+	if owner == nil {
+		m.log.Warn().Str("guid", d.guid).Str("url", d.url).Str("frame", d.frame).
+			Msg("download started by a frame no client owns: it goes to " + UnattributedDir)
+		return
+	}
+	d.behavior = m.behaviorLocked(owner.conn, d.context)
+	if d.behavior.behavior == behaviorDeny && m.cfg.DownloadDir != "" {
+		p := append([]byte(`{"guid":`), appendJSONString(nil, d.guid)...)
+		if d.context != "" && !m.isDefaultContextLocked(d.context) {
+			p = append(append(p, `,"browserContextId":`...), appendJSONString(nil, d.context)...)
+		}
+		m.sendInternalLocked("Browser.cancelDownload", append(p, '}'), "", nil)
+	}
+}
+
+// downloadEventLocked sends a download event to its owner, if the owner asked for download events.
+func (m *Mux) downloadEventLocked(d *download, b []byte) {
+	if d.owner == nil || d.owner.conn == nil {
+		return
+	}
+	if m.behaviorLocked(d.owner.conn, d.context).events {
+		m.sendLocked(d.owner.conn, wholeFrame(b))
+	}
+}
+
+// downloadProgressLocked follows a download: progress goes to its owner; canceled removes the partial
+// file; completed hands the download to a goroutine that files it and only then tells the owner.
+func (m *Mux) downloadProgressLocked(b []byte) {
+	var ev dlEvent
+	if json.Unmarshal(b, &ev) != nil || ev.Params.GUID == "" {
+		return
+	}
+	d := m.dl.active[ev.Params.GUID]
+	if d == nil {
+		if ev.Params.State != "completed" || m.cfg.DownloadDir == "" {
+			return
+		}
+		// Begun before this connection (an adopted browser, a reconnect): nobody can be told it is theirs.
+		d = &download{guid: ev.Params.GUID, name: ev.Params.GUID}
+		m.log.Warn().Str("guid", d.guid).Msg("a download the mux never saw begin completed: it goes to " + UnattributedDir)
+	}
+	if d.resolving {
+		if ev.Params.State == "inProgress" {
+			d.progress = b
+		} else {
+			d.terminal = b
+		}
+		return
+	}
+	m.progressLocked(d, ev, b)
+}
+
+func (m *Mux) progressLocked(d *download, ev dlEvent, b []byte) {
+	switch ev.Params.State {
+	case "completed":
+		delete(m.dl.active, d.guid)
+		if m.cfg.DownloadDir == "" { // nothing to file: Chrome put it where the client asked
+			m.downloadEventLocked(d, b)
+			return
+		}
+		if d.behavior.behavior == behaviorDeny {
+			// It completed before the cancel arrived (its subframe was still being looked up): the
+			// client that denies downloads still gets none.
+			m.removeIncomingLocked(d.guid)
+			m.downloadEventLocked(d, canceledEvent(d.guid))
+			return
+		}
+		if m.closed {
+			return
+		}
+		m.wg.Add(1) // under mu and before closed is set: Serve's Wait covers it
+		go func() { defer m.wg.Done(); m.finishDownload(d, ev) }()
+	case "canceled":
+		delete(m.dl.active, d.guid)
+		if m.cfg.DownloadDir == "" {
+			m.downloadEventLocked(d, b)
+			return
+		}
+		m.removeIncomingLocked(d.guid)
+		m.downloadEventLocked(d, b)
+	default:
+		m.downloadEventLocked(d, b)
+	}
+}
+
+// removeIncomingLocked removes what Chrome wrote of download guid (a partial or a finished file).
+func (m *Mux) removeIncomingLocked(guid string) {
+	base := filepath.Join(m.incomingDir(), guid)
+	for _, p := range []string{base, base + ".crdownload"} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			m.log.Warn().Err(err).Str("file", p).Msg("downloads: cannot remove a download's incoming file")
+		}
+	}
+}
+
+// lookUpFrameLocked starts the search for the page whose frame tree holds d's frame, through operator
+// sessions (invisible to every client), most recently used pages first.
+func (m *Mux) lookUpFrameLocked(d *download) {
+	var agents, people []*target // a person's tabs last: an agent's subframe is the likelier
+	for _, t := range m.order {
+		switch {
+		case t.owner == nil || t.typ != "page" || t.closing:
+		case t.owner.id == HumanClient:
+			people = append(people, t)
+		default:
+			agents = append(agents, t)
+		}
+	}
+	sortByUse(agents)
+	sortByUse(people)
+	pages := append(agents, people...)
+	ids := make([]string, 0, min(len(pages), maxFrameLookups))
+	for _, t := range pages[:min(len(pages), maxFrameLookups)] {
+		ids = append(ids, t.id)
+	}
+	if m.closed {
+		return
+	}
+	m.wg.Add(1)
+	go func() { defer m.wg.Done(); m.resolveFrame(d, ids) }()
+}
+
+// sortByUse orders pages most recently used first (a stable insertion sort: the list is short).
+func sortByUse(ts []*target) {
+	for i := 1; i < len(ts); i++ {
+		for j := i; j > 0 && ts[j].used > ts[j-1].used; j-- {
+			ts[j], ts[j-1] = ts[j-1], ts[j]
+		}
+	}
+}
+
+// resolveFrame finds the page holding d's frame and delivers what waited: the owner's events, and the
+// completion or cancellation if it came meanwhile.
+func (m *Mux) resolveFrame(d *download, pages []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), frameLookupTimeout)
+	defer cancel()
+	found := ""
+	for _, id := range pages {
+		if m.frameInPage(ctx, id, d.frame) {
+			found = id
+			break
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var owner *client
+	if t := m.targets[found]; found != "" && t != nil && t.owner != nil {
+		owner = t.owner
+		if d.context == "" {
+			d.context = t.context
+		}
+	}
+	d.resolving = false
+	m.attributeDownloadLocked(d, owner)
+	if d.began != nil {
+		m.downloadEventLocked(d, d.began)
+	}
+	if d.progress != nil {
+		m.downloadEventLocked(d, d.progress)
+	}
+	if d.terminal != nil {
+		var ev dlEvent
+		if json.Unmarshal(d.terminal, &ev) == nil {
+			m.progressLocked(d, ev, d.terminal)
+		}
+	}
+	d.began, d.progress, d.terminal = nil, nil, nil
+}
+
+// frameInPage reports whether page's frame tree holds frameID.
+func (m *Mux) frameInPage(ctx context.Context, page, frameID string) bool {
+	s, err := m.opAttach(ctx, page, nil)
+	if err != nil {
+		return false
+	}
+	defer m.closeOpSession(s)
+	res, err := m.opCall(ctx, "Page.getFrameTree", nil, s.id)
+	if err != nil {
+		return false
+	}
+	var r struct {
+		FrameTree frameTree `json:"frameTree"`
+	}
+	return json.Unmarshal(res, &r) == nil && r.FrameTree.has(frameID)
+}
+
+type frameTree struct {
+	Frame struct {
+		ID string `json:"id"`
+	} `json:"frame"`
+	ChildFrames []frameTree `json:"childFrames"`
+}
+
+func (f *frameTree) has(id string) bool {
+	if f.Frame.ID == id {
+		return true
+	}
+	for i := range f.ChildFrames {
+		if f.ChildFrames[i].has(id) {
+			return true
+		}
+	}
+	return false
+}
+
+// finishDownload files a completed download: into its owner's folder under a unique, sanitised name, into
+// the owner's own downloadPath when it asked for one, and only then tells the owner it completed. It runs
+// outside the lock: a copy across file systems may take a while.
+func (m *Mux) finishDownload(d *download, ev dlEvent) {
+	dl := Download{GUID: d.guid, URL: d.url, OwnerDir: UnattributedDir, At: time.Now()}
+	if d.owner != nil {
+		dl.ClientID, dl.OwnerDir = d.owner.id, clientid.OwnerDir(d.owner.id)
+	}
+	src := filepath.Join(m.incomingDir(), d.guid)
+	err := m.fileDownload(&dl, src, d)
+	if err != nil {
+		m.log.Error().Err(err).Str("guid", d.guid).Str("client", dl.ClientID).Msg("downloads: a completed download could not be filed")
+	}
+	clientPath := dl.Path
+	if err == nil && d.behavior.path != "" && (d.behavior.behavior == behaviorAllow || d.behavior.behavior == behaviorAllowAndName) {
+		var perr error
+		if d.behavior.behavior == behaviorAllowAndName {
+			clientPath = filepath.Join(d.behavior.path, d.guid)
+			perr = m.placeExact(dl.Path, clientPath)
+		} else {
+			clientPath, perr = m.placeUnique(dl.Path, d.behavior.path, dl.Name)
+		}
+		if perr != nil {
+			clientPath = dl.Path
+			m.log.Error().Err(perr).Str("guid", d.guid).Str("client", dl.ClientID).Str("dir", d.behavior.path).
+				Msg("downloads: the client's own copy could not be made; it keeps the one in its owner folder")
+		}
+	}
+	m.mu.Lock()
+	m.downloadEventLocked(d, completedEvent(ev, clientPath))
+	m.mu.Unlock()
+	if err == nil {
+		m.log.Info().Str("guid", d.guid).Str("client", dl.ClientID).Str("file", dl.Path).Int64("size", dl.Size).Msg("download filed")
+		if h := m.cfg.Hooks.Downloaded; h != nil {
+			h(dl)
+		}
+	}
+}
+
+// fileDownload moves src into dl.OwnerDir under a unique sanitised name and fills dl's file fields.
+func (m *Mux) fileDownload(dl *Download, src string, d *download) error {
+	dir := filepath.Join(m.cfg.DownloadDir, dl.OwnerDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("owner folder: %w", err)
+	}
+	final, err := m.placeUnique(src, dir, SanitizeName(d.name))
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(src); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		m.log.Warn().Err(err).Str("file", src).Msg("downloads: cannot remove the incoming copy")
+	}
+	f, err := os.Open(final)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, m.stoppable(f))
+	if err != nil {
+		return fmt.Errorf("hash %s: %w", final, err)
+	}
+	dl.Path, dl.Name, dl.Size, dl.SHA256 = final, filepath.Base(final), n, hex.EncodeToString(h.Sum(nil))
+	return nil
+}
+
+// maxUnique bounds the " (N)" tried for one name.
+const maxUnique = 10000
+
+// placeUnique puts src's content at dir/name, or at the first free "name (N).ext", never over an existing
+// file, and returns the path. A hard link makes it appear complete at once; across file systems (or where
+// links are refused) the content is copied under a partial name first.
+func (m *Mux) placeUnique(src, dir, name string) (string, error) {
+	from, tmp := src, ""
+	defer func() {
+		if tmp != "" {
+			os.Remove(tmp)
+		}
+	}()
+	for i := 0; i < maxUnique; {
+		dst := filepath.Join(dir, UniqueName(name, i))
+		err := os.Link(from, dst)
+		switch {
+		case err == nil:
+			return dst, nil
+		case errors.Is(err, fs.ErrExist):
+			i++
+			continue
+		case tmp == "":
+			if tmp, err = m.copyPartial(src, dir); err != nil {
+				return "", err
+			}
+			from = tmp
+			continue
+		}
+		// No links in dir at all: reserve the name exclusively, then rename the complete copy over it.
+		f, rerr := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if errors.Is(rerr, fs.ErrExist) {
+			i++
+			continue
+		}
+		if rerr != nil {
+			return "", fmt.Errorf("place %s: %w", dst, err)
+		}
+		f.Close()
+		if err := os.Rename(tmp, dst); err != nil {
+			os.Remove(dst)
+			return "", fmt.Errorf("place %s: %w", dst, err)
+		}
+		tmp = ""
+		return dst, nil
+	}
+	return "", fmt.Errorf("place %s in %s: every name up to (%d) is taken", name, dir, maxUnique-1)
+}
+
+// placeExact puts src's content at dst (a client's <downloadPath>/<guid>): a hard link, or a copy renamed
+// into place, so dst is complete whenever it exists.
+func (m *Mux) placeExact(src, dst string) error {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return err
+	}
+	if err := os.Link(src, dst); err == nil {
+		return nil
+	}
+	tmp, err := m.copyPartial(src, filepath.Dir(dst))
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// copyPartial copies src into a new partial file in dir and returns its path.
+func (m *Mux) copyPartial(src, dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return "", err
+	}
+	defer in.Close()
+	out, err := os.CreateTemp(dir, ".download-*"+PartialSuffix)
+	if err != nil {
+		return "", err
+	}
+	_, err = io.Copy(out, m.stoppable(in))
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(out.Name())
+		return "", fmt.Errorf("copy %s: %w", src, err)
+	}
+	return out.Name(), nil
+}
+
+// errMuxClosed stops a copy or hash when the mux shuts down.
+var errMuxClosed = errors.New("mux shutting down")
+
+// stoppable wraps r so that a long copy ends when the mux closes (Serve waits for the goroutine).
+func (m *Mux) stoppable(r io.Reader) io.Reader {
+	return readerFunc(func(p []byte) (int, error) {
+		m.mu.Lock()
+		closed := m.closed
+		m.mu.Unlock()
+		if closed {
+			return 0, errMuxClosed
+		}
+		return r.Read(p[:min(len(p), 1<<20)])
+	})
+}
+
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
+
+// completedEvent is the owner's "completed": Chrome's event with filePath set to where the owner finds
+// the file (never the mux's incoming folder).
+func completedEvent(ev dlEvent, path string) []byte {
+	b := append([]byte(`{"method":"Browser.downloadProgress","params":{"guid":`), appendJSONString(nil, ev.Params.GUID)...)
+	b = append(b, `,"totalBytes":`...)
+	b = strconv.AppendFloat(b, ev.Params.TotalBytes, 'f', -1, 64)
+	b = append(b, `,"receivedBytes":`...)
+	b = strconv.AppendFloat(b, ev.Params.ReceivedBytes, 'f', -1, 64)
+	b = append(b, `,"state":"completed","filePath":`...)
+	b = appendJSONString(b, path)
+	return append(b, "}}"...)
+}
+
+// canceledEvent is a downloadProgress "canceled" of guid, for a download the mux ended itself.
+func canceledEvent(guid string) []byte {
+	b := append([]byte(`{"method":"Browser.downloadProgress","params":{"guid":`), appendJSONString(nil, guid)...)
+	return append(b, `,"totalBytes":0,"receivedBytes":0,"state":"canceled"}}`...)
+}
+
+// SanitizeName makes a suggested file name safe as one path element: separators, control characters and
+// invalid UTF-8 become "_", leading dots and spaces go (no hidden files, no "." or ".."), and it is cut to
+// MaxNameBytes keeping its extension. An empty result is FallbackName.
+func SanitizeName(s string) string {
+	s = strings.ToValidUTF8(s, "_")
+	s = strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r < 0x20 || r == 0x7f {
+			return '_'
+		}
+		return r
+	}, s)
+	s = strings.TrimLeft(s, ". ")
+	s = strings.TrimRight(s, " ")
+	if s == "" {
+		return FallbackName
+	}
+	return fitName(s, "")
+}
+
+// UniqueName is the i-th candidate for name: name itself, then "stem (i).ext", within MaxNameBytes.
+func UniqueName(name string, i int) string {
+	if i == 0 {
+		return fitName(name, "")
+	}
+	return fitName(name, fmt.Sprintf(" (%d)", i))
+}
+
+// fitName puts suffix between name's stem and extension and cuts the stem (at a rune boundary) so the
+// whole is at most MaxNameBytes. An extension too long to keep is treated as part of the stem.
+func fitName(name, suffix string) string {
+	ext := filepath.Ext(name)
+	if len(ext) > 32 || len(ext) == len(name) {
+		ext = ""
+	}
+	stem := name[:len(name)-len(ext)]
+	room := MaxNameBytes - len(suffix) - len(ext)
+	if len(stem) > room {
+		cut := room
+		for cut > 0 && !utf8.RuneStart(stem[cut]) {
+			cut--
+		}
+		stem = strings.TrimRight(stem[:cut], " ")
+	}
+	if stem == "" {
+		stem = FallbackName
+	}
+	return stem + suffix + ext
+}

@@ -1,0 +1,502 @@
+package mux
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"vibebrowser/integration/testkit"
+)
+
+// downloadsMux is a mux with a DownloadDir in front of fb, and what its Downloaded hook reported.
+type downloadsMux struct {
+	*Mux
+	root string
+	mu   sync.Mutex
+	// mu guards done.
+	done []Download
+}
+
+func startDownloadsMux(t *testing.T, fb *fakeBrowser) *downloadsMux {
+	t.Helper()
+	dm := &downloadsMux{root: t.TempDir()}
+	dm.Mux = startMux(t, fb, Config{DownloadDir: dm.root, Hooks: Hooks{Downloaded: func(d Download) {
+		dm.mu.Lock()
+		dm.done = append(dm.done, d)
+		dm.mu.Unlock()
+	}}})
+	return dm
+}
+
+func (dm *downloadsMux) downloads() []Download {
+	dm.mu.Lock()
+	defer dm.mu.Unlock()
+	return append([]Download(nil), dm.done...)
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("read %s: %v", p, err)
+	}
+	return string(b)
+}
+
+// progress returns the client's downloadProgress events of guid in the given state.
+func progress(c *testClient, guid, state string) []cdpMsg {
+	var out []cdpMsg
+	for _, e := range c.events("Browser.downloadProgress") {
+		var p struct{ GUID, State string }
+		json.Unmarshal(e.Params, &p)
+		if p.GUID == guid && p.State == state {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func TestDownloadBehaviorIsTheMuxs(t *testing.T) {
+	fb := newFakeBrowser(t)
+	dm := startDownloadsMux(t, fb)
+	incoming := filepath.Join(dm.root, IncomingDir)
+	want := `{"behavior":"allowAndName","downloadPath":` + string(appendJSONString(nil, incoming)) + `,"eventsEnabled":true}`
+	testkit.WaitFor(t, 5*time.Second, "the mux's own setDownloadBehavior", func() bool { return len(fb.downloadBehaviors()) == 1 })
+	if got := fb.downloadBehaviors()[0]; got != want {
+		t.Fatalf("setDownloadBehavior on connect = %s; want %s", got, want)
+	}
+	if fi, err := os.Stat(incoming); err != nil || !fi.IsDir() {
+		t.Fatalf("incoming folder %s: %v", incoming, err)
+	}
+	a := newClient(t, dm.Mux, "a")
+	tests := []struct{ name, params string }{
+		{"deny", `{"behavior":"deny"}`},
+		{"allow with a path", `{"behavior":"allow","downloadPath":"/tmp/elsewhere<>","eventsEnabled":true}`},
+		{"default", `{"behavior":"default"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := a.call("Browser.setDownloadBehavior", tt.params, "")
+			if r.Error != nil || string(r.Result) != "{}" {
+				t.Fatalf("setDownloadBehavior(%s) = %s %v; want {}", tt.params, r.Result, r.Error)
+			}
+		})
+	}
+	for _, bad := range []string{`{"behavior":"sometimes"}`, `{"behavior":"allow","downloadPath":"relative/dir"}`} {
+		if r := a.call("Browser.setDownloadBehavior", bad, ""); r.Error == nil || r.Error.Code != codeInvalidParam {
+			t.Errorf("setDownloadBehavior(%s) = %s; want error %d", bad, r.Result, codeInvalidParam)
+		}
+	}
+	page := a.createTarget("about:blank")
+	sess := a.attach(page)
+	if r := a.call("Page.setDownloadBehavior", `{"behavior":"deny"}`, sess); r.Error != nil || string(r.Result) != "{}" || r.SessionID != sess {
+		t.Fatalf("Page.setDownloadBehavior = %s %v on session %q; want {} on %s", r.Result, r.Error, r.SessionID, sess)
+	}
+	if r := a.call("Browser.setDownloadBehavior", `{"behavior":"allow"}`, sess); r.Error != nil || string(r.Result) != "{}" || r.SessionID != sess {
+		t.Fatalf("Browser.setDownloadBehavior on a session = %s %v on session %q; want {} on %s", r.Result, r.Error, r.SessionID, sess)
+	}
+	if n := len(fb.got("Browser.setDownloadBehavior")) + len(fb.got("Page.setDownloadBehavior")); n != 1 {
+		t.Fatalf("browser got %d setDownloadBehavior; want only the mux's own", n)
+	}
+	ctx := result[struct {
+		BrowserContextID string `json:"browserContextId"`
+	}](t, a.call("Target.createBrowserContext", "", ""))
+	testkit.WaitFor(t, 5*time.Second, "setDownloadBehavior for the client's new context", func() bool {
+		return len(fb.downloadBehaviors()) == 2
+	})
+	if got := fb.downloadBehaviors()[1]; !strings.Contains(got, `"browserContextId":"`+ctx.BrowserContextID+`"`) || !strings.Contains(got, `"allowAndName"`) {
+		t.Fatalf("setDownloadBehavior for a new context = %s", got)
+	}
+	fb.drop()
+	testkit.WaitFor(t, 5*time.Second, "setDownloadBehavior again after a reconnect, the client's context too", func() bool {
+		return len(fb.downloadBehaviors()) == 4
+	})
+	if got := fb.downloadBehaviors()[2]; got != want {
+		t.Fatalf("setDownloadBehavior after a reconnect = %s; want %s", got, want)
+	}
+}
+
+func TestDownloadFiledPerOwner(t *testing.T) {
+	fb := newFakeBrowser(t)
+	dm := startDownloadsMux(t, fb)
+	const task1, task2 = "a1b2c3d4-0000-4000-8000-000000000001", "a1b2c3d4-0000-4000-8000-000000000002"
+	t1 := newClient(t, dm.Mux, task1)
+	t2 := newClient(t, dm.Mux, task2+"-w2") // a worker slot files into its task's folder
+	quiet := newClient(t, dm.Mux, "aux")    // asked for no events
+	for _, c := range []*testClient{t1, t2} {
+		c.call("Browser.setDownloadBehavior", `{"behavior":"default","eventsEnabled":true}`, "")
+	}
+	p1, p2, p3 := t1.createTarget("about:blank"), t2.createTarget("about:blank"), quiet.createTarget("about:blank")
+	testkit.WaitFor(t, 5*time.Second, "the mux's behavior in force", func() bool { return len(fb.downloadBehaviors()) == 1 })
+	// Both at once: both partial before either completes.
+	fb.beginDownload(p1, "g1", "report.csv")
+	fb.beginDownload(p2, "g2", "report.csv")
+	fb.beginDownload(p3, "g3", "../../etc/.passwd")
+	fb.completeDownload("g2", "two")
+	fb.completeDownload("g1", "one")
+	fb.completeDownload("g3", "three")
+	testkit.WaitFor(t, 5*time.Second, "three downloads filed", func() bool { return len(dm.downloads()) == 3 })
+	fb.beginDownload(p1, "g4", "report.csv")
+	fb.completeDownload("g4", "four")
+	testkit.WaitFor(t, 5*time.Second, "the fourth filed", func() bool { return len(dm.downloads()) == 4 })
+
+	want := map[string]string{
+		filepath.Join(task1, "report.csv"):      "one",
+		filepath.Join(task1, "report (1).csv"):  "four",
+		filepath.Join(task2, "report.csv"):      "two",
+		filepath.Join("aux", "_.._etc_.passwd"): "three",
+	}
+	files := testkit.Files(dm.root)
+	if len(files) != len(want) {
+		t.Fatalf("files under the downloads folder = %q; want %d files", files, len(want))
+	}
+	for rel, content := range want {
+		if got := readFile(t, filepath.Join(dm.root, rel)); got != content {
+			t.Errorf("%s holds %q; want %q", rel, got, content)
+		}
+	}
+	for _, d := range dm.downloads() {
+		sum := sha256.Sum256([]byte(readFile(t, d.Path)))
+		if d.SHA256 != hex.EncodeToString(sum[:]) || d.Size != int64(len(readFile(t, d.Path))) || d.URL != "http://site.test/"+d.GUID {
+			t.Errorf("Downloaded(%s) = %+v: wrong size, sha256 or URL", d.GUID, d)
+		}
+	}
+	byGUID := map[string]Download{}
+	for _, d := range dm.downloads() {
+		byGUID[d.GUID] = d
+	}
+	if d := byGUID["g2"]; d.ClientID != task2+"-w2" || d.OwnerDir != task2 || d.Name != "report.csv" {
+		t.Errorf("Downloaded(g2) = %+v; want client %s-w2 in folder %s", d, task2, task2)
+	}
+	if d := byGUID["g4"]; d.Name != "report (1).csv" {
+		t.Errorf("Downloaded(g4).Name = %q; want %q", d.Name, "report (1).csv")
+	}
+	for _, c := range []struct {
+		c    *testClient
+		mine string
+	}{{t1, "g1"}, {t2, "g2"}} {
+		if len(c.c.events("Browser.downloadWillBegin")) == 0 || len(progress(c.c, c.mine, "completed")) != 1 {
+			t.Errorf("the owner of %s did not hear it begin and complete", c.mine)
+		}
+		for _, e := range append(c.c.events("Browser.downloadWillBegin"), c.c.events("Browser.downloadProgress")...) {
+			var p struct{ GUID string }
+			json.Unmarshal(e.Params, &p)
+			if p.GUID != c.mine && !(c.c == t1 && p.GUID == "g4") {
+				t.Errorf("a client got an event of download %s, not its own", p.GUID)
+			}
+		}
+	}
+	quiet.call("Browser.getVersion", "", "")
+	if n := len(quiet.events("Browser.downloadWillBegin")) + len(quiet.events("Browser.downloadProgress")); n != 0 {
+		t.Errorf("a client that enabled no download events got %d", n)
+	}
+	var done struct{ FilePath string }
+	json.Unmarshal(progress(t1, "g1", "completed")[0].Params, &done)
+	if done.FilePath != filepath.Join(dm.root, task1, "report.csv") {
+		t.Errorf("completed filePath = %q; want the file in the task's folder", done.FilePath)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(dm.root, IncomingDir)); len(entries) != 0 {
+		t.Errorf("incoming folder still holds %d files", len(entries))
+	}
+}
+
+func TestDownloadClientsOwnPath(t *testing.T) {
+	fb := newFakeBrowser(t)
+	dm := startDownloadsMux(t, fb)
+	pw, bh := newClient(t, dm.Mux, "pw"), newClient(t, dm.Mux, "bh")
+	pwDir, bhDir := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(bhDir, "report.csv"), []byte("theirs"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pw.call("Browser.setDownloadBehavior", `{"behavior":"allowAndName","downloadPath":"`+pwDir+`","eventsEnabled":true}`, "")
+	bh.call("Browser.setDownloadBehavior", `{"behavior":"allow","downloadPath":"`+bhDir+`","eventsEnabled":true}`, "")
+	p1, p2 := pw.createTarget("about:blank"), bh.createTarget("about:blank")
+	testkit.WaitFor(t, 5*time.Second, "the mux's behavior in force", func() bool { return len(fb.downloadBehaviors()) == 1 })
+	fb.beginDownload(p1, "gpw", "report.csv")
+	fb.beginDownload(p2, "gbh", "report.csv")
+	fb.completeDownload("gpw", "pw bytes")
+	fb.completeDownload("gbh", "bh bytes")
+	// The client's copy must exist when it hears "completed": check at the moment it arrives.
+	for _, c := range []struct {
+		c    *testClient
+		guid string
+		path string
+		want string
+	}{{pw, "gpw", filepath.Join(pwDir, "gpw"), "pw bytes"}, {bh, "gbh", filepath.Join(bhDir, "report (1).csv"), "bh bytes"}} {
+		var got string
+		testkit.WaitFor(t, 5*time.Second, "completed at "+c.guid+"'s owner", func() bool {
+			if len(progress(c.c, c.guid, "completed")) == 0 {
+				return false
+			}
+			b, _ := os.ReadFile(c.path)
+			got = string(b)
+			return true
+		})
+		if got != c.want {
+			t.Errorf("%s at completion holds %q; want %q", c.path, got, c.want)
+		}
+		var done struct{ FilePath string }
+		json.Unmarshal(progress(c.c, c.guid, "completed")[0].Params, &done)
+		if done.FilePath != c.path {
+			t.Errorf("completed filePath = %q; want %q", done.FilePath, c.path)
+		}
+	}
+	if got := readFile(t, filepath.Join(bhDir, "report.csv")); got != "theirs" {
+		t.Errorf("the client's own file was overwritten: %q", got)
+	}
+	if got := readFile(t, filepath.Join(dm.root, "pw", "report.csv")); got != "pw bytes" {
+		t.Errorf("the owner folder's copy holds %q", got)
+	}
+}
+
+func TestDownloadDenyAndCancel(t *testing.T) {
+	fb := newFakeBrowser(t)
+	dm := startDownloadsMux(t, fb)
+	no, yes := newClient(t, dm.Mux, "no"), newClient(t, dm.Mux, "yes")
+	no.call("Browser.setDownloadBehavior", `{"behavior":"deny","eventsEnabled":true}`, "")
+	yes.call("Browser.setDownloadBehavior", `{"behavior":"allow","eventsEnabled":true}`, "")
+	pn, py := no.createTarget("about:blank"), yes.createTarget("about:blank")
+	testkit.WaitFor(t, 5*time.Second, "the mux's behavior in force", func() bool { return len(fb.downloadBehaviors()) == 1 })
+	fb.beginDownload(pn, "gno", "a.txt")
+	testkit.WaitFor(t, 5*time.Second, "the denied download canceled at its owner", func() bool { return len(progress(no, "gno", "canceled")) == 1 })
+	if got := fb.got("Browser.cancelDownload"); len(got) != 1 || !strings.Contains(string(got[0].Params), `"gno"`) {
+		t.Fatalf("browser got cancelDownload %v; want one for gno", got)
+	}
+	fb.beginDownload(py, "gyes", "a.txt")
+	fb.beginDownload(py, "gcancel", "b.txt")
+	fb.send(`{"method":"Browser.downloadProgress","params":{"guid":"gcancel","totalBytes":7,"receivedBytes":3,"state":"canceled"}}`)
+	fb.completeDownload("gyes", "kept")
+	testkit.WaitFor(t, 5*time.Second, "completed at the owner", func() bool { return len(progress(yes, "gyes", "completed")) == 1 })
+	if p := string(progress(yes, "gyes", "completed")[0].Params); !strings.Contains(p, `"totalBytes":4,"receivedBytes":4,"state":"completed"`) {
+		t.Errorf("completed as the owner sees it: %s", p)
+	}
+	testkit.WaitFor(t, 5*time.Second, "the allowed download filed", func() bool { return len(dm.downloads()) == 1 })
+	testkit.WaitFor(t, 5*time.Second, "canceled at its owner", func() bool { return len(progress(yes, "gcancel", "canceled")) == 1 })
+	if files := testkit.Files(dm.root); len(files) != 1 || files[0] != filepath.Join("yes", "a.txt") {
+		t.Fatalf("files = %q; want only yes/a.txt (nothing of the denied or canceled ones)", files)
+	}
+	if len(fb.got("Browser.cancelDownload")) != 1 {
+		t.Fatal("the allowed client's downloads were canceled too")
+	}
+	// Denied from a subframe, complete before its frame was found: still nothing for the denying client.
+	fb.addFrame(pn, "DENYFRAME")
+	fb.beginDownload("DENYFRAME", "gsubdeny", "d.txt")
+	fb.completeDownload("gsubdeny", "denied")
+	testkit.WaitFor(t, 10*time.Second, "the denied subframe download canceled at its owner", func() bool {
+		return len(progress(no, "gsubdeny", "canceled")) == 1
+	})
+	if files := testkit.Files(dm.root); len(files) != 1 {
+		t.Fatalf("files = %q; want only yes/a.txt", files)
+	}
+	fb.beginDownload(py, "gown", "c.txt")
+	if r := no.call("Browser.cancelDownload", `{"guid":"gown"}`, ""); r.Error == nil {
+		t.Fatal("a client canceled another client's download")
+	}
+	if r := yes.call("Browser.cancelDownload", `{"guid":"gown"}`, ""); r.Error != nil {
+		t.Fatalf("the owner's cancelDownload = %v", r.Error)
+	}
+	testkit.WaitFor(t, 5*time.Second, "its own download canceled", func() bool { return len(progress(yes, "gown", "canceled")) == 1 })
+	if n := len(fb.got("Browser.cancelDownload")); n != 3 {
+		t.Fatalf("browser got %d cancelDownload; want 3 (two denied and the owner's own)", n)
+	}
+}
+
+func TestDownloadAttribution(t *testing.T) {
+	fb := newFakeBrowser(t)
+	dm := startDownloadsMux(t, fb)
+	a, b := newClient(t, dm.Mux, "a"), newClient(t, dm.Mux, "b")
+	for _, c := range []*testClient{a, b} {
+		c.call("Browser.setDownloadBehavior", `{"behavior":"default","eventsEnabled":true}`, "")
+	}
+	pa := a.createTarget("about:blank")
+	pb := b.createTarget("about:blank")
+	b.attach(pb) // b used its page last: the subframe search looks there first, and must go on to a's
+	popup := fb.addPage("http://site.test/popup", pa)
+	human := fb.addPage("http://site.test/mine", "")
+	fb.addFrame(pa, "SUBFRAME")
+	testkit.WaitFor(t, 5*time.Second, "the popup owned by its opener's owner", func() bool {
+		return slices.Contains(a.targetIDs(), popup)
+	})
+	tests := []struct {
+		name, frame, guid string
+		owner             *testClient
+		dir               string
+	}{
+		{"popup", popup, "gpopup", a, "a"},
+		{"subframe", "SUBFRAME", "gsub", a, "a"},
+		{"tab nobody created", human, "ghuman", nil, UnattributedDir},
+		{"unknown frame", "NOSUCHFRAME", "gnone", nil, UnattributedDir},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fb.beginDownload(tt.frame, tt.guid, tt.guid+".txt")
+			fb.completeDownload(tt.guid, tt.guid)
+			p := filepath.Join(dm.root, tt.dir, tt.guid+".txt")
+			testkit.WaitFor(t, 15*time.Second, tt.guid+" filed", func() bool { _, err := os.Stat(p); return err == nil })
+			if tt.owner != nil {
+				testkit.WaitFor(t, 5*time.Second, "completed at the owner", func() bool { return len(progress(tt.owner, tt.guid, "completed")) == 1 })
+				if len(progress(tt.owner, tt.guid, "inProgress")) == 0 || len(tt.owner.events("Browser.downloadWillBegin")) == 0 {
+					t.Errorf("the owner missed the events held while its frame was looked up")
+				}
+			}
+		})
+	}
+	b.call("Browser.getVersion", "", "")
+	if n := len(b.events("Browser.downloadWillBegin")) + len(b.events("Browser.downloadProgress")); n != 0 {
+		t.Errorf("b got %d events of downloads it did not start", n)
+	}
+	for _, ev := range b.events("Target.attachedToTarget") {
+		if !strings.Contains(string(ev.Params), pb) {
+			t.Errorf("b saw the mux's frame lookup: %s", ev.Params)
+		}
+	}
+}
+
+func TestDownloadWithoutDir(t *testing.T) {
+	fb := newFakeBrowser(t)
+	m := startMux(t, fb, Config{})
+	a := newClient(t, m, "a")
+	a.call("Browser.setDownloadBehavior", `{"behavior":"allow","downloadPath":"/tmp/x","eventsEnabled":true}`, "")
+	if got := fb.downloadBehaviors(); len(got) != 1 || !strings.Contains(got[0], `"/tmp/x"`) {
+		t.Fatalf("without a DownloadDir the client's setDownloadBehavior reaches the browser as sent; got %q", got)
+	}
+	pa := a.createTarget("about:blank")
+	fb.send(`{"method":"Browser.downloadWillBegin","params":{"frameId":"` + pa + `","guid":"g","url":"http://x/f","suggestedFilename":"f"}}`)
+	fb.send(`{"method":"Browser.downloadProgress","params":{"guid":"g","totalBytes":1,"receivedBytes":1,"state":"completed","filePath":"/tmp/x/f"}}`)
+	testkit.WaitFor(t, 5*time.Second, "events at the owner", func() bool { return len(progress(a, "g", "completed")) == 1 })
+}
+
+func TestSanitizeName(t *testing.T) {
+	long := strings.Repeat("é", 150) + ".csv" // 304 bytes
+	tests := []struct{ in, want string }{
+		{"report.csv", "report.csv"},
+		{"a/b\\c.txt", "a_b_c.txt"},
+		{"../../x", "_.._x"},
+		{".hidden", "hidden"},
+		{"...", FallbackName},
+		{"", FallbackName},
+		{"  spaced .txt  ", "spaced .txt"},
+		{"tab\there\x00.bin", "tab_here_.bin"},
+		{"bad\xffutf8", "bad_utf8"},
+		{"报告 2026.xlsx", "报告 2026.xlsx"},
+		{long, strings.Repeat("é", 98) + ".csv"},
+	}
+	for _, tt := range tests {
+		if got := SanitizeName(tt.in); got != tt.want {
+			t.Errorf("SanitizeName(%q) = %q; want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestUniqueName(t *testing.T) {
+	tests := []struct {
+		name string
+		i    int
+		want string
+	}{
+		{"report.csv", 0, "report.csv"},
+		{"report.csv", 1, "report (1).csv"},
+		{"report.csv", 12, "report (12).csv"},
+		{"README", 2, "README (2)"},
+		{"archive.tar.gz", 1, "archive.tar (1).gz"},
+		{strings.Repeat("x", 196) + ".csv", 1, strings.Repeat("x", 192) + " (1).csv"},
+	}
+	for _, tt := range tests {
+		if got := UniqueName(tt.name, tt.i); got != tt.want {
+			t.Errorf("UniqueName(%q, %d) = %q; want %q", tt.name, tt.i, got, tt.want)
+		}
+	}
+}
+
+func FuzzSanitizeName(f *testing.F) {
+	for _, s := range []string{"report.csv", "../x", ".a", "", strings.Repeat("报", 100) + ".txt", "a\x00b", "\xff"} {
+		f.Add(s, 3)
+	}
+	f.Fuzz(func(t *testing.T, s string, i int) {
+		got := SanitizeName(s)
+		check := func(name string) {
+			if name == "" || len(name) > MaxNameBytes || !utf8.ValidString(name) || strings.ContainsAny(name, "/\\\x00") ||
+				strings.HasPrefix(name, ".") || name != filepath.Base(name) {
+				t.Fatalf("unsafe name %q (from %q)", name, s)
+			}
+		}
+		check(got)
+		if again := SanitizeName(got); again != got {
+			t.Fatalf("SanitizeName(%q) = %q, not idempotent (%q)", got, again, s)
+		}
+		if i < 0 {
+			i = -i
+		}
+		check(UniqueName(got, i%maxUnique))
+	})
+}
+
+// TestDownloadCopiesAcrossFileSystems: where a hard link cannot be made (the client's folder on another
+// file system, as /tmp on tmpfs often is), the file is copied under a partial name and renamed, so it is
+// complete whenever it has its final name, and never over an existing file.
+func TestDownloadCopiesAcrossFileSystems(t *testing.T) {
+	other, err := os.MkdirTemp("/dev/shm", "vibe-dl-")
+	if err != nil {
+		t.Skip("no /dev/shm to put a second file system under the test")
+	}
+	t.Cleanup(func() { os.RemoveAll(other) })
+	dir := t.TempDir()
+	var a, b syscall.Stat_t
+	if syscall.Stat(other, &a) != nil || syscall.Stat(dir, &b) != nil || a.Dev == b.Dev {
+		t.Skip("/dev/shm is on the test's own file system")
+	}
+	src := filepath.Join(dir, "src")
+	if err := os.WriteFile(src, []byte("content"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(other, "r.csv"), []byte("theirs"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m := &Mux{}
+	got, err := m.placeUnique(src, other, "r.csv")
+	if err != nil || got != filepath.Join(other, "r (1).csv") {
+		t.Fatalf("placeUnique across file systems = %q, %v; want %s", got, err, filepath.Join(other, "r (1).csv"))
+	}
+	if err := m.placeExact(src, filepath.Join(other, "guid")); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"r.csv": "theirs", "r (1).csv": "content", "guid": "content"} {
+		if b, err := os.ReadFile(filepath.Join(other, name)); err != nil || string(b) != want {
+			t.Errorf("%s holds %q, %v; want %q", name, b, err, want)
+		}
+	}
+	if entries, _ := os.ReadDir(other); len(entries) != 3 {
+		t.Errorf("the client's folder holds %d entries; want 3 (no partial copy left)", len(entries))
+	}
+}
+
+func TestCompletedEvent(t *testing.T) {
+	var ev dlEvent
+	ev.Params.GUID, ev.Params.TotalBytes, ev.Params.ReceivedBytes = "g<1>", 123456789012, 123456789012
+	got := string(completedEvent(ev, "/d/r<1>.csv"))
+	var back struct {
+		Method string
+		Params struct {
+			GUID                      string
+			TotalBytes, ReceivedBytes json.Number
+			State, FilePath           string
+		}
+	}
+	if err := json.Unmarshal([]byte(got), &back); err != nil {
+		t.Fatalf("completedEvent = %s: %v", got, err)
+	}
+	p := back.Params
+	if back.Method != "Browser.downloadProgress" || p.GUID != "g<1>" || p.TotalBytes != "123456789012" ||
+		p.ReceivedBytes != "123456789012" || p.State != "completed" || p.FilePath != "/d/r<1>.csv" {
+		t.Errorf("completedEvent = %s; want Chrome's shape with integer byte counts", got)
+	}
+}

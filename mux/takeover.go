@@ -1,0 +1,154 @@
+package mux
+
+import (
+	"errors"
+	"time"
+)
+
+// Takeover: a person holds a client's tab through a View (SPEC §11). While a tab is held, every command
+// its owner sends on a session of it, and its attach, close and activation, is answered with HeldMessage
+// and nothing reaches the browser; events still flow to the owner, so it sees what the person did. A hold
+// has one holder (an id of the operator's choosing: the UI's viewer), survives its holder's views closing
+// for HoldGrace (a reconnecting viewer takes it up again), and ends on Release or when the tab closes.
+// The tab cap never closes a held tab. Taking a tab over brings it to the front of its window (the one
+// thing a takeover changes for other tabs: the one that was in front goes behind it).
+
+// HeldMessage is the CDP error (code -32000) a client's command on a held tab gets.
+const HeldMessage = "a person is controlling this tab in vibe-browser; wait for them to release it"
+
+// ErrHeldByOther: Hold of a tab another holder holds.
+var ErrHeldByOther = errors.New("mux: this tab is held by another viewer")
+
+// hold is a person's hold of one page, guarded by Mux.mu.
+type hold struct {
+	holder string
+	views  int         // the holder's views of the tab that hold it
+	grace  *time.Timer // runs while views is 0: the hold ends when it fires
+}
+
+// Hold takes the view's tab for holder (or keeps it: a holder's second view, or its view after a
+// reconnect within the grace). It fails with ErrHeldByOther when someone else holds the tab, and with the
+// view's error once the view has ended.
+func (v *View) Hold(holder string) error {
+	m := v.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if v.ended {
+		return v.err
+	}
+	if v.holding {
+		return nil
+	}
+	t := v.sess.target
+	if t.closing || m.targets[t.id] != t {
+		return ErrTargetClosed
+	}
+	h := t.hold
+	if h == nil {
+		h = &hold{holder: holder}
+		t.hold = h
+		// Chrome delivers input to a tab behind another of its window about once in 5 s: the person's tab
+		// comes to the front. (Watching alone never does this; taking over is the person acting.)
+		m.sendInternalLocked("Page.bringToFront", nil, v.sess.id, nil)
+		m.log.Info().Str("target", t.id).Str("owner", ownerID(t)).Msg("tab taken over by a person")
+	} else if h.holder != holder {
+		return ErrHeldByOther
+	}
+	if h.grace != nil {
+		h.grace.Stop()
+		h.grace = nil
+	}
+	h.views++
+	v.holding = true
+	return nil
+}
+
+// Release gives the view's tab back to its owner, if the view holds it.
+func (v *View) Release() {
+	m := v.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if v.holding {
+		v.holding = false
+		m.endHoldLocked(v.sess.target, "released")
+	}
+}
+
+// Holding reports whether the view holds its tab.
+func (v *View) Holding() bool {
+	v.m.mu.Lock()
+	defer v.m.mu.Unlock()
+	return v.holding
+}
+
+// unholdLocked lets go of the view's part in its tab's hold when the view ends: after the holder's last
+// view, the hold lasts HoldGrace more.
+func (v *View) unholdLocked() {
+	if !v.holding {
+		return
+	}
+	v.holding = false
+	m, t := v.m, v.sess.target
+	h := t.hold
+	if h == nil {
+		return
+	}
+	if h.views--; h.views > 0 {
+		return
+	}
+	if m.cfg.HoldGrace == Off || m.closed {
+		m.endHoldLocked(t, "its viewer left")
+		return
+	}
+	h.grace = time.AfterFunc(m.cfg.HoldGrace, func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if t.hold == h && h.views == 0 {
+			m.endHoldLocked(t, "its viewer has been gone for the grace period")
+		}
+	})
+}
+
+// endHoldLocked ends t's hold, whatever views hold it (Release, grace, the tab closing).
+func (m *Mux) endHoldLocked(t *target, why string) {
+	h := t.hold
+	if h == nil {
+		return
+	}
+	if h.grace != nil {
+		h.grace.Stop()
+	}
+	t.hold = nil
+	for _, s := range m.op.sessions {
+		if s.view != nil && s.target == t {
+			s.view.holding = false
+		}
+	}
+	m.log.Info().Str("target", t.id).Str("owner", ownerID(t)).Str("why", why).Msg("tab given back by a person")
+}
+
+// sessionHeld reports whether a command on sess must be refused: a person holds its tab (the session is
+// on the tab or on one of its frames).
+func sessionHeld(sess *session) bool {
+	return sess != nil && sess.root != nil && sess.root.hold != nil
+}
+
+// targetHeld reports whether method on target t must be refused: attaching to, closing or activating a
+// held tab.
+func targetHeld(method string, t *target) bool {
+	if t.hold == nil {
+		return false
+	}
+	switch method {
+	case "Target.attachToTarget", "Target.closeTarget", "Target.activateTarget":
+		return true
+	}
+	return false
+}
+
+func ownerID(t *target) string {
+	if t.owner == nil {
+		return ""
+	}
+	return t.owner.id
+}

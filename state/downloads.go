@@ -1,0 +1,107 @@
+package state
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Download is one finished download (SPEC §12): which browser, task and client it belongs to, and the file.
+type Download struct {
+	ID       int64  // set by the database
+	Key      string // the browser: a store id or WebKey
+	TaskID   string // the task whose client downloaded it; "" for aux, manual, human and the rest
+	ClientID string // the mux client that started it; "" when no client owned its tab
+	OwnerDir string // the folder under downloads/<slug>/ that holds it
+	GUID     string // Chrome's download id
+	URL      string
+	Name     string
+	Path     string
+	Size     int64
+	SHA256   string
+	At       time.Time
+}
+
+// DownloadFilter selects downloads; a zero field matches every value.
+type DownloadFilter struct {
+	Key    string
+	TaskID string
+	Limit  int // only the newest Limit downloads (still listed oldest first); 0: all
+}
+
+// RecordDownload stores d and returns it with its id. d.Key must name the web browser or an existing store.
+func (db *DB) RecordDownload(ctx context.Context, d Download) (Download, error) {
+	if d.OwnerDir == "" || d.Name == "" || d.Path == "" || d.GUID == "" || d.Size < 0 || d.At.IsZero() {
+		return Download{}, fmt.Errorf("record download %q: owner folder, name, path, guid, time and a size >= 0 are required: %w", d.Name, ErrInvalid)
+	}
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		if err := checkKey(ctx, tx, d.Key); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO downloads
+			(browser_key, task_id, client_id, owner_dir, guid, url, name, path, size, sha256, at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			d.Key, d.TaskID, d.ClientID, d.OwnerDir, d.GUID, d.URL, d.Name, d.Path, d.Size, d.SHA256, d.At.UnixNano())
+		if err != nil {
+			return err
+		}
+		d.ID, err = res.LastInsertId()
+		return err
+	})
+	if err != nil {
+		return Download{}, fmt.Errorf("record download %s: %w", d.Path, err)
+	}
+	return d, nil
+}
+
+// ListDownloads returns the downloads f selects, oldest first.
+func (db *DB) ListDownloads(ctx context.Context, f DownloadFilter) ([]Download, error) {
+	var where []string
+	var args []any
+	if f.Key != "" {
+		where, args = append(where, "browser_key = ?"), append(args, f.Key)
+	}
+	if f.TaskID != "" {
+		where, args = append(where, "task_id = ?"), append(args, f.TaskID)
+	}
+	q := `SELECT id, browser_key, task_id, client_id, owner_dir, guid, url, name, path, size, sha256, at FROM downloads`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	if f.Limit > 0 {
+		q = "SELECT * FROM (" + q + " ORDER BY at DESC, id DESC LIMIT ?)"
+		args = append(args, f.Limit)
+	}
+	rows, err := db.sql.QueryContext(ctx, q+" ORDER BY at, id", args...)
+	if err != nil {
+		return nil, fmt.Errorf("list downloads: %w", err)
+	}
+	defer rows.Close()
+	var out []Download
+	for rows.Next() {
+		var d Download
+		var at int64
+		if err := rows.Scan(&d.ID, &d.Key, &d.TaskID, &d.ClientID, &d.OwnerDir, &d.GUID, &d.URL, &d.Name, &d.Path,
+			&d.Size, &d.SHA256, &at); err != nil {
+			return nil, fmt.Errorf("list downloads: %w", err)
+		}
+		d.At = time.Unix(0, at)
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list downloads: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteDownloads forgets the downloads of key filed in ownerDir (its folder was pruned) and returns how
+// many rows went.
+func (db *DB) DeleteDownloads(ctx context.Context, key, ownerDir string) (int64, error) {
+	res, err := db.sql.ExecContext(ctx, "DELETE FROM downloads WHERE browser_key = ? AND owner_dir = ?", key, ownerDir)
+	if err != nil {
+		return 0, fmt.Errorf("delete downloads of %s/%s: %w", key, ownerDir, err)
+	}
+	return res.RowsAffected()
+}
