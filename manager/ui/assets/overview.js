@@ -92,27 +92,19 @@ function renderHandoffs(list) {
   document.title = (list.length ? '(' + list.length + ') ' : '') + 'Overview · vibe-browser';
 }
 
-// answer sends a card's form with fetch: a form's own POST would carry "Origin: null" under the UI's
-// no-referrer policy, which the UI refuses (CSRF), so the request sets the policy same-origin itself. On
-// success the UI redirects to the overview with its confirmation; a refusal is shown in the card.
+// answer sends a card's form (vibePost, forms.js) and shows a refusal in the card itself.
 function answer(e) {
   e.preventDefault();
   const form = e.target;
-  const art = form.closest('.handoff');
-  const error = art.querySelector('.answer-error');
-  const body = new URLSearchParams(new FormData(form, e.submitter)); // before the buttons are disabled
+  const error = form.closest('.handoff').querySelector('.answer-error');
   const buttons = form.querySelectorAll('button');
+  const sent = vibePost(form, e.submitter); // before the buttons are disabled: a disabled one is not sent
   for (const b of buttons) b.disabled = true;
-  fetch(form.action, { method: 'POST', body, credentials: 'same-origin', referrerPolicy: 'same-origin' })
-    .then(async (r) => {
-      if (!r.ok) throw new Error(await r.text());
-      location.assign(r.url);
-    })
-    .catch((err) => {
-      error.textContent = err.message;
-      error.hidden = false;
-      for (const b of buttons) b.disabled = false;
-    });
+  sent.then((url) => location.assign(url), (err) => {
+    error.textContent = err.message;
+    error.hidden = false;
+    for (const b of buttons) b.disabled = false;
+  });
 }
 
 function render(ov) {

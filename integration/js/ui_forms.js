@@ -1,0 +1,38 @@
+// The UI's buttons that change something, pressed in a real browser: usage node ui_forms.js <login url>
+// Commands: "press PATH BUTTON [INPUT TEXT…]" opens PATH, types TEXT into the INPUT selector when given,
+// presses the BUTTON selector and reports where the page ended and what its error banner says.
+'use strict';
+const { command, out, main, launchChromium } = require('./lib');
+
+main(async () => {
+  const [loginURL] = process.argv.slice(2);
+  const origin = new URL(loginURL).origin;
+  const { browser, context } = await launchChromium();
+  const page = await context.newPage();
+  const problems = [];
+  page.on('pageerror', (err) => problems.push(String(err)));
+  const posts = [];
+  page.on('request', (r) => {
+    if (r.method() === 'POST') r.headerValue('origin').then((o) => posts.push(o));
+  });
+  await page.goto(loginURL);
+  out({ event: 'ready' });
+  for (;;) {
+    const [cmd, path, selector, input, ...words] = (await command()).split(' ');
+    if (cmd === 'close') break;
+    if (cmd !== 'press') throw new Error('unknown command ' + cmd);
+    await page.goto(origin + path);
+    if (input) await page.fill(input, words.join(' '));
+    const button = page.locator(selector);
+    // A mark on this document: the next one (the UI's answer may land on the same URL) has none.
+    await page.evaluate(() => { window.pressedHere = true; });
+    await button.click();
+    await page.waitForFunction(() => !window.pressedHere && document.readyState === 'complete' ||
+      [...document.querySelectorAll('.banner.error')].some((b) => !b.hidden), null, { timeout: 15000, polling: 50 });
+    const banner = await page.evaluate(() => [...document.querySelectorAll('.banner.error')]
+      .filter((b) => !b.hidden).map((b) => b.textContent.trim()).join(' '));
+    out({ event: 'pressed', url: page.url(), banner, origins: posts.splice(0), problems: problems.splice(0) });
+  }
+  out({ event: 'closed' });
+  await browser.close();
+});
