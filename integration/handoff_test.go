@@ -125,10 +125,7 @@ func TestHandoffThroughTheWrapper(t *testing.T) {
 	m.cli("store", "add", "Acme Shop")
 	m.mustAgent("--store acme-shop --task "+taskA, "browser-use <<'PY'\nopen "+web.URL+"/orders\nPY")
 
-	var login api.UILogin
-	if err := json.Unmarshal([]byte(m.cli("ui", "--json")), &login); err != nil {
-		t.Fatal(err)
-	}
+	login := uiLogin(t, m)
 	page := startNodeScript(t, "ui_handoff.js", login.URL)
 	page.expect("ready")
 

@@ -3,7 +3,6 @@
 package integration
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -17,10 +16,7 @@ func TestWebUIFormsWorkInARealBrowser(t *testing.T) {
 	m := startManager(t)
 	web := site(t)
 	m.cli("store", "add", "Acme Shop")
-	var login api.UILogin
-	if err := json.Unmarshal([]byte(m.cli("ui", "--json")), &login); err != nil {
-		t.Fatal(err)
-	}
+	login := uiLogin(t, m)
 	page := startNodeScript(t, "ui_forms.js", login.URL)
 	page.expect("ready")
 	own := "http://" + m.uiAddr

@@ -110,10 +110,7 @@ func TestWebUIStoreAndTabPages(t *testing.T) {
 	// composite none for it in time.
 	agent.must("Target.closeTarget", map[string]any{"targetId": dt.TargetID}, "", nil)
 
-	var login api.UILogin
-	if err := json.Unmarshal([]byte(m.cli("ui", "--json")), &login); err != nil {
-		t.Fatal(err)
-	}
+	login := uiLogin(t, m)
 	page := startNodeScript(t, "ui_pages.js", login.URL)
 	page.expect("ready")
 

@@ -53,10 +53,7 @@ func TestWebUITakeover(t *testing.T) {
 	b := dialRaw(t, m.storeWS("acme-shop", taskB))
 	_, sb := b.createPage(site.URL + "/b")
 
-	var login api.UILogin
-	if err := json.Unmarshal([]byte(m.cli("ui", "--json")), &login); err != nil {
-		t.Fatal(err)
-	}
+	login := uiLogin(t, m)
 	page := startNodeScript(t, "ui_pages.js", login.URL)
 	page.expect("ready")
 	page.send("tab /store/acme-shop/tab/" + ta + " 240,200,40")

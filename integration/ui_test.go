@@ -99,16 +99,23 @@ func sameAsStatus(t *testing.T, m *managed, got overviewRows) {
 	}
 }
 
+// uiLogin asks the manager for a one-time login link, as `vibe-browser ui --json` prints it.
+func uiLogin(t *testing.T, m *managed) api.UILogin {
+	t.Helper()
+	var login api.UILogin
+	if err := json.Unmarshal([]byte(m.cli("ui", "--json")), &login); err != nil {
+		t.Fatal(err)
+	}
+	return login
+}
+
 func TestWebUIOverview(t *testing.T) {
 	m := startManager(t)
 	m.cli("store", "add", "Acme Shop")
 	m.cli("store", "add", "Bolt Store")
 	m.cli("browser", "start", "acme-shop")
 	m.cli("task", "set", taskA, "--store", "acme-shop", "--status", "running")
-	var login api.UILogin
-	if err := json.Unmarshal([]byte(m.cli("ui", "--json")), &login); err != nil {
-		t.Fatal(err)
-	}
+	login := uiLogin(t, m)
 	if want := "http://" + m.uiAddr + "/login?code=" + login.Code; login.URL != want {
 		t.Fatalf("ui --json URL %q; want %q", login.URL, want)
 	}
