@@ -53,7 +53,7 @@ func TestSlowClientDoesNotStallOthers(t *testing.T) {
 	slowPage := m.Ownership()["slow"][1]
 	slowWS.WriteMessage(websocket.TextMessage, []byte(`{"id":2,"method":"Target.attachToTarget","params":{"targetId":"`+slowPage+`","flatten":true}}`))
 	var slowSess string
-	testkit.WaitFor(t, 5*time.Second, "slow client's session", func() bool { slowSess = fb.sessionOf(slowPage); return slowSess != "" })
+	testkit.WaitFor(t, 5*time.Second, "slow client's session", func() bool { slowSess = fb.askedSessionOf(slowPage); return slowSess != "" })
 
 	fast := newClient(t, m, "fast")
 	big := `{"method":"Network.dataReceived","params":{"data":"` + strings.Repeat("y", 64<<10) + `"},"sessionId":"` + slowSess + `"}`

@@ -44,6 +44,7 @@ type fakeBrowser struct {
 	autoWait  bool            // its new targets start paused
 	autoTypes map[string]bool // the target types it attaches
 	paused    map[string]bool // sessions whose target waits for runIfWaitingForDebugger
+	asked     map[string]bool // sessions made by a Target.attachToTarget (not by auto-attach)
 	next      int
 	received  []fakeMsg
 	stall     map[string]bool // methods left unanswered
@@ -74,7 +75,7 @@ type fakeMsg struct {
 func newFakeBrowser(t *testing.T) *fakeBrowser {
 	t.Helper()
 	fb := &fakeBrowser{t: t, targets: map[string]*fakeTarget{}, sessions: map[string]string{}, parents: map[string]string{},
-		casting: map[string]bool{}, stall: map[string]bool{}, paused: map[string]bool{}}
+		casting: map[string]bool{}, stall: map[string]bool{}, paused: map[string]bool{}, asked: map[string]bool{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/json/version", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `{"Browser":"FakeChrome/1.0","Protocol-Version":"1.3","User-Agent":"fake","V8-Version":"1","WebKit-Version":"1","webSocketDebuggerUrl":"ws://%s/devtools/browser/fake"}`, r.Host)
@@ -172,6 +173,7 @@ func (fb *fakeBrowser) serveWS(w http.ResponseWriter, r *http.Request) {
 	fb.parents = map[string]string{}
 	fb.casting = map[string]bool{}
 	fb.paused = map[string]bool{}
+	fb.asked = map[string]bool{}
 	fb.auto = false
 	fb.conns++
 	fb.mu.Unlock()
@@ -367,6 +369,7 @@ func (fb *fakeBrowser) handle(b []byte) {
 			return
 		}
 		sid := fb.attachLocked(t, msg.SessionID, false)
+		fb.asked[sid] = true
 		reply(`{"sessionId":"` + sid + `"}`)
 	case "Target.setAutoAttach":
 		if msg.SessionID != "" {
@@ -540,6 +543,7 @@ func (fb *fakeBrowser) detachLocked(sid, tid string) {
 	delete(fb.parents, sid)
 	delete(fb.casting, sid)
 	delete(fb.paused, sid)
+	delete(fb.asked, sid)
 	fb.sendLocked(withFakeSession(`{"method":"Target.detachedFromTarget","params":{"sessionId":"`+sid+`","targetId":"`+tid+`"}}`, parent))
 }
 
@@ -585,6 +589,19 @@ func (fb *fakeBrowser) casts() int {
 }
 
 // sessionOf returns a session the browser has for target id.
+// askedSessionOf returns a session of target tid that a Target.attachToTarget made (a client's, not the
+// mux's short-lived auto-attach), or "".
+func (fb *fakeBrowser) askedSessionOf(tid string) string {
+	fb.mu.Lock()
+	defer fb.mu.Unlock()
+	for sid, t := range fb.sessions {
+		if t == tid && fb.asked[sid] {
+			return sid
+		}
+	}
+	return ""
+}
+
 func (fb *fakeBrowser) sessionOf(tid string) string {
 	fb.mu.Lock()
 	defer fb.mu.Unlock()
