@@ -99,8 +99,10 @@ func startManagerIn(t *testing.T, home string, extra ...string) *managed {
 	bins := builtBinaries(t)
 	// Every manager serves its web UI, so every test starts it and checks its log lines; its port is just
 	// below the test's random registry range, which the registry never hands out (it counts up from the
-	// base), so parallel tests never meet on the default 9399.
-	base := 20000 + rand.IntN(30000)
+	// base), so parallel tests never meet on the default 9399. The range stays below Linux's ephemeral
+	// ports (32768 and up): a restarted manager must find its ports free, not taken by some connection's
+	// local end meanwhile.
+	base := 10000 + rand.IntN(22000)
 	uiAddr := fmt.Sprintf("127.0.0.1:%d", base-1)
 	env := []string{"HOME=" + home, "PATH=/usr/local/bin:/usr/bin:/bin", "VIBE_HOME=" + home,
 		"VIBE_BROWSER_USE=" + bins.fakeBU, "VIBE_SHIM=" + bins.shim, "VIBE_HEADLESS=1",
