@@ -50,7 +50,7 @@ func (m *managed) devtoolsTarget(slug, targetID string) string {
 	return ""
 }
 
-// shootAtBothWidths screenshots the page at 1280 px (kept as testdata/screenshots/<name>.png for the README)
+// shootAtBothWidths screenshots the page at 1280 px (kept by keepScreenshot, for the README)
 // and at a 1024 px laptop width, checking both read without sideways scrolling.
 func shootAtBothWidths(t *testing.T, page *nodeScript, name, what string) {
 	t.Helper()

@@ -254,14 +254,29 @@ func TestWebUIOffAndOpen(t *testing.T) {
 	page.wait()
 }
 
-// keepScreenshot copies a test's screenshot to testdata/screenshots/name, where the README shows it.
+// keepScreenshot keeps a test's screenshot as an artefact that outlives the test, in
+// $TMPDIR/vibe-browser-screenshots/name, and with VIBE_UPDATE_SCREENSHOTS=1 also in
+// testdata/screenshots/name, where the README shows it (an ordinary run changes no tracked file).
 func keepScreenshot(t *testing.T, shot, name string) {
 	t.Helper()
 	png, err := os.ReadFile(shot)
-	if err == nil {
-		err = os.WriteFile(filepath.Join("testdata", "screenshots", name), png, 0o644)
-	}
 	if err != nil {
 		t.Errorf("keep the screenshot %s: %v", name, err)
+		return
+	}
+	dirs := []string{filepath.Join(os.TempDir(), "vibe-browser-screenshots")}
+	if os.Getenv("VIBE_UPDATE_SCREENSHOTS") == "1" {
+		dirs = append(dirs, filepath.Join("testdata", "screenshots"))
+	}
+	for _, dir := range dirs {
+		err := os.MkdirAll(dir, 0o755)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, name), png, 0o644)
+		}
+		if err != nil {
+			t.Errorf("keep the screenshot %s: %v", name, err)
+			continue
+		}
+		t.Logf("screenshot kept: %s", filepath.Join(dir, name))
 	}
 }
