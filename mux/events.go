@@ -15,9 +15,6 @@ type upEvent struct {
 		TargetID           string          `json:"targetId"`
 		SessionID          string          `json:"sessionId"`
 		WaitingForDebugger bool            `json:"waitingForDebugger"`
-		FrameID            string          `json:"frameId"`
-		GUID               string          `json:"guid"`
-		State              string          `json:"state"`
 	} `json:"params"`
 }
 
