@@ -85,7 +85,8 @@ func (m *Mux) letGoLocked(t *target, sid string, waiting bool) {
 // attachFlipHiddenLocked reports whether info, a targetInfoChanged of t, changes nothing but "attached"
 // while that change is the mux's own session coming or going: then it is no event for the owner.
 func (m *Mux) attachFlipHiddenLocked(t *target, info []byte) bool {
-	if !m.autoReplay && !t.awaitAuto && t.lettingGo == 0 || t.info == nil {
+	mine := m.autoReplay || t.awaitAuto || t.lettingGo > 0 // the mux's own session is coming or going
+	if !mine || t.info == nil {
 		return false
 	}
 	return bytes.Equal(withAttached(t.info, false), withAttached(info, false))

@@ -81,6 +81,16 @@ func (v *View) Holding() bool {
 	return v.holding
 }
 
+// HeldBy returns the holder of the view's tab ("" when nobody holds it): this view's holder or another's.
+func (v *View) HeldBy() string {
+	v.m.mu.Lock()
+	defer v.m.mu.Unlock()
+	if v.sess == nil || v.sess.target.hold == nil {
+		return ""
+	}
+	return v.sess.target.hold.holder
+}
+
 // unholdLocked lets go of the view's part in its tab's hold when the view ends: after the holder's last
 // view, the hold lasts HoldGrace more.
 func (v *View) unholdLocked() {

@@ -42,4 +42,18 @@ async function launchChromium() {
   return { browser, context };
 }
 
-module.exports = { command, out, main, launchChromium };
+// watchProblems collects a page's script errors and console errors into problems, for a screenshot's report.
+function watchProblems(page, problems) {
+  page.on('console', (msg) => { if (msg.type() === 'error') problems.push(msg.text()); });
+  page.on('pageerror', (err) => problems.push(String(err)));
+}
+
+// shoot screenshots the whole page to path and reports its scroll width (wider than the window: it needs
+// sideways scrolling) and the problems seen so far.
+async function shoot(page, path, problems) {
+  await page.screenshot({ path, fullPage: true });
+  const scrollWidth = await page.evaluate(() => document.documentElement.scrollWidth);
+  return { scrollWidth, problems: problems.slice() };
+}
+
+module.exports = { command, out, main, launchChromium, watchProblems, shoot };

@@ -2,7 +2,7 @@
 // Logs in, waits on command for a handoff to appear on the live overview, reports its card, takes
 // screenshots, and answers it: a note typed while the page keeps updating, then Done or Can't help.
 'use strict';
-const { command, out, main, launchChromium } = require('./lib');
+const { command, out, main, launchChromium, watchProblems, shoot } = require('./lib');
 
 // card reads a handoff's card as the person sees it.
 async function card(page, id) {
@@ -30,8 +30,7 @@ main(async () => {
   const { browser, context } = await launchChromium();
   const page = await context.newPage();
   const problems = [];
-  page.on('console', (msg) => { if (msg.type() === 'error') problems.push(msg.text()); });
-  page.on('pageerror', (err) => problems.push(String(err)));
+  watchProblems(page, problems);
   const resp = await page.goto(loginURL);
   await page.waitForSelector('#live.ok', { timeout: 10000 });
   out({ event: 'ready', status: resp.status(), url: page.url() });
@@ -51,9 +50,7 @@ main(async () => {
       continue;
     }
     if (cmd === 'shot') {
-      await page.screenshot({ path: rest[0], fullPage: true });
-      const width = await page.evaluate(() => document.documentElement.scrollWidth);
-      out({ event: 'shot', scrollWidth: width, problems: problems.slice() });
+      out({ event: 'shot', ...(await shoot(page, rest[0], problems)) });
       continue;
     }
     if (cmd === 'viewport') {

@@ -2,7 +2,7 @@
 // Logs in with the one-time URL, reports what the overview lists, waits for live changes on command and
 // checks that a reused code and a missing cookie are refused.
 'use strict';
-const { command, out, main, launchChromium } = require('./lib');
+const { command, out, main, launchChromium, watchProblems, shoot } = require('./lib');
 
 // rows reads the overview's tables as the person sees them.
 async function rows(page) {
@@ -32,8 +32,7 @@ main(async () => {
   const { browser, context } = await launchChromium();
   const page = await context.newPage();
   const problems = [];
-  page.on('console', (msg) => { if (msg.type() === 'error') problems.push(msg.text()); });
-  page.on('pageerror', (err) => problems.push(String(err)));
+  watchProblems(page, problems);
   const resp = await page.goto(loginURL);
   await page.waitForSelector('#live.ok', { timeout: 10000 });
   out({ event: 'ready', status: resp.status(), url: page.url(), ...(await rows(page)) });
@@ -60,9 +59,7 @@ main(async () => {
       continue;
     }
     if (cmd === 'screenshot') {
-      await page.screenshot({ path: rest[0], fullPage: true });
-      const width = await page.evaluate(() => document.documentElement.scrollWidth);
-      out({ event: 'screenshot', scrollWidth: width, problems: problems.slice() });
+      out({ event: 'screenshot', ...(await shoot(page, rest[0], problems)) });
       continue;
     }
     if (cmd === 'viewport') {

@@ -3,7 +3,7 @@
 // viewers PATH N, hold, release, leave, close-tab, close. Colours are read off the pixels the page shows (drawn into a canvas),
 // never off the DOM.
 'use strict';
-const { command, out, main, launchChromium } = require('./lib');
+const { command, out, main, launchChromium, watchProblems, shoot } = require('./lib');
 
 // colourOf draws an <img> into a canvas and returns the colour at (fx, fy), fractions of its size.
 function colourOf(page, selector, fx, fy) {
@@ -38,10 +38,7 @@ main(async () => {
   const { browser, context } = await launchChromium();
   let page = await context.newPage();
   const problems = [];
-  const watch = (p) => {
-    p.on('console', (msg) => { if (msg.type() === 'error') problems.push(msg.text()); });
-    p.on('pageerror', (err) => problems.push(String(err)));
-  };
+  const watch = (p) => watchProblems(p, problems);
   watch(page);
   const resp = await page.goto(loginURL);
   out({ event: 'ready', status: resp.status(), url: page.url() });
@@ -149,9 +146,7 @@ main(async () => {
     }
     if (cmd === 'shot') {
       await page.waitForTimeout(800); // a frame or two after the last input
-      await page.screenshot({ path: rest[0], fullPage: true });
-      const width = await page.evaluate(() => document.documentElement.scrollWidth);
-      out({ event: 'shot', scrollWidth: width, problems: problems.slice() });
+      out({ event: 'shot', ...(await shoot(page, rest[0], problems)) });
       continue;
     }
     if (cmd === 'viewport') {

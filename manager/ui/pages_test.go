@@ -104,6 +104,7 @@ type fakeView struct {
 	mu      sync.Mutex // mu guards the fields below
 	calls   []string
 	holding bool
+	holder  string
 	closed  bool
 	done    chan struct{}
 }
@@ -156,13 +157,21 @@ func (v *fakeView) Hold(holder string) error {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.holding = true
+	v.holding, v.holder = true, holder
 	return nil
 }
 func (v *fakeView) Release() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.holding = false
+}
+func (v *fakeView) HeldBy() string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.holding {
+		return v.holder
+	}
+	return v.heldBy
 }
 func (v *fakeView) Holding() bool {
 	v.mu.Lock()

@@ -340,15 +340,14 @@ func (s *Server) writeView(ctx context.Context, conn *websocket.Conn, br Browser
 		ictx, done := context.WithTimeout(ctx, inputWait)
 		title, u, err := br.PageInfo(ictx, id)
 		done()
-		t, listed := findTab(br, id)
 		if err == nil {
 			next.URL, next.Title = u, title
-		} else if listed {
+		} else if t, ok := findTab(br, id); ok {
 			next.URL, next.Title = t.URL, t.Title
 		}
-		next.Hold = holdState(t.HeldBy, holder)
-		if view.Holding() { // the list may be a moment older than the view's own word
-			next.Hold = "you"
+		next.Hold = holdState(view.HeldBy(), holder)
+		if next.Hold == "you" && !view.Holding() {
+			next.Hold = "other" // this person's other page holds it: input goes there, not here
 		}
 		if next == meta {
 			return true

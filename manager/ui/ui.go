@@ -78,10 +78,11 @@ type View interface {
 	Forward(ctx context.Context) error
 	Reload(ctx context.Context) error
 	// Hold takes the tab over for holder (mux.ErrHeldByOther when another viewer has it); Release gives
-	// it back; Holding reports whether this view holds it.
+	// it back; Holding reports whether this view holds it, HeldBy who holds the tab ("": nobody).
 	Hold(holder string) error
 	Release()
 	Holding() bool
+	HeldBy() string
 	Close() error
 }
 
