@@ -639,10 +639,16 @@ func TestMuxKillBrowserAndRelaunch(t *testing.T) {
 
 	pending := make(chan error, 1)
 	go func() {
-		_, err := a.evaluate(sa, "new Promise(() => {})") // never answers on its own
+		_, err := a.evaluate(sa, "document.title = 'in flight'; new Promise(() => {})") // never answers on its own
 		pending <- err
 	}()
-	testkit.WaitFor(t, 10*time.Second, "call in flight", func() bool { return m.Stats().Pending > 0 })
+	// The mux's own requests count in Stats().Pending too, so ask Chromium whether the call has reached it.
+	testkit.WaitFor(t, 10*time.Second, "call in flight in Chromium", func() bool {
+		_, body := httpGet(t, chr.HTTP+"/json/list")
+		var targets []chromiumTarget
+		json.Unmarshal([]byte(body), &targets)
+		return slices.ContainsFunc(targets, func(tg chromiumTarget) bool { return tg.Title == "in flight" })
+	})
 	chr.Kill()
 	select {
 	case err := <-pending:
