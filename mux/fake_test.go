@@ -39,6 +39,8 @@ type fakeBrowser struct {
 	parents   map[string]string // session -> the session it was attached from ("" for the root)
 	casting   map[string]bool   // sessions with a screencast on
 	frames    int               // screencast frames sent
+	still     bool              // the page does not change: every frame repeats the last image
+	image     int               // the number in the last frame's image
 	discover  bool
 	auto      bool            // browser-level auto-attach on (Target.setAutoAttach)
 	autoWait  bool            // its new targets start paused
@@ -573,12 +575,23 @@ func (fb *fakeBrowser) frame() int {
 	return fb.frames
 }
 
-// frameLocked sends frame number fb.frames+1 on sid; its JPEG is the text "frame-N".
+// frameLocked sends frame number fb.frames+1 on sid; its JPEG is the text "frame-N", or the last frame's
+// while the page is still.
 func (fb *fakeBrowser) frameLocked(sid string) {
 	fb.frames++
 	n := fb.frames
-	data := base64.StdEncoding.EncodeToString([]byte(fmt.Sprintf("frame-%d", n)))
+	if !fb.still {
+		fb.image = n
+	}
+	data := base64.StdEncoding.EncodeToString([]byte(fmt.Sprintf("frame-%d", fb.image)))
 	fb.sendLocked(fmt.Sprintf(`{"method":"Page.screencastFrame","params":{"data":%q,"metadata":{"offsetTop":0,"pageScaleFactor":1,"deviceWidth":800,"deviceHeight":600,"scrollOffsetX":0,"scrollOffsetY":0,"timestamp":1700000000.5},"sessionId":%d},"sessionId":%q}`, data, n, sid))
+}
+
+// setStill makes the page stop changing (every frame repeats the last image) or change again.
+func (fb *fakeBrowser) setStill(still bool) {
+	fb.mu.Lock()
+	defer fb.mu.Unlock()
+	fb.still = still
 }
 
 // casts returns the sessions with a screencast on.

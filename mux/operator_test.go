@@ -519,30 +519,64 @@ func TestViewMaxFPS(t *testing.T) {
 	c := newClient(t, m, "agent")
 	page := c.createTarget("https://fast.example/")
 	const fps = 10
+	const gap = time.Second / fps
 	v, err := m.View(ctx, page, ViewOptions{MaxFPS: fps})
 	if err != nil {
 		t.Fatalf("View: %v", err)
 	}
 	defer v.Close()
-	acks := func() int { return len(fb.got("Page.screencastFrameAck")) }
-	if _, err := v.Next(ctx); err != nil {
-		t.Fatalf("Next: %v", err)
-	}
-	testkit.WaitFor(t, 5*time.Second, "first ack", func() bool { return acks() == 1 })
-	first := time.Now()
-	for range 2 { // two frames taken at once (Chrome keeps two in flight): their acks still come a gap apart
-		fb.frame()
-		if _, err := v.Next(ctx); err != nil {
-			t.Fatalf("Next: %v", err)
+	count := func(method string) int { return len(fb.got(method)) }
+	next := func(want string) time.Time {
+		t.Helper()
+		f, err := v.Next(ctx)
+		if err != nil || string(f.JPEG) != want {
+			t.Fatalf("Next = %q, %v; want %s", f.JPEG, err, want)
 		}
+		return time.Now()
 	}
-	testkit.WaitFor(t, 5*time.Second, "second ack", func() bool { return acks() == 2 })
-	second := time.Now()
-	if d := second.Sub(first); d < time.Second/fps-10*time.Millisecond {
-		t.Errorf("second ack %v after the first; want at least %v (MaxFPS %d)", d, time.Second/fps, fps)
+	last := next("frame-1") // the screencast's first frame
+	testkit.WaitFor(t, 5*time.Second, "first frame acknowledged", func() bool { return count("Page.screencastFrameAck") == 1 })
+
+	// The page repaints before the viewer may take the next frame: the screencast stops, so Chrome
+	// captures nothing more, and the frame is handed out a gap after the first.
+	fb.frame()
+	testkit.WaitFor(t, 5*time.Second, "screencast stopped on an early frame", func() bool { return fb.casts() == 0 })
+	at := next("frame-2")
+	if d := at.Sub(last); d < gap-5*time.Millisecond {
+		t.Errorf("second frame handed out %v after the first; want at least %v (MaxFPS %d)", d, gap, fps)
 	}
-	testkit.WaitFor(t, 5*time.Second, "third ack", func() bool { return acks() == 3 })
-	if d := time.Since(first); d < 2*time.Second/fps-10*time.Millisecond {
-		t.Errorf("third ack %v after the first; want at least %v (MaxFPS %d)", d, 2*time.Second/fps, fps)
+	last = at
+
+	// Taking it starts the screencast again, shortly before the next frame is due; its fresh frame
+	// differs (the page is busy), so the screencast stops again at once and nothing is acknowledged.
+	testkit.WaitFor(t, 5*time.Second, "screencast started again", func() bool { return count("Page.startScreencast") == 2 })
+	testkit.WaitFor(t, 5*time.Second, "stopped after its one fresh frame", func() bool {
+		return count("Page.stopScreencast") == 2 && fb.casts() == 0
+	})
+	at = next("frame-3")
+	if d := at.Sub(last); d < gap-5*time.Millisecond {
+		t.Errorf("third frame handed out %v after the second; want at least %v", d, gap)
+	}
+	if n := count("Page.screencastFrameAck"); n != 1 {
+		t.Errorf("%d acks while the page was busy; want only the first frame's", n)
+	}
+
+	// The page goes still: the next restart's frame equals the last one, so the screencast stays on (it
+	// costs nothing until the page changes) and the frame is acknowledged.
+	fb.setStill(true)
+	next("frame-3")
+	testkit.WaitFor(t, 5*time.Second, "a still page's frame acknowledged", func() bool { return count("Page.screencastFrameAck") == 2 })
+	if fb.casts() != 1 || count("Page.startScreencast") != 3 || count("Page.stopScreencast") != 2 {
+		t.Errorf("still page: %d casts on, %d starts, %d stops; want the screencast left on (1, 3, 2)",
+			fb.casts(), count("Page.startScreencast"), count("Page.stopScreencast"))
+	}
+
+	// A viewer that takes nothing while the page is busy costs one frame, not a loop of restarts.
+	fb.setStill(false)
+	fb.frame()
+	testkit.WaitFor(t, 5*time.Second, "stopped on the early frame", func() bool { return fb.casts() == 0 && pendingFrame(v) != "" })
+	time.Sleep(3 * gap)
+	if n := count("Page.startScreencast"); n != 3 {
+		t.Errorf("%d screencast starts while the viewer took nothing; want still 3", n)
 	}
 }

@@ -13,6 +13,14 @@ import (
 // A View is the operator watching one page live (Page.startScreencast on its own operator session) and,
 // where the UI allows it, driving it: input, navigation, history. Frames are acknowledged only when the
 // viewer takes one, so a slow viewer slows the screencast down instead of building a backlog.
+//
+// Pacing (MaxFPS). Chrome's screencast captures the page at its own rate (about 30 frames a second) while
+// the page changes, whether frames are acknowledged or not, and that capture is most of what a viewer costs
+// the agents sharing the machine: measured on the bench, the same at 1, 3 or 10 frames a second taken, and
+// at 320 or 1024 pixels wide. So a paced view does not hold acknowledgements back: when a frame comes
+// sooner than the viewer may take it, the page is busy, and the view stops the screencast until the next
+// frame is due, then starts it again, which captures one fresh frame. A page that stays still keeps its
+// screencast on, which costs nothing until it changes; a restart's frame equal to the one before says so.
 
 // ViewOptions configures a View's screencast. Zero values are Chrome's defaults, except Quality (60).
 type ViewOptions struct {
@@ -22,9 +30,10 @@ type ViewOptions struct {
 	MaxWidth, MaxHeight int
 	// EveryNthFrame sends one compositor frame in n.
 	EveryNthFrame int
-	// MaxFPS bounds the frame rate (0: as fast as the viewer takes frames): a frame is acknowledged no
-	// sooner than 1/MaxFPS after the previous one. Chrome encodes every frame on the machine the agents
-	// share, so a viewer that needs no more should say so.
+	// MaxFPS bounds the frame rate (0: as fast as the viewer takes frames): Next hands out a frame no
+	// sooner than 1/MaxFPS after the previous one, and the screencast of a busy page is stopped between
+	// them (see Pacing above). Chrome captures on the machine the agents share, so a viewer that needs no
+	// more should say so.
 	MaxFPS int
 }
 
@@ -57,9 +66,13 @@ type View struct {
 	ended   bool
 	err     error
 	stop    func() bool // the context.AfterFunc that closes the view
+	params  map[string]any
 	gap     time.Duration
-	due     time.Time   // the earliest time for the next acknowledgement (MaxFPS)
-	ackT    *time.Timer // the last deferred acknowledgement
+	due     time.Time   // the earliest time Next may hand out the next frame (MaxFPS)
+	casting bool        // the screencast is on (a paced view stops it between frames of a busy page)
+	fresh   bool        // the screencast was started again and its first frame has not come yet
+	lastImg []byte      // the newest frame's image, to tell a still page from a busy one
+	castT   *time.Timer // the pending restart
 
 	mu sync.Mutex
 	// mu guards the field below; taken under Mux.mu by the upstream reader, never the other way round.
@@ -70,14 +83,6 @@ type View struct {
 // Close. While a view of a human tab is open, the human client counts as connected (its tabs are kept).
 // Watching changes nothing the tab's owner can observe: no activation, focus, viewport or emulation.
 func (m *Mux) View(ctx context.Context, targetID string, opt ViewOptions) (*View, error) {
-	v := &View{m: m, target: targetID, ready: make(chan struct{}, 1), done: make(chan struct{})}
-	if opt.MaxFPS > 0 {
-		v.gap = time.Second / time.Duration(opt.MaxFPS)
-	}
-	s, err := m.opAttach(ctx, targetID, v)
-	if err != nil {
-		return nil, err
-	}
 	p := map[string]any{"format": "jpeg", "quality": opt.Quality}
 	if opt.Quality <= 0 || opt.Quality > 100 {
 		p["quality"] = 60
@@ -90,6 +95,14 @@ func (m *Mux) View(ctx context.Context, targetID string, opt ViewOptions) (*View
 	}
 	if opt.EveryNthFrame > 0 {
 		p["everyNthFrame"] = opt.EveryNthFrame
+	}
+	v := &View{m: m, target: targetID, ready: make(chan struct{}, 1), done: make(chan struct{}), params: p, casting: true}
+	if opt.MaxFPS > 0 {
+		v.gap = time.Second / time.Duration(opt.MaxFPS)
+	}
+	s, err := m.opAttach(ctx, targetID, v)
+	if err != nil {
+		return nil, err
 	}
 	// Page events on this session only (no effect on the page or its owner's sessions): navigations
 	// say when a hidden tab needs rendering again (nudgeLocked).
@@ -150,8 +163,8 @@ func (v *View) endLocked(err error) {
 	v.ended, v.err = true, err
 	m.op.views--
 	v.unholdLocked()
-	if v.ackT != nil {
-		v.ackT.Stop()
+	if v.castT != nil {
+		v.castT.Stop()
 	}
 	if cl := v.human; cl != nil {
 		cl.viewers--
@@ -187,7 +200,7 @@ func (v *View) eventLocked(method string, b []byte) {
 }
 
 // offerLocked hands the view a frame event from the upstream reader: the newest replaces one not taken
-// (it is never acknowledged, so Chrome keeps at most one frame in flight for this view). The reader
+// (it is never acknowledged, so Chrome keeps at most two frames in flight for this view). The reader
 // only swaps a slice here; decoding and the ack are the viewer's work, in Next.
 func (v *View) offerLocked(b []byte) {
 	v.mu.Lock()
@@ -197,16 +210,77 @@ func (v *View) offerLocked(b []byte) {
 	case v.ready <- struct{}{}:
 	default:
 	}
+	if v.gap > 0 && v.casting {
+		v.paceLocked(b)
+	}
+}
+
+// restartLead is how long before a frame is due a stopped screencast starts again: about the time Chrome
+// takes to capture and send the first frame of a screencast (20–25 ms measured here).
+const restartLead = 25 * time.Millisecond
+
+// paceLocked stops the screencast of a busy page after a frame (see Pacing): one that came before the
+// viewer may take it, or a restart's first frame that differs from the one before. Next starts it again.
+func (v *View) paceLocked(b []byte) {
+	img := frameImage(b)
+	fresh, still := v.fresh, bytes.Equal(img, v.lastImg)
+	v.fresh, v.lastImg = false, img
+	if fresh && still || !fresh && !time.Now().Before(v.due) {
+		return
+	}
+	v.m.sendInternalLocked("Page.stopScreencast", nil, v.sess.id, nil)
+	v.casting = false
+}
+
+// restartLocked starts the stopped screencast of a paced view again.
+func (v *View) restartLocked() {
+	v.castT = nil
+	if v.ended || v.casting {
+		return
+	}
+	params, _ := json.Marshal(v.params)
+	v.m.sendInternalLocked("Page.startScreencast", params, v.sess.id, nil)
+	v.casting, v.fresh = true, true
+}
+
+// frameImage returns the base64 image of a Page.screencastFrame event, without decoding the event.
+func frameImage(b []byte) []byte {
+	const key = `"data":"`
+	i := bytes.Index(b, []byte(key))
+	if i < 0 {
+		return nil
+	}
+	img := b[i+len(key):]
+	if j := bytes.IndexByte(img, '"'); j >= 0 {
+		return img[:j]
+	}
+	return nil
 }
 
 // Next waits for the next frame and takes it; taking it acknowledges it, which lets Chrome send the next.
-// It returns the view's error once the view has ended, or ctx's.
+// With MaxFPS it waits until 1/MaxFPS after the previous frame and takes the newest. It returns the view's
+// error once the view has ended, or ctx's.
 func (v *View) Next(ctx context.Context) (Frame, error) {
 	for {
 		select {
 		case <-v.done:
 			return Frame{}, v.Err()
 		default:
+		}
+		v.m.mu.Lock()
+		wait := time.Until(v.due)
+		v.m.mu.Unlock()
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-v.done:
+				t.Stop()
+				return Frame{}, v.Err()
+			case <-ctx.Done():
+				t.Stop()
+				return Frame{}, ctx.Err()
+			}
 		}
 		v.mu.Lock()
 		b := v.next
@@ -245,24 +319,17 @@ func (v *View) take(b []byte) (Frame, error) {
 	m := v.m
 	m.mu.Lock()
 	if !v.ended {
-		// Acknowledged even when unreadable, or Chrome would stop sending frames.
-		ack := []byte(fmt.Sprintf(`{"sessionId":%d}`, ev.Params.SessionID))
-		// Acks are spaced by the gap one after another: Chrome keeps two frames in flight, so gating
-		// each ack on the previous one alone would let two through per gap.
-		now := time.Now()
-		at := now
-		if v.due.After(now) {
-			at = v.due
-		}
-		v.due = at.Add(v.gap)
-		if wait := at.Sub(now); wait > 0 {
-			v.ackT = time.AfterFunc(wait, func() {
+		v.due = time.Now().Add(v.gap)
+		switch {
+		case v.casting:
+			// Acknowledged even when unreadable, or Chrome would stop sending frames.
+			v.m.sendInternalLocked("Page.screencastFrameAck", []byte(fmt.Sprintf(`{"sessionId":%d}`, ev.Params.SessionID)), v.sess.id, nil)
+		case v.castT == nil:
+			v.castT = time.AfterFunc(max(0, v.gap-min(restartLead, v.gap/2)), func() {
 				m.mu.Lock()
-				v.ackLocked(ack)
+				v.restartLocked()
 				m.mu.Unlock()
 			})
-		} else {
-			v.ackLocked(ack)
 		}
 	}
 	m.mu.Unlock()
@@ -277,13 +344,6 @@ func (v *View) take(b []byte) (Frame, error) {
 		f.Timestamp = time.Unix(int64(sec), int64(frac*1e9))
 	}
 	return f, nil
-}
-
-func (v *View) ackLocked(params []byte) {
-	if v.ended {
-		return
-	}
-	v.m.sendInternalLocked("Page.screencastFrameAck", params, v.sess.id, nil)
 }
 
 // Close stops the screencast and detaches the view's session. It never waits on the browser and may be

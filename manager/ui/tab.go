@@ -21,9 +21,9 @@ import (
 // while this viewer has taken it over ("hold" / "release").
 
 // LiveView is what a live view asks of Chrome's screencast, at most: a viewer costs the agents that share the
-// browser a screencast (the JPEG encoding is Chrome's, on their cores), so SPEC §8's budget for a person
-// watching (≤ 10% of the agents' throughput, ≤ 1.25× their p99) decides it; `task bench` measures it with
-// these options. A viewer narrower than MaxWidth asks for its own width.
+// browser Chrome's captures, on their cores (MaxFPS is what bounds them: see mux.View's pacing), so SPEC §8's
+// budget for a person watching (≤ 10% of the agents' throughput, ≤ 1.25× their p99) decides it; `task bench`
+// measures it with these options. A viewer narrower than MaxWidth asks for its own width.
 var LiveView = mux.ViewOptions{MaxFPS: 10, MaxWidth: 1024, Quality: 50}
 
 const (
