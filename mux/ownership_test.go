@@ -184,6 +184,56 @@ func TestGrace(t *testing.T) {
 	})
 }
 
+// TestOwnershipHookSettles: the hook gets one snapshot per burst of changes, ownershipSettle after it, and
+// none for a burst that changes nothing (a tab opened and closed at once), so an agent call costs no write.
+func TestOwnershipHookSettles(t *testing.T) {
+	fb := newFakeBrowser(t)
+	var mu sync.Mutex
+	var got []map[string][]string
+	m := startMux(t, fb, Config{Hooks: Hooks{OwnershipChanged: func(o map[string][]string) {
+		mu.Lock()
+		got = append(got, o)
+		mu.Unlock()
+	}}})
+	calls := func() []map[string][]string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(got)
+	}
+	c := newClient(t, m, "s")
+	time.Sleep(2 * ownershipSettle) // the connect's snapshot passed
+	before := len(calls())
+	began := time.Now()
+	t1 := c.createTarget("about:blank")
+	t2 := c.createTarget("about:blank")
+	testkit.WaitFor(t, 5*time.Second, "ownership passed", func() bool { return len(calls()) > before })
+	if d := time.Since(began); d < ownershipSettle {
+		t.Errorf("snapshot passed %v after the first change; want no sooner than %v", d, ownershipSettle)
+	}
+	time.Sleep(2 * ownershipSettle)
+	g := calls()[before:]
+	if len(g) != 1 || !slices.Contains(g[0]["s"], t1) || !slices.Contains(g[0]["s"], t2) {
+		t.Fatalf("hook got %v; want one snapshot with both tabs %s %s", g, t1, t2)
+	}
+
+	// A tab opened and closed within the settle time changes nothing to persist.
+	t3 := c.createTarget("about:blank")
+	if r := c.call("Target.closeTarget", `{"targetId":"`+t3+`"}`, ""); r.Error != nil {
+		t.Fatalf("closeTarget: %+v", r.Error)
+	}
+	time.Sleep(3 * ownershipSettle)
+	if g := calls()[before:]; len(g) != 1 {
+		t.Fatalf("hook got %d snapshots after a tab came and went; want still 1: %v", len(g), g)
+	}
+	if r := c.call("Target.closeTarget", `{"targetId":"`+t1+`"}`, ""); r.Error != nil {
+		t.Fatalf("closeTarget: %+v", r.Error)
+	}
+	testkit.WaitFor(t, 5*time.Second, "the close passed", func() bool {
+		g := calls()[before:]
+		return len(g) == 2 && !slices.Contains(g[1]["s"], t1) && slices.Contains(g[1]["s"], t2)
+	})
+}
+
 // TestNoGrace checks Grace: Off (the manager's VIBE_MUX_GRACE_S=0): a disconnected client's tabs close at
 // once, and so do those of an adopted client that is not connected when the browser is.
 func TestNoGrace(t *testing.T) {
