@@ -15,6 +15,13 @@ import (
 
 const callRuns = 200
 
+// callSettle is the pause before each call: a call ends by closing its tab, and Chromium spends the next
+// tens of milliseconds tearing the tab's renderer down, on the same 2 cores. Without the pause the run that
+// follows a call pays for it: the fake CLI took 12.8 ms instead of 5 ms to start right after one, so the
+// variants after a call (the relay's, the mux's, the shim's without a call) were charged for the
+// variant before them, and the direct call, which follows two calls that open no tab, was not.
+const callSettle = 75 * time.Millisecond
+
 // benchCall is SPEC §8's whole agent call: the fake CLI connects, creates a tab, attaches and evaluates
 // (FAKEBU_CALL), through the generated wrapper and the mux of a real manager, against the same fake CLI with
 // BU_CDP_WS straight at the same Chromium and at a plain relay in front of it, interleaved in one run. The
@@ -65,7 +72,7 @@ func benchCall(ctx context.Context, env *benchEnv) ([]Row, error) {
 		{"agent call, BU_CDP_WS at a plain relay", env.fakeBU, with("FAKEBU_CALL=1", "BU_CDP_WS="+relayURL)},
 		{"agent call through the wrapper and the mux", wrapped, with("FAKEBU_CALL=1", task)},
 	}
-	samples, err := interleave(ctx, variants, callRuns, 10)
+	samples, err := interleave(ctx, variants, callRuns, 10, callSettle)
 	if err != nil {
 		return nil, err
 	}

@@ -93,7 +93,7 @@ func benchShim(ctx context.Context, env *benchEnv) ([]Row, error) {
 		{"floor: /bin/true", trueBin, baseEnv},
 		{"floor: an empty Go program", emptyGo, baseEnv},
 	}
-	samples, err := interleave(ctx, variants, shimRuns, 10)
+	samples, err := interleave(ctx, variants, shimRuns, 10, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -125,14 +125,17 @@ type variant struct {
 }
 
 // interleave runs each variant once per round, warm uncounted rounds first, then runs counted ones, so that
-// drift on a shared machine hits every variant alike; it returns each variant's wall times, in order.
-func interleave(ctx context.Context, variants []variant, runs, warm int) ([][]time.Duration, error) {
+// drift on a shared machine hits every variant alike; it returns each variant's wall times, in order. Each
+// run starts settle after the one before ended, so that what a run leaves working (a browser tearing down
+// the tab a call closed) is not timed as part of the next.
+func interleave(ctx context.Context, variants []variant, runs, warm int, settle time.Duration) ([][]time.Duration, error) {
 	samples := make([][]time.Duration, len(variants))
 	for i := 0; i < runs+warm; i++ {
 		for v, variant := range variants {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
+			time.Sleep(settle)
 			cmd := exec.Command(variant.path)
 			cmd.Env = variant.env
 			start := time.Now()
