@@ -85,9 +85,10 @@ type Hooks struct {
 	// Relaunch starts a fresh browser after the reconnect attempts are spent and returns its endpoint
 	// (same forms as Config.Upstream).
 	Relaunch func(ctx context.Context) (newUpstream string, err error)
-	// OwnershipChanged receives a snapshot (client id -> target ids) shortly (ownershipSettle) after
-	// ownership changes, for persistence; a snapshot equal to the last one is not passed again. Calls come
-	// from one goroutine, in order, never under the mux's lock.
+	// OwnershipChanged receives a snapshot (client id -> target ids) when ownership changes, for
+	// persistence: at once when a client gained a target, shortly after (ownershipSettle) when targets
+	// were only taken away; a snapshot equal to the last one is not passed again. Calls come from one
+	// goroutine, in order, never under the mux's lock.
 	OwnershipChanged func(map[string][]string)
 	// Downloaded receives each download filed under DownloadDir, after its owner was told it completed.
 	// Calls come from the goroutine that filed it, never under the mux's lock.

@@ -414,56 +414,69 @@ func (m *Mux) ownershipLocked() map[string][]string {
 	return out
 }
 
-// ownershipSettle is how long the hook waits after a change before it takes the snapshot: the changes that
-// come together are persisted together, and an agent call that opens and closes its tab within it (the
-// benchmark's, in about 60 ms) costs no write at all, where it cost two. A manager killed within it loses
-// only that much: a tab whose owner was not written yet is left to nobody after the restart, never given to
-// another client.
-const ownershipSettle = 100 * time.Millisecond
+// ownershipSettle is how long a removal waits before it is persisted. An addition is passed at once, so a
+// tab an agent has just opened goes back to it after a kill -9 of the manager; a removal waits, so a call
+// that closes its tab as it ends has no write in its way (on 2 cores that write delayed the end of the
+// call), and removals close together are one write. A removal not yet written is harmless: a saved
+// target that is gone is dropped when ownership is rebuilt.
+var ownershipSettle = 100 * time.Millisecond // a variable for the tests only
 
 // runOwnershipHook calls Hooks.OwnershipChanged with each snapshot that differs from the last one it
-// passed, ownershipSettle after the change; a change still pending when ctx ends is passed on the way out.
+// passed: at once when a client gained a target, ownershipSettle after a change that only took targets
+// away. A change still waiting when ctx ends is passed on the way out.
 func (m *Mux) runOwnershipHook(ctx context.Context) {
 	hook := m.cfg.Hooks.OwnershipChanged
+	if hook == nil {
+		return
+	}
 	var last map[string][]string
-	pass := func() {
+	waiting := false
+	settle := time.NewTimer(time.Hour)
+	settle.Stop()
+	pass := func(now bool) {
 		o := m.Ownership()
-		if last != nil && maps.EqualFunc(o, last, slices.Equal) {
+		switch {
+		case last != nil && maps.EqualFunc(o, last, slices.Equal):
+			return
+		case !now && !gained(o, last):
+			if !waiting {
+				waiting = true
+				settle.Reset(ownershipSettle)
+			}
 			return
 		}
-		last = o
+		settle.Stop()
+		waiting, last = false, o
 		hook(o)
 	}
-	settle := time.NewTimer(0)
-	<-settle.C
 	for {
 		select {
 		case <-ctx.Done():
 			select {
 			case <-m.ownCh:
-				if hook != nil {
-					pass()
-				}
+				waiting = true
 			default:
+			}
+			if waiting {
+				pass(true)
 			}
 			return
 		case <-m.ownCh:
-		}
-		if hook == nil {
-			continue
-		}
-		settle.Reset(ownershipSettle)
-		select {
-		case <-ctx.Done():
-			settle.Stop()
-			pass()
-			return
+			pass(false)
 		case <-settle.C:
+			pass(true)
 		}
-		select {
-		case <-m.ownCh: // taken in this snapshot
-		default:
-		}
-		pass()
 	}
+}
+
+// gained reports whether a client owns a target in o that it did not own in last.
+func gained(o, last map[string][]string) bool {
+	for id, targets := range o {
+		for _, t := range targets {
+			if !slices.Contains(last[id], t) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -184,53 +184,86 @@ func TestGrace(t *testing.T) {
 	})
 }
 
-// TestOwnershipHookSettles: the hook gets one snapshot per burst of changes, ownershipSettle after it, and
-// none for a burst that changes nothing (a tab opened and closed at once), so an agent call costs no write.
+// TestOwnershipHookSettles: a gained target is passed to the hook at once (a kill -9 right after loses no
+// owner); a removal waits ownershipSettle, so the close that ends an agent call costs no write at that
+// moment, and a snapshot equal to the last is never passed.
 func TestOwnershipHookSettles(t *testing.T) {
-	fb := newFakeBrowser(t)
-	var mu sync.Mutex
-	var got []map[string][]string
-	m := startMux(t, fb, Config{Hooks: Hooks{OwnershipChanged: func(o map[string][]string) {
-		mu.Lock()
-		got = append(got, o)
-		mu.Unlock()
-	}}})
-	calls := func() []map[string][]string {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Clone(got)
+	type hookLog struct {
+		mu  sync.Mutex
+		got []map[string][]string
 	}
-	c := newClient(t, m, "s")
-	time.Sleep(2 * ownershipSettle) // the connect's snapshot passed
-	before := len(calls())
-	began := time.Now()
-	t1 := c.createTarget("about:blank")
-	t2 := c.createTarget("about:blank")
-	testkit.WaitFor(t, 5*time.Second, "ownership passed", func() bool { return len(calls()) > before })
-	if d := time.Since(began); d < ownershipSettle {
-		t.Errorf("snapshot passed %v after the first change; want no sooner than %v", d, ownershipSettle)
+	start := func(settle time.Duration) (*Mux, *fakeBrowser, func() []map[string][]string) {
+		saved := ownershipSettle
+		ownershipSettle = settle
+		t.Cleanup(func() { ownershipSettle = saved })
+		fb := newFakeBrowser(t)
+		var l hookLog
+		m := startMux(t, fb, Config{Hooks: Hooks{OwnershipChanged: func(o map[string][]string) {
+			l.mu.Lock()
+			l.got = append(l.got, o)
+			l.mu.Unlock()
+		}}})
+		return m, fb, func() []map[string][]string {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			return slices.Clone(l.got)
+		}
 	}
-	time.Sleep(2 * ownershipSettle)
-	g := calls()[before:]
-	if len(g) != 1 || !slices.Contains(g[0]["s"], t1) || !slices.Contains(g[0]["s"], t2) {
-		t.Fatalf("hook got %v; want one snapshot with both tabs %s %s", g, t1, t2)
+	closeTab := func(c *testClient, id string) time.Time { // returns when the close was sent
+		t.Helper()
+		sent := time.Now()
+		if r := c.call("Target.closeTarget", `{"targetId":"`+id+`"}`, ""); r.Error != nil {
+			t.Fatalf("closeTarget: %+v", r.Error)
+		}
+		return sent
+	}
+	newest := func(calls func() []map[string][]string) map[string][]string {
+		if g := calls(); len(g) > 0 {
+			return g[len(g)-1]
+		}
+		return nil
 	}
 
-	// A tab opened and closed within the settle time changes nothing to persist.
-	t3 := c.createTarget("about:blank")
-	if r := c.call("Target.closeTarget", `{"targetId":"`+t3+`"}`, ""); r.Error != nil {
-		t.Fatalf("closeTarget: %+v", r.Error)
-	}
-	time.Sleep(3 * ownershipSettle)
-	if g := calls()[before:]; len(g) != 1 {
-		t.Fatalf("hook got %d snapshots after a tab came and went; want still 1: %v", len(g), g)
-	}
-	if r := c.call("Target.closeTarget", `{"targetId":"`+t1+`"}`, ""); r.Error != nil {
-		t.Fatalf("closeTarget: %+v", r.Error)
-	}
-	testkit.WaitFor(t, 5*time.Second, "the close passed", func() bool {
-		g := calls()[before:]
-		return len(g) == 2 && !slices.Contains(g[1]["s"], t1) && slices.Contains(g[1]["s"], t2)
+	t.Run("gains at once, removals wait", func(t *testing.T) {
+		m, _, calls := start(time.Hour) // a removal would wait an hour
+		c := newClient(t, m, "s")
+		t1 := c.createTarget("about:blank")
+		testkit.WaitFor(t, 5*time.Second, "the new tab passed", func() bool { return slices.Contains(newest(calls)["s"], t1) })
+		n := len(calls())
+		closeTab(c, t1)
+		time.Sleep(300 * time.Millisecond)
+		if g := calls(); len(g) != n {
+			t.Fatalf("a removal was passed at once: %v; want it waiting", g[n:])
+		}
+		// The waiting removal goes out with the next gain, in one snapshot.
+		t2 := c.createTarget("about:blank")
+		testkit.WaitFor(t, 5*time.Second, "the gain passed", func() bool { return slices.Contains(newest(calls)["s"], t2) })
+		if g := calls(); len(g) != n+1 || slices.Contains(g[n]["s"], t1) {
+			t.Errorf("after the gain the hook got %v; want one snapshot without the closed %s", g[n:], t1)
+		}
+		// Connecting and disconnecting a client that owns nothing changes nothing: no snapshot.
+		other := newClient(t, m, "idle")
+		other.ws.Close()
+		time.Sleep(300 * time.Millisecond)
+		if g := calls(); len(g) != n+1 {
+			t.Errorf("%d snapshots for a client that owns nothing; want none: %v", len(g)-n-1, g[n+1:])
+		}
+	})
+	t.Run("a removal is passed after the settle time", func(t *testing.T) {
+		m, _, calls := start(100 * time.Millisecond)
+		c := newClient(t, m, "s")
+		t1 := c.createTarget("about:blank")
+		t2 := c.createTarget("about:blank")
+		testkit.WaitFor(t, 5*time.Second, "the tabs passed", func() bool { return slices.Contains(newest(calls)["s"], t2) })
+		n := len(calls())
+		sent := closeTab(c, t1)
+		testkit.WaitFor(t, 5*time.Second, "the close passed", func() bool {
+			g := calls()
+			if len(g) > n && time.Since(sent) < ownershipSettle {
+				t.Fatalf("a removal passed %v after the close; want no sooner than %v", time.Since(sent), ownershipSettle)
+			}
+			return len(g) == n+1 && !slices.Contains(g[n]["s"], t1) && slices.Contains(g[n]["s"], t2)
+		})
 	})
 }
 
