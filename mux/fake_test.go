@@ -40,6 +40,7 @@ type fakeBrowser struct {
 	casting   map[string]bool   // sessions with a screencast on
 	frames    int               // screencast frames sent
 	still     bool              // the page does not change: every frame repeats the last image
+	refusing  bool              // new connections are refused (an outage)
 	image     int               // the number in the last frame's image
 	discover  bool
 	auto      bool            // browser-level auto-attach on (Target.setAutoAttach)
@@ -163,6 +164,13 @@ func (ft *fakeTarget) info() string {
 }
 
 func (fb *fakeBrowser) serveWS(w http.ResponseWriter, r *http.Request) {
+	fb.mu.Lock()
+	refusing := fb.refusing
+	fb.mu.Unlock()
+	if refusing {
+		http.Error(w, "the browser is down", http.StatusServiceUnavailable)
+		return
+	}
 	up := websocket.Upgrader{}
 	ws, err := up.Upgrade(w, r, nil)
 	if err != nil {
@@ -239,6 +247,13 @@ func (fb *fakeBrowser) downloadBehaviors() []string {
 	fb.mu.Lock()
 	defer fb.mu.Unlock()
 	return append([]string(nil), fb.dlParams...)
+}
+
+// refuse makes the browser refuse new connections (an outage) or take them again.
+func (fb *fakeBrowser) refuse(on bool) {
+	fb.mu.Lock()
+	defer fb.mu.Unlock()
+	fb.refusing = on
 }
 
 // drop kills the browser connection, as a crash would.

@@ -220,6 +220,9 @@ func (m *Mux) rebuildLocked(res []byte, failed bool) {
 	var lost []*target
 	for _, t := range append([]*target(nil), m.order...) {
 		if present[t.id] {
+			if t.closing { // its close went with the old connection, or was never sent (closed while down)
+				m.sendCloseLocked(t)
+			}
 			continue
 		}
 		if t.owner != nil && t.typ == "page" && t.url != "" && !t.closing {
@@ -281,6 +284,12 @@ func (m *Mux) closeTargetLocked(t *target) {
 	}
 	t.closing = true
 	m.ownershipChangedLocked()
+	m.sendCloseLocked(t)
+}
+
+// sendCloseLocked asks the browser to close t, which is closing. With no browser connection the request
+// is lost: rebuildLocked asks again after the reconnect.
+func (m *Mux) sendCloseLocked(t *target) {
 	params := append(append([]byte(`{"targetId":`), appendJSONString(nil, t.id)...), '}')
 	m.sendInternalLocked("Target.closeTarget", params, "", nil)
 }

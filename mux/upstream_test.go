@@ -37,6 +37,23 @@ func TestUpstreamLossAndReconnect(t *testing.T) {
 	}
 }
 
+// TestCloseDuringOutageHappensAfterReconnect: a tab the mux closes while the browser connection is down
+// (here: its client's grace period ends) is closed once the browser is back, not left open and hidden.
+func TestCloseDuringOutageHappensAfterReconnect(t *testing.T) {
+	fb := newFakeBrowser(t)
+	m := startMux(t, fb, Config{Grace: 50 * time.Millisecond, ReconnectMin: 20 * time.Millisecond, ReconnectMax: 20 * time.Millisecond})
+	c := newClient(t, m, "c")
+	tid := c.createTarget("https://gone.example/")
+	fb.refuse(true)
+	fb.drop()
+	testkit.WaitFor(t, 5*time.Second, "the loss noticed", func() bool { return !m.Stats().Upstream })
+	c.ws.Close()
+	testkit.WaitFor(t, 5*time.Second, "the client's grace period over", func() bool { return len(m.Stats().PerClient) == 0 })
+	fb.refuse(false)
+	testkit.WaitFor(t, 5*time.Second, "reconnected", func() bool { return fb.connections() == 2 && m.Stats().Upstream })
+	testkit.WaitFor(t, 5*time.Second, "the tab closed in the browser after the reconnect", func() bool { return !fb.hasTarget(tid) })
+}
+
 func TestUpstreamRelaunchHook(t *testing.T) {
 	fb := newFakeBrowser(t)
 	fb2 := newFakeBrowser(t)
