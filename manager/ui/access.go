@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -31,7 +32,11 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		}
 		// A foreign Host is a page of another site that made its name resolve to us (DNS rebinding).
 		if !s.ownHosts[strings.ToLower(r.Host)] {
-			s.plain(w, http.StatusForbidden, "forbidden: the Host "+quote(r.Host)+" is not this UI's address "+s.urlHost)
+			_, port, _ := net.SplitHostPort(s.urlHost)
+			s.plain(w, http.StatusForbidden, "forbidden: the Host "+quote(r.Host)+" is not this UI's address "+s.urlHost+
+				" (other names are refused, so that no other site can reach the UI through its own). Open http://"+
+				s.urlHost+"/ instead; through an SSH tunnel, forward the same port: ssh -L "+port+":"+s.urlHost+
+				" <the manager's machine>")
 			return
 		}
 		if !s.sameOrigin(r) {
