@@ -106,11 +106,7 @@ func (m *Manager) serveEndpoint(w http.ResponseWriter, r *http.Request, s *slot,
 			return
 		}
 	}
-	sp, err := m.specForKey(r.Context(), s.key)
-	var in *instance
-	if err == nil {
-		in, err = m.ensureIn(r.Context(), s, sp)
-	}
+	in, err := m.ensureIn(r.Context(), s, func(ctx context.Context) (spec, error) { return m.specForKey(ctx, s.key) })
 	if err != nil {
 		m.writeError(w, withoutToken(r), err)
 		return

@@ -299,7 +299,7 @@ func TestRemovedStoreReleasesItsEndpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.ensureIn(context.Background(), s, sp); !errors.Is(err, state.ErrNotFound) || fb.launches() != 1 {
+	if _, err := m.ensureIn(context.Background(), s, func(context.Context) (spec, error) { return sp, nil }); !errors.Is(err, state.ErrNotFound) || fb.launches() != 1 {
 		t.Errorf("ensure in the removed store's slot = %v after %d launches; want ErrNotFound and nothing started", err, fb.launches())
 	}
 	if c, err := net.Dial("tcp", addr); err == nil {

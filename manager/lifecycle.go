@@ -18,12 +18,14 @@ const stopBound = 5 * time.Second
 // ensure returns sp's running browser, starting it when it is stopped or dead. It holds sp's lock, so
 // concurrent calls for one store start one browser and other stores are never blocked.
 func (m *Manager) ensure(ctx context.Context, sp spec) (*instance, error) {
-	return m.ensureIn(ctx, m.slot(sp.key), sp)
+	return m.ensureIn(ctx, m.slot(sp.key), func(context.Context) (spec, error) { return sp, nil })
 }
 
-// ensureIn is ensure in s, sp's slot. The endpoint front keeps its own: a client that waited for the lock
-// while the store was removed is refused instead of starting a browser for it.
-func (m *Manager) ensureIn(ctx context.Context, s *slot, sp spec) (*instance, error) {
+// ensureIn is ensure in s, the slot of the spec that load reads; load runs only when the browser must
+// start, so a client connecting to a running browser costs no database read. The endpoint front keeps its
+// own slot: a client that waited for the lock while the store was removed is refused instead of starting
+// a browser for it.
+func (m *Manager) ensureIn(ctx context.Context, s *slot, load func(context.Context) (spec, error)) (*instance, error) {
 	if m.closing.Load() {
 		return nil, ErrShuttingDown
 	}
@@ -37,11 +39,15 @@ func (m *Manager) ensureIn(ctx context.Context, s *slot, sp spec) (*instance, er
 		return nil, ErrShuttingDown
 	}
 	if s.gone {
-		return nil, fmt.Errorf("%s was removed: %w", sp.name, state.ErrNotFound)
+		return nil, fmt.Errorf("the store was removed: %w", state.ErrNotFound)
 	}
 	if in := s.current(); in != nil {
 		in.lastEnsure.Store(time.Now().UnixNano())
 		return in, nil
+	}
+	sp, err := load(ctx)
+	if err != nil {
+		return nil, err
 	}
 	if dead := s.cur.Load(); dead != nil { // died; its watcher has not cleaned up yet
 		m.buryLocked(s, dead)
