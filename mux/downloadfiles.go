@@ -1,0 +1,270 @@
+package mux
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"vibebrowser/mux/clientid"
+)
+
+// Filing finished downloads (SPEC §12): the file Chrome wrote under .incoming is moved to its owner's
+// folder under a sanitised, unique name, and copied or linked where the client asked for it, before the
+// client hears "completed".
+
+// finishDownload files a completed download: into its owner's folder under a unique, sanitised name, into
+// the owner's own downloadPath when it asked for one, and only then tells the owner it completed. It runs
+// outside the lock: a copy across file systems may take a while.
+func (m *Mux) finishDownload(d *download, ev dlEvent) {
+	dl := Download{GUID: d.guid, URL: d.url, OwnerDir: UnattributedDir, At: time.Now()}
+	if d.owner != nil {
+		dl.ClientID, dl.OwnerDir = d.owner.id, clientid.OwnerDir(d.owner.id)
+	}
+	src := filepath.Join(m.incomingDir(), d.guid)
+	err := m.fileDownload(&dl, src, d)
+	if err != nil {
+		m.log.Error().Err(err).Str("guid", d.guid).Str("client", dl.ClientID).Msg("downloads: a completed download could not be filed")
+	}
+	clientPath := dl.Path
+	if err == nil && d.behavior.path != "" && (d.behavior.behavior == behaviorAllow || d.behavior.behavior == behaviorAllowAndName) {
+		var perr error
+		if d.behavior.behavior == behaviorAllowAndName {
+			clientPath = filepath.Join(d.behavior.path, d.guid)
+			perr = m.placeExact(dl.Path, clientPath)
+		} else {
+			clientPath, perr = m.placeUnique(dl.Path, d.behavior.path, dl.Name)
+		}
+		if perr != nil {
+			clientPath = dl.Path
+			m.log.Error().Err(perr).Str("guid", d.guid).Str("client", dl.ClientID).Str("dir", d.behavior.path).
+				Msg("downloads: the client's own copy could not be made; it keeps the one in its owner folder")
+		}
+	}
+	m.mu.Lock()
+	m.downloadEventLocked(d, completedEvent(ev, clientPath))
+	m.mu.Unlock()
+	if err == nil {
+		m.log.Info().Str("guid", d.guid).Str("client", dl.ClientID).Str("file", dl.Path).Int64("size", dl.Size).Msg("download filed")
+		if h := m.cfg.Hooks.Downloaded; h != nil {
+			h(dl)
+		}
+	}
+}
+
+// fileDownload moves src into dl.OwnerDir under a unique sanitised name and fills dl's file fields.
+func (m *Mux) fileDownload(dl *Download, src string, d *download) error {
+	dir := filepath.Join(m.cfg.DownloadDir, dl.OwnerDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("owner folder: %w", err)
+	}
+	final, err := m.placeUnique(src, dir, SanitizeName(d.name))
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(src); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		m.log.Warn().Err(err).Str("file", src).Msg("downloads: cannot remove the incoming copy")
+	}
+	f, err := os.Open(final)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, m.stoppable(f))
+	if err != nil {
+		return fmt.Errorf("hash %s: %w", final, err)
+	}
+	dl.Path, dl.Name, dl.Size, dl.SHA256 = final, filepath.Base(final), n, hex.EncodeToString(h.Sum(nil))
+	return nil
+}
+
+// maxUnique bounds the " (N)" tried for one name.
+const maxUnique = 10000
+
+// placeUnique puts src's content at dir/name, or at the first free "name (N).ext", never over an existing
+// file, and returns the path. A hard link makes it appear complete at once; across file systems (or where
+// links are refused) the content is copied under a partial name first.
+func (m *Mux) placeUnique(src, dir, name string) (string, error) {
+	from, tmp := src, ""
+	defer func() {
+		if tmp != "" {
+			os.Remove(tmp)
+		}
+	}()
+	for i := 0; i < maxUnique; {
+		dst := filepath.Join(dir, UniqueName(name, i))
+		err := os.Link(from, dst)
+		switch {
+		case err == nil:
+			return dst, nil
+		case errors.Is(err, fs.ErrExist):
+			i++
+			continue
+		case tmp == "":
+			if tmp, err = m.copyPartial(src, dir); err != nil {
+				return "", err
+			}
+			from = tmp
+			continue
+		}
+		// No links in dir at all: reserve the name exclusively, then rename the complete copy over it.
+		f, rerr := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if errors.Is(rerr, fs.ErrExist) {
+			i++
+			continue
+		}
+		if rerr != nil {
+			return "", fmt.Errorf("place %s: %w", dst, err)
+		}
+		f.Close()
+		if err := os.Rename(tmp, dst); err != nil {
+			os.Remove(dst)
+			return "", fmt.Errorf("place %s: %w", dst, err)
+		}
+		tmp = ""
+		return dst, nil
+	}
+	return "", fmt.Errorf("place %s in %s: every name up to (%d) is taken", name, dir, maxUnique-1)
+}
+
+// placeExact puts src's content at dst (a client's <downloadPath>/<guid>): a hard link, or a copy renamed
+// into place, so dst is complete whenever it exists.
+func (m *Mux) placeExact(src, dst string) error {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return err
+	}
+	if err := os.Link(src, dst); err == nil {
+		return nil
+	}
+	tmp, err := m.copyPartial(src, filepath.Dir(dst))
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// copyPartial copies src into a new partial file in dir and returns its path.
+func (m *Mux) copyPartial(src, dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return "", err
+	}
+	defer in.Close()
+	out, err := os.CreateTemp(dir, ".download-*"+PartialSuffix)
+	if err != nil {
+		return "", err
+	}
+	_, err = io.Copy(out, m.stoppable(in))
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(out.Name())
+		return "", fmt.Errorf("copy %s: %w", src, err)
+	}
+	return out.Name(), nil
+}
+
+// errMuxClosed stops a copy or hash when the mux shuts down.
+var errMuxClosed = errors.New("mux shutting down")
+
+// stoppable wraps r so that a long copy ends when the mux closes (Serve waits for the goroutine).
+func (m *Mux) stoppable(r io.Reader) io.Reader {
+	return readerFunc(func(p []byte) (int, error) {
+		m.mu.Lock()
+		closed := m.closed
+		m.mu.Unlock()
+		if closed {
+			return 0, errMuxClosed
+		}
+		return r.Read(p[:min(len(p), 1<<20)])
+	})
+}
+
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
+
+// completedEvent is the owner's "completed": Chrome's event with filePath set to where the owner finds
+// the file (never the mux's incoming folder).
+func completedEvent(ev dlEvent, path string) []byte {
+	b := append([]byte(`{"method":"Browser.downloadProgress","params":{"guid":`), appendJSONString(nil, ev.Params.GUID)...)
+	b = append(b, `,"totalBytes":`...)
+	b = strconv.AppendFloat(b, ev.Params.TotalBytes, 'f', -1, 64)
+	b = append(b, `,"receivedBytes":`...)
+	b = strconv.AppendFloat(b, ev.Params.ReceivedBytes, 'f', -1, 64)
+	b = append(b, `,"state":"completed","filePath":`...)
+	b = appendJSONString(b, path)
+	return append(b, "}}"...)
+}
+
+// canceledEvent is a downloadProgress "canceled" of guid, for a download the mux ended itself.
+func canceledEvent(guid string) []byte {
+	b := append([]byte(`{"method":"Browser.downloadProgress","params":{"guid":`), appendJSONString(nil, guid)...)
+	return append(b, `,"totalBytes":0,"receivedBytes":0,"state":"canceled"}}`...)
+}
+
+// SanitizeName makes a suggested file name safe as one path element: separators, control characters and
+// invalid UTF-8 become "_", leading dots and spaces go (no hidden files, no "." or ".."), and it is cut to
+// MaxNameBytes keeping its extension. An empty result is FallbackName.
+func SanitizeName(s string) string {
+	s = strings.ToValidUTF8(s, "_")
+	s = strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r < 0x20 || r == 0x7f {
+			return '_'
+		}
+		return r
+	}, s)
+	s = strings.TrimLeft(s, ". ")
+	s = strings.TrimRight(s, " ")
+	if s == "" {
+		return FallbackName
+	}
+	return fitName(s, "")
+}
+
+// UniqueName is the i-th candidate for name: name itself, then "stem (i).ext", within MaxNameBytes.
+func UniqueName(name string, i int) string {
+	if i == 0 {
+		return fitName(name, "")
+	}
+	return fitName(name, fmt.Sprintf(" (%d)", i))
+}
+
+// fitName puts suffix between name's stem and extension and cuts the stem (at a rune boundary) so the
+// whole is at most MaxNameBytes. An extension too long to keep is treated as part of the stem.
+func fitName(name, suffix string) string {
+	ext := filepath.Ext(name)
+	if len(ext) > 32 || len(ext) == len(name) {
+		ext = ""
+	}
+	stem := name[:len(name)-len(ext)]
+	room := MaxNameBytes - len(suffix) - len(ext)
+	if len(stem) > room {
+		cut := room
+		for cut > 0 && !utf8.RuneStart(stem[cut]) {
+			cut--
+		}
+		stem = strings.TrimRight(stem[:cut], " ")
+	}
+	if stem == "" {
+		stem = FallbackName
+	}
+	return stem + suffix + ext
+}
