@@ -78,6 +78,34 @@ func dialStatus(url string) (int, string, error) {
 	return resp.StatusCode, string(b), nil
 }
 
+// TestWebShowPrintsEndpointsThatAnswer: `web show` prints the web browser's endpoints while it sleeps,
+// starting nothing; puppeteer on the printed cdp_ws starts it, and `web show` then says it runs.
+func TestWebShowPrintsEndpointsThatAnswer(t *testing.T) {
+	m := startManager(t)
+	site := site(t)
+	show := func() api.WebBrowser {
+		t.Helper()
+		var b api.WebBrowser
+		if err := json.Unmarshal([]byte(m.cli("web", "show", "--json")), &b); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	b := show()
+	if b.Status != api.StatusStopped || b.CDPWS == "" || !strings.HasPrefix(b.CDPHTTP, "http://127.0.0.1:") {
+		t.Fatalf("web show before any start = %+v; want stopped, with its endpoints", b)
+	}
+	if text := m.cli("web", "show"); !strings.Contains(text, b.CDPWS) || !strings.Contains(text, "stopped") {
+		t.Errorf("web show printed %q; want its cdp_ws %s and its state", text, b.CDPWS)
+	}
+	if got := connectClient(t, "puppeteer", b.CDPWS, site.URL+"/web"); got.Title != "page web" {
+		t.Errorf("puppeteer on the printed web endpoint drove %+v; want the page", got)
+	}
+	if b2 := show(); b2.Status != api.StatusRunning || b2.PID == 0 || b2.CDPWS != b.CDPWS {
+		t.Errorf("web show after the client = %+v; want running on the same endpoint", b2)
+	}
+}
+
 // TestPrintedEndpointsWakeTheBrowser: puppeteer on the cdp_ws store add printed, before any browser start;
 // after the idle stop a probe of /json/version answers from state and starts nothing, a wrong token is 401
 // and starts nothing, and playwright on cdp_http wakes the browser again.

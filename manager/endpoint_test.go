@@ -331,8 +331,17 @@ func TestBootBindsTheWebBrowsersEndpointToo(t *testing.T) {
 	if ep == nil {
 		t.Fatal("boot bound no endpoint for the web browser")
 	}
-	ws, code, body := dial(t, "ws://127.0.0.1:"+strconv.Itoa(ep.port)+"/"+web.token+"/client-web", nil)
+	// What `vibe-browser web show` prints: the endpoints, while the browser sleeps.
+	v, err := m.webView(context.Background(), web)
+	wantHTTP := "http://127.0.0.1:" + strconv.Itoa(ep.port) + "/" + web.token
+	if err != nil || v.Status != api.StatusStopped || v.ProxyPort != ep.port || v.CDPHTTP != wantHTTP || v.CDPWS != "ws"+strings.TrimPrefix(wantHTTP, "http") {
+		t.Fatalf("web view = %+v, %v; want stopped on port %d with cdp_http %s", v, err, ep.port, wantHTTP)
+	}
+	ws, code, body := dial(t, v.CDPWS+"/client-web", nil)
 	if ws == nil || fb.launches() != 1 || m.slot(api.WebKey).current() == nil {
 		t.Fatalf("a client of the sleeping web browser = %d %s, %d launches; want it started and upgraded", code, body, fb.launches())
+	}
+	if v, err := m.webView(context.Background(), web); err != nil || v.Status != api.StatusRunning || v.CDPWS == "" {
+		t.Errorf("web view after the connect = %+v, %v; want running, with its endpoints", v, err)
 	}
 }

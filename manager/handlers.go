@@ -98,7 +98,15 @@ func (m *Manager) handleWebBrowser(r *http.Request) (any, error) {
 	if err := m.browserAction(ctx, sp, r.PathValue("action")); err != nil {
 		return nil, err
 	}
-	return m.browserView(ctx, sp.key, sp.slug)
+	return m.webView(ctx, sp)
+}
+
+func (m *Manager) handleWeb(r *http.Request) (any, error) {
+	sp, err := m.webSpec(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	return m.webView(r.Context(), sp)
 }
 
 // handleEnsureSession is the shim's call: the browser made ready, the task's lease renewed, the client's

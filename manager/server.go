@@ -30,6 +30,7 @@ func (m *Manager) routes() http.Handler {
 	handle("PATCH "+api.PathStore, m.handleUpdateStore)
 	handle("DELETE "+api.PathStore, m.handleDeleteStore)
 	handle("POST "+api.PathStoreBrowser, m.handleStoreBrowser)
+	handle("GET "+api.PathWeb, m.handleWeb)
 	handle("POST "+api.PathWebBrowser, m.handleWebBrowser)
 	handle("POST "+api.PathSessionEnsure, m.handleEnsureSession)
 	handle("GET "+api.PathTasks, m.handleListTasks)

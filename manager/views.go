@@ -16,9 +16,7 @@ func (m *Manager) storeView(s state.Store) api.Store {
 	v := api.Store{ID: s.ID, Name: s.Name, Slug: s.Slug, Backend: string(s.Backend), ProxyPort: s.ProxyPort,
 		Browser: api.BrowserState{Status: api.StatusStopped}}
 	if s.ProxyPort > 0 {
-		hostPort := "127.0.0.1:" + strconv.Itoa(s.ProxyPort)
-		v.CDPHTTP = "http://" + hostPort + "/" + s.Token
-		v.CDPWS = "ws://" + hostPort + "/" + s.Token
+		v.CDPHTTP, v.CDPWS = endpointURLs(s.ProxyPort, s.Token)
 	}
 	if opts, err := decodeStoreOptions(s); err == nil {
 		v.CDPURL, v.Headless = opts.CDPURL, opts.Headless
@@ -33,6 +31,26 @@ func (m *Manager) storeView(s state.Store) api.Store {
 		v.Wrapper = dir
 	}
 	return v
+}
+
+// endpointURLs are the cdp_http and cdp_ws a browser's endpoint prints: its port and secret token.
+func endpointURLs(port int, token string) (cdpHTTP, cdpWS string) {
+	hostPort := "127.0.0.1:" + strconv.Itoa(port)
+	return "http://" + hostPort + "/" + token, "ws://" + hostPort + "/" + token
+}
+
+// webView describes the web browser with its endpoints.
+func (m *Manager) webView(ctx context.Context, sp spec) (api.WebBrowser, error) {
+	b, err := m.browserView(ctx, sp.key, sp.slug)
+	if err != nil {
+		return api.WebBrowser{}, err
+	}
+	v := api.WebBrowser{Browser: b}
+	if ep := m.slot(sp.key).ep.Load(); ep != nil {
+		v.ProxyPort = ep.port
+		v.CDPHTTP, v.CDPWS = endpointURLs(ep.port, sp.token)
+	}
+	return v, nil
 }
 
 func fileExists(p string) bool {

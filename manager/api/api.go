@@ -15,6 +15,7 @@ const (
 	PathStores        = "/v1/stores"                        // GET list, POST create
 	PathStore         = "/v1/stores/{ref}"                  // GET, PATCH, DELETE
 	PathStoreBrowser  = "/v1/stores/{ref}/browser/{action}" // POST start, stop, ensure
+	PathWeb           = "/v1/web"                           // GET: the web browser and its endpoints
 	PathWebBrowser    = "/v1/web/{action}"                  // POST start, stop
 	PathSessionEnsure = "/v1/sessions/ensure"
 	PathTasks         = "/v1/tasks"      // GET list
@@ -110,6 +111,14 @@ type Browser struct {
 	// current window.
 	RelaunchMax    int `json:"relaunch_max"`
 	RelaunchesLeft int `json:"relaunches_left"`
+}
+
+// WebBrowser is the store-less web browser with its endpoints, which answer whenever the manager runs
+// (the same forms as a store's cdp_http and cdp_ws; empty only while its port is not bound).
+type WebBrowser struct {
+	Browser
+	CDPHTTP string `json:"cdp_http,omitempty"`
+	CDPWS   string `json:"cdp_ws,omitempty"`
 }
 
 // Task is an agent task as the manager tracks it.

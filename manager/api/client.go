@@ -188,9 +188,16 @@ func (c *Client) StoreBrowser(ctx context.Context, ref, action string) (Store, e
 }
 
 // WebBrowser starts or stops the store-less web browser.
-func (c *Client) WebBrowser(ctx context.Context, action string) (Browser, error) {
-	var b Browser
+func (c *Client) WebBrowser(ctx context.Context, action string) (WebBrowser, error) {
+	var b WebBrowser
 	err := c.Do(ctx, MethodPost, "/v1/web/"+pathSegment(action), nil, &b)
+	return b, err
+}
+
+// Web returns the store-less web browser and its endpoints, starting nothing.
+func (c *Client) Web(ctx context.Context) (WebBrowser, error) {
+	var b WebBrowser
+	err := c.Do(ctx, MethodGet, PathWeb, nil, &b)
 	return b, err
 }
 

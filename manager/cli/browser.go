@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"text/tabwriter"
 
 	"vibebrowser/manager/api"
 )
@@ -41,21 +42,31 @@ func (c *BrowserStopCmd) Run(g *globals) error {
 	return nil
 }
 
-// WebCmd starts or stops the store-less web browser.
+// WebCmd starts, stops or shows the store-less web browser.
 type WebCmd struct {
-	Action string `arg:"" enum:"start,stop" help:"start or stop."`
-	JSON   bool   `help:"Print JSON."`
+	Action string `arg:"" enum:"start,stop,show" help:"start, stop, or show (its state and endpoints; starts nothing)."`
+	JSON   bool   `help:"Print JSON: {key,slug,status,pid,proxy_port,…,cdp_http,cdp_ws}."`
 }
 
-// Run starts or stops the web browser.
+// Run starts, stops or shows the web browser, and prints it with its endpoints.
 func (c *WebCmd) Run(g *globals) error {
-	b, err := g.client().WebBrowser(g.ctx, c.Action)
+	var b api.WebBrowser
+	var err error
+	if c.Action == "show" {
+		b, err = g.client().Web(g.ctx)
+	} else {
+		b, err = g.client().WebBrowser(g.ctx, c.Action)
+	}
 	if err != nil {
 		return err
 	}
 	if c.JSON {
 		return g.printJSON(b)
 	}
-	fmt.Fprintf(g.stdout, "web browser %s (pid %d, port %d)\n", b.Status, b.PID, b.ProxyPort)
-	return nil
+	w := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "port\t%d\ncdp_http\t%s\ncdp_ws\t%s\nbrowser\t%s\n", b.ProxyPort, b.CDPHTTP, b.CDPWS, b.Status)
+	if b.PID > 0 {
+		fmt.Fprintf(w, "pid\t%d\n", b.PID)
+	}
+	return w.Flush()
 }
