@@ -15,17 +15,17 @@ import (
 
 const callRuns = 150
 
-// callSettle is the pause before each call: a call ends by closing its tab, and Chromium spends the next
-// tens of milliseconds tearing the tab's renderer down, on the same 2 cores. Without the pause the run that
-// follows a call pays for it: the fake CLI took 12.8 ms instead of 5 ms to start right after one, so the
-// variants after a call (the relay's, the mux's, the shim's without a call) were charged for the
-// variant before them, and the direct call, which follows two calls that open no tab, was not. It is
-// longer than the mux's wait before it persists a removal (100 ms), which is work after the call ended,
-// not part of its latency.
+// callSettle is the pause before each run. The call's tab is closed after the call is timed (closeTab), and
+// Chromium spends the next tens of milliseconds tearing the tab's renderer down, on the same 2 cores.
+// Timed inside a call, that teardown slowed every process exiting meanwhile (the fake CLI's own exit took
+// 3.1 ms instead of 1.0 ms, and the shim's after it 3.3 ms instead of 0.7 ms), so it charged the wrapper,
+// which has two exits, twice; timed inside the next run, it charged whichever variant came next (the fake
+// CLI took 12.8 ms instead of 5 ms to start right after a call). The pause is also longer than the mux's
+// wait before it persists a removal (100 ms), work after the call, not part of its latency.
 const callSettle = 150 * time.Millisecond
 
 // benchCall is SPEC §8's whole agent call: the fake CLI connects, creates a tab, attaches and evaluates
-// (FAKEBU_CALL), through the generated wrapper and the mux of a real manager, against the same fake CLI with
+// (FAKEBU_CALL; the tab is closed after the timing), through the generated wrapper and the mux of a real manager, against the same fake CLI with
 // BU_CDP_WS straight at the same Chromium, at a plain relay in front of it and at the mux without the
 // wrapper, interleaved in one run. The budget adds up the two hops the agent's call takes: the shim's start
 // (the fake CLI without a call, through the wrapper vs directly) and 1.25× what the relay's extra hop adds to
@@ -59,6 +59,20 @@ func benchCall(ctx context.Context, env *benchEnv) ([]Row, error) {
 		return nil, errors.New("the manager wrote no wrapper for the store")
 	}
 	wrapped := filepath.Join(store.Wrapper, wrapper.BinaryName)
+	// The tab each call leaves open (it prints "2 <target id>"), closed untimed on Chromium's own endpoint.
+	closer, err := benchDial(chr.ws)
+	if err != nil {
+		return nil, err
+	}
+	defer closer.close()
+	closeTab := func(out []byte) error {
+		f := strings.Fields(string(out))
+		if len(f) != 2 || f[0] != "2" {
+			return fmt.Errorf("the call printed %q; want 2 and its tab's target id", out)
+		}
+		_, err := closer.call("Target.closeTarget", map[string]any{"targetId": f[1]})
+		return err
+	}
 
 	var base []string // the shim refuses a caller's BU_* variables
 	for _, kv := range os.Environ() {
@@ -70,13 +84,13 @@ func benchCall(ctx context.Context, env *benchEnv) ([]Row, error) {
 	const taskID = "c0ffee00-0000-4000-8000-000000000001"
 	const task = "VIBE_TASK_ID=" + taskID
 	variants := []variant{
-		{"fake CLI, no call, directly", env.fakeBU, with()},
-		{"fake CLI, no call, through the wrapper", wrapped, with(task)},
-		{"agent call, BU_CDP_WS at Chromium", env.fakeBU, with("FAKEBU_CALL=1", "BU_CDP_WS="+chr.ws)},
-		{"agent call, BU_CDP_WS at a plain relay", env.fakeBU, with("FAKEBU_CALL=1", "BU_CDP_WS="+relayURL)},
-		{"agent call through the wrapper and the mux", wrapped, with("FAKEBU_CALL=1", task)},
+		{"fake CLI, no call, directly", env.fakeBU, with(), nil},
+		{"fake CLI, no call, through the wrapper", wrapped, with(task), nil},
+		{"agent call, BU_CDP_WS at Chromium", env.fakeBU, with("FAKEBU_CALL=1", "BU_CDP_WS="+chr.ws), closeTab},
+		{"agent call, BU_CDP_WS at a plain relay", env.fakeBU, with("FAKEBU_CALL=1", "BU_CDP_WS="+relayURL), closeTab},
+		{"agent call through the wrapper and the mux", wrapped, with("FAKEBU_CALL=1", task), closeTab},
 		// The mux's share alone: the endpoint the wrapper injects, without the wrapper.
-		{"agent call, BU_CDP_WS at the mux (no wrapper)", env.fakeBU, with("FAKEBU_CALL=1", "BU_CDP_WS="+store.CDPWS+"/client-"+taskID)},
+		{"agent call, BU_CDP_WS at the mux (no wrapper)", env.fakeBU, with("FAKEBU_CALL=1", "BU_CDP_WS="+store.CDPWS+"/client-"+taskID), closeTab},
 	}
 	samples, err := interleave(ctx, variants, callRuns, 10, callSettle)
 	if err != nil {

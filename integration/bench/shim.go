@@ -87,11 +87,11 @@ func benchShim(ctx context.Context, env *benchEnv) ([]Row, error) {
 	// The first three are compared; the last two are this machine's floors for starting any process and
 	// any Go program, which the shim's added time cannot go below.
 	variants := []variant{
-		{"fake CLI directly", env.fakeBU, baseEnv},
-		{"through the shim", filepath.Join(dir, wrapper.BinaryName), baseEnv},
-		{"through the bash wrapper", bash, baseEnv},
-		{"floor: /bin/true", trueBin, baseEnv},
-		{"floor: an empty Go program", emptyGo, baseEnv},
+		{"fake CLI directly", env.fakeBU, baseEnv, nil},
+		{"through the shim", filepath.Join(dir, wrapper.BinaryName), baseEnv, nil},
+		{"through the bash wrapper", bash, baseEnv, nil},
+		{"floor: /bin/true", trueBin, baseEnv, nil},
+		{"floor: an empty Go program", emptyGo, baseEnv, nil},
 	}
 	samples, err := interleave(ctx, variants, shimRuns, 10, 0)
 	if err != nil {
@@ -122,12 +122,14 @@ type variant struct {
 	name string
 	path string
 	env  []string
+	// after, if set, runs after each run with its output, untimed (the call group closes the run's tab).
+	after func(out []byte) error
 }
 
 // interleave runs each variant once per round, warm uncounted rounds first, then runs counted ones, so that
 // drift on a shared machine hits every variant alike; it returns each variant's wall times, in order. Each
-// run starts settle after the one before ended, so that what a run leaves working (a browser tearing down
-// the tab a call closed) is not timed as part of the next.
+// run starts settle after the one before ended (and its after), so that what a run leaves working (a
+// browser tearing down the tab that was closed) is not timed as part of the next.
 func interleave(ctx context.Context, variants []variant, runs, warm int, settle time.Duration) ([][]time.Duration, error) {
 	samples := make([][]time.Duration, len(variants))
 	for i := 0; i < runs+warm; i++ {
@@ -139,11 +141,18 @@ func interleave(ctx context.Context, variants []variant, runs, warm int, settle 
 			cmd := exec.Command(variant.path)
 			cmd.Env = variant.env
 			start := time.Now()
-			if out, err := cmd.CombinedOutput(); err != nil {
+			out, err := cmd.CombinedOutput()
+			took := time.Since(start)
+			if err != nil {
 				return nil, fmt.Errorf("%s: %v: %s", variant.name, err, out)
 			}
 			if i >= warm {
-				samples[v] = append(samples[v], time.Since(start))
+				samples[v] = append(samples[v], took)
+			}
+			if variant.after != nil {
+				if err := variant.after(out); err != nil {
+					return nil, fmt.Errorf("%s: %w", variant.name, err)
+				}
 			}
 		}
 	}
