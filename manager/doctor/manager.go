@@ -32,8 +32,11 @@ func (m *machine) socket() Check {
 		return fail("socket", fmt.Sprintf("%s has mode %04o (want 0600): other users can reach the manager", path, perm),
 			"restart the manager (it binds the socket 0600), and find what changed its mode")
 	}
-	if m.mgr == nil {
+	if m.mgr == nil && errors.Is(m.mgrErr, api.ErrUnreachable) {
 		return warn("socket", path+" is left over: no manager answers on it", "nothing to do: the next vibe-browser serve removes it; or "+startFix)
+	}
+	if m.mgr == nil { // a manager is there but answered badly or not in time: the manager check says how
+		return ok("socket", path+": private (0600); the manager behind it is in trouble (see the manager check)")
 	}
 	return ok("socket", path+": private (0600), answered")
 }

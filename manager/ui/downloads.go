@@ -3,7 +3,6 @@ package ui
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -38,8 +37,8 @@ type downloadRow struct {
 // downloadGroups groups ds (oldest first, as the manager lists them) by owner folder.
 func downloadGroups(ds []api.Download, tasks map[string]bool, now time.Time) []downloadGroup {
 	byOwner := map[string]*downloadGroup{}
-	var order []string // owners, the one with the newest file first
-	newest := map[string]time.Time{}
+	var order []string // owners, the one with the newest file first (ds is walked newest first)
+	counts := map[string]int{}
 	for i := len(ds) - 1; i >= 0; i-- {
 		d := ds[i]
 		g := byOwner[d.OwnerDir]
@@ -47,8 +46,8 @@ func downloadGroups(ds []api.Download, tasks map[string]bool, now time.Time) []d
 			g = &downloadGroup{Owner: d.OwnerDir, Label: ownerLabel(d.OwnerDir, tasks), Files: []downloadRow{}}
 			byOwner[d.OwnerDir] = g
 			order = append(order, d.OwnerDir)
-			newest[d.OwnerDir] = d.At
 		}
+		counts[d.OwnerDir]++
 		if len(g.Files) < maxDownloadRows {
 			g.Files = append(g.Files, downloadRow{Name: d.Name, Size: byteSize(d.Size), At: duration(now.Sub(d.At)) + " ago",
 				Path: d.Path, URL: d.URL})
@@ -56,20 +55,13 @@ func downloadGroups(ds []api.Download, tasks map[string]bool, now time.Time) []d
 	}
 	out := make([]downloadGroup, 0, len(order))
 	for _, o := range order {
-		g := byOwner[o]
-		n := 0
-		for _, d := range ds {
-			if d.OwnerDir == o {
-				n++
-			}
-		}
+		g, n := byOwner[o], counts[o]
 		g.Count = plural(n, "file")
 		if n > len(g.Files) {
 			g.Count += fmt.Sprintf(" (the newest %d shown)", len(g.Files))
 		}
 		out = append(out, *g)
 	}
-	slices.SortStableFunc(out, func(a, b downloadGroup) int { return newest[b.Owner].Compare(newest[a.Owner]) })
 	return out
 }
 

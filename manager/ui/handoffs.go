@@ -4,9 +4,9 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"vibebrowser/manager/api"
+	"vibebrowser/mux/clientid"
 )
 
 // handoffRow is a pending handoff on the overview: what the agent asks, and its tabs one click away.
@@ -80,7 +80,7 @@ func ofHandoff(id string, h api.Handoff) bool {
 	if id == h.ClientID {
 		return true
 	}
-	return h.TaskID != "" && (id == h.TaskID || strings.HasPrefix(id, h.TaskID+"-w"))
+	return h.TaskID != "" && clientid.OwnerDir(id) == h.TaskID
 }
 
 // handleAnswer is a person's answer from the overview: the form's "status" button (done, cant_help) and

@@ -39,6 +39,8 @@ type storePage struct {
 	// is stopped too.
 	Downloads     []downloadGroup `json:"downloads"`
 	DownloadsNote string          `json:"downloads_note,omitempty"` // when not every download was counted
+	// DownloadsDir is the browser's folder under the home's downloads/ (the web browser's is api.WebKey).
+	DownloadsDir string `json:"-"`
 }
 
 type clientRow struct {
@@ -105,7 +107,10 @@ func browserOf(st api.Status, slug string) (api.Browser, api.Store, bool) {
 // buildStore is the store page of slug; ok is false when there is no such store.
 func (s *Server) buildStore(ctx context.Context, slug string) (page storePage, ok bool) {
 	now := s.cfg.Now()
-	page = storePage{Slug: slug, Clients: []clientRow{}, Downloads: []downloadGroup{}}
+	page = storePage{Slug: slug, Clients: []clientRow{}, Downloads: []downloadGroup{}, DownloadsDir: slug}
+	if slug == "web" {
+		page.DownloadsDir = api.WebKey
+	}
 	st, err := s.cfg.Source.Status(ctx)
 	if err != nil {
 		page.Error = "The manager could not say its status: " + err.Error()
