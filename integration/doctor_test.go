@@ -39,10 +39,9 @@ func doctorCLI(t *testing.T, m *managed, set map[string]string, args ...string) 
 	t.Helper()
 	var env []string
 	for _, kv := range m.env {
-		if name, _, _ := strings.Cut(kv, "="); set[name] == "" {
-			if _, changed := set[name]; !changed {
-				env = append(env, kv)
-			}
+		name, _, _ := strings.Cut(kv, "=")
+		if _, changed := set[name]; !changed {
+			env = append(env, kv)
 		}
 	}
 	for k, v := range set {
@@ -85,13 +84,10 @@ func wantDoctorFails(t *testing.T, r doctorRun, name string, fragments ...string
 
 func TestDoctor(t *testing.T) {
 	m := startManager(t)
-	var store struct {
-		ProxyPort int `json:"proxy_port"`
+	port := m.addStore("Acme Shop").ProxyPort
+	if port == 0 {
+		t.Fatal("store add --json printed no proxy_port")
 	}
-	if err := json.Unmarshal([]byte(m.cli("store", "add", "Acme Shop", "--json")), &store); err != nil || store.ProxyPort == 0 {
-		t.Fatalf("store add --json: %+v, %v", store, err)
-	}
-	port := store.ProxyPort
 	m.cli("browser", "start", "acme-shop")
 	// The fake CLI answers --version as the newest tested browser-use would.
 	rel := doctor.Recommended()

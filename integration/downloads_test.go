@@ -128,10 +128,7 @@ func sha(s string) string {
 func TestDownloadPlaywrightAndAgent(t *testing.T) {
 	m := startManager(t)
 	site := downloadSite(t)
-	var store api.Store
-	if err := json.Unmarshal([]byte(m.cli("store", "add", "Dl Shop", "--json")), &store); err != nil {
-		t.Fatal(err)
-	}
+	store := m.addStore("Dl Shop")
 	root := filepath.Join(m.home, "downloads", store.Slug)
 	taskDir := filepath.Join(root, taskA)
 

@@ -3,7 +3,6 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,24 +28,6 @@ type asking struct {
 	stdout, stderr *syncBuffer
 	done           chan struct{}
 	code           int
-}
-
-// syncBuffer is a bytes.Buffer a child writes to while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex // mu guards buf
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // askHuman runs the slug's wrapper with args as task's agent; it reads no stdin (none is given).

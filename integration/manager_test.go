@@ -81,7 +81,7 @@ type managed struct {
 	home   string
 	env    []string
 	cmd    *exec.Cmd
-	log    *bytes.Buffer
+	log    *syncBuffer // the manager writes it while tests read it
 	client *api.Client
 	uiAddr string // VIBE_UI_ADDR unless the test's extra environment changed it
 }
@@ -108,7 +108,7 @@ func startManagerIn(t *testing.T, home string, extra ...string) *managed {
 		"VIBE_BROWSER_USE=" + bins.fakeBU, "VIBE_SHIM=" + bins.shim, "VIBE_HEADLESS=1",
 		"VIBE_CHROME=" + chromiumBinary(t), fmt.Sprintf("VIBE_PROXY_PORT_BASE=%d", base), "VIBE_UI_ADDR=" + uiAddr}
 	env = append(env, extra...)
-	m := &managed{t: t, bins: bins, home: home, env: env, log: &bytes.Buffer{}, uiAddr: uiAddr,
+	m := &managed{t: t, bins: bins, home: home, env: env, log: &syncBuffer{}, uiAddr: uiAddr,
 		client: api.NewClient(filepath.Join(home, api.SocketRel))}
 	// Registered before any start, so it runs after every start's cleanup has stopped its manager.
 	t.Cleanup(func() { checkLogLines(t, m.log.String()) })
@@ -495,4 +495,22 @@ func TestTakenPortIsReallocated(t *testing.T) {
 	if after.ProxyPort == s.ProxyPort || after.Browser.Status != api.StatusRunning {
 		t.Errorf("store after the port was taken: %+v; want a new port and a running browser", after)
 	}
+}
+
+// syncBuffer is a bytes.Buffer a child writes to while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex // mu guards buf
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

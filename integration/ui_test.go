@@ -234,10 +234,7 @@ func TestWebUIOffAndOpen(t *testing.T) {
 	}
 
 	// A manager with nothing yet: the overview says what to do.
-	var login api.UILogin
-	if err := json.Unmarshal([]byte(on.cli("ui", "--json")), &login); err != nil {
-		t.Fatal(err)
-	}
+	login := uiLogin(t, on)
 	page := startNodeScript(t, "ui_overview.js", login.URL)
 	if empty := rowsOf(t, page.expect("ready")); len(empty.Tasks) != 0 || len(empty.Browsers) != 1 {
 		t.Errorf("empty manager's overview lists %+v; want only the web browser", empty)

@@ -22,8 +22,6 @@ type cmdParams struct {
 	WaitForDebuggerOnStart bool           `json:"waitForDebuggerOnStart"`
 	Flatten                *bool          `json:"flatten"`
 	Filter                 []targetFilter `json:"filter"`
-	Behavior               string         `json:"behavior"`
-	EventsEnabled          bool           `json:"eventsEnabled"`
 }
 
 // opaqueBrowserMethods are Browser.* commands with nothing to check or rewrite: they skip the decode.

@@ -123,7 +123,7 @@ func (m *Mux) placeUnique(src, dir, name string) (string, error) {
 			continue
 		}
 		if rerr != nil {
-			return "", fmt.Errorf("place %s: %w", dst, err)
+			return "", fmt.Errorf("place %s: %w", dst, rerr)
 		}
 		f.Close()
 		if err := os.Rename(tmp, dst); err != nil {

@@ -616,7 +616,6 @@ func (fb *fakeBrowser) casts() int {
 	return len(fb.casting)
 }
 
-// sessionOf returns a session the browser has for target id.
 // askedSessionOf returns a session of target tid that a Target.attachToTarget made (a client's, not the
 // mux's short-lived auto-attach), or "".
 func (fb *fakeBrowser) askedSessionOf(tid string) string {
@@ -630,6 +629,7 @@ func (fb *fakeBrowser) askedSessionOf(tid string) string {
 	return ""
 }
 
+// sessionOf returns a session the browser has for target id.
 func (fb *fakeBrowser) sessionOf(tid string) string {
 	fb.mu.Lock()
 	defer fb.mu.Unlock()

@@ -473,6 +473,7 @@ func (m *Mux) runOwnershipHook(ctx context.Context) {
 		case <-m.ownCh:
 			pass(false)
 		case <-settle.C:
+			waiting = false // a wait ending in a snapshot equal to the last passes nothing, and the next removal waits anew
 			pass(true)
 		}
 	}

@@ -66,12 +66,12 @@ type View struct {
 	ended   bool
 	err     error
 	stop    func() bool // the context.AfterFunc that closes the view
-	params  map[string]any
+	params  []byte      // the screencast's parameters, for restarts
 	gap     time.Duration
 	due     time.Time   // the earliest time Next may hand out the next frame (MaxFPS)
 	casting bool        // the screencast is on (a paced view stops it between frames of a busy page)
 	fresh   bool        // the screencast was started again and its first frame has not come yet
-	lastImg []byte      // the newest frame's image, to tell a still page from a busy one
+	last    []byte      // the newest frame's event, to tell a still page from a busy one
 	castT   *time.Timer // the pending restart
 
 	mu sync.Mutex
@@ -96,7 +96,11 @@ func (m *Mux) View(ctx context.Context, targetID string, opt ViewOptions) (*View
 	if opt.EveryNthFrame > 0 {
 		p["everyNthFrame"] = opt.EveryNthFrame
 	}
-	v := &View{m: m, target: targetID, ready: make(chan struct{}, 1), done: make(chan struct{}), params: p, casting: true}
+	params, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	v := &View{m: m, target: targetID, ready: make(chan struct{}, 1), done: make(chan struct{}), params: params, casting: true}
 	if opt.MaxFPS > 0 {
 		v.gap = time.Second / time.Duration(opt.MaxFPS)
 	}
@@ -110,7 +114,7 @@ func (m *Mux) View(ctx context.Context, targetID string, opt ViewOptions) (*View
 		v.Close()
 		return nil, err
 	}
-	if _, err := m.opCall(ctx, "Page.startScreencast", p, s.id); err != nil {
+	if _, err := m.opCall(ctx, "Page.startScreencast", json.RawMessage(params), s.id); err != nil {
 		v.Close()
 		return nil, err
 	}
@@ -222,10 +226,9 @@ const restartLead = 25 * time.Millisecond
 // paceLocked stops the screencast of a busy page after a frame (see Pacing): one that came before the
 // viewer may take it, or a restart's first frame that differs from the one before. Next starts it again.
 func (v *View) paceLocked(b []byte) {
-	img := frameImage(b)
-	fresh, still := v.fresh, bytes.Equal(img, v.lastImg)
-	v.fresh, v.lastImg = false, img
-	if fresh && still || !fresh && !time.Now().Before(v.due) {
+	fresh, last := v.fresh, v.last
+	v.fresh, v.last = false, b
+	if fresh && bytes.Equal(frameImage(b), frameImage(last)) || !fresh && !time.Now().Before(v.due) {
 		return
 	}
 	v.m.sendInternalLocked("Page.stopScreencast", nil, v.sess.id, nil)
@@ -238,8 +241,7 @@ func (v *View) restartLocked() {
 	if v.ended || v.casting {
 		return
 	}
-	params, _ := json.Marshal(v.params)
-	v.m.sendInternalLocked("Page.startScreencast", params, v.sess.id, nil)
+	v.m.sendInternalLocked("Page.startScreencast", v.params, v.sess.id, nil)
 	v.casting, v.fresh = true, true
 }
 
