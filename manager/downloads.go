@@ -102,21 +102,35 @@ func downloadView(d state.Download, slug string) api.Download {
 		GUID: d.GUID, URL: d.URL, Name: d.Name, Path: d.Path, Size: d.Size, SHA256: d.SHA256, At: d.At}
 }
 
-// sweepDownloads removes what a manager that died mid-download left behind: Chrome's partial files in the
-// incoming folders of browsers that are not running (an adopted browser may still be writing its own), and
-// the mux's unfinished copies (mux.PartialSuffix) everywhere. A file under a final name is always complete:
-// the mux links it there only when it is.
-func (m *Manager) sweepDownloads() {
+// sweepPartials removes the mux's unfinished copies (mux.PartialSuffix) that a manager which died
+// mid-download left in the owner folders. It runs at boot before any browser is adopted, while no mux of
+// this manager is copying. A file under a final name is always complete: the mux links it there only when
+// it is.
+func (m *Manager) sweepPartials() {
+	m.sweepDownloads(func(slug string) (incoming, partials bool) { return false, true })
+}
+
+// sweepIncoming removes Chrome's partial files in the incoming folders of the browsers that are not running
+// (an adopted browser may still be writing its own). It runs at boot after the adoptions.
+func (m *Manager) sweepIncoming() {
 	running := map[string]bool{}
 	for _, s := range m.slots() {
 		if in := s.current(); in != nil {
 			running[in.spec.slug] = true
 		}
 	}
+	m.sweepDownloads(func(slug string) (incoming, partials bool) { return !running[slug], false })
+}
+
+// sweepDownloads removes, per browser folder under downloads/, what which says: its incoming folder's
+// entries, and the partial copies in its owner folders.
+func (m *Manager) sweepDownloads(which func(slug string) (incoming, partials bool)) {
 	root := m.cfg.path("downloads")
 	slugs, err := os.ReadDir(root)
 	if err != nil {
-		m.log.Error().Err(err).Str("dir", root).Msg("boot: sweep the downloads folder")
+		if !errors.Is(err, fs.ErrNotExist) {
+			m.log.Error().Err(err).Str("dir", root).Msg("boot: sweep the downloads folder")
+		}
 		return
 	}
 	removed := 0
@@ -124,8 +138,12 @@ func (m *Manager) sweepDownloads() {
 		if !slug.IsDir() {
 			continue
 		}
-		if !running[slug.Name()] {
+		incoming, partials := which(slug.Name())
+		if incoming {
 			removed += m.removeEntries(filepath.Join(root, slug.Name(), mux.IncomingDir), func(string) bool { return true })
+		}
+		if !partials {
+			continue
 		}
 		owners, _ := os.ReadDir(filepath.Join(root, slug.Name()))
 		for _, o := range owners {

@@ -48,7 +48,8 @@ func TestSweepDownloadsAtBoot(t *testing.T) {
 		"shop/aux/.download-9"+mux.PartialSuffix,
 		"shop/aux/kept.pdf",
 	)
-	m.sweepDownloads()
+	m.sweepPartials()
+	m.sweepIncoming()
 	want := []string{"shop/a1b2c3d4/report.csv", "shop/aux/kept.pdf"}
 	if got := testkit.Files(root); !slices.Equal(got, want) {
 		t.Errorf("after the boot sweep: %q; want %q (no partial file left, every complete one kept)", got, want)

@@ -95,13 +95,14 @@ func (m *Manager) createHandoff(ctx context.Context, req api.HandoffRequest) (ap
 		return api.Handoff{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
 	storeID, key := "", api.WebKey
+	var stores []state.Store // the handoff's store, for its view
 	switch req.Kind {
 	case api.KindStore:
 		s, err := m.shimStore(ctx, req.StoreID)
 		if err != nil {
 			return api.Handoff{}, err
 		}
-		storeID, key = s.ID, s.ID
+		storeID, key, stores = s.ID, s.ID, []state.Store{s}
 	case api.KindWeb:
 	default:
 		return api.Handoff{}, fmt.Errorf("%w: kind %q: want store or web", ErrBadRequest, req.Kind)
@@ -124,7 +125,7 @@ func (m *Manager) createHandoff(ctx context.Context, req api.HandoffRequest) (ap
 	m.handoffs.wake()
 	m.note(zerolog.WarnLevel, api.EventHandoffRequested, key, api.Event{TaskID: h.TaskID, BUName: h.BUName,
 		Message: h.Reason, Handoff: h.ID})
-	return m.handoffView(ctx, h)
+	return m.handoffViews(stores, []state.Handoff{h})[0], nil
 }
 
 // answerHandoff records a person's answer (done or can't help, with an optional note) and wakes the agent.

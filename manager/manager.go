@@ -223,6 +223,7 @@ func (m *Manager) boot(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	m.sweepPartials() // before any adopted browser's mux starts copying
 	for _, s := range sessions {
 		if s.Status != state.BrowserRunning {
 			continue
@@ -237,7 +238,7 @@ func (m *Manager) boot(ctx context.Context) error {
 	if err := m.bindEndpoints(ctx); err != nil {
 		return err
 	}
-	m.sweepDownloads()
+	m.sweepIncoming()
 	if err := m.syncWrappers(ctx); err != nil {
 		return err
 	}
