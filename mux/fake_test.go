@@ -55,8 +55,9 @@ type fakeBrowser struct {
 	pongs     []string        // pong payloads received
 	extra     int             // pages (with tabs) that appear before the next created one, like a startup tab
 	conns     int
-	dlPath    string   // downloadPath of the last Browser.setDownloadBehavior for the default context
-	dlParams  []string // params of every Browser.setDownloadBehavior, in order
+	dlPath    string          // downloadPath of the last Browser.setDownloadBehavior for the default context
+	dlParams  []string        // params of every Browser.setDownloadBehavior, in order
+	dlGone    map[string]bool // downloads canceled (Browser.cancelDownload): as on Chrome, they never complete
 }
 
 type fakeTarget struct {
@@ -225,6 +226,9 @@ func (fb *fakeBrowser) beginDownload(frame, guid, name string) {
 func (fb *fakeBrowser) completeDownload(guid, content string) {
 	fb.mu.Lock()
 	defer fb.mu.Unlock()
+	if fb.dlGone[guid] { // the mux canceled it before the test completed it: Chrome writes nothing more
+		return
+	}
 	part, final := filepath.Join(fb.dlPath, guid+".crdownload"), filepath.Join(fb.dlPath, guid)
 	if err := os.WriteFile(part, []byte(content), 0o600); err != nil {
 		fb.t.Errorf("fake download %s: %v", guid, err)
@@ -491,6 +495,10 @@ func (fb *fakeBrowser) handle(b []byte) {
 		}
 		reply("{}")
 	case "Browser.cancelDownload":
+		if fb.dlGone == nil {
+			fb.dlGone = map[string]bool{}
+		}
+		fb.dlGone[str("guid")] = true
 		os.Remove(filepath.Join(fb.dlPath, str("guid")+".crdownload"))
 		fb.sendLocked(`{"method":"Browser.downloadProgress","params":{"guid":"` + str("guid") + `","totalBytes":0,"receivedBytes":0,"state":"canceled"}}`)
 		reply("{}")
