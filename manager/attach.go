@@ -48,6 +48,8 @@ func (m *Manager) attachMux(ctx context.Context, s *slot, sp spec, h handle, own
 		Port:        ep.port,
 		Token:       sp.token,
 		DownloadDir: m.cfg.path("downloads", sp.slug),
+		Home:        m.cfg.Home,
+		AgentDir:    m.cfg.path("agents", sp.slug),
 		TabCap:      tabCap,
 		MaxClients:  m.cfg.MuxMaxClients,
 		Grace:       grace,

@@ -53,6 +53,9 @@ func (m *Mux) handleClient(c *conn, b []byte) {
 		c.send(errorFrame(idTok, info.sessionID, codeInvalid, "Message must have string 'method' property"))
 		return
 	}
+	if m.refuse(c, b, info, idTok) {
+		return
+	}
 	m.mu.Lock()
 	if c.closed() || c.cl.conn != c {
 		m.mu.Unlock()
@@ -102,8 +105,8 @@ func (m *Mux) routeLocked(c *conn, b []byte, info msgInfo, id []byte) {
 			return
 		}
 		p := &msg.Params
-		if r, ok := refusals[method]; ok && (r.when == nil || r.when(m, c, p)) {
-			m.replyErrLocked(c, id, sid, codeServer, method+" is refused by the mux: "+r.reason)
+		if r, ok := refusals[method]; ok && r.when != nil && r.when(m, c, p) {
+			m.replyErrLocked(c, id, sid, codeServer, refusedMessage(method, "", r))
 			return
 		}
 		if p.TargetID != "" {

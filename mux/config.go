@@ -33,6 +33,11 @@ type Config struct {
 	// each finished file is moved to the folder of the client that started it (clientid.OwnerDir). Empty
 	// leaves downloads to the clients: their setDownloadBehavior is forwarded as sent.
 	DownloadDir string
+	// Home is the manager's home: a local file under it is never handed to the browser for a client (SPEC
+	// §13), except from that client's own folders (its DownloadDir folder, AgentDir). Empty: no such rule.
+	Home string
+	// AgentDir is the store's agent area (SPEC §14), a client's own folder under Home; empty for none.
+	AgentDir string
 	// TabCap is the per-client tab cap; beyond it the client's least recently used tab is closed.
 	// Default DefaultTabCap; Off: no cap.
 	TabCap int

@@ -110,6 +110,9 @@ func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
 		if t.held {
 			return // replayed with its latest info when the create is answered
 		}
+		if m.closeStrayLocked(t) {
+			return
+		}
 		if isNew || method == "Target.targetInfoChanged" {
 			m.deliverTargetEventLocked(t, b)
 		}

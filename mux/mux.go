@@ -20,13 +20,16 @@ import (
 // Mux is a CDP multiplexing proxy for one browser: many client WebSockets share one upstream browser
 // connection, and each client sees and touches only its own targets. Create it with New, run it with Serve.
 type Mux struct {
-	cfg      Config
-	log      zerolog.Logger
-	ln       net.Listener // nil when the caller serves the mux on its own listener (Config.Port)
-	door     Door
-	upgrader websocket.Upgrader
-	srv      *http.Server  // nil with ln
-	ownCh    chan struct{} // capacity 1: one pending "ownership changed" is enough, the snapshot is taken later
+	cfg   Config
+	log   zerolog.Logger
+	ln    net.Listener // nil when the caller serves the mux on its own listener (Config.Port)
+	door  Door
+	files localFiles // the local-file rule (localfiles.go)
+	// refusedLog logs refused calls, sampled: a client that keeps trying must not flood the log.
+	refusedLog zerolog.Logger
+	upgrader   websocket.Upgrader
+	srv        *http.Server  // nil with ln
+	ownCh      chan struct{} // capacity 1: one pending "ownership changed" is enough, the snapshot is taken later
 	// relaunched carries the endpoint of a relaunched browser to the upstream loop (capacity 1, newest wins).
 	relaunched chan string
 	wg         sync.WaitGroup
@@ -86,6 +89,7 @@ func New(cfg Config) (*Mux, error) {
 		log:        cfg.Log.With().Str("port", strconv.Itoa(port)).Logger(), // the caller named the component (Config.Log)
 		ln:         ln,
 		door:       Door{Token: cfg.Token, Port: port},
+		files:      newLocalFiles(cfg.Home),
 		ownCh:      make(chan struct{}, 1),
 		relaunched: make(chan string, 1),
 		pending:    map[int32]*pending{},
@@ -95,6 +99,7 @@ func New(cfg Config) (*Mux, error) {
 		fresh:      cfg.FreshLaunch,
 		activity:   time.Now(),
 	}
+	m.refusedLog = m.log.Sample(&zerolog.BurstSampler{Burst: 10, Period: time.Minute})
 	m.upgrader = websocket.Upgrader{
 		ReadBufferSize:  4096,
 		WriteBufferPool: &sync.Pool{}, // idle clients hold no write buffer

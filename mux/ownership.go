@@ -114,6 +114,9 @@ func (m *Mux) ownLocked(t *target, cl *client, park *parked) {
 	t.owner = cl
 	m.touchTargetLocked(t)
 	m.ownershipChangedLocked()
+	if m.closeStrayLocked(t) {
+		return
+	}
 	if t.info != nil {
 		m.deliverTargetEventLocked(t, eventFrame("Target.targetCreated", targetInfoParams(t.info)).head)
 	}

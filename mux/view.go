@@ -459,8 +459,15 @@ func (v *View) InsertText(ctx context.Context, text string) error {
 }
 
 // Navigate loads url in the page (Page.navigate); a navigation Chrome refuses (a bad URL, a network
-// error) is an error.
+// error) is an error. An agent's tab opens only what its agent could open (the URL rule, weburl.go): a
+// browser page left in it would be the agent's the moment the person lets go. Human tabs open anything.
 func (v *View) Navigate(ctx context.Context, url string) error {
+	v.m.mu.Lock()
+	human := v.human != nil
+	v.m.mu.Unlock()
+	if !human && !webURL(url) {
+		return fmt.Errorf("mux: %s is not opened in an agent's tab (%s); open it in a human tab instead", url, urlRule)
+	}
 	res, err := v.call(ctx, "Page.navigate", map[string]any{"url": url})
 	if err != nil {
 		return err

@@ -1,0 +1,141 @@
+package mux
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestLocalFilesRule(t *testing.T) {
+	root := t.TempDir()
+	home := filepath.Join(root, "home")
+	outside := filepath.Join(root, "outside")
+	own := filepath.Join(home, "downloads", "acme", "task1")
+	for _, d := range []string{filepath.Join(home, "profiles", "other", "Default"), own, outside} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(p string) string {
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cookies := write(filepath.Join(home, "profiles", "other", "Default", "Cookies"))
+	stateDB := write(filepath.Join(home, "state.db"))
+	mine := write(filepath.Join(own, "report.csv"))
+	upload := write(filepath.Join(outside, "upload.txt"))
+	link := func(old, name string, hard bool) string {
+		p := filepath.Join(outside, name)
+		var err error
+		if hard {
+			err = os.Link(old, p)
+		} else {
+			err = os.Symlink(old, p)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	symToCookies := link(cookies, "innocent.txt", false)
+	symToHome := link(home, "homelink", false)
+	symToMine := link(mine, "to-mine.csv", false)
+	hardToState := link(stateDB, "hard.db", true)
+	hardIntoOwn := filepath.Join(own, "planted")
+	if err := os.Link(cookies, hardIntoOwn); err != nil {
+		t.Fatal(err)
+	}
+	ownHard := filepath.Join(outside, "mine-again.csv") // a hard link of the client's own file (playwright's copy)
+	if err := os.Link(mine, ownHard); err != nil {
+		t.Fatal(err)
+	}
+
+	lf := newLocalFiles(home)
+	tests := []struct {
+		name, path string
+		ok         bool
+		why        string
+	}{
+		{"a file outside the home", upload, true, ""},
+		{"the task's own download", mine, true, ""},
+		{"a symlink to the task's own download", symToMine, true, ""},
+		{"a hard link of the task's own download", ownHard, true, ""},
+		{"another store's cookies", cookies, false, "under the manager's home"},
+		{"state.db", stateDB, false, "under the manager's home"},
+		{"a symlink outside the home into it", symToCookies, false, "under the manager's home"},
+		{"a path through a symlinked home", filepath.Join(symToHome, "state.db"), false, "under the manager's home"},
+		{"dot-dot into the home", filepath.Join(outside, "..", "home", "state.db"), false, "under the manager's home"},
+		{"dot-dot out of the own folder", filepath.Join(own, "..", "..", "..", "state.db"), false, "under the manager's home"},
+		{"a hard link outside the home", hardToState, false, "hard link"},
+		{"a hard link planted in the own folder", hardIntoOwn, false, "hard link"},
+		{"a relative path", "state.db", false, "not an absolute path"},
+		{"a missing file", filepath.Join(outside, "nope"), false, "does not exist"},
+		{"a folder", outside, false, "not a regular file"},
+		{"a device", "/dev/null", false, "not a regular file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := lf.check(tt.path, []string{own})
+			if tt.ok && err != nil {
+				t.Fatalf("check(%q) = %v; want it allowed", tt.path, err)
+			}
+			if !tt.ok && (err == nil || !strings.Contains(err.Error(), tt.why)) {
+				t.Fatalf("check(%q) = %v; want a refusal saying %q", tt.path, err, tt.why)
+			}
+		})
+	}
+	if err := (localFiles{}).check(stateDB, nil); err != nil {
+		t.Errorf("with no home, check(%q) = %v; want nil", stateDB, err)
+	}
+}
+
+func TestLocalFilesRefused(t *testing.T) {
+	home := t.TempDir()
+	secret := filepath.Join(home, "state.db")
+	if err := os.WriteFile(secret, []byte("SQLite format 3"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fb := newFakeBrowser(t)
+	m := startMux(t, fb, Config{Home: home, DownloadDir: filepath.Join(home, "downloads", "acme")})
+	c := newClient(t, m, "task1-w2")
+	sid := c.attach(c.createTarget("about:blank"))
+	own := filepath.Join(home, "downloads", "acme", "task1")
+	if err := os.MkdirAll(own, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	mine := filepath.Join(own, "a.txt") // a --worker slot's own folder is its task's
+	if err := os.WriteFile(mine, []byte("mine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	q := func(p string) string { return `"` + p + `"` }
+	tests := []struct {
+		method, params string
+		refused        bool
+	}{
+		{"DOM.setFileInputFiles", `{"files":[` + q(mine) + `,` + q(secret) + `],"nodeId":1}`, true},
+		{"Input.dispatchDragEvent", `{"type":"drop","x":1,"y":1,"data":{"items":[],"files":[` + q(secret) + `],"dragOperationsMask":1}}`, true},
+		{"Page.handleFileChooser", `{"action":"accept","files":[` + q(secret) + `]}`, true},
+		{"DOM.setFileInputFiles", `{"files":[` + q(mine) + `],"nodeId":1}`, false},
+		{"Input.dispatchDragEvent", `{"type":"dragEnter","x":1,"y":1,"data":{"items":[],"dragOperationsMask":1}}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method, func(t *testing.T) {
+			before := len(fb.got(tt.method))
+			r := c.call(tt.method, tt.params, sid)
+			reached := len(fb.got(tt.method)) > before
+			if tt.refused {
+				if r.Error == nil || !strings.Contains(r.Error.Message, fileRule) || !strings.Contains(r.Error.Message, secret) {
+					t.Fatalf("%s = %+v; want a refusal naming %s and the rule", tt.method, r, secret)
+				}
+				if reached {
+					t.Fatalf("the refused %s reached the browser", tt.method)
+				}
+			} else if !reached {
+				t.Fatalf("%s of the client's own file = %+v; want it forwarded", tt.method, r)
+			}
+		})
+	}
+}
