@@ -44,7 +44,8 @@ func webURL(u string) bool {
 }
 
 // landedURL reports whether a client's target may show u: what webURL allows, and the error page Chrome
-// commits when a web page fails to load (a refused connection is no reason to close a tab).
+// commits when a web page fails to load. (Chrome 156 reports a failed load under the URL it tried; a build
+// that reported its error page instead must not cost the agent its tab over a refused connection.)
 func landedURL(u string) bool {
 	return webURL(u) || strings.HasPrefix(strings.ToLower(chromeTrim(u)), "chrome-error://chromewebdata/")
 }
