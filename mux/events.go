@@ -192,6 +192,9 @@ func (m *Mux) sessionEventLocked(b []byte, info msgInfo) {
 		root := s.root
 		if t != nil && t.typ == "page" { // puppeteer's page inside its tab session
 			root = t
+			if s.target != nil && s.target.typ == "tab" {
+				s.target.page = t
+			}
 		}
 		m.sessions[ev.Params.SessionID] = &session{id: ev.Params.SessionID, owner: s.owner, target: t, root: root}
 	case "Target.detachedFromTarget":

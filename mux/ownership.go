@@ -29,6 +29,12 @@ type target struct {
 	awaitAuto                                  bool  // a new page whose paused auto-attach from Chrome is due (autoattach.go)
 	lettingGo                                  int   // the mux's own sessions on it being let go (autoattach.go)
 	hold                                       *hold // a person's takeover (takeover.go)
+	// page is a tab target's page, where the mux saw which it is (a create's pair, or the page announced in a
+	// session on the tab): closing the tab closes the page, so a held page's tab is held too.
+	page *target
+	// closeOnRelease: the owner closed everything it owns (Browser.close) while a person held this page;
+	// the hold's end closes it then.
+	closeOnRelease bool
 }
 
 // session is a flat CDP session, owned by whoever attached (or by the owner of its parent session).
@@ -47,6 +53,7 @@ func (m *Mux) addTargetLocked(t *target) {
 }
 
 func (m *Mux) removeTargetLocked(t *target) {
+	t.closeOnRelease = false // it is gone already
 	m.endHoldLocked(t, "the tab closed")
 	delete(m.targets, t.id)
 	for i, o := range m.order {
@@ -176,6 +183,9 @@ func (m *Mux) settleClaimsLocked(rec *createRec, page *target) {
 			m.ownLocked(t, rec.cl, rec.park)
 		}
 	}
+	if tab != nil && pos >= 0 {
+		tab.page = page
+	}
 }
 
 // abandonCreateLocked lets go of what a create that got no answer had claimed.
@@ -298,10 +308,15 @@ func (m *Mux) sendCloseLocked(t *target) {
 }
 
 // closeClientTargetsLocked closes every page the client owns; their tab targets go with them (closing a
-// tab target directly would also take a page KeepLastPage must keep).
+// tab target directly would also take a page KeepLastPage must keep). A page a person holds stays open until
+// they let go: the hold's end closes it (endHoldLocked).
 func (m *Mux) closeClientTargetsLocked(cl *client) {
 	for _, t := range m.order {
 		if t.owner == cl && t.typ == "page" && !t.closing {
+			if t.hold != nil {
+				t.closeOnRelease = true
+				continue
+			}
 			m.closeTargetLocked(t)
 		}
 	}

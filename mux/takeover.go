@@ -135,6 +135,12 @@ func (m *Mux) endHoldLocked(t *target, why string) {
 		}
 	}
 	m.log.Info().Str("target", t.id).Str("owner", ownerID(t)).Str("why", why).Msg("tab given back by a person")
+	if t.closeOnRelease {
+		t.closeOnRelease = false
+		if m.targets[t.id] == t {
+			m.closeTargetLocked(t) // its owner closed its tabs (or its grace ran out) while the person held it
+		}
+	}
 }
 
 // sessionHeld reports whether a command on sess must be refused: a person holds its tab (the session is
@@ -144,9 +150,9 @@ func sessionHeld(sess *session) bool {
 }
 
 // targetHeld reports whether method on target t must be refused: attaching to, closing or activating a
-// held tab.
+// held tab, or the tab target of a held page (closing it closes the page).
 func targetHeld(method string, t *target) bool {
-	if t.hold == nil {
+	if t.hold == nil && (t.page == nil || t.page.hold == nil) {
 		return false
 	}
 	switch method {

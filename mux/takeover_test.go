@@ -3,6 +3,7 @@ package mux
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,6 +73,7 @@ func TestHoldRules(t *testing.T) {
 		{"attaching to the held tab", a, "Target.attachToTarget", `{"targetId":"` + pa + `","flatten":true}`, "", true},
 		{"closing the held tab", a, "Target.closeTarget", `{"targetId":"` + pa + `"}`, "", true},
 		{"activating the held tab", a, "Target.activateTarget", `{"targetId":"` + pa + `"}`, "", true},
+		{"closing the held page's tab target", a, "Target.closeTarget", `{"targetId":"` + strings.Replace(pa, "PAGE", "TAB", 1) + `"}`, "", true},
 		{"reading the held tab's info", a, "Target.getTargetInfo", `{"targetId":"` + pa + `"}`, "", false},
 		{"listing targets", a, "Target.getTargets", `{}`, "", false},
 		{"a command on a tab made while held", a, "Runtime.evaluate", `{"expression":"2"}`, sfresh, false},
@@ -99,6 +101,32 @@ func TestHoldRules(t *testing.T) {
 	if err := other.Hold("bob"); err != nil {
 		t.Fatalf("taking a released tab: %v", err)
 	}
+}
+
+// The owner's Browser.close closes its tabs but the one a person holds: that one closes when they let go.
+func TestHoldSurvivesOwnersBrowserClose(t *testing.T) {
+	fb := newFakeBrowser(t)
+	m := startMux(t, fb, Config{})
+	a := newClient(t, m, "a")
+	held := a.createTarget("https://a.example/held")
+	other := a.createTarget("https://a.example/other")
+	v, err := m.View(context.Background(), held, ViewOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	if err := v.Hold("alice"); err != nil {
+		t.Fatal(err)
+	}
+	if r := a.call("Browser.close", "", ""); r.Error != nil {
+		t.Fatalf("Browser.close: %+v", r.Error)
+	}
+	testkit.WaitFor(t, 5*time.Second, "the owner's other tab to close", func() bool { return !fb.hasTarget(other) })
+	if !fb.hasTarget(held) || heldBy(m, held) != "alice" {
+		t.Fatal("the owner's Browser.close closed the tab a person holds")
+	}
+	v.Release()
+	testkit.WaitFor(t, 5*time.Second, "the released tab to close as its owner asked", func() bool { return !fb.hasTarget(held) })
 }
 
 // A hold outlives its holder's view for the grace, is taken up again by the holder's next view, and
