@@ -11,7 +11,8 @@ import (
 var shimMayImport = map[string]bool{"vibebrowser/manager/api": true, "vibebrowser/mux/clientid": true}
 
 // TestImportGraph keeps the arrows pointing one way: the manager never imports the shim, the shim imports
-// only the API contract and leaf packages, and the mux knows nothing of the manager or its state.
+// only the API contract and leaf packages, the mux knows nothing of the manager or its state, and state is a
+// leaf: the daemon's storage knows no package of the daemon's.
 func TestImportGraph(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}{{range .Deps}} {{.}}{{end}}", "vibebrowser/...").Output()
 	if err != nil {
@@ -24,6 +25,7 @@ func TestImportGraph(t *testing.T) {
 		isShim := pkg == "vibebrowser/wrapshim" || pkg == "vibebrowser/cmd/wrapshim"
 		isManager := pkg == "vibebrowser/manager" || strings.HasPrefix(pkg, "vibebrowser/manager/")
 		isMux := pkg == "vibebrowser/mux" || strings.HasPrefix(pkg, "vibebrowser/mux/")
+		isState := pkg == "vibebrowser/state"
 		if isShim || isManager {
 			seen++
 		}
@@ -33,6 +35,9 @@ func TestImportGraph(t *testing.T) {
 			}
 			if isMux && (dep == "vibebrowser/state" || dep == "vibebrowser/manager" || strings.HasPrefix(dep, "vibebrowser/manager/")) {
 				t.Errorf("%s imports %s; the mux must import neither the manager nor state", pkg, dep)
+			}
+			if isState && strings.HasPrefix(dep, "vibebrowser/") {
+				t.Errorf("%s imports %s; state must import nothing of this module", pkg, dep)
 			}
 			if isShim && strings.HasPrefix(dep, "vibebrowser/") && dep != "vibebrowser/wrapshim" && !shimMayImport[dep] {
 				t.Errorf("%s imports %s; the shim may import only manager/api and mux/clientid", pkg, dep)

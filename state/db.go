@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
@@ -220,16 +221,20 @@ func fromNanos(n sql.NullInt64) time.Time {
 	return time.Unix(0, n.Int64)
 }
 
-// checkKey makes sure a browser key names the web browser or an existing store, so rows keyed by
-// it are never orphaned (DeleteStore removes a store's keyed rows).
+// ReservedKeyPrefix starts the browser keys of the manager's own browsers (the web browser's, api.WebKey):
+// store ids never start with it, so both share one namespace.
+const ReservedKeyPrefix = "_"
+
+// checkKey makes sure a browser key is reserved or names an existing store, so rows keyed by a store are
+// never orphaned (DeleteStore removes a store's keyed rows).
 func checkKey(ctx context.Context, q queryer, key string) error {
-	if key == WebKey {
+	if strings.HasPrefix(key, ReservedKeyPrefix) && len(key) > 1 {
 		return nil
 	}
 	var one int
 	err := q.QueryRowContext(ctx, "SELECT 1 FROM stores WHERE id = ?", key).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("browser key %q is neither %q nor a store id: %w", key, WebKey, ErrNotFound)
+		return fmt.Errorf("browser key %q is neither reserved (%q…) nor a store id: %w", key, ReservedKeyPrefix, ErrNotFound)
 	}
 	return err
 }

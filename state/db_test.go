@@ -17,6 +17,9 @@ import (
 	"go.uber.org/goleak"
 )
 
+// webKey is a reserved browser key as the manager uses one (api.WebKey); state knows no browser by name.
+const webKey = ReservedKeyPrefix + "web"
+
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // openTest opens a fresh database in a temporary directory, closed when the test ends.

@@ -11,7 +11,7 @@ import (
 // Download is one finished download (SPEC §12): which browser, task and client it belongs to, and the file.
 type Download struct {
 	ID       int64  // set by the database
-	Key      string // the browser: a store id or WebKey
+	Key      string // the browser: a store id or a reserved key
 	TaskID   string // the task whose client downloaded it; "" for aux, manual, human and the rest
 	ClientID string // the mux client that started it; "" when no client owned its tab
 	OwnerDir string // the folder under downloads/<slug>/ that holds it

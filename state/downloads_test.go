@@ -25,7 +25,7 @@ func TestDownloads(t *testing.T) {
 	first := rec(s.ID, "a1b2c3d4", "a1b2c3d4", "one.csv", 2)
 	rec(s.ID, "a1b2c3d4", "a1b2c3d4", "zero.csv", 1)
 	rec(s.ID, "", "aux", "aux.csv", 3)
-	rec(WebKey, "e5f6a7b8", "e5f6a7b8", "web.csv", 4)
+	rec(webKey, "e5f6a7b8", "e5f6a7b8", "web.csv", 4)
 	if first.ID == 0 {
 		t.Error("RecordDownload returned no id")
 	}
@@ -49,7 +49,7 @@ func TestDownloads(t *testing.T) {
 		{"all", DownloadFilter{}, []string{"zero.csv", "one.csv", "aux.csv", "web.csv"}},
 		{"store", DownloadFilter{Key: s.ID}, []string{"zero.csv", "one.csv", "aux.csv"}},
 		{"task", DownloadFilter{TaskID: "a1b2c3d4"}, []string{"zero.csv", "one.csv"}},
-		{"web task", DownloadFilter{Key: WebKey, TaskID: "e5f6a7b8"}, []string{"web.csv"}},
+		{"web task", DownloadFilter{Key: webKey, TaskID: "e5f6a7b8"}, []string{"web.csv"}},
 		{"nothing", DownloadFilter{Key: s.ID, TaskID: "e5f6a7b8"}, nil},
 		{"newest two", DownloadFilter{Limit: 2}, []string{"aux.csv", "web.csv"}},
 		{"store's newest", DownloadFilter{Key: s.ID, Limit: 1}, []string{"aux.csv"}},
@@ -71,8 +71,10 @@ func TestDownloads(t *testing.T) {
 	if got := names(DownloadFilter{}); !slices.Equal(got, []string{"aux.csv", "web.csv"}) {
 		t.Errorf("after DeleteDownloads: %q", got)
 	}
-	if _, err := db.RecordDownload(ctx, Download{Key: "nosuch", OwnerDir: "x", GUID: "g", Name: "n", Path: "/p", At: at}); !errors.Is(err, ErrNotFound) {
-		t.Errorf("RecordDownload for an unknown store = %v; want ErrNotFound", err)
+	for _, key := range []string{"nosuch", ReservedKeyPrefix} {
+		if _, err := db.RecordDownload(ctx, Download{Key: key, OwnerDir: "x", GUID: "g", Name: "n", Path: "/p", At: at}); !errors.Is(err, ErrNotFound) {
+			t.Errorf("RecordDownload for key %q = %v; want ErrNotFound (neither a store nor a reserved key)", key, err)
+		}
 	}
 	if _, err := db.RecordDownload(ctx, Download{Key: s.ID, OwnerDir: "x", GUID: "g", Path: "/p", At: at}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("RecordDownload without a name = %v; want ErrInvalid", err)

@@ -18,7 +18,7 @@ func NewToken() string {
 }
 
 // newID returns a random UUID-shaped (version 4) store id. Hex never starts with '_', so ids and the
-// reserved keys such as WebKey share one namespace safely.
+// the reserved keys (ReservedKeyPrefix) share one namespace safely.
 func newID() string {
 	var b [16]byte
 	rand.Read(b[:])

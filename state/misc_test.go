@@ -21,7 +21,7 @@ func TestOwnership(t *testing.T) {
 		t.Fatal(err)
 	}
 	webOwners := map[string][]string{"manual": {"W1"}}
-	if err := db.ReplaceOwnership(ctx, WebKey, webOwners); err != nil {
+	if err := db.ReplaceOwnership(ctx, webKey, webOwners); err != nil {
 		t.Fatal(err)
 	}
 	// Order within a client is kept; a client with no targets has nothing to restore.
@@ -37,7 +37,7 @@ func TestOwnership(t *testing.T) {
 	if got, err := db.LoadOwnership(ctx, s.ID); err != nil || fmt.Sprint(got) != fmt.Sprint(second) {
 		t.Fatalf("LoadOwnership after replace = %v, %v; want %v", got, err, second)
 	}
-	if got, err := db.LoadOwnership(ctx, WebKey); err != nil || fmt.Sprint(got) != fmt.Sprint(webOwners) {
+	if got, err := db.LoadOwnership(ctx, webKey); err != nil || fmt.Sprint(got) != fmt.Sprint(webOwners) {
 		t.Fatalf("LoadOwnership(web) = %v, %v; want it untouched by the store's replace: %v", got, err, webOwners)
 	}
 
@@ -81,7 +81,7 @@ func TestRelaunches(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := db.RecordRelaunch(ctx, WebKey, t0); err != nil {
+	if err := db.RecordRelaunch(ctx, webKey, t0); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -94,7 +94,7 @@ func TestRelaunches(t *testing.T) {
 		{s.ID, t0.Add(time.Nanosecond), 2},
 		{s.ID, t0.Add(2 * time.Minute), 1},
 		{s.ID, t0.Add(time.Hour), 0},
-		{WebKey, t0, 1},
+		{webKey, t0, 1},
 		{"nope", time.Time{}, 0},
 	}
 	for _, tt := range tests {
@@ -110,7 +110,7 @@ func TestRelaunches(t *testing.T) {
 	if n, err := db.CountRelaunches(ctx, s.ID, time.Time{}); err != nil || n != 0 {
 		t.Errorf("CountRelaunches after clear = %d, %v; want 0", n, err)
 	}
-	if n, err := db.CountRelaunches(ctx, WebKey, time.Time{}); err != nil || n != 1 {
+	if n, err := db.CountRelaunches(ctx, webKey, time.Time{}); err != nil || n != 1 {
 		t.Errorf("CountRelaunches(web) after clearing the store = %d, %v; want 1", n, err)
 	}
 	if err := db.RecordRelaunch(ctx, "nope", t0); !errors.Is(err, ErrNotFound) {

@@ -9,7 +9,7 @@ import (
 
 // ReplaceOwnership saves the mux's tab ownership of one browser (client id → its target ids, in the
 // mux's order), replacing what was saved before, so a manager that adopts the browser after a
-// restart gives every task its tabs back. The key must be WebKey or a store id; a target listed
+// restart gives every task its tabs back. The key must be reserved or a store id; a target listed
 // under two clients is ErrInvalid.
 func (db *DB) ReplaceOwnership(ctx context.Context, key string, owners map[string][]string) error {
 	clients := make([]string, 0, len(owners))

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// AllocatePort returns the port registered for key (a store id or WebKey), or registers one: the
+// AllocatePort returns the port registered for key (a store id or a reserved key), or registers one: the
 // lowest port at or above base that no other key holds and for which free reports true (the
 // caller's bind test). The check and the insert share one write transaction, so concurrent
 // callers, even in other processes, never get the same port for two keys. A registered port is

@@ -30,7 +30,7 @@ func TestAllocatePort(t *testing.T) {
 		t.Errorf("bind test asked about %v; want [9401 9402] (9400 is held, so never asked)", asked)
 	}
 	// The web browser is a key in the same registry.
-	if p, err := db.AllocatePort(ctx, WebKey, 9400, allFree); err != nil || p != 9401 {
+	if p, err := db.AllocatePort(ctx, webKey, 9400, allFree); err != nil || p != 9401 {
 		t.Fatalf("AllocatePort(web) = %d, %v; want 9401", p, err)
 	}
 	// A registered port comes back without a bind test: its owner may be listening on it.
@@ -41,11 +41,11 @@ func TestAllocatePort(t *testing.T) {
 	if s, err := db.GetStore(ctx, b.ID); err != nil || s.ProxyPort != 9402 {
 		t.Errorf("GetStore(b).ProxyPort = %d, %v; want 9402", s.ProxyPort, err)
 	}
-	if p, err := db.LookupPort(ctx, WebKey); err != nil || p != 9401 {
+	if p, err := db.LookupPort(ctx, webKey); err != nil || p != 9401 {
 		t.Errorf("LookupPort(web) = %d, %v; want 9401", p, err)
 	}
 	ports, err := db.ListPorts(ctx)
-	if err != nil || fmt.Sprint(ports) != fmt.Sprint(map[string]int{a.ID: 9400, WebKey: 9401, b.ID: 9402}) {
+	if err != nil || fmt.Sprint(ports) != fmt.Sprint(map[string]int{a.ID: 9400, webKey: 9401, b.ID: 9402}) {
 		t.Errorf("ListPorts = %v, %v", ports, err)
 	}
 

@@ -20,7 +20,7 @@ const (
 // BrowserSession is the last known browser of a store or of the web browser: what a restarted
 // manager needs to adopt it instead of killing it (SPEC §4.1).
 type BrowserSession struct {
-	Key string // a store id or WebKey
+	Key string // a store id or a reserved key
 	// PID is the browser's main process, 0 when the manager runs no process (cdp, ziniao).
 	PID int
 	// PIDStartTime is the process's start time: with PID it tells our browser from a reused pid.
@@ -48,7 +48,7 @@ func scanSession(row interface{ Scan(...any) error }) (BrowserSession, error) {
 }
 
 // UpsertBrowserSession records s as the browser of s.Key, replacing any earlier record. The key
-// must be WebKey or an existing store id (ErrNotFound otherwise).
+// must be reserved or an existing store id (ErrNotFound otherwise).
 func (db *DB) UpsertBrowserSession(ctx context.Context, s BrowserSession) (BrowserSession, error) {
 	if s.Status != BrowserRunning && s.Status != BrowserStopped {
 		return BrowserSession{}, fmt.Errorf("browser session %s: status %q: want running or stopped: %w", s.Key, s.Status, ErrInvalid)

@@ -31,7 +31,7 @@ func TestBrowserSessions(t *testing.T) {
 		t.Fatalf("UpsertBrowserSession over an earlier record = %+v, %v; want %+v", got, err, second)
 	}
 
-	web := BrowserSession{Key: WebKey, Status: BrowserStopped}
+	web := BrowserSession{Key: webKey, Status: BrowserStopped}
 	if _, err := db.UpsertBrowserSession(ctx, web); err != nil {
 		t.Fatalf("UpsertBrowserSession(web) = %v", err)
 	}
@@ -51,7 +51,7 @@ func TestBrowserSessions(t *testing.T) {
 		t.Fatalf("ListBrowserSessions = %+v, %v; want two", list, err)
 	}
 	byKey := map[string]BrowserSession{list[0].Key: list[0], list[1].Key: list[1]}
-	if !equalSession(byKey[s.ID], want) || !equalSession(byKey[WebKey], web) {
+	if !equalSession(byKey[s.ID], want) || !equalSession(byKey[webKey], web) {
 		t.Fatalf("ListBrowserSessions = %+v; want %+v and %+v", list, want, web)
 	}
 

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"vibebrowser/manager/api"
 )
 
 // MaxSlugLen keeps "<slug>-<task8>-wNN" within browser-use's 64-character session names.
@@ -14,10 +12,6 @@ const MaxSlugLen = 40
 
 // MaxNameLen is the longest store name, in characters.
 const MaxNameLen = 100
-
-// WebKey is the browser key of the store-less web browser, in the same namespace as store ids; it is the
-// API's key for that browser too, defined there once.
-const WebKey = api.WebKey
 
 const slugForm = `a slug is 1-40 characters of a-z, 0-9, '-' and '_', with no leading, trailing or doubled '-'`
 

@@ -88,7 +88,7 @@ func scanTask(row interface{ Scan(...any) error }) (Task, error) {
 
 // validID accepts store and task ids: 1-64 characters of [A-Za-z0-9-]. That is VIBE_TASK_ID's
 // alphabet without the shim's hex-prefix rule (the app may name tasks before any shim call), and
-// it keeps store ids out of the reserved '_' namespace of WebKey.
+// it keeps store ids out of the reserved '_' namespace (ReservedKeyPrefix).
 func validID(id string) bool {
 	ok := id != "" && len(id) <= 64
 	for _, r := range id {

@@ -11,7 +11,7 @@ import (
 
 // SaveBrowserVersion records v as the version object (Chrome's /json/version, without its
 // webSocketDebuggerUrl) the browser of key last answered, replacing any earlier one. The key must be
-// WebKey or an existing store id (ErrNotFound otherwise); v must be a JSON object (ErrInvalid).
+// a reserved key or an existing store id (ErrNotFound otherwise); v must be a JSON object (ErrInvalid).
 func (db *DB) SaveBrowserVersion(ctx context.Context, key string, v json.RawMessage) error {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(v, &obj); err != nil {

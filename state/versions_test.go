@@ -22,7 +22,7 @@ func TestBrowserVersions(t *testing.T) {
 			t.Fatalf("BrowserVersion after saving %s = %s, %v; want it back", v, got, err)
 		}
 	}
-	if err := db.SaveBrowserVersion(ctx, WebKey, json.RawMessage(`{"Browser":"Chrome/141"}`)); err != nil {
+	if err := db.SaveBrowserVersion(ctx, webKey, json.RawMessage(`{"Browser":"Chrome/141"}`)); err != nil {
 		t.Fatalf("SaveBrowserVersion(web) = %v", err)
 	}
 
@@ -50,7 +50,7 @@ func TestBrowserVersions(t *testing.T) {
 	if _, err := db.BrowserVersion(ctx, s.ID); !errors.Is(err, ErrNotFound) {
 		t.Errorf("BrowserVersion of a removed store = %v; want ErrNotFound", err)
 	}
-	if _, err := db.BrowserVersion(ctx, WebKey); err != nil {
+	if _, err := db.BrowserVersion(ctx, webKey); err != nil {
 		t.Errorf("BrowserVersion(web) after removing a store = %v; want it kept", err)
 	}
 }
