@@ -55,7 +55,7 @@ func (m *Manager) handleListDownloads(r *http.Request) (any, error) {
 	f := state.DownloadFilter{TaskID: r.URL.Query().Get("task")}
 	switch ref := r.URL.Query().Get("store"); ref {
 	case "":
-	case "web", api.WebKey:
+	case api.WebSlug, api.WebKey:
 		f.Key = api.WebKey
 	default:
 		s, err := m.findStore(ctx, ref)

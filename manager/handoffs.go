@@ -336,7 +336,7 @@ func (m *Manager) handoffViews(stores []state.Store, hs []state.Handoff) []api.H
 	}
 	out := make([]api.Handoff, 0, len(hs))
 	for _, h := range hs {
-		v := api.Handoff{ID: h.ID, Status: string(h.Status), Store: "web", StoreID: h.StoreID, TaskID: h.TaskID,
+		v := api.Handoff{ID: h.ID, Status: string(h.Status), Store: api.WebSlug, StoreID: h.StoreID, TaskID: h.TaskID,
 			ClientID: h.ClientID, BUName: h.BUName, Reason: h.Reason, Note: h.Note, CreatedAt: h.CreatedAt,
 			Deadline: h.Deadline, AnsweredAt: h.AnsweredAt, WaitS: int(h.Deadline.Sub(h.CreatedAt).Round(time.Second) / time.Second)}
 		if h.StoreID != "" {

@@ -161,7 +161,7 @@ func (n *notifier) post(ctx context.Context, body []byte) error {
 // describeEvent is an event as a notification: its store named by slug, and where to act in the web UI
 // (the handoff on the overview, else the store's page).
 func (m *Manager) describeEvent(ctx context.Context, ev api.Event) Notification {
-	n := Notification{Kind: ev.Kind, Store: "web", Task: ev.TaskID, Session: ev.BUName, Reason: ev.Message,
+	n := Notification{Kind: ev.Kind, Store: api.WebSlug, Task: ev.TaskID, Session: ev.BUName, Reason: ev.Message,
 		Handoff: ev.Handoff, At: ev.At}
 	if ev.StoreID != "" {
 		n.Store = ev.StoreID

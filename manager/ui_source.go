@@ -23,7 +23,7 @@ func (s uiSource) Events() []api.Event { return s.m.events.list() }
 
 // spec describes the browser of a UI slug: a store's slug, or "web".
 func (s uiSource) spec(ctx context.Context, slug string) (spec, error) {
-	if slug == "web" {
+	if slug == api.WebSlug {
 		return s.m.webSpec(ctx)
 	}
 	st, err := s.m.db.FindStore(ctx, slug)

@@ -144,7 +144,7 @@ func allowedForm(cfg *api.ShimConfig, flag string) string {
 func names(cfg *api.ShimConfig, c *Call) (buName, clientID string) {
 	base := cfg.Slug
 	if cfg.Kind == api.ShimKindWeb {
-		base = "web"
+		base = api.WebSlug
 	}
 	switch {
 	case c.Aux:

@@ -45,6 +45,10 @@ const (
 // WebKey is the registry key and status key of the store-less web browser.
 const WebKey = "_web"
 
+// WebSlug is the store-less web browser's slug: its session name, its name in the UI's paths and in answers
+// that name a store by slug (state reserves it: no store takes it).
+const WebSlug = "web"
+
 // StoreSpec creates a store.
 type StoreSpec struct {
 	Name     string      `json:"name"`

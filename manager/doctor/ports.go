@@ -25,7 +25,7 @@ func (m *machine) ports(ctx context.Context) []Check {
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i].slug < keys[j].slug })
 	if _, ok := m.registry[api.WebKey]; ok {
-		keys = append(keys, keyed{api.WebKey, "web"})
+		keys = append(keys, keyed{api.WebKey, api.WebSlug})
 	}
 	var listeners map[int]int32 // port → pid, read once, when a port is in use
 	var checks []Check

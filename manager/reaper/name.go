@@ -4,10 +4,12 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+
+	"vibebrowser/manager/api"
 )
 
 // webSlug is the session base of the store-less web browser; it is always a known slug.
-const webSlug = "web"
+const webSlug = api.WebSlug
 
 // ParseName splits a browser-use session name (BU_NAME, the <name> of bu-<name>.pid) into the store slug it
 // belongs to and, for a task daemon, the task's first 8 hex characters and worker slot (0 for the main

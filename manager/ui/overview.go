@@ -88,7 +88,7 @@ func (s *Server) buildOverview(r *http.Request) overview {
 	// slugOf names a browser key's store; events of the web browser carry no store id.
 	slugOf := func(id string) string {
 		if id == "" {
-			return "web"
+			return api.WebSlug
 		}
 		if s, ok := stores[id]; ok {
 			return s.Slug
@@ -102,7 +102,7 @@ func (s *Server) buildOverview(r *http.Request) overview {
 			row.Tabs += " · " + strconv.Itoa(b.Held) + " taken over"
 		}
 		if b.Key == api.WebKey {
-			row.Name, row.Slug, row.Backend, row.Href = "Web browser", "web", "chrome", "/store/web"
+			row.Name, row.Slug, row.Backend, row.Href = "Web browser", api.WebSlug, "chrome", "/store/"+api.WebSlug
 		} else {
 			store := stores[b.Key]
 			row.Name, row.Backend, row.Href = store.Name, store.Backend, "/store/"+b.Slug

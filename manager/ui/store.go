@@ -89,8 +89,8 @@ func clientKind(id string, tasks map[string]bool) (kind, label string) {
 // browserOf finds the status row of slug's browser.
 func browserOf(st api.Status, slug string) (api.Browser, api.Store, bool) {
 	for _, b := range st.Browsers {
-		if slug == "web" && b.Key == api.WebKey {
-			return b, api.Store{Name: "Web browser", Slug: "web", Backend: "chrome"}, true
+		if slug == api.WebSlug && b.Key == api.WebKey {
+			return b, api.Store{Name: "Web browser", Slug: api.WebSlug, Backend: "chrome"}, true
 		}
 		if b.Key != api.WebKey && b.Slug == slug {
 			for _, s := range st.Stores {
@@ -108,7 +108,7 @@ func browserOf(st api.Status, slug string) (api.Browser, api.Store, bool) {
 func (s *Server) buildStore(ctx context.Context, slug string) (page storePage, ok bool) {
 	now := s.cfg.Now()
 	page = storePage{Slug: slug, Clients: []clientRow{}, Downloads: []downloadGroup{}, DownloadsDir: slug}
-	if slug == "web" {
+	if slug == api.WebSlug {
 		page.DownloadsDir = api.WebKey
 	}
 	st, err := s.cfg.Source.Status(ctx)
