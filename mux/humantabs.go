@@ -15,6 +15,10 @@ import (
 // is refused with 403 before the upgrade.
 const HumanClient = "human"
 
+// DiscoveryClientPrefix starts the random id a client gets that connected on any other WebSocket path than
+// /client-<id> (puppeteer or playwright on /json/version's webSocketDebuggerUrl).
+const DiscoveryClientPrefix = "anon-"
+
 // humanCreate is a NewHumanTab waiting for its Target.createTarget.
 type humanCreate struct {
 	url  string

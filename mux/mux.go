@@ -194,7 +194,7 @@ func (m *Mux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		id := rt.ClientID
 		if id == "" {
-			id = "anon-" + randomHex(8)
+			id = DiscoveryClientPrefix + randomHex(8)
 		}
 		m.serveClient(w, r, id)
 	}

@@ -304,7 +304,7 @@ func TestViewInput(t *testing.T) {
 		}, "Input.dispatchMouseEvent", `{"button":"left","buttons":1,"clickCount":1,"modifiers":8,"type":"mousePressed","x":10.5,"y":20}`},
 		{"move", func() error { return v.Mouse(ctx, MouseEvent{Type: "mouseMoved", X: 3, Y: 4}) },
 			"Input.dispatchMouseEvent", `{"button":"none","buttons":0,"clickCount":0,"modifiers":0,"type":"mouseMoved","x":3,"y":4}`},
-		{"wheel", func() error { return v.Wheel(ctx, 5, 6, 0, 120, 0) },
+		{"wheel", func() error { return v.Mouse(ctx, MouseEvent{Type: "mouseWheel", X: 5, Y: 6, DeltaY: 120}) },
 			"Input.dispatchMouseEvent", `{"button":"none","buttons":0,"clickCount":0,"deltaX":0,"deltaY":120,"modifiers":0,"type":"mouseWheel","x":5,"y":6}`},
 		{"key down", func() error {
 			return v.Key(ctx, KeyEvent{Type: "keyDown", Key: "a", Code: "KeyA", Text: "a", WindowsVirtualKeyCode: 65})

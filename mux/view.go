@@ -419,11 +419,6 @@ func (v *View) Mouse(ctx context.Context, e MouseEvent) error {
 	return err
 }
 
-// Wheel scrolls at (x, y) by (dx, dy) CSS pixels.
-func (v *View) Wheel(ctx context.Context, x, y, dx, dy float64, modifiers int) error {
-	return v.Mouse(ctx, MouseEvent{Type: "mouseWheel", X: x, Y: y, DeltaX: dx, DeltaY: dy, Modifiers: modifiers})
-}
-
 // KeyEvent is one key event, as a browser's KeyboardEvent describes it.
 type KeyEvent struct {
 	// Type is "keyDown", "keyUp", "rawKeyDown" or "char".

@@ -201,7 +201,7 @@ func storeUI(t *testing.T) (*uiUnderTest, *fakeBrowser) {
 		{ID: task + "-w2", Connected: false, Tabs: []mux.TabInfo{}},
 		{ID: "aux", Connected: true},
 		{ID: "manual", Connected: true},
-		{ID: "k9f3q2", Connected: true},
+		{ID: "anon-k9f3q2", Connected: true},
 		{ID: mux.HumanClient, Connected: true, Tabs: []mux.TabInfo{
 			{ID: "H1", Type: "page", URL: "https://shop.example/login", Title: "Log in", Owner: mux.HumanClient, Human: true}}},
 	}}
@@ -229,8 +229,9 @@ func TestClientKind(t *testing.T) {
 		{"aux", "aux"},
 		{"manual", "manual"},
 		{"human", "human"},
-		{"k9f3q2", "discovery"},
-		{"othertask", "discovery"},
+		{"anon-k9f3q2", "discovery"},
+		{"othertask", "named"},
+		{"x", "named"},
 	}
 	for _, tt := range tests {
 		if got, _ := clientKind(tt.id, tasks); got != tt.want {
@@ -250,7 +251,7 @@ func TestStorePageListsClientsAndTabs(t *testing.T) {
 	for _, want := range []string{
 		`<section class="client task" data-id="` + task + `">`,
 		`worker slot 2 of task ` + task,
-		`<section class="client aux"`, `<section class="client manual"`, `<section class="client discovery" data-id="k9f3q2">`,
+		`<section class="client aux"`, `<section class="client manual"`, `<section class="client discovery" data-id="anon-k9f3q2">`,
 		`<section class="client human"`,
 		`href="/store/shop/tab/T1"`, `data-src="/store/shop/tab/T1/thumb.jpg"`, "Orders", "https://shop.example/orders",
 		`href="/store/shop/tab/H1"`, "in grace", "New human tab",
@@ -689,5 +690,5 @@ func TestTabSocketTakeover(t *testing.T) {
 	c2.WriteMessage(websocket.TextMessage, []byte(`{"type":"hold"}`))
 	readUntil(t, c2, "the refusal of a second holder", noteSays("Another viewer"))
 	c2.WriteMessage(websocket.TextMessage, click)
-	readUntil(t, c2, "the refusal of input", noteSays("Take over"))
+	readUntil(t, c2, "the refusal of input", noteSays("wait for them to release it"))
 }

@@ -68,7 +68,8 @@ type tabRow struct {
 var workerSlot = regexp.MustCompile(`^(.+)-w([0-9]+)$`)
 
 // clientKind labels a mux client id by SPEC §3's naming: the task id itself, <task>-wN, aux, manual,
-// human, or anything else (a client that connected to the discovery endpoint under a random id).
+// human, a discovery client (connected on /json/version's URL, under a random id), or a client that named
+// itself with an id no task has (/client-<id>).
 func clientKind(id string, tasks map[string]bool) (kind, label string) {
 	switch {
 	case id == mux.HumanClient:
@@ -83,7 +84,10 @@ func clientKind(id string, tasks map[string]bool) (kind, label string) {
 	if m := workerSlot.FindStringSubmatch(id); m != nil {
 		return "worker", "worker slot " + m[2] + " of task " + m[1]
 	}
-	return "discovery", "a client of the discovery endpoint (/json/version)"
+	if strings.HasPrefix(id, mux.DiscoveryClientPrefix) {
+		return "discovery", "a client of the discovery endpoint (/json/version)"
+	}
+	return "named", "a client that connected as /client-" + id + " (no task has that id)"
 }
 
 // browserOf finds the status row of slug's browser.

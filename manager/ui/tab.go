@@ -242,13 +242,20 @@ func note(notes chan<- viewNote, msg string) {
 	}
 }
 
-// errViewOnly refuses input to a tab of an agent that this viewer has not taken over.
-var errViewOnly = errors.New("this tab belongs to an agent: press Take over to control it (the agent then waits until you Release it)")
+// errViewOnly refuses input to a tab of an agent that this viewer has not taken over; errHeldElsewhere, to one
+// that another viewer holds (Take over is hidden then).
+var (
+	errViewOnly      = errors.New("this tab belongs to an agent: press Take over to control it (the agent then waits until you Release it)")
+	errHeldElsewhere = errors.New("another viewer has taken this tab over: wait for them to release it, then press Take over")
+)
 
 // dispatch sends one input message to the view: a human tab takes input, an agent's tab only while this
 // view holds it.
 func dispatch(ctx context.Context, view View, tab mux.TabInfo, in input) error {
 	if !tab.Human && !view.Holding() {
+		if view.HeldBy() != "" {
+			return errHeldElsewhere
+		}
 		return errViewOnly
 	}
 	ctx, cancel := context.WithTimeout(ctx, inputWait)
