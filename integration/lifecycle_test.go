@@ -92,7 +92,11 @@ func TestIdleSweep(t *testing.T) {
 		t.Errorf("3s later: held %v, client %v, busy %v; want all running", m.running("held"), m.running("client"), m.running("busy"))
 	}
 	// waiting does not hold; a closed client and ended activity release theirs.
-	m.cli("task", "set", taskA, "--status", "waiting")
+	var waiting api.Task
+	json.Unmarshal([]byte(m.cli("task", "set", taskA, "--status", "waiting", "--json")), &waiting)
+	if waiting.Store == "" || waiting.Status != "waiting" {
+		t.Errorf("task set without --store = %+v; want the task's store kept", waiting)
+	}
 	c.ws.Close()
 	cancelBusy()
 	stopBusy.Wait()

@@ -107,8 +107,9 @@ func checkTaskID(id string) error {
 // nullString stores "" as NULL.
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
 
-// UpsertTask records t (the app's report): inserts it, or replaces its store, status and lease.
-// A non-empty StoreID must name an existing store (ErrNotFound otherwise).
+// UpsertTask records t (the app's report): inserts it, or replaces its status and lease and, when
+// t.StoreID is set, its store; a report without a store keeps the one the task has (a status update never
+// erases a field it was not given). A non-empty StoreID must name an existing store (ErrNotFound otherwise).
 func (db *DB) UpsertTask(ctx context.Context, t Task) (Task, error) {
 	if err := checkTaskID(t.ID); err != nil {
 		return Task{}, fmt.Errorf("record task: %w", err)
@@ -123,7 +124,7 @@ func (db *DB) UpsertTask(ctx context.Context, t Task) (Task, error) {
 		now := time.Now().UnixNano()
 		_, err := tx.ExecContext(ctx, `INSERT INTO tasks (id, store_id, status, lease_until, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?)
-			ON CONFLICT (id) DO UPDATE SET store_id = excluded.store_id, status = excluded.status,
+			ON CONFLICT (id) DO UPDATE SET store_id = COALESCE(excluded.store_id, tasks.store_id), status = excluded.status,
 				lease_until = excluded.lease_until, updated_at = excluded.updated_at`,
 			t.ID, nullString(t.StoreID), t.Status, nanos(t.LeaseUntil), now, now)
 		if err != nil {

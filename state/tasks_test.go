@@ -26,8 +26,16 @@ func TestUpsertTask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.StoreID != "" || got.Status != TaskCompleted || !got.LeaseUntil.IsZero() || !got.CreatedAt.Equal(created) {
-		t.Fatalf("UpsertTask replacing = %+v; want no store, completed, no lease, created %v", got, created)
+	if got.StoreID != s.ID || got.Status != TaskCompleted || !got.LeaseUntil.IsZero() || !got.CreatedAt.Equal(created) {
+		t.Fatalf("UpsertTask replacing without a store = %+v; want its store kept, completed, no lease, created %v", got, created)
+	}
+	other := mustStore(t, db, "Other")
+	if moved, err := db.UpsertTask(ctx, Task{ID: "0123abcd-task", StoreID: other.ID, Status: TaskCompleted}); err != nil || moved.StoreID != other.ID {
+		t.Fatalf("UpsertTask naming another store = %+v, %v; want store %s", moved, err, other.ID)
+	}
+	got, err = db.UpsertTask(ctx, Task{ID: "0123abcd-task", StoreID: s.ID, Status: TaskCompleted})
+	if err != nil {
+		t.Fatal(err)
 	}
 	if read, err := db.GetTask(ctx, "0123abcd-task"); err != nil || read != got {
 		t.Fatalf("GetTask = %+v, %v; want %+v", read, err, got)
