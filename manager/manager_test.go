@@ -287,6 +287,15 @@ func TestStoresAPI(t *testing.T) {
 	if cjk.ProxyPort == s.ProxyPort {
 		t.Errorf("two stores share port %d", s.ProxyPort)
 	}
+	st, err := c.Status(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range st.Browsers {
+		if b.Key == s.ID && (b.Status != api.StatusStopped || b.ProxyPort != s.ProxyPort) {
+			t.Errorf("status of the stopped store = %+v; want stopped on its port %d (store show says so)", b, s.ProxyPort)
+		}
+	}
 
 	_, err = c.CreateStore(bg, api.StoreSpec{Name: "ACME shop!"})
 	wantAPIError(t, err, http.StatusConflict, `taken by store "Acme Shop"`)

@@ -68,6 +68,9 @@ func (m *Manager) browserView(ctx context.Context, key, slug string) (api.Browse
 		}
 		v.RelaunchesLeft = max(m.cfg.RelaunchMax-n, 0)
 	}
+	if ep := m.slot(key).ep.Load(); ep != nil { // bound while the store exists, its browser running or not
+		v.ProxyPort = ep.port
+	}
 	if in := m.slot(key).current(); in != nil {
 		st := in.mux.Stats()
 		v.Status, v.PID, v.ProxyPort, v.Clients, v.IdleS = api.StatusRunning, in.browser.PID(), in.port, st.Clients, int(st.IdleSeconds)
