@@ -5,6 +5,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -80,8 +81,10 @@ func TestNothingAroundTheMuxFromInsideTheBrowser(t *testing.T) {
 	m := startManager(t)
 	web := aroundSite(t)
 	var acme, bolt api.Store
-	json.Unmarshal([]byte(m.cli("store", "add", "Acme", "--json")), &acme)
-	json.Unmarshal([]byte(m.cli("store", "add", "Bolt", "--json")), &bolt)
+	if err := errors.Join(json.Unmarshal([]byte(m.cli("store", "add", "Acme", "--json")), &acme),
+		json.Unmarshal([]byte(m.cli("store", "add", "Bolt", "--json")), &bolt)); err != nil {
+		t.Fatal(err)
+	}
 
 	// Bolt logs in: its profile gets a cookie database, the file another store's agent is after.
 	boltAgent := dialRaw(t, bolt.CDPWS+"/client-"+taskB)
@@ -143,9 +146,11 @@ func TestNothingAroundTheMuxFromInsideTheBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	mine := filepath.Join(own, "report.csv")
-	os.WriteFile(mine, []byte("own download"), 0o600)
 	outside := filepath.Join(t.TempDir(), "upload.txt")
-	os.WriteFile(outside, []byte("agent's own file"), 0o600)
+	if err := errors.Join(os.WriteFile(mine, []byte("own download"), 0o600),
+		os.WriteFile(outside, []byte("agent's own file"), 0o600)); err != nil {
+		t.Fatal(err)
+	}
 	for f, want := range map[string]string{mine: "own download", outside: "agent's own file"} {
 		if got, err := readInput(evil, page, f); err != nil || got != want {
 			t.Errorf("upload of %s read %q (%v); want %q", f, got, err, want)

@@ -46,9 +46,8 @@ func (m *Manager) webView(ctx context.Context, sp spec) (api.WebBrowser, error) 
 		return api.WebBrowser{}, err
 	}
 	v := api.WebBrowser{Browser: b}
-	if ep := m.slot(sp.key).ep.Load(); ep != nil {
-		v.ProxyPort = ep.port
-		v.CDPHTTP, v.CDPWS = endpointURLs(ep.port, sp.token)
+	if b.ProxyPort > 0 { // browserView's port: the endpoint's, bound whether the browser runs or not
+		v.CDPHTTP, v.CDPWS = endpointURLs(b.ProxyPort, sp.token)
 	}
 	return v, nil
 }
@@ -68,10 +67,11 @@ func (m *Manager) browserView(ctx context.Context, key, slug string) (api.Browse
 		}
 		v.RelaunchesLeft = max(m.cfg.RelaunchMax-n, 0)
 	}
-	if ep := m.slot(key).ep.Load(); ep != nil { // bound while the store exists, its browser running or not
+	s := m.slot(key)
+	if ep := s.ep.Load(); ep != nil { // bound while the store exists, its browser running or not
 		v.ProxyPort = ep.port
 	}
-	if in := m.slot(key).current(); in != nil {
+	if in := s.current(); in != nil {
 		st := in.mux.Stats()
 		v.Status, v.PID, v.ProxyPort, v.Clients, v.IdleS = api.StatusRunning, in.browser.PID(), in.port, st.Clients, int(st.IdleSeconds)
 		v.StartedAt, v.Held = in.startedAt, st.Held
