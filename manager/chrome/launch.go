@@ -161,10 +161,12 @@ func launchOnce(ctx context.Context, o Options, args []string, log zerolog.Logge
 	// wrapper script (Debian's /usr/bin/chromium) the start time is unchanged.
 	info, err := procid.Inspect(context.Background(), p.pid) // quick; must not fail merely because ctx ended
 	if err != nil {
+		// A child that exited at once may be reaped already with its waiter yet to close done: only that
+		// waiter takes our child out of the process table, so give it a moment before calling this a failure.
 		select {
 		case <-p.done:
 			return nil, p.Stderr(), fmt.Errorf("chromium exited at once: %v", exitText(p.exitErr))
-		default:
+		case <-time.After(reapedWait):
 			return fail(fmt.Errorf("read start time: %w", err))
 		}
 	}

@@ -22,6 +22,9 @@ const (
 	// drainBound: how long the waiter lets Chromium's stderr drain after it exits; a helper that escaped
 	// the group could otherwise hold the pipe open forever.
 	drainBound = time.Second
+	// reapedWait: how long Launch waits for done when its child is already out of the process table (reaped,
+	// its waiter still draining stderr, within drainBound).
+	reapedWait = drainBound + time.Second
 	// pollEvery is the liveness / readiness polling interval.
 	pollEvery = 50 * time.Millisecond
 	// adoptPollEvery is how often an adopted browser's liveness is checked for Done.
