@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"vibebrowser/manager/apierr"
 	"vibebrowser/mux"
 	"vibebrowser/state"
 )
@@ -80,7 +81,7 @@ func (m *Manager) attachMux(ctx context.Context, s *slot, sp spec, h handle, own
 	if err := waitUpstream(ctx, mx, in.served); err != nil {
 		cancel()
 		<-in.served
-		return nil, fmt.Errorf("%w: the mux of %s did not connect to the browser: %v", ErrStartFailed, sp.name, err)
+		return nil, fmt.Errorf("%w: the mux of %s did not connect to the browser: %v", apierr.ErrStartFailed, sp.name, err)
 	}
 	if err := m.recordRunning(ctx, sp, h, in.startedAt); err != nil {
 		cancel()

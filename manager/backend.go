@@ -6,6 +6,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"vibebrowser/manager/apierr"
 	"vibebrowser/state"
 )
 
@@ -50,7 +51,7 @@ func newBackends(cfg *Config, root zerolog.Logger) map[state.Backend]backend {
 func (m *Manager) backendFor(sp spec) (backend, error) {
 	be, ok := m.backends[sp.backend]
 	if !ok {
-		return nil, fmt.Errorf("%w: the %s backend cannot be started by this manager", ErrUnavailable, sp.backend)
+		return nil, fmt.Errorf("%w: the %s backend cannot be started by this manager", apierr.ErrUnavailable, sp.backend)
 	}
 	return be, nil
 }

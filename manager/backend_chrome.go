@@ -7,6 +7,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"vibebrowser/manager/apierr"
 	"vibebrowser/manager/chrome"
 	"vibebrowser/state"
 )
@@ -20,7 +21,7 @@ type chromeBackend struct {
 func (b *chromeBackend) launch(ctx context.Context, sp spec) (handle, error) {
 	bin, err := chrome.Find(b.cfg.Chrome)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v (set VIBE_CHROME to the browser binary)", ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %v (set VIBE_CHROME to the browser binary)", apierr.ErrUnavailable, err)
 	}
 	return chrome.Launch(ctx, chrome.Options{
 		Binary:     bin,

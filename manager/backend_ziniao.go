@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"vibebrowser/manager/apierr"
 	"vibebrowser/manager/ziniao"
 	"vibebrowser/state"
 )
@@ -36,7 +37,7 @@ type ziniaoStore struct {
 
 func ziniaoStoreOf(sp spec) (ziniaoStore, error) {
 	if sp.store == nil {
-		return ziniaoStore{}, fmt.Errorf("%w: %s is not a Ziniao store", ErrBadRequest, sp.name)
+		return ziniaoStore{}, fmt.Errorf("%w: %s is not a Ziniao store", apierr.ErrBadRequest, sp.name)
 	}
 	a := sp.store.Ziniao
 	return ziniaoStore{key: sp.key, name: sp.name, browser: sp.store.ZiniaoBrowser, port: sp.opts.ZiniaoPort,
@@ -67,7 +68,7 @@ func (b *ziniaoBackend) launch(ctx context.Context, sp spec) (handle, error) {
 	}
 	if err := b.ensureClient(ctx, z); err != nil {
 		b.unclaim(z)
-		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %w", apierr.ErrUnavailable, err)
 	}
 	// Every attempt must fit in the start timeout, with room for the stopBrowser between attempts.
 	ready := ziniao.DefaultReadyTimeout

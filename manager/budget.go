@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/apierr"
 	"vibebrowser/state"
 )
 
@@ -41,7 +42,7 @@ func (b *relaunchBudget) startDone(ok bool) { b.startFailed = !ok }
 // death records that the browser died, or was replaced as hung, after running for uptime.
 func (b *relaunchBudget) death(uptime time.Duration) { b.died, b.diedUptime = true, uptime }
 
-// spend charges a start that follows a death or a failed start, and refuses it with ErrBudget when the
+// spend charges a start that follows a death or a failed start, and refuses it with apierr.ErrBudget when the
 // budget is spent. A first start, or one after a stop, is free. A death after a healthy run clears the
 // window first. sp names the store in the refusal.
 func (b *relaunchBudget) spend(ctx context.Context, sp spec) error {
@@ -64,7 +65,7 @@ func (b *relaunchBudget) spend(ctx context.Context, sp spec) error {
 		b.refusing = true
 		return fmt.Errorf("%w: %s died or failed to start %d times in the last %v (VIBE_BROWSER_RELAUNCH_MAX=%d per "+
 			"VIBE_BROWSER_RELAUNCH_WINDOW_S=%d); look at the manager's log, then force a start with "+
-			"`vibe-browser browser start %s` or wait for the window to pass", ErrBudget, sp.name, n, b.window,
+			"`vibe-browser browser start %s` or wait for the window to pass", apierr.ErrBudget, sp.name, n, b.window,
 			b.max, int(b.window.Seconds()), sp.slug)
 	}
 	b.refusing = false
@@ -76,7 +77,7 @@ func (b *relaunchBudget) spend(ctx context.Context, sp spec) error {
 func (m *Manager) spend(ctx context.Context, s *slot, sp spec) error {
 	was := s.budget.refusing
 	err := s.budget.spend(ctx, sp)
-	if errors.Is(err, ErrBudget) && !was {
+	if errors.Is(err, apierr.ErrBudget) && !was {
 		m.note(zerolog.ErrorLevel, api.EventBudgetSpent, sp.key, api.Event{Message: err.Error()})
 	}
 	return err

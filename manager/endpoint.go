@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"vibebrowser/manager/apierr"
 	"vibebrowser/mux"
 	"vibebrowser/state"
 )
@@ -208,7 +209,7 @@ func (m *Manager) listenPort(ctx context.Context, key string) (net.Listener, int
 			return nil, 0, err
 		}
 	}
-	return nil, 0, fmt.Errorf("%w: no port could be bound for %s", ErrUnavailable, key)
+	return nil, 0, fmt.Errorf("%w: no port could be bound for %s", apierr.ErrUnavailable, key)
 }
 
 // portFree is the registry's bind test.

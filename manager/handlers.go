@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/apierr"
 	"vibebrowser/manager/ui"
 	"vibebrowser/mux/clientid"
 	"vibebrowser/state"
@@ -123,7 +124,7 @@ func (m *Manager) handleEnsureSession(r *http.Request) (any, error) {
 		return nil, err
 	}
 	if m.cfg.BrowserUse == "" {
-		return nil, fmt.Errorf("%w: %s", ErrUnavailable, m.cfg.BrowserUseProblem)
+		return nil, fmt.Errorf("%w: %s", apierr.ErrUnavailable, m.cfg.BrowserUseProblem)
 	}
 	var sp spec
 	switch req.Kind {
@@ -141,7 +142,7 @@ func (m *Manager) handleEnsureSession(r *http.Request) (any, error) {
 			return nil, err
 		}
 	default:
-		return nil, fmt.Errorf("%w: kind %q: want store or web", ErrBadRequest, req.Kind)
+		return nil, fmt.Errorf("%w: kind %q: want store or web", apierr.ErrBadRequest, req.Kind)
 	}
 	if req.TaskID != "" {
 		storeID := ""
@@ -164,11 +165,11 @@ func (m *Manager) handleEnsureSession(r *http.Request) (any, error) {
 func checkShimCaller(clientID, buName, taskID string) error {
 	switch {
 	case !clientid.Valid(clientID):
-		return fmt.Errorf("%w: client_id %q must match %s", ErrBadRequest, clientID, clientid.Form)
+		return fmt.Errorf("%w: client_id %q must match %s", apierr.ErrBadRequest, clientID, clientid.Form)
 	case !api.ValidBUName(buName):
-		return fmt.Errorf("%w: bu_name %q must match [A-Za-z0-9_-]{1,64}", ErrBadRequest, buName)
+		return fmt.Errorf("%w: bu_name %q must match [A-Za-z0-9_-]{1,64}", apierr.ErrBadRequest, buName)
 	case taskID != "" && !api.ValidTaskID(taskID):
-		return fmt.Errorf("%w: task_id %q: want %s", ErrBadRequest, taskID, api.TaskIDForm)
+		return fmt.Errorf("%w: task_id %q: want %s", apierr.ErrBadRequest, taskID, api.TaskIDForm)
 	}
 	return nil
 }
@@ -253,7 +254,7 @@ func (m *Manager) handleEvent(r *http.Request) (any, error) {
 		return nil, err
 	}
 	if ev.Kind == "" {
-		return nil, fmt.Errorf("%w: event kind is required", ErrBadRequest)
+		return nil, fmt.Errorf("%w: event kind is required", apierr.ErrBadRequest)
 	}
 	key := ev.StoreID
 	if key == "" {
@@ -270,7 +271,7 @@ func (m *Manager) handleListEvents(*http.Request) (any, error) { return m.events
 func (m *Manager) handleUILogin(*http.Request) (any, error) {
 	if m.ui == nil {
 		return nil, fmt.Errorf("%w: the web UI is off (VIBE_UI_ADDR=off); set VIBE_UI_ADDR to a host:port "+
-			"(default %s) and restart the manager", ErrUnavailable, DefaultUIAddr)
+			"(default %s) and restart the manager", apierr.ErrUnavailable, DefaultUIAddr)
 	}
 	return m.ui.NewLogin(), nil
 }
@@ -281,7 +282,7 @@ func (m *Manager) handleStoreLogin(r *http.Request) (any, error) {
 	ctx := r.Context()
 	if m.ui == nil {
 		return nil, fmt.Errorf("%w: the web UI is off (VIBE_UI_ADDR=off), and a store is logged in through it; "+
-			"set VIBE_UI_ADDR to a host:port (default %s) and restart the manager", ErrUnavailable, DefaultUIAddr)
+			"set VIBE_UI_ADDR to a host:port (default %s) and restart the manager", apierr.ErrUnavailable, DefaultUIAddr)
 	}
 	var req api.StoreLoginRequest
 	if err := decode(r, &req); err != nil {
@@ -289,7 +290,7 @@ func (m *Manager) handleStoreLogin(r *http.Request) (any, error) {
 	}
 	target, err := ui.TabURL(req.URL)
 	if err != nil {
-		return nil, fmt.Errorf("%w: --url: %w", ErrBadRequest, err)
+		return nil, fmt.Errorf("%w: --url: %w", apierr.ErrBadRequest, err)
 	}
 	s, err := m.findStore(ctx, r.PathValue("ref"))
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/apierr"
 	"vibebrowser/state"
 )
 
@@ -80,19 +81,19 @@ func (h *handoffHub) wake() {
 // announced (note: the overview, the log and VIBE_NOTIFY_URL).
 func (m *Manager) createHandoff(ctx context.Context, req api.HandoffRequest) (api.Handoff, error) {
 	if m.closing.Load() {
-		return api.Handoff{}, ErrShuttingDown
+		return api.Handoff{}, apierr.ErrShuttingDown
 	}
 	if err := checkShimCaller(req.ClientID, req.BUName, req.TaskID); err != nil {
 		return api.Handoff{}, err
 	}
 	switch {
 	case strings.TrimSpace(req.Reason) == "":
-		return api.Handoff{}, fmt.Errorf("%w: the reason is empty: say what the person should do, e.g. --ask-human \"solve the captcha on the login page\"", ErrBadRequest)
+		return api.Handoff{}, fmt.Errorf("%w: the reason is empty: say what the person should do, e.g. --ask-human \"solve the captcha on the login page\"", apierr.ErrBadRequest)
 	case req.WaitS < 0:
-		return api.Handoff{}, fmt.Errorf("%w: wait_s %d is negative: want seconds to wait, or 0 for the default %d", ErrBadRequest, req.WaitS, api.DefaultHandoffWaitS)
+		return api.Handoff{}, fmt.Errorf("%w: wait_s %d is negative: want seconds to wait, or 0 for the default %d", apierr.ErrBadRequest, req.WaitS, api.DefaultHandoffWaitS)
 	}
 	if err := api.CheckHandoffText("reason", req.Reason, api.MaxHandoffReason); err != nil {
-		return api.Handoff{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
+		return api.Handoff{}, fmt.Errorf("%w: %w", apierr.ErrBadRequest, err)
 	}
 	storeID, key := "", api.WebKey
 	var stores []state.Store // the handoff's store, for its view
@@ -105,7 +106,7 @@ func (m *Manager) createHandoff(ctx context.Context, req api.HandoffRequest) (ap
 		storeID, key, stores = s.ID, s.ID, []state.Store{s}
 	case api.KindWeb:
 	default:
-		return api.Handoff{}, fmt.Errorf("%w: kind %q: want store or web", ErrBadRequest, req.Kind)
+		return api.Handoff{}, fmt.Errorf("%w: kind %q: want store or web", apierr.ErrBadRequest, req.Kind)
 	}
 	if req.TaskID != "" {
 		if err := m.touchTask(ctx, req.TaskID, storeID); err != nil {
@@ -137,10 +138,10 @@ func (m *Manager) answerHandoff(ctx context.Context, id string, a api.HandoffAns
 	case api.HandoffCantHelp:
 		to = state.HandoffCantHelp
 	default:
-		return api.Handoff{}, fmt.Errorf("%w: answer status %q: want %s or %s", ErrBadRequest, a.Status, api.HandoffDone, api.HandoffCantHelp)
+		return api.Handoff{}, fmt.Errorf("%w: answer status %q: want %s or %s", apierr.ErrBadRequest, a.Status, api.HandoffDone, api.HandoffCantHelp)
 	}
 	if err := api.CheckHandoffText("note", a.Note, api.MaxHandoffNote); err != nil {
-		return api.Handoff{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
+		return api.Handoff{}, fmt.Errorf("%w: %w", apierr.ErrBadRequest, err)
 	}
 	h, err := m.finishHandoff(ctx, id, to, strings.TrimSpace(a.Note))
 	if err != nil {
@@ -235,7 +236,7 @@ func (m *Manager) waitHandoff(ctx context.Context, id string) (api.Handoff, erro
 			return m.handoffView(context.WithoutCancel(ctx), h)
 		case <-m.ctx.Done():
 			timer.Stop()
-			return api.Handoff{}, ErrShuttingDown
+			return api.Handoff{}, apierr.ErrShuttingDown
 		}
 		timer.Stop()
 	}
@@ -294,7 +295,7 @@ func handoffKey(h state.Handoff) string {
 func (m *Manager) listHandoffs(ctx context.Context, status string) ([]api.Handoff, error) {
 	if status != "" && !validHandoffStatus(status) {
 		return nil, fmt.Errorf("%w: status %q: want one of pending done cant_help timed_out cancelled, or none for all",
-			ErrBadRequest, status)
+			apierr.ErrBadRequest, status)
 	}
 	hs, err := m.db.ListHandoffs(ctx, state.HandoffStatus(status))
 	if err != nil {

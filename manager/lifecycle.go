@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"vibebrowser/manager/apierr"
 	"vibebrowser/state"
 )
 
@@ -27,7 +28,7 @@ func (m *Manager) ensure(ctx context.Context, sp spec) (*instance, error) {
 // a browser for it.
 func (m *Manager) ensureIn(ctx context.Context, s *slot, load func(context.Context) (spec, error)) (*instance, error) {
 	if m.closing.Load() {
-		return nil, ErrShuttingDown
+		return nil, apierr.ErrShuttingDown
 	}
 	// Even the fast path takes the store's lock: the idle sweep decides under it, so a browser handed out
 	// here is never stopped by a sweep that began before the caller connected.
@@ -36,7 +37,7 @@ func (m *Manager) ensureIn(ctx context.Context, s *slot, load func(context.Conte
 	}
 	defer s.release()
 	if m.closing.Load() {
-		return nil, ErrShuttingDown
+		return nil, apierr.ErrShuttingDown
 	}
 	if s.gone {
 		return nil, fmt.Errorf("the store was removed: %w", state.ErrNotFound)
@@ -93,12 +94,12 @@ func (m *Manager) startLocked(s *slot, sp spec) (*instance, error) {
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, fmt.Errorf("%w: %s was not ready within VIBE_BROWSER_START_TIMEOUT_S=%d; it was stopped: %v",
-				ErrStartTimeout, sp.name, int(m.cfg.StartTimeout.Seconds()), err)
+				apierr.ErrStartTimeout, sp.name, int(m.cfg.StartTimeout.Seconds()), err)
 		}
-		if status, _ := httpStatus(err); status != http.StatusInternalServerError {
+		if status, _ := apierr.Status(err); status != http.StatusInternalServerError {
 			return nil, fmt.Errorf("start %s: %w", sp.name, err) // a class the API answers as it is
 		}
-		return nil, fmt.Errorf("%w: %s: %v", ErrStartFailed, sp.name, err)
+		return nil, fmt.Errorf("%w: %s: %v", apierr.ErrStartFailed, sp.name, err)
 	}
 	in, err := m.attachMux(ctx, s, sp, h, nil)
 	if err != nil {

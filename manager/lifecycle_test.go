@@ -18,6 +18,7 @@ import (
 
 	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/apierr"
 	"vibebrowser/state"
 )
 
@@ -284,9 +285,9 @@ func TestSpentBudgetRefusesUntilAPersonStartsIt(t *testing.T) {
 	testkit.WaitFor(t, 10*time.Second, "the first relaunch", func() bool { return fb.launches() == 2 && s.current() != nil })
 	fb.last().die(true) // over budget: buried
 	testkit.WaitFor(t, 10*time.Second, "the browser to be buried", func() bool { return s.cur.Load() == nil })
-	if _, err := m.ensure(context.Background(), sp); !errors.Is(err, ErrBudget) ||
+	if _, err := m.ensure(context.Background(), sp); !errors.Is(err, apierr.ErrBudget) ||
 		!strings.Contains(err.Error(), "vibe-browser browser start "+sp.slug) {
-		t.Fatalf("ensure over budget = %v; want ErrBudget naming `vibe-browser browser start %s`", err, sp.slug)
+		t.Fatalf("ensure over budget = %v; want apierr.ErrBudget naming `vibe-browser browser start %s`", err, sp.slug)
 	}
 	if _, err := m.ensure(context.Background(), other); err != nil {
 		t.Errorf("another store's ensure = %v; want it unaffected by this store's budget", err)
@@ -327,9 +328,9 @@ func TestFailedStartMakesTheNextStartARelaunch(t *testing.T) {
 	m, fb := fakeManager(t, nil)
 	sp := fakeStore(t, m, "Shop")
 	fb.failNext = 1
-	if _, err := m.ensure(context.Background(), sp); !errors.Is(err, ErrStartFailed) ||
+	if _, err := m.ensure(context.Background(), sp); !errors.Is(err, apierr.ErrStartFailed) ||
 		!strings.Contains(err.Error(), errFakeLaunch.Error()) {
-		t.Fatalf("ensure with a failing launch = %v; want ErrStartFailed carrying the backend's reason", err)
+		t.Fatalf("ensure with a failing launch = %v; want apierr.ErrStartFailed carrying the backend's reason", err)
 	}
 	if _, err := m.ensure(context.Background(), sp); err != nil {
 		t.Fatal(err)
@@ -376,8 +377,8 @@ func TestHungBrowserHookRelaunchesOrBuries(t *testing.T) {
 	if s.current() == nil || s.current().mux != first.mux {
 		t.Fatal("the relaunched browser is not installed behind the same mux")
 	}
-	if _, err := m.relaunchHung(context.Background(), s, first.mux); !errors.Is(err, ErrBudget) {
-		t.Fatalf("hook over budget = %v; want ErrBudget", err)
+	if _, err := m.relaunchHung(context.Background(), s, first.mux); !errors.Is(err, apierr.ErrBudget) {
+		t.Fatalf("hook over budget = %v; want apierr.ErrBudget", err)
 	}
 	testkit.WaitFor(t, 10*time.Second, "the hung browser to be buried", func() bool { return s.cur.Load() == nil })
 }

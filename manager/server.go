@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/apierr"
 )
 
 // routes is the local API (SPEC §4.2).
@@ -52,20 +53,14 @@ func (m *Manager) routes() http.Handler {
 	handle("GET "+api.PathDownloads, m.handleListDownloads)
 	mux.Handle("GET "+api.PathMetrics, m.metrics.handler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		m.writeError(w, r, fmt.Errorf("%w: no route %s %s", errNoRoute, r.Method, r.URL.Path))
+		m.writeError(w, r, fmt.Errorf("%w: no route %s %s", apierr.ErrNoRoute, r.Method, r.URL.Path))
 	})
 	return mux
 }
 
-// writeError is the one place errors become HTTP answers, and the one place they are logged.
+// writeError answers err on the manager's log (apierr.Write).
 func (m *Manager) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	status, code := httpStatus(err)
-	ev := m.log.Warn()
-	if status >= 500 && status != http.StatusServiceUnavailable {
-		ev = m.log.Error()
-	}
-	ev.Err(err).Str("method", r.Method).Str("path", r.URL.Path).Int("status", status).Msg("API error")
-	writeJSON(w, status, api.Error{Message: err.Error(), Code: code})
+	apierr.Write(w, r, m.log, err)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -79,10 +74,10 @@ func decode(r *http.Request, v any) error {
 	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("%w: request body: %v", ErrBadRequest, err)
+		return fmt.Errorf("%w: request body: %v", apierr.ErrBadRequest, err)
 	}
 	if dec.More() {
-		return fmt.Errorf("%w: request body: trailing data after the JSON object", ErrBadRequest)
+		return fmt.Errorf("%w: request body: trailing data after the JSON object", apierr.ErrBadRequest)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/apierr"
 	"vibebrowser/manager/cdp"
 	"vibebrowser/state"
 )
@@ -28,30 +29,30 @@ func (m *Manager) createStore(ctx context.Context, in api.StoreSpec) (state.Stor
 	opts := storeOptions{CDPURL: in.CDPURL, Headless: in.Headless}
 	store := state.Store{Name: in.Name, Backend: backend}
 	if in.Ziniao != nil && backend != state.BackendZiniao {
-		return state.Store{}, fmt.Errorf("%w: ziniao settings are only for the ziniao backend", ErrBadRequest)
+		return state.Store{}, fmt.Errorf("%w: ziniao settings are only for the ziniao backend", apierr.ErrBadRequest)
 	}
 	switch backend {
 	case state.BackendZiniao:
 		z := in.Ziniao
 		if z == nil || z.Browser == "" || z.Company == "" || z.Username == "" || z.Password == "" {
 			return state.Store{}, fmt.Errorf("%w: a ziniao store needs --ziniao-browser (browserOauth or browserId), "+
-				"--ziniao-company, --ziniao-username and --ziniao-password (or VIBE_ZINIAO_PASSWORD)", ErrBadRequest)
+				"--ziniao-company, --ziniao-username and --ziniao-password (or VIBE_ZINIAO_PASSWORD)", apierr.ErrBadRequest)
 		}
 		if z.Port < 0 || z.Port > 65535 {
-			return state.Store{}, fmt.Errorf("%w: --ziniao-port %d: want 1-65535 (default 16851)", ErrBadRequest, z.Port)
+			return state.Store{}, fmt.Errorf("%w: --ziniao-port %d: want 1-65535 (default 16851)", apierr.ErrBadRequest, z.Port)
 		}
 		store.Ziniao = state.ZiniaoAccount{Company: z.Company, Username: z.Username, Password: z.Password}
 		store.ZiniaoBrowser, opts.ZiniaoPort = z.Browser, z.Port
 	case state.BackendCDP:
 		if in.CDPURL == "" {
-			return state.Store{}, fmt.Errorf("%w: a cdp store needs --cdp-url (http://host:port or ws://host:port/devtools/browser/<id>)", ErrBadRequest)
+			return state.Store{}, fmt.Errorf("%w: a cdp store needs --cdp-url (http://host:port or ws://host:port/devtools/browser/<id>)", apierr.ErrBadRequest)
 		}
 		if err := cdp.ValidateURL(in.CDPURL); err != nil {
-			return state.Store{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
+			return state.Store{}, fmt.Errorf("%w: %w", apierr.ErrBadRequest, err)
 		}
 	default:
 		if in.CDPURL != "" {
-			return state.Store{}, fmt.Errorf("%w: --cdp-url is only for the cdp backend", ErrBadRequest)
+			return state.Store{}, fmt.Errorf("%w: --cdp-url is only for the cdp backend", apierr.ErrBadRequest)
 		}
 	}
 	if store.Config, err = opts.encode(); err != nil {
@@ -100,10 +101,10 @@ func (m *Manager) updateStore(ctx context.Context, ref string, u api.StoreUpdate
 		}
 		if u.CDPURL != nil {
 			if s.Backend != state.BackendCDP {
-				return fmt.Errorf("%w: cdp_url is only for the cdp backend", ErrBadRequest)
+				return fmt.Errorf("%w: cdp_url is only for the cdp backend", apierr.ErrBadRequest)
 			}
 			if err := cdp.ValidateURL(*u.CDPURL); err != nil {
-				return fmt.Errorf("%w: %w", ErrBadRequest, err)
+				return fmt.Errorf("%w: %w", apierr.ErrBadRequest, err)
 			}
 			opts.CDPURL = *u.CDPURL
 		}
@@ -185,5 +186,5 @@ func (m *Manager) browserAction(ctx context.Context, sp spec, action string) err
 	case api.ActionStop:
 		return m.stop(ctx, sp.key)
 	}
-	return fmt.Errorf("%w: browser action %q: want start, stop or ensure", ErrBadRequest, action)
+	return fmt.Errorf("%w: browser action %q: want start, stop or ensure", apierr.ErrBadRequest, action)
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/apierr"
 	"vibebrowser/manager/wrapper"
 	"vibebrowser/state"
 )
@@ -45,11 +46,11 @@ func (m *Manager) shimConfig(sp spec) *api.ShimConfig {
 // forwarding to a bare name would re-resolve to itself, and the guard below it refuses cleanly instead.
 func (m *Manager) writeWrapperFor(ctx context.Context, sp spec) error {
 	if m.cfg.BrowserUse == "" {
-		return fmt.Errorf("%w: %s", ErrUnavailable, m.cfg.BrowserUseProblem)
+		return fmt.Errorf("%w: %s", apierr.ErrUnavailable, m.cfg.BrowserUseProblem)
 	}
 	shim, err := m.cfg.shimPath()
 	if err != nil {
-		return fmt.Errorf("%w: the wrapshim binary: %v (set VIBE_SHIM or install wrapshim beside vibe-browser)", ErrUnavailable, err)
+		return fmt.Errorf("%w: the wrapshim binary: %v (set VIBE_SHIM or install wrapshim beside vibe-browser)", apierr.ErrUnavailable, err)
 	}
 	dir := m.cfg.path("bin", sp.slug)
 	if ic, err := readInstalled(dir); err == nil && ic.Format > api.ShimFormat {
@@ -73,7 +74,7 @@ func readInstalled(dir string) (installedConfig, error) {
 func (m *Manager) writeGuard() error {
 	shim, err := m.cfg.shimPath()
 	if err != nil {
-		return fmt.Errorf("%w: the wrapshim binary: %v", ErrUnavailable, err)
+		return fmt.Errorf("%w: the wrapshim binary: %v", apierr.ErrUnavailable, err)
 	}
 	return wrapper.Install(m.cfg.path("bin", guardDir), shim, &api.ShimConfig{Format: api.ShimFormat, Kind: api.ShimKindGuard})
 }

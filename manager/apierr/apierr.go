@@ -1,8 +1,12 @@
-package manager
+// Package apierr holds the daemon's error classes and is the one place an error becomes an HTTP answer.
+package apierr
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
+
+	"github.com/rs/zerolog"
 
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/cdp"
@@ -11,7 +15,7 @@ import (
 	"vibebrowser/state"
 )
 
-// Error classes of the manager. They are mapped to HTTP statuses only in writeError.
+// Error classes of the manager. They are mapped to HTTP statuses only in Write.
 var (
 	// ErrBudget: the store's relaunch budget is spent (429).
 	ErrBudget = errors.New("relaunch budget spent")
@@ -28,8 +32,8 @@ var (
 	ErrBadRequest = errors.New("bad request")
 )
 
-// errNoRoute answers a path no handler serves: a client of another version, not a missing store.
-var errNoRoute = errors.New("not found")
+// ErrNoRoute answers a path no handler serves: a client of another version, not a missing store.
+var ErrNoRoute = errors.New("not found")
 
 // errorClasses is the one table from error classes (the manager's, state's and the backends') to HTTP
 // statuses and API codes; the first row whose class the error wraps wins.
@@ -38,7 +42,7 @@ var errorClasses = []struct {
 	status  int
 	code    string
 }{
-	{[]error{errNoRoute}, http.StatusNotFound, api.CodeNoRoute},
+	{[]error{ErrNoRoute}, http.StatusNotFound, api.CodeNoRoute},
 	{[]error{ErrBadRequest, state.ErrInvalid, cdp.ErrBadURL}, http.StatusBadRequest, api.CodeBadRequest},
 	{[]error{state.ErrNotFound}, http.StatusNotFound, api.CodeNotFound},
 	{[]error{state.ErrConflict, chrome.ErrProfileInUse, ziniao.ErrAccountBusy}, http.StatusConflict, api.CodeConflict},
@@ -49,8 +53,8 @@ var errorClasses = []struct {
 	{[]error{ErrStartTimeout}, http.StatusGatewayTimeout, api.CodeStartTimeout},
 }
 
-// httpStatus maps an error to its status and a stable code for the JSON body.
-func httpStatus(err error) (int, string) {
+// Status maps an error to its status and a stable code for the JSON body.
+func Status(err error) (int, string) {
 	for _, row := range errorClasses {
 		for _, class := range row.classes {
 			if errors.Is(err, class) {
@@ -59,4 +63,17 @@ func httpStatus(err error) (int, string) {
 		}
 	}
 	return http.StatusInternalServerError, api.CodeInternal
+}
+
+// Write is the one place errors become HTTP answers, and the one place they are logged (on log).
+func Write(w http.ResponseWriter, r *http.Request, log zerolog.Logger, err error) {
+	status, code := Status(err)
+	ev := log.Warn()
+	if status >= 500 && status != http.StatusServiceUnavailable {
+		ev = log.Error()
+	}
+	ev.Err(err).Str("method", r.Method).Str("path", r.URL.Path).Int("status", status).Msg("API error")
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(api.Error{Message: err.Error(), Code: code})
 }

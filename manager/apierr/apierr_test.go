@@ -1,4 +1,4 @@
-package manager
+package apierr
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 	"vibebrowser/state"
 )
 
-// TestErrorClassesReachTheClient sends every error class through writeError on a real unix socket and checks
+// TestErrorClassesReachTheClient sends every error class through Write on a real unix socket and checks
 // what the Go client sees: the status SPEC §4.2 gives the class, its code for api.IsCode, and the message.
 func TestErrorClassesReachTheClient(t *testing.T) {
 	tests := []struct {
@@ -29,7 +29,7 @@ func TestErrorClassesReachTheClient(t *testing.T) {
 		{ErrBadRequest, 400, api.CodeBadRequest},
 		{state.ErrInvalid, 400, api.CodeBadRequest},
 		{state.ErrNotFound, 404, api.CodeNotFound},
-		{errNoRoute, 404, api.CodeNoRoute},
+		{ErrNoRoute, 404, api.CodeNoRoute},
 		{state.ErrConflict, 409, api.CodeConflict},
 		{chrome.ErrProfileInUse, 409, api.CodeConflict},
 		{ziniao.ErrAccountBusy, 409, api.CodeConflict},
@@ -42,7 +42,6 @@ func TestErrorClassesReachTheClient(t *testing.T) {
 		{ErrStartTimeout, 504, api.CodeStartTimeout},
 		{errors.New("unclassified"), 500, api.CodeInternal},
 	}
-	m := &Manager{log: zerolog.Nop()}
 	sock := filepath.Join(t.TempDir(), "m.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
@@ -51,7 +50,7 @@ func TestErrorClassesReachTheClient(t *testing.T) {
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		i := 0
 		fmt.Sscan(r.URL.Query().Get("i"), &i)
-		m.writeError(w, r, fmt.Errorf("store acme: %w", tests[i].class))
+		Write(w, r, zerolog.Nop(), fmt.Errorf("store acme: %w", tests[i].class))
 	})}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
