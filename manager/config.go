@@ -6,14 +6,15 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
 
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/browsers"
 	"vibebrowser/manager/ziniao"
 	"vibebrowser/mux"
+	"vibebrowser/state"
 )
 
 // Config is the daemon's configuration: every VIBE_* knob of SPEC §4.3, validated before anything starts.
@@ -47,15 +48,8 @@ type Config struct {
 	NotifyURL         string        // VIBE_NOTIFY_URL: where handoffs and alerts are POSTed; "" = nowhere
 	DownloadKeepDays  int           // VIBE_DOWNLOAD_KEEP_DAYS (30): downloads folders older than this are pruned; 0 keeps them
 
-	// muxTiming overrides the muxes' keepalive and reconnect timing; only tests set it (zero values keep
-	// the mux's defaults).
-	muxTiming muxTiming
-}
-
-// muxTiming is the part of mux.Config that decides how fast a hung browser is given up on.
-type muxTiming struct {
-	pingInterval, pongTimeout, reconnectMin, reconnectMax time.Duration
-	reconnectTries                                        int
+	// muxTiming overrides the muxes' keepalive and reconnect timing; only tests set it.
+	muxTiming browsers.MuxTiming
 }
 
 // knob describes one VIBE_* variable: its default and accepted range.
@@ -281,17 +275,23 @@ func (c *Config) path(parts ...string) string {
 
 func (c *Config) socketPath() string { return api.SocketPath(c.Home) }
 
-// headless decides headless mode for a store whose own setting is pref (nil: follow the knob, then the
-// display).
-func (c *Config) headless(pref *bool) bool {
-	switch {
-	case pref != nil:
-		return *pref
-	case c.Headless != nil:
-		return *c.Headless
-	}
-	return os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" && !isDarwin
+// browsers is the part of the configuration the browser fleet takes.
+func (c *Config) browsers() browsers.Config {
+	return browsers.Config{Home: c.Home, Chrome: c.Chrome, Headless: c.Headless, ZiniaoClient: c.ZiniaoClient,
+		ProxyPortBase: c.ProxyPortBase, StartTimeout: c.StartTimeout, RelaunchMax: c.RelaunchMax,
+		RelaunchWindow: c.RelaunchWindow, TabCap: c.TabCap, MuxMaxClients: c.MuxMaxClients, MuxGrace: c.MuxGrace,
+		Idle: c.Idle, MuxTiming: c.muxTiming}
 }
 
-// isDarwin: macOS always has a display, so its browsers default to headed.
-const isDarwin = runtime.GOOS == "darwin"
+// StoreFacts decides store s's facts the way starting its browser would.
+func (c *Config) StoreFacts(s state.Store) (browsers.StoreFacts, error) {
+	bc := c.browsers()
+	return bc.StoreFacts(s)
+}
+
+// HeadlessByDefault reports whether a Chromium store without its own setting (and the web browser) runs
+// headless: VIBE_HEADLESS, else headless when there is no display.
+func (c *Config) HeadlessByDefault() bool {
+	bc := c.browsers()
+	return bc.HeadlessByDefault()
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/browsers"
 	"vibebrowser/mux"
 	"vibebrowser/mux/clientid"
 	"vibebrowser/state"
@@ -25,8 +26,8 @@ const downloadPruneEvery = time.Hour
 
 // downloadDir is the folder client id's downloads land in on sp's browser (the shim's VIBE_DOWNLOAD_DIR),
 // created so that an agent can look in it before its first download.
-func (m *Manager) downloadDir(sp spec, id string) string {
-	dir := m.cfg.path("downloads", sp.slug, clientid.OwnerDir(id))
+func (m *Manager) downloadDir(sp browsers.Spec, id string) string {
+	dir := m.cfg.path("downloads", sp.Slug, clientid.OwnerDir(id))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		// The mux creates it again when a download completes, and reports its own failure then.
 		m.log.Warn().Err(err).Str("dir", dir).Msg("create a client's downloads folder")
@@ -35,17 +36,17 @@ func (m *Manager) downloadDir(sp spec, id string) string {
 }
 
 // recordDownload is a mux's Downloaded hook: the finished download goes into state.
-func (m *Manager) recordDownload(sp spec, d mux.Download) {
+func (m *Manager) recordDownload(sp browsers.Spec, d mux.Download) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	task := ""
 	if api.ValidTaskID(d.OwnerDir) { // aux, manual, human, unattributed and discovery clients are no tasks
 		task = d.OwnerDir
 	}
-	_, err := m.db.RecordDownload(ctx, state.Download{Key: sp.key, TaskID: task, ClientID: d.ClientID,
+	_, err := m.db.RecordDownload(ctx, state.Download{Key: sp.Key, TaskID: task, ClientID: d.ClientID,
 		OwnerDir: d.OwnerDir, GUID: d.GUID, URL: d.URL, Name: d.Name, Path: d.Path, Size: d.Size, SHA256: d.SHA256, At: d.At})
 	if err != nil {
-		m.log.Error().Err(err).Str("browser", sp.key).Str("file", d.Path).Msg("record a finished download")
+		m.log.Error().Err(err).Str("browser", sp.Key).Str("file", d.Path).Msg("record a finished download")
 	}
 }
 
@@ -114,10 +115,8 @@ func (m *Manager) sweepPartials() {
 // (an adopted browser may still be writing its own). It runs at boot after the adoptions.
 func (m *Manager) sweepIncoming() {
 	running := map[string]bool{}
-	for _, s := range m.slots() {
-		if in := s.current(); in != nil {
-			running[in.spec.slug] = true
-		}
+	for _, in := range m.fleet.Running() {
+		running[in.Spec().Slug] = true
 	}
 	m.sweepDownloads(func(slug string) (incoming, partials bool) { return !running[slug], false })
 }

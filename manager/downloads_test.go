@@ -12,9 +12,49 @@ import (
 
 	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/browsers"
 	"vibebrowser/mux"
 	"vibebrowser/state"
 )
+
+// tempManager is a manager on a temp home, not serving; env sets knobs.
+func tempManager(t *testing.T, env map[string]string) *Manager {
+	t.Helper()
+	vars := map[string]string{"VIBE_HOME": t.TempDir(), "PATH": "/nonexistent", "VIBE_PROXY_PORT_BASE": "21400"}
+	for k, v := range env {
+		vars[k] = v
+	}
+	cfg, err := FromEnv(func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := state.Open(cfg.path("state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := newManager(ctx, cfg, testkit.Log(t), db, "test")
+	t.Cleanup(func() {
+		m.fleet.Quit(false)
+		cancel()
+		db.Close()
+	})
+	return m
+}
+
+// storeSpec adds a chrome store and returns its spec.
+func storeSpec(t *testing.T, m *Manager, name string) browsers.Spec {
+	t.Helper()
+	s, err := m.db.CreateStore(context.Background(), state.Store{Name: name, Backend: state.BackendChrome})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := browsers.StoreSpec(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sp
+}
 
 // writeFiles creates each file (relative to root) with mtime at.
 func writeFiles(t *testing.T, root string, at time.Time, files ...string) {
@@ -37,7 +77,7 @@ func writeFiles(t *testing.T, root string, at time.Time, files ...string) {
 }
 
 func TestSweepDownloadsAtBoot(t *testing.T) {
-	m, _ := fakeManager(t, nil)
+	m := tempManager(t, nil)
 	root := m.cfg.path("downloads")
 	now := time.Now()
 	writeFiles(t, root, now,
@@ -57,29 +97,29 @@ func TestSweepDownloadsAtBoot(t *testing.T) {
 }
 
 func TestPruneDownloads(t *testing.T) {
-	m, _ := fakeManager(t, map[string]string{"VIBE_DOWNLOAD_KEEP_DAYS": "30"})
+	m := tempManager(t, map[string]string{"VIBE_DOWNLOAD_KEEP_DAYS": "30"})
 	ctx := context.Background()
-	sp := fakeStore(t, m, "Shop")
+	sp := storeSpec(t, m, "Shop")
 	now := time.Now()
 	old, recent := now.Add(-31*24*time.Hour), now.Add(-29*24*time.Hour)
 	const gone, busy, fresh = "a1b2c3d4-0000-4000-8000-00000000000a", "a1b2c3d4-0000-4000-8000-00000000000b", "a1b2c3d4-0000-4000-8000-00000000000c"
-	if _, err := m.db.UpsertTask(ctx, state.Task{ID: busy, StoreID: sp.key, Status: state.TaskRunning, LeaseUntil: now.Add(time.Hour)}); err != nil {
+	if _, err := m.db.UpsertTask(ctx, state.Task{ID: busy, StoreID: sp.Key, Status: state.TaskRunning, LeaseUntil: now.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	root := m.cfg.path("downloads")
-	writeFiles(t, root, old, sp.slug+"/"+gone+"/old.csv", sp.slug+"/"+busy+"/old.csv", sp.slug+"/manual/old.csv",
-		"_web/unattributed/old.bin", sp.slug+"/.incoming/old.crdownload", "removed-store/aux/old.csv")
-	writeFiles(t, root, old, sp.slug+"/"+fresh+"/old.csv")
-	writeFiles(t, root, recent, sp.slug+"/"+fresh+"/new.csv")
-	for _, d := range []struct{ key, dir string }{{sp.key, gone}, {sp.key, fresh}, {api.WebKey, "unattributed"}} {
+	writeFiles(t, root, old, sp.Slug+"/"+gone+"/old.csv", sp.Slug+"/"+busy+"/old.csv", sp.Slug+"/manual/old.csv",
+		"_web/unattributed/old.bin", sp.Slug+"/.incoming/old.crdownload", "removed-store/aux/old.csv")
+	writeFiles(t, root, old, sp.Slug+"/"+fresh+"/old.csv")
+	writeFiles(t, root, recent, sp.Slug+"/"+fresh+"/new.csv")
+	for _, d := range []struct{ key, dir string }{{sp.Key, gone}, {sp.Key, fresh}, {api.WebKey, "unattributed"}} {
 		if _, err := m.db.RecordDownload(ctx, state.Download{Key: d.key, OwnerDir: d.dir, GUID: "g", Name: "old.csv",
 			Path: filepath.Join(root, d.dir, "old.csv"), At: old}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	m.pruneDownloads(ctx, now)
-	want := []string{sp.slug + "/.incoming/old.crdownload", sp.slug + "/" + busy + "/old.csv",
-		sp.slug + "/" + fresh + "/new.csv", sp.slug + "/" + fresh + "/old.csv"}
+	want := []string{sp.Slug + "/.incoming/old.crdownload", sp.Slug + "/" + busy + "/old.csv",
+		sp.Slug + "/" + fresh + "/new.csv", sp.Slug + "/" + fresh + "/old.csv"}
 	sort.Strings(want)
 	if got := testkit.Files(root); !slices.Equal(got, want) {
 		t.Errorf("after pruning: %q; want %q", got, want)
@@ -93,18 +133,18 @@ func TestPruneDownloads(t *testing.T) {
 	}
 
 	m.cfg.DownloadKeepDays = 0
-	writeFiles(t, root, old.Add(-365*24*time.Hour), sp.slug+"/ancient/x")
+	writeFiles(t, root, old.Add(-365*24*time.Hour), sp.Slug+"/ancient/x")
 	m.pruneDownloads(ctx, now)
-	if _, err := os.Stat(filepath.Join(root, sp.slug, "ancient", "x")); err != nil {
+	if _, err := os.Stat(filepath.Join(root, sp.Slug, "ancient", "x")); err != nil {
 		t.Errorf("VIBE_DOWNLOAD_KEEP_DAYS=0 pruned: %v", err)
 	}
 }
 
 func TestRecordAndListDownloads(t *testing.T) {
-	m, _ := fakeManager(t, nil)
+	m := tempManager(t, nil)
 	ctx := context.Background()
-	sp := fakeStore(t, m, "Shop")
-	web, err := m.webSpec(ctx)
+	sp := storeSpec(t, m, "Shop")
+	web, err := m.fleet.WebSpec(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +161,7 @@ func TestRecordAndListDownloads(t *testing.T) {
 		{"", []string{"r.csv", "a.csv", "w.csv"}},
 		{"?task=" + task, []string{"r.csv", "w.csv"}},
 		{"?store=Shop", []string{"r.csv", "a.csv"}},
-		{"?store=" + sp.slug + "&task=" + task, []string{"r.csv"}},
+		{"?store=" + sp.Slug + "&task=" + task, []string{"r.csv"}},
 		{"?store=web", []string{"w.csv"}},
 	}
 	for _, tt := range tests {
@@ -141,7 +181,7 @@ func TestRecordAndListDownloads(t *testing.T) {
 	}
 	out, _ := m.handleListDownloads(httptest.NewRequest("GET", api.PathDownloads+"?store=Shop", nil))
 	first := out.([]api.Download)[0]
-	want := api.Download{ID: first.ID, Store: sp.key, Slug: sp.slug, Task: task, Client: task + "-w2", OwnerDir: task, GUID: "g1",
+	want := api.Download{ID: first.ID, Store: sp.Key, Slug: sp.Slug, Task: task, Client: task + "-w2", OwnerDir: task, GUID: "g1",
 		URL: "http://x/r", Name: "r.csv", Path: "/d/r.csv", Size: 3, SHA256: "ab", At: at}
 	if first != want {
 		t.Errorf("listed %+v; want %+v", first, want)

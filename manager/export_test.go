@@ -1,10 +1,14 @@
 package manager
 
-import "time"
+import (
+	"time"
+
+	"vibebrowser/manager/browsers"
+)
 
 // SetMuxTiming shortens the muxes' keepalive and reconnect timing, for tests that wait for a hung browser to
 // be given up on (no knob exists for it).
 func SetMuxTiming(c *Config, ping, pong, reconnectMin, reconnectMax time.Duration, reconnectTries int) {
-	c.muxTiming = muxTiming{pingInterval: ping, pongTimeout: pong, reconnectMin: reconnectMin,
-		reconnectMax: reconnectMax, reconnectTries: reconnectTries}
+	c.muxTiming = browsers.MuxTiming{PingInterval: ping, PongTimeout: pong, ReconnectMin: reconnectMin,
+		ReconnectMax: reconnectMax, ReconnectTries: reconnectTries}
 }

@@ -12,6 +12,7 @@ import (
 
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/apierr"
+	"vibebrowser/manager/browsers"
 	"vibebrowser/manager/ui"
 	"vibebrowser/mux/clientid"
 	"vibebrowser/state"
@@ -21,7 +22,7 @@ import (
 // domain (stores.go, lifecycle.go, tasks.go, reap.go) and returns the view to print.
 
 func (m *Manager) handleHealth(*http.Request) (any, error) {
-	return api.Health{OK: !m.closing.Load(), Version: m.version, PID: os.Getpid()}, nil
+	return api.Health{OK: !m.fleet.Quitting(), Version: m.version, PID: os.Getpid()}, nil
 }
 
 func (m *Manager) handleStatus(r *http.Request) (any, error) { return m.status(r.Context()) }
@@ -80,7 +81,7 @@ func (m *Manager) handleStoreBrowser(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	sp, err := storeSpec(s)
+	sp, err := browsers.StoreSpec(s)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +93,7 @@ func (m *Manager) handleStoreBrowser(r *http.Request) (any, error) {
 
 func (m *Manager) handleWebBrowser(r *http.Request) (any, error) {
 	ctx := r.Context()
-	sp, err := m.webSpec(ctx)
+	sp, err := m.fleet.WebSpec(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +104,7 @@ func (m *Manager) handleWebBrowser(r *http.Request) (any, error) {
 }
 
 func (m *Manager) handleWeb(r *http.Request) (any, error) {
-	sp, err := m.webSpec(r.Context())
+	sp, err := m.fleet.WebSpec(r.Context())
 	if err != nil {
 		return nil, err
 	}
@@ -126,19 +127,19 @@ func (m *Manager) handleEnsureSession(r *http.Request) (any, error) {
 	if m.cfg.BrowserUse == "" {
 		return nil, fmt.Errorf("%w: %s", apierr.ErrUnavailable, m.cfg.BrowserUseProblem)
 	}
-	var sp spec
+	var sp browsers.Spec
 	switch req.Kind {
 	case api.KindStore:
 		s, err := m.shimStore(ctx, req.StoreID)
 		if err != nil {
 			return nil, err
 		}
-		if sp, err = storeSpec(s); err != nil {
+		if sp, err = browsers.StoreSpec(s); err != nil {
 			return nil, err
 		}
 	case api.KindWeb:
 		var err error
-		if sp, err = m.webSpec(ctx); err != nil {
+		if sp, err = m.fleet.WebSpec(ctx); err != nil {
 			return nil, err
 		}
 	default:
@@ -147,17 +148,17 @@ func (m *Manager) handleEnsureSession(r *http.Request) (any, error) {
 	if req.TaskID != "" {
 		storeID := ""
 		if req.Kind == api.KindStore {
-			storeID = sp.key
+			storeID = sp.Key
 		}
 		if err := m.touchTask(ctx, req.TaskID, storeID); err != nil {
 			return nil, err
 		}
 	}
-	in, err := m.ensure(ctx, sp)
+	in, err := m.fleet.Ensure(ctx, sp)
 	if err != nil {
 		return nil, err
 	}
-	return api.EnsureResponse{CDPWS: clientURL(in.port, sp.token, req.ClientID), DownloadDir: m.downloadDir(sp, req.ClientID)}, nil
+	return api.EnsureResponse{CDPWS: clientURL(in.Port(), sp.Token, req.ClientID), DownloadDir: m.downloadDir(sp, req.ClientID)}, nil
 }
 
 // checkShimCaller checks who a shim says it is on each call: its mux client id, browser-use session name
@@ -296,20 +297,20 @@ func (m *Manager) handleStoreLogin(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	sp, err := storeSpec(s)
+	sp, err := browsers.StoreSpec(s)
 	if err != nil {
 		return nil, err
 	}
-	in, err := m.ensure(ctx, sp)
+	in, err := m.fleet.Ensure(ctx, sp)
 	if err != nil {
 		return nil, err
 	}
 	// Bounded: Chrome answers a createTarget at once; one that hangs is a wedged browser, not a wait.
 	tctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	id, err := in.mux.NewHumanTab(tctx, target)
+	id, err := in.Mux().NewHumanTab(tctx, target)
 	if err != nil {
-		return nil, fmt.Errorf("open a human tab in %s: %w", sp.name, err)
+		return nil, fmt.Errorf("open a human tab in %s: %w", sp.Name, err)
 	}
 	login, err := m.ui.NewLoginTo("/store/" + s.Slug + "/tab/" + id)
 	if err != nil {

@@ -80,7 +80,7 @@ func (h *handoffHub) wake() {
 // the handoff recorded with its deadline (the wait asked for, bounded by VIBE_HANDOFF_WAIT_MAX_S) and
 // announced (note: the overview, the log and VIBE_NOTIFY_URL).
 func (m *Manager) createHandoff(ctx context.Context, req api.HandoffRequest) (api.Handoff, error) {
-	if m.closing.Load() {
+	if m.fleet.Quitting() {
 		return api.Handoff{}, apierr.ErrShuttingDown
 	}
 	if err := checkShimCaller(req.ClientID, req.BUName, req.TaskID); err != nil {

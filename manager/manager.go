@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -18,13 +17,11 @@ import (
 	"github.com/gofrs/flock"
 	"github.com/rs/zerolog"
 
+	"vibebrowser/manager/browsers"
 	"vibebrowser/manager/reaper"
 	"vibebrowser/manager/ui"
 	"vibebrowser/state"
 )
-
-// quitBound is the quit barrier's overall bound; each browser gets stopBound inside it.
-const quitBound = 20 * time.Second
 
 // Manager is the running daemon: its state, browsers and API.
 type Manager struct {
@@ -35,14 +32,10 @@ type Manager struct {
 	metrics *metrics
 	version string
 
-	ctx         context.Context // the daemon's life: starts run on it, not on a request's context
-	closing     atomic.Bool     // set when the quit barrier begins: new work gets 503
+	ctx         context.Context // the daemon's life: a handoff wait ends with it
 	ownsRuntime bool            // the runtime dir carries our marker: the reaper may act in it
 
-	backends map[state.Backend]backend
-
-	mu    sync.Mutex // mu guards byKey
-	byKey map[string]*slot
+	fleet *browsers.Fleet // every browser: its slot, lifecycle, mux and endpoint
 
 	events   eventLog   // the recent events (note)
 	ui       *ui.Server // the web UI; nil when VIBE_UI_ADDR=off
@@ -51,17 +44,16 @@ type Manager struct {
 
 	leaseMu sync.Mutex           // leaseMu guards leased
 	leased  map[string]leaseMark // task id -> the lease touchTask last wrote
-
-	wg sync.WaitGroup // every mux goroutine and death watcher
 }
 
 // newManager assembles a manager on an open state database; Run serves it. root is the daemon's root
 // logger, without a component: each component's logger derives from it.
 func newManager(ctx context.Context, cfg *Config, root zerolog.Logger, db *state.DB, version string) *Manager {
 	m := &Manager{cfg: cfg, root: root, log: root.With().Str("component", "manager").Logger(), db: db,
-		version: version, ctx: ctx, backends: newBackends(cfg, root),
-		byKey: map[string]*slot{}, leased: map[string]leaseMark{}}
-	m.metrics = newMetrics(m)
+		version: version, ctx: ctx, leased: map[string]leaseMark{}}
+	m.fleet = browsers.New(ctx, cfg.browsers(), db, root, browsers.Hooks{Note: m.note,
+		Starting: m.writeWrapperFor, Downloaded: m.recordDownload})
+	m.metrics = newMetrics(m.fleet.Collectors()...)
 	m.notify = newNotifier(cfg.NotifyURL, root.With().Str("component", "notify").Logger(), m.describeEvent)
 	m.metrics.registry.MustRegister(m.notify.sent, m.notify.failures, newHandoffMetrics(m))
 	return m
@@ -137,7 +129,7 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 		m.ui = m.newUI(uiLn)
 	}
 	if err := m.boot(ctx); err != nil {
-		m.closeEndpoints()
+		m.fleet.Quit(true) // what was adopted keeps running for the next manager
 		ln.Close()
 		closeUI()
 		return fmt.Errorf("boot: %w", err)
@@ -179,7 +171,7 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 			log.Error().Err(err).Msg("API server stopped")
 		}
 	}
-	m.closing.Store(true)
+	m.fleet.BeginQuit()
 	stopLoops()
 	stopUI() // its live streams end with uiCtx; Serve then closes the listener
 	loopsDone.Wait()
@@ -196,46 +188,16 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 // quit is the barrier: no new work, every browser stopped (or left for adoption), bounded.
 func (m *Manager) quit() {
 	_, _ = daemon.SdNotify(false, daemon.SdNotifyStopping)
-	m.closing.Store(true)
 	began := time.Now()
-	if m.cfg.KeepBrowsers {
-		m.log.Info().Msg("quit: leaving browsers running for the next manager (VIBE_KEEP_BROWSERS_ON_EXIT=1)")
-		m.detachAll()
-	} else {
-		m.stopAll(quitBound)
-	}
-	m.closeEndpoints()
-	done := make(chan struct{})
-	go func() { m.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(time.Second):
-		m.log.Warn().Msg("quit: some muxes did not end in time")
-	}
+	m.fleet.Quit(m.cfg.KeepBrowsers)
 	m.log.Info().Int64("took_ms", time.Since(began).Milliseconds()).Msg("manager stopped")
 }
 
-// boot brings state in line with reality before the API answers: browsers recorded as running are adopted
-// when they are still ours and alive, else marked stopped; every store's endpoint (and the web browser's)
-// is bound; wrappers are rewritten.
+// boot brings state in line with reality before the API answers: the fleet adopts what still runs and binds
+// every endpoint (browsers.Fleet.Boot); wrappers are rewritten.
 func (m *Manager) boot(ctx context.Context) error {
-	sessions, err := m.db.ListBrowserSessions(ctx)
-	if err != nil {
-		return err
-	}
 	m.sweepPartials() // before any adopted browser's mux starts copying
-	for _, s := range sessions {
-		if s.Status != state.BrowserRunning {
-			continue
-		}
-		if err := m.adopt(ctx, s); err != nil {
-			m.log.Info().Str("browser", s.Key).Err(err).Msg("not adopting the recorded browser; marked stopped")
-			if err := m.db.MarkBrowserStopped(ctx, s.Key, time.Now()); err != nil {
-				return err
-			}
-		}
-	}
-	if err := m.bindEndpoints(ctx); err != nil {
+	if err := m.fleet.Boot(ctx); err != nil {
 		return err
 	}
 	m.sweepIncoming()

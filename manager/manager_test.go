@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -529,4 +530,19 @@ func TestShimCallsRenewTheLeaseSparingly(t *testing.T) {
 		call(short)
 		return lease(short).After(before)
 	})
+}
+
+// TestWebShowWhileTheWebBrowserSleeps: what `vibe-browser web show` prints before anything started the web
+// browser: stopped, on the port boot bound for it, with both endpoints.
+func TestWebShowWhileTheWebBrowserSleeps(t *testing.T) {
+	d := startDaemon(t, nil, true)
+	v, err := d.client.Web(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantHTTP := fmt.Sprintf("http://127.0.0.1:%d/", v.ProxyPort)
+	if v.Status != api.StatusStopped || v.ProxyPort == 0 || !strings.HasPrefix(v.CDPHTTP, wantHTTP) ||
+		v.CDPWS != "ws"+strings.TrimPrefix(v.CDPHTTP, "http") {
+		t.Fatalf("web show = %+v; want stopped on its bound port with cdp_http %s<token> and the matching cdp_ws", v, wantHTTP)
+	}
 }

@@ -9,11 +9,12 @@ import (
 
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/apierr"
+	"vibebrowser/manager/browsers"
 	"vibebrowser/manager/cdp"
 	"vibebrowser/state"
 )
 
-// createStore validates spec, registers the store (state gives it its id, slug and token), binds its
+// createStore validates browsers.Spec, registers the store (state gives it its id, slug and token), binds its
 // endpoint (its port, for the store's life) and writes its wrapper.
 func (m *Manager) createStore(ctx context.Context, in api.StoreSpec) (state.Store, error) {
 	if err := state.ValidateName(in.Name); err != nil {
@@ -26,7 +27,7 @@ func (m *Manager) createStore(ctx context.Context, in api.StoreSpec) (state.Stor
 	if err != nil {
 		return state.Store{}, err
 	}
-	opts := storeOptions{CDPURL: in.CDPURL, Headless: in.Headless}
+	opts := browsers.Options{CDPURL: in.CDPURL, Headless: in.Headless}
 	store := state.Store{Name: in.Name, Backend: backend}
 	if in.Ziniao != nil && backend != state.BackendZiniao {
 		return state.Store{}, fmt.Errorf("%w: ziniao settings are only for the ziniao backend", apierr.ErrBadRequest)
@@ -55,20 +56,20 @@ func (m *Manager) createStore(ctx context.Context, in api.StoreSpec) (state.Stor
 			return state.Store{}, fmt.Errorf("%w: --cdp-url is only for the cdp backend", apierr.ErrBadRequest)
 		}
 	}
-	if store.Config, err = opts.encode(); err != nil {
+	if store.Config, err = opts.Encode(); err != nil {
 		return state.Store{}, err
 	}
 	s, err := m.db.CreateStore(ctx, store)
 	if err != nil {
 		return state.Store{}, err
 	}
-	sp, err := storeSpec(s)
+	sp, err := browsers.StoreSpec(s)
 	if err == nil {
-		err = m.bindEndpoint(ctx, sp)
+		err = m.fleet.Bind(ctx, sp)
 	}
 	if err != nil {
 		_ = m.db.DeleteStore(ctx, s.ID)
-		m.forgetSlot(s.ID)
+		m.fleet.Forget(s.ID)
 		return state.Store{}, err
 	}
 	if s, err = m.db.GetStore(ctx, s.ID); err != nil {
@@ -89,7 +90,7 @@ func (m *Manager) updateStore(ctx context.Context, ref string, u api.StoreUpdate
 		return state.Store{}, err
 	}
 	return m.db.UpdateStore(ctx, s.ID, func(s *state.Store) error {
-		opts, err := decodeStoreOptions(*s)
+		opts, err := browsers.DecodeOptions(*s)
 		if err != nil {
 			return err
 		}
@@ -111,7 +112,7 @@ func (m *Manager) updateStore(ctx context.Context, ref string, u api.StoreUpdate
 		if u.Headless != nil {
 			opts.Headless = u.Headless
 		}
-		s.Config, err = opts.encode()
+		s.Config, err = opts.Encode()
 		return err
 	})
 }
@@ -122,37 +123,17 @@ func (m *Manager) deleteStore(ctx context.Context, ref string) error {
 	if err != nil {
 		return err
 	}
-	sl := m.slot(s.ID)
-	if err := sl.acquire(ctx); err != nil {
-		return err
-	}
-	ep, err := m.removeLocked(ctx, sl, s)
-	sl.release()
+	err = m.fleet.Remove(ctx, s.ID, func(ctx context.Context) error {
+		if err := os.RemoveAll(m.cfg.path("bin", s.Slug)); err != nil {
+			return err
+		}
+		return m.db.DeleteStore(ctx, s.ID)
+	})
 	if err != nil {
 		return err
 	}
-	m.forgetSlot(s.ID)
-	if ep != nil {
-		ep.close() // after the lock: a client that waited for it is refused, and its request ends
-	}
 	m.log.Info().Str("store", s.ID).Str("name", s.Name).Msg("store removed")
 	return nil
-}
-
-// removeLocked stops s's browser and removes the store st from the home and from state; it returns the
-// endpoint for the caller to close once the lock is released. The caller holds s's lock.
-func (m *Manager) removeLocked(ctx context.Context, s *slot, st state.Store) (*endpoint, error) {
-	if in := s.cur.Load(); in != nil {
-		m.teardownLocked(s, in)
-	}
-	if err := os.RemoveAll(m.cfg.path("bin", st.Slug)); err != nil {
-		return nil, err
-	}
-	if err := m.db.DeleteStore(ctx, st.ID); err != nil {
-		return nil, err
-	}
-	s.gone = true
-	return s.ep.Swap(nil), nil
 }
 
 // findStore resolves a store named by name, slug or id.
@@ -166,25 +147,16 @@ func (m *Manager) findStore(ctx context.Context, ref string) (state.Store, error
 
 // browserAction starts, stops or ensures sp's browser. An explicit start is a person's decision: it
 // forgives the relaunch budget first.
-func (m *Manager) browserAction(ctx context.Context, sp spec, action string) error {
+func (m *Manager) browserAction(ctx context.Context, sp browsers.Spec, action string) error {
 	switch strings.ToLower(action) {
 	case api.ActionStart:
-		s := m.slot(sp.key)
-		if err := s.acquire(ctx); err != nil {
-			return err
-		}
-		err := s.budget.forgive(ctx)
-		s.release()
-		if err != nil {
-			return err
-		}
-		_, err = m.ensure(ctx, sp)
+		_, err := m.fleet.Start(ctx, sp)
 		return err
 	case api.ActionEnsure:
-		_, err := m.ensure(ctx, sp)
+		_, err := m.fleet.Ensure(ctx, sp)
 		return err
 	case api.ActionStop:
-		return m.stop(ctx, sp.key)
+		return m.fleet.Stop(ctx, sp.Key)
 	}
 	return fmt.Errorf("%w: browser action %q: want start, stop or ensure", apierr.ErrBadRequest, action)
 }

@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/browsers"
 	"vibebrowser/manager/ui"
 	"vibebrowser/mux"
 	"vibebrowser/state"
@@ -22,18 +23,18 @@ func (s uiSource) Status(ctx context.Context) (api.Status, error) { return s.m.s
 func (s uiSource) Events() []api.Event { return s.m.events.list() }
 
 // spec describes the browser of a UI slug: a store's slug, or "web".
-func (s uiSource) spec(ctx context.Context, slug string) (spec, error) {
+func (s uiSource) spec(ctx context.Context, slug string) (browsers.Spec, error) {
 	if slug == api.WebSlug {
-		return s.m.webSpec(ctx)
+		return s.m.fleet.WebSpec(ctx)
 	}
 	st, err := s.m.db.FindStore(ctx, slug)
 	if errors.Is(err, state.ErrNotFound) || err == nil && st.Slug != slug {
-		return spec{}, fmt.Errorf("%w: %q", ui.ErrNoStore, slug)
+		return browsers.Spec{}, fmt.Errorf("%w: %q", ui.ErrNoStore, slug)
 	}
 	if err != nil {
-		return spec{}, err
+		return browsers.Spec{}, err
 	}
-	return storeSpec(st)
+	return browsers.StoreSpec(st)
 }
 
 func (s uiSource) Browser(ctx context.Context, slug string) (ui.Browser, error) {
@@ -41,11 +42,11 @@ func (s uiSource) Browser(ctx context.Context, slug string) (ui.Browser, error) 
 	if err != nil {
 		return nil, err
 	}
-	in := s.m.slot(sp.key).current()
+	in := s.m.fleet.Current(sp.Key)
 	if in == nil {
-		return nil, fmt.Errorf("%s: %w", sp.name, ui.ErrStopped)
+		return nil, fmt.Errorf("%s: %w", sp.Name, ui.ErrStopped)
 	}
-	return muxBrowser{in.mux}, nil
+	return muxBrowser{in.Mux()}, nil
 }
 
 func (s uiSource) StartBrowser(ctx context.Context, slug string) error {
@@ -65,13 +66,13 @@ func (s uiSource) Downloads(ctx context.Context, slug string, limit int) ([]api.
 	if err != nil {
 		return nil, err
 	}
-	ds, err := s.m.db.ListDownloads(ctx, state.DownloadFilter{Key: sp.key, Limit: limit})
+	ds, err := s.m.db.ListDownloads(ctx, state.DownloadFilter{Key: sp.Key, Limit: limit})
 	if err != nil {
 		return nil, err
 	}
 	out := make([]api.Download, 0, len(ds))
 	for _, d := range ds {
-		out = append(out, downloadView(d, sp.slug))
+		out = append(out, downloadView(d, sp.Slug))
 	}
 	return out, nil
 }

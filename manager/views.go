@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/browsers"
 	"vibebrowser/state"
 )
 
@@ -18,11 +19,11 @@ func (m *Manager) storeView(s state.Store) api.Store {
 	if s.ProxyPort > 0 {
 		v.CDPHTTP, v.CDPWS = endpointURLs(s.ProxyPort, s.Token)
 	}
-	if opts, err := decodeStoreOptions(s); err == nil {
+	if opts, err := browsers.DecodeOptions(s); err == nil {
 		v.CDPURL, v.Headless = opts.CDPURL, opts.Headless
 	}
-	if in := m.slot(s.ID).current(); in != nil {
-		v.Browser = api.BrowserState{Status: api.StatusRunning, PID: in.browser.PID()}
+	if in := m.fleet.Current(s.ID); in != nil {
+		v.Browser = api.BrowserState{Status: api.StatusRunning, PID: in.PID()}
 	}
 	if s.Backend == state.BackendZiniao {
 		v.ZiniaoBrowser, v.ZiniaoAccount = s.ZiniaoBrowser, s.Ziniao.Company+"/"+s.Ziniao.Username
@@ -40,14 +41,14 @@ func endpointURLs(port int, token string) (cdpHTTP, cdpWS string) {
 }
 
 // webView describes the web browser with its endpoints.
-func (m *Manager) webView(ctx context.Context, sp spec) (api.WebBrowser, error) {
-	b, err := m.browserView(ctx, sp.key, sp.slug)
+func (m *Manager) webView(ctx context.Context, sp browsers.Spec) (api.WebBrowser, error) {
+	b, err := m.browserView(ctx, sp.Key, sp.Slug)
 	if err != nil {
 		return api.WebBrowser{}, err
 	}
 	v := api.WebBrowser{Browser: b}
 	if b.ProxyPort > 0 { // browserView's port: the endpoint's, bound whether the browser runs or not
-		v.CDPHTTP, v.CDPWS = endpointURLs(b.ProxyPort, sp.token)
+		v.CDPHTTP, v.CDPWS = endpointURLs(b.ProxyPort, sp.Token)
 	}
 	return v, nil
 }
@@ -67,14 +68,11 @@ func (m *Manager) browserView(ctx context.Context, key, slug string) (api.Browse
 		}
 		v.RelaunchesLeft = max(m.cfg.RelaunchMax-n, 0)
 	}
-	s := m.slot(key)
-	if ep := s.ep.Load(); ep != nil { // bound while the store exists, its browser running or not
-		v.ProxyPort = ep.port
-	}
-	if in := s.current(); in != nil {
-		st := in.mux.Stats()
-		v.Status, v.PID, v.ProxyPort, v.Clients, v.IdleS = api.StatusRunning, in.browser.PID(), in.port, st.Clients, int(st.IdleSeconds)
-		v.StartedAt, v.Held = in.startedAt, st.Held
+	v.ProxyPort = m.fleet.Port(key) // bound while the store exists, its browser running or not
+	if in := m.fleet.Current(key); in != nil {
+		st := in.Mux().Stats()
+		v.Status, v.PID, v.ProxyPort, v.Clients, v.IdleS = api.StatusRunning, in.PID(), in.Port(), st.Clients, int(st.IdleSeconds)
+		v.StartedAt, v.Held = in.StartedAt(), st.Held
 		for _, c := range st.PerClient {
 			v.Tabs += c.Tabs
 		}

@@ -11,6 +11,7 @@ import (
 
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/apierr"
+	"vibebrowser/manager/browsers"
 	"vibebrowser/manager/wrapper"
 	"vibebrowser/state"
 )
@@ -22,12 +23,12 @@ const (
 )
 
 // shimConfig is the config baked beside the wrapper of sp.
-func (m *Manager) shimConfig(sp spec) *api.ShimConfig {
+func (m *Manager) shimConfig(sp browsers.Spec) *api.ShimConfig {
 	cfg := &api.ShimConfig{
 		Format:         api.ShimFormat,
 		Kind:           api.ShimKindStore,
-		StoreID:        sp.key,
-		Slug:           sp.slug,
+		StoreID:        sp.Key,
+		Slug:           sp.Slug,
 		ManagerSocket:  m.cfg.socketPath(),
 		RealBU:         m.cfg.BrowserUse,
 		RuntimeDir:     m.cfg.path("r"),
@@ -36,7 +37,7 @@ func (m *Manager) shimConfig(sp spec) *api.ShimConfig {
 		CallTimeoutS:   int(m.cfg.CallTimeout.Seconds()),
 		EnsureTimeoutS: int(m.cfg.StartTimeout.Seconds()) + 60,
 	}
-	if sp.key == api.WebKey {
+	if sp.Key == api.WebKey {
 		cfg.Kind, cfg.StoreID, cfg.Slug = api.ShimKindWeb, "", ""
 	}
 	return cfg
@@ -44,7 +45,7 @@ func (m *Manager) shimConfig(sp spec) *api.ShimConfig {
 
 // writeWrapperFor installs sp's wrapper. Without a real browser-use CLI no wrapper is written: a wrapper
 // forwarding to a bare name would re-resolve to itself, and the guard below it refuses cleanly instead.
-func (m *Manager) writeWrapperFor(ctx context.Context, sp spec) error {
+func (m *Manager) writeWrapperFor(ctx context.Context, sp browsers.Spec) error {
 	if m.cfg.BrowserUse == "" {
 		return fmt.Errorf("%w: %s", apierr.ErrUnavailable, m.cfg.BrowserUseProblem)
 	}
@@ -52,7 +53,7 @@ func (m *Manager) writeWrapperFor(ctx context.Context, sp spec) error {
 	if err != nil {
 		return fmt.Errorf("%w: the wrapshim binary: %v (set VIBE_SHIM or install wrapshim beside vibe-browser)", apierr.ErrUnavailable, err)
 	}
-	dir := m.cfg.path("bin", sp.slug)
+	dir := m.cfg.path("bin", sp.Slug)
 	if ic, err := readInstalled(dir); err == nil && ic.Format > api.ShimFormat {
 		// A newer manager wrote it; downgrading would break that manager's shims after a rollback.
 		return nil
@@ -131,7 +132,7 @@ func (m *Manager) syncWrappers(ctx context.Context) error {
 		return nil
 	}
 	for _, s := range stores {
-		sp, err := storeSpec(s)
+		sp, err := browsers.StoreSpec(s)
 		if err == nil {
 			err = m.writeWrapperFor(ctx, sp)
 		}
@@ -139,7 +140,7 @@ func (m *Manager) syncWrappers(ctx context.Context) error {
 			m.log.Warn().Err(err).Str("store", s.ID).Msg("wrapper not written")
 		}
 	}
-	web, err := m.webSpec(ctx)
+	web, err := m.fleet.WebSpec(ctx)
 	if err != nil {
 		return err
 	}

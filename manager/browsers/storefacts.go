@@ -1,4 +1,4 @@
-package manager
+package browsers
 
 import (
 	"vibebrowser/manager/ziniao"
@@ -14,11 +14,11 @@ type StoreFacts struct {
 
 // StoreFacts decides store s's facts the way starting its browser would.
 func (c *Config) StoreFacts(s state.Store) (StoreFacts, error) {
-	sp, err := storeSpec(s)
+	sp, err := StoreSpec(s)
 	if err != nil {
 		return StoreFacts{}, err
 	}
-	f := StoreFacts{Headless: c.headless(sp.opts.Headless)}
+	f := StoreFacts{Headless: c.headless(sp.Opts.Headless)}
 	if s.Backend == state.BackendZiniao {
 		z, err := ziniaoStoreOf(sp)
 		if err != nil {

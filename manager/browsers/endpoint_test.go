@@ -1,4 +1,4 @@
-package manager
+package browsers
 
 import (
 	"context"
@@ -23,15 +23,15 @@ import (
 // These tests drive a store's endpoint front over real HTTP and WebSockets, with the fake backend behind it:
 // what it answers while the browser sleeps, and when it wakes it.
 
-// boundStore adds a store and binds its endpoint, as store add does; it returns the spec and the endpoint's
+// boundStore adds a store and binds its endpoint, as store add does; it returns the Spec and the endpoint's
 // address "127.0.0.1:PORT".
-func boundStore(t *testing.T, m *Manager, name string) (spec, string) {
+func boundStore(t *testing.T, f *Fleet, name string) (Spec, string) {
 	t.Helper()
-	sp := fakeStore(t, m, name)
-	if err := m.bindEndpoint(context.Background(), sp); err != nil {
+	sp := fakeStore(t, f, name)
+	if err := f.Bind(context.Background(), sp); err != nil {
 		t.Fatal(err)
 	}
-	return sp, "127.0.0.1:" + strconv.Itoa(m.slot(sp.key).ep.Load().port)
+	return sp, "127.0.0.1:" + strconv.Itoa(f.Port(sp.Key))
 }
 
 // get fetches url and returns its status and body.
@@ -93,8 +93,8 @@ func call(t *testing.T, ws *websocket.Conn, method string) json.RawMessage {
 }
 
 func TestEndpointRefusesBeforeStarting(t *testing.T) {
-	m, fb := fakeManager(t, nil)
-	sp, addr := boundStore(t, m, "Shop")
+	f, fb := fakeFleet(t, nil)
+	sp, addr := boundStore(t, f, "Shop")
 	tests := []struct {
 		name   string
 		ws     bool
@@ -105,13 +105,13 @@ func TestEndpointRefusesBeforeStarting(t *testing.T) {
 		{name: "version with a wrong token", path: "/nope/json/version", want: http.StatusUnauthorized},
 		{name: "client with a wrong token", ws: true, path: "/nope/client-a", want: http.StatusUnauthorized},
 		{name: "client with no token", ws: true, path: "/client-a", want: http.StatusUnauthorized},
-		{name: "client from a web page", ws: true, path: "/" + sp.token + "/client-a",
+		{name: "client from a web page", ws: true, path: "/" + sp.Token + "/client-a",
 			header: http.Header{"Origin": {"http://evil.example"}}, want: http.StatusForbidden},
-		{name: "version through a foreign host name", path: "/" + sp.token + "/json/version",
+		{name: "version through a foreign host name", path: "/" + sp.Token + "/json/version",
 			header: http.Header{"Host": {"evil.example"}}, want: http.StatusForbidden},
-		{name: "a bad client id", ws: true, path: "/" + sp.token + "/client-a.b", want: http.StatusBadRequest},
-		{name: "the people's client id", ws: true, path: "/" + sp.token + "/client-human", want: http.StatusForbidden},
-		{name: "plain HTTP to a client path", path: "/" + sp.token + "/client-a", want: http.StatusNotFound},
+		{name: "a bad client id", ws: true, path: "/" + sp.Token + "/client-a.b", want: http.StatusBadRequest},
+		{name: "the people's client id", ws: true, path: "/" + sp.Token + "/client-human", want: http.StatusForbidden},
+		{name: "plain HTTP to a client path", path: "/" + sp.Token + "/client-a", want: http.StatusNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -141,9 +141,9 @@ func TestEndpointRefusesBeforeStarting(t *testing.T) {
 }
 
 func TestEndpointDiscoveryOfASleepingBrowser(t *testing.T) {
-	m, fb := fakeManager(t, nil)
-	sp, addr := boundStore(t, m, "Shop")
-	base := "http://" + addr + "/" + sp.token
+	f, fb := fakeFleet(t, nil)
+	sp, addr := boundStore(t, f, "Shop")
+	base := "http://" + addr + "/" + sp.Token
 	if code, body := get(t, base+"/json/list", nil); code != 200 || strings.TrimSpace(body) != "[]" || fb.launches() != 0 {
 		t.Fatalf("/json/list of a store never started = %d %s, %d launches; want [] and nothing started", code, body, fb.launches())
 	}
@@ -154,15 +154,15 @@ func TestEndpointDiscoveryOfASleepingBrowser(t *testing.T) {
 	}
 	// What a stop keeps is what the mux knows then (a browser reached over ws:// reports its version only
 	// once connected), not what was saved at the start.
-	if err := m.db.SaveBrowserVersion(context.Background(), sp.key, json.RawMessage(`{"Browser":"Stale/0"}`)); err != nil {
+	if err := f.db.SaveBrowserVersion(context.Background(), sp.Key, json.RawMessage(`{"Browser":"Stale/0"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.stop(context.Background(), sp.key); err != nil {
+	if err := f.Stop(context.Background(), sp.Key); err != nil {
 		t.Fatal(err)
 	}
 	for _, path := range []string{"/json/version", "/json/version/", "/json/list"} {
 		code, body := get(t, base+path, nil)
-		if code != 200 || fb.launches() != 1 || m.slot(sp.key).current() != nil {
+		if code != 200 || fb.launches() != 1 || f.slot(sp.Key).current() != nil {
 			t.Fatalf("%s of a stopped browser = %d %s, %d launches; want an answer and nothing started", path, code, body, fb.launches())
 		}
 		if path == "/json/list" {
@@ -172,17 +172,17 @@ func TestEndpointDiscoveryOfASleepingBrowser(t *testing.T) {
 		if err := json.Unmarshal([]byte(body), &v); err != nil {
 			t.Fatal(err)
 		}
-		if v["Browser"] != "FakeChrome/1.0" || !strings.HasPrefix(v["webSocketDebuggerUrl"], "ws://"+addr+"/"+sp.token+"/devtools/browser/") {
+		if v["Browser"] != "FakeChrome/1.0" || !strings.HasPrefix(v["webSocketDebuggerUrl"], "ws://"+addr+"/"+sp.Token+"/devtools/browser/") {
 			t.Errorf("%s of a stopped browser = %v; want the last version, its WebSocket on this endpoint", path, v)
 		}
 	}
 }
 
 func TestEndpointWakesTheBrowserForAClient(t *testing.T) {
-	m, fb := fakeManager(t, nil)
-	sp, addr := boundStore(t, m, "Shop")
+	f, fb := fakeFleet(t, nil)
+	sp, addr := boundStore(t, f, "Shop")
 	for round := range 2 { // a store never started, then a stopped one
-		ws, code, body := dial(t, "ws://"+addr+"/"+sp.token+"/client-agent", nil)
+		ws, code, body := dial(t, "ws://"+addr+"/"+sp.Token+"/client-agent", nil)
 		if ws == nil {
 			t.Fatalf("round %d: dial = %d %s; want the browser started and the upgrade", round, code, body)
 		}
@@ -193,22 +193,22 @@ func TestEndpointWakesTheBrowserForAClient(t *testing.T) {
 			t.Errorf("round %d: %d launches; want %d", round, fb.launches(), round+1)
 		}
 		ws.Close()
-		if err := m.stop(context.Background(), sp.key); err != nil {
+		if err := f.Stop(context.Background(), sp.Key); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
 func TestEndpointConcurrentClientsStartOneBrowser(t *testing.T) {
-	m, fb := fakeManager(t, nil)
-	sp, addr := boundStore(t, m, "Shop")
+	f, fb := fakeFleet(t, nil)
+	sp, addr := boundStore(t, f, "Shop")
 	const n = 6
 	var wg sync.WaitGroup
 	codes := make([]int, n)
 	for i := range n {
 		wg.Go(func() {
 			d := websocket.Dialer{HandshakeTimeout: 10 * time.Second}
-			ws, resp, err := d.Dial("ws://"+addr+"/"+sp.token+"/client-c"+strconv.Itoa(i), nil)
+			ws, resp, err := d.Dial("ws://"+addr+"/"+sp.Token+"/client-c"+strconv.Itoa(i), nil)
 			if err == nil {
 				codes[i] = http.StatusSwitchingProtocols
 				ws.Close()
@@ -229,8 +229,8 @@ func TestEndpointConcurrentClientsStartOneBrowser(t *testing.T) {
 }
 
 func TestEndpointAnswersStartRefusalsBeforeTheUpgrade(t *testing.T) {
-	m, fb := fakeManager(t, map[string]string{"VIBE_BROWSER_RELAUNCH_MAX": "1"})
-	sp, addr := boundStore(t, m, "Shop")
+	f, fb := fakeFleet(t, func(c *Config) { c.RelaunchMax = 1 })
+	sp, addr := boundStore(t, f, "Shop")
 	fb.failNext = 2
 	// The first start fails, the one relaunch of the window fails, the next is refused without a launch.
 	for i, want := range []struct {
@@ -238,7 +238,7 @@ func TestEndpointAnswersStartRefusalsBeforeTheUpgrade(t *testing.T) {
 		code   string
 	}{{http.StatusBadGateway, api.CodeStartFailed}, {http.StatusBadGateway, api.CodeStartFailed},
 		{http.StatusTooManyRequests, api.CodeRelaunchBudget}} {
-		ws, status, body := dial(t, "ws://"+addr+"/"+sp.token, nil)
+		ws, status, body := dial(t, "ws://"+addr+"/"+sp.Token, nil)
 		if ws != nil {
 			t.Fatalf("dial #%d upgraded; want %d", i+1, want.status)
 		}
@@ -246,102 +246,91 @@ func TestEndpointAnswersStartRefusalsBeforeTheUpgrade(t *testing.T) {
 		if err := json.Unmarshal([]byte(body), &e); err != nil || status != want.status || e.Code != want.code {
 			t.Fatalf("dial #%d = %d %s; want %d with code %s", i+1, status, body, want.status, want.code)
 		}
-		if want.code == api.CodeRelaunchBudget && !strings.Contains(e.Message, "vibe-browser browser start "+sp.slug) {
+		if want.code == api.CodeRelaunchBudget && !strings.Contains(e.Message, "vibe-browser browser start "+sp.Slug) {
 			t.Errorf("the budget refusal %q does not say what to do", e.Message)
 		}
 	}
 	if fb.launches() != 0 || fb.failNext != 0 {
 		t.Errorf("launches %d, failures left %d; want two failed attempts and no third", fb.launches(), fb.failNext)
 	}
-	m.closing.Store(true)
-	if _, status, _ := dial(t, "ws://"+addr+"/"+sp.token, nil); status != http.StatusServiceUnavailable {
+	f.BeginQuit()
+	if _, status, _ := dial(t, "ws://"+addr+"/"+sp.Token, nil); status != http.StatusServiceUnavailable {
 		t.Errorf("dial while the manager quits = %d; want 503", status)
 	}
 }
 
 func TestEndpointLetsTheIdleSweepStopItsBrowser(t *testing.T) {
-	m, fb := fakeManager(t, map[string]string{"VIBE_BROWSER_IDLE_S": "1"})
-	sp, addr := boundStore(t, m, "Shop")
-	ws, code, body := dial(t, "ws://"+addr+"/"+sp.token+"/client-agent", nil)
+	f, fb := fakeFleet(t, func(c *Config) { c.Idle = time.Second })
+	sp, addr := boundStore(t, f, "Shop")
+	ws, code, body := dial(t, "ws://"+addr+"/"+sp.Token+"/client-agent", nil)
 	if ws == nil {
 		t.Fatalf("dial = %d %s", code, body)
 	}
-	s := m.slot(sp.key)
+	s := f.slot(sp.Key)
 	in := s.current()
 	ws.Close()
 	in.lastEnsure.Store(0) // the endpoint's ensure counts as activity like a shim's; let only the mux decide
-	testkit.WaitFor(t, 10*time.Second, "the browser to be idle", func() bool { return m.busyReason(in) == "" })
-	m.sweepIdle(context.Background())
+	testkit.WaitFor(t, 10*time.Second, "the browser to be idle", func() bool { return f.busyReason(in) == "" })
+	f.StopIdle(context.Background(), nil)
 	if s.current() != nil {
 		t.Fatal("the idle sweep kept a browser whose endpoint has no client")
 	}
-	if code, _ := get(t, "http://"+addr+"/"+sp.token+"/json/version", nil); code != 200 || fb.launches() != 1 {
+	if code, _ := get(t, "http://"+addr+"/"+sp.Token+"/json/version", nil); code != 200 || fb.launches() != 1 {
 		t.Errorf("/json/version after the idle stop = %d, %d launches; want an answer from state, nothing started", code, fb.launches())
 	}
 }
 
 func TestRemovedStoreReleasesItsEndpoint(t *testing.T) {
-	m, fb := fakeManager(t, nil)
-	st, err := m.createStore(context.Background(), api.StoreSpec{Name: "Gone"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := "127.0.0.1:" + strconv.Itoa(st.ProxyPort)
-	if ws, code, body := dial(t, "ws://"+addr+"/"+st.Token+"/client-agent", nil); ws == nil {
+	f, fb := fakeFleet(t, nil)
+	sp, addr := boundStore(t, f, "Gone")
+	if ws, code, body := dial(t, "ws://"+addr+"/"+sp.Token+"/client-agent", nil); ws == nil {
 		t.Fatalf("dial the endpoint store add printed = %d %s; want the browser started", code, body)
 	}
-	s := m.slot(st.ID)
-	if err := m.deleteStore(context.Background(), st.Slug); err != nil {
+	s := f.slot(sp.Key)
+	if err := f.Remove(context.Background(), sp.Key, func(ctx context.Context) error { return f.db.DeleteStore(ctx, sp.Key) }); err != nil {
 		t.Fatal(err)
 	}
 	// A client of the front that waited for the store's lock while it was removed holds the old slot.
-	sp, err := storeSpec(st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := m.ensureIn(context.Background(), s, func(context.Context) (spec, error) { return sp, nil }); !errors.Is(err, state.ErrNotFound) || fb.launches() != 1 {
+	if _, err := f.ensureIn(context.Background(), s, func(context.Context) (Spec, error) { return sp, nil }); !errors.Is(err, state.ErrNotFound) || fb.launches() != 1 {
 		t.Errorf("ensure in the removed store's slot = %v after %d launches; want ErrNotFound and nothing started", err, fb.launches())
 	}
 	if c, err := net.Dial("tcp", addr); err == nil {
 		c.Close()
 		t.Errorf("port %s still answers after the store was removed", addr)
 	}
-	if _, err := m.db.LookupPort(context.Background(), st.ID); !errors.Is(err, state.ErrNotFound) {
+	if _, err := f.db.LookupPort(context.Background(), sp.Key); !errors.Is(err, state.ErrNotFound) {
 		t.Errorf("the registry still holds the removed store's port: %v", err)
 	}
 	if !fb.last().stopped.Load() {
 		t.Error("the removed store's browser was not stopped")
 	}
+	if f.Port(sp.Key) != 0 {
+		t.Error("the removed store still has an endpoint")
+	}
 }
 
 func TestBootBindsTheWebBrowsersEndpointToo(t *testing.T) {
-	m, fb := fakeManager(t, nil)
-	sp, _ := boundStore(t, m, "Shop")
-	if err := m.stop(context.Background(), sp.key); err != nil {
+	f, fb := fakeFleet(t, nil)
+	sp, _ := boundStore(t, f, "Shop")
+	if err := f.Stop(context.Background(), sp.Key); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.bindEndpoints(context.Background()); err != nil {
+	if err := f.Boot(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	web, err := m.webSpec(context.Background())
+	web, err := f.WebSpec(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep := m.slot(api.WebKey).ep.Load()
-	if ep == nil {
+	port := f.Port(api.WebKey)
+	if port == 0 {
 		t.Fatal("boot bound no endpoint for the web browser")
 	}
-	// What `vibe-browser web show` prints: the endpoints, while the browser sleeps.
-	v, err := m.webView(context.Background(), web)
-	wantHTTP := "http://127.0.0.1:" + strconv.Itoa(ep.port) + "/" + web.token
-	if err != nil || v.Status != api.StatusStopped || v.ProxyPort != ep.port || v.CDPHTTP != wantHTTP || v.CDPWS != "ws"+strings.TrimPrefix(wantHTTP, "http") {
-		t.Fatalf("web view = %+v, %v; want stopped on port %d with cdp_http %s", v, err, ep.port, wantHTTP)
+	if f.Current(api.WebKey) != nil || fb.launches() != 0 {
+		t.Fatal("boot started the web browser; want its endpoint bound while it sleeps")
 	}
-	ws, code, body := dial(t, v.CDPWS+"/client-web", nil)
-	if ws == nil || fb.launches() != 1 || m.slot(api.WebKey).current() == nil {
+	ws, code, body := dial(t, "ws://127.0.0.1:"+strconv.Itoa(port)+"/"+web.Token+"/client-web", nil)
+	if ws == nil || fb.launches() != 1 || f.Current(api.WebKey) == nil {
 		t.Fatalf("a client of the sleeping web browser = %d %s, %d launches; want it started and upgraded", code, body, fb.launches())
-	}
-	if v, err := m.webView(context.Background(), web); err != nil || v.Status != api.StatusRunning || v.CDPWS == "" {
-		t.Errorf("web view after the connect = %+v, %v; want running, with its endpoints", v, err)
 	}
 }

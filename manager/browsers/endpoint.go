@@ -1,4 +1,4 @@
-package manager
+package browsers
 
 import (
 	"context"
@@ -29,60 +29,60 @@ type endpoint struct {
 }
 
 // endpointLocked returns s's endpoint, binding it first when it has none. The caller holds s's lock.
-func (m *Manager) endpointLocked(ctx context.Context, s *slot, sp spec) (*endpoint, error) {
+func (f *Fleet) endpointLocked(ctx context.Context, s *slot, sp Spec) (*endpoint, error) {
 	if ep := s.ep.Load(); ep != nil {
 		return ep, nil
 	}
-	ln, port, err := m.listenPort(ctx, sp.key)
+	ln, port, err := f.listenPort(ctx, sp.Key)
 	if err != nil {
 		return nil, err
 	}
-	ep := &endpoint{port: port, door: mux.Door{Token: sp.token, Port: port}}
+	ep := &endpoint{port: port, door: mux.Door{Token: sp.Token, Port: port}}
 	ep.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second,
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { m.serveEndpoint(w, r, s, ep) })}
-	m.wg.Go(func() {
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { f.serveEndpoint(w, r, s, ep) })}
+	f.wg.Go(func() {
 		if err := ep.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			m.log.Error().Err(err).Str("browser", sp.key).Int("port", port).Msg("endpoint stopped")
+			f.log.Error().Err(err).Str("browser", sp.Key).Int("port", port).Msg("endpoint stopped")
 		}
 	})
 	s.ep.Store(ep)
 	return ep, nil
 }
 
-// bindEndpoint binds sp's endpoint unless it is bound, under its store's lock.
-func (m *Manager) bindEndpoint(ctx context.Context, sp spec) error {
-	s := m.slot(sp.key)
+// Bind binds sp's endpoint unless it is bound, under its store's lock: a store's port is bound for its life.
+func (f *Fleet) Bind(ctx context.Context, sp Spec) error {
+	s := f.slot(sp.Key)
 	if err := s.acquire(ctx); err != nil {
 		return err
 	}
 	defer s.release()
-	_, err := m.endpointLocked(ctx, s, sp)
+	_, err := f.endpointLocked(ctx, s, sp)
 	return err
 }
 
 // bindEndpoints binds the endpoint of every store and of the web browser, at boot. A port that cannot be
 // bound now is logged, not fatal: the next start of that browser tries again.
-func (m *Manager) bindEndpoints(ctx context.Context) error {
-	stores, err := m.db.ListStores(ctx)
+func (f *Fleet) bindEndpoints(ctx context.Context) error {
+	stores, err := f.db.ListStores(ctx)
 	if err != nil {
 		return err
 	}
-	web, err := m.webSpec(ctx)
+	web, err := f.WebSpec(ctx)
 	if err != nil {
 		return err
 	}
-	specs := []spec{web}
+	specs := []Spec{web}
 	for _, s := range stores {
-		sp, err := storeSpec(s)
+		sp, err := StoreSpec(s)
 		if err != nil {
-			m.log.Error().Err(err).Str("store", s.ID).Msg("endpoint not bound")
+			f.log.Error().Err(err).Str("store", s.ID).Msg("endpoint not bound")
 			continue
 		}
 		specs = append(specs, sp)
 	}
 	for _, sp := range specs {
-		if err := m.bindEndpoint(ctx, sp); err != nil {
-			m.log.Error().Err(err).Str("browser", sp.key).Msg("endpoint not bound; the next start of its browser tries again")
+		if err := f.Bind(ctx, sp); err != nil {
+			f.log.Error().Err(err).Str("browser", sp.Key).Msg("endpoint not bound; the next start of its browser tries again")
 		}
 	}
 	return nil
@@ -93,7 +93,7 @@ func (m *Manager) bindEndpoints(ctx context.Context) error {
 // version never seen starts it. A WebSocket client always goes through ensure (the fast path on a running
 // browser), which starts a sleeping browser under the store's lock, bounds and budget, answers their
 // refusals before any upgrade, and counts as activity, as a shim's ensure does.
-func (m *Manager) serveEndpoint(w http.ResponseWriter, r *http.Request, s *slot, ep *endpoint) {
+func (f *Fleet) serveEndpoint(w http.ResponseWriter, r *http.Request, s *slot, ep *endpoint) {
 	rt, ok := ep.door.Route(w, r)
 	if !ok {
 		return // refused (a wrong token, an Origin, …) before anything starts
@@ -103,13 +103,13 @@ func (m *Manager) serveEndpoint(w http.ResponseWriter, r *http.Request, s *slot,
 			in.mux.ServeHTTP(w, r)
 			return
 		}
-		if m.answerAsleep(w, r, s.key, ep, rt) {
+		if f.answerAsleep(w, r, s.key, ep, rt) {
 			return
 		}
 	}
-	in, err := m.ensureIn(r.Context(), s, func(ctx context.Context) (spec, error) { return m.specForKey(ctx, s.key) })
+	in, err := f.ensureIn(r.Context(), s, func(ctx context.Context) (Spec, error) { return f.SpecFor(ctx, s.key) })
 	if err != nil {
-		m.writeError(w, withoutToken(r), err)
+		apierr.Write(w, withoutToken(r), f.log, err)
 		return
 	}
 	in.mux.ServeHTTP(w, r)
@@ -117,12 +117,12 @@ func (m *Manager) serveEndpoint(w http.ResponseWriter, r *http.Request, s *slot,
 
 // answerAsleep answers a discovery request of a stopped browser without starting it, and reports whether
 // it did: not for /json/version of a browser whose version was never seen.
-func (m *Manager) answerAsleep(w http.ResponseWriter, r *http.Request, key string, ep *endpoint, rt mux.Route) bool {
+func (f *Fleet) answerAsleep(w http.ResponseWriter, r *http.Request, key string, ep *endpoint, rt mux.Route) bool {
 	if rt.Kind == mux.RouteList {
 		ep.door.WriteList(w)
 		return true
 	}
-	raw, err := m.db.BrowserVersion(r.Context(), key)
+	raw, err := f.db.BrowserVersion(r.Context(), key)
 	if errors.Is(err, state.ErrNotFound) {
 		return false
 	}
@@ -131,7 +131,7 @@ func (m *Manager) answerAsleep(w http.ResponseWriter, r *http.Request, key strin
 		err = json.Unmarshal(raw, &v)
 	}
 	if err != nil {
-		m.writeError(w, withoutToken(r), err)
+		apierr.Write(w, withoutToken(r), f.log, err)
 		return true
 	}
 	ep.door.WriteVersion(w, r, v)
@@ -150,7 +150,7 @@ func withoutToken(r *http.Request) *http.Request {
 
 // saveVersion keeps mx's version object in state, for key's endpoint to answer discovery from while the
 // browser sleeps, after a manager restart too.
-func (m *Manager) saveVersion(key string, mx *mux.Mux) {
+func (f *Fleet) saveVersion(key string, mx *mux.Mux) {
 	v := mx.Version()
 	if v == nil {
 		return
@@ -159,10 +159,10 @@ func (m *Manager) saveVersion(key string, mx *mux.Mux) {
 	defer cancel()
 	b, err := json.Marshal(v)
 	if err == nil {
-		err = m.db.SaveBrowserVersion(ctx, key, b)
+		err = f.db.SaveBrowserVersion(ctx, key, b)
 	}
 	if err != nil && !errors.Is(err, state.ErrNotFound) { // ErrNotFound: the store is being removed
-		m.log.Error().Err(err).Str("browser", key).Msg("save browser version")
+		f.log.Error().Err(err).Str("browser", key).Msg("save browser version")
 	}
 }
 
@@ -181,9 +181,9 @@ func (ep *endpoint) close() {
 }
 
 // closeEndpoints unbinds every endpoint, at quit, once the muxes have ended.
-func (m *Manager) closeEndpoints() {
+func (f *Fleet) closeEndpoints() {
 	var wg sync.WaitGroup
-	for _, s := range m.slots() {
+	for _, s := range f.slots() {
 		if ep := s.ep.Swap(nil); ep != nil {
 			wg.Go(ep.close)
 		}
@@ -194,9 +194,9 @@ func (m *Manager) closeEndpoints() {
 // listenPort binds key's port from the registry on 127.0.0.1. A registered port that another program took
 // meanwhile is given up and a fresh one allocated (every endpoint is handed out by the manager, so nothing
 // outside it remembers the old number).
-func (m *Manager) listenPort(ctx context.Context, key string) (net.Listener, int, error) {
+func (f *Fleet) listenPort(ctx context.Context, key string) (net.Listener, int, error) {
 	for attempt := 0; attempt < 2; attempt++ {
-		port, err := m.db.AllocatePort(ctx, key, m.cfg.ProxyPortBase, portFree)
+		port, err := f.db.AllocatePort(ctx, key, f.cfg.ProxyPortBase, portFree)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -204,8 +204,8 @@ func (m *Manager) listenPort(ctx context.Context, key string) (net.Listener, int
 		if err == nil {
 			return ln, port, nil
 		}
-		m.log.Warn().Err(err).Int("port", port).Str("browser", key).Msg("registered port is taken; allocating another")
-		if err := m.db.ReleasePort(ctx, key); err != nil {
+		f.log.Warn().Err(err).Int("port", port).Str("browser", key).Msg("registered port is taken; allocating another")
+		if err := f.db.ReleasePort(ctx, key); err != nil {
 			return nil, 0, err
 		}
 	}

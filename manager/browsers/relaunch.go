@@ -1,4 +1,4 @@
-package manager
+package browsers
 
 import (
 	"context"
@@ -17,54 +17,54 @@ import (
 // restored tabs back; any other death (a clean exit: a user closed the window), or a relaunch that fails or
 // is over budget, is buried, so a dead browser frees its port and shows as stopped without waiting for the
 // next ensure. watch returns when in is torn down or replaced any other way.
-func (m *Manager) watch(s *slot, in *instance) {
+func (f *Fleet) watch(s *slot, in *Instance) {
 	select {
 	case <-in.served:
 		return
 	case <-in.browser.Done():
 	}
-	if err := s.acquire(m.ctx); err != nil {
+	if err := s.acquire(f.ctx); err != nil {
 		return // the daemon is quitting; the barrier stops what is left
 	}
 	defer s.release()
 	if s.cur.Load() != in {
 		return
 	}
-	if be, err := m.backendFor(in.spec); err == nil && be.crashed(in.browser) && s.retiring != in && !m.closing.Load() {
-		err := m.relaunchCrashedLocked(s, in)
+	if be, err := f.backendFor(in.spec); err == nil && be.crashed(in.browser) && s.retiring != in && !f.closing.Load() {
+		err := f.relaunchCrashedLocked(s, in)
 		if err == nil {
 			return
 		}
-		m.log.Error().Err(err).Str("browser", s.key).Msg("crashed browser not relaunched")
+		f.log.Error().Err(err).Str("browser", s.key).Msg("crashed browser not relaunched")
 	}
-	m.buryLocked(s, in)
+	f.buryLocked(s, in)
 }
 
 // buryLocked cleans up after a browser that died under us (its mux, its state) and charges the death to the
 // relaunch budget. The caller holds s's lock.
-func (m *Manager) buryLocked(s *slot, dead *instance) {
+func (f *Fleet) buryLocked(s *slot, dead *Instance) {
 	uptime := time.Since(dead.startedAt)
-	m.note(zerolog.WarnLevel, api.EventBrowserDied, s.key, api.Event{Message: fmt.Sprintf(
-		"%s died after %s (pid %d)", dead.spec.name, uptime.Round(time.Second), dead.browser.PID())})
+	f.note(zerolog.WarnLevel, api.EventBrowserDied, s.key, api.Event{Message: fmt.Sprintf(
+		"%s died after %s (pid %d)", dead.spec.Name, uptime.Round(time.Second), dead.browser.PID())})
 	s.budget.death(uptime)
-	m.teardownLocked(s, dead)
+	f.teardownLocked(s, dead)
 }
 
 // relaunchCrashedLocked relaunches a crashed browser behind its mux and waits for the mux to reconnect.
 // The caller holds s's lock.
-func (m *Manager) relaunchCrashedLocked(s *slot, dead *instance) error {
-	ctx, cancel := m.startContext()
+func (f *Fleet) relaunchCrashedLocked(s *slot, dead *Instance) error {
+	ctx, cancel := f.startContext()
 	defer cancel()
-	next, err := m.relaunchLocked(ctx, s, dead, "crashed")
+	next, err := f.relaunchLocked(ctx, s, dead, "crashed")
 	if err != nil {
 		return err
 	}
 	next.mux.Relaunched(next.browser.HTTPEndpoint())
 	if err := waitUpstream(ctx, next.mux, next.served); err != nil {
-		m.abandonRelaunchLocked(s, next)
+		f.abandonRelaunchLocked(s, next)
 		return err
 	}
-	m.install(s, next)
+	f.install(s, next)
 	return nil
 }
 
@@ -72,76 +72,76 @@ func (m *Manager) relaunchCrashedLocked(s *slot, dead *instance) error {
 // every reconnect attempt while the process may still be running (hung). Under the store's lock the process
 // is stopped and a fresh one launched on the profile; the mux dials the returned endpoint itself. When the
 // relaunch is refused (over budget) or fails, the browser is buried instead, after the mux has let go.
-func (m *Manager) relaunchHung(ctx context.Context, s *slot, mx *mux.Mux) (string, error) {
+func (f *Fleet) relaunchHung(ctx context.Context, s *slot, mx *mux.Mux) (string, error) {
 	if err := s.acquire(ctx); err != nil {
 		return "", err
 	}
 	defer s.release()
 	in := s.cur.Load()
-	if in == nil || in.mux != mx || m.closing.Load() {
+	if in == nil || in.mux != mx || f.closing.Load() {
 		return "", errors.New("this browser is being stopped or replaced")
 	}
-	sctx, cancel := m.startContext()
+	sctx, cancel := f.startContext()
 	defer cancel()
 	defer context.AfterFunc(ctx, cancel)() // the mux stopping ends the relaunch too
-	next, err := m.relaunchLocked(sctx, s, in, "unreachable after every reconnect attempt")
+	next, err := f.relaunchLocked(sctx, s, in, "unreachable after every reconnect attempt")
 	if err != nil {
-		m.log.Error().Err(err).Str("browser", s.key).Msg("hung browser not relaunched: stopping it")
+		f.log.Error().Err(err).Str("browser", s.key).Msg("hung browser not relaunched: stopping it")
 		s.retiring = in
 		// Burying waits for the mux to end, and the mux waits for this hook: bury once the hook returned.
-		m.wg.Go(func() {
-			if s.acquire(m.ctx) == nil {
+		f.wg.Go(func() {
+			if s.acquire(f.ctx) == nil {
 				defer s.release()
 				if s.cur.Load() == in {
-					m.buryLocked(s, in)
+					f.buryLocked(s, in)
 				}
 			}
 		})
 		in.cancel()
 		return "", err
 	}
-	m.install(s, next)
+	f.install(s, next)
 	return next.browser.HTTPEndpoint(), nil
 }
 
 // relaunchLocked replaces old's browser, crashed or hung, with a fresh one on its profile (Chromium restores
 // its last session), charged to the relaunch budget. The new browser is recorded as running and shares
 // old's mux; the caller points the mux at it and installs it. The caller holds s's lock.
-func (m *Manager) relaunchLocked(ctx context.Context, s *slot, old *instance, why string) (*instance, error) {
+func (f *Fleet) relaunchLocked(ctx context.Context, s *slot, old *Instance, why string) (*Instance, error) {
 	sp := old.spec
 	uptime := time.Since(old.startedAt)
-	m.log.Warn().Str("browser", sp.key).Int("pid", old.browser.PID()).Str("why", why).
+	f.log.Warn().Str("browser", sp.Key).Int("pid", old.browser.PID()).Str("why", why).
 		Int64("uptime_ms", uptime.Milliseconds()).Msg("relaunching the browser behind its mux")
 	s.budget.death(uptime)
-	if err := m.spend(ctx, s, sp); err != nil {
+	if err := f.spend(ctx, s, sp); err != nil {
 		return nil, err
 	}
 	// The old process group goes first: a hung browser, or renderers of a crashed one on their way out.
 	if err := old.browser.Stop(ctx); err != nil {
 		return nil, err
 	}
-	h, err := m.launch(ctx, sp)
+	h, err := f.launch(ctx, sp)
 	s.budget.startDone(err == nil)
 	if err != nil {
-		m.metrics.startFailures.WithLabelValues(string(sp.backend)).Inc()
+		f.startFailures.WithLabelValues(string(sp.Backend)).Inc()
 		return nil, err
 	}
-	next := &instance{spec: sp, browser: h, mux: old.mux, port: old.port, startedAt: time.Now(), cancel: old.cancel,
+	next := &Instance{spec: sp, browser: h, mux: old.mux, port: old.port, startedAt: time.Now(), cancel: old.cancel,
 		served: old.served}
 	next.lastEnsure.Store(old.lastEnsure.Load())
-	if err := m.recordRunning(ctx, sp, h, next.startedAt); err != nil {
-		m.abandonRelaunchLocked(s, next)
+	if err := f.recordRunning(ctx, sp, h, next.startedAt); err != nil {
+		f.abandonRelaunchLocked(s, next)
 		return nil, err
 	}
-	m.metrics.starts.WithLabelValues(string(sp.backend)).Inc()
-	m.note(zerolog.InfoLevel, api.EventBrowserRelaunched, sp.key, api.Event{Message: fmt.Sprintf(
-		"%s relaunched behind its mux (%s; pid %d, was %d)", sp.name, why, h.PID(), old.browser.PID())})
+	f.starts.WithLabelValues(string(sp.Backend)).Inc()
+	f.note(zerolog.InfoLevel, api.EventBrowserRelaunched, sp.Key, api.Event{Message: fmt.Sprintf(
+		"%s relaunched behind its mux (%s; pid %d, was %d)", sp.Name, why, h.PID(), old.browser.PID())})
 	return next, nil
 }
 
 // abandonRelaunchLocked stops a relaunched browser that could not be put to use; the next start of the
 // store counts as a relaunch.
-func (m *Manager) abandonRelaunchLocked(s *slot, next *instance) {
+func (f *Fleet) abandonRelaunchLocked(s *slot, next *Instance) {
 	ctx, cancel := context.WithTimeout(context.Background(), stopBound)
 	defer cancel()
 	_ = next.browser.Stop(ctx)

@@ -1,4 +1,4 @@
-package manager
+package browsers
 
 import (
 	"context"
@@ -11,12 +11,12 @@ import (
 // disconnects, and the manager never relaunches it.
 type cdpBackend struct{}
 
-func (cdpBackend) launch(ctx context.Context, sp spec) (handle, error) {
-	return cdp.Connect(ctx, sp.opts.CDPURL)
+func (cdpBackend) launch(ctx context.Context, sp Spec) (handle, error) {
+	return cdp.Connect(ctx, sp.Opts.CDPURL)
 }
 
-func (cdpBackend) adopt(ctx context.Context, sp spec, _ state.BrowserSession) (handle, error) {
-	return cdp.Connect(ctx, sp.opts.CDPURL)
+func (cdpBackend) adopt(ctx context.Context, sp Spec, _ state.BrowserSession) (handle, error) {
+	return cdp.Connect(ctx, sp.Opts.CDPURL)
 }
 
 func (cdpBackend) crashed(handle) bool { return false }

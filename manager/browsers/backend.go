@@ -1,4 +1,4 @@
-package manager
+package browsers
 
 import (
 	"context"
@@ -26,10 +26,10 @@ type handle interface {
 // backend starts and adopts one kind of browser and says what the manager may do when it dies. The generic
 // lifecycle (locks, budget, mux, state) knows backends only through this interface.
 type backend interface {
-	// launch starts spec's browser, bounded by ctx.
-	launch(ctx context.Context, sp spec) (handle, error)
+	// launch starts Spec's browser, bounded by ctx.
+	launch(ctx context.Context, sp Spec) (handle, error)
 	// adopt takes over the browser a previous manager recorded in rec, checking that it is the same one.
-	adopt(ctx context.Context, sp spec, rec state.BrowserSession) (handle, error)
+	adopt(ctx context.Context, sp Spec, rec state.BrowserSession) (handle, error)
 	// crashed reports whether h's death is a crash that the manager repairs by relaunching the browser
 	// behind its mux; any other death is buried.
 	crashed(h handle) bool
@@ -48,10 +48,10 @@ func newBackends(cfg *Config, root zerolog.Logger) map[state.Backend]backend {
 }
 
 // backendFor returns sp's backend.
-func (m *Manager) backendFor(sp spec) (backend, error) {
-	be, ok := m.backends[sp.backend]
+func (f *Fleet) backendFor(sp Spec) (backend, error) {
+	be, ok := f.backends[sp.Backend]
 	if !ok {
-		return nil, fmt.Errorf("%w: the %s backend cannot be started by this manager", apierr.ErrUnavailable, sp.backend)
+		return nil, fmt.Errorf("%w: the %s backend cannot be started by this manager", apierr.ErrUnavailable, sp.Backend)
 	}
 	return be, nil
 }

@@ -1,4 +1,4 @@
-package manager
+package browsers
 
 import (
 	"context"
@@ -32,8 +32,8 @@ type relaunchBudget struct {
 	refusing    bool          // the last spend was refused: later refusals are no news
 }
 
-func (m *Manager) newBudget(key string) relaunchBudget {
-	return relaunchBudget{key: key, db: m.db, max: m.cfg.RelaunchMax, window: m.cfg.RelaunchWindow}
+func (f *Fleet) newBudget(key string) relaunchBudget {
+	return relaunchBudget{key: key, db: f.db, max: f.cfg.RelaunchMax, window: f.cfg.RelaunchWindow}
 }
 
 // startDone records whether a start (or a relaunch) gave a browser that was put to use.
@@ -45,7 +45,7 @@ func (b *relaunchBudget) death(uptime time.Duration) { b.died, b.diedUptime = tr
 // spend charges a start that follows a death or a failed start, and refuses it with apierr.ErrBudget when the
 // budget is spent. A first start, or one after a stop, is free. A death after a healthy run clears the
 // window first. sp names the store in the refusal.
-func (b *relaunchBudget) spend(ctx context.Context, sp spec) error {
+func (b *relaunchBudget) spend(ctx context.Context, sp Spec) error {
 	relaunch := b.startFailed || b.died
 	if b.died && b.diedUptime >= healthyUptime {
 		if err := b.db.ClearRelaunches(ctx, b.key); err != nil {
@@ -65,8 +65,8 @@ func (b *relaunchBudget) spend(ctx context.Context, sp spec) error {
 		b.refusing = true
 		return fmt.Errorf("%w: %s died or failed to start %d times in the last %v (VIBE_BROWSER_RELAUNCH_MAX=%d per "+
 			"VIBE_BROWSER_RELAUNCH_WINDOW_S=%d); look at the manager's log, then force a start with "+
-			"`vibe-browser browser start %s` or wait for the window to pass", apierr.ErrBudget, sp.name, n, b.window,
-			b.max, int(b.window.Seconds()), sp.slug)
+			"`vibe-browser browser start %s` or wait for the window to pass", apierr.ErrBudget, sp.Name, n, b.window,
+			b.max, int(b.window.Seconds()), sp.Slug)
 	}
 	b.refusing = false
 	return b.db.RecordRelaunch(ctx, b.key, now)
@@ -74,11 +74,11 @@ func (b *relaunchBudget) spend(ctx context.Context, sp spec) error {
 
 // spend charges sp's start to s's budget (relaunchBudget.spend) and notes the moment the budget becomes
 // spent: once, not on every refused call after it. The caller holds s's lock.
-func (m *Manager) spend(ctx context.Context, s *slot, sp spec) error {
+func (f *Fleet) spend(ctx context.Context, s *slot, sp Spec) error {
 	was := s.budget.refusing
 	err := s.budget.spend(ctx, sp)
 	if errors.Is(err, apierr.ErrBudget) && !was {
-		m.note(zerolog.ErrorLevel, api.EventBudgetSpent, sp.key, api.Event{Message: err.Error()})
+		f.note(zerolog.ErrorLevel, api.EventBudgetSpent, sp.Key, api.Event{Message: err.Error()})
 	}
 	return err
 }

@@ -1,4 +1,4 @@
-package manager
+package browsers
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/rs/zerolog"
 
 	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/api"
@@ -114,12 +116,13 @@ type fakeBackend struct {
 
 	mu       sync.Mutex
 	launched []*fakeHandle
-	failNext int // launches to fail before the next success
+	failNext int         // launches to fail before the next success
+	events   []api.Event // what the fleet noted
 }
 
 var errFakeLaunch = errors.New("the fake browser refused to start")
 
-func (b *fakeBackend) launch(ctx context.Context, sp spec) (handle, error) {
+func (b *fakeBackend) launch(ctx context.Context, sp Spec) (handle, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.failNext > 0 {
@@ -131,7 +134,7 @@ func (b *fakeBackend) launch(ctx context.Context, sp spec) (handle, error) {
 	return h, nil
 }
 
-func (b *fakeBackend) adopt(context.Context, spec, state.BrowserSession) (handle, error) {
+func (b *fakeBackend) adopt(context.Context, Spec, state.BrowserSession) (handle, error) {
 	return nil, errNotAdoptable
 }
 
@@ -152,45 +155,42 @@ func (b *fakeBackend) last() *fakeHandle {
 	return b.launched[len(b.launched)-1]
 }
 
-// fakeManager is a manager on a temp home whose chrome backend is fake; env sets knobs.
-func fakeManager(t *testing.T, env map[string]string) (*Manager, *fakeBackend) {
+// fakeFleet is a fleet on a temp home with the daemon's default knobs (set changes them) whose chrome backend
+// is fake; the events it notes are kept by the fake backend.
+func fakeFleet(t *testing.T, set func(*Config)) (*Fleet, *fakeBackend) {
 	t.Helper()
 	home := t.TempDir()
-	vars := map[string]string{"VIBE_HOME": home, "PATH": "/nonexistent", "VIBE_PROXY_PORT_BASE": "21400"}
-	for k, v := range env {
-		vars[k] = v
+	cfg := Config{Home: home, ProxyPortBase: 21400, StartTimeout: 180 * time.Second, RelaunchMax: 3,
+		RelaunchWindow: 600 * time.Second, TabCap: 12, MuxMaxClients: 16, MuxGrace: 480 * time.Second,
+		Idle: 300 * time.Second}
+	if set != nil {
+		set(&cfg)
 	}
-	cfg, err := FromEnv(func(k string) string { return vars[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := state.Open(cfg.path("state.db"))
+	db, err := state.Open(filepath.Join(home, "state.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	m := newManager(ctx, cfg, testkit.Log(t), db, "test")
 	fb := &fakeBackend{t: t, canRelaunch: true}
-	m.backends[state.BackendChrome] = fb
+	f := New(ctx, cfg, db, testkit.Log(t), Hooks{Note: fb.note})
+	f.backends[state.BackendChrome] = fb
 	t.Cleanup(func() {
-		m.closing.Store(true)
-		m.stopAll(quitBound)
-		m.closeEndpoints()
+		f.Quit(false)
 		cancel()
-		m.wg.Wait()
+		f.wg.Wait()
 		db.Close()
 	})
-	return m, fb
+	return f, fb
 }
 
-// fakeStore adds a chrome-backend store and returns its spec.
-func fakeStore(t *testing.T, m *Manager, name string) spec {
+// fakeStore adds a chrome-backend store and returns its Spec.
+func fakeStore(t *testing.T, f *Fleet, name string) Spec {
 	t.Helper()
-	s, err := m.db.CreateStore(context.Background(), state.Store{Name: name, Backend: state.BackendChrome})
+	s, err := f.db.CreateStore(context.Background(), state.Store{Name: name, Backend: state.BackendChrome})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sp, err := storeSpec(s)
+	sp, err := StoreSpec(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,19 +198,29 @@ func fakeStore(t *testing.T, m *Manager, name string) spec {
 }
 
 // relaunches returns how many relaunches the budget recorded for key.
-func relaunches(t *testing.T, m *Manager, key string) int {
+func relaunches(t *testing.T, f *Fleet, key string) int {
 	t.Helper()
-	n, err := m.db.CountRelaunches(context.Background(), key, time.Now().Add(-time.Hour))
+	n, err := f.db.CountRelaunches(context.Background(), key, time.Now().Add(-time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return n
 }
 
-// eventKinds lists the kinds of the recent events of key's browser, oldest first.
-func eventKinds(m *Manager, key string) []string {
+// note records an event the fleet noted.
+func (b *fakeBackend) note(_ zerolog.Level, kind, key string, ev api.Event) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ev.Kind, ev.StoreID = kind, key
+	b.events = append(b.events, ev)
+}
+
+// eventKinds lists the kinds of the events of key's browser, oldest first.
+func (b *fakeBackend) eventKinds(key string) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	var kinds []string
-	for _, ev := range m.events.list() {
+	for _, ev := range b.events {
 		if ev.StoreID == key {
 			kinds = append(kinds, ev.Kind)
 		}
@@ -219,13 +229,13 @@ func eventKinds(m *Manager, key string) []string {
 }
 
 func TestEnsureStartsOneBrowserForConcurrentCalls(t *testing.T) {
-	m, fb := fakeManager(t, nil)
-	sp := fakeStore(t, m, "Shop")
+	f, fb := fakeFleet(t, nil)
+	sp := fakeStore(t, f, "Shop")
 	const n = 8
-	got := make(chan *instance, n)
+	got := make(chan *Instance, n)
 	for range n {
 		go func() {
-			in, err := m.ensure(context.Background(), sp)
+			in, err := f.Ensure(context.Background(), sp)
 			if err != nil {
 				t.Error(err)
 			}
@@ -241,20 +251,20 @@ func TestEnsureStartsOneBrowserForConcurrentCalls(t *testing.T) {
 	if fb.launches() != 1 {
 		t.Errorf("launches = %d; want 1", fb.launches())
 	}
-	if relaunches(t, m, sp.key) != 0 {
+	if relaunches(t, f, sp.Key) != 0 {
 		t.Errorf("a first start was charged to the relaunch budget")
 	}
 }
 
 func TestCrashIsRelaunchedBehindTheSameMux(t *testing.T) {
-	m, fb := fakeManager(t, nil)
-	sp := fakeStore(t, m, "Shop")
-	first, err := m.ensure(context.Background(), sp)
+	f, fb := fakeFleet(t, nil)
+	sp := fakeStore(t, f, "Shop")
+	first, err := f.Ensure(context.Background(), sp)
 	if err != nil {
 		t.Fatal(err)
 	}
 	fb.last().die(true)
-	s := m.slot(sp.key)
+	s := f.slot(sp.Key)
 	testkit.WaitFor(t, 10*time.Second, "the crashed browser to be relaunched", func() bool {
 		in := s.current()
 		return in != nil && in != first
@@ -264,39 +274,39 @@ func TestCrashIsRelaunchedBehindTheSameMux(t *testing.T) {
 		t.Errorf("after a crash: %d launches, same mux %v, port %d→%d; want 2 launches behind the same mux and port",
 			fb.launches(), next.mux == first.mux, first.port, next.port)
 	}
-	if n := relaunches(t, m, sp.key); n != 1 {
+	if n := relaunches(t, f, sp.Key); n != 1 {
 		t.Errorf("relaunches recorded = %d; want 1", n)
 	}
-	again, err := m.ensure(context.Background(), sp)
+	again, err := f.Ensure(context.Background(), sp)
 	if err != nil || again != next || fb.launches() != 2 {
 		t.Errorf("ensure after the relaunch = %v (same %v), %d launches; want the relaunched browser", err, again == next, fb.launches())
 	}
 }
 
 func TestSpentBudgetRefusesUntilAPersonStartsIt(t *testing.T) {
-	m, fb := fakeManager(t, map[string]string{"VIBE_BROWSER_RELAUNCH_MAX": "1"})
-	sp := fakeStore(t, m, "Shop")
-	other := fakeStore(t, m, "Other")
-	if _, err := m.ensure(context.Background(), sp); err != nil {
+	f, fb := fakeFleet(t, func(c *Config) { c.RelaunchMax = 1 })
+	sp := fakeStore(t, f, "Shop")
+	other := fakeStore(t, f, "Other")
+	if _, err := f.Ensure(context.Background(), sp); err != nil {
 		t.Fatal(err)
 	}
-	s := m.slot(sp.key)
+	s := f.slot(sp.Key)
 	fb.last().die(true) // relaunched: the one relaunch of the window
 	testkit.WaitFor(t, 10*time.Second, "the first relaunch", func() bool { return fb.launches() == 2 && s.current() != nil })
 	fb.last().die(true) // over budget: buried
 	testkit.WaitFor(t, 10*time.Second, "the browser to be buried", func() bool { return s.cur.Load() == nil })
-	if _, err := m.ensure(context.Background(), sp); !errors.Is(err, apierr.ErrBudget) ||
-		!strings.Contains(err.Error(), "vibe-browser browser start "+sp.slug) {
-		t.Fatalf("ensure over budget = %v; want apierr.ErrBudget naming `vibe-browser browser start %s`", err, sp.slug)
+	if _, err := f.Ensure(context.Background(), sp); !errors.Is(err, apierr.ErrBudget) ||
+		!strings.Contains(err.Error(), "vibe-browser browser start "+sp.Slug) {
+		t.Fatalf("ensure over budget = %v; want apierr.ErrBudget naming `vibe-browser browser start %s`", err, sp.Slug)
 	}
-	if _, err := m.ensure(context.Background(), other); err != nil {
+	if _, err := f.Ensure(context.Background(), other); err != nil {
 		t.Errorf("another store's ensure = %v; want it unaffected by this store's budget", err)
 	}
-	_, _ = m.ensure(context.Background(), sp) // refused again: no news
-	if got := eventKinds(m, sp.key); !slices.Equal(got, []string{api.EventBrowserRelaunched, api.EventBudgetSpent, api.EventBrowserDied}) {
+	_, _ = f.Ensure(context.Background(), sp) // refused again: no news
+	if got := fb.eventKinds(sp.Key); !slices.Equal(got, []string{api.EventBrowserRelaunched, api.EventBudgetSpent, api.EventBrowserDied}) {
 		t.Errorf("events = %v; want a relaunch, then the budget spent (once) and the death", got)
 	}
-	if err := m.browserAction(context.Background(), sp, "start"); err != nil {
+	if _, err := f.Start(context.Background(), sp); err != nil {
 		t.Fatalf("an explicit start = %v; want it to forgive the budget and start", err)
 	}
 	if s.current() == nil {
@@ -305,79 +315,79 @@ func TestSpentBudgetRefusesUntilAPersonStartsIt(t *testing.T) {
 }
 
 func TestCleanExitIsBuriedAndTheNextStartIsARelaunch(t *testing.T) {
-	m, fb := fakeManager(t, nil)
-	sp := fakeStore(t, m, "Shop")
-	if _, err := m.ensure(context.Background(), sp); err != nil {
+	f, fb := fakeFleet(t, nil)
+	sp := fakeStore(t, f, "Shop")
+	if _, err := f.Ensure(context.Background(), sp); err != nil {
 		t.Fatal(err)
 	}
-	s := m.slot(sp.key)
+	s := f.slot(sp.Key)
 	fb.last().die(false)
 	testkit.WaitFor(t, 10*time.Second, "the closed browser to be buried", func() bool { return s.cur.Load() == nil })
 	if fb.launches() != 1 {
 		t.Fatalf("a clean exit was relaunched (%d launches); want it buried", fb.launches())
 	}
-	if _, err := m.ensure(context.Background(), sp); err != nil {
+	if _, err := f.Ensure(context.Background(), sp); err != nil {
 		t.Fatal(err)
 	}
-	if n := relaunches(t, m, sp.key); n != 1 {
+	if n := relaunches(t, f, sp.Key); n != 1 {
 		t.Errorf("relaunches after a death and a start = %d; want 1", n)
 	}
 }
 
 func TestFailedStartMakesTheNextStartARelaunch(t *testing.T) {
-	m, fb := fakeManager(t, nil)
-	sp := fakeStore(t, m, "Shop")
+	f, fb := fakeFleet(t, nil)
+	sp := fakeStore(t, f, "Shop")
 	fb.failNext = 1
-	if _, err := m.ensure(context.Background(), sp); !errors.Is(err, apierr.ErrStartFailed) ||
+	if _, err := f.Ensure(context.Background(), sp); !errors.Is(err, apierr.ErrStartFailed) ||
 		!strings.Contains(err.Error(), errFakeLaunch.Error()) {
 		t.Fatalf("ensure with a failing launch = %v; want apierr.ErrStartFailed carrying the backend's reason", err)
 	}
-	if _, err := m.ensure(context.Background(), sp); err != nil {
+	if _, err := f.Ensure(context.Background(), sp); err != nil {
 		t.Fatal(err)
 	}
-	if n := relaunches(t, m, sp.key); n != 1 {
+	if n := relaunches(t, f, sp.Key); n != 1 {
 		t.Errorf("relaunches after a failed start = %d; want 1", n)
 	}
 }
 
 func TestStopResetsTheBudget(t *testing.T) {
-	m, fb := fakeManager(t, map[string]string{"VIBE_BROWSER_RELAUNCH_MAX": "1"})
-	sp := fakeStore(t, m, "Shop")
+	f, fb := fakeFleet(t, func(c *Config) { c.RelaunchMax = 1 })
+	sp := fakeStore(t, f, "Shop")
 	fb.failNext = 1
-	_, _ = m.ensure(context.Background(), sp)
-	if _, err := m.ensure(context.Background(), sp); err != nil { // the one relaunch of the window
+	_, _ = f.Ensure(context.Background(), sp)
+	if _, err := f.Ensure(context.Background(), sp); err != nil { // the one relaunch of the window
 		t.Fatal(err)
 	}
-	if err := m.stop(context.Background(), sp.key); err != nil {
+	if err := f.Stop(context.Background(), sp.Key); err != nil {
 		t.Fatal(err)
 	}
 	if !fb.last().stopped.Load() {
 		t.Error("stop did not stop the browser")
 	}
-	if n := relaunches(t, m, sp.key); n != 0 {
+	if n := relaunches(t, f, sp.Key); n != 0 {
 		t.Errorf("relaunches after an explicit stop = %d; want 0", n)
 	}
-	if _, err := m.ensure(context.Background(), sp); err != nil {
+	if _, err := f.Ensure(context.Background(), sp); err != nil {
 		t.Errorf("ensure after a stop = %v; want a free start", err)
 	}
 }
 
 func TestHungBrowserHookRelaunchesOrBuries(t *testing.T) {
-	m, fb := fakeManager(t, map[string]string{"VIBE_BROWSER_RELAUNCH_MAX": "1"})
-	sp := fakeStore(t, m, "Shop")
-	first, err := m.ensure(context.Background(), sp)
+	f, fb := fakeFleet(t, func(c *Config) { c.RelaunchMax = 1 })
+	sp := fakeStore(t, f, "Shop")
+	first, err := f.Ensure(context.Background(), sp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := m.slot(sp.key)
-	endpoint, err := m.relaunchHung(context.Background(), s, first.mux)
+	s := f.slot(sp.Key)
+	endpoint, err := f.relaunchHung(context.Background(), s, first.mux)
 	if err != nil || endpoint != fb.last().HTTPEndpoint() || fb.launches() != 2 || !fb.launched[0].stopped.Load() {
 		t.Fatalf("hook = %q, %v after %d launches; want the hung browser stopped and the new one's endpoint", endpoint, err, fb.launches())
 	}
 	if s.current() == nil || s.current().mux != first.mux {
 		t.Fatal("the relaunched browser is not installed behind the same mux")
 	}
-	if _, err := m.relaunchHung(context.Background(), s, first.mux); !errors.Is(err, apierr.ErrBudget) {
+	if _, err := f.relaunchHung(context.Background(), s, first.mux); !errors.Is(err, apierr.ErrBudget) {
 		t.Fatalf("hook over budget = %v; want apierr.ErrBudget", err)
 	}
 	testkit.WaitFor(t, 10*time.Second, "the hung browser to be buried", func() bool { return s.cur.Load() == nil })

@@ -1,4 +1,4 @@
-package manager
+package browsers
 
 import (
 	"context"
@@ -35,12 +35,12 @@ type ziniaoStore struct {
 	port      int
 }
 
-func ziniaoStoreOf(sp spec) (ziniaoStore, error) {
-	if sp.store == nil {
-		return ziniaoStore{}, fmt.Errorf("%w: %s is not a Ziniao store", apierr.ErrBadRequest, sp.name)
+func ziniaoStoreOf(sp Spec) (ziniaoStore, error) {
+	if sp.Store == nil {
+		return ziniaoStore{}, fmt.Errorf("%w: %s is not a Ziniao store", apierr.ErrBadRequest, sp.Name)
 	}
-	a := sp.store.Ziniao
-	return ziniaoStore{key: sp.key, name: sp.name, browser: sp.store.ZiniaoBrowser, port: sp.opts.ZiniaoPort,
+	a := sp.Store.Ziniao
+	return ziniaoStore{key: sp.Key, name: sp.Name, browser: sp.Store.ZiniaoBrowser, port: sp.Opts.ZiniaoPort,
 		account: ziniao.Account{Company: a.Company, Username: a.Username, Password: a.Password}}, nil
 }
 
@@ -58,7 +58,7 @@ func (b *ziniaoBackend) claim(z ziniaoStore) error {
 func (b *ziniaoBackend) unclaim(z ziniaoStore) { b.claims.Release(z.account, z.key) }
 
 // launch starts the store's environment through the Ziniao client, with per-store stale-launch recovery.
-func (b *ziniaoBackend) launch(ctx context.Context, sp spec) (handle, error) {
+func (b *ziniaoBackend) launch(ctx context.Context, sp Spec) (handle, error) {
 	z, err := ziniaoStoreOf(sp)
 	if err != nil {
 		return nil, err
@@ -105,7 +105,7 @@ func (b *ziniaoBackend) ensureClient(ctx context.Context, z ziniaoStore) error {
 }
 
 // adopt reconnects to an environment a previous manager left running on the recorded endpoint.
-func (b *ziniaoBackend) adopt(ctx context.Context, sp spec, rec state.BrowserSession) (handle, error) {
+func (b *ziniaoBackend) adopt(ctx context.Context, sp Spec, rec state.BrowserSession) (handle, error) {
 	z, err := ziniaoStoreOf(sp)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,85 @@
+package browsers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"vibebrowser/manager/api"
+	"vibebrowser/state"
+)
+
+// errNotAdoptable means a recorded browser cannot be taken over (it is gone, or not the one we launched).
+var errNotAdoptable = errors.New("not adoptable")
+
+// Boot brings the fleet in line with reality before the daemon answers: browsers recorded as running are
+// adopted when they are still ours and alive, else recorded stopped; every store's endpoint (and the web
+// browser's) is bound.
+func (f *Fleet) Boot(ctx context.Context) error {
+	sessions, err := f.db.ListBrowserSessions(ctx)
+	if err != nil {
+		return err
+	}
+	for _, s := range sessions {
+		if s.Status != state.BrowserRunning {
+			continue
+		}
+		if err := f.adopt(ctx, s); err != nil {
+			f.log.Info().Str("browser", s.Key).Err(err).Msg("not adopting the recorded browser; marked stopped")
+			if err := f.db.MarkBrowserStopped(ctx, s.Key, time.Now()); err != nil {
+				return err
+			}
+		}
+	}
+	return f.bindEndpoints(ctx)
+}
+
+// adopt takes over a browser a previous manager left running, with its mux ownership restored from state,
+// so every task's tabs survive a manager restart. Identity is checked by the backend (for Chromium: the
+// pid alive with the recorded start time, its command line naming our profile dir, CDP answering).
+func (f *Fleet) adopt(ctx context.Context, rec state.BrowserSession) error {
+	sp, err := f.SpecFor(ctx, rec.Key)
+	if err != nil {
+		return err
+	}
+	be, err := f.backendFor(sp)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errNotAdoptable, err)
+	}
+	h, err := be.adopt(ctx, sp, rec)
+	if err != nil {
+		if errors.Is(err, errNotAdoptable) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errNotAdoptable, err)
+	}
+	ownership, err := f.db.LoadOwnership(ctx, rec.Key)
+	if err == nil {
+		err = f.attachAdopted(ctx, sp, h, ownership)
+	}
+	if err != nil {
+		h.Release() // stop watching it; the caller marks it stopped
+		return err
+	}
+	f.note(zerolog.InfoLevel, api.EventBrowserAdopted, rec.Key, api.Event{Message: fmt.Sprintf(
+		"%s adopted from the previous manager (pid %d, %d clients' tabs restored)", sp.Name, h.PID(), len(ownership))})
+	return nil
+}
+
+// attachAdopted puts an adopted browser behind its endpoint, under its store's lock.
+func (f *Fleet) attachAdopted(ctx context.Context, sp Spec, h handle, ownership map[string][]string) error {
+	s := f.slot(sp.Key)
+	if err := s.acquire(ctx); err != nil {
+		return err
+	}
+	defer s.release()
+	in, err := f.attachMux(ctx, s, sp, h, ownership)
+	if err != nil {
+		return err
+	}
+	f.install(s, in)
+	return nil
+}

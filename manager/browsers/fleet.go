@@ -1,0 +1,169 @@
+// Package browsers runs every store's browser, and the web browser, behind its mux and its endpoint: the
+// per-store slot and lock, ensure, start and stop, relaunch within a budget, adoption, and the backends.
+package browsers
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"vibebrowser/manager/api"
+	"vibebrowser/mux"
+	"vibebrowser/state"
+)
+
+// Config is what the fleet takes of the daemon's configuration (SPEC §4.3; a knob's 0 means what it means
+// there).
+type Config struct {
+	Home           string        // VIBE_HOME: profiles/, downloads/ and agents/ are under it
+	Chrome         string        // VIBE_CHROME; "" = search PATH
+	Headless       *bool         // VIBE_HEADLESS; nil = headless when there is no display
+	ZiniaoClient   []string      // VIBE_ZINIAO_CLIENT; nil = never started
+	ProxyPortBase  int           // VIBE_PROXY_PORT_BASE
+	StartTimeout   time.Duration // VIBE_BROWSER_START_TIMEOUT_S; 0 disables
+	RelaunchMax    int           // VIBE_BROWSER_RELAUNCH_MAX; 0 disables the budget
+	RelaunchWindow time.Duration // VIBE_BROWSER_RELAUNCH_WINDOW_S
+	TabCap         int           // VIBE_TAB_CAP; 0 disables
+	MuxMaxClients  int           // VIBE_MUX_MAX_CLIENTS
+	MuxGrace       time.Duration // VIBE_MUX_GRACE_S; 0: tabs close at once
+	Idle           time.Duration // VIBE_BROWSER_IDLE_S: how long a browser must be untouched to be idle
+	MuxTiming      MuxTiming     // only tests set it
+}
+
+// MuxTiming overrides how fast a mux gives up on a hung browser; zero values keep the mux's defaults.
+type MuxTiming struct {
+	PingInterval, PongTimeout, ReconnectMin, ReconnectMax time.Duration
+	ReconnectTries                                        int
+}
+
+func (c *Config) path(parts ...string) string {
+	return filepath.Join(append([]string{c.Home}, parts...)...)
+}
+
+// headless decides headless mode for a store whose own setting is pref (nil: follow VIBE_HEADLESS, then
+// the display: headless when there is none).
+func (c *Config) headless(pref *bool) bool {
+	switch {
+	case pref != nil:
+		return *pref
+	case c.Headless != nil:
+		return *c.Headless
+	}
+	return os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" && !isDarwin
+}
+
+// isDarwin: macOS always has a display, so its browsers default to headed.
+const isDarwin = runtime.GOOS == "darwin"
+
+// Hooks are what the fleet tells the daemon. Each is called without a store's lock held, except Starting.
+type Hooks struct {
+	// Note records an event of key's browser (the daemon's one place for events).
+	Note func(level zerolog.Level, kind, key string, ev api.Event)
+	// Starting runs, under the store's lock, before sp's browser starts (the daemon rewrites its wrapper);
+	// its error is logged, not fatal.
+	Starting func(ctx context.Context, sp Spec) error
+	// Downloaded files a download that the mux of sp's browser saw finish.
+	Downloaded func(sp Spec, d mux.Download)
+}
+
+// Fleet owns every browser of the daemon: one slot per key (a store id or api.WebKey).
+type Fleet struct {
+	cfg   Config
+	root  zerolog.Logger // without a component: the muxes' and backends' loggers derive from it
+	log   zerolog.Logger // component browsers
+	db    *state.DB
+	hooks Hooks
+
+	ctx     context.Context // the daemon's life: starts run on it, not on a request's context
+	closing atomic.Bool     // set when the quit barrier begins: nothing starts any more
+
+	backends map[state.Backend]backend
+
+	mu    sync.Mutex // mu guards byKey
+	byKey map[string]*slot
+
+	starts, startFailures *prometheus.CounterVec
+
+	wg sync.WaitGroup // every mux goroutine, endpoint and death watcher
+}
+
+// New assembles the fleet of a daemon whose life is ctx, on its open state database. root is the daemon's
+// root logger, without a component.
+func New(ctx context.Context, cfg Config, db *state.DB, root zerolog.Logger, hooks Hooks) *Fleet {
+	f := &Fleet{cfg: cfg, root: root, log: root.With().Str("component", "browsers").Logger(), db: db,
+		hooks: hooks, ctx: ctx, byKey: map[string]*slot{},
+		starts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vibe_browser_starts_total", Help: "Browsers started, by backend.",
+		}, []string{"backend"}),
+		startFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vibe_browser_start_failures_total", Help: "Browser starts that failed, by backend.",
+		}, []string{"backend"}),
+	}
+	f.backends = newBackends(&f.cfg, root)
+	for backend := range f.backends { // present at 0 from the start
+		f.starts.WithLabelValues(string(backend))
+		f.startFailures.WithLabelValues(string(backend))
+	}
+	return f
+}
+
+// Collectors are the fleet's Prometheus series: starts and failures by backend, browsers running and
+// clients connected.
+func (f *Fleet) Collectors() []prometheus.Collector {
+	running := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "vibe_browsers_running", Help: "Browsers running under this manager.",
+	}, func() float64 { return float64(len(f.Running())) })
+	clients := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "vibe_mux_clients", Help: "Connected mux clients over every browser.",
+	}, func() float64 {
+		n := 0
+		for _, in := range f.Running() {
+			n += in.mux.Stats().Clients
+		}
+		return float64(n)
+	})
+	return []prometheus.Collector{f.starts, f.startFailures, running, clients}
+}
+
+// note records an event through the daemon's hook.
+func (f *Fleet) note(level zerolog.Level, kind, key string, ev api.Event) {
+	if f.hooks.Note != nil {
+		f.hooks.Note(level, kind, key, ev)
+	}
+}
+
+// BeginQuit makes every later ensure fail with apierr.ErrShuttingDown; Quit then stops what runs.
+func (f *Fleet) BeginQuit() { f.closing.Store(true) }
+
+// Quitting reports whether the quit barrier has begun.
+func (f *Fleet) Quitting() bool { return f.closing.Load() }
+
+// quitBound is the quit barrier's overall bound; each browser gets stopBound inside it.
+const quitBound = 20 * time.Second
+
+// Quit is the quit barrier's part of the fleet: nothing starts any more; every browser is stopped, bounded,
+// or with keep left running for the next manager to adopt; every endpoint is unbound.
+func (f *Fleet) Quit(keep bool) {
+	f.BeginQuit()
+	if keep {
+		f.log.Info().Msg("quit: leaving browsers running for the next manager (VIBE_KEEP_BROWSERS_ON_EXIT=1)")
+		f.detachAll()
+	} else {
+		f.stopAll(quitBound)
+	}
+	f.closeEndpoints()
+	done := make(chan struct{})
+	go func() { f.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+		f.log.Warn().Msg("quit: some muxes did not end in time")
+	}
+}
