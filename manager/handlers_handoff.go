@@ -8,8 +8,8 @@ import (
 
 // The API's handoff handlers (handoffs.go does the work), in the order of the route table.
 
-func (m *Manager) handleListHandoffs(r *http.Request) (any, error) {
-	return m.listHandoffs(r.Context(), r.URL.Query().Get("status"))
+func (d *handoffDesk) handleList(r *http.Request) (any, error) {
+	return d.list(r.Context(), r.URL.Query().Get("status"))
 }
 
 func (m *Manager) handleCreateHandoff(r *http.Request) (any, error) {
@@ -20,26 +20,26 @@ func (m *Manager) handleCreateHandoff(r *http.Request) (any, error) {
 	return m.createHandoff(r.Context(), req)
 }
 
-func (m *Manager) handleGetHandoff(r *http.Request) (any, error) {
-	h, err := m.db.GetHandoff(r.Context(), r.PathValue("id"))
+func (d *handoffDesk) handleGet(r *http.Request) (any, error) {
+	h, err := d.db.GetHandoff(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return nil, err
 	}
-	return m.handoffView(r.Context(), h)
+	return d.view(r.Context(), h)
 }
 
-func (m *Manager) handleWaitHandoff(r *http.Request) (any, error) {
-	return m.waitHandoff(r.Context(), r.PathValue("id"))
+func (d *handoffDesk) handleWait(r *http.Request) (any, error) {
+	return d.wait(r.Context(), r.PathValue("id"))
 }
 
-func (m *Manager) handleAnswerHandoff(r *http.Request) (any, error) {
+func (d *handoffDesk) handleAnswer(r *http.Request) (any, error) {
 	var a api.HandoffAnswer
 	if err := decode(r, &a); err != nil {
 		return nil, err
 	}
-	return m.answerHandoff(r.Context(), r.PathValue("id"), a)
+	return d.answer(r.Context(), r.PathValue("id"), a)
 }
 
-func (m *Manager) handleCancelHandoff(r *http.Request) (any, error) {
-	return m.cancelHandoff(r.Context(), r.PathValue("id"))
+func (d *handoffDesk) handleCancel(r *http.Request) (any, error) {
+	return d.cancel(r.Context(), r.PathValue("id"))
 }

@@ -76,6 +76,17 @@ func (h *handoffHub) wake() {
 	}
 }
 
+// handoffDesk answers, waits on, expires and lists the handoffs; the manager's createHandoff makes them.
+type handoffDesk struct {
+	db     *state.DB
+	log    zerolog.Logger
+	ctx    context.Context // the daemon's life: a wait ends with it
+	note   func(level zerolog.Level, kind, key string, ev api.Event)
+	renew  func(ctx context.Context, taskID, storeID string) error // the lease of a task waiting for a person
+	uiLink func(path string) string
+	hub    handoffHub
+}
+
 // createHandoff is the shim's --ask-human: the request checked like an ensure, the task's lease renewed,
 // the handoff recorded with its deadline (the wait asked for, bounded by VIBE_HANDOFF_WAIT_MAX_S) and
 // announced (note: the overview, the log and VIBE_NOTIFY_URL).
@@ -123,14 +134,14 @@ func (m *Manager) createHandoff(ctx context.Context, req api.HandoffRequest) (ap
 	if err != nil {
 		return api.Handoff{}, err
 	}
-	m.handoffs.wake()
+	m.handoffs.hub.wake()
 	m.note(zerolog.WarnLevel, api.EventHandoffRequested, key, api.Event{TaskID: h.TaskID, BUName: h.BUName,
 		Message: h.Reason, Handoff: h.ID})
-	return m.handoffViews(stores, []state.Handoff{h})[0], nil
+	return m.handoffs.views(stores, []state.Handoff{h})[0], nil
 }
 
-// answerHandoff records a person's answer (done or can't help, with an optional note) and wakes the agent.
-func (m *Manager) answerHandoff(ctx context.Context, id string, a api.HandoffAnswer) (api.Handoff, error) {
+// answer records a person's answer (done or can't help, with an optional note) and wakes the agent.
+func (d *handoffDesk) answer(ctx context.Context, id string, a api.HandoffAnswer) (api.Handoff, error) {
 	var to state.HandoffStatus
 	switch a.Status {
 	case api.HandoffDone:
@@ -143,7 +154,7 @@ func (m *Manager) answerHandoff(ctx context.Context, id string, a api.HandoffAns
 	if err := api.CheckHandoffText("note", a.Note, api.MaxHandoffNote); err != nil {
 		return api.Handoff{}, fmt.Errorf("%w: %w", apierr.ErrBadRequest, err)
 	}
-	h, err := m.finishHandoff(ctx, id, to, strings.TrimSpace(a.Note))
+	h, err := d.finish(ctx, id, to, strings.TrimSpace(a.Note))
 	if err != nil {
 		return api.Handoff{}, err
 	}
@@ -154,33 +165,33 @@ func (m *Manager) answerHandoff(ctx context.Context, id string, a api.HandoffAns
 	if h.Note != "" {
 		msg += ": " + h.Note
 	}
-	m.note(zerolog.InfoLevel, api.EventHandoffAnswered, handoffKey(h), api.Event{TaskID: h.TaskID, BUName: h.BUName,
+	d.note(zerolog.InfoLevel, api.EventHandoffAnswered, handoffKey(h), api.Event{TaskID: h.TaskID, BUName: h.BUName,
 		Message: msg, Handoff: h.ID})
-	return m.handoffView(ctx, h)
+	return d.view(ctx, h)
 }
 
-// cancelHandoff withdraws a pending handoff: its agent stopped waiting (a signal to the shim).
-func (m *Manager) cancelHandoff(ctx context.Context, id string) (api.Handoff, error) {
-	h, err := m.finishHandoff(ctx, id, state.HandoffCancelled, "")
+// cancel withdraws a pending handoff: its agent stopped waiting (a signal to the shim).
+func (d *handoffDesk) cancel(ctx context.Context, id string) (api.Handoff, error) {
+	h, err := d.finish(ctx, id, state.HandoffCancelled, "")
 	if err != nil {
 		return api.Handoff{}, err
 	}
-	m.note(zerolog.InfoLevel, api.EventHandoffCancelled, handoffKey(h), api.Event{TaskID: h.TaskID, BUName: h.BUName,
+	d.note(zerolog.InfoLevel, api.EventHandoffCancelled, handoffKey(h), api.Event{TaskID: h.TaskID, BUName: h.BUName,
 		Message: "the agent stopped waiting: " + h.Reason, Handoff: h.ID})
-	return m.handoffView(ctx, h)
+	return d.view(ctx, h)
 }
 
-// finishHandoff moves a pending handoff on and wakes its waiters; a handoff that already moved on is a
+// finish moves a pending handoff on and wakes its waiters; a handoff that already moved on is a
 // conflict saying what became of it.
-func (m *Manager) finishHandoff(ctx context.Context, id string, to state.HandoffStatus, note string) (state.Handoff, error) {
-	h, err := m.db.FinishHandoff(ctx, id, to, note, time.Now())
+func (d *handoffDesk) finish(ctx context.Context, id string, to state.HandoffStatus, note string) (state.Handoff, error) {
+	h, err := d.db.FinishHandoff(ctx, id, to, note, time.Now())
 	if errors.Is(err, state.ErrConflict) {
 		return state.Handoff{}, fmt.Errorf("handoff %s is no longer pending: %s: %w", id, handoffOutcome(h), state.ErrConflict)
 	}
 	if err != nil {
 		return state.Handoff{}, err
 	}
-	m.handoffs.changed(id)
+	d.hub.changed(id)
 	return h, nil
 }
 
@@ -199,32 +210,32 @@ func handoffOutcome(h state.Handoff) string {
 	return string(h.Status)
 }
 
-// waitHandoff answers once handoff id is no longer pending, or after api.HandoffPoll with it still pending
+// wait answers once handoff id is no longer pending, or after api.HandoffPoll with it still pending
 // (the shim asks again). Each wait renews the task's lease: an agent waiting for a person is still at work.
-func (m *Manager) waitHandoff(ctx context.Context, id string) (api.Handoff, error) {
+func (d *handoffDesk) wait(ctx context.Context, id string) (api.Handoff, error) {
 	pollEnd := time.Now().Add(api.HandoffPoll)
 	renewed := false
 	for {
-		changed := m.handoffs.watch(id)
-		h, err := m.db.GetHandoff(ctx, id)
+		changed := d.hub.watch(id)
+		h, err := d.db.GetHandoff(ctx, id)
 		if err != nil {
 			return api.Handoff{}, err
 		}
 		now := time.Now()
 		if h.Status == state.HandoffPending && !now.Before(h.Deadline) {
 			// It is due: this wait says so at once rather than at the loop's turn.
-			if err := m.expireHandoffs(ctx); err != nil {
+			if err := d.expire(ctx); err != nil {
 				return api.Handoff{}, err
 			}
 			continue
 		}
 		if h.Status != state.HandoffPending || !now.Before(pollEnd) {
-			return m.handoffView(ctx, h)
+			return d.view(ctx, h)
 		}
 		if h.TaskID != "" && !renewed {
 			renewed = true
-			if err := m.touchTask(ctx, h.TaskID, h.StoreID); err != nil {
-				m.log.Warn().Err(err).Str("handoff", h.ID).Msg("renew the lease of a task waiting for a person")
+			if err := d.renew(ctx, h.TaskID, h.StoreID); err != nil {
+				d.log.Warn().Err(err).Str("handoff", h.ID).Msg("renew the lease of a task waiting for a person")
 			}
 		}
 		timer := time.NewTimer(min(h.Deadline.Sub(now), pollEnd.Sub(now)))
@@ -233,8 +244,8 @@ func (m *Manager) waitHandoff(ctx context.Context, id string) (api.Handoff, erro
 		case <-timer.C:
 		case <-ctx.Done(): // the shim left (or was stopped): nobody reads this answer, so it is not an error
 			timer.Stop()
-			return m.handoffView(context.WithoutCancel(ctx), h)
-		case <-m.ctx.Done():
+			return d.view(context.WithoutCancel(ctx), h)
+		case <-d.ctx.Done():
 			timer.Stop()
 			return api.Handoff{}, apierr.ErrShuttingDown
 		}
@@ -242,39 +253,39 @@ func (m *Manager) waitHandoff(ctx context.Context, id string) (api.Handoff, erro
 	}
 }
 
-// expireHandoffs times out every pending handoff whose wait ran out, and says so.
-func (m *Manager) expireHandoffs(ctx context.Context) error {
-	expired, err := m.db.ExpireHandoffs(ctx, time.Now())
+// expire times out every pending handoff whose wait ran out, and says so.
+func (d *handoffDesk) expire(ctx context.Context) error {
+	expired, err := d.db.ExpireHandoffs(ctx, time.Now())
 	if err != nil {
 		return err
 	}
 	for _, h := range expired {
-		m.handoffs.changed(h.ID)
-		m.note(zerolog.WarnLevel, api.EventHandoffTimedOut, handoffKey(h), api.Event{TaskID: h.TaskID, BUName: h.BUName,
+		d.hub.changed(h.ID)
+		d.note(zerolog.WarnLevel, api.EventHandoffTimedOut, handoffKey(h), api.Event{TaskID: h.TaskID, BUName: h.BUName,
 			Message: "nobody answered in time: " + h.Reason, Handoff: h.ID})
 	}
 	return nil
 }
 
-// handoffLoop expires handoffs at their deadlines, also those whose shim is gone (killed, or its machine
+// loop expires handoffs at their deadlines, also those whose shim is gone (killed, or its machine
 // asleep) and those that ran out while the manager was down.
-func (m *Manager) handoffLoop(ctx context.Context) {
+func (d *handoffDesk) loop(ctx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-m.handoffs.kicks():
+		case <-d.hub.kicks():
 		case <-timer.C:
 		}
-		if err := m.expireHandoffs(ctx); err != nil && ctx.Err() == nil {
-			m.log.Error().Err(err).Msg("expire handoffs")
+		if err := d.expire(ctx); err != nil && ctx.Err() == nil {
+			d.log.Error().Err(err).Msg("expire handoffs")
 		}
 		wait := handoffSweepMax
-		next, err := m.db.NextHandoffDeadline(ctx)
+		next, err := d.db.NextHandoffDeadline(ctx)
 		if err != nil {
-			m.log.Error().Err(err).Msg("find the next handoff deadline")
+			d.log.Error().Err(err).Msg("find the next handoff deadline")
 		} else if !next.IsZero() {
 			wait = min(wait, max(time.Until(next), 10*time.Millisecond))
 		}
@@ -291,21 +302,21 @@ func handoffKey(h state.Handoff) string {
 	return h.StoreID
 }
 
-// listHandoffs returns the handoffs in status ("" for every one), oldest first.
-func (m *Manager) listHandoffs(ctx context.Context, status string) ([]api.Handoff, error) {
+// list returns the handoffs in status ("" for every one), oldest first.
+func (d *handoffDesk) list(ctx context.Context, status string) ([]api.Handoff, error) {
 	if status != "" && !validHandoffStatus(status) {
 		return nil, fmt.Errorf("%w: status %q: want one of pending done cant_help timed_out cancelled, or none for all",
 			apierr.ErrBadRequest, status)
 	}
-	hs, err := m.db.ListHandoffs(ctx, state.HandoffStatus(status))
+	hs, err := d.db.ListHandoffs(ctx, state.HandoffStatus(status))
 	if err != nil {
 		return nil, err
 	}
-	stores, err := m.db.ListStores(ctx)
+	stores, err := d.db.ListStores(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return m.handoffViews(stores, hs), nil
+	return d.views(stores, hs), nil
 }
 
 func validHandoffStatus(s string) bool {
@@ -317,20 +328,20 @@ func validHandoffStatus(s string) bool {
 	return false
 }
 
-func (m *Manager) handoffView(ctx context.Context, h state.Handoff) (api.Handoff, error) {
+func (d *handoffDesk) view(ctx context.Context, h state.Handoff) (api.Handoff, error) {
 	var stores []state.Store
 	if h.StoreID != "" {
-		s, err := m.db.GetStore(ctx, h.StoreID)
+		s, err := d.db.GetStore(ctx, h.StoreID)
 		if err != nil && !errors.Is(err, state.ErrNotFound) {
 			return api.Handoff{}, err
 		}
 		stores = append(stores, s)
 	}
-	return m.handoffViews(stores, []state.Handoff{h})[0], nil
+	return d.views(stores, []state.Handoff{h})[0], nil
 }
 
-// handoffViews are handoffs as the API prints them, their stores named by slug from stores.
-func (m *Manager) handoffViews(stores []state.Store, hs []state.Handoff) []api.Handoff {
+// views are handoffs as the API prints them, their stores named by slug from stores.
+func (d *handoffDesk) views(stores []state.Store, hs []state.Handoff) []api.Handoff {
 	slugs := map[string]string{}
 	for _, s := range stores {
 		slugs[s.ID] = s.Slug
@@ -346,7 +357,7 @@ func (m *Manager) handoffViews(stores []state.Store, hs []state.Handoff) []api.H
 				v.Store = h.StoreID
 			}
 		}
-		v.URL = m.uiLink("/#handoff-" + h.ID)
+		v.URL = d.uiLink("/#handoff-" + h.ID)
 		out = append(out, v)
 	}
 	return out
@@ -363,12 +374,12 @@ func (m *Manager) uiLink(path string) string {
 // handoffMetrics counts the handoffs in state by status (vibe_handoffs), read at each scrape: the counts
 // survive restarts, as the handoffs do.
 type handoffMetrics struct {
-	m    *Manager
+	db   *state.DB
 	desc *prometheus.Desc
 }
 
-func newHandoffMetrics(m *Manager) handoffMetrics {
-	return handoffMetrics{m: m, desc: prometheus.NewDesc("vibe_handoffs",
+func newHandoffMetrics(db *state.DB) handoffMetrics {
+	return handoffMetrics{db: db, desc: prometheus.NewDesc("vibe_handoffs",
 		"Handoffs (agents' requests for a person's help) in state, by status: pending, done, cant_help, timed_out, cancelled.",
 		[]string{"status"}, nil)}
 }
@@ -378,7 +389,7 @@ func (c handoffMetrics) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 func (c handoffMetrics) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	counts, err := c.m.db.CountHandoffs(ctx)
+	counts, err := c.db.CountHandoffs(ctx)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(c.desc, err)
 		return

@@ -39,7 +39,7 @@ type Manager struct {
 
 	events   eventLog   // the recent events (note)
 	ui       *ui.Server // the web UI; nil when VIBE_UI_ADDR=off
-	handoffs handoffHub // wakes the shims waiting for a person (handoffs.go)
+	handoffs *handoffDesk // the handoffs: answers, waits, expiry (handoffs.go)
 	notify   *notifier  // POSTs the events that need a person to VIBE_NOTIFY_URL (notify.go)
 
 	leaseMu sync.Mutex           // leaseMu guards leased
@@ -54,8 +54,9 @@ func newManager(ctx context.Context, cfg *Config, root zerolog.Logger, db *state
 	m.fleet = browsers.New(ctx, cfg.browsers(), db, root, browsers.Hooks{Note: m.note,
 		Starting: m.writeWrapperFor, Downloaded: m.recordDownload})
 	m.metrics = newMetrics(m.fleet.Collectors()...)
+	m.handoffs = &handoffDesk{db: db, log: m.log, ctx: ctx, note: m.note, renew: m.touchTask, uiLink: m.uiLink}
 	m.notify = newNotifier(cfg.NotifyURL, root.With().Str("component", "notify").Logger(), m.describeEvent)
-	m.metrics.registry.MustRegister(m.notify.sent, m.notify.failures, newHandoffMetrics(m))
+	m.metrics.registry.MustRegister(m.notify.sent, m.notify.failures, newHandoffMetrics(db))
 	return m
 }
 
@@ -139,7 +140,7 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 	loopsDone.Go(func() { m.idleLoop(loops) })
 	loopsDone.Go(func() { m.reapLoop(loops) })
 	loopsDone.Go(func() { m.leaseLoop(loops) })
-	loopsDone.Go(func() { m.handoffLoop(loops) })
+	loopsDone.Go(func() { m.handoffs.loop(loops) })
 	notifyCtx, stopNotify := context.WithCancel(context.Background())
 	defer stopNotify()
 	var notifyDone sync.WaitGroup

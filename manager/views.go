@@ -126,6 +126,6 @@ func (m *Manager) status(ctx context.Context) (api.Status, error) {
 	if err != nil {
 		return api.Status{}, err
 	}
-	st.Handoffs = m.handoffViews(stores, pending)
+	st.Handoffs = m.handoffs.views(stores, pending)
 	return st, nil
 }
