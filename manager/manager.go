@@ -37,10 +37,10 @@ type Manager struct {
 
 	fleet *browsers.Fleet // every browser: its slot, lifecycle, mux and endpoint
 
-	events   eventLog   // the recent events (note)
-	ui       *ui.Server // the web UI; nil when VIBE_UI_ADDR=off
+	events   eventLog     // the recent events (note)
+	ui       *ui.Server   // the web UI; nil when VIBE_UI_ADDR=off
 	handoffs *handoffDesk // the handoffs: answers, waits, expiry (handoffs.go)
-	notify   *notifier  // POSTs the events that need a person to VIBE_NOTIFY_URL (notify.go)
+	notify   *notifier    // POSTs the events that need a person to VIBE_NOTIFY_URL (notify.go)
 
 	leaseMu sync.Mutex           // leaseMu guards leased
 	leased  map[string]leaseMark // task id -> the lease touchTask last wrote
