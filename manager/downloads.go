@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"vibebrowser/manager/api"
@@ -101,81 +100,6 @@ func downloadView(d state.Download, slug string) api.Download {
 	}
 	return api.Download{ID: d.ID, Store: store, Slug: slug, Task: d.TaskID, Client: d.ClientID, OwnerDir: d.OwnerDir,
 		GUID: d.GUID, URL: d.URL, Name: d.Name, Path: d.Path, Size: d.Size, SHA256: d.SHA256, At: d.At}
-}
-
-// sweepPartials removes the mux's unfinished copies (mux.PartialSuffix) that a manager which died
-// mid-download left in the owner folders. It runs at boot before any browser is adopted, while no mux of
-// this manager is copying. A file under a final name is always complete: the mux links it there only when
-// it is.
-func (m *Manager) sweepPartials() {
-	m.sweepDownloads(func(slug string) (incoming, partials bool) { return false, true })
-}
-
-// sweepIncoming removes Chrome's partial files in the incoming folders of the browsers that are not running
-// (an adopted browser may still be writing its own). It runs at boot after the adoptions.
-func (m *Manager) sweepIncoming() {
-	running := map[string]bool{}
-	for _, in := range m.fleet.Running() {
-		running[in.Spec().Slug] = true
-	}
-	m.sweepDownloads(func(slug string) (incoming, partials bool) { return !running[slug], false })
-}
-
-// sweepDownloads removes, per browser folder under downloads/, what which says: its incoming folder's
-// entries, and the partial copies in its owner folders.
-func (m *Manager) sweepDownloads(which func(slug string) (incoming, partials bool)) {
-	root := m.cfg.path("downloads")
-	slugs, err := os.ReadDir(root)
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			m.log.Error().Err(err).Str("dir", root).Msg("boot: sweep the downloads folder")
-		}
-		return
-	}
-	removed := 0
-	for _, slug := range slugs {
-		if !slug.IsDir() {
-			continue
-		}
-		incoming, partials := which(slug.Name())
-		if incoming {
-			removed += m.removeEntries(filepath.Join(root, slug.Name(), mux.IncomingDir), func(string) bool { return true })
-		}
-		if !partials {
-			continue
-		}
-		owners, _ := os.ReadDir(filepath.Join(root, slug.Name()))
-		for _, o := range owners {
-			if o.IsDir() && o.Name() != mux.IncomingDir {
-				removed += m.removeEntries(filepath.Join(root, slug.Name(), o.Name()), func(name string) bool {
-					return strings.HasSuffix(name, mux.PartialSuffix)
-				})
-			}
-		}
-	}
-	if removed > 0 {
-		m.log.Info().Int("files", removed).Msg("boot: removed unfinished downloads")
-	}
-}
-
-// removeEntries removes the entries of dir whose names match and returns how many went.
-func (m *Manager) removeEntries(dir string, match func(string) bool) int {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return 0 // no such folder yet
-	}
-	n := 0
-	for _, e := range entries {
-		if !match(e.Name()) {
-			continue
-		}
-		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
-			m.log.Warn().Err(err).Str("file", filepath.Join(dir, e.Name())).Msg("remove an unfinished download")
-			continue
-		}
-		n++
-	}
-	return n
 }
 
 // downloadsLoop prunes old downloads folders now and then every downloadPruneEvery. It is a loop of its

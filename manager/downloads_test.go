@@ -56,46 +56,6 @@ func storeSpec(t *testing.T, m *Manager, name string) browsers.Spec {
 	return sp
 }
 
-// writeFiles creates each file (relative to root) with mtime at.
-func writeFiles(t *testing.T, root string, at time.Time, files ...string) {
-	t.Helper()
-	for _, f := range files {
-		p := filepath.Join(root, f)
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(f), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chtimes(p, at, at); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chtimes(filepath.Dir(p), at, at); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-func TestSweepDownloadsAtBoot(t *testing.T) {
-	m := tempManager(t, nil)
-	root := m.cfg.path("downloads")
-	now := time.Now()
-	writeFiles(t, root, now,
-		"shop/.incoming/0f3c.crdownload",
-		"shop/.incoming/77aa",
-		"shop/a1b2c3d4/report.csv",
-		"shop/a1b2c3d4/.download-123"+mux.PartialSuffix,
-		"shop/aux/.download-9"+mux.PartialSuffix,
-		"shop/aux/kept.pdf",
-	)
-	m.sweepPartials()
-	m.sweepIncoming()
-	want := []string{"shop/a1b2c3d4/report.csv", "shop/aux/kept.pdf"}
-	if got := testkit.Files(root); !slices.Equal(got, want) {
-		t.Errorf("after the boot sweep: %q; want %q (no partial file left, every complete one kept)", got, want)
-	}
-}
-
 func TestPruneDownloads(t *testing.T) {
 	m := tempManager(t, map[string]string{"VIBE_DOWNLOAD_KEEP_DAYS": "30"})
 	ctx := context.Background()
@@ -107,10 +67,10 @@ func TestPruneDownloads(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := m.cfg.path("downloads")
-	writeFiles(t, root, old, sp.Slug+"/"+gone+"/old.csv", sp.Slug+"/"+busy+"/old.csv", sp.Slug+"/manual/old.csv",
+	testkit.WriteFiles(t, root, old, sp.Slug+"/"+gone+"/old.csv", sp.Slug+"/"+busy+"/old.csv", sp.Slug+"/manual/old.csv",
 		"_web/unattributed/old.bin", sp.Slug+"/.incoming/old.crdownload", "removed-store/aux/old.csv")
-	writeFiles(t, root, old, sp.Slug+"/"+fresh+"/old.csv")
-	writeFiles(t, root, recent, sp.Slug+"/"+fresh+"/new.csv")
+	testkit.WriteFiles(t, root, old, sp.Slug+"/"+fresh+"/old.csv")
+	testkit.WriteFiles(t, root, recent, sp.Slug+"/"+fresh+"/new.csv")
 	for _, d := range []struct{ key, dir string }{{sp.Key, gone}, {sp.Key, fresh}, {api.WebKey, "unattributed"}} {
 		if _, err := m.db.RecordDownload(ctx, state.Download{Key: d.key, OwnerDir: d.dir, GUID: "g", Name: "old.csv",
 			Path: filepath.Join(root, d.dir, "old.csv"), At: old}); err != nil {
@@ -133,7 +93,7 @@ func TestPruneDownloads(t *testing.T) {
 	}
 
 	m.cfg.DownloadKeepDays = 0
-	writeFiles(t, root, old.Add(-365*24*time.Hour), sp.Slug+"/ancient/x")
+	testkit.WriteFiles(t, root, old.Add(-365*24*time.Hour), sp.Slug+"/ancient/x")
 	m.pruneDownloads(ctx, now)
 	if _, err := os.Stat(filepath.Join(root, sp.Slug, "ancient", "x")); err != nil {
 		t.Errorf("VIBE_DOWNLOAD_KEEP_DAYS=0 pruned: %v", err)

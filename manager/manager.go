@@ -194,14 +194,12 @@ func (m *Manager) quit() {
 	m.log.Info().Int64("took_ms", time.Since(began).Milliseconds()).Msg("manager stopped")
 }
 
-// boot brings state in line with reality before the API answers: the fleet adopts what still runs and binds
-// every endpoint (browsers.Fleet.Boot); wrappers are rewritten.
+// boot brings state in line with reality before the API answers: the fleet adopts what still runs, sweeps
+// unfinished downloads and binds every endpoint (browsers.Fleet.Boot); wrappers are rewritten.
 func (m *Manager) boot(ctx context.Context) error {
-	m.sweepPartials() // before any adopted browser's mux starts copying
 	if err := m.fleet.Boot(ctx); err != nil {
 		return err
 	}
-	m.sweepIncoming()
 	if err := m.syncWrappers(ctx); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ package testkit
 
 import (
 	"io/fs"
+	"os"
 	"path/filepath"
 	"sort"
 	"testing"
@@ -47,4 +48,24 @@ func Files(root string) []string {
 	})
 	sort.Strings(out)
 	return out
+}
+
+// WriteFiles creates each file (relative to root, its name as its content) with mtime at, its folder too.
+func WriteFiles(t *testing.T, root string, at time.Time, files ...string) {
+	t.Helper()
+	for _, name := range files {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(name), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, at, at); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(filepath.Dir(p), at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

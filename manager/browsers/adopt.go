@@ -16,13 +16,14 @@ import (
 var errNotAdoptable = errors.New("not adoptable")
 
 // Boot brings the fleet in line with reality before the daemon answers: browsers recorded as running are
-// adopted when they are still ours and alive, else recorded stopped; every store's endpoint (and the web
-// browser's) is bound.
+// adopted when they are still ours and alive, else recorded stopped; the unfinished downloads that no
+// browser still writes are removed; every store's endpoint (and the web browser's) is bound.
 func (f *Fleet) Boot(ctx context.Context) error {
 	sessions, err := f.db.ListBrowserSessions(ctx)
 	if err != nil {
 		return err
 	}
+	f.sweepPartials() // before any adopted browser's mux starts copying
 	for _, s := range sessions {
 		if s.Status != state.BrowserRunning {
 			continue
@@ -34,6 +35,7 @@ func (f *Fleet) Boot(ctx context.Context) error {
 			}
 		}
 	}
+	f.sweepIncoming()
 	return f.bindEndpoints(ctx)
 }
 
