@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"vibebrowser/integration/testkit"
-	"vibebrowser/manager"
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/notify"
 )
 
 // asking is a `browser-use --ask-human` running through a store's generated wrapper.
@@ -266,11 +266,11 @@ func TestHandoffSurvivesManagerKill(t *testing.T) {
 // notifyReceiver records what VIBE_NOTIFY_URL gets.
 type notifyReceiver struct {
 	mu  sync.Mutex // mu guards got
-	got []manager.Notification
+	got []notify.Notification
 }
 
 func (r *notifyReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	var n manager.Notification
+	var n notify.Notification
 	if err := json.NewDecoder(req.Body).Decode(&n); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -316,7 +316,7 @@ func TestNotifyURLGetsHandoffsAndWedges(t *testing.T) {
 		return len(rec.kinds()) >= 2
 	})
 	rec.mu.Lock()
-	got := append([]manager.Notification{}, rec.got...)
+	got := append([]notify.Notification{}, rec.got...)
 	rec.mu.Unlock()
 	if len(got) != 2 {
 		t.Fatalf("VIBE_NOTIFY_URL got %+v; want the handoff and the wedge", got)

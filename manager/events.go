@@ -1,12 +1,14 @@
 package manager
 
 import (
+	"context"
 	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/notify"
 )
 
 // recentEvents is how many events the manager keeps in memory for GET /v1/events and the people watching.
@@ -59,5 +61,24 @@ func (m *Manager) note(level zerolog.Level, kind, key string, ev api.Event) {
 		line = line.Str("handoff", ev.Handoff)
 	}
 	line.Msg(ev.Message)
-	m.notify.enqueue(ev)
+	m.notify.Enqueue(ev)
+}
+
+// describeEvent is an event as a notification: its store named by slug, and where to act in the web UI
+// (the handoff on the overview, else the store's page).
+func (m *Manager) describeEvent(ctx context.Context, ev api.Event) notify.Notification {
+	n := notify.Notification{Kind: ev.Kind, Store: api.WebSlug, Task: ev.TaskID, Session: ev.BUName, Reason: ev.Message,
+		Handoff: ev.Handoff, At: ev.At}
+	if ev.StoreID != "" {
+		n.Store = ev.StoreID
+		if s, err := m.db.GetStore(ctx, ev.StoreID); err == nil {
+			n.Store = s.Slug
+		}
+	}
+	if ev.Handoff != "" {
+		n.URL = m.uiLink("/#handoff-" + ev.Handoff)
+	} else {
+		n.URL = m.uiLink("/store/" + n.Store)
+	}
+	return n
 }

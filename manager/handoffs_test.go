@@ -15,6 +15,7 @@ import (
 	"vibebrowser/integration/testkit"
 	"vibebrowser/manager"
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/notify"
 )
 
 const handoffTask = "a1b2c3d4-0000-4000-8000-00000000000a"
@@ -213,9 +214,9 @@ func TestHandoffSurvivesRestart(t *testing.T) {
 
 func TestNotifyURLGetsHandoffsAndWedges(t *testing.T) {
 	var mu sync.Mutex
-	var got []manager.Notification
+	var got []notify.Notification
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var n manager.Notification
+		var n notify.Notification
 		if err := json.NewDecoder(r.Body).Decode(&n); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return

@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"vibebrowser/manager/browsers"
+	"vibebrowser/manager/notify"
 	"vibebrowser/manager/reaper"
 	"vibebrowser/manager/ui"
 	"vibebrowser/state"
@@ -37,10 +38,10 @@ type Manager struct {
 
 	fleet *browsers.Fleet // every browser: its slot, lifecycle, mux and endpoint
 
-	events   eventLog     // the recent events (note)
-	ui       *ui.Server   // the web UI; nil when VIBE_UI_ADDR=off
-	handoffs *handoffDesk // the handoffs: answers, waits, expiry (handoffs.go)
-	notify   *notifier    // POSTs the events that need a person to VIBE_NOTIFY_URL (notify.go)
+	events   eventLog       // the recent events (note)
+	ui       *ui.Server     // the web UI; nil when VIBE_UI_ADDR=off
+	handoffs *handoffDesk   // the handoffs: answers, waits, expiry (handoffs.go)
+	notify   *notify.Sender // POSTs the events that need a person to VIBE_NOTIFY_URL (manager/notify)
 
 	leaseMu sync.Mutex           // leaseMu guards leased
 	leased  map[string]leaseMark // task id -> the lease touchTask last wrote
@@ -55,8 +56,8 @@ func newManager(ctx context.Context, cfg *Config, root zerolog.Logger, db *state
 		Starting: m.writeWrapperFor, Downloaded: m.recordDownload})
 	m.metrics = newMetrics(m.fleet.Collectors()...)
 	m.handoffs = &handoffDesk{db: db, log: m.log, ctx: ctx, note: m.note, renew: m.touchTask, uiLink: m.uiLink}
-	m.notify = newNotifier(cfg.NotifyURL, root.With().Str("component", "notify").Logger(), m.describeEvent)
-	m.metrics.registry.MustRegister(m.notify.sent, m.notify.failures, newHandoffMetrics(db))
+	m.notify = notify.New(cfg.NotifyURL, root.With().Str("component", "notify").Logger(), m.describeEvent)
+	m.metrics.registry.MustRegister(append(m.notify.Collectors(), newHandoffMetrics(db))...)
 	return m
 }
 
@@ -144,7 +145,7 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 	notifyCtx, stopNotify := context.WithCancel(context.Background())
 	defer stopNotify()
 	var notifyDone sync.WaitGroup
-	notifyDone.Go(func() { m.notify.run(notifyCtx) })
+	notifyDone.Go(func() { m.notify.Run(notifyCtx) })
 	loopsDone.Go(func() { m.downloadsLoop(loops) })
 	uiCtx, stopUI := context.WithCancel(context.Background())
 	var uiDone sync.WaitGroup

@@ -1,4 +1,4 @@
-package manager
+package notify
 
 import (
 	"context"
@@ -34,16 +34,16 @@ func counted(t *testing.T, c prometheus.Collector) float64 {
 	return sum
 }
 
-// testNotifier is a notifier of url with short bounds, running until the test ends.
-func testNotifier(t *testing.T, url string) *notifier {
+// testNotifier is a Sender of url with short bounds, running until the test ends.
+func testNotifier(t *testing.T, url string) *Sender {
 	t.Helper()
-	n := newNotifier(url, testkit.Log(t), func(_ context.Context, ev api.Event) Notification {
+	n := New(url, testkit.Log(t), func(_ context.Context, ev api.Event) Notification {
 		return Notification{Kind: ev.Kind, Store: ev.StoreID, Reason: ev.Message, Handoff: ev.Handoff, At: ev.At}
 	})
 	n.timeout, n.backoff = 200*time.Millisecond, 10*time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { n.run(ctx) })
+	wg.Go(func() { n.Run(ctx) })
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	return n
 }
@@ -65,7 +65,7 @@ func TestNotifierSendsTheKindsThatNeedAPerson(t *testing.T) {
 	n := testNotifier(t, srv.URL)
 	for _, kind := range []string{api.EventBrowserDied, api.EventHandoffRequested, api.EventIdleStop,
 		api.EventWedgeUnrecoverable, api.EventHandoffAnswered, api.EventBudgetSpent} {
-		n.enqueue(api.Event{Kind: kind, StoreID: "shop", Message: "reason of " + kind})
+		n.Enqueue(api.Event{Kind: kind, StoreID: "shop", Message: "reason of " + kind})
 	}
 	testkit.WaitFor(t, 5*time.Second, "three notifications", func() bool { return counted(t, n.sent) == 3 })
 	mu.Lock()
@@ -100,7 +100,7 @@ func TestNotifierRetriesThenGivesUp(t *testing.T) {
 				n := calls.Add(1)
 				switch {
 				case tt.failures < 0:
-					select { // past the notifier's timeout: it must give up on this attempt by itself
+					select { // past the Sender's timeout: it must give up on this attempt by itself
 					case <-release:
 					case <-r.Context().Done():
 					}
@@ -111,7 +111,7 @@ func TestNotifierRetriesThenGivesUp(t *testing.T) {
 			t.Cleanup(func() { close(release); srv.Close() })
 			n := testNotifier(t, srv.URL)
 			began := time.Now()
-			n.enqueue(api.Event{Kind: api.EventHandoffRequested, Message: "help"})
+			n.Enqueue(api.Event{Kind: api.EventHandoffRequested, Message: "help"})
 			if took := time.Since(began); took > 50*time.Millisecond {
 				t.Errorf("enqueue took %v; want no wait for the receiver", took)
 			}
@@ -145,7 +145,7 @@ func TestNotifierQueueFullDropsWithoutWaiting(t *testing.T) {
 	n.timeout = time.Minute // the sender is stuck on the first one for the whole test
 	began := time.Now()
 	for range notifyQueue + 10 {
-		n.enqueue(api.Event{Kind: api.EventWedgeUnrecoverable})
+		n.Enqueue(api.Event{Kind: api.EventWedgeUnrecoverable})
 	}
 	if took := time.Since(began); took > 100*time.Millisecond {
 		t.Errorf("%d enqueues took %v; want no wait", notifyQueue+10, took)
@@ -157,10 +157,10 @@ func TestNotifierQueueFullDropsWithoutWaiting(t *testing.T) {
 }
 
 func TestNotifierOffSendsNothing(t *testing.T) {
-	n := newNotifier("", testkit.Log(t), nil)
-	n.enqueue(api.Event{Kind: api.EventHandoffRequested})
+	n := New("", testkit.Log(t), nil)
+	n.Enqueue(api.Event{Kind: api.EventHandoffRequested})
 	if len(n.queue) != 0 {
-		t.Errorf("a notifier without a URL queued %d notifications; want none", len(n.queue))
+		t.Errorf("a Sender without a URL queued %d notifications; want none", len(n.queue))
 	}
-	n.run(context.Background()) // returns at once
+	n.Run(context.Background()) // returns at once
 }

@@ -1,4 +1,6 @@
-package manager
+// Package notify POSTs the events that need a person to VIBE_NOTIFY_URL, from one goroutine, bounded and
+// retried, so that nothing noting an event ever waits for the receiver.
+package notify
 
 import (
 	"bytes"
@@ -32,7 +34,7 @@ const (
 
 // notifyQueue is how many notifications may wait for the sender: a burst (every store's budget spent at
 // once, a dozen agents asking at the same moment) fits; beyond it the newest is dropped, logged and
-// counted, because note() may run under a store's lock and must never wait for a web server.
+// counted, because noting an event may happen under a store's lock and must never wait for a web server.
 const notifyQueue = 64
 
 // Notification is the JSON body POSTed to VIBE_NOTIFY_URL.
@@ -47,9 +49,9 @@ type Notification struct {
 	At      time.Time `json:"at"`
 }
 
-// notifier POSTs notifications to one URL from one goroutine (run), so nothing that notes an event ever
+// Sender POSTs notifications to one URL from one goroutine (run), so nothing that notes an event ever
 // waits for the receiver. Its zero url disables it.
-type notifier struct {
+type Sender struct {
 	url      string
 	client   *http.Client
 	log      zerolog.Logger
@@ -62,8 +64,8 @@ type notifier struct {
 	failures *prometheus.CounterVec
 }
 
-func newNotifier(url string, log zerolog.Logger, describe func(context.Context, api.Event) Notification) *notifier {
-	n := &notifier{url: url, client: &http.Client{}, log: log, queue: make(chan api.Event, notifyQueue),
+func New(url string, log zerolog.Logger, describe func(context.Context, api.Event) Notification) *Sender {
+	n := &Sender{url: url, client: &http.Client{}, log: log, queue: make(chan api.Event, notifyQueue),
 		describe: describe, timeout: notifyTimeout, backoff: notifyBackoff,
 		sent: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "vibe_notify_sent_total", Help: "Notifications VIBE_NOTIFY_URL accepted (a 2xx answer).",
@@ -79,7 +81,7 @@ func newNotifier(url string, log zerolog.Logger, describe func(context.Context, 
 }
 
 // enqueue hands ev to the sender without waiting; it drops ev when the queue is full.
-func (n *notifier) enqueue(ev api.Event) {
+func (n *Sender) Enqueue(ev api.Event) {
 	if n.url == "" || !notifyKinds[ev.Kind] {
 		return
 	}
@@ -92,7 +94,7 @@ func (n *notifier) enqueue(ev api.Event) {
 }
 
 // run sends queued notifications until ctx ends; what is still queued then is dropped (said in the log).
-func (n *notifier) run(ctx context.Context) {
+func (n *Sender) Run(ctx context.Context) {
 	if n.url == "" {
 		return
 	}
@@ -110,7 +112,7 @@ func (n *notifier) run(ctx context.Context) {
 }
 
 // send POSTs one notification, retrying with backoff; the last failure is logged and counted.
-func (n *notifier) send(ctx context.Context, note Notification) {
+func (n *Sender) send(ctx context.Context, note Notification) {
 	body, err := json.Marshal(note)
 	if err != nil {
 		panic(err) // a Notification always encodes
@@ -137,7 +139,7 @@ func (n *notifier) send(ctx context.Context, note Notification) {
 		Msg("could not deliver a notification to VIBE_NOTIFY_URL")
 }
 
-func (n *notifier) post(ctx context.Context, body []byte) error {
+func (n *Sender) post(ctx context.Context, body []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, n.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.url, bytes.NewReader(body))
@@ -158,21 +160,7 @@ func (n *notifier) post(ctx context.Context, body []byte) error {
 	return nil
 }
 
-// describeEvent is an event as a notification: its store named by slug, and where to act in the web UI
-// (the handoff on the overview, else the store's page).
-func (m *Manager) describeEvent(ctx context.Context, ev api.Event) Notification {
-	n := Notification{Kind: ev.Kind, Store: api.WebSlug, Task: ev.TaskID, Session: ev.BUName, Reason: ev.Message,
-		Handoff: ev.Handoff, At: ev.At}
-	if ev.StoreID != "" {
-		n.Store = ev.StoreID
-		if s, err := m.db.GetStore(ctx, ev.StoreID); err == nil {
-			n.Store = s.Slug
-		}
-	}
-	if ev.Handoff != "" {
-		n.URL = m.uiLink("/#handoff-" + ev.Handoff)
-	} else {
-		n.URL = m.uiLink("/store/" + n.Store)
-	}
-	return n
+// Collectors are the sender's Prometheus series: notifications sent, and failures by reason.
+func (n *Sender) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{n.sent, n.failures}
 }
