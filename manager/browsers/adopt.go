@@ -60,7 +60,7 @@ func (f *Fleet) adopt(ctx context.Context, rec state.BrowserSession) error {
 	}
 	ownership, err := f.db.LoadOwnership(ctx, rec.Key)
 	if err == nil {
-		err = f.attachAdopted(ctx, sp, h, ownership)
+		err = f.attachAdopted(ctx, sp, be, h, ownership)
 	}
 	if err != nil {
 		h.Release() // stop watching it; the caller marks it stopped
@@ -72,13 +72,13 @@ func (f *Fleet) adopt(ctx context.Context, rec state.BrowserSession) error {
 }
 
 // attachAdopted puts an adopted browser behind its endpoint, under its store's lock.
-func (f *Fleet) attachAdopted(ctx context.Context, sp Spec, h handle, ownership map[string][]string) error {
+func (f *Fleet) attachAdopted(ctx context.Context, sp Spec, be backend, h handle, ownership map[string][]string) error {
 	s := f.slot(sp.Key)
 	if err := s.acquire(ctx); err != nil {
 		return err
 	}
 	defer s.release()
-	in, err := f.attachMux(ctx, s, sp, h, ownership)
+	in, err := f.attachMux(ctx, s, sp, be, h, ownership)
 	if err != nil {
 		return err
 	}

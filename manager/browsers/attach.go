@@ -11,13 +11,9 @@ import (
 	"vibebrowser/state"
 )
 
-// attachMux runs a mux for h behind s's endpoint (binding it if it is not bound). ownership is the adopted
+// attachMux runs a mux for h, started by be, behind s's endpoint (binding it if it is not bound). ownership is the adopted
 // browser's saved tab ownership (nil for a fresh launch). The caller holds s's lock.
-func (f *Fleet) attachMux(ctx context.Context, s *slot, sp Spec, h handle, ownership map[string][]string) (*Instance, error) {
-	be, err := f.backendFor(sp)
-	if err != nil {
-		return nil, err
-	}
+func (f *Fleet) attachMux(ctx context.Context, s *slot, sp Spec, be backend, h handle, ownership map[string][]string) (*Instance, error) {
 	ep, err := f.endpointLocked(ctx, s, sp)
 	if err != nil {
 		return nil, err

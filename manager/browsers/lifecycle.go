@@ -92,7 +92,11 @@ func (f *Fleet) startLocked(s *slot, sp Spec) (*Instance, error) {
 		}
 	}
 	began := time.Now()
-	h, err := f.launch(ctx, sp)
+	be, err := f.backendFor(sp)
+	if err != nil {
+		return nil, err
+	}
+	h, err := be.launch(ctx, sp)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, fmt.Errorf("%w: %s was not ready within VIBE_BROWSER_START_TIMEOUT_S=%d; it was stopped: %v",
@@ -103,7 +107,7 @@ func (f *Fleet) startLocked(s *slot, sp Spec) (*Instance, error) {
 		}
 		return nil, fmt.Errorf("%w: %s: %v", apierr.ErrStartFailed, sp.Name, err)
 	}
-	in, err := f.attachMux(ctx, s, sp, h, nil)
+	in, err := f.attachMux(ctx, s, sp, be, h, nil)
 	if err != nil {
 		stopCtx, cancel := context.WithTimeout(context.Background(), stopBound)
 		defer cancel()
@@ -114,15 +118,6 @@ func (f *Fleet) startLocked(s *slot, sp Spec) (*Instance, error) {
 	f.log.Info().Str("browser", sp.Key).Str("slug", sp.Slug).Int("pid", h.PID()).Int("port", in.port).
 		Int64("took_ms", time.Since(began).Milliseconds()).Msg("browser started")
 	return in, nil
-}
-
-// launch starts sp's browser through its backend.
-func (f *Fleet) launch(ctx context.Context, sp Spec) (handle, error) {
-	be, err := f.backendFor(sp)
-	if err != nil {
-		return nil, err
-	}
-	return be.launch(ctx, sp)
 }
 
 // install makes in s's running Instance and starts its death watcher.

@@ -120,7 +120,11 @@ func (f *Fleet) relaunchLocked(ctx context.Context, s *slot, old *Instance, why 
 	if err := old.browser.Stop(ctx); err != nil {
 		return nil, err
 	}
-	h, err := f.launch(ctx, sp)
+	be, err := f.backendFor(sp)
+	if err != nil {
+		return nil, err
+	}
+	h, err := be.launch(ctx, sp)
 	s.budget.startDone(err == nil)
 	if err != nil {
 		f.startFailures.WithLabelValues(string(sp.Backend)).Inc()
