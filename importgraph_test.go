@@ -2,6 +2,7 @@ package vibebrowser_test
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -10,9 +11,15 @@ import (
 // daemon code. Anything more drags the daemon's code (and start-up cost) into every agent call.
 var shimMayImport = map[string]bool{"vibebrowser/manager/api": true, "vibebrowser/mux/clientid": true}
 
+// browsersMayNot is what the browser lifecycle never imports: it knows the daemon only through its hooks
+// (events, the wrapper, downloads), never its API handlers' neighbours, the UI or the CLI.
+var browsersMayNot = []string{"vibebrowser/manager/ui", "vibebrowser/manager/cli", "vibebrowser/manager/doctor",
+	"vibebrowser/manager/service", "vibebrowser/manager/wrapper", "vibebrowser/manager/notify", "vibebrowser/manager/reaper"}
+
 // TestImportGraph keeps the arrows pointing one way: the manager never imports the shim, the shim imports
-// only the API contract and leaf packages, the mux knows nothing of the manager or its state, and state is a
-// leaf: the daemon's storage knows no package of the daemon's.
+// only the API contract and leaf packages, the mux knows nothing of the manager or its state, the browser
+// lifecycle knows nothing of the daemon around it, and state is a leaf: the daemon's storage knows no
+// package of the daemon's.
 func TestImportGraph(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}{{range .Deps}} {{.}}{{end}}", "vibebrowser/...").Output()
 	if err != nil {
@@ -26,6 +33,7 @@ func TestImportGraph(t *testing.T) {
 		isManager := pkg == "vibebrowser/manager" || strings.HasPrefix(pkg, "vibebrowser/manager/")
 		isMux := pkg == "vibebrowser/mux" || strings.HasPrefix(pkg, "vibebrowser/mux/")
 		isState := pkg == "vibebrowser/state"
+		isBrowsers := pkg == "vibebrowser/manager/browsers"
 		if isShim || isManager {
 			seen++
 		}
@@ -35,6 +43,9 @@ func TestImportGraph(t *testing.T) {
 			}
 			if isMux && (dep == "vibebrowser/state" || dep == "vibebrowser/manager" || strings.HasPrefix(dep, "vibebrowser/manager/")) {
 				t.Errorf("%s imports %s; the mux must import neither the manager nor state", pkg, dep)
+			}
+			if isBrowsers && slices.Contains(browsersMayNot, dep) {
+				t.Errorf("%s imports %s; the browser lifecycle knows the daemon only through its hooks", pkg, dep)
 			}
 			if isState && strings.HasPrefix(dep, "vibebrowser/") {
 				t.Errorf("%s imports %s; state must import nothing of this module", pkg, dep)
