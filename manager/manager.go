@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"os"
@@ -85,25 +86,31 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 	defer lock.Close()
 	_ = os.WriteFile(lockPath+".pid", []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600)
 
-	// Everything bound during start-up is released when the start fails: no half-started manager.
+	// Everything bound during start-up is released when the start fails: no half-started manager. Once
+	// serving, the servers close their own listeners.
+	var bound []io.Closer
+	serving := false
+	defer func() {
+		if !serving {
+			for _, c := range bound {
+				c.Close()
+			}
+		}
+	}()
 	uiLn, err := listenUI(cfg)
 	if err != nil {
 		return err
 	}
-	closeUI := func() {
-		if uiLn != nil {
-			uiLn.Close()
-		}
+	if uiLn != nil {
+		bound = append(bound, uiLn)
 	}
 	ln, err := listenSocket(cfg.socketPath(), log)
 	if err != nil {
-		closeUI()
 		return err
 	}
+	bound = append(bound, ln)
 	db, err := state.Open(cfg.path("state.db"))
 	if err != nil {
-		ln.Close()
-		closeUI()
 		if errors.Is(err, syscall.EROFS) || errors.Is(err, fs.ErrPermission) {
 			return fmt.Errorf("%w; the manager keeps its state there and must write it: make it writable "+
 				"(remount the disk read-write, fix the owner), or set VIBE_HOME to a writable directory", err)
@@ -117,8 +124,6 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 	// The runtime dir is created by Claim, with the marker that lets the reaper act in it; a dir someone
 	// else made is used but never swept.
 	if m.ownsRuntime, err = reaper.Claim(cfg.path("r")); err != nil {
-		ln.Close()
-		closeUI()
 		return err
 	}
 	if !m.ownsRuntime {
@@ -132,10 +137,9 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 	}
 	if err := m.boot(ctx); err != nil {
 		m.fleet.Quit(true) // what was adopted keeps running for the next manager
-		ln.Close()
-		closeUI()
 		return fmt.Errorf("boot: %w", err)
 	}
+	serving = true
 	loops, stopLoops := context.WithCancel(ctx)
 	var loopsDone sync.WaitGroup
 	loopsDone.Go(func() { m.idleLoop(loops) })
