@@ -86,10 +86,8 @@ func (m *Manager) slugsByKey(ctx context.Context) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]string{api.WebKey: api.WebKey}
-	for _, s := range stores {
-		out[s.ID] = s.Slug
-	}
+	out := slugsOf(stores)
+	out[api.WebKey] = api.WebKey // the web browser's folder is named for its key
 	return out, nil
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/notify"
+	"vibebrowser/state"
 )
 
 // recentEvents is how many events the manager keeps in memory for GET /v1/events and the people watching.
@@ -67,14 +68,14 @@ func (m *Manager) note(level zerolog.Level, kind, key string, ev api.Event) {
 // describeEvent is an event as a notification: its store named by slug, and where to act in the web UI
 // (the handoff on the overview, else the store's page).
 func (m *Manager) describeEvent(ctx context.Context, ev api.Event) notify.Notification {
-	n := notify.Notification{Kind: ev.Kind, Store: api.WebSlug, Task: ev.TaskID, Session: ev.BUName, Reason: ev.Message,
-		Handoff: ev.Handoff, At: ev.At}
+	var stores []state.Store
 	if ev.StoreID != "" {
-		n.Store = ev.StoreID
 		if s, err := m.db.GetStore(ctx, ev.StoreID); err == nil {
-			n.Store = s.Slug
+			stores = append(stores, s)
 		}
 	}
+	n := notify.Notification{Kind: ev.Kind, Store: slugsOf(stores).of(ev.StoreID), Task: ev.TaskID, Session: ev.BUName,
+		Reason: ev.Message, Handoff: ev.Handoff, At: ev.At}
 	if ev.Handoff != "" {
 		n.URL = m.uiLink("/#handoff-" + ev.Handoff)
 	} else {

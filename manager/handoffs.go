@@ -342,21 +342,12 @@ func (d *handoffDesk) view(ctx context.Context, h state.Handoff) (api.Handoff, e
 
 // views are handoffs as the API prints them, their stores named by slug from stores.
 func (d *handoffDesk) views(stores []state.Store, hs []state.Handoff) []api.Handoff {
-	slugs := map[string]string{}
-	for _, s := range stores {
-		slugs[s.ID] = s.Slug
-	}
+	slugs := slugsOf(stores)
 	out := make([]api.Handoff, 0, len(hs))
 	for _, h := range hs {
-		v := api.Handoff{ID: h.ID, Status: string(h.Status), Store: api.WebSlug, StoreID: h.StoreID, TaskID: h.TaskID,
+		v := api.Handoff{ID: h.ID, Status: string(h.Status), Store: slugs.of(h.StoreID), StoreID: h.StoreID, TaskID: h.TaskID,
 			ClientID: h.ClientID, BUName: h.BUName, Reason: h.Reason, Note: h.Note, CreatedAt: h.CreatedAt,
 			Deadline: h.Deadline, AnsweredAt: h.AnsweredAt, WaitS: int(h.Deadline.Sub(h.CreatedAt).Round(time.Second) / time.Second)}
-		if h.StoreID != "" {
-			v.Store = slugs[h.StoreID]
-			if v.Store == "" {
-				v.Store = h.StoreID
-			}
-		}
 		v.URL = d.uiLink("/#handoff-" + h.ID)
 		out = append(out, v)
 	}

@@ -102,9 +102,8 @@ func (m *Manager) status(ctx context.Context) (api.Status, error) {
 	st := api.Status{Version: m.version, PID: os.Getpid(), Home: m.cfg.Home, BrowserUse: m.cfg.BrowserUse,
 		BrowserUseErr: m.cfg.BrowserUseProblem, Stores: []api.Store{}, Browsers: []api.Browser{}, Tasks: []api.Task{}}
 	sort.Slice(stores, func(i, j int) bool { return stores[i].Slug < stores[j].Slug })
-	slugs := make(map[string]string, len(stores))
+	slugs := slugsOf(stores)
 	for _, s := range stores {
-		slugs[s.ID] = s.Slug
 		st.Stores = append(st.Stores, m.storeView(s))
 		b, err := m.browserView(ctx, s.ID, s.Slug)
 		if err != nil {
@@ -119,7 +118,7 @@ func (m *Manager) status(ctx context.Context) (api.Status, error) {
 	st.Browsers = append(st.Browsers, web)
 	for _, t := range tasks {
 		v := taskView(t)
-		v.StoreSlug = slugs[t.StoreID]
+		v.StoreSlug = slugs[t.StoreID] // "" for the web browser, and for a store removed since
 		st.Tasks = append(st.Tasks, v)
 	}
 	pending, err := m.db.ListHandoffs(ctx, state.HandoffPending)
