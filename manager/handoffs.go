@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -304,9 +305,9 @@ func handoffKey(h state.Handoff) string {
 
 // list returns the handoffs in status ("" for every one), oldest first.
 func (d *handoffDesk) list(ctx context.Context, status string) ([]api.Handoff, error) {
-	if status != "" && !validHandoffStatus(status) {
-		return nil, fmt.Errorf("%w: status %q: want one of pending done cant_help timed_out cancelled, or none for all",
-			apierr.ErrBadRequest, status)
+	if status != "" && !slices.Contains(state.HandoffStatuses, state.HandoffStatus(status)) {
+		return nil, fmt.Errorf("%w: status %q: want one of %s, or none for all", apierr.ErrBadRequest, status,
+			strings.Trim(fmt.Sprint(state.HandoffStatuses), "[]"))
 	}
 	hs, err := d.db.ListHandoffs(ctx, state.HandoffStatus(status))
 	if err != nil {
@@ -317,15 +318,6 @@ func (d *handoffDesk) list(ctx context.Context, status string) ([]api.Handoff, e
 		return nil, err
 	}
 	return d.views(stores, hs), nil
-}
-
-func validHandoffStatus(s string) bool {
-	for _, st := range state.HandoffStatuses {
-		if string(st) == s {
-			return true
-		}
-	}
-	return false
 }
 
 func (d *handoffDesk) view(ctx context.Context, h state.Handoff) (api.Handoff, error) {

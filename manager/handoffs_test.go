@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"vibebrowser/manager"
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/notify"
+	"vibebrowser/state"
 )
 
 const handoffTask = "a1b2c3d4-0000-4000-8000-00000000000a"
@@ -258,5 +260,18 @@ func TestNotifyURLGetsHandoffsAndWedges(t *testing.T) {
 	}
 	if n := got[1]; n.Kind != api.EventWedgeUnrecoverable || n.Store != "acme-shop" || n.Reason != "two timeouts in a row" {
 		t.Errorf("wedge notification %+v; want the store's slug and the shim's message", n)
+	}
+}
+
+// TestHandoffStatusesAreOneList: the API's statuses (what the shim and the CLI read, without state) are
+// state's, one for one.
+func TestHandoffStatusesAreOneList(t *testing.T) {
+	fromAPI := []string{api.HandoffPending, api.HandoffDone, api.HandoffCantHelp, api.HandoffTimedOut, api.HandoffCancelled}
+	var st []string
+	for _, s := range state.HandoffStatuses {
+		st = append(st, string(s))
+	}
+	if !slices.Equal(fromAPI, st) {
+		t.Errorf("api's handoff statuses %q differ from state's %q", fromAPI, st)
 	}
 }
