@@ -21,6 +21,10 @@ func (s uiSource) Status(ctx context.Context) (api.Status, error) { return s.m.s
 
 func (s uiSource) Events() []api.Event { return s.m.events.list() }
 
+// Changed is the state database's: every change the UI shows is written there (a tab's owner too, through
+// the mux's ownership hook).
+func (s uiSource) Changed() <-chan struct{} { return s.m.db.Changed() }
+
 // spec describes the browser of a UI slug: a store's slug, or "web".
 func (s uiSource) spec(ctx context.Context, slug string) (spec, error) {
 	if slug == api.WebSlug {
