@@ -22,6 +22,10 @@ func (s uiSource) Status(ctx context.Context) (api.Status, error) { return s.m.s
 
 func (s uiSource) Events() []api.Event { return s.m.events.list() }
 
+// Changed is the state database's: stores, tasks, browsers started and stopped, handoffs, downloads and
+// tabs' owners (the mux's ownership hook) are all written there.
+func (s uiSource) Changed() <-chan struct{} { return s.m.db.Changed() }
+
 // spec describes the browser of a UI slug: a store's slug, or "web".
 func (s uiSource) spec(ctx context.Context, slug string) (browsers.Spec, error) {
 	if slug == api.WebSlug {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
@@ -25,6 +26,9 @@ const busyTimeout = 10 * time.Second
 type DB struct {
 	path string
 	sql  *sql.DB
+
+	changeMu sync.Mutex    // changeMu guards changed
+	changed  chan struct{} // closed by the next write; nil until Changed is asked
 }
 
 // Open opens the state database at path, creating it (mode 0600, parent directory 0700) when
@@ -196,7 +200,42 @@ func (db *DB) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if err := fn(tx); err != nil {
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	db.wrote()
+	return nil
+}
+
+// exec runs one write statement outside a transaction (SQLite commits it by itself).
+func (db *DB) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	res, err := db.sql.ExecContext(ctx, query, args...)
+	if err == nil {
+		db.wrote()
+	}
+	return res, err
+}
+
+// Changed returns a channel that is closed once this DB has committed its next write, of any table: the
+// web UI's live pages read the state again when it closes instead of every half second. A caller takes a
+// new channel after each close. Only this process's writes count (it is the only writer: the manager).
+func (db *DB) Changed() <-chan struct{} {
+	db.changeMu.Lock()
+	defer db.changeMu.Unlock()
+	if db.changed == nil {
+		db.changed = make(chan struct{})
+	}
+	return db.changed
+}
+
+// wrote closes the channel of Changed, after a commit, so whoever wakes reads the new rows.
+func (db *DB) wrote() {
+	db.changeMu.Lock()
+	defer db.changeMu.Unlock()
+	if db.changed != nil {
+		close(db.changed)
+		db.changed = nil
+	}
 }
 
 // queryer is what read helpers need, so they run inside a write transaction or on the pool alike.

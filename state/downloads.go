@@ -99,7 +99,7 @@ func (db *DB) ListDownloads(ctx context.Context, f DownloadFilter) ([]Download, 
 // DeleteDownloads forgets the downloads of key filed in ownerDir (its folder was pruned) and returns how
 // many rows went.
 func (db *DB) DeleteDownloads(ctx context.Context, key, ownerDir string) (int64, error) {
-	res, err := db.sql.ExecContext(ctx, "DELETE FROM downloads WHERE browser_key = ? AND owner_dir = ?", key, ownerDir)
+	res, err := db.exec(ctx, "DELETE FROM downloads WHERE browser_key = ? AND owner_dir = ?", key, ownerDir)
 	if err != nil {
 		return 0, fmt.Errorf("delete downloads of %s/%s: %w", key, ownerDir, err)
 	}

@@ -38,7 +38,7 @@ func (db *DB) WebToken(ctx context.Context) (string, error) {
 	if !errors.Is(err, ErrNotFound) {
 		return token, err
 	}
-	if _, err := db.sql.ExecContext(ctx, "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING",
+	if _, err := db.exec(ctx, "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING",
 		webTokenSetting, NewToken()); err != nil {
 		return "", fmt.Errorf("store the web token: %w", err)
 	}

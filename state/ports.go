@@ -68,7 +68,7 @@ func heldPorts(ctx context.Context, q queryer, from int) (map[int]bool, error) {
 
 // ReleasePort removes key's port from the registry; releasing a key without one is not an error.
 func (db *DB) ReleasePort(ctx context.Context, key string) error {
-	if _, err := db.sql.ExecContext(ctx, "DELETE FROM ports WHERE key = ?", key); err != nil {
+	if _, err := db.exec(ctx, "DELETE FROM ports WHERE key = ?", key); err != nil {
 		return fmt.Errorf("release port of %s: %w", key, err)
 	}
 	return nil

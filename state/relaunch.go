@@ -37,7 +37,7 @@ func (db *DB) CountRelaunches(ctx context.Context, key string, since time.Time) 
 
 // ClearRelaunches forgets key's relaunches: a healthy launch restores the full budget.
 func (db *DB) ClearRelaunches(ctx context.Context, key string) error {
-	if _, err := db.sql.ExecContext(ctx, "DELETE FROM relaunch_attempts WHERE key = ?", key); err != nil {
+	if _, err := db.exec(ctx, "DELETE FROM relaunch_attempts WHERE key = ?", key); err != nil {
 		return fmt.Errorf("clear relaunches of %s: %w", key, err)
 	}
 	return nil

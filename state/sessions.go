@@ -82,7 +82,7 @@ func (db *DB) UpsertBrowserSession(ctx context.Context, s BrowserSession) (Brows
 // MarkBrowserStopped records that the browser of key stopped at at, keeping the rest of its
 // record (pid, endpoint) for diagnosis.
 func (db *DB) MarkBrowserStopped(ctx context.Context, key string, at time.Time) error {
-	res, err := db.sql.ExecContext(ctx,
+	res, err := db.exec(ctx,
 		"UPDATE browser_sessions SET status = ?, stopped_at = ?, updated_at = ? WHERE key = ?",
 		BrowserStopped, nanos(at), time.Now().UnixNano(), key)
 	if err == nil {

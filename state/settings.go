@@ -25,7 +25,7 @@ func (db *DB) SetSetting(ctx context.Context, key, value string) error {
 	if key == "" {
 		return fmt.Errorf("set setting: empty key: %w", ErrInvalid)
 	}
-	_, err := db.sql.ExecContext(ctx,
+	_, err := db.exec(ctx,
 		"INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
 		key, value)
 	if err != nil {

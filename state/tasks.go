@@ -173,7 +173,7 @@ func (db *DB) TouchTask(ctx context.Context, id, storeID string, leaseUntil time
 
 // RenewLease moves a known task's lease to until.
 func (db *DB) RenewLease(ctx context.Context, id string, until time.Time) error {
-	res, err := db.sql.ExecContext(ctx, "UPDATE tasks SET lease_until = ?, updated_at = ? WHERE id = ?",
+	res, err := db.exec(ctx, "UPDATE tasks SET lease_until = ?, updated_at = ? WHERE id = ?",
 		nanos(until), time.Now().UnixNano(), id)
 	if err == nil {
 		var n int64
@@ -189,7 +189,7 @@ func (db *DB) RenewLease(ctx context.Context, id string, until time.Time) error 
 
 // DeleteTask forgets a task.
 func (db *DB) DeleteTask(ctx context.Context, id string) error {
-	res, err := db.sql.ExecContext(ctx, "DELETE FROM tasks WHERE id = ?", id)
+	res, err := db.exec(ctx, "DELETE FROM tasks WHERE id = ?", id)
 	if err == nil {
 		var n int64
 		if n, err = res.RowsAffected(); err == nil && n == 0 {

@@ -1,6 +1,7 @@
 // The UI's buttons that change something, pressed in a real browser: usage node ui_forms.js <login url>
 // Commands: "press PATH BUTTON [INPUT TEXT…]" opens PATH, types TEXT into the INPUT selector when given,
-// presses the BUTTON selector and reports where the page ended and what its error banner says.
+// presses the BUTTON selector and reports where the page ended and what its error banner says;
+// "forge URL" opens another site's page and presses its #go button, a form posting to the UI.
 'use strict';
 const { command, out, main, launchChromium } = require('./lib');
 
@@ -11,15 +12,23 @@ main(async () => {
   const page = await context.newPage();
   const problems = [];
   page.on('pageerror', (err) => problems.push(String(err)));
+  // Each POST's Origin and Sec-Fetch-Site, as the browser sent them.
   const posts = [];
   page.on('request', (r) => {
-    if (r.method() === 'POST') r.headerValue('origin').then((o) => posts.push(o));
+    if (r.method() === 'POST') r.allHeaders().then((h) => posts.push({ origin: h.origin, site: h['sec-fetch-site'] }));
   });
   await page.goto(loginURL);
   out({ event: 'ready' });
   for (;;) {
     const [cmd, path, selector, input, ...words] = (await command()).split(' ');
     if (cmd === 'close') break;
+    if (cmd === 'forge') { // forge URL: another site's page whose #go button posts a form to the UI
+      await page.goto(path);
+      const [answer] = await Promise.all([page.waitForResponse((r) => r.request().method() === 'POST'), page.click('#go')]);
+      await page.waitForLoadState();
+      out({ event: 'forged', status: answer.status(), text: await answer.text(), posts: posts.splice(0) });
+      continue;
+    }
     if (cmd !== 'press') throw new Error('unknown command ' + cmd);
     await page.goto(origin + path);
     if (input) await page.fill(input, words.join(' '));
@@ -42,7 +51,7 @@ main(async () => {
         throw err;
       }
     }
-    out({ event: 'pressed', url: page.url(), banner, origins: posts.splice(0), problems: problems.splice(0) });
+    out({ event: 'pressed', url: page.url(), banner, posts: posts.splice(0), problems: problems.splice(0) });
   }
   out({ event: 'closed' });
   await browser.close();

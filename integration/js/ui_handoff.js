@@ -68,16 +68,11 @@ main(async () => {
       await page.waitForTimeout(1500);
       const kept = await input.inputValue();
       await page.click('#handoff-' + id + ' button[value=' + status + ']');
-      // Either the overview comes back with its confirmation, or the card says why the answer was refused.
-      await page.waitForFunction((id) => {
-        if (location.search.includes('answered=')) return document.readyState === 'complete';
-        const e = document.querySelector('#handoff-' + id + ' .answer-error');
-        return e && !e.hidden;
-      }, id, { timeout: 10000, polling: 50 });
-      const refused = await page.evaluate((id) => {
-        const e = document.querySelector('#handoff-' + id + ' .answer-error');
-        return e && !e.hidden ? e.textContent : '';
-      }, id);
+      // Either the overview comes back with its confirmation, or a page says why the answer was refused
+      // (the UI's message page, or its access rules' plain refusal).
+      await page.waitForFunction(() => document.readyState === 'complete' && (location.search.includes('answered=') ||
+        !!document.querySelector('.notice') || location.pathname.endsWith('/answer')), null, { timeout: 10000, polling: 50 });
+      const refused = await page.evaluate(() => (location.search.includes('answered=') ? '' : document.body.innerText.trim()));
       if (!refused) await page.waitForSelector('#live.ok', { timeout: 10000 });
       const banner = await page.evaluate(() => {
         const b = document.getElementById('answered');

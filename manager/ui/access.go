@@ -40,8 +40,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			return
 		}
 		if !s.sameOrigin(r) {
-			s.plain(w, http.StatusForbidden, "forbidden: the request comes from "+quote(r.Header.Get("Origin"))+
-				", not from this UI ("+s.origin(r)+")")
+			s.plain(w, http.StatusForbidden, s.refusedOrigin(r))
 			return
 		}
 		if r.URL.Path == "/login" {
@@ -59,19 +58,51 @@ func (s *Server) guard(next http.Handler) http.Handler {
 // origin is the UI's own origin as the browser that sent r sees it (its Host was checked).
 func (s *Server) origin(r *http.Request) string { return "http://" + strings.ToLower(r.Host) }
 
-// sameOrigin refuses cross-site requests that could act or read a live channel: every state-changing
-// method and every WebSocket upgrade must carry our own Origin (browsers always send one there; a page's
-// fetch must use referrerPolicy "same-origin", since our no-referrer policy would make it "null"). A GET
-// needs no Origin (browsers send none for same-origin GETs), but one that carries a foreign Origin (a
-// cross-site EventSource or fetch) is refused.
+// sameOrigin refuses cross-site requests that could act or read a live channel. Every state-changing
+// method and every WebSocket upgrade must come from a page of this UI, which a browser says in one of two
+// ways no page can forge: Sec-Fetch-Site "same-origin", or our own Origin. The pages' forms are plain
+// forms: under the UI's no-referrer policy their POSTs carry "Origin: null", and their Sec-Fetch-Site
+// vouches for them. Refused: a request that says neither (no browser's), and "same-site" (a page on
+// another port of this host, to which SameSite=Strict still sends our cookie). Browsers send Fetch
+// Metadata to loopback and https:// addresses only, so plain HTTP to another address
+// (VIBE_UI_ALLOW_REMOTE) leaves the forms with "Origin: null" alone, refused; refusedOrigin says to use
+// the SSH tunnel. net/http's CrossOriginProtection checks the same headers, but passes every GET (a
+// WebSocket upgrade is one) and a request that carries neither, both of which this refuses.
+//
+// A GET needs no Origin (browsers send none for same-origin GETs), but one that carries a foreign Origin
+// (a cross-site EventSource or fetch) is refused.
 func (s *Server) sameOrigin(r *http.Request) bool {
 	origin := r.Header.Get("Origin")
+	own := strings.EqualFold(origin, s.origin(r))
 	strict := r.Method != http.MethodGet && r.Method != http.MethodHead ||
 		strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
-	if origin == "" && !strict {
-		return true
+	if !strict {
+		return origin == "" || own
 	}
-	return strings.EqualFold(origin, s.origin(r))
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "same-origin":
+		return own || origin == "" || origin == "null"
+	case "":
+		return own
+	}
+	return false
+}
+
+// refusedOrigin is sameOrigin's refusal, for a person.
+func (s *Server) refusedOrigin(r *http.Request) string {
+	msg := "forbidden: the request comes from " + quote(r.Header.Get("Origin"))
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" {
+		msg += " (Sec-Fetch-Site: " + site + ")"
+	}
+	msg += ", not from this UI (" + s.origin(r) + ")"
+	if r.Header.Get("Origin") == "null" && r.Header.Get("Sec-Fetch-Site") == "" {
+		_, port, _ := net.SplitHostPort(s.urlHost)
+		msg += ". If you pressed a button of this UI: over plain HTTP to an address other than a loopback one, " +
+			"browsers do not say where a form comes from, so the UI cannot tell it from another site's. Serve the UI " +
+			"on 127.0.0.1 (VIBE_UI_ADDR=127.0.0.1:" + port + ") and reach it from another machine through an SSH " +
+			"tunnel: ssh -L " + port + ":127.0.0.1:" + port + " <the manager's machine>"
+	}
+	return msg
 }
 
 // validSession reports whether r carries a live session cookie, and renews its idle time.

@@ -1,9 +1,7 @@
 package ui
 
 import (
-	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"vibebrowser/manager/api"
@@ -16,22 +14,22 @@ import (
 // maxDownloadRows bounds the files listed per owner; the rest are counted (vibe-browser downloads lists all).
 const maxDownloadRows = 20
 
-// maxDownloads bounds the downloads the store page reads (it reads them again every poll while open).
+// maxDownloads bounds the downloads the store page reads (again whenever the manager's state changed).
 const maxDownloads = 500
 
 type downloadGroup struct {
-	Owner string        `json:"owner"` // the folder under downloads/<slug>/
-	Label string        `json:"label"`
-	Count string        `json:"count"` // "3 files", with how many are not shown
-	Files []downloadRow `json:"files"`
+	Owner string // the folder under downloads/<slug>/
+	Label string
+	Count string // "3 files", with how many are not shown
+	Files []downloadRow
 }
 
 type downloadRow struct {
-	Name string `json:"name"`
-	Size string `json:"size"`
-	At   string `json:"at"` // "5 min ago"
-	Path string `json:"path"`
-	URL  string `json:"url"`
+	Name string
+	Size string
+	At   string // "5 min ago"
+	Path string
+	URL  string
 }
 
 // downloadGroups groups ds (oldest first, as the manager lists them) by owner folder.
@@ -89,20 +87,4 @@ func byteSize(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
-
-// storeDownloads fills page's downloads; a failure is the page's error (the rest of the page still shows).
-func (s *Server) storeDownloads(ctx context.Context, page *storePage, tasks map[string]bool) {
-	ds, err := s.cfg.Source.Downloads(ctx, page.Slug, maxDownloads)
-	if err != nil {
-		if page.Error == "" {
-			page.Error = "The manager could not list the downloads: " + err.Error()
-		}
-		return
-	}
-	page.Downloads = downloadGroups(ds, tasks, s.cfg.Now())
-	if len(ds) == maxDownloads {
-		page.DownloadsNote = "Counted among the newest " + strconv.Itoa(maxDownloads) + " downloads; " +
-			"vibe-browser downloads --store " + page.Slug + " lists every one."
-	}
 }

@@ -11,22 +11,22 @@ import (
 
 // handoffRow is a pending handoff on the overview: what the agent asks, and its tabs one click away.
 type handoffRow struct {
-	ID        string       `json:"id"`
-	Store     string       `json:"store"` // slug, "web"
-	StoreHref string       `json:"store_href"`
-	Task      string       `json:"task"` // "–" without a task
-	Session   string       `json:"session"`
-	Reason    string       `json:"reason"`
-	Asked     string       `json:"asked"` // "4 min ago"
-	Left      string       `json:"left"`  // "11 min left"
-	Tabs      []handoffTab `json:"tabs"`
-	NoTabs    string       `json:"no_tabs,omitempty"` // why no tab is listed, for a person
+	ID        string
+	Store     string // slug, "web"
+	StoreHref string
+	Task      string // "–" without a task
+	Session   string
+	Reason    string
+	Asked     string // "4 min ago"
+	Left      string // "11 min left"
+	Tabs      []handoffTab
+	NoTabs    string // why no tab is listed, for a person
 }
 
 type handoffTab struct {
-	Title string `json:"title"`
-	URL   string `json:"url"`
-	Href  string `json:"href"`
+	Title string
+	URL   string
+	Href  string
 }
 
 // handoffRows are the status's pending handoffs, each with the page tabs of the asking task's clients

@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -17,52 +16,52 @@ const maxEvents = 50
 // needsPerson are the event kinds a person must act on: they are highlighted.
 var needsPerson = map[string]bool{api.EventBudgetSpent: true, api.EventWedgeUnrecoverable: true}
 
-// overview is the overview page's data: the template renders it, and the live stream sends it as JSON
-// for the page's script to render the same way. Everything is formatted here, once.
+// overview is the overview page's data: its template renders the page, and the live stream the parts
+// of it that changed (overviewParts). Everything is formatted here, once.
 type overview struct {
-	Version   string       `json:"version"`
-	Home      string       `json:"home"`
-	Error     string       `json:"error,omitempty"` // the manager could not say its status
-	Stores    int          `json:"stores"`          // stores, without the web browser
-	Summary   string       `json:"summary"`         // "2 stores · 1 browser running"
-	Attention int          `json:"attention"`       // listed events that need a person
-	Latest    string       `json:"latest"`          // the newest of them, in words
-	Handoffs  []handoffRow `json:"handoffs"`        // pending: agents waiting for a person, first on the page
-	Answered  string       `json:"-"`               // the confirmation after a person's answer (handleAnswer)
-	Browsers  []browserRow `json:"browsers"`
-	Tasks     []taskRow    `json:"tasks"`
-	Events    []eventRow   `json:"events"`
+	Version   string
+	Home      string
+	Error     string       // the manager could not say its status
+	Stores    int          // stores, without the web browser
+	Summary   string       // "2 stores · 1 browser running"
+	Attention int          // listed events that need a person
+	Latest    string       // the newest of them, in words
+	Handoffs  []handoffRow // pending: agents waiting for a person, first on the page
+	Answered  string       // the confirmation after a person's answer (handleAnswer)
+	Browsers  []browserRow
+	Tasks     []taskRow
+	Events    []eventRow
 }
 
 type browserRow struct {
-	Key        string `json:"key"`
-	Name       string `json:"name"`
-	Slug       string `json:"slug"`
-	Href       string `json:"href"`
-	Backend    string `json:"backend"`
-	Status     string `json:"status"`
-	PID        string `json:"pid"`
-	Uptime     string `json:"uptime"`
-	Relaunches string `json:"relaunches"`
-	Spent      bool   `json:"spent"` // no relaunch left: the store refuses until a person starts it
-	Clients    string `json:"clients"`
-	Tabs       string `json:"tabs"`
+	Key        string
+	Name       string
+	Slug       string
+	Href       string
+	Backend    string
+	Status     string
+	PID        string
+	Uptime     string
+	Relaunches string
+	Spent      bool // no relaunch left: the store refuses until a person starts it
+	Clients    string
+	Tabs       string
 }
 
 type taskRow struct {
-	ID     string `json:"id"`
-	Store  string `json:"store"`
-	Href   string `json:"href,omitempty"`
-	Status string `json:"status"`
-	Lease  string `json:"lease"`
+	ID     string
+	Store  string
+	Href   string
+	Status string
+	Lease  string
 }
 
 type eventRow struct {
-	Time    string `json:"time"`
-	Kind    string `json:"kind"`
-	Store   string `json:"store"`
-	Message string `json:"message"`
-	Alert   bool   `json:"alert"`
+	Time    string
+	Kind    string
+	Store   string
+	Message string
+	Alert   bool
 }
 
 // taskOrder lists the statuses that hold a browser first, then waiting, then ended ones.
@@ -200,7 +199,13 @@ func (s *Server) handleOverview(w http.ResponseWriter, r *http.Request) {
 	s.render(w, http.StatusOK, "overview", ov)
 }
 
-// handleOverviewLive is the overview's one live channel (SSE).
+// overviewParts are the overview's live parts (templates/overview.html, and the title of layout.html).
+var overviewParts = []string{"doc-title", "error", "handoffs-section", "attention", "browsers-section",
+	"tasks-section", "events-section"}
+
+// handleOverviewLive is the overview's one live channel (SSE). The overview reads the manager's whole
+// status every pollEvery (its browsers' rows count the muxes' clients and tabs, which change in memory
+// only), and at once when the state changed.
 func (s *Server) handleOverviewLive(w http.ResponseWriter, r *http.Request) {
-	s.stream(w, r, "overview", func() ([]byte, error) { return json.Marshal(s.buildOverview(r)) })
+	s.stream(w, r, liveFeed{page: "overview", parts: overviewParts, data: func() any { return s.buildOverview(r) }})
 }

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -592,28 +594,151 @@ func TestLoginLandsOnNext(t *testing.T) {
 	}
 }
 
+// storeStream opens the store page's live stream of slug.
+func storeStream(t *testing.T, u *uiUnderTest, slug string) *bufio.Reader {
+	t.Helper()
+	resp := u.do(t, "GET", "/live/store/"+slug, map[string]string{"Cookie": u.login(t)})
+	t.Cleanup(func() { resp.Body.Close() })
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
+		t.Fatalf("GET /live/store/%s = %d %q; want 200 text/event-stream", slug, resp.StatusCode, ct)
+	}
+	return bufio.NewReader(resp.Body)
+}
+
+// addHumanTab gives fb's human client the page tab id (a copy of the clients: Clients' answers stay as they were).
+func addHumanTab(fb *fakeBrowser, id string) {
+	fb.mu.Lock()
+	defer fb.mu.Unlock()
+	fb.clients = append(fb.clients[:0:0], fb.clients...)
+	fb.clients[5].Tabs = append(fb.clients[5].Tabs[:len(fb.clients[5].Tabs):len(fb.clients[5].Tabs)],
+		mux.TabInfo{ID: id, Type: "page", Owner: mux.HumanClient, Human: true})
+}
+
 func TestLiveStoreSendsChanges(t *testing.T) {
 	u, fb := storeUI(t)
+	r := storeStream(t, u, "shop")
+	first := readEvent(t, r, "parts")
+	if !strings.Contains(first, `<div id="store" data-slug="shop"`) || strings.Count(first, `<section class="client `) != 6 ||
+		!strings.Contains(first, `<section class="client task" data-id="`+task+`">`) || !strings.Contains(first, `data-id="T1"`) ||
+		!strings.Contains(first, `<section id="downloads-section">`) {
+		t.Fatalf("first store message = %s; want both parts: the running browser with its 6 clients, and the downloads", first)
+	}
+	// A new tab of the human client, in memory only (no write): the stream's look every PollEvery finds it.
+	addHumanTab(fb, "H2")
+	next := readEvent(t, r, "parts")
+	human := next[strings.Index(next, `<section class="client human"`):]
+	if !strings.Contains(human, `href="/store/shop/tab/H2"`) || !strings.Contains(human, `id="thumb-H2" data-keep`) {
+		t.Errorf("store message after a new human tab = %s; want H2 listed with its thumbnail", next)
+	}
+	if strings.Contains(next, "downloads-section") {
+		t.Errorf("the unchanged downloads were sent again: %s", next)
+	}
+}
+
+// TestLiveStoreIsChangeDriven: with PollEvery and Heartbeat an hour, a store page's stream still shows a
+// change of the manager's state at once (its Changed signal), reading the state once for it.
+func TestLiveStoreIsChangeDriven(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*uiUnderTest, *fakeBrowser)
+		want   string
+	}{
+		{"a new tab", func(u *uiUnderTest, fb *fakeBrowser) {
+			addHumanTab(fb, "H2")
+			u.src.set(func(*api.Status) {}) // the mux's ownership hook writes the tab's owner
+		}, `href="/store/shop/tab/H2"`},
+		{"a new task", func(u *uiUnderTest, fb *fakeBrowser) {
+			u.src.set(func(st *api.Status) { st.Tasks = append(st.Tasks, api.Task{ID: "anon-k9f3q2", Status: "running"}) })
+		}, `<section class="client task" data-id="anon-k9f3q2">`},
+		{"a new download", func(u *uiUnderTest, fb *fakeBrowser) {
+			u.src.mu.Lock()
+			u.src.downloads["shop"] = append(u.src.downloads["shop"], api.Download{OwnerDir: "manual", Name: "late.pdf", Size: 5})
+			u.src.wroteLocked()
+			u.src.mu.Unlock()
+		}, `<div class="downloads" data-owner="manual">`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u, fb := storeUI(t)
+			u = startUIWith(t, u.src, time.Hour, time.Hour)
+			r := storeStream(t, u, "shop")
+			if first := readEvent(t, r, "parts"); strings.Contains(first, tt.want) {
+				t.Fatalf("the first message already has %q", tt.want)
+			}
+			read := u.src.statusReads()
+			tt.change(u, fb)
+			if next := readEvent(t, r, "parts"); !strings.Contains(next, tt.want) {
+				t.Errorf("after %s the stream sent %s; want %q", tt.name, next, tt.want)
+			}
+			if got := u.src.statusReads() - read; got != 1 {
+				t.Errorf("the stream read the status %d times for one change; want 1", got)
+			}
+		})
+	}
+}
+
+// TestLiveStoreReadsABurstTogether: writes one after another cost a store page one read every PollEvery,
+// and the last of them is shown.
+func TestLiveStoreReadsABurstTogether(t *testing.T) {
+	u, _ := storeUI(t)
+	const every = 40 * time.Millisecond
+	u = startUIWith(t, u.src, every, time.Hour)
+	r := storeStream(t, u, "shop")
+	readEvent(t, r, "parts")
+	began, read := time.Now(), u.src.statusReads()
+	// Each write waits until the stream waits for the next: every one wakes it.
+	writes := 0
+	for time.Since(began) < 10*every {
+		u.src.set(func(st *api.Status) { st.Browsers[0].Status = fmt.Sprintf("status-%d", writes) })
+		writes++
+		testkit.WaitFor(t, 5*time.Second, "the stream to wait for the next change", func() bool {
+			u.src.mu.Lock()
+			defer u.src.mu.Unlock()
+			return u.src.changed != nil
+		})
+	}
+	for !strings.Contains(readEvent(t, r, "parts"), fmt.Sprintf(`class="pill status-%d"`, writes-1)) {
+	}
+	// One read at once, one per PollEvery since, and the one after the last change's.
+	if got, most := u.src.statusReads()-read, 2+int(time.Since(began)/every); got > most {
+		t.Errorf("%d writes in %v cost %d status reads; want at most %d (one per %v)", writes, time.Since(began), got, most, every)
+	}
+}
+
+// TestLivePartsAreThePage: each live part is one template whose root element's id is its name, the page
+// is drawn of the same parts, and the stream's first message is every part.
+func TestLivePartsAreThePage(t *testing.T) {
+	u := handoffUI(t)
 	cookie := u.login(t)
-	resp := u.do(t, "GET", "/live/store/shop", map[string]string{"Cookie": cookie})
-	defer resp.Body.Close()
-	r := bufio.NewReader(resp.Body)
-	var page storePage
-	if err := json.Unmarshal([]byte(readEvent(t, r, "store")), &page); err != nil {
-		t.Fatal(err)
-	}
-	if !page.Running || len(page.Clients) != 6 || page.Clients[0].Kind != "task" || len(page.Clients[0].Tabs) != 1 {
-		t.Fatalf("first store event = %+v; want the running browser with its 6 clients", page)
-	}
-	fb.mu.Lock()
-	fb.clients = append(fb.clients[:0:0], fb.clients...)
-	fb.clients[5].Tabs = append(fb.clients[5].Tabs, mux.TabInfo{ID: "H2", Type: "page", Owner: mux.HumanClient, Human: true})
-	fb.mu.Unlock()
-	if err := json.Unmarshal([]byte(readEvent(t, r, "store")), &page); err != nil {
-		t.Fatal(err)
-	}
-	if human := page.Clients[5]; human.Kind != "human" || len(human.Tabs) != 2 || human.Tabs[1].ID != "H2" {
-		t.Errorf("store event after a new human tab = %+v; want H2 listed", human)
+	req := httptest.NewRequest("GET", "/", nil)
+	for _, tt := range []struct {
+		page, path, stream string
+		parts              []string
+		data               any
+	}{
+		{"overview", "/", "/live/overview", overviewParts, u.srv.buildOverview(req)},
+		{"store", "/store/shop", "/live/store/shop", storeParts, u.srv.storeView(u.srv.readStore(t.Context(), "shop"))},
+	} {
+		page := body(t, u.do(t, "GET", tt.path, map[string]string{"Cookie": cookie, "Accept": "text/html"}))
+		resp := u.do(t, "GET", tt.stream, map[string]string{"Cookie": cookie})
+		first := readEvent(t, bufio.NewReader(resp.Body), "parts")
+		resp.Body.Close()
+		for _, name := range tt.parts {
+			var b strings.Builder
+			if err := u.srv.pages[tt.page].ExecuteTemplate(&b, name, tt.data); err != nil {
+				t.Fatal(err)
+			}
+			part := b.String()
+			if root := regexp.MustCompile(`^<[a-z]+ id="` + name + `"[ >]`); !root.MatchString(part) || !strings.HasSuffix(part, ">") {
+				t.Errorf("%s part %q = %.80q…; want one element with the id %q", tt.page, name, part, name)
+			}
+			if !strings.Contains(page, part) {
+				t.Errorf("GET %s does not contain its part %q as the stream draws it", tt.path, name)
+			}
+			if !strings.Contains(first, part) {
+				t.Errorf("the first message of %s lacks the part %q", tt.stream, name)
+			}
+		}
 	}
 }
 

@@ -1,11 +1,8 @@
 package ui
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -24,44 +21,45 @@ const (
 	thumbTimeout = 3 * time.Second
 )
 
-// storePage is the store page's data: the template renders it, the live stream sends it as JSON.
+// storePage is the store page's data: its template renders the page, and the live stream the parts of
+// it that changed (storeParts).
 type storePage struct {
-	Slug    string      `json:"slug"`
-	Name    string      `json:"name"`
-	Backend string      `json:"backend"`
-	Status  string      `json:"status"`
-	Running bool        `json:"running"`
-	Error   string      `json:"error,omitempty"` // what went wrong, for a person
-	Summary string      `json:"summary"`
-	Viewers int         `json:"viewers"` // live views of this browser's tabs (the mux's Stats.Viewers)
-	Clients []clientRow `json:"clients"`
+	Slug    string
+	Name    string
+	Backend string
+	Status  string
+	Running bool
+	Error   string // what went wrong, for a person
+	Summary string
+	Viewers int // live views of this browser's tabs (the mux's Stats.Viewers)
+	Clients []clientRow
 	// Downloads are the browser's finished downloads per owner folder (downloads.go), shown while it
 	// is stopped too.
-	Downloads     []downloadGroup `json:"downloads"`
-	DownloadsNote string          `json:"downloads_note,omitempty"` // when not every download was counted
+	Downloads     []downloadGroup
+	DownloadsNote string // when not every download was counted
 	// DownloadsDir is the browser's folder under the home's downloads/ (the web browser's is api.WebKey).
-	DownloadsDir string `json:"-"`
+	DownloadsDir string
 }
 
 type clientRow struct {
-	ID        string   `json:"id"`
-	Kind      string   `json:"kind"`  // task, worker, aux, manual, discovery, human
-	Label     string   `json:"label"` // what the kind means here, in words
-	Connected bool     `json:"connected"`
-	State     string   `json:"state"` // "connected" or "in grace"
-	Active    string   `json:"active"`
-	Tabs      []tabRow `json:"tabs"`
+	ID        string
+	Kind      string // task, worker, aux, manual, discovery, human
+	Label     string // what the kind means here, in words
+	Connected bool
+	State     string // "connected" or "in grace"
+	Active    string
+	Tabs      []tabRow
 }
 
 type tabRow struct {
-	ID       string `json:"id"`
-	Title    string `json:"title"`
-	URL      string `json:"url"`
-	Href     string `json:"href"`
-	Thumb    string `json:"thumb"`
-	LastUsed string `json:"last_used"`
-	Human    bool   `json:"human"`
-	Held     bool   `json:"held"` // a person has taken it over
+	ID       string
+	Title    string
+	URL      string
+	Href     string
+	Thumb    string
+	LastUsed string
+	Human    bool
+	Held     bool // a person has taken it over
 }
 
 // workerSlot is a task's --worker slot client id: <task>-w<N>.
@@ -108,41 +106,73 @@ func browserOf(st api.Status, slug string) (api.Browser, api.Store, bool) {
 	return api.Browser{}, api.Store{}, false
 }
 
-// buildStore is the store page of slug; ok is false when there is no such store.
-func (s *Server) buildStore(ctx context.Context, slug string) (page storePage, ok bool) {
-	now := s.cfg.Now()
-	page = storePage{Slug: slug, Clients: []clientRow{}, Downloads: []downloadGroup{}, DownloadsDir: slug}
+// storeFacts are what the store page reads of the manager's state (readStore): read again only when
+// that changed, while storeView looks at the browser's clients, in memory, every pollEvery.
+type storeFacts struct {
+	page      storePage // what Status says: the store, its browser's status, an error
+	found     bool      // the store exists
+	tasks     map[string]bool
+	downloads []api.Download
+	browser   Browser // nil while the browser is not running
+}
+
+// readStore reads the store page of slug from the source: its status and downloads (database reads).
+func (s *Server) readStore(ctx context.Context, slug string) storeFacts {
+	f := storeFacts{page: storePage{Slug: slug, DownloadsDir: slug}, tasks: map[string]bool{}}
 	if slug == api.WebSlug {
-		page.DownloadsDir = api.WebKey
+		f.page.DownloadsDir = api.WebKey
 	}
 	st, err := s.cfg.Source.Status(ctx)
 	if err != nil {
-		page.Error = "The manager could not say its status: " + err.Error()
-		return page, true
+		f.page.Error = "The manager could not say its status: " + err.Error()
+		f.found = true
+		return f
 	}
 	b, store, found := browserOf(st, slug)
 	if !found {
-		return page, false
+		return f
 	}
-	page.Name, page.Backend, page.Status = store.Name, store.Backend, b.Status
-	tasks := map[string]bool{}
+	f.found = true
+	f.page.Name, f.page.Backend, f.page.Status = store.Name, store.Backend, b.Status
 	for _, t := range st.Tasks {
-		tasks[t.ID] = true
+		f.tasks[t.ID] = true
 	}
-	s.storeDownloads(ctx, &page, tasks)
-	br, err := s.cfg.Source.Browser(ctx, slug)
+	f.downloads, err = s.cfg.Source.Downloads(ctx, slug, maxDownloads)
 	if err != nil {
-		if !errors.Is(err, ErrStopped) {
-			page.Error = err.Error()
+		f.page.Error = "The manager could not list the downloads: " + err.Error()
+	}
+	br, err := s.cfg.Source.Browser(ctx, slug)
+	switch {
+	case err == nil:
+		f.browser = br
+	case !errors.Is(err, ErrStopped) && f.page.Error == "":
+		f.page.Error = err.Error()
+	}
+	return f
+}
+
+// storeView is the store page of f now: its downloads' ages, and its browser's clients and tabs as the
+// mux lists them (memory only).
+func (s *Server) storeView(f storeFacts) storePage {
+	now := s.cfg.Now()
+	page := f.page
+	page.Clients, page.Downloads = []clientRow{}, downloadGroups(f.downloads, f.tasks, now)
+	if len(f.downloads) == maxDownloads {
+		page.DownloadsNote = "Counted among the newest " + strconv.Itoa(maxDownloads) + " downloads; " +
+			"vibe-browser downloads --store " + page.Slug + " lists every one."
+	}
+	br := f.browser
+	if br == nil {
+		if page.Status != "" {
+			page.Summary = "browser " + page.Status
 		}
-		page.Summary = "browser " + b.Status
-		return page, true
+		return page
 	}
 	page.Running = true
 	page.Viewers = br.Viewers()
 	tabs := 0
 	for _, c := range br.Clients() {
-		kind, label := clientKind(c.ID, tasks)
+		kind, label := clientKind(c.ID, f.tasks)
 		row := clientRow{ID: c.ID, Kind: kind, Label: label, Connected: c.Connected, State: "in grace",
 			Active: "–", Tabs: []tabRow{}}
 		if c.Connected {
@@ -158,7 +188,7 @@ func (s *Server) buildStore(ctx context.Context, slug string) (page storePage, o
 			if t.Type != "page" {
 				continue
 			}
-			href := "/store/" + url.PathEscape(slug) + "/tab/" + url.PathEscape(t.ID)
+			href := "/store/" + url.PathEscape(page.Slug) + "/tab/" + url.PathEscape(t.ID)
 			tr := tabRow{ID: t.ID, Title: t.Title, URL: t.URL, Href: href, Thumb: href + "/thumb.jpg",
 				LastUsed: "never", Human: t.Human, Held: t.HeldBy != ""}
 			if !t.LastUsed.IsZero() {
@@ -172,7 +202,16 @@ func (s *Server) buildStore(ctx context.Context, slug string) (page storePage, o
 		page.Clients = append(page.Clients, row)
 	}
 	page.Summary = plural(len(page.Clients)-1, "agent client") + " · " + plural(tabs, "tab")
-	return page, true
+	return page
+}
+
+// withQueryError shows the error a redirect to the page carried (?error=, handleStart and handleNewTab)
+// unless the page has its own.
+func withQueryError(page storePage, r *http.Request) storePage {
+	if msg := r.URL.Query().Get("error"); msg != "" && page.Error == "" {
+		page.Error = msg
+	}
+	return page
 }
 
 func (s *Server) noStore(w http.ResponseWriter, r *http.Request, slug string) {
@@ -182,70 +221,32 @@ func (s *Server) noStore(w http.ResponseWriter, r *http.Request, slug string) {
 }
 
 func (s *Server) handleStore(w http.ResponseWriter, r *http.Request) {
-	page, ok := s.buildStore(r.Context(), r.PathValue("slug"))
-	if !ok {
+	f := s.readStore(r.Context(), r.PathValue("slug"))
+	if !f.found {
 		s.noStore(w, r, r.PathValue("slug"))
 		return
 	}
-	if msg := r.URL.Query().Get("error"); msg != "" && page.Error == "" {
-		page.Error = msg
-	}
-	s.render(w, http.StatusOK, "store", page)
+	s.render(w, http.StatusOK, "store", withQueryError(s.storeView(f), r))
 }
 
-// handleStoreLive is the store page's one live channel (SSE), like the overview's.
+// storeParts are the store page's live parts (templates/store.html).
+var storeParts = []string{"store", "downloads-section"}
+
+// handleStoreLive is the store page's one live channel (SSE). It reads the store's status and downloads
+// only when the manager's state changed (Source.Changed), and looks at the browser's clients and tabs,
+// in memory, every pollEvery.
 func (s *Server) handleStoreLive(w http.ResponseWriter, r *http.Request) {
 	slug := r.PathValue("slug")
-	s.stream(w, r, "store", func() ([]byte, error) {
-		page, ok := s.buildStore(r.Context(), slug)
-		if !ok {
-			page.Error = "The store " + quote(slug) + " is gone: it was deleted. Go to the overview."
-		}
-		return json.Marshal(page)
-	})
-}
-
-// stream serves an SSE stream of build's JSON under event: at once, again whenever it changes (looked
-// at every pollEvery), and a comment every heartbeat while nothing does.
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, event string, build func() ([]byte, error)) {
-	flusher, ok := w.(http.Flusher)
-	if !ok {
-		s.plain(w, http.StatusInternalServerError, "streaming is not supported by this connection")
-		return
-	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
-	flusher.Flush()
-	poll := time.NewTicker(s.pollEvery)
-	defer poll.Stop()
-	var last []byte
-	lastSent := time.Now()
-	for {
-		data, err := build()
-		if err != nil {
-			return
-		}
-		var frame string
-		switch {
-		case !bytes.Equal(data, last):
-			frame, last = "event: "+event+"\ndata: "+string(data)+"\n\n", data
-		case time.Since(lastSent) >= s.heartbeat:
-			frame = ": heartbeat\n\n"
-		}
-		if frame != "" {
-			if _, err := io.WriteString(w, frame); err != nil {
-				return // the viewer left
+	var f storeFacts
+	s.stream(w, r, liveFeed{page: "store", parts: storeParts,
+		read: func(ctx context.Context) { f = s.readStore(ctx, slug) },
+		data: func() any {
+			page := s.storeView(f)
+			if !f.found {
+				page.Error = "The store " + quote(slug) + " is gone: it was deleted. Go to the overview."
 			}
-			flusher.Flush()
-			lastSent = time.Now()
-		}
-		select {
-		case <-r.Context().Done():
-			return
-		case <-poll.C:
-		}
-	}
+			return withQueryError(page, r)
+		}})
 }
 
 // handleStart starts a stopped browser (the store page's button) and goes back to the page, with the

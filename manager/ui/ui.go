@@ -41,6 +41,11 @@ type Source interface {
 	// Downloads are that browser's newest limit finished downloads, oldest first, as GET
 	// /v1/downloads?store= lists them. Its error wraps ErrNoStore for an unknown slug.
 	Downloads(ctx context.Context, slug string, limit int) ([]api.Download, error)
+	// Changed is closed at the manager's next change of its state (a write: a store, a task, a browser
+	// started or stopped, a handoff, a download, a tab's owner); a caller takes a new one after each. The
+	// store page reads Status and Downloads again only then. What changes in memory only (a tab's title,
+	// a client's last activity) has no signal: the pages look at it every PollEvery.
+	Changed() <-chan struct{}
 }
 
 // Errors of Source.Browser.
@@ -94,8 +99,10 @@ type Config struct {
 	Log    zerolog.Logger
 	// Now is the clock of login codes and sessions; nil means time.Now. Tests move it.
 	Now func() time.Time
-	// PollEvery is how often a live page's stream looks at the source (500 ms); Heartbeat is how often an
-	// idle stream sends a comment so proxies and the browser keep it open (15 s).
+	// PollEvery is how often a live page's stream looks at what has no change signal (500 ms): the
+	// muxes' clients and tabs, ages, the overview's whole status; a store page reads the state again at
+	// most that often, however often it changes. Heartbeat is how often an idle stream sends a comment
+	// so proxies and the browser keep it open, and reads the state again whatever Changed said (15 s).
 	PollEvery, Heartbeat time.Duration
 }
 

@@ -35,12 +35,40 @@ type fakeSource struct {
 	answerErr error
 	// downloads by slug, oldest first
 	downloads map[string][]api.Download
+	// changed is the channel of Changed, closed by wroteLocked; reads counts Status calls.
+	changed chan struct{}
+	reads   int
 }
 
 func (f *fakeSource) Status(context.Context) (api.Status, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.reads++
 	return f.status, f.err
+}
+
+func (f *fakeSource) Changed() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.changed == nil {
+		f.changed = make(chan struct{})
+	}
+	return f.changed
+}
+
+// wroteLocked is a write of the manager's state: it closes the channel of Changed. The caller holds mu.
+func (f *fakeSource) wroteLocked() {
+	if f.changed != nil {
+		close(f.changed)
+		f.changed = nil
+	}
+}
+
+// statusReads is how many times Status was read.
+func (f *fakeSource) statusReads() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.reads
 }
 
 func (f *fakeSource) Events() []api.Event {
@@ -85,10 +113,12 @@ func (f *fakeSource) Downloads(_ context.Context, slug string, limit int) ([]api
 	return append([]api.Download{}, ds[max(0, len(ds)-limit):]...), nil
 }
 
+// set changes the manager's status, as a write of its state does (Changed is closed).
 func (f *fakeSource) set(fn func(*api.Status)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fn(&f.status)
+	f.wroteLocked()
 }
 
 // clock is a settable time for codes and sessions.
@@ -120,6 +150,12 @@ type uiUnderTest struct {
 
 func startUI(t *testing.T, src *fakeSource) *uiUnderTest {
 	t.Helper()
+	return startUIWith(t, src, 10*time.Millisecond, 50*time.Millisecond)
+}
+
+// startUIWith is startUI with the streams' PollEvery and Heartbeat.
+func startUIWith(t *testing.T, src *fakeSource, pollEvery, heartbeat time.Duration) *uiUnderTest {
+	t.Helper()
 	if src == nil {
 		src = &fakeSource{status: api.Status{Version: "v-test", Home: "/home/me/.vibe-seller",
 			Browsers: []api.Browser{{Key: api.WebKey, Slug: api.WebKey, Status: api.StatusStopped}}}}
@@ -129,7 +165,7 @@ func startUI(t *testing.T, src *fakeSource) *uiUnderTest {
 	hs := httptest.NewUnstartedServer(nil)
 	port := hs.Listener.Addr().(*net.TCPAddr).Port
 	u.srv = New(Config{Host: "127.0.0.1", Port: port, Source: src, Log: zerolog.Nop(), Now: c.Now,
-		PollEvery: 10 * time.Millisecond, Heartbeat: 50 * time.Millisecond})
+		PollEvery: pollEvery, Heartbeat: heartbeat})
 	hs.Config.Handler = u.srv.Handler()
 	hs.Start()
 	t.Cleanup(hs.Close)
@@ -292,6 +328,17 @@ func TestAccessRules(t *testing.T) {
 		{"POST without an Origin", "POST", "/", map[string]string{"Cookie": cookie}, 403, "not from this UI"},
 		{"POST from our Origin passes to the routes", "POST", "/", map[string]string{"Cookie": cookie, "Origin": own}, 404, "Not found"},
 		{"DELETE from a foreign Origin", "DELETE", "/x", map[string]string{"Cookie": cookie, "Origin": "null"}, 403, "forbidden"},
+		// The pages' own plain forms: Origin null (no-referrer), and the browser's word that they are ours.
+		{"a form of our own page", "POST", "/", map[string]string{"Cookie": cookie, "Origin": "null",
+			"Sec-Fetch-Site": "same-origin"}, 404, "Not found"},
+		{"a form of another port of this host", "POST", "/", map[string]string{"Cookie": cookie, "Origin": "null",
+			"Sec-Fetch-Site": "same-site"}, 403, "same-site"},
+		{"a form of another site with our Origin", "POST", "/", map[string]string{"Cookie": cookie, "Origin": own,
+			"Sec-Fetch-Site": "cross-site"}, 403, "forbidden"},
+		{"a POST typed into the address bar", "POST", "/", map[string]string{"Cookie": cookie, "Sec-Fetch-Site": "none"}, 403, "forbidden"},
+		{"a form of our page over plain HTTP elsewhere", "POST", "/", map[string]string{"Cookie": cookie, "Origin": "null"}, 403, "SSH tunnel"},
+		{"WebSocket from another site", "GET", "/live/overview", map[string]string{"Cookie": cookie, "Upgrade": "websocket",
+			"Connection": "Upgrade", "Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site"}, 403, "evil.example"},
 		{"WebSocket from a foreign Origin", "GET", "/live/overview", map[string]string{"Cookie": cookie, "Upgrade": "websocket",
 			"Connection": "Upgrade", "Origin": "http://evil.example"}, 403, "evil.example"},
 		{"WebSocket without an Origin", "GET", "/live/overview", map[string]string{"Cookie": cookie, "Upgrade": "websocket",
@@ -318,7 +365,8 @@ func TestAccessRules(t *testing.T) {
 	}
 }
 
-// readEvent reads the next SSE message of kind event from r, skipping heartbeats; it returns the data.
+// readEvent reads the next SSE message of kind event from r, skipping heartbeats; it returns the data,
+// its lines joined as EventSource joins them.
 func readEvent(t *testing.T, r *bufio.Reader, event string) string {
 	t.Helper()
 	var kind, data string
@@ -335,8 +383,10 @@ func readEvent(t *testing.T, r *bufio.Reader, event string) string {
 			kind, data = "", ""
 		case strings.HasPrefix(line, "event: "):
 			kind = strings.TrimPrefix(line, "event: ")
-		case strings.HasPrefix(line, "data: "):
+		case strings.HasPrefix(line, "data: ") && data == "":
 			data = strings.TrimPrefix(line, "data: ")
+		case strings.HasPrefix(line, "data: "):
+			data += "\n" + strings.TrimPrefix(line, "data: ") // SSE joins a message's data lines
 		}
 	}
 }
@@ -358,14 +408,19 @@ func TestLiveOverviewSendsChangesAndHeartbeats(t *testing.T) {
 	}
 	wantSecurityHeaders(t, "stream", resp)
 	r := bufio.NewReader(resp.Body)
-	if first := readEvent(t, r, "overview"); !strings.Contains(first, `"tasks":[]`) {
-		t.Fatalf("first message %s; want the overview with no tasks", first)
+	if first := readEvent(t, r, "parts"); !strings.Contains(first, `<section id="tasks-section">`) ||
+		!strings.Contains(first, `id="no-tasks" class="empty">`) {
+		t.Fatalf("first message %s; want every part, the tasks saying there are none", first)
 	}
 	u.src.set(func(s *api.Status) {
 		s.Tasks = append(s.Tasks, api.Task{ID: "a1a1a1a1-task", Status: "running"})
 	})
-	if next := readEvent(t, r, "overview"); !strings.Contains(next, `"id":"a1a1a1a1-task"`) {
+	next := readEvent(t, r, "parts")
+	if !strings.Contains(next, `<tr data-id="a1a1a1a1-task">`) {
 		t.Fatalf("after a task was set: %s; want it listed", next)
+	}
+	if strings.Contains(next, `id="events-section"`) {
+		t.Errorf("after a task was set the events were sent again, unchanged: %s", next)
 	}
 	// Nothing changes now: only heartbeat comments come, no repeated overview.
 	deadline := time.Now().Add(300 * time.Millisecond)
@@ -375,7 +430,7 @@ func TestLiveOverviewSendsChangesAndHeartbeats(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.HasPrefix(line, "event: overview") {
+		if strings.HasPrefix(line, "event: parts") {
 			t.Fatalf("an unchanged overview was sent again")
 		}
 		if strings.HasPrefix(line, ": heartbeat") {
@@ -496,7 +551,7 @@ func TestServeEndsLiveStreamsOnShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stream.Body.Close()
-	readEvent(t, bufio.NewReader(stream.Body), "overview")
+	readEvent(t, bufio.NewReader(stream.Body), "parts")
 
 	began := time.Now()
 	cancel()
