@@ -73,6 +73,9 @@ type View struct {
 	fresh   bool        // the screencast was started again and its first frame has not come yet
 	last    []byte      // the newest frame's event, to tell a still page from a busy one
 	castT   *time.Timer // the pending restart
+	quietT  *time.Timer // nudges a screencast that has sent nothing for quietNudge (nudgeQuietLocked)
+	lastAt  time.Time   // when the newest frame came
+	dropped []int       // the screencast sessions of the frames replaced before the viewer took one: acked with the next
 
 	mu sync.Mutex
 	// mu guards the field below; taken under Mux.mu by the upstream reader, never the other way round.
@@ -122,6 +125,12 @@ func (m *Mux) View(ctx context.Context, targetID string, opt ViewOptions) (*View
 	if !v.ended {
 		v.stop = context.AfterFunc(ctx, func() { v.Close() })
 		v.nudgeLocked()
+		v.lastAt = time.Now()
+		v.quietT = time.AfterFunc(quietNudge, func() {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			v.nudgeQuietLocked()
+		})
 	}
 	m.mu.Unlock()
 	return v, nil
@@ -170,6 +179,9 @@ func (v *View) endLocked(err error) {
 	if v.castT != nil {
 		v.castT.Stop()
 	}
+	if v.quietT != nil {
+		v.quietT.Stop()
+	}
 	if cl := v.human; cl != nil {
 		cl.viewers--
 		if cl.viewers == 0 && !m.closed && m.clients[cl.id] == cl {
@@ -189,6 +201,28 @@ func (v *View) nudgeLocked() {
 	v.m.sendInternalLocked("Page.captureScreenshot", []byte(`{"format":"jpeg","quality":1}`), v.sess.id, nil)
 }
 
+// quietNudge is how long a casting view waits for a frame before it nudges the page again: a hidden tab
+// composites only when something asks it to, so a change the page makes on its own (a script, an agent's
+// Runtime.evaluate) reaches the view within about this long.
+const quietNudge = time.Second
+
+// nudgeQuietLocked nudges the page when its screencast is on and has sent nothing for quietNudge, and
+// looks again later.
+func (v *View) nudgeQuietLocked() {
+	if v.ended {
+		return
+	}
+	if wait := quietNudge - time.Since(v.lastAt); wait > 0 {
+		v.quietT.Reset(wait)
+		return
+	}
+	if v.casting {
+		v.nudgeLocked()
+	}
+	v.lastAt = time.Now()
+	v.quietT.Reset(quietNudge)
+}
+
 // eventLocked takes an event of the view's session from the upstream reader.
 func (v *View) eventLocked(method string, b []byte) {
 	switch method {
@@ -203,13 +237,20 @@ func (v *View) eventLocked(method string, b []byte) {
 	}
 }
 
-// offerLocked hands the view a frame event from the upstream reader: the newest replaces one not taken
-// (it is never acknowledged, so Chrome keeps at most two frames in flight for this view). The reader
-// only swaps a slice here; decoding and the ack are the viewer's work, in Next.
+// offerLocked hands the view a frame event from the upstream reader: the newest replaces one not taken.
+// The reader only swaps a slice here; decoding and the acks are the viewer's work, in Next. Chrome counts
+// a screencast's unacknowledged frames, not which ones, and sends nothing more while two are in flight:
+// that is what makes a slow viewer slow the screencast down, and also why a replaced frame must be
+// acknowledged too (when the viewer takes the newest), or two of them would stop the view for good.
 func (v *View) offerLocked(b []byte) {
 	v.mu.Lock()
+	replaced := v.next
 	v.next = b
 	v.mu.Unlock()
+	v.lastAt = time.Now()
+	if replaced != nil && v.casting && len(v.dropped) < maxDropped {
+		v.dropped = append(v.dropped, frameSession(replaced))
+	}
 	select {
 	case v.ready <- struct{}{}:
 	default:
@@ -218,6 +259,10 @@ func (v *View) offerLocked(b []byte) {
 		v.paceLocked(b)
 	}
 }
+
+// maxDropped bounds the replaced frames a view remembers to acknowledge: Chrome has at most two in flight,
+// so more are from screencasts that have ended.
+const maxDropped = 8
 
 // restartLead is how long before a frame is due a stopped screencast starts again: about the time Chrome
 // takes to capture and send the first frame of a screencast (20–25 ms measured here).
@@ -243,6 +288,37 @@ func (v *View) restartLocked() {
 	}
 	v.m.sendInternalLocked("Page.startScreencast", v.params, v.sess.id, nil)
 	v.casting, v.fresh = true, true
+	v.dropped = v.dropped[:0] // a new screencast counts its frames afresh
+}
+
+// ackLocked acknowledges a frame of the screencast whose frames carry sessionID.
+func (v *View) ackLocked(sessionID int) {
+	v.m.sendInternalLocked("Page.screencastFrameAck", []byte(fmt.Sprintf(`{"sessionId":%d}`, sessionID)), v.sess.id, nil)
+}
+
+// frameSession returns the screencast session id of a Page.screencastFrame event (params.sessionId, a
+// number, unlike the message's own session id), without decoding the event; 0 if it has none.
+func frameSession(b []byte) int {
+	const key = `"sessionId":`
+	for i := bytes.Index(b, []byte(key)); i >= 0; {
+		rest := b[i+len(key):]
+		n, digits := 0, 0
+		for _, c := range rest {
+			if c < '0' || c > '9' {
+				break
+			}
+			n, digits = n*10+int(c-'0'), digits+1
+		}
+		if digits > 0 {
+			return n
+		}
+		j := bytes.Index(rest, []byte(key))
+		if j < 0 {
+			break
+		}
+		i += len(key) + j
+	}
+	return 0
 }
 
 // frameImage returns the base64 image of a Page.screencastFrame event, without decoding the event.
@@ -324,8 +400,11 @@ func (v *View) take(b []byte) (Frame, error) {
 		v.due = time.Now().Add(v.gap)
 		switch {
 		case v.casting:
-			// Acknowledged even when unreadable, or Chrome would stop sending frames.
-			v.m.sendInternalLocked("Page.screencastFrameAck", []byte(fmt.Sprintf(`{"sessionId":%d}`, ev.Params.SessionID)), v.sess.id, nil)
+			v.ackLocked(ev.Params.SessionID) // even when unreadable, or Chrome would stop sending frames
+			for _, id := range v.dropped {
+				v.ackLocked(id)
+			}
+			v.dropped = v.dropped[:0]
 		case v.castT == nil:
 			v.castT = time.AfterFunc(max(0, v.gap-min(restartLead, v.gap/2)), func() {
 				m.mu.Lock()
