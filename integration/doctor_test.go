@@ -110,9 +110,24 @@ func TestDoctor(t *testing.T) {
 			}
 		}
 	})
-	t.Run("browser-use missing", func(t *testing.T) {
-		r := doctorCLI(t, m, map[string]string{"VIBE_BROWSER_USE": "", "PATH": t.TempDir() + ":/usr/bin:/bin"})
-		wantDoctorFails(t, r, "browser-use", "no real browser-use CLI was found", "uv tool install browser-use=="+rel.BrowserUse)
+	// A new shell without the VIBE_BROWSER_USE the manager was started with: the manager's CLI decides.
+	t.Run("browser-use only the manager's", func(t *testing.T) {
+		r := doctorCLI(t, m, map[string]string{"VIBE_BROWSER_USE": "", "PATH": t.TempDir() + ":/usr/bin:/bin",
+			"FAKEBU_STDOUT": version["FAKEBU_STDOUT"]})
+		line := r.line("browser-use")
+		if !strings.HasPrefix(line, "OK") {
+			t.Errorf("doctor browser-use line %q; want OK from the running manager's CLI\n%s", line, r.out)
+		}
+		for _, want := range []string{"the running manager's " + m.bins.fakeBU + " (VIBE_BROWSER_USE)",
+			"browser-use " + rel.BrowserUse + " on browser-harness " + rel.Harness + " (tested)",
+			"note: this shell finds none (no real browser-use CLI was found"} {
+			if !strings.Contains(line, want) {
+				t.Errorf("doctor browser-use line %q lacks %q", line, want)
+			}
+		}
+		if r.code != 0 {
+			t.Errorf("doctor exit %d (stderr %q); want 0\n%s", r.code, r.stderr, r.out)
+		}
 	})
 	t.Run("chromium missing", func(t *testing.T) {
 		r := doctorCLI(t, m, map[string]string{"FAKEBU_STDOUT": version["FAKEBU_STDOUT"], "VIBE_CHROME": "/nonexistent/chromium"})
@@ -130,6 +145,10 @@ func TestDoctor(t *testing.T) {
 	if err := m.stop(); err != nil {
 		t.Fatalf("manager stop: %v", err)
 	}
+	t.Run("browser-use missing", func(t *testing.T) {
+		r := doctorCLI(t, m, map[string]string{"VIBE_BROWSER_USE": "", "PATH": t.TempDir() + ":/usr/bin:/bin"})
+		wantDoctorFails(t, r, "browser-use", "no real browser-use CLI was found", "uv tool install browser-use=="+rel.BrowserUse)
+	})
 	t.Run("port taken by another process", func(t *testing.T) {
 		node, err := exec.LookPath("node")
 		if err != nil {

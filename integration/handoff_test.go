@@ -261,6 +261,17 @@ func TestHandoffSurvivesManagerKill(t *testing.T) {
 	if !strings.Contains(agent.stderr.String(), "the manager is back") {
 		t.Errorf("the shim's stderr %q does not say it found the manager again", agent.stderr.String())
 	}
+	// An answered handoff is listed with --all, its note with it.
+	var all []api.Handoff
+	if err := json.Unmarshal([]byte(m.cli("handoff", "list", "--all", "--json")), &all); err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 1 || all[0].ID != h.ID || all[0].Status != api.HandoffDone || all[0].Note != "confirmed on my phone" {
+		t.Errorf("handoff list --all --json = %+v; want the answered handoff with its note", all)
+	}
+	if out := m.cli("handoff", "list", "--all"); !strings.Contains(out, "confirmed on my phone") || !strings.Contains(out, "NOTE") {
+		t.Errorf("handoff list --all:\n%s\nwant the note in its NOTE column", out)
+	}
 }
 
 // notifyReceiver records what VIBE_NOTIFY_URL gets.

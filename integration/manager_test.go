@@ -96,7 +96,12 @@ func startManager(t *testing.T, extra ...string) *managed {
 // startManagerIn is startManager on a home of the caller's.
 func startManagerIn(t *testing.T, home string, extra ...string) *managed {
 	t.Helper()
-	bins := builtBinaries(t)
+	return startManagerWith(t, builtBinaries(t), home, extra...)
+}
+
+// startManagerWith is startManagerIn running bins.vibe, for serve and the CLI (an installed copy).
+func startManagerWith(t *testing.T, bins binaries, home string, extra ...string) *managed {
+	t.Helper()
 	// Every manager serves its web UI, so every test starts it and checks its log lines; its port is just
 	// below the test's random registry range, which the registry never hands out (it counts up from the
 	// base), so parallel tests never meet on the default 9399. The range stays below Linux's ephemeral

@@ -24,6 +24,7 @@ type Config struct {
 	Home              string        // VIBE_HOME, default ~/.vibe-seller
 	BrowserUse        string        // VIBE_BROWSER_USE: absolute path of the real browser-use CLI; "" = not found
 	BrowserUseProblem string        // why BrowserUse is empty, for ensure's answer
+	BrowserUseFrom    string        // how BrowserUse was found: api.BrowserUseFromEnv or api.BrowserUseFromPath
 	Chrome            string        // VIBE_CHROME: the Chromium binary; "" = search PATH
 	Shim              string        // VIBE_SHIM: the wrapshim binary; default beside this executable
 	ProxyPortBase     int           // VIBE_PROXY_PORT_BASE (9400)
@@ -112,6 +113,12 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		return nil, err
 	}
 	c.BrowserUse, c.BrowserUseProblem = findBrowserUse(getenv("VIBE_BROWSER_USE"), getenv("PATH"), c.Home)
+	if c.BrowserUse != "" {
+		c.BrowserUseFrom = api.BrowserUseFromPath
+		if getenv("VIBE_BROWSER_USE") != "" {
+			c.BrowserUseFrom = api.BrowserUseFromEnv
+		}
+	}
 	c.ZiniaoClient = ziniao.DefaultCommand()
 	if explicit := getenv("VIBE_ZINIAO_CLIENT"); explicit != "" {
 		if !filepath.IsAbs(explicit) {

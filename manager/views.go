@@ -100,7 +100,8 @@ func (m *Manager) status(ctx context.Context) (api.Status, error) {
 		return api.Status{}, err
 	}
 	st := api.Status{Version: m.version, PID: os.Getpid(), Home: m.cfg.Home, BrowserUse: m.cfg.BrowserUse,
-		BrowserUseErr: m.cfg.BrowserUseProblem, Stores: []api.Store{}, Browsers: []api.Browser{}, Tasks: []api.Task{}}
+		BrowserUseErr: m.cfg.BrowserUseProblem, BrowserUseFrom: m.cfg.BrowserUseFrom,
+		Stores: []api.Store{}, Browsers: []api.Browser{}, Tasks: []api.Task{}}
 	sort.Slice(stores, func(i, j int) bool { return stores[i].Slug < stores[j].Slug })
 	slugs := slugsOf(stores)
 	for _, s := range stores {

@@ -143,17 +143,25 @@ type TaskUpdate struct {
 
 // Status is the daemon's whole picture (`vibe-browser status`).
 type Status struct {
-	Version       string    `json:"version"`
-	PID           int       `json:"pid"`
-	Home          string    `json:"home"`
-	BrowserUse    string    `json:"browser_use"`
-	BrowserUseErr string    `json:"browser_use_error,omitempty"`
-	Stores        []Store   `json:"stores"`
-	Browsers      []Browser `json:"browsers"`
-	Tasks         []Task    `json:"tasks"`
+	Version       string `json:"version"`
+	PID           int    `json:"pid"`
+	Home          string `json:"home"`
+	BrowserUse    string `json:"browser_use"`
+	BrowserUseErr string `json:"browser_use_error,omitempty"`
+	// BrowserUseFrom is how the manager found BrowserUse: BrowserUseFromEnv or BrowserUseFromPath ("" with none).
+	BrowserUseFrom string    `json:"browser_use_from,omitempty"`
+	Stores         []Store   `json:"stores"`
+	Browsers       []Browser `json:"browsers"`
+	Tasks          []Task    `json:"tasks"`
 	// Handoffs are the pending requests for a person's help, oldest first.
 	Handoffs []Handoff `json:"handoffs"`
 }
+
+// How a manager found its real browser-use CLI (Status.BrowserUseFrom).
+const (
+	BrowserUseFromEnv  = "VIBE_BROWSER_USE" // the variable named it
+	BrowserUseFromPath = "PATH"             // the first browser-use on the manager's PATH outside its home's bin
+)
 
 // ReapResult says what a reaper pass did.
 type ReapResult struct {

@@ -3,6 +3,11 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -65,5 +70,32 @@ func TestExitCodes(t *testing.T) {
 				t.Errorf("stderr %q; want one line", errOut)
 			}
 		})
+	}
+}
+
+// TestServiceInstallRefusesAnUnsettledBinary runs from the test binary, which go test builds in a
+// temporary directory: the unit would name a file soon gone.
+func TestServiceInstallRefusesAnUnsettledBinary(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("checks the systemd user unit")
+	}
+	config := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", config)
+	home := t.TempDir()
+	code, _, errOut := run(t, "--home", home, "service", "install", "--user")
+	if code != 1 || !strings.Contains(errOut, "under the temporary directory") || !strings.Contains(errOut, "go tool task install") ||
+		!strings.Contains(errOut, "--force") {
+		t.Errorf("service install from a temporary directory: exit %d, stderr %q; want 1 naming go tool task install and --force", code, errOut)
+	}
+	unit := filepath.Join(config, "systemd", "user", "vibe-browser.service")
+	if _, err := os.Stat(unit); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a refused install left %s (%v)", unit, err)
+	}
+	code, out, errOut := run(t, "--home", home, "service", "install", "--user", "--force")
+	if code != 0 || !strings.Contains(out, `loginctl enable-linger "$(id -un)"`) {
+		t.Errorf("service install --force: exit %d (%s)\n%s", code, errOut, out)
+	}
+	if _, err := os.Stat(unit); err != nil {
+		t.Errorf("service install --force wrote no unit: %v", err)
 	}
 }

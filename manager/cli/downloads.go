@@ -2,7 +2,11 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 	"text/tabwriter"
+
+	"vibebrowser/manager/api"
+	"vibebrowser/mux/clientid"
 )
 
 // DownloadsCmd lists finished downloads (SPEC §12).
@@ -29,7 +33,16 @@ func (c *DownloadsCmd) Run(g *globals) error {
 	fmt.Fprintln(w, "TIME\tSTORE\tOWNER\tSIZE\tSHA256\tPATH")
 	for _, d := range ds {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%.12s\t%s\n", d.At.Local().Format("2006-01-02 15:04:05"), orDash(d.Slug),
-			d.OwnerDir, d.Size, d.SHA256, d.Path)
+			owner(d), d.Size, d.SHA256, d.Path)
 	}
 	return w.Flush()
+}
+
+// owner names whose download d is: its folder, and for a --worker slot (client <task>-wN, filed in its
+// task's folder) the slot too, "<task> w2", so it can be told from its task's own.
+func owner(d api.Download) string {
+	if slot, ok := strings.CutPrefix(d.Client, d.OwnerDir+"-"); ok && d.OwnerDir != "" && clientid.OwnerDir(d.Client) == d.OwnerDir {
+		return d.OwnerDir + " " + slot
+	}
+	return d.OwnerDir
 }

@@ -19,7 +19,7 @@ type HandoffCmd struct {
 // HandoffListCmd lists handoffs.
 type HandoffListCmd struct {
 	All  bool `help:"List every handoff, answered ones included, not only the pending ones."`
-	JSON bool `help:"Print JSON: [{id, status, store, task_id, client_id, bu_name, reason, note, created_at, deadline, url}]."`
+	JSON bool `help:"Print JSON: [{id, status, store, task_id, client_id, bu_name, reason, note, created_at, deadline, answered_at, wait_s, url}]."`
 }
 
 // Run prints the handoffs, oldest first.
@@ -46,25 +46,29 @@ func (c *HandoffListCmd) Run(g *globals) error {
 	return nil
 }
 
-// printHandoffs is the table of handoffs `handoff list` and `status` print.
-func printHandoffs(out io.Writer, hs []api.Handoff, withStatus bool) {
+// printHandoffs is the table of handoffs `handoff list` and `status` print. With answered (handoff list
+// --all) it adds each one's status and, last, the person's note, which is what the agent got.
+func printHandoffs(out io.Writer, hs []api.Handoff, answered bool) {
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	head := "HANDOFF\tSTORE\tTASK\tASKED\tWAITS UNTIL\tREASON"
-	if withStatus {
-		head = "HANDOFF\tSTATUS\tSTORE\tTASK\tASKED\tWAITS UNTIL\tREASON"
+	if answered {
+		head = "HANDOFF\tSTATUS\tSTORE\tTASK\tASKED\tWAITS UNTIL\tREASON\tNOTE"
 	}
 	fmt.Fprintln(w, head)
 	for _, h := range hs {
-		status := ""
-		if withStatus {
-			status = h.Status + "\t"
+		status, note := "", ""
+		if answered {
+			status, note = h.Status+"\t", "\t"+orDash(oneLineText(h.Note))
 		}
-		fmt.Fprintf(w, "%s\t%s%s\t%s\t%s\t%s\t%s\n", h.ID, status, h.Store, orDash(h.TaskID),
+		fmt.Fprintf(w, "%s\t%s%s\t%s\t%s\t%s\t%s%s\n", h.ID, status, h.Store, orDash(h.TaskID),
 			h.CreatedAt.Local().Format(time.DateTime), h.Deadline.Local().Format(time.TimeOnly),
-			strings.Join(strings.Fields(h.Reason), " "))
+			oneLineText(h.Reason), note)
 	}
 	w.Flush()
 }
+
+// oneLineText is s with its runs of white space (newlines and tabs included: a note may have them) as one space.
+func oneLineText(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // HandoffDoneCmd answers a handoff.
 type HandoffDoneCmd struct {

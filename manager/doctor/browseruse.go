@@ -6,51 +6,88 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"vibebrowser/manager/api"
 )
 
-// browserUse checks the real browser-use CLI serve would bake into the wrappers (manager.FromEnv's
-// resolution: VIBE_BROWSER_USE, else the first browser-use on PATH outside the home's bin), its version
-// against Tested, and, when a manager answers, the CLI that manager found.
+// browserUse checks the real browser-use CLI agents' calls end in and its release against Tested. When a
+// manager answers, that manager's CLI decides (it is baked into the wrappers; it may have come from a
+// VIBE_BROWSER_USE this shell lacks), and what this shell would find is a note beside it. With none, it is
+// the CLI serve would find here (manager.FromEnv's resolution: VIBE_BROWSER_USE, else the first browser-use
+// on PATH outside the home's bin).
 func (m *machine) browserUse(ctx context.Context) Check {
-	path := m.cfg.BrowserUse
-	if path == "" {
-		// The manager's problem line ends with its own remedy; the fix column says it better here.
-		problem, _, _ := strings.Cut(m.cfg.BrowserUseProblem, "; ")
-		return fail("browser-use", problem, InstallFix()+", or set VIBE_BROWSER_USE to its absolute path; then restart the manager")
+	here := m.cfg.BrowserUse
+	hereHow := api.BrowserUseFromPath
+	if m.o.Getenv("VIBE_BROWSER_USE") != "" {
+		hereHow = api.BrowserUseFromEnv
 	}
-	c := m.browserUseVersion(ctx, path)
-	if m.mgr == nil || c.Status == Fail {
+	// The manager's problem line ends with its own remedy; the fix column says it better here.
+	hereProblem, _, _ := strings.Cut(m.cfg.BrowserUseProblem, "; ")
+	installFix := InstallFix() + ", or set VIBE_BROWSER_USE to its absolute path; then restart the manager"
+	if m.mgr == nil {
+		if here == "" {
+			return fail("browser-use", hereProblem, installFix)
+		}
+		return m.browserUseRelease(ctx, here, where(here, hereHow))
+	}
+	if m.mgr.BrowserUse == "" {
+		problem, _, _ := strings.Cut(m.mgr.BrowserUseErr, "; ")
+		c := fail("browser-use", "the running manager has no browser-use CLI: "+problem, installFix)
+		if here != "" {
+			c.Detail += "; this shell finds " + where(here, hereHow)
+			c.Fix = "restart the manager from this shell (or with VIBE_BROWSER_USE=" + here + ") so that it finds " + here
+		}
 		return c
 	}
+	c := m.browserUseRelease(ctx, m.mgr.BrowserUse, "the running manager's "+where(m.mgr.BrowserUse, m.mgr.BrowserUseFrom))
 	switch {
-	case m.mgr.BrowserUse == "":
-		return fail("browser-use", c.Detail+"; but the running manager has none: "+m.mgr.BrowserUseErr,
-			"restart the manager so that it finds "+path)
-	case m.mgr.BrowserUse != path:
-		c.Detail += "; the running manager uses " + m.mgr.BrowserUse
-		if c.Status == OK {
-			c.Status, c.Fix = Warn, "restart the manager if its wrappers should run "+path
-		}
+	case here == "":
+		c.Detail += "; note: this shell finds none (" + hereProblem + "), which only matters to a manager started from here"
+	case here != m.mgr.BrowserUse:
+		c.Detail += "; note: a manager started from this shell would use " + where(here, hereHow)
 	}
 	return c
 }
 
-// browserUseVersion asks path its version and compares it with the tested releases.
-func (m *machine) browserUseVersion(ctx context.Context, path string) Check {
-	where := path + " (first on PATH)"
-	if m.o.Getenv("VIBE_BROWSER_USE") != "" {
-		where = path + " (VIBE_BROWSER_USE)"
+// where names a CLI's path and how it was found.
+func where(path, how string) string {
+	switch how {
+	case api.BrowserUseFromEnv:
+		return path + " (VIBE_BROWSER_USE)"
+	case api.BrowserUseFromPath:
+		return path + " (first on PATH)"
 	}
-	line, err := firstLine(ctx, path, "--version")
-	if err != nil {
-		return warn("browser-use", where+": --version failed: "+err.Error(), "reinstall it: "+InstallFix())
+	return path
+}
+
+// browserUseRelease reads which browser-use and browser-harness the CLI at path runs and compares them with
+// the tested releases: from the installed packages' metadata beside its interpreter, which is exact, else
+// from its --version, which browser-use 0.13.8 answers with its browser-harness's version.
+func (m *machine) browserUseRelease(ctx context.Context, path, where string) Check {
+	if !isExecutable(path) {
+		return fail("browser-use", where+": no executable file there: agents' calls exit 127",
+			"reinstall it ("+InstallFix()+"), or set VIBE_BROWSER_USE to another and restart the manager")
 	}
-	bu, harness := parseVersions(line)
+	site := sitePackages(path)
+	bu, harness := distVersion(site, "browser-use"), distVersion(site, "browser-harness")
+	found := where + ", package metadata"
 	if bu == "" {
-		return warn("browser-use", where+": --version printed no version ("+line+"); tested: "+testedList(),
-			"install a tested release: "+InstallFix())
+		line, err := firstLine(ctx, path, "--version")
+		if err != nil {
+			return warn("browser-use", where+": no package metadata, and --version failed: "+err.Error(), "reinstall it: "+InstallFix())
+		}
+		bu, harness = parseVersions(line)
+		if bu == "" {
+			return warn("browser-use", where+": no package metadata, and --version printed no version ("+line+"); tested: "+testedList(),
+				"install a tested release: "+InstallFix())
+		}
+		found = where + ", --version " + strconv.Quote(line)
+		if _, tested := testedRelease(bu); !tested && harness == "" && isTestedHarness(bu) {
+			return warn("browser-use", found+": "+bu+" is a browser-harness version (browser-use 0.13.8's --version prints its "+
+				"browser-harness's), and no package metadata says which browser-use this is (tested: "+testedList()+")",
+				"nothing, if this is browser-use 0.13.8 on browser-harness "+bu+"; else install a tested release: "+InstallFix())
+		}
 	}
-	found := where + ", --version " + strconv.Quote(line)
 	rel, tested := testedRelease(bu)
 	if !tested {
 		return warn("browser-use", found+": browser-use "+bu+", which this release was not tested with (tested: "+testedList()+")",
@@ -103,19 +140,35 @@ func harnessVersion(ctx context.Context, path string) string {
 	return v
 }
 
-// shebang returns the interpreter command of a script's #! line, nil for anything else.
+// shebang returns the interpreter command of a script's #! line, nil for anything else. When the line is a
+// shell, pip's form for an interpreter path too long for #! (an exec line on the next line naming the
+// Python in double quotes) gives the Python.
 func shebang(path string) []string {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil
 	}
 	defer f.Close()
-	buf := make([]byte, 512)
+	buf := make([]byte, 1024)
 	n, _ := f.Read(buf)
-	first, _, _ := strings.Cut(string(buf[:n]), "\n")
-	rest, found := strings.CutPrefix(first, "#!")
+	first, rest, _ := strings.Cut(string(buf[:n]), "\n")
+	line, found := strings.CutPrefix(first, "#!")
 	if !found {
 		return nil
 	}
-	return strings.Fields(rest)
+	if m := pipExecRE.FindStringSubmatch(rest); m != nil && strings.HasSuffix(strings.TrimSpace(line), "sh") {
+		return []string{m[1]}
+	}
+	return strings.Fields(line)
+}
+
+var pipExecRE = regexp.MustCompile(`\A'''exec' "([^"]+)"`)
+
+func isTestedHarness(v string) bool {
+	for _, r := range Tested {
+		if r.Harness == v {
+			return true
+		}
+	}
+	return false
 }

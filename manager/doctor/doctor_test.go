@@ -113,13 +113,126 @@ func TestBrowserUseMissingAndTheManagersView(t *testing.T) {
 		"pipx install browser-use=="+Recommended().BrowserUse)
 
 	bu := script(t, t.TempDir(), "browser-use", "echo browser-use 0.13.9")
-	m = machineWith(t, map[string]string{"VIBE_BROWSER_USE": bu})
-	m.mgr = &api.Status{BrowserUseErr: "no real browser-use CLI was found on the manager's PATH"}
-	wantCheck(t, m.browserUse(bg), Fail, "the running manager has none", "restart the manager")
-	m.mgr = &api.Status{BrowserUse: "/elsewhere/browser-use"}
-	wantCheck(t, m.browserUse(bg), Warn, "the running manager uses /elsewhere/browser-use")
-	m.mgr = &api.Status{BrowserUse: bu}
-	wantCheck(t, m.browserUse(bg), OK)
+	other := script(t, t.TempDir(), "browser-use", "echo browser-use 0.13.8 browser-harness 0.1.9")
+	tests := []struct {
+		name   string
+		env    map[string]string // this shell's
+		mgr    api.Status
+		status Status
+		want   []string
+	}{
+		{"the manager has none, this shell has one", map[string]string{"VIBE_BROWSER_USE": bu},
+			api.Status{BrowserUseErr: "no real browser-use CLI was found on the manager's PATH; install…"}, Fail,
+			[]string{"the running manager has no browser-use CLI: no real browser-use CLI was found on the manager's PATH;",
+				"this shell finds " + bu + " (VIBE_BROWSER_USE)", "restart the manager from this shell"}},
+		{"the manager has none, nor this shell", map[string]string{"PATH": t.TempDir()},
+			api.Status{BrowserUseErr: "no real browser-use CLI was found on the manager's PATH"}, Fail,
+			[]string{"the running manager has no browser-use CLI", "uv tool install browser-use=="}},
+		// The incident: a new shell without the VIBE_BROWSER_USE the manager was started with.
+		{"the manager's own, this shell has none", map[string]string{"PATH": t.TempDir()},
+			api.Status{BrowserUse: bu, BrowserUseFrom: api.BrowserUseFromEnv}, OK,
+			[]string{"the running manager's " + bu + " (VIBE_BROWSER_USE), --version", "browser-use 0.13.9 (tested",
+				"note: this shell finds none (no real browser-use CLI was found"}},
+		{"the manager's differs from this shell's", map[string]string{"VIBE_BROWSER_USE": bu},
+			api.Status{BrowserUse: other, BrowserUseFrom: api.BrowserUseFromPath}, OK,
+			[]string{"the running manager's " + other + " (first on PATH)", "browser-use 0.13.8 on browser-harness 0.1.9 (tested)",
+				"note: a manager started from this shell would use " + bu + " (VIBE_BROWSER_USE)"}},
+		{"the manager's is gone", map[string]string{"VIBE_BROWSER_USE": bu},
+			api.Status{BrowserUse: "/elsewhere/browser-use"}, Fail,
+			[]string{"the running manager's /elsewhere/browser-use: no executable file there", "exit 127"}},
+		{"the same", map[string]string{"VIBE_BROWSER_USE": bu},
+			api.Status{BrowserUse: bu, BrowserUseFrom: api.BrowserUseFromEnv}, OK, []string{"the running manager's " + bu}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := machineWith(t, tt.env)
+			m.mgr = &tt.mgr
+			c := m.browserUse(bg)
+			wantCheck(t, c, tt.status, tt.want...)
+			if tt.name == "the same" && strings.Contains(c.Detail, "note:") {
+				t.Errorf("browser-use detail %q has a note; want none when this shell finds the manager's", c.Detail)
+			}
+		})
+	}
+}
+
+// TestBrowserUseReadsPackageMetadata lays out a CLI the way uv and pipx install one (a console script whose
+// #! names its venv's Python, the distributions' dist-info in that venv's site-packages) whose --version
+// answers as browser-use 0.13.8 really does: with its browser-harness's version.
+func TestBrowserUseReadsPackageMetadata(t *testing.T) {
+	// venv lays out dists (dist-info directory → METADATA) under a prefix whose bin/python answers 0.1.9 to
+	// anything, so a check that asked it instead of reading the metadata would see the wrong version.
+	venv := func(t *testing.T, dists map[string]string) (prefix, python string) {
+		t.Helper()
+		prefix = t.TempDir()
+		site := filepath.Join(prefix, "lib", "python3.12", "site-packages")
+		for dirName, metadata := range dists {
+			if err := os.MkdirAll(filepath.Join(site, dirName), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(site, dirName, "METADATA"), []byte(metadata), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.MkdirAll(filepath.Join(prefix, "bin"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return prefix, script(t, filepath.Join(prefix, "bin"), "python", "echo 0.1.9")
+	}
+	// cli writes bin/browser-use under prefix, a console script after its first lines.
+	cli := func(t *testing.T, prefix, firstLines string) string {
+		t.Helper()
+		p := filepath.Join(prefix, "bin", "browser-use")
+		body := firstLines + "\nimport sys\nfrom browser_use.skill_cli.main import main\nif __name__ == \"__main__\":\n    sys.exit(main())\n"
+		if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tested := map[string]string{
+		"browser_use-0.13.8.dist-info":     "Metadata-Version: 2.4\nName: browser-use\nVersion: 0.13.8\nSummary: x\n\nVersion: 9.9.9\n",
+		"browser_harness-0.1.9.dist-info":  "Metadata-Version: 2.4\nName: browser-harness\nVersion: 0.1.9\n",
+		"browser_use_sdk-2.0.1.dist-info":  "Metadata-Version: 2.4\nName: browser-use-sdk\nVersion: 2.0.1\n",
+		"Browser.Harness-0.1.8.dist-info":  "Name: something-else\nVersion: 7.7.7\n",
+		"browser_use-0.13.8.dist-info.bak": "Name: browser-use\nVersion: 0.0.1\n",
+	}
+	const want = "browser-use 0.13.8 on browser-harness 0.1.9 (tested)"
+	t.Run("tested pair", func(t *testing.T) {
+		prefix, python := venv(t, tested)
+		bu := cli(t, prefix, "#!"+python)
+		m := machineWith(t, map[string]string{"VIBE_BROWSER_USE": bu})
+		wantCheck(t, m.browserUse(bg), OK, bu+" (VIBE_BROWSER_USE), package metadata: "+want)
+	})
+	t.Run("pip's form for a long interpreter path", func(t *testing.T) {
+		prefix, python := venv(t, tested)
+		bu := cli(t, prefix, "#!/bin/sh\n'''exec' \""+python+"\" \"$0\" \"$@\"\n' '''")
+		m := machineWith(t, map[string]string{"VIBE_BROWSER_USE": bu})
+		wantCheck(t, m.browserUse(bg), OK, "package metadata: "+want)
+	})
+	t.Run("a venv whose python links to the base Python", func(t *testing.T) {
+		_, python := venv(t, tested) // the base Python's prefix holds the packages
+		prefix := t.TempDir()
+		if err := os.Mkdir(filepath.Join(prefix, "bin"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		link := filepath.Join(prefix, "bin", "python")
+		if err := os.Symlink(python, link); err != nil {
+			t.Fatal(err)
+		}
+		m := machineWith(t, map[string]string{"VIBE_BROWSER_USE": cli(t, prefix, "#!"+link)})
+		wantCheck(t, m.browserUse(bg), OK, "package metadata: "+want)
+	})
+	t.Run("no metadata: --version, a harness version named as one", func(t *testing.T) {
+		prefix, python := venv(t, nil)
+		m := machineWith(t, map[string]string{"VIBE_BROWSER_USE": cli(t, prefix, "#!"+python)})
+		wantCheck(t, m.browserUse(bg), Warn, `--version "0.1.9": 0.1.9 is a browser-harness version (browser-use 0.13.8's --version`,
+			"nothing, if this is browser-use 0.13.8")
+	})
+	t.Run("untested release", func(t *testing.T) {
+		prefix, python := venv(t, map[string]string{"browser_use-0.14.0.dist-info": "Name: browser-use\nVersion: 0.14.0\n"})
+		m := machineWith(t, map[string]string{"VIBE_BROWSER_USE": cli(t, prefix, "#!"+python)})
+		wantCheck(t, m.browserUse(bg), Warn, "package metadata: browser-use 0.14.0, which this release was not tested with")
+	})
 }
 
 func TestChromium(t *testing.T) {

@@ -293,6 +293,8 @@ func install(goos string, o Options, w io.Writer) (string, error) {
 		return "", fmt.Errorf("service: %w", err)
 	}
 	fmt.Fprintf(w, "Wrote %s:\n\n%s\n", path, content)
+	// One manager per home: the service's would exit at once beside one started by hand (run/manager.lock).
+	fmt.Fprintf(w, "First stop a manager you started in a terminal (vibe-browser serve: Ctrl-C there): one manager runs per home.\n")
 	if goos == "darwin" {
 		uid := strconv.Itoa(os.Getuid())
 		fmt.Fprintf(w, "Start it now and at every login:\n  launchctl bootstrap gui/%s %s\n", uid, ShellQuote(path))
@@ -303,7 +305,8 @@ func install(goos string, o Options, w io.Writer) (string, error) {
 	sc := systemctl(o.User)
 	fmt.Fprintf(w, "Start it now and at every boot:\n  %s daemon-reload && %s enable --now vibe-browser\n", sc, sc)
 	if o.User {
-		fmt.Fprintf(w, "Keep it running while you are logged out:\n  loginctl enable-linger $USER\n")
+		// id -un, not $USER: a root shell (su, sudo -s, a container) often has no USER.
+		fmt.Fprintf(w, "Keep it running while you are logged out:\n  loginctl enable-linger \"$(id -un)\"\n")
 		fmt.Fprintf(w, "Its log:\n  journalctl --user -u vibe-browser -f\n")
 	} else {
 		fmt.Fprintf(w, "Its log:\n  journalctl -u vibe-browser -f\n")

@@ -342,7 +342,8 @@ func TestInstallUninstallSystemdUser(t *testing.T) {
 		"Wrote " + path,
 		"ExecStart=",
 		"systemctl --user daemon-reload && systemctl --user enable --now vibe-browser",
-		"loginctl enable-linger $USER",
+		"loginctl enable-linger \"$(id -un)\"",
+		"First stop a manager you started in a terminal",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("Install output lacks %q:\n%s", want, out.String())
@@ -516,5 +517,49 @@ func TestSplitSystemdWordsRefusesBrokenValues(t *testing.T) {
 		if words, err := splitSystemdWords(v, true); err == nil {
 			t.Errorf("splitSystemdWords(%q) = %q; want an error", v, words)
 		}
+	}
+}
+
+func TestUnsettled(t *testing.T) {
+	root := t.TempDir()
+	write := func(rel, body string) string {
+		t.Helper()
+		p := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("checkout/go.mod", "// the project\nmodule vibebrowser\n\ngo 1.26\n")
+	if err := os.Mkdir(filepath.Join(root, "checkout", ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write("worktree/go.mod", "module \"vibebrowser\"\n")
+	write("worktree/.git", "gitdir: /elsewhere/.git/worktrees/w\n")
+	write("dotfiles/.git/HEAD", "ref: refs/heads/main\n")
+	write("dotfiles/go.mod", "module example.com/dotfiles\n")
+
+	tests := []struct {
+		name, exe, want string
+	}{
+		{"checkout's bin", write("checkout/bin/vibe-browser", ""), "inside the git checkout " + filepath.Join(root, "checkout")},
+		{"worktree", write("worktree/vibe-browser", ""), "inside the git checkout " + filepath.Join(root, "worktree")},
+		{"another module's repository", write("dotfiles/.local/bin/vibe-browser", ""), "under the temporary directory"},
+		{"temporary directory", write("plain/vibe-browser", ""), "under the temporary directory"},
+		{"installed", "/usr/local/bin/vibe-browser", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Unsettled(tt.exe, "vibebrowser")
+			if tt.want == "" && got != "" || !strings.Contains(got, tt.want) {
+				t.Errorf("Unsettled(%q) = %q; want %q", tt.exe, got, tt.want)
+			}
+		})
+	}
+	if got := checkoutOf(filepath.Join(root, "dotfiles", ".local", "bin"), "vibebrowser"); got != "" {
+		t.Errorf("checkoutOf(a dotfiles repository) = %q; want none", got)
 	}
 }
