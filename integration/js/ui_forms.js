@@ -1,9 +1,10 @@
 // The UI's buttons that change something, pressed in a real browser: usage node ui_forms.js <login url>
 // Commands: "press PATH BUTTON [INPUT TEXT…]" opens PATH, types TEXT into the INPUT selector when given,
 // presses the BUTTON selector and reports where the page ended and what its error banner says;
-// "forge URL" opens another site's page and presses its #go button, a form posting to the UI.
+// "forge URL" opens another site's page and presses its #go button, a form posting to the UI;
+// "screenshot PATH" screenshots the page where the last press ended (a live view once it shows a frame).
 'use strict';
-const { command, out, main, launchChromium } = require('./lib');
+const { command, out, main, launchChromium, shoot } = require('./lib');
 
 main(async () => {
   const [loginURL] = process.argv.slice(2);
@@ -12,10 +13,14 @@ main(async () => {
   const page = await context.newPage();
   const problems = [];
   page.on('pageerror', (err) => problems.push(String(err)));
-  // Each POST's Origin and Sec-Fetch-Site, as the browser sent them.
+  // Each POST's Origin and Sec-Fetch-Site as the browser sent them, and whether the session cookie went
+  // with it.
   const posts = [];
   page.on('request', (r) => {
-    if (r.method() === 'POST') r.allHeaders().then((h) => posts.push({ origin: h.origin, site: h['sec-fetch-site'] }));
+    if (r.method() === 'POST') {
+      r.allHeaders().then((h) => posts.push({ origin: h.origin, site: h['sec-fetch-site'],
+        cookie: /(^|; )vibe_ui_session=/.test(h.cookie || '') }));
+    }
   });
   await page.goto(loginURL);
   out({ event: 'ready' });
@@ -27,6 +32,14 @@ main(async () => {
       const [answer] = await Promise.all([page.waitForResponse((r) => r.request().method() === 'POST'), page.click('#go')]);
       await page.waitForLoadState();
       out({ event: 'forged', status: answer.status(), text: await answer.text(), posts: posts.splice(0) });
+      continue;
+    }
+    if (cmd === 'screenshot') { // screenshot PATH
+      await page.waitForFunction(() => {
+        const s = document.getElementById('screen');
+        return !s || s.complete && s.naturalWidth > 0;
+      }, null, { timeout: 15000, polling: 100 });
+      out({ event: 'screenshot', ...(await shoot(page, path, problems)) });
       continue;
     }
     if (cmd !== 'press') throw new Error('unknown command ' + cmd);

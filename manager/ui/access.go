@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -23,8 +24,8 @@ var securityHeaders = map[string]string{
 	"X-Content-Type-Options":  "nosniff",
 }
 
-// guard applies the access rules, in this order: headers, Host, Origin, then the session cookie (which
-// /login hands out).
+// guard applies the access rules, in this order: headers, Host, Origin (or a form's token), then the
+// session cookie (which /login hands out).
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for k, v := range securityHeaders {
@@ -38,6 +39,9 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				s.urlHost+"/ instead; through an SSH tunnel, forward the same port: ssh -L "+port+":"+s.urlHost+
 				" <the manager's machine>")
 			return
+		}
+		if needsFormToken(r) && r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 		}
 		if !s.sameOrigin(r) {
 			s.plain(w, http.StatusForbidden, s.refusedOrigin(r))
@@ -62,30 +66,80 @@ func (s *Server) origin(r *http.Request) string { return "http://" + strings.ToL
 // method and every WebSocket upgrade must come from a page of this UI, which a browser says in one of two
 // ways no page can forge: Sec-Fetch-Site "same-origin", or our own Origin. The pages' forms are plain
 // forms: under the UI's no-referrer policy their POSTs carry "Origin: null", and their Sec-Fetch-Site
-// vouches for them. Refused: a request that says neither (no browser's), and "same-site" (a page on
-// another port of this host, to which SameSite=Strict still sends our cookie). Browsers send Fetch
-// Metadata to loopback and https:// addresses only, so plain HTTP to another address
-// (VIBE_UI_ALLOW_REMOTE) leaves the forms with "Origin: null" alone, refused; refusedOrigin says to use
-// the SSH tunnel. net/http's CrossOriginProtection checks the same headers, but passes every GET (a
-// WebSocket upgrade is one) and a request that carries neither, both of which this refuses.
+// vouches for them. Refused: "same-site" (a page on another port of this host, to which SameSite=Strict
+// still sends our cookie), "cross-site" and "none". Browsers send Fetch Metadata to loopback and https://
+// addresses only, so plain HTTP to another address (VIBE_UI_ALLOW_REMOTE) leaves a form's POST with
+// "Origin: null" and nothing else: such a POST (or one with no Origin at all) passes only with the form's
+// token of the viewer's session (formTokenVouches), which a page of another site, same-site ones
+// included, cannot read. net/http's CrossOriginProtection checks the same headers, but passes every GET
+// (a WebSocket upgrade is one) and a request that carries neither, both of which this refuses.
 //
 // A GET needs no Origin (browsers send none for same-origin GETs), but one that carries a foreign Origin
 // (a cross-site EventSource or fetch) is refused.
 func (s *Server) sameOrigin(r *http.Request) bool {
 	origin := r.Header.Get("Origin")
 	own := strings.EqualFold(origin, s.origin(r))
-	strict := r.Method != http.MethodGet && r.Method != http.MethodHead ||
-		strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
-	if !strict {
+	if !isStrict(r) {
 		return origin == "" || own
 	}
 	switch r.Header.Get("Sec-Fetch-Site") {
 	case "same-origin":
 		return own || origin == "" || origin == "null"
 	case "":
-		return own
+		return own || needsFormToken(r) && s.formTokenVouches(r)
 	}
 	return false
+}
+
+// isStrict reports whether r must come from a page of the UI: it changes something or opens a WebSocket.
+func isStrict(r *http.Request) bool {
+	return r.Method != http.MethodGet && r.Method != http.MethodHead ||
+		strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
+}
+
+// needsFormToken reports whether only a form's token can vouch for r: a POST that says nothing of where it
+// comes from (Origin null or none, no Sec-Fetch-Site), as a plain form's does over plain HTTP to a
+// non-loopback address. Never a WebSocket upgrade (a GET, and browsers always send its real Origin).
+func needsFormToken(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	return r.Method == http.MethodPost && (origin == "" || origin == "null") && r.Header.Get("Sec-Fetch-Site") == ""
+}
+
+// formTokenField names the hidden input of every POST form the pages render (the "form-token" template
+// of layout.html); its value is formToken's.
+const formTokenField = "form_token"
+
+// maxFormBytes bounds the body the guard reads for a form's token, before the handler runs: the UI's
+// largest form, a handoff's note of api.MaxHandoffNote characters, is under 64 KiB even percent-encoded.
+const maxFormBytes = 1 << 20
+
+// formToken is the synchronizer token of r's session, for the pages' POST forms: an HMAC of the session
+// id under the server's random key, so it is the same for every page of one session, useless for another
+// and unknown to anyone without the page (a page of another site reads neither it nor the cookie). "" without
+// a session cookie. It goes only into forms' bodies: never in a URL, never in a log.
+func (s *Server) formToken(r *http.Request) string {
+	c, err := r.Cookie(sessionCookie)
+	if err != nil || c.Value == "" {
+		return ""
+	}
+	mac := hmac.New(sha256.New, s.formKey[:])
+	mac.Write([]byte("vibe-browser form token\x00" + c.Value))
+	return hex.EncodeToString(mac.Sum(nil))
+}
+
+// formTokenVouches reports whether r's form carries its session's token. It parses the form with
+// r.ParseForm (guard bounds the body by maxFormBytes first), so the handler's own r.FormValue reads the
+// same form afterwards; only the body's urlencoded fields count, never the URL's query. A request
+// without a session cookie is refused unread.
+func (s *Server) formTokenVouches(r *http.Request) bool {
+	want := s.formToken(r)
+	if want == "" {
+		return false
+	}
+	if err := r.ParseForm(); err != nil {
+		return false
+	}
+	return hmac.Equal([]byte(r.PostForm.Get(formTokenField)), []byte(want))
 }
 
 // refusedOrigin is sameOrigin's refusal, for a person.
@@ -95,12 +149,14 @@ func (s *Server) refusedOrigin(r *http.Request) string {
 		msg += " (Sec-Fetch-Site: " + site + ")"
 	}
 	msg += ", not from this UI (" + s.origin(r) + ")"
-	if r.Header.Get("Origin") == "null" && r.Header.Get("Sec-Fetch-Site") == "" {
+	if needsFormToken(r) {
 		_, port, _ := net.SplitHostPort(s.urlHost)
 		msg += ". If you pressed a button of this UI: over plain HTTP to an address other than a loopback one, " +
-			"browsers do not say where a form comes from, so the UI cannot tell it from another site's. Serve the UI " +
-			"on 127.0.0.1 (VIBE_UI_ADDR=127.0.0.1:" + port + ") and reach it from another machine through an SSH " +
-			"tunnel: ssh -L " + port + ":127.0.0.1:" + port + " <the manager's machine>"
+			"browsers do not say where a form comes from, so the UI takes a form only with the token its page carries " +
+			"for your login, and this one has none, or one of another login (a page opened before you last logged in). " +
+			"Reload the page and press again. Better still, serve the UI on 127.0.0.1 " +
+			"(VIBE_UI_ADDR=127.0.0.1:" + port + ") and reach it from another machine through an SSH tunnel: " +
+			"ssh -L " + port + ":127.0.0.1:" + port + " <the manager's machine>"
 	}
 	return msg
 }

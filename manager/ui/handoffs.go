@@ -21,6 +21,7 @@ type handoffRow struct {
 	Left      string // "11 min left"
 	Tabs      []handoffTab
 	NoTabs    string // why no tab is listed, for a person
+	Token     string // the viewer's form token (formToken), for the answer's form
 }
 
 type handoffTab struct {
@@ -30,14 +31,15 @@ type handoffTab struct {
 }
 
 // handoffRows are the status's pending handoffs, each with the page tabs of the asking task's clients
-// (the asking one and the task's other slots), read from its browser's mux.
-func (s *Server) handoffRows(ctx context.Context, hs []api.Handoff) []handoffRow {
+// (the asking one and the task's other slots), read from its browser's mux; token is the viewer's form token.
+func (s *Server) handoffRows(ctx context.Context, hs []api.Handoff, token string) []handoffRow {
 	now := s.cfg.Now()
 	rows := make([]handoffRow, 0, len(hs))
 	browsers := map[string]Browser{} // by slug; nil when not running
 	for _, h := range hs {
 		row := handoffRow{ID: h.ID, Store: h.Store, StoreHref: "/store/" + url.PathEscape(h.Store), Task: "–",
-			Session: h.BUName, Reason: h.Reason, Asked: duration(now.Sub(h.CreatedAt)) + " ago", Tabs: []handoffTab{}}
+			Session: h.BUName, Reason: h.Reason, Asked: duration(now.Sub(h.CreatedAt)) + " ago", Tabs: []handoffTab{},
+			Token: token}
 		if h.TaskID != "" {
 			row.Task = h.TaskID
 		}

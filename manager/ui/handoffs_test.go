@@ -97,6 +97,11 @@ func TestAnswerAHandoff(t *testing.T) {
 			"/?answered=3f9a2c1b0d4e&status=cant_help", "3f9a2c1b0d4e cant_help "},
 		{"another site's form", "status=done", "http://evil.example", http.StatusForbidden, "", ""},
 		{"no origin", "status=done", "", http.StatusForbidden, "", ""},
+		// Over plain HTTP to a non-loopback address: Origin null, no Fetch Metadata, and the form's token
+		// (TOKEN: the session's), which the guard reads without taking the note from the handler.
+		{"over plain HTTP elsewhere, with the token", "status=done&note=code+123456&" + formTokenField + "=TOKEN", "null",
+			http.StatusSeeOther, "/?answered=3f9a2c1b0d4e&status=done", "3f9a2c1b0d4e done code 123456"},
+		{"over plain HTTP elsewhere, without the token", "status=done&note=code+123456", "null", http.StatusForbidden, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -106,7 +111,8 @@ func TestAnswerAHandoff(t *testing.T) {
 			if origin == "own" {
 				origin = "http://" + u.host
 			}
-			resp := u.post(t, "/handoffs/3f9a2c1b0d4e/answer", tt.form, cookie, origin)
+			form := strings.ReplaceAll(tt.form, "TOKEN", u.token(t, cookie))
+			resp := u.post(t, "/handoffs/3f9a2c1b0d4e/answer", form, cookie, origin)
 			body(t, resp)
 			if resp.StatusCode != tt.status || resp.Header.Get("Location") != tt.location {
 				t.Errorf("POST answer = %d to %q; want %d to %q", resp.StatusCode, resp.Header.Get("Location"), tt.status, tt.location)

@@ -21,6 +21,7 @@ var needsPerson = map[string]bool{api.EventBudgetSpent: true, api.EventWedgeUnre
 type overview struct {
 	Version   string
 	Home      string
+	Token     string       // the viewer's form token (formToken), for the handoffs' forms
 	Error     string       // the manager could not say its status
 	Stores    int          // stores, without the web browser
 	Summary   string       // "2 stores · 1 browser running"
@@ -71,7 +72,7 @@ var taskOrder = []string{"running", "designing", "planned", "queued", "pending",
 func (s *Server) buildOverview(r *http.Request) overview {
 	now := s.cfg.Now()
 	st, err := s.cfg.Source.Status(r.Context())
-	ov := overview{Version: st.Version, Home: st.Home, Browsers: []browserRow{}, Tasks: []taskRow{}, Events: []eventRow{},
+	ov := overview{Version: st.Version, Home: st.Home, Token: s.formToken(r), Browsers: []browserRow{}, Tasks: []taskRow{}, Events: []eventRow{},
 		Handoffs: []handoffRow{}}
 	if err != nil {
 		ov.Error = "The manager could not say its status: " + err.Error()
@@ -82,7 +83,7 @@ func (s *Server) buildOverview(r *http.Request) overview {
 		stores[store.ID] = store
 	}
 	ov.Stores = len(st.Stores)
-	ov.Handoffs = s.handoffRows(r.Context(), st.Handoffs)
+	ov.Handoffs = s.handoffRows(r.Context(), st.Handoffs, ov.Token)
 	running := 0
 	// slugOf names a browser key's store; events of the web browser carry no store id.
 	slugOf := func(id string) string {

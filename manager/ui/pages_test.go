@@ -711,13 +711,14 @@ func TestLivePartsAreThePage(t *testing.T) {
 	u := handoffUI(t)
 	cookie := u.login(t)
 	req := httptest.NewRequest("GET", "/", nil)
+	req.Header.Set("Cookie", cookie) // the viewer's parts: their forms carry their token
 	for _, tt := range []struct {
 		page, path, stream string
 		parts              []string
 		data               any
 	}{
 		{"overview", "/", "/live/overview", overviewParts, u.srv.buildOverview(req)},
-		{"store", "/store/shop", "/live/store/shop", storeParts, u.srv.storeView(u.srv.readStore(t.Context(), "shop"))},
+		{"store", "/store/shop", "/live/store/shop", storeParts, u.srv.forViewer(u.srv.storeView(u.srv.readStore(t.Context(), "shop")), req)},
 	} {
 		page := body(t, u.do(t, "GET", tt.path, map[string]string{"Cookie": cookie, "Accept": "text/html"}))
 		resp := u.do(t, "GET", tt.stream, map[string]string{"Cookie": cookie})
@@ -816,4 +817,60 @@ func TestTabSocketTakeover(t *testing.T) {
 	readUntil(t, c2, "the refusal of a second holder", noteSays("Another viewer"))
 	c2.WriteMessage(websocket.TextMessage, click)
 	readUntil(t, c2, "the refusal of input", noteSays("wait for them to release it"))
+}
+
+// TestEveryPostFormCarriesTheToken: each POST form of every page, and of the parts the live streams send,
+// carries the viewer's form token in its body (a hidden input), and no other form does (a GET form would put
+// it in a URL); the token is the viewer's own, and appears nowhere else.
+func TestEveryPostFormCarriesTheToken(t *testing.T) {
+	u := handoffUI(t)
+	cookie := u.login(t)
+	token := u.token(t, cookie)
+	input := `<input type="hidden" name="` + formTokenField + `" value="` + token + `">`
+	forms := regexp.MustCompile(`(?s)<form\b[^>]*>.*?</form>`)
+	check := func(what, html string, posts int) {
+		t.Helper()
+		seen := 0
+		for _, form := range forms.FindAllString(html, -1) {
+			post := strings.Contains(form[:strings.Index(form, ">")], `method="post"`)
+			if post {
+				seen++
+			}
+			if has := strings.Contains(form, input); has != post {
+				t.Errorf("%s: form %.120q… carries the token: %v; want %v (POST: %v)", what, form, has, post, post)
+			}
+		}
+		if seen != posts {
+			t.Errorf("%s has %d POST forms; want %d", what, seen, posts)
+		}
+		if n := strings.Count(html, token); n != seen {
+			t.Errorf("%s names the token %d times; want once per POST form (%d)", what, n, seen)
+		}
+	}
+	for _, tt := range []struct {
+		path  string
+		posts int // the answer to the handoff; start and new tab; close tab
+	}{
+		{"/", 1}, {"/store/shop", 2}, {"/store/web", 2}, {"/store/shop/tab/H1", 1}, {"/store/shop/tab/T1", 0},
+	} {
+		resp := u.do(t, "GET", tt.path, map[string]string{"Cookie": cookie, "Accept": "text/html"})
+		page := body(t, resp)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s = %d:\n%s", tt.path, resp.StatusCode, page)
+		}
+		check("GET "+tt.path, page, tt.posts)
+	}
+	for _, tt := range []struct {
+		path  string
+		posts int
+	}{{"/live/overview", 1}, {"/live/store/shop", 2}} {
+		resp := u.do(t, "GET", tt.path, map[string]string{"Cookie": cookie})
+		first := readEvent(t, bufio.NewReader(resp.Body), "parts")
+		resp.Body.Close()
+		check("the first message of "+tt.path, first, tt.posts)
+	}
+	// Another viewer's pages carry theirs.
+	if page := body(t, u.do(t, "GET", "/store/shop", map[string]string{"Cookie": u.login(t)})); strings.Contains(page, token) {
+		t.Errorf("another session's store page carries this session's token")
+	}
 }

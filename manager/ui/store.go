@@ -30,6 +30,7 @@ type storePage struct {
 	Status  string
 	Running bool
 	Error   string // what went wrong, for a person
+	Token   string // the viewer's form token (formToken), for the page's forms
 	Summary string
 	Viewers int // live views of this browser's tabs (the mux's Stats.Viewers)
 	Clients []clientRow
@@ -205,9 +206,10 @@ func (s *Server) storeView(f storeFacts) storePage {
 	return page
 }
 
-// withQueryError shows the error a redirect to the page carried (?error=, handleStart and handleNewTab)
-// unless the page has its own.
-func withQueryError(page storePage, r *http.Request) storePage {
+// forViewer is page for the viewer of r: their form token, and the error a redirect to the page carried
+// (?error=, handleStart and handleNewTab) unless the page has its own.
+func (s *Server) forViewer(page storePage, r *http.Request) storePage {
+	page.Token = s.formToken(r)
 	if msg := r.URL.Query().Get("error"); msg != "" && page.Error == "" {
 		page.Error = msg
 	}
@@ -226,7 +228,7 @@ func (s *Server) handleStore(w http.ResponseWriter, r *http.Request) {
 		s.noStore(w, r, r.PathValue("slug"))
 		return
 	}
-	s.render(w, http.StatusOK, "store", withQueryError(s.storeView(f), r))
+	s.render(w, http.StatusOK, "store", s.forViewer(s.storeView(f), r))
 }
 
 // storeParts are the store page's live parts (templates/store.html).
@@ -245,7 +247,7 @@ func (s *Server) handleStoreLive(w http.ResponseWriter, r *http.Request) {
 			if !f.found {
 				page.Error = "The store " + quote(slug) + " is gone: it was deleted. Go to the overview."
 			}
-			return withQueryError(page, r)
+			return s.forViewer(page, r)
 		}})
 }
 

@@ -39,6 +39,7 @@ type tabPage struct {
 	Human                                         bool
 	Hold                                          string // "you", "other" or "" (viewMeta.Hold)
 	StoreHref, Socket, Close                      string
+	Token                                         string // the viewer's form token (formToken), for Close tab
 }
 
 func (s *Server) handleTab(w http.ResponseWriter, r *http.Request) {
@@ -71,7 +72,7 @@ func (s *Server) handleTab(w http.ResponseWriter, r *http.Request) {
 	href := storeHref + "/tab/" + url.PathEscape(id)
 	s.render(w, http.StatusOK, "tab", tabPage{Slug: slug, StoreName: name, ID: id, Title: t.Title, URL: t.URL,
 		Owner: t.Owner, Label: label, Human: t.Human, Hold: holdState(t.HeldBy, viewerID(r)),
-		StoreHref: storeHref, Socket: href + "/ws", Close: href + "/close"})
+		StoreHref: storeHref, Socket: href + "/ws", Close: href + "/close", Token: s.formToken(r)})
 }
 
 func (s *Server) handleCloseTab(w http.ResponseWriter, r *http.Request) {

@@ -3,6 +3,7 @@ package ui
 
 import (
 	"context"
+	"crypto/rand"
 	"embed"
 	"errors"
 	"html/template"
@@ -129,6 +130,7 @@ type Server struct {
 	routes    http.Handler
 	pollEvery time.Duration
 	heartbeat time.Duration
+	formKey   [32]byte // the key of the forms' tokens (formToken): new at each start, as the sessions are
 
 	mu       sync.Mutex           // mu guards the fields below
 	codes    map[string]time.Time // login code -> expiry
@@ -142,6 +144,7 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, pollEvery: cfg.PollEvery, heartbeat: cfg.Heartbeat,
 		codes: map[string]time.Time{}, sessions: map[string]time.Time{}, ownHosts: map[string]bool{}}
+	_, _ = rand.Read(s.formKey[:]) // crypto/rand.Read never fails (it panics instead)
 	if s.pollEvery == 0 {
 		s.pollEvery = 500 * time.Millisecond
 	}

@@ -173,19 +173,27 @@ func startUIWith(t *testing.T, src *fakeSource, pollEvery, heartbeat time.Durati
 	return u
 }
 
-// do sends one request without following redirects or keeping the connection.
+// do sends one request without following redirects or keeping the connection. Two keys of hdr are not
+// headers: "Host" is the request's Host, "Form" its body, an urlencoded form.
 func (u *uiUnderTest) do(t *testing.T, method, path string, hdr map[string]string) *http.Response {
 	t.Helper()
-	req, err := http.NewRequest(method, u.hs.URL+path, nil)
+	var form io.Reader
+	if f, ok := hdr["Form"]; ok {
+		form = strings.NewReader(f)
+	}
+	req, err := http.NewRequest(method, u.hs.URL+path, form)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for k, v := range hdr {
-		if k == "Host" {
+		switch k {
+		case "Host":
 			req.Host = v
-			continue
+		case "Form":
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		default:
+			req.Header.Set(k, v)
 		}
-		req.Header.Set(k, v)
 	}
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -219,6 +227,18 @@ func (u *uiUnderTest) login(t *testing.T) string {
 	}
 	t.Fatalf("login with a fresh code set no %s cookie (status %d)", sessionCookie, resp.StatusCode)
 	return ""
+}
+
+// token is the form token of the session cookie (a "name=value" header value), as the pages render it.
+func (u *uiUnderTest) token(t *testing.T, cookie string) string {
+	t.Helper()
+	req := httptest.NewRequest("GET", "/", nil)
+	req.Header.Set("Cookie", cookie)
+	tok := u.srv.formToken(req)
+	if tok == "" {
+		t.Fatalf("no form token for the cookie %q", cookie)
+	}
+	return tok
 }
 
 func wantSecurityHeaders(t *testing.T, what string, resp *http.Response) {
@@ -306,6 +326,8 @@ func TestAccessRules(t *testing.T) {
 	cookie := u.login(t)
 	own := "http://" + u.host
 	port := u.host[strings.LastIndex(u.host, ":")+1:]
+	token := formTokenField + "=" + u.token(t, cookie)
+	other := formTokenField + "=" + u.token(t, u.login(t)) // another session's
 	tests := []struct {
 		name   string
 		method string
@@ -337,12 +359,35 @@ func TestAccessRules(t *testing.T) {
 			"Sec-Fetch-Site": "cross-site"}, 403, "forbidden"},
 		{"a POST typed into the address bar", "POST", "/", map[string]string{"Cookie": cookie, "Sec-Fetch-Site": "none"}, 403, "forbidden"},
 		{"a form of our page over plain HTTP elsewhere", "POST", "/", map[string]string{"Cookie": cookie, "Origin": "null"}, 403, "SSH tunnel"},
+		// Over plain HTTP to a non-loopback address browsers send no Fetch Metadata: the form's token of the
+		// viewer's session is what vouches for a POST that says nothing else, and only for that.
+		{"a form with our token over plain HTTP elsewhere", "POST", "/", map[string]string{"Cookie": cookie, "Origin": "null",
+			"Form": "note=hi&" + token}, 404, "Not found"},
+		{"a POST without an Origin with our token", "POST", "/", map[string]string{"Cookie": cookie, "Form": token}, 404, "Not found"},
+		{"a form with a wrong token", "POST", "/", map[string]string{"Cookie": cookie, "Origin": "null",
+			"Form": formTokenField + "=" + strings.Repeat("0", 64)}, 403, "Reload the page"},
+		{"a form without a token", "POST", "/", map[string]string{"Cookie": cookie, "Origin": "null", "Form": "note=hi"}, 403, "SSH tunnel"},
+		{"a form with another session's token", "POST", "/", map[string]string{"Cookie": cookie, "Origin": "null",
+			"Form": other}, 403, "SSH tunnel"},
+		{"a form with a token but no cookie", "POST", "/", map[string]string{"Origin": "null", "Form": token}, 403, "forbidden"},
+		{"our token in the URL, not the form", "POST", "/?" + token, map[string]string{"Cookie": cookie, "Origin": "null"}, 403, "SSH tunnel"},
+		{"our token from another port of this host", "POST", "/", map[string]string{"Cookie": cookie, "Origin": "null",
+			"Sec-Fetch-Site": "same-site", "Form": token}, 403, "same-site"},
+		{"our token from another site", "POST", "/", map[string]string{"Cookie": cookie, "Origin": "null",
+			"Sec-Fetch-Site": "cross-site", "Form": token}, 403, "cross-site"},
+		{"our token with a foreign Origin", "POST", "/", map[string]string{"Cookie": cookie, "Origin": "http://evil.example",
+			"Form": token}, 403, "evil.example"},
+		{"our token on a DELETE", "DELETE", "/x", map[string]string{"Cookie": cookie, "Origin": "null", "Form": token}, 403, "forbidden"},
+		{"a form too large to read for its token", "POST", "/", map[string]string{"Cookie": cookie, "Origin": "null",
+			"Form": "note=" + strings.Repeat("x", maxFormBytes) + "&" + token}, 403, "forbidden"},
 		{"WebSocket from another site", "GET", "/live/overview", map[string]string{"Cookie": cookie, "Upgrade": "websocket",
 			"Connection": "Upgrade", "Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site"}, 403, "evil.example"},
 		{"WebSocket from a foreign Origin", "GET", "/live/overview", map[string]string{"Cookie": cookie, "Upgrade": "websocket",
 			"Connection": "Upgrade", "Origin": "http://evil.example"}, 403, "evil.example"},
 		{"WebSocket without an Origin", "GET", "/live/overview", map[string]string{"Cookie": cookie, "Upgrade": "websocket",
 			"Connection": "Upgrade"}, 403, "forbidden"},
+		{"WebSocket with Origin null and our token", "GET", "/live/overview", map[string]string{"Cookie": cookie, "Upgrade": "websocket",
+			"Connection": "Upgrade", "Origin": "null", "Form": token}, 403, "forbidden"},
 		{"SSE from a foreign Origin", "GET", "/live/overview", map[string]string{"Cookie": cookie,
 			"Accept": "text/event-stream", "Origin": "http://evil.example"}, 403, "evil.example"},
 		{"unknown page", "GET", "/store/acme", map[string]string{"Cookie": cookie, "Accept": "text/html"}, 404, "overview"},
