@@ -22,6 +22,7 @@ type targetInfo struct {
 	TargetID         string `json:"targetId"`
 	Type             string `json:"type"`
 	URL              string `json:"url"`
+	Title            string `json:"title"`
 	OpenerID         string `json:"openerId"`
 	BrowserContextID string `json:"browserContextId"`
 	ParentFrameID    string `json:"parentFrameId"`
@@ -91,7 +92,7 @@ func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
 			return
 		}
 		t.info = pr.TargetInfo
-		t.typ, t.url, t.opener, t.context, t.parentFrame = ti.Type, ti.URL, ti.OpenerID, ti.BrowserContextID, ti.ParentFrameID
+		t.typ, t.url, t.title, t.opener, t.context, t.parentFrame = ti.Type, ti.URL, ti.Title, ti.OpenerID, ti.BrowserContextID, ti.ParentFrameID
 		t.seen = true
 		if t.owner == nil {
 			if t.closing {

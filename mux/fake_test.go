@@ -62,10 +62,13 @@ type fakeBrowser struct {
 
 type fakeTarget struct {
 	ID, Type, URL, Opener, Tab string
-	History                    []string // navigation history of a page; its current entry is Index
-	Index                      int
-	Attached                   int      // sessions attached, as Chrome's targetInfo "attached" shows
-	Frames                     []string // same-process subframes of a page (no targets of their own)
+	// Title is what the document set ("": its URL, as Chrome shows a page with no title of its own). As on
+	// Chrome, setting it announces nothing (setTitle).
+	Title    string
+	History  []string // navigation history of a page; its current entry is Index
+	Index    int
+	Attached int      // sessions attached, as Chrome's targetInfo "attached" shows
+	Frames   []string // same-process subframes of a page (no targets of their own)
 }
 
 type fakeMsg struct {
@@ -157,11 +160,22 @@ func fakeFilterTypes(f any) map[string]bool {
 }
 
 func (ft *fakeTarget) info() string {
-	b, _ := json.Marshal(map[string]any{"targetId": ft.ID, "type": ft.Type, "url": ft.URL, "title": ft.URL, "attached": ft.Attached > 0, "openerId": ft.Opener, "browserContextId": "CTX0"})
+	title := ft.Title
+	if title == "" {
+		title = ft.URL
+	}
+	b, _ := json.Marshal(map[string]any{"targetId": ft.ID, "type": ft.Type, "url": ft.URL, "title": title, "attached": ft.Attached > 0, "openerId": ft.Opener, "browserContextId": "CTX0"})
 	if ft.Opener == "" {
-		b, _ = json.Marshal(map[string]any{"targetId": ft.ID, "type": ft.Type, "url": ft.URL, "title": ft.URL, "attached": ft.Attached > 0, "browserContextId": "CTX0"})
+		b, _ = json.Marshal(map[string]any{"targetId": ft.ID, "type": ft.Type, "url": ft.URL, "title": title, "attached": ft.Attached > 0, "browserContextId": "CTX0"})
 	}
 	return string(b)
+}
+
+// setTitle is a page's document setting its title: Chrome announces no targetInfoChanged for it.
+func (fb *fakeBrowser) setTitle(id, title string) {
+	fb.mu.Lock()
+	defer fb.mu.Unlock()
+	fb.targets[id].Title = title
 }
 
 func (fb *fakeBrowser) serveWS(w http.ResponseWriter, r *http.Request) {
@@ -581,7 +595,7 @@ func withFakeSession(ev, sid string) string {
 }
 
 func (fb *fakeBrowser) setURLLocked(t *fakeTarget, url string) {
-	t.URL = url
+	t.URL, t.Title = url, "" // a new document has no title until it sets one
 	if fb.discover {
 		fb.sendLocked(`{"method":"Target.targetInfoChanged","params":{"targetInfo":` + t.info() + `}}`)
 	}

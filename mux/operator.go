@@ -53,6 +53,8 @@ type operatorState struct {
 	// attachedOnce is set once any operator session attached: until then no targetInfoChanged is decoded
 	// for the operator.
 	attachedOnce bool
+	titling      bool      // a read of the titles is in flight (refreshTitlesLocked)
+	titlesAt     time.Time // when the last one was sent
 }
 
 // opSession is one operator session on a page target.
@@ -89,7 +91,9 @@ type TabInfo struct {
 }
 
 // Clients lists every client id (connected or within its grace period, and always HumanClient) with its
-// targets, sorted by id. The result is a copy; URLs and titles are Chrome's latest targetInfo.
+// targets, sorted by id. The result is a copy; URLs are Chrome's latest announcement, titles what Chrome
+// last said (a title set after the page's last navigation comes with the next call at most titleEvery
+// later: see refreshTitlesLocked).
 func (m *Mux) Clients() []ClientInfo {
 	m.mu.Lock()
 	byID := map[string]*ClientInfo{HumanClient: {ID: HumanClient}}
@@ -104,20 +108,13 @@ func (m *Mux) Clients() []ClientInfo {
 		if ci == nil {
 			continue
 		}
-		ti := TabInfo{ID: t.id, Type: t.typ, URL: t.url, Owner: t.owner.id, LastUsed: t.usedAt, Human: t.owner.id == HumanClient}
+		ti := TabInfo{ID: t.id, Type: t.typ, URL: t.url, Title: t.title, Owner: t.owner.id, LastUsed: t.usedAt, Human: t.owner.id == HumanClient}
 		if t.hold != nil {
 			ti.HeldBy = t.hold.holder
 		}
-		if t.info != nil {
-			var v struct {
-				Title string `json:"title"`
-			}
-			if json.Unmarshal(t.info, &v) == nil {
-				ti.Title = v.Title
-			}
-		}
 		ci.Tabs = append(ci.Tabs, ti)
 	}
+	m.refreshTitlesLocked()
 	m.mu.Unlock()
 	out := make([]ClientInfo, 0, len(byID))
 	for _, ci := range byID {
@@ -125,6 +122,42 @@ func (m *Mux) Clients() []ClientInfo {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
+}
+
+// titleEvery is how often, at most, Clients reads the pages' titles from Chrome.
+const titleEvery = 500 * time.Millisecond
+
+// refreshTitlesLocked reads every page's title from Chrome (one Target.getTargets) when the last read is
+// titleEvery old, for the next Clients. Chrome announces a target (targetInfoChanged) when it navigates,
+// with the title it has at that moment (the URL, before the document sets one), and when its "attached"
+// flips; never when the title changes. A page whose tab nobody attached to or left got its real title
+// with the flip of a thumbnail's session; a page its owner stays attached to (browser-use's) flips nothing
+// and kept its URL as a title. The read only happens while the operator lists clients (someone is looking);
+// it is no client's business: its answer goes to the mux alone.
+func (m *Mux) refreshTitlesLocked() {
+	if m.op.titling || m.up == nil || time.Since(m.op.titlesAt) < titleEvery {
+		return
+	}
+	m.op.titling, m.op.titlesAt = true, time.Now()
+	up := m.up
+	m.sendInternalLocked("Target.getTargets", []byte(`{"filter":[{"type":"page"}]}`), "", func(res []byte, failed bool) {
+		m.op.titling = false
+		if failed || m.up != up {
+			return
+		}
+		var r struct {
+			TargetInfos []targetInfo `json:"targetInfos"`
+		}
+		if json.Unmarshal(res, &r) != nil {
+			return
+		}
+		// Read in the stream's order: an announcement before this answer is older than it, one after it newer.
+		for _, ti := range r.TargetInfos {
+			if t := m.targets[ti.TargetID]; t != nil {
+				t.title = ti.Title
+			}
+		}
+	})
 }
 
 // opResult is the answer of an operator call.
@@ -411,8 +444,7 @@ func (m *Mux) operatorLostLocked() {
 }
 
 // PageInfo asks Chrome for a page's current title and URL (Target.getTargetInfo on the operator's
-// browser session). Clients' TabInfo.Title is Chrome's last announcement, and Chrome announces a
-// target only when it navigates: a title set while or after the page loads is seen only here.
+// browser session) now, where Clients' title may be titleEvery older.
 func (m *Mux) PageInfo(ctx context.Context, targetID string) (title, url string, err error) {
 	m.mu.Lock()
 	_, err = m.pageLocked(targetID)

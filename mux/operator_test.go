@@ -346,6 +346,44 @@ func TestViewInput(t *testing.T) {
 	})
 }
 
+// TestClientsTitleSetLater: Chrome announces no title change, so a page its owner stays attached to (no
+// flip of "attached" carries a new title either) shows the title its document set later within a poll or two
+// of the store page, and the reads that learn it are few and reach no client.
+func TestClientsTitleSetLater(t *testing.T) {
+	fb := newFakeBrowser(t)
+	m := startMux(t, fb, Config{})
+	c := newClient(t, m, "agent")
+	page := c.createTarget("about:blank")
+	sess := c.attach(page)
+	c.call("Page.navigate", `{"url":"https://late.example/"}`, sess)
+	title := func() string {
+		for _, ci := range m.Clients() {
+			for _, ti := range ci.Tabs {
+				if ti.ID == page {
+					return ti.Title
+				}
+			}
+		}
+		return ""
+	}
+	testkit.WaitFor(t, 2*time.Second, "the navigation's title (its URL)", func() bool { return title() == "https://late.example/" })
+	before := len(c.all())
+	reads := len(fb.got("Target.getTargets"))
+	fb.setTitle(page, "Late title")
+	start := time.Now()
+	testkit.WaitFor(t, 2*time.Second, "the title the document set", func() bool { return title() == "Late title" })
+	elapsed := time.Since(start)
+	if n := len(fb.got("Target.getTargets")) - reads; n > int(elapsed/titleEvery)+2 {
+		t.Errorf("Clients read the titles %d times in %v; want at most one read every %v", n, elapsed, titleEvery)
+	}
+	for range 50 {
+		m.Clients()
+	}
+	if got := c.all()[before:]; len(got) != 0 {
+		t.Errorf("the agent got %d messages while the operator read titles: %s", len(got), got)
+	}
+}
+
 func TestThumbnail(t *testing.T) {
 	fb := newFakeBrowser(t)
 	m := startMux(t, fb, Config{})

@@ -18,6 +18,7 @@ import (
 type target struct {
 	id, typ, url, opener, context, parentFrame string
 	info                                       []byte // Chrome's raw targetInfo, replayed as is
+	title                                      string // the newest title read from Chrome: its announcements, or Clients' reads (refreshTitlesLocked)
 	owner                                      *client
 	used                                       uint64
 	usedAt                                     time.Time // wall time of used, for the operator's list
@@ -226,7 +227,7 @@ func (m *Mux) rebuildLocked(res []byte, failed bool) {
 		}
 		present[ti.TargetID] = true
 		if m.targets[ti.TargetID] == nil {
-			t := &target{id: ti.TargetID, info: raw, typ: ti.Type, url: ti.URL, opener: ti.OpenerID, context: ti.BrowserContextID, parentFrame: ti.ParentFrameID, seen: true}
+			t := &target{id: ti.TargetID, info: raw, typ: ti.Type, url: ti.URL, title: ti.Title, opener: ti.OpenerID, context: ti.BrowserContextID, parentFrame: ti.ParentFrameID, seen: true}
 			m.addTargetLocked(t)
 		}
 	}
