@@ -1,9 +1,14 @@
 package mux
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/color"
+	"image/draw"
+	"image/jpeg"
 	"io"
 	"math"
 	"net/http"
@@ -55,9 +60,11 @@ type fakeBrowser struct {
 	pongs     []string        // pong payloads received
 	extra     int             // pages (with tabs) that appear before the next created one, like a startup tab
 	conns     int
-	dlPath    string          // downloadPath of the last Browser.setDownloadBehavior for the default context
-	dlParams  []string        // params of every Browser.setDownloadBehavior, in order
-	dlGone    map[string]bool // downloads canceled (Browser.cancelDownload): as on Chrome, they never complete
+	dlPath    string            // downloadPath of the last Browser.setDownloadBehavior for the default context
+	dlParams  []string          // params of every Browser.setDownloadBehavior, in order
+	dlGone    map[string]bool   // downloads canceled (Browser.cancelDownload): as on Chrome, they never complete
+	hidden    bool              // pages are background tabs: a capture waits for a frame (setHidden)
+	shots     map[string]string // per page, the answer of a capture that waits for its next frame
 }
 
 type fakeTarget struct {
@@ -82,7 +89,8 @@ type fakeMsg struct {
 func newFakeBrowser(t *testing.T) *fakeBrowser {
 	t.Helper()
 	fb := &fakeBrowser{t: t, targets: map[string]*fakeTarget{}, sessions: map[string]string{}, parents: map[string]string{},
-		casting: map[string]bool{}, stall: map[string]bool{}, paused: map[string]bool{}, asked: map[string]bool{}}
+		casting: map[string]bool{}, stall: map[string]bool{}, paused: map[string]bool{}, asked: map[string]bool{},
+		shots: map[string]string{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/json/version", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `{"Browser":"FakeChrome/1.0","Protocol-Version":"1.3","User-Agent":"fake","V8-Version":"1","WebKit-Version":"1","webSocketDebuggerUrl":"ws://%s/devtools/browser/fake"}`, r.Host)
@@ -437,12 +445,29 @@ func (fb *fakeBrowser) handle(b []byte) {
 		fb.casting[msg.SessionID] = true
 		reply("{}")
 		fb.frameLocked(msg.SessionID)
+		if tid := fb.sessions[msg.SessionID]; fb.shots[tid] != "" {
+			fb.sendLocked(fb.shots[tid])
+			delete(fb.shots, tid)
+		}
 	case "Page.stopScreencast":
 		delete(fb.casting, msg.SessionID)
 		reply("{}")
 	case "Page.captureScreenshot":
-		// The "JPEG" is the params the capture was asked with, for the test to read back.
-		reply(`{"data":"` + base64.StdEncoding.EncodeToString(msg.Params) + `"}`)
+		answer := `{"id":` + string(msg.ID) + `,"result":{"data":"` + fakeShot() + `"},"sessionId":"` + msg.SessionID + `"}`
+		if !fb.hidden {
+			fb.sendLocked(answer)
+			break
+		}
+		// A hidden tab, as on Chrome: a capture is answered once the tab draws another frame, which here
+		// only a screencast on the tab makes it draw.
+		tid := fb.sessions[msg.SessionID]
+		for sid := range fb.casting {
+			if fb.sessions[sid] == tid {
+				fb.sendLocked(answer)
+				return
+			}
+		}
+		fb.shots[tid] = answer
 	case "Page.getLayoutMetrics":
 		vp := `{"pageX":0,"pageY":40,"clientWidth":1280,"clientHeight":720,"offsetX":0,"offsetY":0,"scale":1,"zoom":1}`
 		reply(`{"cssVisualViewport":` + vp + `,"cssLayoutViewport":{"pageX":0,"pageY":40,"clientWidth":1280,"clientHeight":720}}`)
@@ -623,6 +648,32 @@ func (fb *fakeBrowser) frameLocked(sid string) {
 	data := base64.StdEncoding.EncodeToString([]byte(fmt.Sprintf("frame-%d", fb.image)))
 	fb.sendLocked(fmt.Sprintf(`{"method":"Page.screencastFrame","params":{"data":%q,"metadata":{"offsetTop":0,"pageScaleFactor":1,"deviceWidth":800,"deviceHeight":600,"scrollOffsetX":0,"scrollOffsetY":0,"timestamp":1700000000.5},"sessionId":%d},"sessionId":%q}`, data, n, sid))
 }
+
+// setHidden makes every page a background tab, as on Chrome: a capture is answered only once the page
+// draws another frame, which here only a screencast on the page makes it draw.
+func (fb *fakeBrowser) setHidden(hidden bool) {
+	fb.mu.Lock()
+	defer fb.mu.Unlock()
+	fb.hidden = hidden
+}
+
+// The fake's viewport: fakeWidth×fakeHeight pixels, white, with a fakeStripe pixels wide red stripe at its
+// left edge (a capture cropped on the left loses it).
+const (
+	fakeWidth, fakeHeight, fakeStripe = 1280, 720, 40
+)
+
+// fakeShot is the base64 JPEG of the fake's viewport.
+var fakeShot = sync.OnceValue(func() string {
+	img := image.NewRGBA(image.Rect(0, 0, fakeWidth, fakeHeight))
+	draw.Draw(img, img.Rect, image.White, image.Point{}, draw.Src)
+	draw.Draw(img, image.Rect(0, 0, fakeStripe, fakeHeight), image.NewUniform(color.RGBA{220, 20, 20, 255}), image.Point{}, draw.Src)
+	var b bytes.Buffer
+	if err := jpeg.Encode(&b, img, &jpeg.Options{Quality: 90}); err != nil {
+		panic(err) // an in-memory encode of a valid image
+	}
+	return base64.StdEncoding.EncodeToString(b.Bytes())
+})
 
 // setStill makes the page stop changing (every frame repeats the last image) or change again.
 func (fb *fakeBrowser) setStill(still bool) {

@@ -472,53 +472,6 @@ func (m *Mux) PageInfo(ctx context.Context, targetID string) (title, url string,
 	return r.TargetInfo.Title, r.TargetInfo.URL, nil
 }
 
-// Thumbnail captures a JPEG of a page, scaled down to at most maxWidth CSS pixels wide (0: unscaled), at
-// quality 1-100 (0: 60). It uses a short-lived operator session; ctx bounds the whole capture. Chrome
-// captures what the tab has composited: a background tab of a headful browser may give none until ctx
-// ends (the operator never brings a tab to the front).
-func (m *Mux) Thumbnail(ctx context.Context, targetID string, maxWidth, quality int) ([]byte, error) {
-	if quality <= 0 || quality > 100 {
-		quality = 60
-	}
-	s, err := m.opAttach(ctx, targetID, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer m.closeOpSession(s)
-	params := map[string]any{"format": "jpeg", "quality": quality}
-	if maxWidth > 0 {
-		res, err := m.opCall(ctx, "Page.getLayoutMetrics", nil, s.id)
-		if err != nil {
-			return nil, err
-		}
-		var lm struct {
-			CSSVisualViewport struct {
-				PageX, PageY              float64
-				ClientWidth, ClientHeight float64
-			} `json:"cssVisualViewport"`
-		}
-		if err := json.Unmarshal(res, &lm); err != nil {
-			return nil, fmt.Errorf("mux: Page.getLayoutMetrics: %w", err)
-		}
-		if vp := lm.CSSVisualViewport; vp.ClientWidth > float64(maxWidth) && vp.ClientHeight > 0 {
-			// clip is in document CSS pixels: the visible viewport at its scroll offset, scaled down.
-			params["clip"] = map[string]any{"x": vp.PageX, "y": vp.PageY, "width": vp.ClientWidth,
-				"height": vp.ClientHeight, "scale": float64(maxWidth) / vp.ClientWidth}
-		}
-	}
-	res, err := m.opCall(ctx, "Page.captureScreenshot", params, s.id)
-	if err != nil {
-		return nil, err
-	}
-	var r struct {
-		Data []byte `json:"data"` // base64 in JSON: decoded by encoding/json
-	}
-	if err := json.Unmarshal(res, &r); err != nil {
-		return nil, fmt.Errorf("mux: Page.captureScreenshot: %w", err)
-	}
-	return r.Data, nil
-}
-
 // ownerInfoLocked returns Chrome's bytes b about t (a targetInfo, or an event holding one) with the
 // "attached" its owner would see without the operator: whether the owner has a session on t. Only targets
 // an operator session ever attached to pay for it (a scan of the sessions).

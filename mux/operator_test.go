@@ -1,11 +1,14 @@
 package mux
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"image"
+	"image/jpeg"
 	"io"
 	"net/http"
 	"slices"
@@ -384,6 +387,9 @@ func TestClientsTitleSetLater(t *testing.T) {
 	}
 }
 
+// TestThumbnail: a thumbnail is the whole viewport (the stripe at its left edge included), scaled here with
+// no clip (a clip makes Chrome resize and emulate the page), and comes from a background tab, whose capture
+// Chrome answers only once the tab draws another frame (a screencast makes it draw).
 func TestThumbnail(t *testing.T) {
 	fb := newFakeBrowser(t)
 	m := startMux(t, fb, Config{})
@@ -391,23 +397,63 @@ func TestThumbnail(t *testing.T) {
 	c := newClient(t, m, "agent")
 	page := c.createTarget("https://shot.example/")
 	tests := []struct {
+		name              string
+		hidden            bool
 		maxWidth, quality int
-		want              string // the fake's "JPEG" is the capture's params
+		wantSize          image.Point
+		wantQuality       int // asked of Chrome
 	}{
-		{320, 50, `{"clip":{"height":720,"scale":0.25,"width":1280,"x":0,"y":40},"format":"jpeg","quality":50}`},
-		{2000, 0, `{"format":"jpeg","quality":60}`},
-		{0, 90, `{"format":"jpeg","quality":90}`},
+		{"scaled", false, 320, 50, image.Pt(320, 180), thumbQuality},
+		{"scaled from a background tab", true, 320, 50, image.Pt(320, 180), thumbQuality},
+		{"narrower than the limit", false, 2000, 0, image.Pt(fakeWidth, fakeHeight), thumbQuality},
+		{"unscaled", true, 0, 70, image.Pt(fakeWidth, fakeHeight), 70},
 	}
 	for _, tt := range tests {
-		got, err := m.Thumbnail(ctx, page, tt.maxWidth, tt.quality)
-		if err != nil || string(got) != tt.want {
-			t.Errorf("Thumbnail(%d, %d) = %s, %v; want %s", tt.maxWidth, tt.quality, got, err, tt.want)
-		}
-		if caps := fb.got("Page.captureScreenshot"); caps[len(caps)-1].SessionID == "" {
-			t.Errorf("captureScreenshot sent on no session")
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			fb.setHidden(tt.hidden)
+			before := len(fb.got("Page.captureScreenshot"))
+			tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			got, err := m.Thumbnail(tctx, page, tt.maxWidth, tt.quality)
+			if err != nil {
+				t.Fatalf("Thumbnail(%d, %d): %v", tt.maxWidth, tt.quality, err)
+			}
+			img, err := jpeg.Decode(bytes.NewReader(got))
+			if err != nil {
+				t.Fatalf("Thumbnail(%d, %d) is no JPEG: %v", tt.maxWidth, tt.quality, err)
+			}
+			if size := img.Bounds().Size(); size != tt.wantSize {
+				t.Errorf("Thumbnail(%d, %d) is %v; want %v", tt.maxWidth, tt.quality, size, tt.wantSize)
+			}
+			// The stripe fills the left fakeStripe/fakeWidth of the image: its middle is red, the pixel
+			// after its end white.
+			w := img.Bounds().Dx()
+			stripe := w * fakeStripe / fakeWidth
+			for _, x := range []int{0, stripe / 2, stripe - 2} {
+				if r, g, _, _ := img.At(x, 10).RGBA(); r>>8 < 180 || g>>8 > 70 {
+					t.Errorf("Thumbnail(%d, %d) at x=%d is not the red stripe: r=%d g=%d", tt.maxWidth, tt.quality, x, r>>8, g>>8)
+				}
+			}
+			if r, g, _, _ := img.At(stripe+2, 10).RGBA(); r>>8 < 200 || g>>8 < 200 {
+				t.Errorf("Thumbnail(%d, %d) at x=%d is not white past the stripe: r=%d g=%d", tt.maxWidth, tt.quality, stripe+2, r>>8, g>>8)
+			}
+			for _, cp := range fb.got("Page.captureScreenshot")[before:] {
+				var p struct {
+					Quality int
+					Clip    json.RawMessage
+				}
+				json.Unmarshal(cp.Params, &p)
+				if cp.SessionID == "" || p.Clip != nil || p.Quality != tt.wantQuality {
+					t.Errorf("capture %s on session %q; want quality %d, no clip, on the operator's session", cp.Params, cp.SessionID, tt.wantQuality)
+				}
+			}
+		})
 	}
+	fb.setHidden(false)
 	testkit.WaitFor(t, 5*time.Second, "thumbnail sessions detached", func() bool { return fb.sessionOf(page) == "" })
+	if got := fb.got("Emulation.setDeviceMetricsOverride"); len(got) != 0 {
+		t.Errorf("thumbnails emulated device metrics: %v", got)
+	}
 	if _, err := m.Thumbnail(ctx, "NOPE", 100, 0); !errors.Is(err, ErrNoTarget) {
 		t.Errorf("Thumbnail(NOPE) error = %v; want ErrNoTarget", err)
 	}
