@@ -65,6 +65,7 @@ type fakeBrowser struct {
 	dlGone    map[string]bool   // downloads canceled (Browser.cancelDownload): as on Chrome, they never complete
 	hidden    bool              // pages are background tabs: a capture waits for a frame (setHidden)
 	shots     map[string]string // per page, the answer of a capture that waits for its next frame
+	pageOn    map[string]bool   // sessions that enabled the Page domain: they get its navigation events
 }
 
 type fakeTarget struct {
@@ -90,7 +91,7 @@ func newFakeBrowser(t *testing.T) *fakeBrowser {
 	t.Helper()
 	fb := &fakeBrowser{t: t, targets: map[string]*fakeTarget{}, sessions: map[string]string{}, parents: map[string]string{},
 		casting: map[string]bool{}, stall: map[string]bool{}, paused: map[string]bool{}, asked: map[string]bool{},
-		shots: map[string]string{}}
+		shots: map[string]string{}, pageOn: map[string]bool{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/json/version", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `{"Browser":"FakeChrome/1.0","Protocol-Version":"1.3","User-Agent":"fake","V8-Version":"1","WebKit-Version":"1","webSocketDebuggerUrl":"ws://%s/devtools/browser/fake"}`, r.Host)
@@ -441,6 +442,9 @@ func (fb *fakeBrowser) handle(b []byte) {
 			fb.detachLocked(sid, tid)
 		}
 		reply("{}")
+	case "Page.enable":
+		fb.pageOn[msg.SessionID] = true
+		reply("{}")
 	case "Page.startScreencast":
 		fb.casting[msg.SessionID] = true
 		reply("{}")
@@ -604,11 +608,28 @@ func (fb *fakeBrowser) detachLocked(sid, tid string) {
 		}
 	}
 	delete(fb.sessions, sid)
+	delete(fb.pageOn, sid)
 	delete(fb.parents, sid)
 	delete(fb.casting, sid)
 	delete(fb.paused, sid)
 	delete(fb.asked, sid)
 	fb.sendLocked(withFakeSession(`{"method":"Target.detachedFromTarget","params":{"sessionId":"`+sid+`","targetId":"`+tid+`"}}`, parent))
+}
+
+// pageEventLocked sends a Page event about page tid to each of its sessions that enabled the Page domain.
+func (fb *fakeBrowser) pageEventLocked(tid, ev string) {
+	for sid, on := range fb.pageOn {
+		if on && fb.sessions[sid] == tid {
+			fb.sendLocked(withFakeSession(ev, sid))
+		}
+	}
+}
+
+// pageEvent is pageEventLocked for a test: a navigation inside a page, say.
+func (fb *fakeBrowser) pageEvent(tid, ev string) {
+	fb.mu.Lock()
+	defer fb.mu.Unlock()
+	fb.pageEventLocked(tid, ev)
 }
 
 // withFakeSession puts a sessionId on an event the fake sends ("" leaves it a root event).
@@ -621,6 +642,7 @@ func withFakeSession(ev, sid string) string {
 
 func (fb *fakeBrowser) setURLLocked(t *fakeTarget, url string) {
 	t.URL, t.Title = url, "" // a new document has no title until it sets one
+	fb.pageEventLocked(t.ID, fmt.Sprintf(`{"method":"Page.frameNavigated","params":{"frame":{"id":%q,"loaderId":"L1","url":%q},"type":"Navigation"}}`, t.ID, url))
 	if fb.discover {
 		fb.sendLocked(`{"method":"Target.targetInfoChanged","params":{"targetInfo":` + t.info() + `}}`)
 	}

@@ -284,6 +284,54 @@ func TestViewBackPressure(t *testing.T) {
 	<-v2.Done()
 }
 
+// TestViewNavigations: a frame says how many navigations of its page's main frame the view has seen, new
+// documents and same-document ones alike, and a subframe's count for nothing: the tab page asks for the
+// page's title and URL when it changes.
+func TestViewNavigations(t *testing.T) {
+	fb := newFakeBrowser(t)
+	m := startMux(t, fb, Config{})
+	ctx := testCtx(t)
+	c := newClient(t, m, "agent")
+	page := c.createTarget("https://nav.example/")
+	sess := c.attach(page)
+	v, err := m.View(ctx, page, ViewOptions{})
+	if err != nil {
+		t.Fatalf("View: %v", err)
+	}
+	defer v.Close()
+	tests := []struct {
+		name string
+		do   func()
+		want int
+	}{
+		{"first frame", func() {}, 0},
+		{"the agent navigates", func() { c.call("Page.navigate", `{"url":"https://nav.example/two"}`, sess) }, 1},
+		{"a subframe navigates", func() {
+			fb.pageEvent(page, `{"method":"Page.frameNavigated","params":{"frame":{"id":"SUB","parentId":"`+page+`","url":"https://ad.example/"}}}`)
+		}, 1},
+		{"a fragment", func() {
+			fb.pageEvent(page, `{"method":"Page.navigatedWithinDocument","params":{"frameId":"`+page+`","url":"https://nav.example/two#b"}}`)
+		}, 2},
+		{"a subframe's fragment", func() {
+			fb.pageEvent(page, `{"method":"Page.navigatedWithinDocument","params":{"frameId":"SUB","url":"https://ad.example/#x"}}`)
+		}, 2},
+	}
+	for _, tt := range tests {
+		tt.do()
+		// The browser's next frame follows the event on its connection: taking it, the view has read it.
+		want := fmt.Sprintf("frame-%d", fb.frame())
+		var f Frame
+		for string(f.JPEG) != want {
+			if f, err = v.Next(ctx); err != nil {
+				t.Fatalf("%s: Next: %v", tt.name, err)
+			}
+		}
+		if f.Navigations != tt.want {
+			t.Errorf("%s: Next = Navigations %d; want %d", tt.name, f.Navigations, tt.want)
+		}
+	}
+}
+
 func TestViewInput(t *testing.T) {
 	fb := newFakeBrowser(t)
 	m := startMux(t, fb, Config{})

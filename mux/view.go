@@ -48,6 +48,10 @@ type Frame struct {
 	OffsetTop, PageScaleFactor, ScrollOffsetX, ScrollOffsetY float64
 	// Timestamp is when Chrome swapped the frame (zero if it did not say).
 	Timestamp time.Time
+	// Navigations counts the page's navigations the view had seen when it handed out this frame (a new
+	// document, or a same-document one: a fragment, history.pushState): a change says its URL and title
+	// may have changed.
+	Navigations int
 }
 
 // View is a live view of one page: Next takes frames, the input methods drive the page, Close (or the end
@@ -73,6 +77,7 @@ type View struct {
 	fresh   bool        // the screencast was started again and its first frame has not come yet
 	last    []byte      // the newest frame's event, to tell a still page from a busy one
 	castT   *time.Timer // the pending restart
+	navs    int         // the main frame's navigations seen (Frame.Navigations)
 
 	mu sync.Mutex
 	// mu guards the field below; taken under Mux.mu by the upstream reader, never the other way round.
@@ -198,7 +203,17 @@ func (v *View) eventLocked(method string, b []byte) {
 		v.nudgeLocked()
 	case "Page.frameNavigated":
 		if !bytes.Contains(b, []byte(`"parentId"`)) { // the main frame: a new document to render
+			v.navs++
 			v.nudgeLocked()
+		}
+	case "Page.navigatedWithinDocument":
+		var ev struct {
+			Params struct {
+				FrameID string `json:"frameId"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(b, &ev) == nil && ev.Params.FrameID == v.target { // the main frame's id is its page's
+			v.navs++
 		}
 	}
 }
@@ -320,6 +335,7 @@ func (v *View) take(b []byte) (Frame, error) {
 	err := json.Unmarshal(b, &ev)
 	m := v.m
 	m.mu.Lock()
+	navs := v.navs
 	if !v.ended {
 		v.due = time.Now().Add(v.gap)
 		switch {
@@ -340,7 +356,7 @@ func (v *View) take(b []byte) (Frame, error) {
 	}
 	md := ev.Params.Metadata
 	f := Frame{JPEG: ev.Params.Data, DeviceWidth: md.DeviceWidth, DeviceHeight: md.DeviceHeight, OffsetTop: md.OffsetTop,
-		PageScaleFactor: md.PageScaleFactor, ScrollOffsetX: md.ScrollOffsetX, ScrollOffsetY: md.ScrollOffsetY}
+		PageScaleFactor: md.PageScaleFactor, ScrollOffsetX: md.ScrollOffsetX, ScrollOffsetY: md.ScrollOffsetY, Navigations: navs}
 	if md.Timestamp > 0 {
 		sec, frac := math.Modf(md.Timestamp)
 		f.Timestamp = time.Unix(int64(sec), int64(frac*1e9))
