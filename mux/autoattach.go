@@ -82,11 +82,19 @@ func (m *Mux) letGoLocked(t *target, sid string, waiting bool) {
 	m.sendInternalLocked("Target.detachFromTarget", params, "", func([]byte, bool) { t.lettingGo-- })
 }
 
+// muxAttachLocked reports whether a session of the mux's own may have flipped t's "attached": Chrome's paused
+// auto-attach is being replayed or is due, one of the mux's sessions on t is being let go, or an operator
+// session attached to t once (its coming and going flip it for as long as t lives).
+func (m *Mux) muxAttachLocked(t *target) bool {
+	return m.autoReplay || t.awaitAuto || t.lettingGo > 0 || t.opSeen
+}
+
 // attachFlipHiddenLocked reports whether info, a targetInfoChanged of t, changes nothing but "attached"
-// while that change is the mux's own session coming or going: then it is no event for the owner.
+// while that may be the mux's own session coming or going (muxAttachLocked): then it is no event for the
+// owner, nor activity. Any other change goes to the owner with the "attached" it would see without the
+// mux's sessions (ownerInfoLocked).
 func (m *Mux) attachFlipHiddenLocked(t *target, info []byte) bool {
-	mine := m.autoReplay || t.awaitAuto || t.lettingGo > 0 // the mux's own session is coming or going
-	if !mine || t.info == nil {
+	if t.info == nil || !m.muxAttachLocked(t) {
 		return false
 	}
 	return bytes.Equal(withAttached(t.info, false), withAttached(info, false))

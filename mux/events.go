@@ -71,15 +71,21 @@ func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
 	if m.operatorBrowserEventLocked(method, pr.SessionID, pr.TargetInfo) {
 		return // the operator's own browser session: no client's business, no activity
 	}
+	var ti targetInfo
+	if method == "Target.targetCreated" || method == "Target.targetInfoChanged" {
+		if json.Unmarshal(pr.TargetInfo, &ti) != nil || ti.TargetID == "" {
+			return
+		}
+		if t := m.targets[ti.TargetID]; t != nil && method == "Target.targetInfoChanged" && m.attachFlipHiddenLocked(t, pr.TargetInfo) {
+			t.info = pr.TargetInfo // the mux's own session came or went: no event for the owner, no activity
+			return
+		}
+	}
 	if strings.HasPrefix(method, "Target.") {
 		m.touchActivityLocked()
 	}
 	switch method {
 	case "Target.targetCreated", "Target.targetInfoChanged":
-		var ti targetInfo
-		if json.Unmarshal(pr.TargetInfo, &ti) != nil || ti.TargetID == "" {
-			return
-		}
 		t := m.targets[ti.TargetID]
 		isNew := t == nil
 		if isNew {
@@ -87,9 +93,6 @@ func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
 			// Chrome's paused auto-attach follows a new page's announcement (autoattach.go).
 			t.awaitAuto = m.autoOn && ti.Type == "page" && method == "Target.targetCreated"
 			m.addTargetLocked(t)
-		} else if method == "Target.targetInfoChanged" && m.attachFlipHiddenLocked(t, pr.TargetInfo) {
-			t.info = pr.TargetInfo
-			return
 		}
 		t.info = pr.TargetInfo
 		t.typ, t.url, t.title, t.opener, t.context, t.parentFrame = ti.Type, ti.URL, ti.Title, ti.OpenerID, ti.BrowserContextID, ti.ParentFrameID

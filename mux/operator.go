@@ -50,11 +50,8 @@ type operatorState struct {
 	waiting  []chan string         // callers waiting for browser ("" if it failed); capacity 1 each
 	sessions map[string]*opSession // operator sessions on pages, by CDP session id
 	views    int                   // live views, for Stats
-	// attachedOnce is set once any operator session attached: until then no targetInfoChanged is decoded
-	// for the operator.
-	attachedOnce bool
-	titling      bool      // a read of the titles is in flight (refreshTitlesLocked)
-	titlesAt     time.Time // when the last one was sent
+	titling  bool                  // a read of the titles is in flight (refreshTitlesLocked)
+	titlesAt time.Time             // when the last one was sent
 }
 
 // opSession is one operator session on a page target.
@@ -290,7 +287,7 @@ func (m *Mux) opAttach(ctx context.Context, targetID string, v *View) (*opSessio
 		return nil, err
 	}
 	// Before the attach: Chrome announces the flip of "attached" ahead of the attach's answer.
-	t.opSeen, m.op.attachedOnce = true, true
+	t.opSeen = true
 	m.opSendLocked("Target.attachToTarget", map[string]any{"targetId": targetID, "flatten": true}, bsid, func(res []byte, err error) {
 		var r struct {
 			SessionID string `json:"sessionId"`
@@ -361,31 +358,13 @@ func (m *Mux) closeOpSession(s *opSession) {
 
 // operatorBrowserEventLocked takes the browser-level events of the operator's browser session: its own
 // attachedToTarget (a browser target: no client can attach one, attachToBrowserTarget is refused to them)
-// and its detach. It decodes targetInfo only for attach events, which are never hot.
+// and its detach. It decodes targetInfo only for attach events, which are never hot. (The flips of
+// "attached" its page sessions cause are hidden with the mux's others: attachFlipHiddenLocked.)
 func (m *Mux) operatorBrowserEventLocked(method, sid string, info json.RawMessage) bool {
 	switch method {
 	case "Target.attachedToTarget":
 		var ti targetInfo
 		return json.Unmarshal(info, &ti) == nil && ti.Type == "browser"
-	case "Target.targetInfoChanged":
-		// Chrome flips a target's "attached" when the operator's session is its first or goes: the owner
-		// must not see it (nor count it as activity). Decoded only once the operator has attached somewhere.
-		if !m.op.attachedOnce {
-			return false
-		}
-		var ti targetInfo
-		if json.Unmarshal(info, &ti) != nil {
-			return false
-		}
-		t := m.targets[ti.TargetID]
-		if t == nil || !t.opSeen || t.info == nil {
-			return false
-		}
-		if att := m.ownerAttachedLocked(t); !bytes.Equal(withAttached(t.info, att), withAttached(info, att)) {
-			return false // a real change: delivered with the owner's "attached" (ownerInfoLocked)
-		}
-		t.info = info
-		return true
 	case "Target.detachedFromTarget":
 		if sid == "" || sid != m.op.browser {
 			return false
@@ -473,10 +452,10 @@ func (m *Mux) PageInfo(ctx context.Context, targetID string) (title, url string,
 }
 
 // ownerInfoLocked returns Chrome's bytes b about t (a targetInfo, or an event holding one) with the
-// "attached" its owner would see without the operator: whether the owner has a session on t. Only targets
-// an operator session ever attached to pay for it (a scan of the sessions).
+// "attached" its owner would see without the mux's own sessions: whether the owner has a session on t.
+// Only targets the mux's sessions may have flipped pay for it (a scan of the sessions).
 func (m *Mux) ownerInfoLocked(t *target, b []byte) []byte {
-	if !t.opSeen && !t.awaitAuto && t.lettingGo == 0 {
+	if !m.muxAttachLocked(t) {
 		return b
 	}
 	return withAttached(b, m.ownerAttachedLocked(t))

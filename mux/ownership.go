@@ -25,7 +25,7 @@ type target struct {
 	closing                                    bool
 	seen                                       bool
 	held                                       bool  // claimed by the pending create: its events wait for the answer
-	opSeen                                     bool  // an operator session attached to it once (operatorBrowserEventLocked)
+	opSeen                                     bool  // an operator session attached to it once (muxAttachLocked)
 	autoConn                                   *conn // the connection that got its virtual auto-attach
 	awaitAuto                                  bool  // a new page whose paused auto-attach from Chrome is due (autoattach.go)
 	lettingGo                                  int   // the mux's own sessions on it being let go (autoattach.go)
