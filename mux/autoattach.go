@@ -44,13 +44,13 @@ func (m *Mux) chromeAttachedLocked(t *target, sid string, waiting bool, b []byte
 			m.sessions[sid] = &session{id: sid, owner: t.owner, target: t, root: t}
 			if waiting && !c.autoWait {
 				b = bytes.Replace(b, []byte(`"waitingForDebugger":true`), []byte(`"waitingForDebugger":false`), 1)
-				m.sendInternalLocked("Runtime.runIfWaitingForDebugger", nil, sid, nil)
+				m.resumeLocked(sid, true)
 			}
 			m.sendLocked(c, wholeFrame(b))
 			return
 		}
 	}
-	m.letGoLocked(t, sid, waiting)
+	m.letGoLocked(t, sid, waiting, "")
 }
 
 // autoAttachWantedLocked returns the connection that should get t's auto-attach: its owner's, when the
@@ -67,19 +67,33 @@ func (m *Mux) autoAttachWantedLocked(t *target) *conn {
 	return c
 }
 
-// letGoLocked resumes a page the mux was attached to and detaches. Until the detach is answered, a change
-// of t's "attached" alone is the mux's and is not shown to the owner (attachFlipHiddenLocked).
-func (m *Mux) letGoLocked(t *target, sid string, waiting bool) {
-	if t == nil {
-		m.releaseSessionLocked(sid, waiting, true)
-		return
-	}
-	t.lettingGo++
-	if waiting {
+// resumeLocked lets a target Chrome paused for session sid run, if it waits for a debugger.
+func (m *Mux) resumeLocked(sid string, waiting bool) {
+	if waiting && sid != "" {
 		m.sendInternalLocked("Runtime.runIfWaitingForDebugger", nil, sid, nil)
 	}
-	params := append(append([]byte(`{"sessionId":`), appendJSONString(nil, sid)...), '}')
-	m.sendInternalLocked("Target.detachFromTarget", params, "", func([]byte, bool) { t.lettingGo-- })
+}
+
+// letGoLocked lets go of a session Chrome gave the mux that nobody here may have: its target runs
+// (resumeLocked) and the session is detached on parent (the session it was announced on; "" for the
+// browser). t is its target, when the mux knows it: until the detach is answered, a change of t's
+// "attached" alone is the mux's and is not shown to the owner (muxAttachLocked).
+func (m *Mux) letGoLocked(t *target, sid string, waiting bool, parent string) {
+	if sid == "" {
+		return
+	}
+	m.resumeLocked(sid, waiting)
+	var done func([]byte, bool)
+	if t != nil {
+		t.lettingGo++
+		done = func([]byte, bool) { t.lettingGo-- }
+	}
+	m.sendInternalLocked("Target.detachFromTarget", sessionParams(sid), parent, done)
+}
+
+// sessionParams is the params {"sessionId":sid}.
+func sessionParams(sid string) []byte {
+	return append(appendJSONString([]byte(`{"sessionId":`), sid), '}')
 }
 
 // muxAttachLocked reports whether a session of the mux's own may have flipped t's "attached": Chrome's paused

@@ -147,7 +147,7 @@ func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
 			return
 		}
 		// Nobody here wants this session: let the target run and let go of it.
-		m.releaseSessionLocked(pr.SessionID, pr.WaitingForDebugger, true)
+		m.letGoLocked(t, pr.SessionID, pr.WaitingForDebugger, "")
 	case "Target.detachedFromTarget":
 		if s := m.sessions[pr.SessionID]; s != nil {
 			delete(m.sessions, pr.SessionID)
@@ -177,7 +177,7 @@ func (m *Mux) sessionEventLocked(b []byte, info msgInfo) {
 			return
 		}
 		if s == nil || s.owner.conn == nil {
-			m.releaseSessionLocked(ev.Params.SessionID, ev.Params.WaitingForDebugger, false)
+			m.resumeLocked(ev.Params.SessionID, ev.Params.WaitingForDebugger)
 			return
 		}
 		var ti targetInfo
@@ -185,8 +185,7 @@ func (m *Mux) sessionEventLocked(b []byte, info msgInfo) {
 		t := m.targets[ti.TargetID]
 		if t != nil && t.owner != nil && t.owner != s.owner {
 			// Never hand one client a session to another's target (a tab wrongly attributed).
-			m.releaseSessionLocked(ev.Params.SessionID, ev.Params.WaitingForDebugger, false)
-			m.sendInternalLocked("Target.detachFromTarget", append(append([]byte(`{"sessionId":`), appendJSONString(nil, ev.Params.SessionID)...), '}'), info.sessionID, nil)
+			m.letGoLocked(t, ev.Params.SessionID, ev.Params.WaitingForDebugger, info.sessionID)
 			return
 		}
 		if t != nil && t.owner == nil && !t.closing {
@@ -211,17 +210,4 @@ func (m *Mux) sessionEventLocked(b []byte, info msgInfo) {
 		return
 	}
 	m.sendLocked(s.owner.conn, wholeFrame(b))
-}
-
-// releaseSessionLocked resumes a target nobody asked to pause and, for a browser-level session, detaches.
-func (m *Mux) releaseSessionLocked(sid string, waiting, detach bool) {
-	if sid == "" {
-		return
-	}
-	if waiting {
-		m.sendInternalLocked("Runtime.runIfWaitingForDebugger", nil, sid, nil)
-	}
-	if detach {
-		m.sendInternalLocked("Target.detachFromTarget", append(append([]byte(`{"sessionId":`), appendJSONString(nil, sid)...), '}'), "", nil)
-	}
 }

@@ -344,7 +344,7 @@ func (m *Mux) opAttach(ctx context.Context, targetID string, v *View) (*opSessio
 func (m *Mux) opDetachLocked(bsid, sid string) {
 	delete(m.op.sessions, sid)
 	if m.up != nil && bsid == m.op.browser {
-		m.sendInternalLocked("Target.detachFromTarget", append(append([]byte(`{"sessionId":`), appendJSONString(nil, sid)...), '}'), bsid, nil)
+		m.sendInternalLocked("Target.detachFromTarget", sessionParams(sid), bsid, nil)
 	}
 }
 

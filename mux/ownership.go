@@ -367,8 +367,7 @@ func (m *Mux) dropSessionsLocked(cl *client) {
 		if s.target != nil && s.target.autoConn != nil && s.target.autoConn.cl == cl {
 			s.target.autoConn = nil
 		}
-		params := append(append([]byte(`{"sessionId":`), appendJSONString(nil, sid)...), '}')
-		m.sendInternalLocked("Target.detachFromTarget", params, "", nil)
+		m.sendInternalLocked("Target.detachFromTarget", sessionParams(sid), "", nil)
 	}
 	for _, t := range m.targets {
 		if t.autoConn != nil && t.autoConn.cl == cl {
