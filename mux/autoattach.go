@@ -36,7 +36,7 @@ func (m *Mux) startAutoAttachLocked(up *upstream) {
 func (m *Mux) chromeAttachedLocked(t *target, sid string, waiting bool, b []byte) {
 	if t != nil && !m.autoReplay {
 		t.awaitAuto = false
-		if c := m.autoAttachWantedLocked(t); c != nil {
+		if c := m.autoAttachConnLocked(t); c != nil && t.info != nil {
 			t.autoConn = c
 			// Chrome announced the flip of "attached" before the attach, while it was the mux's: now it is
 			// the owner's, in Chrome's order.
@@ -51,20 +51,6 @@ func (m *Mux) chromeAttachedLocked(t *target, sid string, waiting bool, b []byte
 		}
 	}
 	m.letGoLocked(t, sid, waiting, "")
-}
-
-// autoAttachWantedLocked returns the connection that should get t's auto-attach: its owner's, when the
-// owner asked for auto-attach of t's type and t is neither held for a create (attached when the create is
-// answered) nor closing, nor already attached for it.
-func (m *Mux) autoAttachWantedLocked(t *target) *conn {
-	if t.owner == nil || t.held || t.closing || t.info == nil {
-		return nil
-	}
-	c := t.owner.conn
-	if c == nil || !c.autoAttach || t.autoConn == c || !filterMatch(c.autoFilter, t.typ) {
-		return nil
-	}
-	return c
 }
 
 // resumeLocked lets a target Chrome paused for session sid run, if it waits for a debugger.
