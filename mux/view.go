@@ -66,7 +66,6 @@ type View struct {
 	// Guarded by Mux.mu.
 	sess    *opSession
 	human   *client // the human client this view keeps connected, if it watches a human tab
-	holding bool    // the view holds its tab (takeover.go)
 	ended   bool
 	err     error
 	stop    func() bool // the context.AfterFunc that closes the view
