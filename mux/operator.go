@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"vibebrowser/mux/devtools"
 )
 
 // The operator: the vibe-browser UI driving a Mux in process (a Go API, no WebSocket, no token). It lists
@@ -17,7 +19,7 @@ import (
 // attachedToTarget would be; they are not in Mux.sessions, so no client can address them, and nothing the
 // operator does touches a client's LRU, activity or tab cap.
 
-// Errors of the operator API.
+// Errors of the operator API. A call the browser answered with an error returns it as a *devtools.CallError.
 var (
 	// ErrNoTarget: the target does not exist (or is closing).
 	ErrNoTarget = errors.New("mux: no such target")
@@ -32,17 +34,6 @@ var (
 	// ErrViewClosed: the View was closed (Close, or its context ended).
 	ErrViewClosed = errors.New("mux: view closed")
 )
-
-// CDPError is an error the browser answered an operator call with.
-type CDPError struct {
-	Method  string
-	Code    int
-	Message string
-}
-
-func (e *CDPError) Error() string {
-	return fmt.Sprintf("mux: %s: CDP error %d: %s", e.Method, e.Code, e.Message)
-}
 
 // operatorState is the operator's part of the routing tables, guarded by Mux.mu.
 type operatorState struct {
@@ -191,7 +182,7 @@ func (m *Mux) opSendLocked(method string, params any, sid string, done func(res 
 			done(nil, ErrDisconnected) // failed without an answer: the connection went
 			return
 		}
-		done(nil, &CDPError{Method: method, Code: e.Code, Message: e.Message})
+		done(nil, &devtools.CallError{Method: method, Code: e.Code, Message: e.Message})
 	})
 }
 
