@@ -112,8 +112,9 @@ func (m *Mux) Clients() []ClientInfo {
 	return out
 }
 
-// titleEvery is how often, at most, Clients reads the pages' titles from Chrome.
-const titleEvery = 500 * time.Millisecond
+// titleEvery is how often, at most, Clients reads the pages' titles from Chrome: a little under the UI's
+// store page poll (500 ms), so each poll starts a read and a title is at most two polls late.
+const titleEvery = 400 * time.Millisecond
 
 // refreshTitlesLocked reads every page's title from Chrome (one Target.getTargets) when the last read is
 // titleEvery old, for the next Clients. Chrome announces a target (targetInfoChanged) when it navigates,
