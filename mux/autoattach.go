@@ -36,7 +36,7 @@ func (m *Mux) startAutoAttachLocked(up *upstream) {
 func (m *Mux) chromeAttachedLocked(t *target, sid string, waiting bool, b []byte) {
 	if t != nil && !m.autoReplay {
 		t.awaitAuto = false
-		if c := m.autoAttachWantedLocked(t); c != nil {
+		if c := m.autoAttachConnLocked(t); c != nil && t.info != nil {
 			t.autoConn = c
 			// Chrome announced the flip of "attached" before the attach, while it was the mux's: now it is
 			// the owner's, in Chrome's order.
@@ -44,49 +44,57 @@ func (m *Mux) chromeAttachedLocked(t *target, sid string, waiting bool, b []byte
 			m.sessions[sid] = &session{id: sid, owner: t.owner, target: t, root: t}
 			if waiting && !c.autoWait {
 				b = bytes.Replace(b, []byte(`"waitingForDebugger":true`), []byte(`"waitingForDebugger":false`), 1)
-				m.sendInternalLocked("Runtime.runIfWaitingForDebugger", nil, sid, nil)
+				m.resumeLocked(sid, true)
 			}
 			m.sendLocked(c, wholeFrame(b))
 			return
 		}
 	}
-	m.letGoLocked(t, sid, waiting)
+	m.letGoLocked(t, sid, waiting, "")
 }
 
-// autoAttachWantedLocked returns the connection that should get t's auto-attach: its owner's, when the
-// owner asked for auto-attach of t's type and t is neither held for a create (attached when the create is
-// answered) nor closing, nor already attached for it.
-func (m *Mux) autoAttachWantedLocked(t *target) *conn {
-	if t.owner == nil || t.held || t.closing || t.info == nil {
-		return nil
-	}
-	c := t.owner.conn
-	if c == nil || !c.autoAttach || t.autoConn == c || !filterMatch(c.autoFilter, t.typ) {
-		return nil
-	}
-	return c
-}
-
-// letGoLocked resumes a page the mux was attached to and detaches. Until the detach is answered, a change
-// of t's "attached" alone is the mux's and is not shown to the owner (attachFlipHiddenLocked).
-func (m *Mux) letGoLocked(t *target, sid string, waiting bool) {
-	if t == nil {
-		m.releaseSessionLocked(sid, waiting, true)
-		return
-	}
-	t.lettingGo++
-	if waiting {
+// resumeLocked lets a target Chrome paused for session sid run, if it waits for a debugger.
+func (m *Mux) resumeLocked(sid string, waiting bool) {
+	if waiting && sid != "" {
 		m.sendInternalLocked("Runtime.runIfWaitingForDebugger", nil, sid, nil)
 	}
-	params := append(append([]byte(`{"sessionId":`), appendJSONString(nil, sid)...), '}')
-	m.sendInternalLocked("Target.detachFromTarget", params, "", func([]byte, bool) { t.lettingGo-- })
+}
+
+// letGoLocked lets go of a session Chrome gave the mux that nobody here may have: its target runs
+// (resumeLocked) and the session is detached on parent (the session it was announced on; "" for the
+// browser). t is its target, when the mux knows it: until the detach is answered, a change of t's
+// "attached" alone is the mux's and is not shown to the owner (muxAttachLocked).
+func (m *Mux) letGoLocked(t *target, sid string, waiting bool, parent string) {
+	if sid == "" {
+		return
+	}
+	m.resumeLocked(sid, waiting)
+	var done func([]byte, bool)
+	if t != nil {
+		t.lettingGo++
+		done = func([]byte, bool) { t.lettingGo-- }
+	}
+	m.sendInternalLocked("Target.detachFromTarget", sessionParams(sid), parent, done)
+}
+
+// sessionParams is the params {"sessionId":sid}.
+func sessionParams(sid string) []byte {
+	return append(appendJSONString([]byte(`{"sessionId":`), sid), '}')
+}
+
+// muxAttachLocked reports whether a session of the mux's own may have flipped t's "attached": Chrome's paused
+// auto-attach is being replayed or is due, one of the mux's sessions on t is being let go, or an operator
+// session attached to t once (its coming and going flip it for as long as t lives).
+func (m *Mux) muxAttachLocked(t *target) bool {
+	return m.autoReplay || t.awaitAuto || t.lettingGo > 0 || t.opSeen
 }
 
 // attachFlipHiddenLocked reports whether info, a targetInfoChanged of t, changes nothing but "attached"
-// while that change is the mux's own session coming or going: then it is no event for the owner.
+// while that may be the mux's own session coming or going (muxAttachLocked): then it is no event for the
+// owner, nor activity. Any other change goes to the owner with the "attached" it would see without the
+// mux's sessions (ownerInfoLocked).
 func (m *Mux) attachFlipHiddenLocked(t *target, info []byte) bool {
-	mine := m.autoReplay || t.awaitAuto || t.lettingGo > 0 // the mux's own session is coming or going
-	if !mine || t.info == nil {
+	if t.info == nil || !m.muxAttachLocked(t) {
 		return false
 	}
 	return bytes.Equal(withAttached(t.info, false), withAttached(info, false))

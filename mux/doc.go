@@ -24,10 +24,11 @@
 // browser silent past its probe) fails pending calls with -32603 "Browser disconnected", then the mux
 // reconnects with backoff (and the relaunch hook) and rebuilds ownership from a fresh Target.getTargets.
 //
-// The operator (the vibe-browser UI, in process): Clients lists every client's tabs, Thumbnail captures
-// one, View watches one live (a screencast acknowledged per frame taken, so a slow viewer gets fewer frames
-// and never a backlog) and drives it (input, navigation, history), NewHumanTab and CloseHumanTab manage the
-// tabs of the reserved client HumanClient. Operator sessions hang off a browser session of the mux's own,
+// The operator (the vibe-browser UI, in process): Clients lists every client's tabs (with the titles their
+// documents set, read from Chrome while someone looks: Chrome announces none), Thumbnail captures one's
+// whole viewport (fresh, even of a background tab), View watches one live (a screencast acknowledged per
+// frame taken, so a slow viewer gets fewer frames and never a backlog) and drives it (input, navigation,
+// history), NewHumanTab and CloseHumanTab manage the tabs of the reserved client HumanClient. Operator sessions hang off a browser session of the mux's own,
 // are in no client's tables and touch no client's LRU, activity or tab cap; Chrome's "attached" flag is
 // shown to an owner as if the operator were not there. Human tabs are hidden from agents by ownership,
 // have no tab cap and are kept while watched and for the grace period after.

@@ -22,6 +22,7 @@ type targetInfo struct {
 	TargetID         string `json:"targetId"`
 	Type             string `json:"type"`
 	URL              string `json:"url"`
+	Title            string `json:"title"`
 	OpenerID         string `json:"openerId"`
 	BrowserContextID string `json:"browserContextId"`
 	ParentFrameID    string `json:"parentFrameId"`
@@ -70,15 +71,21 @@ func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
 	if m.operatorBrowserEventLocked(method, pr.SessionID, pr.TargetInfo) {
 		return // the operator's own browser session: no client's business, no activity
 	}
+	var ti targetInfo
+	if method == "Target.targetCreated" || method == "Target.targetInfoChanged" {
+		if json.Unmarshal(pr.TargetInfo, &ti) != nil || ti.TargetID == "" {
+			return
+		}
+		if t := m.targets[ti.TargetID]; t != nil && method == "Target.targetInfoChanged" && m.attachFlipHiddenLocked(t, pr.TargetInfo) {
+			t.info = pr.TargetInfo // the mux's own session came or went: no event for the owner, no activity
+			return
+		}
+	}
 	if strings.HasPrefix(method, "Target.") {
 		m.touchActivityLocked()
 	}
 	switch method {
 	case "Target.targetCreated", "Target.targetInfoChanged":
-		var ti targetInfo
-		if json.Unmarshal(pr.TargetInfo, &ti) != nil || ti.TargetID == "" {
-			return
-		}
 		t := m.targets[ti.TargetID]
 		isNew := t == nil
 		if isNew {
@@ -86,12 +93,9 @@ func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
 			// Chrome's paused auto-attach follows a new page's announcement (autoattach.go).
 			t.awaitAuto = m.autoOn && ti.Type == "page" && method == "Target.targetCreated"
 			m.addTargetLocked(t)
-		} else if method == "Target.targetInfoChanged" && m.attachFlipHiddenLocked(t, pr.TargetInfo) {
-			t.info = pr.TargetInfo
-			return
 		}
 		t.info = pr.TargetInfo
-		t.typ, t.url, t.opener, t.context, t.parentFrame = ti.Type, ti.URL, ti.OpenerID, ti.BrowserContextID, ti.ParentFrameID
+		t.typ, t.url, t.title, t.opener, t.context, t.parentFrame = ti.Type, ti.URL, ti.Title, ti.OpenerID, ti.BrowserContextID, ti.ParentFrameID
 		t.seen = true
 		if t.owner == nil {
 			if t.closing {
@@ -143,7 +147,7 @@ func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
 			return
 		}
 		// Nobody here wants this session: let the target run and let go of it.
-		m.releaseSessionLocked(pr.SessionID, pr.WaitingForDebugger, true)
+		m.letGoLocked(t, pr.SessionID, pr.WaitingForDebugger, "")
 	case "Target.detachedFromTarget":
 		if s := m.sessions[pr.SessionID]; s != nil {
 			delete(m.sessions, pr.SessionID)
@@ -173,7 +177,7 @@ func (m *Mux) sessionEventLocked(b []byte, info msgInfo) {
 			return
 		}
 		if s == nil || s.owner.conn == nil {
-			m.releaseSessionLocked(ev.Params.SessionID, ev.Params.WaitingForDebugger, false)
+			m.resumeLocked(ev.Params.SessionID, ev.Params.WaitingForDebugger)
 			return
 		}
 		var ti targetInfo
@@ -181,8 +185,7 @@ func (m *Mux) sessionEventLocked(b []byte, info msgInfo) {
 		t := m.targets[ti.TargetID]
 		if t != nil && t.owner != nil && t.owner != s.owner {
 			// Never hand one client a session to another's target (a tab wrongly attributed).
-			m.releaseSessionLocked(ev.Params.SessionID, ev.Params.WaitingForDebugger, false)
-			m.sendInternalLocked("Target.detachFromTarget", append(append([]byte(`{"sessionId":`), appendJSONString(nil, ev.Params.SessionID)...), '}'), info.sessionID, nil)
+			m.letGoLocked(t, ev.Params.SessionID, ev.Params.WaitingForDebugger, info.sessionID)
 			return
 		}
 		if t != nil && t.owner == nil && !t.closing {
@@ -207,17 +210,4 @@ func (m *Mux) sessionEventLocked(b []byte, info msgInfo) {
 		return
 	}
 	m.sendLocked(s.owner.conn, wholeFrame(b))
-}
-
-// releaseSessionLocked resumes a target nobody asked to pause and, for a browser-level session, detaches.
-func (m *Mux) releaseSessionLocked(sid string, waiting, detach bool) {
-	if sid == "" {
-		return
-	}
-	if waiting {
-		m.sendInternalLocked("Runtime.runIfWaitingForDebugger", nil, sid, nil)
-	}
-	if detach {
-		m.sendInternalLocked("Target.detachFromTarget", append(append([]byte(`{"sessionId":`), appendJSONString(nil, sid)...), '}'), "", nil)
-	}
 }

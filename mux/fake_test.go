@@ -1,9 +1,14 @@
 package mux
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/color"
+	"image/draw"
+	"image/jpeg"
 	"io"
 	"math"
 	"net/http"
@@ -55,17 +60,23 @@ type fakeBrowser struct {
 	pongs     []string        // pong payloads received
 	extra     int             // pages (with tabs) that appear before the next created one, like a startup tab
 	conns     int
-	dlPath    string          // downloadPath of the last Browser.setDownloadBehavior for the default context
-	dlParams  []string        // params of every Browser.setDownloadBehavior, in order
-	dlGone    map[string]bool // downloads canceled (Browser.cancelDownload): as on Chrome, they never complete
+	dlPath    string            // downloadPath of the last Browser.setDownloadBehavior for the default context
+	dlParams  []string          // params of every Browser.setDownloadBehavior, in order
+	dlGone    map[string]bool   // downloads canceled (Browser.cancelDownload): as on Chrome, they never complete
+	hidden    bool              // pages are background tabs: a capture waits for a frame (setHidden)
+	shots     map[string]string // per page, the answer of a capture that waits for its next frame
+	pageOn    map[string]bool   // sessions that enabled the Page domain: they get its navigation events
 }
 
 type fakeTarget struct {
 	ID, Type, URL, Opener, Tab string
-	History                    []string // navigation history of a page; its current entry is Index
-	Index                      int
-	Attached                   int      // sessions attached, as Chrome's targetInfo "attached" shows
-	Frames                     []string // same-process subframes of a page (no targets of their own)
+	// Title is what the document set ("": its URL, as Chrome shows a page with no title of its own). As on
+	// Chrome, setting it announces nothing (setTitle).
+	Title    string
+	History  []string // navigation history of a page; its current entry is Index
+	Index    int
+	Attached int      // sessions attached, as Chrome's targetInfo "attached" shows
+	Frames   []string // same-process subframes of a page (no targets of their own)
 }
 
 type fakeMsg struct {
@@ -79,7 +90,8 @@ type fakeMsg struct {
 func newFakeBrowser(t *testing.T) *fakeBrowser {
 	t.Helper()
 	fb := &fakeBrowser{t: t, targets: map[string]*fakeTarget{}, sessions: map[string]string{}, parents: map[string]string{},
-		casting: map[string]bool{}, stall: map[string]bool{}, paused: map[string]bool{}, asked: map[string]bool{}}
+		casting: map[string]bool{}, stall: map[string]bool{}, paused: map[string]bool{}, asked: map[string]bool{},
+		shots: map[string]string{}, pageOn: map[string]bool{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/json/version", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `{"Browser":"FakeChrome/1.0","Protocol-Version":"1.3","User-Agent":"fake","V8-Version":"1","WebKit-Version":"1","webSocketDebuggerUrl":"ws://%s/devtools/browser/fake"}`, r.Host)
@@ -157,11 +169,22 @@ func fakeFilterTypes(f any) map[string]bool {
 }
 
 func (ft *fakeTarget) info() string {
-	b, _ := json.Marshal(map[string]any{"targetId": ft.ID, "type": ft.Type, "url": ft.URL, "title": ft.URL, "attached": ft.Attached > 0, "openerId": ft.Opener, "browserContextId": "CTX0"})
+	title := ft.Title
+	if title == "" {
+		title = ft.URL
+	}
+	b, _ := json.Marshal(map[string]any{"targetId": ft.ID, "type": ft.Type, "url": ft.URL, "title": title, "attached": ft.Attached > 0, "openerId": ft.Opener, "browserContextId": "CTX0"})
 	if ft.Opener == "" {
-		b, _ = json.Marshal(map[string]any{"targetId": ft.ID, "type": ft.Type, "url": ft.URL, "title": ft.URL, "attached": ft.Attached > 0, "browserContextId": "CTX0"})
+		b, _ = json.Marshal(map[string]any{"targetId": ft.ID, "type": ft.Type, "url": ft.URL, "title": title, "attached": ft.Attached > 0, "browserContextId": "CTX0"})
 	}
 	return string(b)
+}
+
+// setTitle is a page's document setting its title: Chrome announces no targetInfoChanged for it.
+func (fb *fakeBrowser) setTitle(id, title string) {
+	fb.mu.Lock()
+	defer fb.mu.Unlock()
+	fb.targets[id].Title = title
 }
 
 func (fb *fakeBrowser) serveWS(w http.ResponseWriter, r *http.Request) {
@@ -419,16 +442,36 @@ func (fb *fakeBrowser) handle(b []byte) {
 			fb.detachLocked(sid, tid)
 		}
 		reply("{}")
+	case "Page.enable":
+		fb.pageOn[msg.SessionID] = true
+		reply("{}")
 	case "Page.startScreencast":
 		fb.casting[msg.SessionID] = true
 		reply("{}")
 		fb.frameLocked(msg.SessionID)
+		if tid := fb.sessions[msg.SessionID]; fb.shots[tid] != "" {
+			fb.sendLocked(fb.shots[tid])
+			delete(fb.shots, tid)
+		}
 	case "Page.stopScreencast":
 		delete(fb.casting, msg.SessionID)
 		reply("{}")
 	case "Page.captureScreenshot":
-		// The "JPEG" is the params the capture was asked with, for the test to read back.
-		reply(`{"data":"` + base64.StdEncoding.EncodeToString(msg.Params) + `"}`)
+		answer := `{"id":` + string(msg.ID) + `,"result":{"data":"` + fakeShot() + `"},"sessionId":"` + msg.SessionID + `"}`
+		if !fb.hidden {
+			fb.sendLocked(answer)
+			break
+		}
+		// A hidden tab, as on Chrome: a capture is answered once the tab draws another frame, which here
+		// only a screencast on the tab makes it draw.
+		tid := fb.sessions[msg.SessionID]
+		for sid := range fb.casting {
+			if fb.sessions[sid] == tid {
+				fb.sendLocked(answer)
+				return
+			}
+		}
+		fb.shots[tid] = answer
 	case "Page.getLayoutMetrics":
 		vp := `{"pageX":0,"pageY":40,"clientWidth":1280,"clientHeight":720,"offsetX":0,"offsetY":0,"scale":1,"zoom":1}`
 		reply(`{"cssVisualViewport":` + vp + `,"cssLayoutViewport":{"pageX":0,"pageY":40,"clientWidth":1280,"clientHeight":720}}`)
@@ -565,11 +608,28 @@ func (fb *fakeBrowser) detachLocked(sid, tid string) {
 		}
 	}
 	delete(fb.sessions, sid)
+	delete(fb.pageOn, sid)
 	delete(fb.parents, sid)
 	delete(fb.casting, sid)
 	delete(fb.paused, sid)
 	delete(fb.asked, sid)
 	fb.sendLocked(withFakeSession(`{"method":"Target.detachedFromTarget","params":{"sessionId":"`+sid+`","targetId":"`+tid+`"}}`, parent))
+}
+
+// pageEventLocked sends a Page event about page tid to each of its sessions that enabled the Page domain.
+func (fb *fakeBrowser) pageEventLocked(tid, ev string) {
+	for sid, on := range fb.pageOn {
+		if on && fb.sessions[sid] == tid {
+			fb.sendLocked(withFakeSession(ev, sid))
+		}
+	}
+}
+
+// pageEvent is pageEventLocked for a test: a navigation inside a page, say.
+func (fb *fakeBrowser) pageEvent(tid, ev string) {
+	fb.mu.Lock()
+	defer fb.mu.Unlock()
+	fb.pageEventLocked(tid, ev)
 }
 
 // withFakeSession puts a sessionId on an event the fake sends ("" leaves it a root event).
@@ -581,7 +641,8 @@ func withFakeSession(ev, sid string) string {
 }
 
 func (fb *fakeBrowser) setURLLocked(t *fakeTarget, url string) {
-	t.URL = url
+	t.URL, t.Title = url, "" // a new document has no title until it sets one
+	fb.pageEventLocked(t.ID, fmt.Sprintf(`{"method":"Page.frameNavigated","params":{"frame":{"id":%q,"loaderId":"L1","url":%q},"type":"Navigation"}}`, t.ID, url))
 	if fb.discover {
 		fb.sendLocked(`{"method":"Target.targetInfoChanged","params":{"targetInfo":` + t.info() + `}}`)
 	}
@@ -609,6 +670,32 @@ func (fb *fakeBrowser) frameLocked(sid string) {
 	data := base64.StdEncoding.EncodeToString([]byte(fmt.Sprintf("frame-%d", fb.image)))
 	fb.sendLocked(fmt.Sprintf(`{"method":"Page.screencastFrame","params":{"data":%q,"metadata":{"offsetTop":0,"pageScaleFactor":1,"deviceWidth":800,"deviceHeight":600,"scrollOffsetX":0,"scrollOffsetY":0,"timestamp":1700000000.5},"sessionId":%d},"sessionId":%q}`, data, n, sid))
 }
+
+// setHidden makes every page a background tab, as on Chrome: a capture is answered only once the page
+// draws another frame, which here only a screencast on the page makes it draw.
+func (fb *fakeBrowser) setHidden(hidden bool) {
+	fb.mu.Lock()
+	defer fb.mu.Unlock()
+	fb.hidden = hidden
+}
+
+// The fake's viewport: fakeWidth×fakeHeight pixels, white, with a fakeStripe pixels wide red stripe at its
+// left edge (a capture cropped on the left loses it).
+const (
+	fakeWidth, fakeHeight, fakeStripe = 1280, 720, 40
+)
+
+// fakeShot is the base64 JPEG of the fake's viewport.
+var fakeShot = sync.OnceValue(func() string {
+	img := image.NewRGBA(image.Rect(0, 0, fakeWidth, fakeHeight))
+	draw.Draw(img, img.Rect, image.White, image.Point{}, draw.Src)
+	draw.Draw(img, image.Rect(0, 0, fakeStripe, fakeHeight), image.NewUniform(color.RGBA{220, 20, 20, 255}), image.Point{}, draw.Src)
+	var b bytes.Buffer
+	if err := jpeg.Encode(&b, img, &jpeg.Options{Quality: 90}); err != nil {
+		panic(err) // an in-memory encode of a valid image
+	}
+	return base64.StdEncoding.EncodeToString(b.Bytes())
+})
 
 // setStill makes the page stop changing (every frame repeats the last image) or change again.
 func (fb *fakeBrowser) setStill(still bool) {

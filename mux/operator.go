@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"vibebrowser/mux/devtools"
 )
 
 // The operator: the vibe-browser UI driving a Mux in process (a Go API, no WebSocket, no token). It lists
@@ -17,7 +19,7 @@ import (
 // attachedToTarget would be; they are not in Mux.sessions, so no client can address them, and nothing the
 // operator does touches a client's LRU, activity or tab cap.
 
-// Errors of the operator API.
+// Errors of the operator API. A call the browser answered with an error returns it as a *devtools.CallError.
 var (
 	// ErrNoTarget: the target does not exist (or is closing).
 	ErrNoTarget = errors.New("mux: no such target")
@@ -33,26 +35,14 @@ var (
 	ErrViewClosed = errors.New("mux: view closed")
 )
 
-// CDPError is an error the browser answered an operator call with.
-type CDPError struct {
-	Method  string
-	Code    int
-	Message string
-}
-
-func (e *CDPError) Error() string {
-	return fmt.Sprintf("mux: %s: CDP error %d: %s", e.Method, e.Code, e.Message)
-}
-
 // operatorState is the operator's part of the routing tables, guarded by Mux.mu.
 type operatorState struct {
 	browser  string                // the mux's browser session, "" until the first operator call
 	waiting  []chan string         // callers waiting for browser ("" if it failed); capacity 1 each
 	sessions map[string]*opSession // operator sessions on pages, by CDP session id
 	views    int                   // live views, for Stats
-	// attachedOnce is set once any operator session attached: until then no targetInfoChanged is decoded
-	// for the operator.
-	attachedOnce bool
+	titling  bool                  // a read of the titles is in flight (refreshTitlesLocked)
+	titlesAt time.Time             // when the last one was sent
 }
 
 // opSession is one operator session on a page target.
@@ -89,7 +79,9 @@ type TabInfo struct {
 }
 
 // Clients lists every client id (connected or within its grace period, and always HumanClient) with its
-// targets, sorted by id. The result is a copy; URLs and titles are Chrome's latest targetInfo.
+// targets, sorted by id. The result is a copy; URLs are Chrome's latest announcement, titles what Chrome
+// last said (a title set after the page's last navigation comes with the next call at most titleEvery
+// later: see refreshTitlesLocked).
 func (m *Mux) Clients() []ClientInfo {
 	m.mu.Lock()
 	byID := map[string]*ClientInfo{HumanClient: {ID: HumanClient}}
@@ -104,20 +96,13 @@ func (m *Mux) Clients() []ClientInfo {
 		if ci == nil {
 			continue
 		}
-		ti := TabInfo{ID: t.id, Type: t.typ, URL: t.url, Owner: t.owner.id, LastUsed: t.usedAt, Human: t.owner.id == HumanClient}
+		ti := TabInfo{ID: t.id, Type: t.typ, URL: t.url, Title: t.title, Owner: t.owner.id, LastUsed: t.usedAt, Human: t.owner.id == HumanClient}
 		if t.hold != nil {
 			ti.HeldBy = t.hold.holder
 		}
-		if t.info != nil {
-			var v struct {
-				Title string `json:"title"`
-			}
-			if json.Unmarshal(t.info, &v) == nil {
-				ti.Title = v.Title
-			}
-		}
 		ci.Tabs = append(ci.Tabs, ti)
 	}
+	m.refreshTitlesLocked()
 	m.mu.Unlock()
 	out := make([]ClientInfo, 0, len(byID))
 	for _, ci := range byID {
@@ -125,6 +110,43 @@ func (m *Mux) Clients() []ClientInfo {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
+}
+
+// titleEvery is how often, at most, Clients reads the pages' titles from Chrome: a little under the UI's
+// store page poll (500 ms), so each poll starts a read and a title is at most two polls late.
+const titleEvery = 400 * time.Millisecond
+
+// refreshTitlesLocked reads every page's title from Chrome (one Target.getTargets) when the last read is
+// titleEvery old, for the next Clients. Chrome announces a target (targetInfoChanged) when it navigates,
+// with the title it has at that moment (the URL, before the document sets one), and when its "attached"
+// flips; never when the title changes. A page whose tab nobody attached to or left got its real title
+// with the flip of a thumbnail's session; a page its owner stays attached to (browser-use's) flips nothing
+// and kept its URL as a title. The read only happens while the operator lists clients (someone is looking);
+// it is no client's business: its answer goes to the mux alone.
+func (m *Mux) refreshTitlesLocked() {
+	if m.op.titling || m.up == nil || time.Since(m.op.titlesAt) < titleEvery {
+		return
+	}
+	m.op.titling, m.op.titlesAt = true, time.Now()
+	up := m.up
+	m.sendInternalLocked("Target.getTargets", []byte(`{"filter":[{"type":"page"}]}`), "", func(res []byte, failed bool) {
+		m.op.titling = false
+		if failed || m.up != up {
+			return
+		}
+		var r struct {
+			TargetInfos []targetInfo `json:"targetInfos"`
+		}
+		if json.Unmarshal(res, &r) != nil {
+			return
+		}
+		// Read in the stream's order: an announcement before this answer is older than it, one after it newer.
+		for _, ti := range r.TargetInfos {
+			if t := m.targets[ti.TargetID]; t != nil {
+				t.title = ti.Title
+			}
+		}
+	})
 }
 
 // opResult is the answer of an operator call.
@@ -161,7 +183,7 @@ func (m *Mux) opSendLocked(method string, params any, sid string, done func(res 
 			done(nil, ErrDisconnected) // failed without an answer: the connection went
 			return
 		}
-		done(nil, &CDPError{Method: method, Code: e.Code, Message: e.Message})
+		done(nil, &devtools.CallError{Method: method, Code: e.Code, Message: e.Message})
 	})
 }
 
@@ -257,7 +279,7 @@ func (m *Mux) opAttach(ctx context.Context, targetID string, v *View) (*opSessio
 		return nil, err
 	}
 	// Before the attach: Chrome announces the flip of "attached" ahead of the attach's answer.
-	t.opSeen, m.op.attachedOnce = true, true
+	t.opSeen = true
 	m.opSendLocked("Target.attachToTarget", map[string]any{"targetId": targetID, "flatten": true}, bsid, func(res []byte, err error) {
 		var r struct {
 			SessionID string `json:"sessionId"`
@@ -314,7 +336,7 @@ func (m *Mux) opAttach(ctx context.Context, targetID string, v *View) (*opSessio
 func (m *Mux) opDetachLocked(bsid, sid string) {
 	delete(m.op.sessions, sid)
 	if m.up != nil && bsid == m.op.browser {
-		m.sendInternalLocked("Target.detachFromTarget", append(append([]byte(`{"sessionId":`), appendJSONString(nil, sid)...), '}'), bsid, nil)
+		m.sendInternalLocked("Target.detachFromTarget", sessionParams(sid), bsid, nil)
 	}
 }
 
@@ -328,31 +350,13 @@ func (m *Mux) closeOpSession(s *opSession) {
 
 // operatorBrowserEventLocked takes the browser-level events of the operator's browser session: its own
 // attachedToTarget (a browser target: no client can attach one, attachToBrowserTarget is refused to them)
-// and its detach. It decodes targetInfo only for attach events, which are never hot.
+// and its detach. It decodes targetInfo only for attach events, which are never hot. (The flips of
+// "attached" its page sessions cause are hidden with the mux's others: attachFlipHiddenLocked.)
 func (m *Mux) operatorBrowserEventLocked(method, sid string, info json.RawMessage) bool {
 	switch method {
 	case "Target.attachedToTarget":
 		var ti targetInfo
 		return json.Unmarshal(info, &ti) == nil && ti.Type == "browser"
-	case "Target.targetInfoChanged":
-		// Chrome flips a target's "attached" when the operator's session is its first or goes: the owner
-		// must not see it (nor count it as activity). Decoded only once the operator has attached somewhere.
-		if !m.op.attachedOnce {
-			return false
-		}
-		var ti targetInfo
-		if json.Unmarshal(info, &ti) != nil {
-			return false
-		}
-		t := m.targets[ti.TargetID]
-		if t == nil || !t.opSeen || t.info == nil {
-			return false
-		}
-		if att := m.ownerAttachedLocked(t); !bytes.Equal(withAttached(t.info, att), withAttached(info, att)) {
-			return false // a real change: delivered with the owner's "attached" (ownerInfoLocked)
-		}
-		t.info = info
-		return true
 	case "Target.detachedFromTarget":
 		if sid == "" || sid != m.op.browser {
 			return false
@@ -411,8 +415,7 @@ func (m *Mux) operatorLostLocked() {
 }
 
 // PageInfo asks Chrome for a page's current title and URL (Target.getTargetInfo on the operator's
-// browser session). Clients' TabInfo.Title is Chrome's last announcement, and Chrome announces a
-// target only when it navigates: a title set while or after the page loads is seen only here.
+// browser session) now, where Clients' title may be titleEvery older.
 func (m *Mux) PageInfo(ctx context.Context, targetID string) (title, url string, err error) {
 	m.mu.Lock()
 	_, err = m.pageLocked(targetID)
@@ -440,58 +443,11 @@ func (m *Mux) PageInfo(ctx context.Context, targetID string) (title, url string,
 	return r.TargetInfo.Title, r.TargetInfo.URL, nil
 }
 
-// Thumbnail captures a JPEG of a page, scaled down to at most maxWidth CSS pixels wide (0: unscaled), at
-// quality 1-100 (0: 60). It uses a short-lived operator session; ctx bounds the whole capture. Chrome
-// captures what the tab has composited: a background tab of a headful browser may give none until ctx
-// ends (the operator never brings a tab to the front).
-func (m *Mux) Thumbnail(ctx context.Context, targetID string, maxWidth, quality int) ([]byte, error) {
-	if quality <= 0 || quality > 100 {
-		quality = 60
-	}
-	s, err := m.opAttach(ctx, targetID, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer m.closeOpSession(s)
-	params := map[string]any{"format": "jpeg", "quality": quality}
-	if maxWidth > 0 {
-		res, err := m.opCall(ctx, "Page.getLayoutMetrics", nil, s.id)
-		if err != nil {
-			return nil, err
-		}
-		var lm struct {
-			CSSVisualViewport struct {
-				PageX, PageY              float64
-				ClientWidth, ClientHeight float64
-			} `json:"cssVisualViewport"`
-		}
-		if err := json.Unmarshal(res, &lm); err != nil {
-			return nil, fmt.Errorf("mux: Page.getLayoutMetrics: %w", err)
-		}
-		if vp := lm.CSSVisualViewport; vp.ClientWidth > float64(maxWidth) && vp.ClientHeight > 0 {
-			// clip is in document CSS pixels: the visible viewport at its scroll offset, scaled down.
-			params["clip"] = map[string]any{"x": vp.PageX, "y": vp.PageY, "width": vp.ClientWidth,
-				"height": vp.ClientHeight, "scale": float64(maxWidth) / vp.ClientWidth}
-		}
-	}
-	res, err := m.opCall(ctx, "Page.captureScreenshot", params, s.id)
-	if err != nil {
-		return nil, err
-	}
-	var r struct {
-		Data []byte `json:"data"` // base64 in JSON: decoded by encoding/json
-	}
-	if err := json.Unmarshal(res, &r); err != nil {
-		return nil, fmt.Errorf("mux: Page.captureScreenshot: %w", err)
-	}
-	return r.Data, nil
-}
-
 // ownerInfoLocked returns Chrome's bytes b about t (a targetInfo, or an event holding one) with the
-// "attached" its owner would see without the operator: whether the owner has a session on t. Only targets
-// an operator session ever attached to pay for it (a scan of the sessions).
+// "attached" its owner would see without the mux's own sessions: whether the owner has a session on t.
+// Only targets the mux's sessions may have flipped pay for it (a scan of the sessions).
 func (m *Mux) ownerInfoLocked(t *target, b []byte) []byte {
-	if !t.opSeen && !t.awaitAuto && t.lettingGo == 0 {
+	if !m.muxAttachLocked(t) {
 		return b
 	}
 	return withAttached(b, m.ownerAttachedLocked(t))

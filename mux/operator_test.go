@@ -1,11 +1,14 @@
 package mux
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"image"
+	"image/jpeg"
 	"io"
 	"net/http"
 	"slices"
@@ -289,6 +292,54 @@ func TestViewBackPressure(t *testing.T) {
 	<-v2.Done()
 }
 
+// TestViewNavigations: a frame says how many navigations of its page's main frame the view has seen, new
+// documents and same-document ones alike, and a subframe's count for nothing: the tab page asks for the
+// page's title and URL when it changes.
+func TestViewNavigations(t *testing.T) {
+	fb := newFakeBrowser(t)
+	m := startMux(t, fb, Config{})
+	ctx := testCtx(t)
+	c := newClient(t, m, "agent")
+	page := c.createTarget("https://nav.example/")
+	sess := c.attach(page)
+	v, err := m.View(ctx, page, ViewOptions{})
+	if err != nil {
+		t.Fatalf("View: %v", err)
+	}
+	defer v.Close()
+	tests := []struct {
+		name string
+		do   func()
+		want int
+	}{
+		{"first frame", func() {}, 0},
+		{"the agent navigates", func() { c.call("Page.navigate", `{"url":"https://nav.example/two"}`, sess) }, 1},
+		{"a subframe navigates", func() {
+			fb.pageEvent(page, `{"method":"Page.frameNavigated","params":{"frame":{"id":"SUB","parentId":"`+page+`","url":"https://ad.example/"}}}`)
+		}, 1},
+		{"a fragment", func() {
+			fb.pageEvent(page, `{"method":"Page.navigatedWithinDocument","params":{"frameId":"`+page+`","url":"https://nav.example/two#b"}}`)
+		}, 2},
+		{"a subframe's fragment", func() {
+			fb.pageEvent(page, `{"method":"Page.navigatedWithinDocument","params":{"frameId":"SUB","url":"https://ad.example/#x"}}`)
+		}, 2},
+	}
+	for _, tt := range tests {
+		tt.do()
+		// The browser's next frame follows the event on its connection: taking it, the view has read it.
+		want := fmt.Sprintf("frame-%d", fb.frame())
+		var f Frame
+		for string(f.JPEG) != want {
+			if f, err = v.Next(ctx); err != nil {
+				t.Fatalf("%s: Next: %v", tt.name, err)
+			}
+		}
+		if f.Navigations != tt.want {
+			t.Errorf("%s: Next = Navigations %d; want %d", tt.name, f.Navigations, tt.want)
+		}
+	}
+}
+
 func TestViewInput(t *testing.T) {
 	fb := newFakeBrowser(t)
 	m := startMux(t, fb, Config{})
@@ -354,6 +405,47 @@ func TestViewInput(t *testing.T) {
 	})
 }
 
+// TestClientsTitleSetLater: Chrome announces no title change, so a page its owner stays attached to (no
+// flip of "attached" carries a new title either) shows the title its document set later within a poll or two
+// of the store page, and the reads that learn it are few and reach no client.
+func TestClientsTitleSetLater(t *testing.T) {
+	fb := newFakeBrowser(t)
+	m := startMux(t, fb, Config{})
+	c := newClient(t, m, "agent")
+	page := c.createTarget("about:blank")
+	sess := c.attach(page)
+	c.call("Page.navigate", `{"url":"https://late.example/"}`, sess)
+	title := func() string {
+		for _, ci := range m.Clients() {
+			for _, ti := range ci.Tabs {
+				if ti.ID == page {
+					return ti.Title
+				}
+			}
+		}
+		return ""
+	}
+	testkit.WaitFor(t, 2*time.Second, "the navigation's title (its URL)", func() bool { return title() == "https://late.example/" })
+	before := len(c.all())
+	reads := len(fb.got("Target.getTargets"))
+	fb.setTitle(page, "Late title")
+	start := time.Now()
+	testkit.WaitFor(t, 2*time.Second, "the title the document set", func() bool { return title() == "Late title" })
+	elapsed := time.Since(start)
+	if n := len(fb.got("Target.getTargets")) - reads; n > int(elapsed/titleEvery)+2 {
+		t.Errorf("Clients read the titles %d times in %v; want at most one read every %v", n, elapsed, titleEvery)
+	}
+	for range 50 {
+		m.Clients()
+	}
+	if got := c.all()[before:]; len(got) != 0 {
+		t.Errorf("the agent got %d messages while the operator read titles: %s", len(got), got)
+	}
+}
+
+// TestThumbnail: a thumbnail is the whole viewport (the stripe at its left edge included), scaled here with
+// no clip (a clip makes Chrome resize and emulate the page), and comes from a background tab, whose capture
+// Chrome answers only once the tab draws another frame (a screencast makes it draw).
 func TestThumbnail(t *testing.T) {
 	fb := newFakeBrowser(t)
 	m := startMux(t, fb, Config{})
@@ -361,23 +453,63 @@ func TestThumbnail(t *testing.T) {
 	c := newClient(t, m, "agent")
 	page := c.createTarget("https://shot.example/")
 	tests := []struct {
+		name              string
+		hidden            bool
 		maxWidth, quality int
-		want              string // the fake's "JPEG" is the capture's params
+		wantSize          image.Point
+		wantQuality       int // asked of Chrome
 	}{
-		{320, 50, `{"clip":{"height":720,"scale":0.25,"width":1280,"x":0,"y":40},"format":"jpeg","quality":50}`},
-		{2000, 0, `{"format":"jpeg","quality":60}`},
-		{0, 90, `{"format":"jpeg","quality":90}`},
+		{"scaled", false, 320, 50, image.Pt(320, 180), thumbQuality},
+		{"scaled from a background tab", true, 320, 50, image.Pt(320, 180), thumbQuality},
+		{"narrower than the limit", false, 2000, 0, image.Pt(fakeWidth, fakeHeight), thumbQuality},
+		{"unscaled", true, 0, 70, image.Pt(fakeWidth, fakeHeight), 70},
 	}
 	for _, tt := range tests {
-		got, err := m.Thumbnail(ctx, page, tt.maxWidth, tt.quality)
-		if err != nil || string(got) != tt.want {
-			t.Errorf("Thumbnail(%d, %d) = %s, %v; want %s", tt.maxWidth, tt.quality, got, err, tt.want)
-		}
-		if caps := fb.got("Page.captureScreenshot"); caps[len(caps)-1].SessionID == "" {
-			t.Errorf("captureScreenshot sent on no session")
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			fb.setHidden(tt.hidden)
+			before := len(fb.got("Page.captureScreenshot"))
+			tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			got, err := m.Thumbnail(tctx, page, tt.maxWidth, tt.quality)
+			if err != nil {
+				t.Fatalf("Thumbnail(%d, %d): %v", tt.maxWidth, tt.quality, err)
+			}
+			img, err := jpeg.Decode(bytes.NewReader(got))
+			if err != nil {
+				t.Fatalf("Thumbnail(%d, %d) is no JPEG: %v", tt.maxWidth, tt.quality, err)
+			}
+			if size := img.Bounds().Size(); size != tt.wantSize {
+				t.Errorf("Thumbnail(%d, %d) is %v; want %v", tt.maxWidth, tt.quality, size, tt.wantSize)
+			}
+			// The stripe fills the left fakeStripe/fakeWidth of the image: its middle is red, the pixel
+			// after its end white.
+			w := img.Bounds().Dx()
+			stripe := w * fakeStripe / fakeWidth
+			for _, x := range []int{0, stripe / 2, stripe - 2} {
+				if r, g, _, _ := img.At(x, 10).RGBA(); r>>8 < 180 || g>>8 > 70 {
+					t.Errorf("Thumbnail(%d, %d) at x=%d is not the red stripe: r=%d g=%d", tt.maxWidth, tt.quality, x, r>>8, g>>8)
+				}
+			}
+			if r, g, _, _ := img.At(stripe+2, 10).RGBA(); r>>8 < 200 || g>>8 < 200 {
+				t.Errorf("Thumbnail(%d, %d) at x=%d is not white past the stripe: r=%d g=%d", tt.maxWidth, tt.quality, stripe+2, r>>8, g>>8)
+			}
+			for _, cp := range fb.got("Page.captureScreenshot")[before:] {
+				var p struct {
+					Quality int
+					Clip    json.RawMessage
+				}
+				json.Unmarshal(cp.Params, &p)
+				if cp.SessionID == "" || p.Clip != nil || p.Quality != tt.wantQuality {
+					t.Errorf("capture %s on session %q; want quality %d, no clip, on the operator's session", cp.Params, cp.SessionID, tt.wantQuality)
+				}
+			}
+		})
 	}
+	fb.setHidden(false)
 	testkit.WaitFor(t, 5*time.Second, "thumbnail sessions detached", func() bool { return fb.sessionOf(page) == "" })
+	if got := fb.got("Emulation.setDeviceMetricsOverride"); len(got) != 0 {
+		t.Errorf("thumbnails emulated device metrics: %v", got)
+	}
 	if _, err := m.Thumbnail(ctx, "NOPE", 100, 0); !errors.Is(err, ErrNoTarget) {
 		t.Errorf("Thumbnail(NOPE) error = %v; want ErrNoTarget", err)
 	}

@@ -18,13 +18,14 @@ import (
 type target struct {
 	id, typ, url, opener, context, parentFrame string
 	info                                       []byte // Chrome's raw targetInfo, replayed as is
+	title                                      string // the newest title read from Chrome: its announcements, or Clients' reads (refreshTitlesLocked)
 	owner                                      *client
 	used                                       uint64
 	usedAt                                     time.Time // wall time of used, for the operator's list
 	closing                                    bool
 	seen                                       bool
 	held                                       bool  // claimed by the pending create: its events wait for the answer
-	opSeen                                     bool  // an operator session attached to it once (operatorBrowserEventLocked)
+	opSeen                                     bool  // an operator session attached to it once (muxAttachLocked)
 	autoConn                                   *conn // the connection that got its virtual auto-attach
 	awaitAuto                                  bool  // a new page whose paused auto-attach from Chrome is due (autoattach.go)
 	lettingGo                                  int   // the mux's own sessions on it being let go (autoattach.go)
@@ -226,7 +227,7 @@ func (m *Mux) rebuildLocked(res []byte, failed bool) {
 		}
 		present[ti.TargetID] = true
 		if m.targets[ti.TargetID] == nil {
-			t := &target{id: ti.TargetID, info: raw, typ: ti.Type, url: ti.URL, opener: ti.OpenerID, context: ti.BrowserContextID, parentFrame: ti.ParentFrameID, seen: true}
+			t := &target{id: ti.TargetID, info: raw, typ: ti.Type, url: ti.URL, title: ti.Title, opener: ti.OpenerID, context: ti.BrowserContextID, parentFrame: ti.ParentFrameID, seen: true}
 			m.addTargetLocked(t)
 		}
 	}
@@ -366,8 +367,7 @@ func (m *Mux) dropSessionsLocked(cl *client) {
 		if s.target != nil && s.target.autoConn != nil && s.target.autoConn.cl == cl {
 			s.target.autoConn = nil
 		}
-		params := append(append([]byte(`{"sessionId":`), appendJSONString(nil, sid)...), '}')
-		m.sendInternalLocked("Target.detachFromTarget", params, "", nil)
+		m.sendInternalLocked("Target.detachFromTarget", sessionParams(sid), "", nil)
 	}
 	for _, t := range m.targets {
 		if t.autoConn != nil && t.autoConn.cl == cl {

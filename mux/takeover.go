@@ -22,8 +22,8 @@ var ErrHeldByOther = errors.New("mux: this tab is held by another viewer")
 // hold is a person's hold of one page, guarded by Mux.mu.
 type hold struct {
 	holder string
-	views  int         // the holder's views of the tab that hold it
-	grace  *time.Timer // runs while views is 0: the hold ends when it fires
+	views  map[*View]bool // the holder's views of the tab that hold it (View.Holding)
+	grace  *time.Timer    // runs while views is empty: the hold ends when it fires
 }
 
 // Hold takes the view's tab for holder (or keeps it: a holder's second view, or its view after a
@@ -36,7 +36,7 @@ func (v *View) Hold(holder string) error {
 	if v.ended {
 		return v.err
 	}
-	if v.holding {
+	if v.holdingLocked() {
 		return nil
 	}
 	t := v.sess.target
@@ -45,7 +45,7 @@ func (v *View) Hold(holder string) error {
 	}
 	h := t.hold
 	if h == nil {
-		h = &hold{holder: holder}
+		h = &hold{holder: holder, views: map[*View]bool{}}
 		t.hold = h
 		// Chrome delivers input to a tab behind another of its window about once in 5 s: the person's tab
 		// comes to the front. (Watching alone never does this; taking over is the person acting.)
@@ -58,8 +58,7 @@ func (v *View) Hold(holder string) error {
 		h.grace.Stop()
 		h.grace = nil
 	}
-	h.views++
-	v.holding = true
+	h.views[v] = true
 	return nil
 }
 
@@ -68,8 +67,7 @@ func (v *View) Release() {
 	m := v.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if v.holding {
-		v.holding = false
+	if v.holdingLocked() {
 		m.endHoldLocked(v.sess.target, "released")
 	}
 }
@@ -78,7 +76,12 @@ func (v *View) Release() {
 func (v *View) Holding() bool {
 	v.m.mu.Lock()
 	defer v.m.mu.Unlock()
-	return v.holding
+	return v.holdingLocked()
+}
+
+// holdingLocked reports whether the view is one of those holding its tab's hold.
+func (v *View) holdingLocked() bool {
+	return v.sess != nil && v.sess.target.hold != nil && v.sess.target.hold.views[v]
 }
 
 // HeldBy returns the holder of the view's tab ("" when nobody holds it): this view's holder or another's.
@@ -94,16 +97,12 @@ func (v *View) HeldBy() string {
 // unholdLocked lets go of the view's part in its tab's hold when the view ends: after the holder's last
 // view, the hold lasts HoldGrace more.
 func (v *View) unholdLocked() {
-	if !v.holding {
+	if !v.holdingLocked() {
 		return
 	}
-	v.holding = false
 	m, t := v.m, v.sess.target
 	h := t.hold
-	if h == nil {
-		return
-	}
-	if h.views--; h.views > 0 {
+	if delete(h.views, v); len(h.views) > 0 {
 		return
 	}
 	if m.cfg.HoldGrace == Off || m.closed {
@@ -113,7 +112,7 @@ func (v *View) unholdLocked() {
 	h.grace = time.AfterFunc(m.cfg.HoldGrace, func() {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		if t.hold == h && h.views == 0 {
+		if t.hold == h && len(h.views) == 0 {
 			m.endHoldLocked(t, "its viewer has been gone for the grace period")
 		}
 	})
@@ -129,11 +128,6 @@ func (m *Mux) endHoldLocked(t *target, why string) {
 		h.grace.Stop()
 	}
 	t.hold = nil
-	for _, s := range m.op.sessions {
-		if s.view != nil && s.target == t {
-			s.view.holding = false
-		}
-	}
 	m.log.Info().Str("target", t.id).Str("owner", ownerID(t)).Str("why", why).Msg("tab given back by a person")
 	if t.closeOnRelease {
 		t.closeOnRelease = false

@@ -48,6 +48,10 @@ type Frame struct {
 	OffsetTop, PageScaleFactor, ScrollOffsetX, ScrollOffsetY float64
 	// Timestamp is when Chrome swapped the frame (zero if it did not say).
 	Timestamp time.Time
+	// Navigations counts the page's navigations the view had seen when it handed out this frame (a new
+	// document, or a same-document one: a fragment, history.pushState): a change says its URL and title
+	// may have changed.
+	Navigations int
 }
 
 // View is a live view of one page: Next takes frames, the input methods drive the page, Close (or the end
@@ -62,7 +66,6 @@ type View struct {
 	// Guarded by Mux.mu.
 	sess    *opSession
 	human   *client // the human client this view keeps connected, if it watches a human tab
-	holding bool    // the view holds its tab (takeover.go)
 	ended   bool
 	err     error
 	stop    func() bool // the context.AfterFunc that closes the view
@@ -76,6 +79,7 @@ type View struct {
 	quietT  *time.Timer // nudges a screencast that has sent nothing for quietNudge (nudgeQuietLocked)
 	lastAt  time.Time   // when the newest frame came
 	dropped []int       // the screencast sessions of the frames replaced before the viewer took one: acked with the next
+	navs    int         // the main frame's navigations seen (Frame.Navigations)
 
 	mu sync.Mutex
 	// mu guards the field below; taken under Mux.mu by the upstream reader, never the other way round.
@@ -232,7 +236,17 @@ func (v *View) eventLocked(method string, b []byte) {
 		v.nudgeLocked()
 	case "Page.frameNavigated":
 		if !bytes.Contains(b, []byte(`"parentId"`)) { // the main frame: a new document to render
+			v.navs++
 			v.nudgeLocked()
+		}
+	case "Page.navigatedWithinDocument":
+		var ev struct {
+			Params struct {
+				FrameID string `json:"frameId"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(b, &ev) == nil && ev.Params.FrameID == v.target { // the main frame's id is its page's
+			v.navs++
 		}
 	}
 }
@@ -396,6 +410,7 @@ func (v *View) take(b []byte) (Frame, error) {
 	err := json.Unmarshal(b, &ev)
 	m := v.m
 	m.mu.Lock()
+	navs := v.navs
 	if !v.ended {
 		v.due = time.Now().Add(v.gap)
 		switch {
@@ -419,7 +434,7 @@ func (v *View) take(b []byte) (Frame, error) {
 	}
 	md := ev.Params.Metadata
 	f := Frame{JPEG: ev.Params.Data, DeviceWidth: md.DeviceWidth, DeviceHeight: md.DeviceHeight, OffsetTop: md.OffsetTop,
-		PageScaleFactor: md.PageScaleFactor, ScrollOffsetX: md.ScrollOffsetX, ScrollOffsetY: md.ScrollOffsetY}
+		PageScaleFactor: md.PageScaleFactor, ScrollOffsetX: md.ScrollOffsetX, ScrollOffsetY: md.ScrollOffsetY, Navigations: navs}
 	if md.Timestamp > 0 {
 		sec, frac := math.Modf(md.Timestamp)
 		f.Timestamp = time.Unix(int64(sec), int64(frac*1e9))

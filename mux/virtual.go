@@ -102,17 +102,28 @@ func (m *Mux) autoAttachLocked(t *target, c *conn, park *parked) {
 }
 
 // maybeAutoAttachLocked does the virtual auto-attach of t for its owner, when the owner asked for it.
-// Frames and dedicated workers are children: they attach inside their parent's session, as on Chrome.
 func (m *Mux) maybeAutoAttachLocked(t *target, park *parked) {
-	if t.owner == nil || t.closing || t.awaitAuto {
-		return // a page with Chrome's paused auto-attach due gets that one (chromeAttachedLocked)
+	if c := m.autoAttachConnLocked(t); c != nil {
+		m.autoAttachLocked(t, c, park)
+	}
+}
+
+// autoAttachConnLocked returns the connection that should get t's auto-attach now, the mux's virtual one or
+// Chrome's paused one (chromeAttachedLocked): its owner's, when the owner asked for auto-attach of t's type
+// and has none of t yet. Nil for a target held for a create (attached when the create is answered), one
+// closing, a page whose paused auto-attach from Chrome is still due (it gets that one), and children:
+// frames and dedicated workers attach inside their parent's session, as on Chrome.
+func (m *Mux) autoAttachConnLocked(t *target) *conn {
+	if t.owner == nil || t.held || t.closing || t.awaitAuto {
+		return nil
+	}
+	switch t.typ {
+	case "iframe", "worker", "browser":
+		return nil
 	}
 	c := t.owner.conn
-	if c == nil || !c.autoAttach || t.autoConn == c || t.typ == "iframe" || t.typ == "worker" || t.typ == "browser" {
-		return
+	if c == nil || !c.autoAttach || t.autoConn == c || !filterMatch(c.autoFilter, t.typ) {
+		return nil
 	}
-	if !filterMatch(c.autoFilter, t.typ) {
-		return
-	}
-	m.autoAttachLocked(t, c, park)
+	return c
 }

@@ -29,6 +29,8 @@ type fakeBrowser struct {
 	views     []*fakeView
 	newTabURL string
 	closed    []string
+	infoCalls int           // PageInfo calls
+	infoGate  chan struct{} // when set, PageInfo waits for it to close (a browser slow to answer)
 }
 
 func (b *fakeBrowser) Clients() []mux.ClientInfo {
@@ -49,7 +51,18 @@ func (b *fakeBrowser) Thumbnail(ctx context.Context, id string, maxWidth, qualit
 	return []byte("\xff\xd8jpeg of " + id), nil
 }
 
-func (b *fakeBrowser) PageInfo(_ context.Context, id string) (string, string, error) {
+func (b *fakeBrowser) PageInfo(ctx context.Context, id string) (string, string, error) {
+	b.mu.Lock()
+	b.infoCalls++
+	gate := b.infoGate
+	b.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return "", "", ctx.Err()
+		}
+	}
 	for _, c := range b.Clients() {
 		for _, t := range c.Tabs {
 			if t.ID == id {

@@ -29,8 +29,7 @@ var LiveView = mux.ViewOptions{MaxFPS: 10, MaxWidth: 1024, Quality: 50}
 const (
 	writeWait    = 10 * time.Second
 	inputWait    = 5 * time.Second
-	metaEvery    = time.Second // how often URL and title are looked up between frames
-	maxInputSize = 64 << 10    // a paste of 64 KiB is plenty; more is a broken page
+	maxInputSize = 64 << 10 // a paste of 64 KiB is plenty; more is a broken page
 )
 
 // tabPage is the tab page's data.
@@ -88,6 +87,10 @@ func (s *Server) handleCloseTab(w http.ResponseWriter, r *http.Request) {
 	}
 	http.Redirect(w, r, storeHref, http.StatusSeeOther)
 }
+
+// metaEvery is how often the live view asks the browser for the tab's URL and title, besides on navigation
+// (a variable for the tests only).
+var metaEvery = time.Second
 
 // upgrader checks no Origin itself: guard already refused every upgrade without our own.
 var upgrader = websocket.Upgrader{ReadBufferSize: 4096, WriteBufferSize: 64 << 10,
@@ -311,7 +314,9 @@ func dispatch(ctx context.Context, view View, tab mux.TabInfo, in input) error {
 
 // writeView is the socket's one writer: it takes frames one at a time (the next is taken only after
 // this one is written, so a slow viewer gets fewer frames, never a backlog), and sends metadata and
-// notes between them.
+// notes between them. The tab's title and URL are asked of the browser (PageInfo, a round trip that may
+// take inputWait) off the writer's path: once when the view starts, then every metaEvery and when a frame
+// says the page navigated; frames go out meanwhile with the last answer.
 func (s *Server) writeView(ctx context.Context, conn *websocket.Conn, br Browser, view View, id, holder string, notes <-chan viewNote) {
 	ctx, cancel := context.WithCancel(ctx)
 	frames := make(chan mux.Frame) // unbuffered: the taker waits for the writer, so Next paces Chrome
@@ -331,10 +336,37 @@ func (s *Server) writeView(ctx context.Context, conn *websocket.Conn, br Browser
 			}
 		}
 	}()
-	defer func() { cancel(); <-takerDone }() // the taker ends with ctx
+	// asks and answers hold at most one each: an ask waiting is enough, and only the newest answer counts.
+	asks, answers := make(chan struct{}, 1), make(chan pageInfo, 1)
+	askerDone := make(chan struct{})
+	go func() {
+		defer close(askerDone)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-asks:
+			}
+			info := readPageInfo(ctx, br, id)
+			select {
+			case <-answers: // not taken yet: the newer one replaces it
+			default:
+			}
+			answers <- info
+		}
+	}()
+	defer func() { cancel(); <-takerDone; <-askerDone }() // both end with ctx
+	ask := func() {
+		select {
+		case asks <- struct{}{}:
+		default:
+		}
+	}
 	tick := time.NewTicker(metaEvery)
 	defer tick.Stop()
+	info := readPageInfo(ctx, br, id) // the first metadata already says where the tab is
 	var meta viewMeta
+	navigations := 0
 	send := func(typ int, b []byte) bool {
 		_ = conn.SetWriteDeadline(time.Now().Add(writeWait))
 		return conn.WriteMessage(typ, b) == nil
@@ -345,14 +377,7 @@ func (s *Server) writeView(ctx context.Context, conn *websocket.Conn, br Browser
 		if w > 0 {
 			next.Width, next.Height = w, h
 		}
-		ictx, done := context.WithTimeout(ctx, inputWait)
-		title, u, err := br.PageInfo(ictx, id)
-		done()
-		if err == nil {
-			next.URL, next.Title = u, title
-		} else if t, ok := findTab(br, id); ok {
-			next.URL, next.Title = t.URL, t.Title
-		}
+		next.URL, next.Title = info.url, info.title
 		next.Hold = holdState(view.HeldBy(), holder)
 		if next.Hold == "you" && !view.Holding() {
 			next.Hold = "other" // this person's other page holds it: input goes there, not here
@@ -369,7 +394,15 @@ func (s *Server) writeView(ctx context.Context, conn *websocket.Conn, br Browser
 		case <-ctx.Done():
 			return
 		case f := <-frames:
+			if f.Navigations != navigations {
+				navigations = f.Navigations
+				ask()
+			}
 			if !sendMeta(f.DeviceWidth, f.DeviceHeight) || !send(websocket.BinaryMessage, f.JPEG) {
+				return
+			}
+		case info = <-answers:
+			if !sendMeta(0, 0) {
 				return
 			}
 		case n := <-notes:
@@ -384,7 +417,8 @@ func (s *Server) writeView(ctx context.Context, conn *websocket.Conn, br Browser
 				return
 			}
 		case <-tick.C:
-			if !sendMeta(0, 0) {
+			ask()
+			if !sendMeta(0, 0) { // who holds the tab may have changed meanwhile
 				return
 			}
 		case <-view.Done():
@@ -396,6 +430,21 @@ func (s *Server) writeView(ctx context.Context, conn *websocket.Conn, br Browser
 			return
 		}
 	}
+}
+
+// pageInfo is a tab's title and URL.
+type pageInfo struct{ title, url string }
+
+// readPageInfo asks the browser for the tab's title and URL, or takes what its client list says when the
+// browser does not answer within inputWait.
+func readPageInfo(ctx context.Context, br Browser, id string) pageInfo {
+	ctx, cancel := context.WithTimeout(ctx, inputWait)
+	defer cancel()
+	if title, u, err := br.PageInfo(ctx, id); err == nil {
+		return pageInfo{title, u}
+	}
+	t, _ := findTab(br, id)
+	return pageInfo{t.Title, t.URL}
 }
 
 func endReason(err error) string {

@@ -36,7 +36,7 @@ type StatusError struct {
 
 func (e *StatusError) Error() string { return e.Method + " " + e.URL + ": " + e.Status }
 
-// CallError is a CDP error answer to Call.
+// CallError is a browser's CDP error answer to a command (Call's, or any other client's of the protocol).
 type CallError struct {
 	Method  string
 	Code    int

@@ -29,15 +29,25 @@ function note(text, sticky) {
   if (!sticky) noteTimer = setTimeout(() => { noteBox.hidden = true; }, 6000);
 }
 
-// fit sizes the picture to the tab's aspect: as wide as the page allows, and short enough that the whole
-// tab shows without scrolling to reach its bottom.
+// fit sizes the picture to the tab's aspect: as wide as the page allows, short enough that the whole tab
+// shows without scrolling to reach its bottom, and never larger than the frame's own pixels nor the tab's
+// own size: a tab smaller than the view shows at 1:1 in its middle, sharp, instead of stretched and blurred.
 function fit() {
   if (!meta.width || !meta.height) return;
   const avail = screen.parentElement.clientWidth - 12;
   const tall = Math.max(240, window.innerHeight - screen.parentElement.getBoundingClientRect().top - 24);
-  screen.style.width = Math.floor(Math.min(avail, tall * meta.width / meta.height)) + 'px';
+  let w = Math.min(avail, tall * meta.width / meta.height, meta.width);
+  if (screen.naturalWidth) w = Math.min(w, screen.naturalWidth);
+  screen.style.width = Math.floor(w) + 'px';
 }
 window.addEventListener('resize', fit);
+// A frame of another size (the tab resized, or the first frame) fits the picture again.
+let naturalWidth = 0;
+screen.addEventListener('load', () => {
+  if (screen.naturalWidth === naturalWidth) return;
+  naturalWidth = screen.naturalWidth;
+  fit();
+});
 
 function onMeta(m) {
   meta = m;
