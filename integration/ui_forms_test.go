@@ -65,17 +65,7 @@ func TestWebUIFormsWorkInARealBrowser(t *testing.T) {
 		return got
 	}
 
-	if got := press("/store/acme-shop", "#stopped>form>button"); got["url"] != own+"/store/acme-shop" {
-		t.Errorf("Start the browser ended on %v; want the store page", got["url"])
-	}
-	if st, err := m.client.GetStore(t.Context(), "acme-shop"); err != nil || st.Browser.Status != api.StatusRunning {
-		t.Fatalf("after Start the store is %+v, %v; want its browser running", st.Browser, err)
-	}
-	got := press("/store/acme-shop", "#human-form>form>button", "#human-form>form>input[name=url]", web.URL+"/login")
-	tab, ok := strings.CutPrefix(got["url"].(string), own+"/store/acme-shop/tab/")
-	if !ok || tab == "" {
-		t.Fatalf("New human tab ended on %v; want the new tab's page", got["url"])
-	}
+	tab := pressStartAndNewTab(t, m, own, web.URL+"/login", press)
 	if got := press("/store/acme-shop/tab/"+tab, "form[action$='/close']>button"); got["url"] != own+"/store/acme-shop" {
 		t.Errorf("Close tab ended on %v; want the store page", got["url"])
 	}
@@ -156,17 +146,7 @@ func TestWebUIFormsWorkOverPlainHTTPOnTheNetwork(t *testing.T) {
 		}
 		return got
 	}
-	if got := press("/store/acme-shop", "#stopped>form>button"); got["url"] != own+"/store/acme-shop" {
-		t.Errorf("Start the browser ended on %v; want the store page", got["url"])
-	}
-	if st, err := m.client.GetStore(t.Context(), "acme-shop"); err != nil || st.Browser.Status != api.StatusRunning {
-		t.Fatalf("after Start the store is %+v, %v; want its browser running", st.Browser, err)
-	}
-	got := press("/store/acme-shop", "#human-form>form>button", "#human-form>form>input[name=url]", web.URL+"/login")
-	tab, ok := strings.CutPrefix(got["url"].(string), own+"/store/acme-shop/tab/")
-	if !ok || tab == "" {
-		t.Fatalf("New human tab ended on %v; want the new tab's page", got["url"])
-	}
+	tab := pressStartAndNewTab(t, m, own, web.URL+"/login", press)
 	shot := filepath.Join(t.TempDir(), "remote-tab.png")
 	page.send("screenshot " + shot)
 	if sc := page.expect("screenshot"); len(sc["problems"].([]any)) > 0 {
@@ -182,6 +162,24 @@ func TestWebUIFormsWorkOverPlainHTTPOnTheNetwork(t *testing.T) {
 	page.send("close")
 	page.expect("closed")
 	page.wait()
+}
+
+// pressStartAndNewTab presses Start the browser on acme-shop's store page and checks that its browser runs,
+// then New human tab with address url; it returns the new tab's id.
+func pressStartAndNewTab(t *testing.T, m *managed, own, url string, press func(path, selector string, text ...string) map[string]any) string {
+	t.Helper()
+	if got := press("/store/acme-shop", "#stopped>form>button"); got["url"] != own+"/store/acme-shop" {
+		t.Errorf("Start the browser ended on %v; want the store page", got["url"])
+	}
+	if st, err := m.client.GetStore(t.Context(), "acme-shop"); err != nil || st.Browser.Status != api.StatusRunning {
+		t.Fatalf("after Start the store is %+v, %v; want its browser running", st.Browser, err)
+	}
+	got := press("/store/acme-shop", "#human-form>form>button", "#human-form>form>input[name=url]", url)
+	tab, ok := strings.CutPrefix(got["url"].(string), own+"/store/acme-shop/tab/")
+	if !ok || tab == "" {
+		t.Fatalf("New human tab ended on %v; want the new tab's page", got["url"])
+	}
+	return tab
 }
 
 // nonLoopbackIP is an IPv4 address of this machine other than a loopback or link-local one; the test
