@@ -23,8 +23,7 @@ func TestFrameSession(t *testing.T) {
 }
 
 // TestViewNudgesAQuietPage: a hidden tab composites only when asked, so a view that has had no frame for
-// quietNudge asks again (a capture on its own session), and keeps asking while the page stays quiet; a
-// frame puts it off.
+// quietNudge asks again (a capture on its own session), and keeps asking while the page stays quiet.
 func TestViewNudgesAQuietPage(t *testing.T) {
 	fb := newFakeBrowser(t)
 	m := startMux(t, fb, Config{})
