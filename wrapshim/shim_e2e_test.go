@@ -629,6 +629,22 @@ func TestShimRealCLIMissing(t *testing.T) {
 	}
 }
 
+// A real CLI that passes the executable check but cannot be executed is found out at the fork, after the
+// manager answered: still exit 127, never a silent success.
+func TestShimRealCLINotAProgram(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "browser-use")
+	if err := os.WriteFile(path, []byte("\x00\x01 neither ELF nor script\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, func(c *api.ShimConfig) { c.RealBU = path })
+	e.mgr.serve(t, e.cfg.ManagerSocket)
+	res := e.run(t, nil, nil, nil)
+	want := "browser-use: cannot start " + path + ": fork/exec " + path + ": exec format error\n"
+	if res.code != wrapshim.ExitNoRealCLI || res.stderr != want {
+		t.Errorf("exit %d, stderr %q; want %d, %q", res.code, res.stderr, wrapshim.ExitNoRealCLI, want)
+	}
+}
+
 func TestShimRefusalNeverStartsAnything(t *testing.T) {
 	e := newEnv(t, nil)
 	e.mgr.serve(t, e.cfg.ManagerSocket)
