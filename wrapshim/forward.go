@@ -35,7 +35,8 @@ type forwarder struct {
 
 // startForwarder registers the forwarded signals in the background and relays them from then on.
 func startForwarder() *forwarder {
-	f := &forwarder{sigs: make(chan os.Signal, 4), ready: make(chan struct{})} // 4: a burst of distinct signals is relayed, not dropped
+	// 4: a burst of distinct signals is relayed, not dropped.
+	f := &forwarder{sigs: make(chan os.Signal, 4), ready: make(chan struct{})}
 	go f.loop()
 	return f
 }
