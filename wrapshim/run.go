@@ -4,14 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
-	"os/signal"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"vibebrowser/manager/api"
 )
@@ -26,6 +27,12 @@ const eventTimeout = 2 * time.Second
 // Main runs the shim: it reads the config beside the executable, applies the rules, asks the manager for a
 // browser and runs the real CLI. It returns the process exit code.
 func Main(args []string) int {
+	// The forwarder registers its signals while the config is read and the manager answers; --ask-human
+	// handles signals its own way (they cancel the handoff).
+	var fw *forwarder
+	if !wantsHuman(args) {
+		fw = startForwarder()
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "browser-use: cannot locate the shim executable: %v\n", err)
@@ -41,13 +48,14 @@ func Main(args []string) int {
 		}
 		return ExitConfig
 	}
-	s := &shim{cfg: cfg, stderr: os.Stderr}
+	s := &shim{cfg: cfg, stderr: os.Stderr, fw: fw}
 	return s.run(args, os.Environ())
 }
 
 type shim struct {
 	cfg    *api.ShimConfig
-	stderr io.Writer
+	stderr *os.File
+	fw     *forwarder // nil for --ask-human, which starts no child
 }
 
 func (s *shim) fail(code int, format string, args ...any) int {
@@ -100,8 +108,7 @@ func (s *shim) escalate(call *Call, env []string, counter *wedgeCounter) int {
 		n = 1
 	}
 	if n == 1 {
-		rc, reloadTimedOut := runBounded(s.cfg.RealBU, []string{"--reload"}, env, nil, s.stderr, s.stderr,
-			s.cfg.ReloadTimeout(), s.cfg.KillGrace())
+		rc, reloadTimedOut := s.reload(env)
 		if reloadTimedOut || rc != 0 {
 			fmt.Fprintf(s.stderr, "browser-use: warning: the reload of session %s did not finish cleanly (exit %d)\n",
 				call.BUName, rc)
@@ -177,8 +184,8 @@ var scrubbed = map[string]bool{
 // childEnv is the caller's environment minus the scrubbed variables, plus the session's identity and its
 // downloads folder (VIBE_DOWNLOAD_DIR, SPEC §12). It turns off browser-harness's tab marker (≥ 0.1.12
 // prefixes the title of its tab, which in a shared, logged-in browser the person and the other tenants see).
-// A caller's own BH_* or VIBE_DOWNLOAD_DIR value is overridden: exec.Cmd keeps the last value of a name that
-// appears twice, and the shim's come last.
+// A caller's own BH_* or VIBE_DOWNLOAD_DIR value is overridden: runBounded keeps the last value of a name that
+// appears twice (dedupEnv), and the shim's come last.
 func childEnv(environ []string, cfg *api.ShimConfig, buName string, resp api.EnsureResponse) []string {
 	env := make([]string, 0, len(environ)+8)
 	for _, kv := range environ {
@@ -215,59 +222,119 @@ func checkExecutable(path string) error {
 // runChild runs the real CLI with the caller's stdio, forwarding INT/TERM/HUP to its process group, bounded
 // by timeout. It returns the exit code (128+signal for a signalled child) and whether the timeout fired.
 func (s *shim) runChild(args, env []string, timeout time.Duration) (int, bool) {
-	return runBounded(s.cfg.RealBU, args, env, os.Stdin, os.Stdout, s.stderr, timeout, s.cfg.KillGrace())
+	return s.runBounded(args, env, [3]*os.File{os.Stdin, os.Stdout, s.stderr}, timeout)
 }
 
-// runBounded starts path in its own process group and waits for it. Signals the shim receives are forwarded
-// to the group; at timeout the group gets SIGTERM, then SIGKILL after grace.
-func runBounded(path string, args, env []string, stdin io.Reader, stdout, stderr io.Writer, timeout, grace time.Duration) (code int, timedOut bool) {
-	cmd := exec.Command(path, args...)
-	cmd.Env = env
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-
-	sigs := make(chan os.Signal, 4) // a burst of distinct signals is forwarded, not dropped
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
-
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(stderr, "browser-use: cannot start %s: %v\n", path, err)
+// reload runs `real_bu --reload` for the timed-out session, bounded, its stdin empty (as os/exec gave it)
+// and its output on the shim's stderr.
+func (s *shim) reload(env []string) (int, bool) {
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		fmt.Fprintf(s.stderr, "browser-use: cannot start %s: %v\n", s.cfg.RealBU, err)
 		return ExitNoRealCLI, false
 	}
-	pgid := cmd.Process.Pid
-	done := make(chan struct{})
+	defer null.Close()
+	return s.runBounded([]string{"--reload"}, env, [3]*os.File{null, s.stderr, s.stderr}, s.cfg.ReloadTimeout())
+}
+
+// runBounded starts the real CLI in its own process group with stdio as its descriptors 0, 1 and 2, and waits
+// for it. The forwarder relays signals to the group meanwhile; at timeout the group gets SIGTERM, then
+// SIGKILL after the kill grace.
+//
+// It forks with syscall.ForkExec and waits with waitid/wait4 rather than through os/exec: os.StartProcess's
+// first call forks and reaps a throwaway child to probe pidfd support, which this one child, signalled
+// through its group, never needs.
+func (s *shim) runBounded(args, env []string, stdio [3]*os.File, timeout time.Duration) (code int, timedOut bool) {
+	path := s.cfg.RealBU
+	env, err := dedupEnv(env)
+	if err != nil {
+		fmt.Fprintf(s.stderr, "browser-use: cannot start %s: %v\n", path, err)
+		return ExitNoRealCLI, false
+	}
+	// Fd puts a descriptor the runtime polls back into blocking mode, as os/exec does for its child.
+	attr := &syscall.ProcAttr{Env: env, Files: []uintptr{stdio[0].Fd(), stdio[1].Fd(), stdio[2].Fd()},
+		Sys: &syscall.SysProcAttr{Setpgid: true}}
+	pid, err := s.fw.start(path, append([]string{path}, args...), attr)
+	runtime.KeepAlive(stdio)
+	if err != nil {
+		fmt.Fprintf(s.stderr, "browser-use: cannot start %s: %v\n", path, &os.PathError{Op: "fork/exec", Path: path, Err: err})
+		return ExitNoRealCLI, false
+	}
+	pgid := pid
+	exited := make(chan struct{})
 	go func() {
-		_ = cmd.Wait()
-		close(done)
+		waitExited(pid)
+		close(exited)
 	}()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-wait:
-	for {
+	select {
+	case <-exited:
+	case <-timer.C:
+		timedOut = true
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
 		select {
-		case <-done:
-			break wait
-		case sig := <-sigs:
-			_ = syscall.Kill(-pgid, sig.(syscall.Signal))
-		case <-timer.C:
-			timedOut = true
-			_ = syscall.Kill(-pgid, syscall.SIGTERM)
-			select {
-			case <-done:
-			case <-time.After(grace):
-				_ = syscall.Kill(-pgid, syscall.SIGKILL)
-				<-done
-			}
-			break wait
+		case <-exited:
+		case <-time.After(s.cfg.KillGrace()):
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			<-exited
 		}
 	}
-	ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
-	switch {
-	case ok && ws.Signaled():
-		return 128 + int(ws.Signal()), timedOut
-	case ok:
-		return ws.ExitStatus(), timedOut
-	default:
-		return cmd.ProcessState.ExitCode(), timedOut
+	s.fw.release()
+	ws, err := reap(pid)
+	if err != nil { // only if something else reaped it: the runtime's SIGCHLD handler rules out the kernel
+		fmt.Fprintf(s.stderr, "browser-use: lost %s (pid %d): %v\n", path, pid, err)
+		return ExitNoRealCLI, timedOut
 	}
+	if ws.Signaled() {
+		return 128 + int(ws.Signal()), timedOut
+	}
+	return ws.ExitStatus(), timedOut
+}
+
+// waitExited returns once the child pid has exited, leaving it unreaped: until reap, its pid and group id
+// cannot be reused, so signalling the group is never signalling a stranger.
+func waitExited(pid int) {
+	var info unix.Siginfo
+	for unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == syscall.EINTR {
+	}
+}
+
+// reap collects the exited child pid and returns how it ended.
+func reap(pid int) (syscall.WaitStatus, error) {
+	var ws syscall.WaitStatus
+	for {
+		if _, err := syscall.Wait4(pid, &ws, 0, nil); err != syscall.EINTR {
+			return ws, err
+		}
+	}
+}
+
+// dedupEnv keeps the last value of each name, as os/exec does: the shim's own variables come after the
+// caller's and must win. An entry holding a NUL is refused, as os/exec refuses it.
+func dedupEnv(env []string) ([]string, error) {
+	out := make([]string, 0, len(env))
+	seen := make(map[string]bool, len(env))
+	for i := len(env) - 1; i >= 0; i-- {
+		kv := env[i]
+		if strings.IndexByte(kv, 0) >= 0 {
+			return nil, errors.New("exec: environment variable contains NUL")
+		}
+		eq := strings.IndexByte(kv, '=')
+		if eq == 0 { // a name may start with "=" (os/exec's rule)
+			eq = strings.IndexByte(kv[1:], '=') + 1
+		}
+		if eq < 0 {
+			if kv != "" {
+				out = append(out, kv)
+			}
+			continue
+		}
+		if name := kv[:eq]; !seen[name] {
+			seen[name] = true
+			out = append(out, kv)
+		}
+	}
+	slices.Reverse(out)
+	return out, nil
 }

@@ -55,6 +55,8 @@ type fakeManager struct {
 	events   []api.Event
 	status   int    // non-zero: answer ensure with this status
 	errorMsg string // and this error text
+	// hold, if set, holds each ensure's answer until it is closed (it is waited for without mu).
+	hold chan struct{}
 }
 
 func (f *fakeManager) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -68,6 +70,11 @@ func (f *fakeManager) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		f.ensures = append(f.ensures, req)
+		if f.hold != nil {
+			f.mu.Unlock()
+			<-f.hold
+			f.mu.Lock()
+		}
 		if f.status != 0 {
 			w.WriteHeader(f.status)
 			json.NewEncoder(w).Encode(api.Error{Message: f.errorMsg, Code: api.CodeRelaunchBudget})
@@ -531,6 +538,42 @@ func TestShimForwardsSignals(t *testing.T) {
 	}
 }
 
+// A signal before the real CLI started ends the shim as it ends any process that did not ask for the signal,
+// and no CLI is started after it.
+func TestShimDiesOfSignalBeforeTheChild(t *testing.T) {
+	e := newEnv(t, nil)
+	e.mgr.hold = make(chan struct{})
+	e.mgr.serve(t, e.cfg.ManagerSocket)
+	t.Cleanup(func() { close(e.mgr.hold) })
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
+		t.Run(sig.String(), func(t *testing.T) {
+			before, _ := e.mgr.snapshot()
+			cmd := e.command(nil, nil, nil)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			testkit.WaitFor(t, 10*time.Second, "the shim to ask the manager", func() bool {
+				ensures, _ := e.mgr.snapshot()
+				return len(ensures) > len(before)
+			})
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			err := cmd.Wait()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) {
+				t.Fatalf("shim ended with %v; want it killed by %s", err, sig)
+			}
+			if ws := exit.Sys().(syscall.WaitStatus); !ws.Signaled() || ws.Signal() != sig {
+				t.Errorf("shim ended with %v; want it killed by %s", ws, sig)
+			}
+			if recs := e.recordsOf(t); len(recs) != 0 {
+				t.Errorf("the real CLI ran %d times; want never", len(recs))
+			}
+		})
+	}
+}
+
 func TestShimManagerUnavailable(t *testing.T) {
 	t.Run("down", func(t *testing.T) {
 		e := newEnv(t, nil)
@@ -583,6 +626,22 @@ func TestShimRealCLIMissing(t *testing.T) {
 				t.Error("a browser was ensured for a call that cannot run")
 			}
 		})
+	}
+}
+
+// A real CLI that passes the executable check but cannot be executed is found out at the fork, after the
+// manager answered: still exit 127, never a silent success.
+func TestShimRealCLINotAProgram(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "browser-use")
+	if err := os.WriteFile(path, []byte("\x00\x01 neither ELF nor script\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, func(c *api.ShimConfig) { c.RealBU = path })
+	e.mgr.serve(t, e.cfg.ManagerSocket)
+	res := e.run(t, nil, nil, nil)
+	want := "browser-use: cannot start " + path + ": fork/exec " + path + ": exec format error\n"
+	if res.code != wrapshim.ExitNoRealCLI || res.stderr != want {
+		t.Errorf("exit %d, stderr %q; want %d, %q", res.code, res.stderr, wrapshim.ExitNoRealCLI, want)
 	}
 }
 
