@@ -71,15 +71,17 @@ type View struct {
 	stop    func() bool // the context.AfterFunc that closes the view
 	params  []byte      // the screencast's parameters, for restarts
 	gap     time.Duration
-	due     time.Time   // the earliest time Next may hand out the next frame (MaxFPS)
-	casting bool        // the screencast is on (a paced view stops it between frames of a busy page)
-	fresh   bool        // the screencast was started again and its first frame has not come yet
-	last    []byte      // the newest frame's event, to tell a still page from a busy one
-	castT   *time.Timer // the pending restart
-	quietT  *time.Timer // nudges a screencast that has sent nothing for quietNudge (nudgeQuietLocked)
-	lastAt  time.Time   // when the newest frame came
-	dropped []int       // the screencast sessions of the frames replaced before the viewer took one: acked with the next
-	navs    int         // the main frame's navigations seen (Frame.Navigations)
+	due     time.Time     // the earliest time Next may hand out the next frame (MaxFPS)
+	casting bool          // the screencast is on (a paced view stops it between frames of a busy page)
+	fresh   bool          // the screencast was started again and its first frame has not come yet
+	last    []byte        // the newest frame's event, to tell a still page from a busy one
+	castT   *time.Timer   // the pending restart
+	quietT  *time.Timer   // nudges a screencast that has sent nothing new for a while (nudgeQuietLocked)
+	lastAt  time.Time     // when the newest frame that showed a change came (or the last nudge)
+	quiet   time.Duration // how long to wait for a change before the next nudge: quietNudge, doubling to quietMax
+	lastImg []byte        // the newest frame's image, to tell a change from the same picture again
+	dropped []int         // the screencast sessions of the frames replaced before the viewer took one: acked with the next
+	navs    int           // the main frame's navigations seen (Frame.Navigations)
 
 	mu sync.Mutex
 	// mu guards the field below; taken under Mux.mu by the upstream reader, never the other way round.
@@ -129,7 +131,7 @@ func (m *Mux) View(ctx context.Context, targetID string, opt ViewOptions) (*View
 	if !v.ended {
 		v.stop = context.AfterFunc(ctx, func() { v.Close() })
 		v.nudgeLocked()
-		v.lastAt = time.Now()
+		v.lastAt, v.quiet = time.Now(), quietNudge
 		v.quietT = time.AfterFunc(quietNudge, func() {
 			m.mu.Lock()
 			defer m.mu.Unlock()
@@ -205,26 +207,31 @@ func (v *View) nudgeLocked() {
 	v.m.sendInternalLocked("Page.captureScreenshot", []byte(`{"format":"jpeg","quality":1}`), v.sess.id, nil)
 }
 
-// quietNudge is how long a casting view waits for a frame before it nudges the page again: a hidden tab
-// composites only when something asks it to, so a change the page makes on its own (a script, an agent's
-// Runtime.evaluate) reaches the view within about this long.
-const quietNudge = time.Second
+// quietNudge is how long a casting view waits for a changed frame before it nudges the page again: a hidden
+// tab composites only when something asks it to, so a change the page makes on its own (a script, an
+// agent's Runtime.evaluate) reaches the view within about this long. Each nudge that shows nothing new
+// doubles the wait, up to quietMax, so a page that stays still costs a capture every few seconds at most; a
+// change brings it back to quietNudge.
+const (
+	quietNudge = time.Second
+	quietMax   = 4 * time.Second
+)
 
-// nudgeQuietLocked nudges the page when its screencast is on and has sent nothing for quietNudge, and
+// nudgeQuietLocked nudges the page when its screencast is on and has shown no change for v.quiet, and
 // looks again later.
 func (v *View) nudgeQuietLocked() {
 	if v.ended {
 		return
 	}
-	if wait := quietNudge - time.Since(v.lastAt); wait > 0 {
+	if wait := v.quiet - time.Since(v.lastAt); wait > 0 {
 		v.quietT.Reset(wait)
 		return
 	}
 	if v.casting {
 		v.nudgeLocked()
 	}
-	v.lastAt = time.Now()
-	v.quietT.Reset(quietNudge)
+	v.lastAt, v.quiet = time.Now(), min(2*v.quiet, quietMax)
+	v.quietT.Reset(v.quiet)
 }
 
 // eventLocked takes an event of the view's session from the upstream reader.
@@ -261,7 +268,9 @@ func (v *View) offerLocked(b []byte) {
 	replaced := v.next
 	v.next = b
 	v.mu.Unlock()
-	v.lastAt = time.Now()
+	if img := frameImage(b); !bytes.Equal(img, v.lastImg) {
+		v.lastImg, v.lastAt, v.quiet = img, time.Now(), quietNudge
+	}
 	if replaced != nil && v.casting && len(v.dropped) < maxDropped {
 		v.dropped = append(v.dropped, frameSession(replaced))
 	}
