@@ -19,6 +19,7 @@ import (
 const (
 	thumbWidth   = 320
 	thumbTimeout = 3 * time.Second
+	thumbRetry   = 200 * time.Millisecond // before the one retry of a failed capture
 )
 
 // storePage is the store page's data: its template renders the page, and the live stream the parts of
@@ -357,6 +358,16 @@ func (s *Server) handleThumb(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), thumbTimeout)
 	defer cancel()
 	jpeg, err := br.Thumbnail(ctx, id, thumbWidth, 50)
+	if err != nil && ctx.Err() == nil && !errors.Is(err, mux.ErrNoTarget) && !errors.Is(err, mux.ErrNotPage) &&
+		!errors.Is(err, mux.ErrTargetClosed) {
+		// A capture can fail while the page swaps documents (an agent navigating it): one more try, once the
+		// new document is in, gives the person a fresh picture instead of the stale one.
+		select {
+		case <-time.After(thumbRetry):
+			jpeg, err = br.Thumbnail(ctx, id, thumbWidth, 50)
+		case <-ctx.Done():
+		}
+	}
 	switch {
 	case errors.Is(err, mux.ErrNoTarget) || errors.Is(err, mux.ErrNotPage) || errors.Is(err, mux.ErrTargetClosed):
 		s.plain(w, http.StatusNotFound, "no thumbnail: "+err.Error())
