@@ -56,4 +56,16 @@ async function shoot(page, path, problems) {
   return { scrollWidth, problems: problems.slice() };
 }
 
-module.exports = { command, out, main, launchChromium, watchProblems, shoot };
+// openLoggedIn starts Chromium and opens the UI's login link in a page whose problems (script errors,
+// failed loads) are collected; it returns what a script needs of that.
+async function openLoggedIn(loginURL) {
+  const origin = new URL(loginURL).origin;
+  const { browser, context } = await launchChromium();
+  const page = await context.newPage();
+  const problems = [];
+  watchProblems(page, problems);
+  const resp = await page.goto(loginURL);
+  return { origin, browser, context, page, problems, resp };
+}
+
+module.exports = { command, out, main, launchChromium, watchProblems, shoot, openLoggedIn };

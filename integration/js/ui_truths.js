@@ -2,16 +2,11 @@
 // Commands (one a line): open PATH, wait-text TEXT, tab PATH, shot FILE, close. Text is read off the page
 // as a person reads it (innerText), never off the data the page was sent.
 'use strict';
-const { command, out, main, launchChromium, watchProblems, shoot } = require('./lib');
+const { command, out, main, shoot, openLoggedIn } = require('./lib');
 
 main(async () => {
   const [loginURL] = process.argv.slice(2);
-  const origin = new URL(loginURL).origin;
-  const { browser, context } = await launchChromium();
-  const page = await context.newPage();
-  const problems = [];
-  watchProblems(page, problems);
-  const resp = await page.goto(loginURL);
+  const { origin, browser, context, page, problems, resp } = await openLoggedIn(loginURL);
   out({ event: 'ready', status: resp.status(), url: page.url() });
   for (;;) {
     const [cmd, ...rest] = (await command()).split(' ');
