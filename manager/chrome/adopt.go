@@ -15,7 +15,7 @@ import (
 )
 
 // Adopt takes over a browser left running by an earlier manager. Its identity is: pid alive (not a zombie),
-// start time equal to startTime (ms, gopsutil CreateTime), command line naming --user-data-dir=<profileDir>,
+// start time equal to startTime (ms, procid), command line naming --user-data-dir=<profileDir>,
 // and CDP answering on the endpoint in the profile's DevToolsActivePort with the websocket path that file
 // names. Any failed check is an error wrapping ErrNotAdoptable that says which check failed; nothing is
 // signalled. The returned Process reports Adopted() == true; Done polls its liveness until Release or exit.

@@ -57,7 +57,7 @@ type Process struct {
 // PID returns the browser process id.
 func (p *Process) PID() int { return p.pid }
 
-// StartTime returns the browser's start time in ms since the epoch (gopsutil CreateTime); record it with
+// StartTime returns the browser's start time in ms since the epoch (procid); record it with
 // the pid so a later Adopt can tell the same process from a reuse of its pid.
 func (p *Process) StartTime() int64 { return p.start }
 

@@ -16,7 +16,7 @@ var ErrNoProcess = errors.New("no such process")
 
 // Info is what identifies a process.
 type Info struct {
-	Start   int64    // ms since the epoch (gopsutil CreateTime)
+	Start   int64    // ms since the epoch, the same for every read of one process (startTime)
 	Cmdline []string // empty for a zombie
 	Zombie  bool     // exited but not reaped; its program is gone
 }
@@ -31,7 +31,7 @@ func Inspect(ctx context.Context, pid int) (Info, error) {
 	if err != nil {
 		return Info{}, fmt.Errorf("pid %d: %w", pid, ErrNoProcess)
 	}
-	start, err := p.CreateTimeWithContext(ctx)
+	start, err := startTime(ctx, p)
 	if err != nil {
 		return Info{}, fmt.Errorf("pid %d: start time: %w", pid, ErrNoProcess)
 	}

@@ -15,7 +15,7 @@ const daemonMarker = "browser_harness.daemon"
 
 // proc is what identifies a live process: its start time and whether it is a browser-use daemon.
 type proc struct {
-	start  int64 // ms since the epoch (gopsutil CreateTime)
+	start  int64 // ms since the epoch (procid)
 	daemon bool  // command line names browser_harness.daemon
 }
 
