@@ -1,22 +1,18 @@
 package keeper
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
-	"time"
 
 	"vibebrowser/mux/pipewire"
 )
 
-// Format is the version of the identity file and the hello; a keeper of another format is never adopted.
-const Format = 1
+// Format is the version of the identity file and of the hello (pipewire.Format): a keeper of another format
+// is never adopted.
+const Format = pipewire.Format
 
 // Identity is run/keep-<key>.json: who holds the pipe and whose browser it is.
 type Identity struct {
@@ -74,57 +70,4 @@ func Command(c Config) []string {
 		args = append(args, "--limit", strconv.Itoa(c.Limit))
 	}
 	return append(append(args, "--", c.Binary), c.Args...)
-}
-
-// Hello is what a keeper says first on each connection.
-type Hello struct {
-	Format     int    `json:"format"`
-	PID        int    `json:"pid"`
-	BrowserPID int    `json:"browser_pid"`
-	Refused    string `json:"refused,omitempty"`
-}
-
-// ErrRefused: the keeper serves another client.
-var ErrRefused = errors.New("keeper refused the connection")
-
-// helloTimeout bounds the wait for a keeper's hello: a live keeper writes it at once.
-const helloTimeout = 5 * time.Second
-
-// Dial connects to the keeper's socket and reads its hello. The connection is the caller's, positioned after
-// the hello; br holds what was read past it. A refusal is ErrRefused with the keeper's reason.
-func Dial(ctx context.Context, socket string) (net.Conn, *bufio.Reader, Hello, error) {
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "unix", socket)
-	if err != nil {
-		return nil, nil, Hello{}, err
-	}
-	deadline := time.Now().Add(helloTimeout)
-	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
-		deadline = dl
-	}
-	nc.SetReadDeadline(deadline)
-	br := bufio.NewReaderSize(nc, 64<<10)
-	b, _, err := pipewire.ReadMessage(br, 64<<10)
-	if err != nil {
-		nc.Close()
-		return nil, nil, Hello{}, fmt.Errorf("keeper %s: no hello: %w", socket, err)
-	}
-	nc.SetReadDeadline(time.Time{})
-	var msg struct {
-		Keeper *Hello `json:"keeper"`
-	}
-	if err := json.Unmarshal(b, &msg); err != nil || msg.Keeper == nil {
-		nc.Close()
-		return nil, nil, Hello{}, fmt.Errorf("keeper %s: its first message is not a hello: %.100q", socket, b)
-	}
-	h := *msg.Keeper
-	if h.Refused != "" {
-		nc.Close()
-		return nil, nil, h, fmt.Errorf("%w: %s", ErrRefused, h.Refused)
-	}
-	if h.Format != Format {
-		nc.Close()
-		return nil, nil, h, fmt.Errorf("keeper %s: format %d, want %d", socket, h.Format, Format)
-	}
-	return nc, br, h, nil
 }

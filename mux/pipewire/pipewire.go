@@ -1,5 +1,5 @@
-// Package pipewire reads and writes DevTools messages as Chromium's --remote-debugging-pipe frames them:
-// JSON, each message ended by a NUL byte (valid JSON never holds a raw NUL: strings escape it).
+// Package pipewire speaks the DevTools pipe: messages as Chromium's --remote-debugging-pipe frames them (JSON,
+// each ended by a NUL byte, which valid JSON never holds raw) and the hello of the keeper that holds the pipe.
 package pipewire
 
 import (
