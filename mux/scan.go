@@ -283,3 +283,24 @@ func appendJSONString(dst []byte, s string) []byte {
 	enc, _ := json.Marshal(s)
 	return append(dst, enc...)
 }
+
+// Message is what a relay of CDP messages needs of one without decoding it (the keeper, SPEC §13).
+type Message struct {
+	ID        []byte // the top-level id's bytes, aliasing the message; nil when there is none
+	Method    string // empty when there is none
+	SessionID string
+}
+
+// Scan reads b's top-level id, method and sessionId, with the mux's own scanner: Chrome's shapes from their
+// first and last bytes, any other well-formed message by a walk that skips values undecoded.
+func Scan(b []byte) (Message, error) {
+	info, err := scanUpstream(b)
+	if err != nil {
+		return Message{}, err
+	}
+	m := Message{Method: info.method, SessionID: info.sessionID}
+	if info.hasID() {
+		m.ID = b[info.idStart:info.idEnd]
+	}
+	return m, nil
+}
