@@ -6,12 +6,14 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/browsers"
+	"vibebrowser/manager/chrome"
 	"vibebrowser/manager/ziniao"
 	"vibebrowser/mux"
 	"vibebrowser/state"
@@ -26,6 +28,7 @@ type Config struct {
 	BrowserUseProblem string        // why BrowserUse is empty, for ensure's answer
 	BrowserUseFrom    string        // how BrowserUse was found: api.BrowserUseFromEnv or api.BrowserUseFromPath
 	Chrome            string        // VIBE_CHROME: the Chromium binary; "" = search PATH
+	ChromeTransport   string        // VIBE_CHROME_TRANSPORT (pipe): how launched Chromium is reached, pipe or port
 	Shim              string        // VIBE_SHIM: the wrapshim binary; default beside this executable
 	ProxyPortBase     int           // VIBE_PROXY_PORT_BASE (9400)
 	CallTimeout       time.Duration // VIBE_CALL_TIMEOUT_S (120), baked into shims
@@ -65,6 +68,8 @@ type knob struct {
 	address  *string // host:port, or "off" (stored as "")
 	defAddr  string
 	webURL   *string // an http(s) URL, or "" for none
+	choice   *string // one of choices; the first is the default
+	choices  []string
 }
 
 // DefaultUIAddr is where the web UI listens unless VIBE_UI_ADDR says otherwise.
@@ -103,6 +108,8 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		{name: "VIBE_HANDOFF_WAIT_MAX_S", def: api.DefaultHandoffWaitMaxS, lo: 1, hi: 86400, seconds: &c.HandoffWaitMax},
 		{name: "VIBE_NOTIFY_URL", webURL: &c.NotifyURL},
 		{name: "VIBE_DOWNLOAD_KEEP_DAYS", def: 30, lo: 0, hi: 36500, integer: &c.DownloadKeepDays},
+		{name: "VIBE_CHROME_TRANSPORT", choice: &c.ChromeTransport,
+			choices: []string{string(chrome.TransportPipe), string(chrome.TransportPort)}},
 	}
 	for _, k := range knobs {
 		if err := k.parse(getenv(k.name)); err != nil {
@@ -139,6 +146,17 @@ func (k knob) parse(raw string) error {
 	}
 	if k.webURL != nil {
 		return k.parseWebURL(raw)
+	}
+	if k.choice != nil {
+		switch {
+		case raw == "":
+			*k.choice = k.choices[0]
+		case slices.Contains(k.choices, raw):
+			*k.choice = raw
+		default:
+			return fmt.Errorf("%s=%q: want one of %s (default %s)", k.name, raw, strings.Join(k.choices, ", "), k.choices[0])
+		}
+		return nil
 	}
 	if k.boolean != nil || k.optional != nil {
 		if raw == "" {
@@ -284,7 +302,7 @@ func (c *Config) socketPath() string { return api.SocketPath(c.Home) }
 
 // browsers is the part of the configuration the browser fleet takes.
 func (c *Config) browsers() browsers.Config {
-	return browsers.Config{Home: c.Home, Chrome: c.Chrome, Headless: c.Headless, ZiniaoClient: c.ZiniaoClient,
+	return browsers.Config{Home: c.Home, Chrome: c.Chrome, ChromeTransport: chrome.Transport(c.ChromeTransport), Headless: c.Headless, ZiniaoClient: c.ZiniaoClient,
 		ProxyPortBase: c.ProxyPortBase, StartTimeout: c.StartTimeout, RelaunchMax: c.RelaunchMax,
 		RelaunchWindow: c.RelaunchWindow, TabCap: c.TabCap, MuxMaxClients: c.MuxMaxClients, MuxGrace: c.MuxGrace,
 		Idle: c.Idle, MuxTiming: c.muxTiming}

@@ -196,6 +196,8 @@ func TestInvalidKnobsNameTheVariable(t *testing.T) {
 		{"VIBE_UI_ALLOW_REMOTE", "sure", "boolean"},
 		{"VIBE_DOWNLOAD_KEEP_DAYS", "-1", "from 0 to 36500"},
 		{"VIBE_DOWNLOAD_KEEP_DAYS", "a month", "integer"},
+		{"VIBE_CHROME_TRANSPORT", "websocket", "want one of pipe, port (default pipe)"},
+		{"VIBE_CHROME_TRANSPORT", "Pipe", "want one of pipe, port"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"="+tt.value, func(t *testing.T) {
@@ -218,7 +220,7 @@ func TestKnobDefaults(t *testing.T) {
 		cfg.StartTimeout != 180*time.Second || cfg.RelaunchMax != 3 || cfg.RelaunchWindow != 600*time.Second ||
 		cfg.MuxMaxClients != 16 || cfg.MuxGrace != 480*time.Second || cfg.TaskLease != time.Hour ||
 		cfg.Idle != 300*time.Second || cfg.ReapInterval != 300*time.Second || cfg.UIAddr != "127.0.0.1:9399" ||
-		cfg.UIAllowRemote || cfg.DownloadKeepDays != 30 {
+		cfg.UIAllowRemote || cfg.DownloadKeepDays != 30 || cfg.ChromeTransport != "pipe" {
 		t.Errorf("defaults %+v differ from SPEC §4.3", cfg)
 	}
 }

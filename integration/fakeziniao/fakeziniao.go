@@ -453,6 +453,7 @@ func (s *Server) startBrowser(ctx context.Context, w http.ResponseWriter, b Brow
 		ProfileDir: userData,
 		Headless:   true,
 		NoSandbox:  os.Geteuid() == 0,
+		Transport:  chrome.TransportPort, // a Ziniao environment is reached on its debugging port
 		ExtraArgs:  []string{flag},
 		Attempts:   1,
 		Log:        s.opts.Log.With().Str("component", "fakeziniao").Str("browser", b.ID).Logger(),

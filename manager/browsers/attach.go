@@ -44,7 +44,7 @@ func (f *Fleet) attachMux(ctx context.Context, s *slot, sp Spec, be backend, h h
 	}
 	t := f.cfg.MuxTiming
 	mx, err = mux.New(mux.Config{
-		Upstream:    h.HTTPEndpoint(),
+		Upstream:    h.Endpoint(),
 		Port:        ep.port,
 		Token:       sp.Token,
 		DownloadDir: f.cfg.path("downloads", sp.Slug),
@@ -93,7 +93,7 @@ func (f *Fleet) attachMux(ctx context.Context, s *slot, sp Spec, be backend, h h
 
 // recordRunning records sp's browser as running on h, so the next manager can adopt it.
 func (f *Fleet) recordRunning(ctx context.Context, sp Spec, h handle, startedAt time.Time) error {
-	session := state.BrowserSession{Key: sp.Key, PID: h.PID(), CDPEndpoint: h.HTTPEndpoint(),
+	session := state.BrowserSession{Key: sp.Key, PID: h.PID(), CDPEndpoint: h.Endpoint(),
 		Status: state.BrowserRunning, Adopted: h.Adopted(), StartedAt: startedAt}
 	if st := h.StartTime(); st > 0 {
 		session.PIDStartTime = time.UnixMilli(st)

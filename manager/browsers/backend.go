@@ -15,7 +15,7 @@ import (
 type handle interface {
 	PID() int         // 0 when the manager runs no process for it
 	StartTime() int64 // ms since the epoch; 0 when the manager runs no process
-	HTTPEndpoint() string
+	Endpoint() string
 	Adopted() bool // taken over rather than started by this manager: no orphan-tab sweep
 	Done() <-chan struct{}
 	Stop(ctx context.Context) error

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/rs/zerolog"
 
@@ -23,23 +24,40 @@ func (b *chromeBackend) launch(ctx context.Context, sp Spec) (handle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v (set VIBE_CHROME to the browser binary)", apierr.ErrUnavailable, err)
 	}
+	keeperCmd := b.cfg.Keeper
+	if len(keeperCmd) == 0 {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("the keeper is this executable, which cannot be found: %w", err)
+		}
+		keeperCmd = []string{exe, "keep"}
+	}
 	return chrome.Launch(ctx, chrome.Options{
 		Binary:     bin,
 		ProfileDir: b.cfg.path("profiles", sp.Slug),
 		Headless:   b.cfg.headless(sp.Opts.Headless),
 		NoSandbox:  os.Geteuid() == 0,
+		Transport:  b.cfg.ChromeTransport,
+		Keeper:     keeperCmd,
+		RunDir:     b.cfg.path("run"),
+		Key:        sp.Key,
 		Log:        b.log.With().Str("browser", sp.Key).Logger(),
 	})
 }
 
 // adopt checks the recorded identity: the pid alive with its start time, its command line naming our
-// profile dir, and CDP answering.
+// profile dir, and CDP answering; on the pipe through its keeper, whose identity file and hello must name
+// that browser. A browser an older manager started on a port is adopted on its port.
 func (b *chromeBackend) adopt(ctx context.Context, sp Spec, rec state.BrowserSession) (handle, error) {
 	if rec.PID <= 0 || rec.PIDStartTime.IsZero() {
 		return nil, fmt.Errorf("%w: no process identity recorded", errNotAdoptable)
 	}
-	return chrome.Adopt(ctx, rec.PID, rec.PIDStartTime.UnixMilli(), b.cfg.path("profiles", sp.Slug),
-		b.log.With().Str("browser", sp.Key).Logger())
+	log := b.log.With().Str("browser", sp.Key).Logger()
+	if strings.HasPrefix(rec.CDPEndpoint, "unix:") {
+		return chrome.AdoptKept(ctx, b.cfg.path("run"), sp.Key, rec.PID, rec.PIDStartTime.UnixMilli(),
+			b.cfg.path("profiles", sp.Slug), log)
+	}
+	return chrome.Adopt(ctx, rec.PID, rec.PIDStartTime.UnixMilli(), b.cfg.path("profiles", sp.Slug), log)
 }
 
 // crashed: a Chromium this manager launched that ended on a signal or a failure status. An adopted

@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/chrome"
 	"vibebrowser/mux"
 	"vibebrowser/state"
 )
@@ -22,8 +23,12 @@ import (
 // Config is what the fleet takes of the daemon's configuration (SPEC §4.3; a knob's 0 means what it means
 // there).
 type Config struct {
-	Home           string        // VIBE_HOME: profiles/, downloads/ and agents/ are under it
-	Chrome         string        // VIBE_CHROME; "" = search PATH
+	Home   string // VIBE_HOME: profiles/, downloads/ and agents/ are under it
+	Chrome string // VIBE_CHROME; "" = search PATH
+	// ChromeTransport is VIBE_CHROME_TRANSPORT; "" = the pipe.
+	ChromeTransport chrome.Transport
+	// Keeper runs a browser's keeper (keeper.Main); nil = this executable with "keep".
+	Keeper         []string
 	Headless       *bool         // VIBE_HEADLESS; nil = headless when there is no display
 	ZiniaoClient   []string      // VIBE_ZINIAO_CLIENT; nil = never started
 	ProxyPortBase  int           // VIBE_PROXY_PORT_BASE

@@ -90,7 +90,7 @@ type fakeHandle struct {
 
 func (h *fakeHandle) PID() int              { return 0 }
 func (h *fakeHandle) StartTime() int64      { return 0 }
-func (h *fakeHandle) HTTPEndpoint() string  { return h.cdp.srv.URL }
+func (h *fakeHandle) Endpoint() string      { return h.cdp.srv.URL }
 func (h *fakeHandle) Adopted() bool         { return false }
 func (h *fakeHandle) Done() <-chan struct{} { return h.done }
 func (h *fakeHandle) Release()              {}
@@ -381,7 +381,7 @@ func TestHungBrowserHookRelaunchesOrBuries(t *testing.T) {
 	}
 	s := f.slot(sp.Key)
 	endpoint, err := f.relaunchHung(context.Background(), s, first.mux)
-	if err != nil || endpoint != fb.last().HTTPEndpoint() || fb.launches() != 2 || !fb.launched[0].stopped.Load() {
+	if err != nil || endpoint != fb.last().Endpoint() || fb.launches() != 2 || !fb.launched[0].stopped.Load() {
 		t.Fatalf("hook = %q, %v after %d launches; want the hung browser stopped and the new one's endpoint", endpoint, err, fb.launches())
 	}
 	if s.current() == nil || s.current().mux != first.mux {

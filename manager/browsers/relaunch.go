@@ -59,7 +59,7 @@ func (f *Fleet) relaunchCrashedLocked(s *slot, dead *Instance) error {
 	if err != nil {
 		return err
 	}
-	next.mux.Relaunched(next.browser.HTTPEndpoint())
+	next.mux.Relaunched(next.browser.Endpoint())
 	if err := waitUpstream(ctx, next.mux, next.served); err != nil {
 		f.abandonRelaunchLocked(s, next)
 		return err
@@ -101,7 +101,7 @@ func (f *Fleet) relaunchHung(ctx context.Context, s *slot, mx *mux.Mux) (string,
 		return "", err
 	}
 	f.install(s, next)
-	return next.browser.HTTPEndpoint(), nil
+	return next.browser.Endpoint(), nil
 }
 
 // relaunchLocked replaces old's browser, crashed or hung, with a fresh one on its profile (Chromium restores

@@ -70,8 +70,8 @@ func (e *Endpoint) PID() int { return 0 }
 // StartTime returns 0: the manager runs no process for a remote browser.
 func (e *Endpoint) StartTime() int64 { return 0 }
 
-// HTTPEndpoint returns the endpoint as given to Connect (an http(s) or a ws(s) URL).
-func (e *Endpoint) HTTPEndpoint() string { return e.url }
+// Endpoint returns the endpoint as given to Connect (an http(s) or a ws(s) URL).
+func (e *Endpoint) Endpoint() string { return e.url }
 
 // Adopted returns true: a remote browser is never ours to clean up, so no orphan-tab sweep runs on it.
 func (e *Endpoint) Adopted() bool { return true }

@@ -70,9 +70,9 @@ func TestConnect(t *testing.T) {
 			if got := upHits.Load(); got != tt.wantHits {
 				t.Errorf("Connect(%q) made %d request(s); want %d", tt.endpoint, got, tt.wantHits)
 			}
-			if e.HTTPEndpoint() != tt.endpoint || e.PID() != 0 || e.StartTime() != 0 || !e.Adopted() {
+			if e.Endpoint() != tt.endpoint || e.PID() != 0 || e.StartTime() != 0 || !e.Adopted() {
 				t.Errorf("Connect(%q) = {endpoint %q pid %d start %d adopted %v}; want the endpoint, 0, 0, adopted",
-					tt.endpoint, e.HTTPEndpoint(), e.PID(), e.StartTime(), e.Adopted())
+					tt.endpoint, e.Endpoint(), e.PID(), e.StartTime(), e.Adopted())
 			}
 			select {
 			case <-e.Done():

@@ -8,7 +8,6 @@ import (
 // baseFlags are passed to every launch (SPEC §4.6). --enable-automation is deliberately absent: it shows the
 // "controlled by automated software" bar and flags the session to sites.
 var baseFlags = []string{
-	"--remote-debugging-port=0",
 	"--no-first-run",
 	"--no-default-browser-check",
 	"--disable-background-networking",
@@ -31,6 +30,11 @@ func buildArgs(o Options) ([]string, error) {
 	}
 	args := make([]string, 0, len(baseFlags)+4+len(o.ExtraArgs))
 	args = append(args, "--user-data-dir="+o.ProfileDir)
+	if o.Transport == TransportPort {
+		args = append(args, "--remote-debugging-port=0")
+	} else {
+		args = append(args, "--remote-debugging-pipe")
+	}
 	args = append(args, baseFlags...)
 	if o.Headless {
 		args = append(args, "--headless", "--disable-gpu")

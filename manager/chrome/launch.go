@@ -22,26 +22,47 @@ const (
 	DefaultReadyTimeout = 30 * time.Second
 )
 
+// Transport is how the manager speaks to a launched Chromium (SPEC §13).
+type Transport string
+
+const (
+	// TransportPipe: --remote-debugging-pipe, held by a keeper (package keeper); nothing of the browser
+	// listens on TCP. The default.
+	TransportPipe Transport = "pipe"
+	// TransportPort: --remote-debugging-port=0 on loopback, for a Chromium build without pipe support; any
+	// local process can reach it.
+	TransportPort Transport = "port"
+)
+
 // Options describes one browser launch.
 type Options struct {
 	Binary     string // from Find
 	ProfileDir string // --user-data-dir (created 0700); made absolute
 	Headless   bool   // --headless (and --disable-gpu)
 	NoSandbox  bool   // --no-sandbox; the caller sets it only when running as root (os.Geteuid()==0)
+	// Transport is the DevTools transport; "" means TransportPipe.
+	Transport Transport
+	// Keeper is the command that runs a keeper (keeper.Main), e.g. the vibe-browser executable and "keep";
+	// required on the pipe.
+	Keeper []string
+	// RunDir and Key place the keeper's socket, identity file and log (keeper.SocketPath …); required on the
+	// pipe.
+	RunDir, Key string
 	// ExtraArgs are appended to the command line. --user-data-dir, --remote-debugging-port(-pipe) and
 	// --enable-automation are refused (ErrInvalid): the package owns them.
 	ExtraArgs []string
-	// ReadyTimeout bounds each attempt: until DevToolsActivePort names a port whose /json/version answers.
-	// Zero means DefaultReadyTimeout.
+	// ReadyTimeout bounds each attempt: on the pipe until the keeper's identity file names it (Chromium
+	// answered a Browser.getVersion), on a port until DevToolsActivePort names a port whose /json/version
+	// answers. Zero means DefaultReadyTimeout.
 	ReadyTimeout time.Duration
-	// Attempts is how many launches are tried, each with a fresh port (--remote-debugging-port=0). Zero
-	// means DefaultAttempts.
+	// Attempts is how many launches are tried (on a port, each with a fresh one). Zero means
+	// DefaultAttempts.
 	Attempts int
 	Log      zerolog.Logger
 }
 
 // Launch starts Chromium on o.ProfileDir in its own process group and returns once its DevTools endpoint
-// answers. Before launching it refuses a profile held by a live Chromium (*ProfileInUseError, nothing
+// answers: on the pipe through a keeper that it starts in its own session, on a port directly. Before launching it refuses a profile held by a live Chromium (*ProfileInUseError, nothing
 // touched), clears stale Singleton* files, sets the profile to restore its previous session and deletes a
 // stale DevToolsActivePort. A failed attempt (early exit, or not ready within ReadyTimeout) has its whole
 // process group killed and is retried; when every attempt fails the error is a *LaunchError carrying the
@@ -64,6 +85,16 @@ func Launch(ctx context.Context, o Options) (*Process, error) {
 	}
 	if o.ReadyTimeout <= 0 {
 		o.ReadyTimeout = DefaultReadyTimeout
+	}
+	switch o.Transport {
+	case "":
+		o.Transport = TransportPipe
+	case TransportPipe, TransportPort:
+	default:
+		return nil, fmt.Errorf("launch: transport %q: want %q or %q: %w", o.Transport, TransportPipe, TransportPort, ErrInvalid)
+	}
+	if o.Transport == TransportPipe && (len(o.Keeper) == 0 || o.RunDir == "" || o.Key == "") {
+		return nil, fmt.Errorf("launch: the pipe needs a keeper command, a run directory and a key: %w", ErrInvalid)
 	}
 	args, err := buildArgs(o)
 	if err != nil {
@@ -97,9 +128,13 @@ func Launch(ctx context.Context, o Options) (*Process, error) {
 			return nil, fmt.Errorf("launch: remove stale %s: %w", devToolsActivePort, err)
 		}
 		alog := log.With().Int("attempt", i).Logger()
-		p, stderr, err := launchOnce(ctx, o, args, alog)
+		once := launchOnce
+		if o.Transport == TransportPipe {
+			once = launchKept
+		}
+		p, stderr, err := once(ctx, o, args, alog)
 		if err == nil {
-			alog.Info().Int("pid", p.pid).Str("http", p.httpURL).Msg("chromium ready")
+			alog.Info().Int("pid", p.pid).Str("endpoint", p.Endpoint()).Msg("chromium ready")
 			return p, nil
 		}
 		lastErr, lastStderr = err, stderr

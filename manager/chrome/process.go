@@ -42,8 +42,9 @@ type Process struct {
 	httpURL    string
 	wsURL      string
 	adopted    bool
+	keeper     *keeperRef // the holder of the browser's pipe; nil for a browser on a port
 	log        zerolog.Logger
-	stderr     *ring // nil for an adopted browser: its stderr belongs to whoever launched it
+	stderr     *ring // a port's launched browser only: its stderr belongs to whoever launched it
 
 	done      chan struct{} // closed when the browser has exited
 	exitErr   error         // launched only; written before done is closed
@@ -64,11 +65,36 @@ func (p *Process) StartTime() int64 { return p.start }
 // ProfileDir returns the absolute --user-data-dir of the browser.
 func (p *Process) ProfileDir() string { return p.profileDir }
 
-// HTTPEndpoint returns the browser's DevTools HTTP endpoint, http://127.0.0.1:<port>.
+// Endpoint returns what the mux dials: unix:<keeper socket> for a browser on the pipe, its DevTools HTTP
+// endpoint http://127.0.0.1:<port> for one on a port.
+func (p *Process) Endpoint() string {
+	if p.keeper != nil {
+		return "unix:" + p.keeper.socket
+	}
+	return p.httpURL
+}
+
+// HTTPEndpoint returns a browser on a port's DevTools HTTP endpoint, http://127.0.0.1:<port>; "" on the pipe.
 func (p *Process) HTTPEndpoint() string { return p.httpURL }
 
-// WSEndpoint returns the browser websocket URL from /json/version.
+// WSEndpoint returns a browser on a port's websocket URL from /json/version; "" on the pipe.
 func (p *Process) WSEndpoint() string { return p.wsURL }
+
+// Transport returns how the manager speaks to the browser.
+func (p *Process) Transport() Transport {
+	if p.keeper != nil {
+		return TransportPipe
+	}
+	return TransportPort
+}
+
+// KeeperPID returns the pid of the keeper holding the browser's pipe; 0 for a browser on a port.
+func (p *Process) KeeperPID() int {
+	if p.keeper == nil {
+		return 0
+	}
+	return p.keeper.pid
+}
 
 // Adopted reports whether the browser was adopted rather than launched by this process.
 func (p *Process) Adopted() bool { return p.adopted }
@@ -88,8 +114,12 @@ func (p *Process) ExitErr() error {
 	}
 }
 
-// Stderr returns the last lines Chromium wrote to stderr/stdout, oldest first (nil for an adopted browser).
+// Stderr returns the last lines Chromium wrote to stderr/stdout, oldest first (nil for an adopted browser on
+// a port); for a browser on the pipe, its keeper's too.
 func (p *Process) Stderr() []string {
+	if p.keeper != nil {
+		return p.keptStderr()
+	}
 	if p.stderr == nil {
 		return nil
 	}
@@ -108,15 +138,19 @@ func (p *Process) Release() {
 	p.wg.Wait()
 }
 
-// Stop stops the browser and its process group: Browser.close over the browser websocket (bounded 2 s),
-// then SIGTERM to the group (bounded 3 s), then SIGKILL of the group, and returns when no process of the
-// group is left. It is always bounded: when ctx ends it skips to SIGKILL, whose wait is bounded too. It
-// returns an error only if the group is still present after SIGKILL. Stopping a stopped browser is a no-op.
+// Stop stops the browser and its process group: Browser.close (bounded 2 s), then SIGTERM to the group
+// (bounded 3 s), then SIGKILL of the group, and returns when no process of the group is left; for a browser
+// on the pipe its keeper takes those steps and goes with it. It is always bounded: when ctx ends it skips to
+// SIGKILL, whose wait is bounded too. It returns an error only if something is still present after SIGKILL.
+// Stopping a stopped browser is a no-op.
 func (p *Process) Stop(ctx context.Context) error {
 	p.stopMu.Lock()
 	defer p.stopMu.Unlock()
 	if p.gone() {
 		return nil
+	}
+	if p.keeper != nil {
+		return p.stopKept(ctx)
 	}
 	log := p.log.With().Int("pid", p.pid).Logger()
 	if p.wsURL != "" && ctx.Err() == nil {
@@ -159,6 +193,9 @@ func (p *Process) Stop(ctx context.Context) error {
 
 // gone reports whether the browser and (when we own it) its process group are gone.
 func (p *Process) gone() bool {
+	if p.keeper != nil {
+		return !p.keeperLive() && !(p.useGroup && groupAlive(p.pgid))
+	}
 	if p.adopted {
 		if procid.LiveAs(context.Background(), p.pid, p.start) {
 			return false
@@ -250,7 +287,8 @@ func (p *Process) waitLaunched(cmd *exec.Cmd, stderrR *os.File, readerDone <-cha
 	close(p.done)
 }
 
-// watchAdopted closes done when the adopted browser's pid is dead or reused, or returns on Release.
+// watchAdopted closes done when the adopted browser's pid is dead or reused (for a browser on the pipe, its
+// keeper's, and then the browser is made to follow), or returns on Release.
 func (p *Process) watchAdopted() {
 	defer p.wg.Done()
 	t := time.NewTicker(adoptPollEvery)
@@ -260,7 +298,12 @@ func (p *Process) watchAdopted() {
 		case <-p.unwatch:
 			return
 		case <-t.C:
-			if !procid.LiveAs(context.Background(), p.pid, p.start) {
+			if p.keeper != nil && !p.keeperLive() {
+				p.buryBrowser()
+				close(p.done)
+				return
+			}
+			if p.keeper == nil && !procid.LiveAs(context.Background(), p.pid, p.start) {
 				close(p.done)
 				return
 			}

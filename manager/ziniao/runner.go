@@ -202,8 +202,8 @@ func (r *Runner) PID() int { return 0 }
 // StartTime returns 0: the manager runs no process for the environment.
 func (r *Runner) StartTime() int64 { return 0 }
 
-// HTTPEndpoint returns the environment's DevTools HTTP endpoint, http://<client host>:<debuggingPort>.
-func (r *Runner) HTTPEndpoint() string { return r.endpoint }
+// Endpoint returns the environment's DevTools HTTP endpoint, http://<client host>:<debuggingPort>.
+func (r *Runner) Endpoint() string { return r.endpoint }
 
 // DebuggingPort returns the environment's CDP port (record it for Reconnect).
 func (r *Runner) DebuggingPort() int { return r.port }

@@ -258,8 +258,8 @@ func TestIntegrationReconnect(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Reconnect(%d): %v", port, err)
 	}
-	if !a.Adopted() || a.HTTPEndpoint() != r.HTTPEndpoint() {
-		t.Errorf("Reconnect = adopted %v at %s; want adopted at %s", a.Adopted(), a.HTTPEndpoint(), r.HTTPEndpoint())
+	if !a.Adopted() || a.Endpoint() != r.Endpoint() {
+		t.Errorf("Reconnect = adopted %v at %s; want adopted at %s", a.Adopted(), a.Endpoint(), r.Endpoint())
 	}
 	if err := a.Stop(context.Background()); err != nil {
 		t.Fatalf("Stop of the adopted environment: %v", err)

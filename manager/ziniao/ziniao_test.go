@@ -317,8 +317,8 @@ func TestStart(t *testing.T) {
 				t.Fatalf("Start(): %v", err)
 			}
 			t.Cleanup(r.Release)
-			if want := "http://127.0.0.1:" + itoa(cdp.port()); r.HTTPEndpoint() != want {
-				t.Errorf("HTTPEndpoint() = %q; want %q", r.HTTPEndpoint(), want)
+			if want := "http://127.0.0.1:" + itoa(cdp.port()); r.Endpoint() != want {
+				t.Errorf("Endpoint() = %q; want %q", r.Endpoint(), want)
 			}
 			if r.PID() != 0 || r.StartTime() != 0 || r.Adopted() || r.DebuggingPort() != cdp.port() || r.Browser() != "oa-1" {
 				t.Errorf("runner = pid %d start %d adopted %v port %d browser %q; want 0 0 false %d oa-1",

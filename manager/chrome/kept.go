@@ -1,0 +1,249 @@
+package chrome
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"vibebrowser/manager/keeper"
+	"vibebrowser/manager/procid"
+	"vibebrowser/mux/pipewire"
+)
+
+// A browser on the pipe (TransportPipe) is held by its keeper (package keeper): the keeper is the manager's
+// child, in its own session, and Chromium the keeper's child, in its own process group. The keeper's identity
+// file is its readiness and, for a later manager, what adoption checks.
+
+// lingerBound is how long Chromium may outlive its keeper before its group is killed: with the pipe closed it
+// exits by itself within a fraction of a second.
+const lingerBound = 5 * time.Second
+
+// keeperRef is the keeper holding a browser's pipe.
+type keeperRef struct {
+	pid    int
+	start  int64
+	socket string
+	log    string // the keeper's and Chromium's stdout and stderr
+}
+
+// launchKept runs one attempt on the pipe: the keeper, started in its own session, is ready once its identity
+// file names it. On failure the keeper and its browser are gone when it returns.
+func launchKept(ctx context.Context, o Options, args []string, log zerolog.Logger) (*Process, []string, error) {
+	idPath := keeper.IdentityPath(o.RunDir, o.Key)
+	for _, stale := range []string{idPath, keeper.SocketPath(o.RunDir, o.Key)} {
+		if err := os.Remove(stale); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, nil, fmt.Errorf("remove stale %s: %w", stale, err)
+		}
+	}
+	logPath := keeper.LogPath(o.RunDir, o.Key)
+	out, err := os.OpenFile(logPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("keeper log: %w", err)
+	}
+	argv := append(append([]string{}, o.Keeper[1:]...), keeper.Command(keeper.Config{
+		Key: o.Key, RunDir: o.RunDir, Profile: o.ProfileDir, Binary: o.Binary, Args: args,
+	})...)
+	cmd := exec.Command(o.Keeper[0], argv...)
+	cmd.Stdout, cmd.Stderr = out, out
+	// Its own session: the manager's terminal and its signals never reach the keeper, which outlives it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	err = cmd.Start()
+	out.Close()
+	if err != nil {
+		return nil, nil, fmt.Errorf("start keeper %s: %w", o.Keeper[0], err)
+	}
+	p := &Process{
+		keeper:     &keeperRef{pid: cmd.Process.Pid, socket: keeper.SocketPath(o.RunDir, o.Key), log: logPath},
+		profileDir: o.ProfileDir,
+		log:        log,
+		done:       make(chan struct{}),
+	}
+	if info, err := procid.Inspect(context.Background(), cmd.Process.Pid); err == nil {
+		p.keeper.start = info.Start
+	}
+	p.wg.Add(1)
+	go p.waitKeeper(cmd)
+
+	fail := func(err error) (*Process, []string, error) {
+		if kerr := p.killKept(); kerr != nil {
+			err = fmt.Errorf("%w; teardown: %v", err, kerr)
+		}
+		return nil, p.Stderr(), err
+	}
+	rctx, cancel := context.WithTimeout(ctx, o.ReadyTimeout)
+	defer cancel()
+	t := time.NewTicker(pollEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-rctx.Done():
+			if ctx.Err() != nil {
+				return fail(fmt.Errorf("launch cancelled: %w", ctx.Err()))
+			}
+			return fail(fmt.Errorf("chromium not ready within %s (its keeper wrote no identity)", o.ReadyTimeout))
+		case <-p.done:
+			return nil, p.Stderr(), fmt.Errorf("chromium exited before it was ready: keeper %v", exitText(p.exitErr))
+		case <-t.C:
+		}
+		id, err := keeper.ReadIdentity(idPath)
+		if err != nil || id.KeeperPID != cmd.Process.Pid {
+			continue
+		}
+		p.setBrowser(id)
+		return p, nil, nil
+	}
+}
+
+// setBrowser records the browser the keeper started, before anyone else sees p.
+func (p *Process) setBrowser(id keeper.Identity) {
+	p.pid, p.start, p.pgid, p.useGroup = id.BrowserPID, id.BrowserStart, id.BrowserPGID, id.BrowserPGID > 1
+}
+
+// waitKeeper reaps the launched keeper, makes sure its browser follows it, and closes done.
+func (p *Process) waitKeeper(cmd *exec.Cmd) {
+	defer p.wg.Done()
+	p.exitErr = cmd.Wait()
+	p.buryBrowser()
+	close(p.done)
+}
+
+// buryBrowser waits for a browser whose keeper is gone to exit (its pipe closed), and kills its group when it
+// lingers past lingerBound.
+func (p *Process) buryBrowser() {
+	if !p.useGroup {
+		return // the keeper never said which browser it started
+	}
+	deadline := time.Now().Add(lingerBound)
+	for groupAlive(p.pgid) && time.Now().Before(deadline) {
+		time.Sleep(pollEvery)
+	}
+	if groupAlive(p.pgid) {
+		p.log.Warn().Int("pid", p.pid).Msg("chromium outlived its keeper: killing its process group")
+		_ = signalGroup(p.pgid, syscall.SIGKILL)
+	}
+}
+
+// keeperLive reports whether the keeper still runs: a launched one until it is reaped, an adopted one while
+// its pid is the process that started at its recorded time.
+func (p *Process) keeperLive() bool {
+	if p.adopted {
+		return procid.LiveAs(context.Background(), p.keeper.pid, p.keeper.start)
+	}
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// stopKept asks the keeper to stop its browser (SIGTERM: Browser.close, then its group's SIGTERM and SIGKILL,
+// each bounded), then kills both when they outlast those bounds.
+func (p *Process) stopKept(ctx context.Context) error {
+	log := p.log.With().Int("pid", p.pid).Int("keeper_pid", p.keeper.pid).Logger()
+	if ctx.Err() == nil && p.keeperLive() {
+		if err := signalPID(p.keeper.pid, syscall.SIGTERM); err != nil {
+			log.Warn().Err(err).Msg("keeper SIGTERM")
+		}
+		tctx, cancel := context.WithTimeout(ctx, closeBound+termBound+time.Second)
+		p.waitGone(tctx)
+		cancel()
+		if p.gone() {
+			log.Info().Msg("chromium stopped by its keeper")
+			return nil
+		}
+		log.Warn().Msg("keeper did not stop its browser in time: killing both")
+	}
+	return p.killKept()
+}
+
+// killKept SIGKILLs the keeper and the browser's group and waits (bounded) until both are gone.
+func (p *Process) killKept() error {
+	if p.keeperLive() {
+		_ = signalPID(p.keeper.pid, syscall.SIGKILL)
+	}
+	if p.useGroup && groupAlive(p.pgid) {
+		_ = signalGroup(p.pgid, syscall.SIGKILL)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), killBound+lingerBound)
+	defer cancel()
+	if !p.waitGone(ctx) {
+		return fmt.Errorf("keeper %d or chromium group %d still present after SIGKILL", p.keeper.pid, p.pgid)
+	}
+	return nil
+}
+
+// keptStderr is the last lines the keeper and its browser wrote.
+func (p *Process) keptStderr() []string {
+	f, err := os.Open(p.keeper.log)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	r := newRing()
+	r.consume(f, zerolog.Nop())
+	return r.snapshot()
+}
+
+// AdoptKept takes over a browser on the pipe that an earlier manager left running. Its identity is the
+// keeper's identity file in runDir for key: of this format, naming this socket and profileDir, its browser the
+// one recorded (pid and startTime), keeper and browser both alive with their recorded start times, the
+// browser's command line naming the profile, and the keeper's socket answering with a hello from that keeper
+// about that browser. A failed check wraps ErrNotAdoptable and says which; nothing is signalled.
+func AdoptKept(ctx context.Context, runDir, key string, pid int, startTime int64, profileDir string, log zerolog.Logger) (*Process, error) {
+	profile, err := filepath.Abs(profileDir)
+	if err != nil {
+		return nil, fmt.Errorf("adopt pid %d: %w", pid, err)
+	}
+	notAdoptable := func(format string, a ...any) error {
+		return fmt.Errorf("adopt pid %d: %s: %w", pid, fmt.Sprintf(format, a...), ErrNotAdoptable)
+	}
+	socket := keeper.SocketPath(runDir, key)
+	id, err := keeper.ReadIdentity(keeper.IdentityPath(runDir, key))
+	switch {
+	case err != nil:
+		return nil, notAdoptable("no keeper identity: %v", err)
+	case id.Socket != socket || !sameDir(id.Profile, profile):
+		return nil, notAdoptable("the keeper's identity names socket %s and profile %s, want %s and %s (another home's keeper)", id.Socket, id.Profile, socket, profile)
+	case id.BrowserPID != pid || id.BrowserStart != startTime:
+		return nil, notAdoptable("the keeper holds browser pid %d started %d, the record says pid %d started %d (a stale file)", id.BrowserPID, id.BrowserStart, pid, startTime)
+	case !procid.LiveAs(ctx, id.KeeperPID, id.KeeperStart):
+		return nil, notAdoptable("keeper pid %d is not the process that started at %d (gone, or its pid reused)", id.KeeperPID, id.KeeperStart)
+	}
+	info, ok := procid.Live(ctx, pid)
+	switch {
+	case !ok:
+		return nil, notAdoptable("not running")
+	case info.Start != startTime:
+		return nil, notAdoptable("start time %d, want %d (pid reused)", info.Start, startTime)
+	case !namesProfile(info.Cmdline, profile):
+		return nil, notAdoptable("command line does not name --user-data-dir=%s", profile)
+	}
+	nc, _, hello, err := pipewire.Dial(ctx, socket)
+	if err != nil {
+		return nil, notAdoptable("keeper socket: %v", err)
+	}
+	nc.Close()
+	if hello.PID != id.KeeperPID || hello.BrowserPID != pid {
+		return nil, notAdoptable("the socket's keeper is pid %d holding browser %d, its identity file says %d holding %d", hello.PID, hello.BrowserPID, id.KeeperPID, pid)
+	}
+	p := &Process{
+		keeper:     &keeperRef{pid: id.KeeperPID, start: id.KeeperStart, socket: socket, log: keeper.LogPath(runDir, key)},
+		profileDir: profile,
+		adopted:    true,
+		log:        log.With().Str("profile", profile).Logger(),
+		done:       make(chan struct{}),
+		unwatch:    make(chan struct{}),
+	}
+	p.setBrowser(id)
+	p.wg.Add(1)
+	go p.watchAdopted()
+	return p, nil
+}
