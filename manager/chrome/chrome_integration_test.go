@@ -58,6 +58,7 @@ func launchChromium(t *testing.T, profile string) *Process {
 		profile = filepath.Join(t.TempDir(), "profile")
 	}
 	p, err := Launch(context.Background(), Options{
+		Transport:    TransportPort,
 		Binary:       bin,
 		ProfileDir:   profile,
 		Headless:     true,

@@ -86,6 +86,7 @@ func launchFake(t *testing.T, env map[string]string) *Process {
 	t.Helper()
 	exe := fakeBrowser(t, env)
 	p, err := Launch(context.Background(), Options{
+		Transport:    TransportPort,
 		Binary:       exe,
 		ProfileDir:   filepath.Join(t.TempDir(), "profile"),
 		Headless:     true,
@@ -138,13 +139,15 @@ func TestBuildArgs(t *testing.T) {
 		wantNot   []string
 		wantError bool
 	}{
-		{name: "headed", o: Options{ProfileDir: "/p"}, want: []string{"--user-data-dir=/p", "--remote-debugging-port=0", "--no-first-run", "--no-default-browser-check", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-popup-blocking"}, wantNot: []string{"--headless", "--no-sandbox", "--enable-automation"}},
+		{name: "pipe", o: Options{ProfileDir: "/p"}, want: []string{"--remote-debugging-pipe"}, wantNot: []string{"--remote-debugging-port=0"}},
+		{name: "headed on a port", o: Options{ProfileDir: "/p", Transport: TransportPort}, want: []string{"--user-data-dir=/p", "--remote-debugging-port=0", "--no-first-run", "--no-default-browser-check", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-popup-blocking"}, wantNot: []string{"--headless", "--no-sandbox", "--enable-automation", "--remote-debugging-pipe"}},
 		{name: "headless", o: Options{ProfileDir: "/p", Headless: true}, want: []string{"--headless", "--disable-gpu"}, wantNot: []string{"--no-sandbox", "--enable-automation"}},
 		{name: "no-sandbox", o: Options{ProfileDir: "/p", NoSandbox: true}, want: []string{"--no-sandbox"}, wantNot: []string{"--headless", "--enable-automation"}},
 		{name: "extra", o: Options{ProfileDir: "/p", ExtraArgs: []string{"--lang=de"}}, want: []string{"--lang=de"}, wantNot: []string{"--enable-automation"}},
 		{name: "extra enable-automation", o: Options{ProfileDir: "/p", ExtraArgs: []string{"--enable-automation"}}, wantError: true},
 		{name: "extra user-data-dir", o: Options{ProfileDir: "/p", ExtraArgs: []string{"--user-data-dir=/q"}}, wantError: true},
 		{name: "extra debugging port", o: Options{ProfileDir: "/p", ExtraArgs: []string{"--remote-debugging-port=9222"}}, wantError: true},
+		{name: "extra debugging pipe", o: Options{ProfileDir: "/p", Transport: TransportPort, ExtraArgs: []string{"--remote-debugging-pipe"}}, wantError: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -405,7 +408,7 @@ func TestLaunchRefusesHeldProfile(t *testing.T) {
 	}
 	starts := filepath.Join(t.TempDir(), "starts")
 	bin := writeScript(t, "echo $$ >> '"+starts+"'\n")
-	_, err := Launch(context.Background(), Options{Binary: bin, ProfileDir: profile, ReadyTimeout: time.Second, Log: testkit.Log(t)})
+	_, err := Launch(context.Background(), Options{Transport: TransportPort, Binary: bin, ProfileDir: profile, ReadyTimeout: time.Second, Log: testkit.Log(t)})
 	var inUse *ProfileInUseError
 	if !errors.As(err, &inUse) || inUse.PID != holder.Process.Pid || !errors.Is(err, ErrProfileInUse) {
 		t.Fatalf("Launch on a held profile = %v; want ProfileInUseError (ErrProfileInUse) naming pid %d", err, holder.Process.Pid)
@@ -428,7 +431,7 @@ echo $! >> '`+helpers+`'
 wait
 `)
 	begin := time.Now()
-	_, err := Launch(context.Background(), Options{Binary: bin, ProfileDir: filepath.Join(dir, "p"), ReadyTimeout: 300 * time.Millisecond, Log: testkit.Log(t)})
+	_, err := Launch(context.Background(), Options{Transport: TransportPort, Binary: bin, ProfileDir: filepath.Join(dir, "p"), ReadyTimeout: 300 * time.Millisecond, Log: testkit.Log(t)})
 	var le *LaunchError
 	if !errors.As(err, &le) || le.Attempts != 3 {
 		t.Fatalf("Launch(never ready) = %v; want LaunchError after 3 attempts", err)
@@ -465,7 +468,7 @@ func TestLaunchExitsAtOnce(t *testing.T) {
 echo "boom: Missing X server or \$DISPLAY" >&2
 exit 1
 `)
-	_, err := Launch(context.Background(), Options{Binary: bin, ProfileDir: filepath.Join(dir, "p"), ReadyTimeout: 5 * time.Second, Log: testkit.Log(t)})
+	_, err := Launch(context.Background(), Options{Transport: TransportPort, Binary: bin, ProfileDir: filepath.Join(dir, "p"), ReadyTimeout: 5 * time.Second, Log: testkit.Log(t)})
 	var le *LaunchError
 	if !errors.As(err, &le) || le.Attempts != 3 || !errors.Is(err, ErrLaunch) {
 		t.Fatalf("Launch(exits) = %v; want LaunchError after 3 attempts", err)
@@ -490,7 +493,7 @@ wait
 	defer cancel()
 	errc := make(chan error, 1)
 	go func() {
-		_, err := Launch(ctx, Options{Binary: bin, ProfileDir: filepath.Join(dir, "p"), ReadyTimeout: time.Minute, Log: testkit.Log(t)})
+		_, err := Launch(ctx, Options{Transport: TransportPort, Binary: bin, ProfileDir: filepath.Join(dir, "p"), ReadyTimeout: time.Minute, Log: testkit.Log(t)})
 		errc <- err
 	}()
 	testkit.WaitFor(t, 10*time.Second, "the helper to start", func() bool { return len(readPIDs(t, helpers)) == 1 })
@@ -541,7 +544,7 @@ func TestLaunchFakeBrowser(t *testing.T) {
 		t.Errorf("ProfileHolder() = %d, %v; want %d, true", holder, held, p.PID())
 	}
 	// A second launch on the same profile is refused while the first runs.
-	_, err = Launch(context.Background(), Options{Binary: fakeBrowser(t, nil), ProfileDir: p.ProfileDir(), Log: testkit.Log(t)})
+	_, err = Launch(context.Background(), Options{Transport: TransportPort, Binary: fakeBrowser(t, nil), ProfileDir: p.ProfileDir(), Log: testkit.Log(t)})
 	if !errors.Is(err, ErrProfileInUse) {
 		t.Errorf("second Launch on a running profile = %v; want ErrProfileInUse", err)
 	}
