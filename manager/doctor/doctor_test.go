@@ -16,6 +16,8 @@ import (
 
 	"vibebrowser/manager"
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/keeper"
+	"vibebrowser/manager/procid"
 	"vibebrowser/manager/service"
 	"vibebrowser/state"
 )
@@ -360,6 +362,39 @@ func TestService(t *testing.T) {
 	wantCheck(t, m.service(), Fail, "that binary is missing", "vibe-browser service install --user")
 }
 
+func TestTransport(t *testing.T) {
+	m := machineWith(t, map[string]string{})
+	wantCheck(t, m.transport(), OK, "on a pipe", "no keeper running")
+	run := filepath.Join(m.cfg.Home, "run")
+	if err := os.MkdirAll(run, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// A live keeper: this test process stands in for it, with its real start time.
+	self, err := procid.Inspect(bg, os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeIdentity := func(key string, pid int, start int64) {
+		b, _ := json.Marshal(keeper.Identity{Format: keeper.Format, Key: key, KeeperPID: pid, KeeperStart: start, BrowserPID: 77})
+		if err := os.WriteFile(keeper.IdentityPath(run, key), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeIdentity("_web", os.Getpid(), self.Start)
+	wantCheck(t, m.transport(), OK, fmt.Sprintf("1 keeper(s) running: _web (keeper pid %d, browser pid 77)", os.Getpid()))
+	// Same pid, another start time: a reused pid is no keeper.
+	writeIdentity("s1", os.Getpid(), self.Start-5000)
+	wantCheck(t, m.transport(), Warn, "keepers that are gone: s1", "removes its file")
+
+	port := machineWith(t, map[string]string{"VIBE_CHROME_TRANSPORT": "port"})
+	wantCheck(t, port.transport(), Warn, "any local process reaches around the mux", "unset VIBE_CHROME_TRANSPORT")
+
+	wantCheck(t, m.portsOfOthers(), OK, "no store")
+	m.stores = []state.Store{{Slug: "zed", Backend: state.BackendZiniao}, {Slug: "acme", Backend: state.BackendChrome},
+		{Slug: "remote", Backend: state.BackendCDP}}
+	wantCheck(t, m.portsOfOthers(), Warn, "remote (cdp), zed (ziniao)", "chrome stores")
+}
+
 func TestRunReportsEveryCheckInOrder(t *testing.T) {
 	home := t.TempDir()
 	env := map[string]string{"VIBE_HOME": home, "PATH": t.TempDir(), "VIBE_TAB_CAP": "many"}
@@ -368,7 +403,8 @@ func TestRunReportsEveryCheckInOrder(t *testing.T) {
 	for _, c := range checks {
 		names = append(names, c.Name)
 	}
-	want := []string{"config", "chromium", "browser-use", "home", "disk", "socket", "manager", "state", "display", "service"}
+	want := []string{"config", "chromium", "browser-use", "transport", "home", "disk", "socket", "manager", "state",
+		"debugging-ports", "display", "service"}
 	if !slices.Equal(names, want) {
 		t.Errorf("Run names %v; want %v", names, want)
 	}

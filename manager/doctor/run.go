@@ -46,8 +46,8 @@ type machine struct {
 // then the display and the service, then one per Ziniao store.
 func Run(ctx context.Context, o Options) []Check {
 	m := gather(ctx, o)
-	checks := []Check{m.config(), m.chromium(ctx), m.browserUse(ctx), home(m.cfg.Home), disk(m.cfg.Home),
-		m.socket(), m.manager(), m.state()}
+	checks := []Check{m.config(), m.chromium(ctx), m.browserUse(ctx), m.transport(), home(m.cfg.Home),
+		disk(m.cfg.Home), m.socket(), m.manager(), m.state(), m.portsOfOthers()}
 	checks = append(checks, m.ports(ctx)...)
 	checks = append(checks, m.display(), m.service())
 	return append(checks, m.ziniao(ctx)...)
