@@ -245,7 +245,8 @@ const (
 	EventBrowserDied        = "browser_died"        // a browser exited under the manager and was buried
 	EventBrowserRelaunched  = "browser_relaunched"  // a crashed or hung browser was relaunched behind its mux
 	EventBudgetSpent        = "relaunch_budget_spent"
-	EventBrowserAdopted     = "browser_adopted" // a browser a previous manager left running was taken over
+	EventBrowserAdopted     = "browser_adopted"      // a browser a previous manager left running was taken over
+	EventStrayClosed        = "browser_stray_closed" // a browser left running that could not be adopted was closed
 	EventIdleStop           = "browser_idle_stopped"
 )
 

@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/chrome"
+	"vibebrowser/manager/keeper"
 	"vibebrowser/state"
 )
 
@@ -35,8 +39,30 @@ func (f *Fleet) Boot(ctx context.Context) error {
 			}
 		}
 	}
+	f.stopStrayKeepers(ctx)
 	f.sweepIncoming()
 	return f.bindEndpoints(ctx)
+}
+
+// stopStrayKeepers stops the keepers left in run/ whose browsers were not adopted: nothing can reach those
+// browsers any more, and each holds its store's profile. Their tabs come back at the next start, which
+// restores the session Browser.close saved.
+func (f *Fleet) stopStrayKeepers(ctx context.Context) {
+	files, _ := filepath.Glob(keeper.IdentityPath(f.cfg.path("run"), "*"))
+	for _, file := range files {
+		key := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(file), "keep-"), ".json")
+		if f.Current(key) != nil {
+			continue
+		}
+		stopped, err := chrome.StopStray(ctx, f.cfg.path("run"), key, f.log.With().Str("browser", key).Logger())
+		if err != nil {
+			f.log.Warn().Str("browser", key).Err(err).Msg("stray keeper")
+		}
+		if stopped {
+			f.note(zerolog.WarnLevel, api.EventStrayClosed, key, api.Event{Message: "a browser left running " +
+				"by an earlier manager could not be adopted and was closed; its tabs come back at its next start"})
+		}
+	}
 }
 
 // adopt takes over a browser a previous manager left running, with its mux ownership restored from state,

@@ -37,10 +37,8 @@ type keeperRef struct {
 // file names it. On failure the keeper and its browser are gone when it returns.
 func launchKept(ctx context.Context, o Options, args []string, log zerolog.Logger) (*Process, []string, error) {
 	idPath := keeper.IdentityPath(o.RunDir, o.Key)
-	for _, stale := range []string{idPath, keeper.SocketPath(o.RunDir, o.Key)} {
-		if err := os.Remove(stale); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, nil, fmt.Errorf("remove stale %s: %w", stale, err)
-		}
+	if err := errors.Join(removeIfThere(idPath), removeIfThere(keeper.SocketPath(o.RunDir, o.Key))); err != nil {
+		return nil, nil, fmt.Errorf("remove a stale keeper's files: %w", err)
 	}
 	logPath := keeper.LogPath(o.RunDir, o.Key)
 	out, err := os.OpenFile(logPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
@@ -246,4 +244,30 @@ func AdoptKept(ctx context.Context, runDir, key string, pid int, startTime int64
 	p.wg.Add(1)
 	go p.watchAdopted()
 	return p, nil
+}
+
+// StopStray stops the keeper of key in runDir that no manager adopted (its record lost, or naming another
+// browser), with its browser, as Stop would: its pipe would otherwise hold the profile for ever. An identity
+// file whose keeper is gone is removed with its socket. It reports whether a keeper was stopped.
+func StopStray(ctx context.Context, runDir, key string, log zerolog.Logger) (bool, error) {
+	idPath := keeper.IdentityPath(runDir, key)
+	id, err := keeper.ReadIdentity(idPath)
+	if err != nil || !procid.LiveAs(ctx, id.KeeperPID, id.KeeperStart) {
+		return false, errors.Join(removeIfThere(idPath), removeIfThere(keeper.SocketPath(runDir, key)))
+	}
+	p := &Process{
+		keeper:  &keeperRef{pid: id.KeeperPID, start: id.KeeperStart, socket: id.Socket},
+		adopted: true,
+		log:     log,
+		done:    make(chan struct{}),
+	}
+	p.setBrowser(id)
+	return true, p.stopKept(ctx)
+}
+
+func removeIfThere(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
 }
