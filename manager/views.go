@@ -72,7 +72,7 @@ func (m *Manager) browserView(ctx context.Context, key, slug string) (api.Browse
 	if in := m.fleet.Current(key); in != nil {
 		st := in.Mux().Stats()
 		v.Status, v.PID, v.ProxyPort, v.Clients, v.IdleS = api.StatusRunning, in.PID(), in.Port(), st.Clients, int(st.IdleSeconds)
-		v.StartedAt, v.Held = in.StartedAt(), st.Held
+		v.StartedAt, v.Held, v.KeeperPID = in.StartedAt(), st.Held, in.KeeperPID()
 		for _, c := range st.PerClient {
 			v.Tabs += c.Tabs
 		}

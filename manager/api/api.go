@@ -100,15 +100,17 @@ type Store struct {
 
 // Browser is one running or known browser in the status.
 type Browser struct {
-	Key       string `json:"key"` // store id or WebKey
-	Slug      string `json:"slug"`
-	Status    string `json:"status"`
-	PID       int    `json:"pid"`
-	ProxyPort int    `json:"proxy_port"`
-	Clients   int    `json:"clients"` // connected mux clients
-	Tabs      int    `json:"tabs"`
-	Held      int    `json:"held"` // tabs a person has taken over in the UI
-	IdleS     int    `json:"idle_s"`
+	Key    string `json:"key"` // store id or WebKey
+	Slug   string `json:"slug"`
+	Status string `json:"status"`
+	PID    int    `json:"pid"`
+	// KeeperPID is the keeper holding a launched browser's pipe (SPEC §13); 0 on a port, or when stopped.
+	KeeperPID int `json:"keeper_pid"`
+	ProxyPort int `json:"proxy_port"`
+	Clients   int `json:"clients"` // connected mux clients
+	Tabs      int `json:"tabs"`
+	Held      int `json:"held"` // tabs a person has taken over in the UI
+	IdleS     int `json:"idle_s"`
 	// StartedAt is when the running browser was started (or adopted); zero when stopped.
 	StartedAt time.Time `json:"started_at,omitzero"`
 	// RelaunchMax is VIBE_BROWSER_RELAUNCH_MAX (0: no budget); RelaunchesLeft is what is left of it in the

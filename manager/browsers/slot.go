@@ -135,6 +135,14 @@ func (in *Instance) Mux() *mux.Mux { return in.mux }
 // PID is the browser's process id; 0 when the manager runs no process for it.
 func (in *Instance) PID() int { return in.browser.PID() }
 
+// KeeperPID is the pid of the keeper holding the browser's pipe; 0 for a browser on a port or someone else's.
+func (in *Instance) KeeperPID() int {
+	if k, ok := in.browser.(interface{ KeeperPID() int }); ok {
+		return k.KeeperPID()
+	}
+	return 0
+}
+
 // StartedAt is when this browser was started (or adopted, or relaunched).
 func (in *Instance) StartedAt() time.Time { return in.startedAt }
 

@@ -28,9 +28,9 @@ func (c *StatusCmd) Run(g *globals) error {
 		fmt.Fprintf(g.stdout, "browser-use: MISSING: %s\n", st.BrowserUseErr)
 	}
 	w := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "\nBROWSER\tSTATUS\tPID\tPORT\tCLIENTS\tTABS\tIDLE")
+	fmt.Fprintln(w, "\nBROWSER\tSTATUS\tPID\tKEEPER\tPORT\tCLIENTS\tTABS\tIDLE")
 	for _, b := range st.Browsers {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", b.Slug, b.Status, dash(b.PID), dash(b.ProxyPort), b.Clients, b.Tabs, idle(b.IdleS, b.Status))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", b.Slug, b.Status, dash(b.PID), dash(b.KeeperPID), dash(b.ProxyPort), b.Clients, b.Tabs, idle(b.IdleS, b.Status))
 	}
 	w.Flush()
 	if len(st.Tasks) > 0 {

@@ -72,3 +72,35 @@ func TestStatusNamesATasksStoreBySlug(t *testing.T) {
 		t.Errorf("status --json task = %v; want store %s (the id, kept) and store_slug acme-shop", task, storeID)
 	}
 }
+
+// TestStatusNamesTheKeeper: a browser on the pipe shows its keeper's pid beside its own, one on a port a dash.
+func TestStatusNamesTheKeeper(t *testing.T) {
+	home, err := os.MkdirTemp("", "st-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(home) })
+	serveStatus(t, home, api.Status{Version: "test", Browsers: []api.Browser{
+		{Slug: "acme", Status: api.StatusRunning, PID: 4242, KeeperPID: 4240, ProxyPort: 9401},
+		{Slug: "ported", Status: api.StatusRunning, PID: 5151, ProxyPort: 9402},
+	}})
+	code, out, errOut := run(t, "--home", home, "status")
+	if code != 0 {
+		t.Fatalf("status: exit %d (%s)", code, errOut)
+	}
+	rows := map[string][]string{}
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) > 0 {
+			rows[f[0]] = f
+		}
+	}
+	if h := rows["BROWSER"]; len(h) < 4 || h[3] != "KEEPER" {
+		t.Fatalf("status header %q; want KEEPER after PID\n%s", h, out)
+	}
+	if r := rows["acme"]; len(r) < 5 || r[2] != "4242" || r[3] != "4240" || r[4] != "9401" {
+		t.Errorf("acme row %q; want pid 4242, keeper 4240, port 9401", r)
+	}
+	if r := rows["ported"]; len(r) < 4 || r[3] != "-" {
+		t.Errorf("ported row %q; want no keeper (-)", r)
+	}
+}
