@@ -78,7 +78,7 @@ func wantRefused(t *testing.T, what string, err error, rule, named string) {
 // new user would, with raw CDP and puppeteer on one store's own mux URL while another task has a tab open:
 // no browser pages, no local files, and nothing of the manager's home handed to a page.
 func TestNothingAroundTheMuxFromInsideTheBrowser(t *testing.T) {
-	m := startManager(t)
+	m := startManager(t, onPort)
 	web := aroundSite(t)
 	var acme, bolt api.Store
 	if err := errors.Join(json.Unmarshal([]byte(m.cli("store", "add", "Acme", "--json")), &acme),

@@ -351,15 +351,11 @@ func TestClosedBrowserIsBuriedAndRelaunched(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := m.browserOf("closer")
-	// What a user closing the window does: Chromium exits cleanly (Browser.close on its own endpoint,
-	// bypassing the mux, which would refuse it). That is not a crash, so it stays closed.
-	devtools, err := os.ReadFile(filepath.Join(m.home, "profiles", "closer", "DevToolsActivePort"))
-	if err != nil {
+	// What a user closing the window does: Chromium exits cleanly (SIGTERM is its clean shutdown, exit 0,
+	// past the mux, which would refuse a Browser.close). That is not a crash, so it stays closed.
+	if err := syscall.Kill(before.PID, syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	port, path, _ := strings.Cut(strings.TrimSpace(string(devtools)), "\n")
-	direct := dialRaw(t, "ws://127.0.0.1:"+port+path)
-	direct.Call("Browser.close", nil, "")
 	// The death is noticed without any call: the status shows it stopped and its port is free again.
 	testkit.WaitFor(t, 15*time.Second, "the closed browser to show as stopped", func() bool { return !m.running("closer") })
 	out := m.mustAgent("--store closer --task "+taskA, "browser-use <<'PY'\neval 6*7\nPY")
@@ -638,7 +634,7 @@ func TestNoGraceClosesADisconnectedClientsTabsAtOnce(t *testing.T) {
 		wantKept bool
 	}{{"0", false}, {"60", true}} {
 		t.Run("VIBE_MUX_GRACE_S="+tc.grace, func(t *testing.T) {
-			m := startManager(t, "VIBE_MUX_GRACE_S="+tc.grace)
+			m := startManager(t, onPort, "VIBE_MUX_GRACE_S="+tc.grace)
 			m.cli("store", "add", "grace")
 			if err := ensureStore(m, "grace"); err != nil {
 				t.Fatal(err)

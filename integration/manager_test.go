@@ -88,6 +88,11 @@ type managed struct {
 
 // startManager runs `vibe-browser serve` with the fake browser-use CLI, the built shim and the given extra
 // environment (VIBE_CHROME defaults to the real Chromium).
+// onPort launches the test's browsers on a loopback debugging port instead of the pipe, for a test that reads
+// Chromium's own truth past the mux (its /json/list, a page's own DevTools socket), which only a port allows.
+// What such a test checks is the mux's, the same on either transport.
+const onPort = "VIBE_CHROME_TRANSPORT=port"
+
 func startManager(t *testing.T, extra ...string) *managed {
 	t.Helper()
 	return startManagerIn(t, settledTempDir(t), extra...)
@@ -351,7 +356,7 @@ func ensureStore(m *managed, ref string) error {
 func TestAgentTabTitleCarriesNoMarker(t *testing.T) {
 	for _, harness := range []string{"0.1.9", "0.1.12"} {
 		t.Run("harness "+harness, func(t *testing.T) {
-			m := startManager(t)
+			m := startManager(t, onPort)
 			web := site(t)
 			m.cli("store", "add", "Marked")
 			m.env = append(m.env, "FAKEBU_HARNESS="+harness)
