@@ -151,8 +151,9 @@ func TestKeeperHungBrowserIsRelaunched(t *testing.T) {
 		return fb2.endpoint(), nil
 	}}})
 	testkit.WaitFor(t, 5*time.Second, "the replacement connected", func() bool { return fb2.connections() == 1 && m.Stats().Upstream })
-	if len(relaunches) != 1 || fb.connections() != 2 {
-		t.Fatalf("relaunched %d times after %d connections to the hung browser; want once after 2", len(relaunches), fb.connections())
+	// A dial the keeper refused (it had not yet seen the last connection go) is a try too.
+	if tries := fb.connections() + fb.keeperRefusals(); len(relaunches) != 1 || tries != 2 {
+		t.Fatalf("relaunched %d times after %d dials of the hung browser; want once after 2", len(relaunches), tries)
 	}
 }
 
