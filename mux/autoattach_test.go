@@ -34,8 +34,10 @@ func resumed(fb *fakeBrowser, sid string) bool {
 
 // A popup reaches a client that asked to pause new targets still paused, as on Chrome: nothing of it has
 // run before the client resumes it, and the mux attaches it once.
-func TestPopupArrivesPaused(t *testing.T) {
-	fb := newFakeBrowser(t)
+func TestPopupArrivesPaused(t *testing.T) { forEachTransport(t, testPopupArrivesPaused) }
+
+func testPopupArrivesPaused(t *testing.T, tr upTransport) {
+	fb := newFakeBrowserOn(t, tr)
 	m := startMux(t, fb, Config{})
 	pw := newClient(t, m, "pw")
 	pw.call("Target.setAutoAttach", `{"autoAttach":true,"waitForDebuggerOnStart":true,"flatten":true}`, "")
@@ -75,7 +77,11 @@ func TestPopupArrivesPaused(t *testing.T) {
 // A client that asked for auto-attach without the pause gets its new page running; a page nobody's
 // auto-attach wants runs at once, the mux lets go of it, and its owner sees no "attached" flip.
 func TestNewPagesNotWantedPausedRun(t *testing.T) {
-	fb := newFakeBrowser(t)
+	forEachTransport(t, testNewPagesNotWantedPausedRun)
+}
+
+func testNewPagesNotWantedPausedRun(t *testing.T, tr upTransport) {
+	fb := newFakeBrowserOn(t, tr)
 	m := startMux(t, fb, Config{})
 	noWait := newClient(t, m, "nowait")
 	noWait.call("Target.setAutoAttach", `{"autoAttach":true,"waitForDebuggerOnStart":false,"flatten":true}`, "")
@@ -124,8 +130,10 @@ func TestNewPagesNotWantedPausedRun(t *testing.T) {
 
 // After a reconnect Chrome replays its auto-attach of every existing page: none of those sessions is
 // handed to a client, and each is let go.
-func TestAutoAttachReplayLetGo(t *testing.T) {
-	fb := newFakeBrowser(t)
+func TestAutoAttachReplayLetGo(t *testing.T) { forEachTransport(t, testAutoAttachReplayLetGo) }
+
+func testAutoAttachReplayLetGo(t *testing.T, tr upTransport) {
+	fb := newFakeBrowserOn(t, tr)
 	m := startMux(t, fb, Config{})
 	pw := newClient(t, m, "pw")
 	pw.call("Target.setAutoAttach", `{"autoAttach":true,"waitForDebuggerOnStart":true,"flatten":true}`, "")

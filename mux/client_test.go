@@ -14,8 +14,10 @@ import (
 	"vibebrowser/integration/testkit"
 )
 
-func TestTakeover(t *testing.T) {
-	fb := newFakeBrowser(t)
+func TestTakeover(t *testing.T) { forEachTransport(t, testTakeover) }
+
+func testTakeover(t *testing.T, tr upTransport) {
+	fb := newFakeBrowserOn(t, tr)
 	m := startMux(t, fb, Config{})
 	old := newClient(t, m, "dup")
 	tid := old.createTarget("about:blank")

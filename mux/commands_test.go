@@ -12,8 +12,10 @@ import (
 	"vibebrowser/integration/testkit"
 )
 
-func TestIsolation(t *testing.T) {
-	fb := newFakeBrowser(t)
+func TestIsolation(t *testing.T) { forEachTransport(t, testIsolation) }
+
+func testIsolation(t *testing.T, tr upTransport) {
+	fb := newFakeBrowserOn(t, tr)
 	human := fb.addPage("https://human.example/", "")
 	m := startMux(t, fb, Config{})
 	a := newClient(t, m, "a")
@@ -227,7 +229,11 @@ func TestForeignBrowserContextRefused(t *testing.T) {
 }
 
 func TestBrowserCloseClosesOnlyOwnTabs(t *testing.T) {
-	fb := newFakeBrowser(t)
+	forEachTransport(t, testBrowserCloseClosesOnlyOwnTabs)
+}
+
+func testBrowserCloseClosesOnlyOwnTabs(t *testing.T, tr upTransport) {
+	fb := newFakeBrowserOn(t, tr)
 	m := startMux(t, fb, Config{})
 	a := newClient(t, m, "a")
 	b := newClient(t, m, "b")

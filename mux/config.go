@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -16,8 +17,10 @@ import (
 // Config configures a Mux. The zero value of every field means its documented default; a field that can
 // be switched off says so and takes Off for it. Negative values other than Off are refused.
 type Config struct {
-	// Upstream is the browser endpoint: "http://127.0.0.1:PORT" (the browser WebSocket URL is discovered
-	// through /json/version) or a ws:// browser URL.
+	// Upstream is the browser endpoint, in one of three forms: "http://127.0.0.1:PORT" (the browser
+	// WebSocket URL is discovered through /json/version), a ws:// browser URL, or
+	// "unix:/abs/path/keep-<key>.sock", the socket of the keeper that holds a browser's DevTools pipe
+	// (SPEC §13: its hello, then NUL-ended CDP messages; the version comes from Browser.getVersion).
 	Upstream string
 	// Listener is an optional pre-bound listener; when nil the mux listens on Addr, or on nothing with
 	// Port.
@@ -74,10 +77,11 @@ type Config struct {
 	// with a Browser.getVersion of the mux's own). Default 30s.
 	PingInterval time.Duration
 	// PongTimeout is how long a pinged peer has to answer before it is dropped: a client into its grace
-	// period, the browser's connection into a reconnect (a hung browser ends in the relaunch hook).
+	// period, the browser's connection into a reconnect (a hung browser ends in the relaunch hook). A
+	// browser behind a keeper has as long to answer the Browser.getVersion that opens each connection.
 	// Default 60s.
 	PongTimeout time.Duration
-	// WriteTimeout bounds one WebSocket write. Default 30s.
+	// WriteTimeout bounds one write to a client or to the browser. Default 30s.
 	WriteTimeout time.Duration
 	// ReconnectMin and ReconnectMax bound the upstream reconnect backoff. Defaults 1s and 30s.
 	ReconnectMin, ReconnectMax time.Duration
@@ -87,8 +91,8 @@ type Config struct {
 
 // Hooks are the manager's callbacks. Every field is optional.
 type Hooks struct {
-	// Relaunch starts a fresh browser after the reconnect attempts are spent and returns its endpoint
-	// (same forms as Config.Upstream).
+	// Relaunch starts a fresh browser after the reconnect attempts are spent and returns its endpoint, in
+	// any of Config.Upstream's forms (a browser may come back behind a keeper or on a port).
 	Relaunch func(ctx context.Context) (newUpstream string, err error)
 	// OwnershipChanged receives a snapshot (client id -> target ids) when ownership changes, for
 	// persistence: at once when a client gained a target, shortly after (ownershipSettle) when targets
@@ -133,9 +137,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Upstream == "" {
 		return c, errors.New("mux: Upstream is required")
 	}
-	if !strings.HasPrefix(c.Upstream, "http://") && !strings.HasPrefix(c.Upstream, "ws://") &&
-		!strings.HasPrefix(c.Upstream, "https://") && !strings.HasPrefix(c.Upstream, "wss://") {
-		return c, fmt.Errorf("mux: Upstream %q is neither an http(s) nor a ws(s) URL", c.Upstream)
+	if err := checkUpstream(c.Upstream); err != nil {
+		return c, fmt.Errorf("mux: Upstream: %w", err)
 	}
 	if c.Token == "" || strings.Contains(c.Token, "/") {
 		return c, errors.New("mux: Token is required and must not contain '/'")
@@ -183,6 +186,28 @@ func setDefault[T int | time.Duration](name string, v *T, d T, offOK bool) error
 	default:
 		return fmt.Errorf("mux: %s is %v: want a positive value or 0 for the default (%v)", name, *v, d)
 	}
+}
+
+// keeperPrefix starts an Upstream that names a keeper's socket.
+const keeperPrefix = "unix:"
+
+// checkUpstream accepts the three forms of Config.Upstream; its error names all three. A keeper's socket
+// must be absolute and named as keepers name theirs, so that a relative path or the keeper's identity
+// file (keep-<key>.json) is caught here, not at every reconnect.
+func checkUpstream(endpoint string) error {
+	for _, p := range []string{"http://", "https://", "ws://", "wss://"} {
+		if strings.HasPrefix(endpoint, p) {
+			return nil
+		}
+	}
+	if path, ok := strings.CutPrefix(endpoint, keeperPrefix); ok {
+		base := filepath.Base(path)
+		if filepath.IsAbs(path) && filepath.Clean(path) == path &&
+			strings.HasPrefix(base, "keep-") && strings.HasSuffix(base, ".sock") && len(base) > len("keep-.sock") {
+			return nil
+		}
+	}
+	return fmt.Errorf(`%q is none of the accepted forms: "http://HOST:PORT", "ws://HOST:PORT/devtools/browser/ID", "unix:/abs/path/keep-<key>.sock"`, endpoint)
 }
 
 func btoi(b bool) int {

@@ -4,7 +4,9 @@
 // /<token>/, a cached /json/version, an empty /json/list and WebSockets: /client-<id> for a named client,
 // any other path for a discovery client with a random id. Door holds those access rules and discovery
 // answers, so a caller can apply them while no mux runs.
-// All clients share one upstream WebSocket to the browser.
+// All clients share one upstream connection to the browser: its DevTools WebSocket, or the unix socket
+// of the keeper that holds its --remote-debugging-pipe (NUL-ended messages, no WebSocket framing); only
+// the transport (transport.go) differs between the two.
 //
 // Routing: every client command gets a fresh int32 id (wrapping, skipping ids in flight) spliced into its
 // bytes; answers get the client's id bytes back. The hot path reads only id, method and sessionId from

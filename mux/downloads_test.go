@@ -125,8 +125,10 @@ func TestDownloadBehaviorIsTheMuxs(t *testing.T) {
 	}
 }
 
-func TestDownloadFiledPerOwner(t *testing.T) {
-	fb := newFakeBrowser(t)
+func TestDownloadFiledPerOwner(t *testing.T) { forEachTransport(t, testDownloadFiledPerOwner) }
+
+func testDownloadFiledPerOwner(t *testing.T, tr upTransport) {
+	fb := newFakeBrowserOn(t, tr)
 	dm := startDownloadsMux(t, fb)
 	const task1, task2 = "a1b2c3d4-0000-4000-8000-000000000001", "a1b2c3d4-0000-4000-8000-000000000002"
 	t1 := newClient(t, dm.Mux, task1)
@@ -258,8 +260,10 @@ func TestDownloadClientsOwnPath(t *testing.T) {
 	}
 }
 
-func TestDownloadDenyAndCancel(t *testing.T) {
-	fb := newFakeBrowser(t)
+func TestDownloadDenyAndCancel(t *testing.T) { forEachTransport(t, testDownloadDenyAndCancel) }
+
+func testDownloadDenyAndCancel(t *testing.T, tr upTransport) {
+	fb := newFakeBrowserOn(t, tr)
 	dm := startDownloadsMux(t, fb)
 	no, yes := newClient(t, dm.Mux, "no"), newClient(t, dm.Mux, "yes")
 	no.call("Browser.setDownloadBehavior", `{"behavior":"deny","eventsEnabled":true}`, "")

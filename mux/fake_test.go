@@ -29,15 +29,17 @@ import (
 // fakeBrowser is a fake CDP browser speaking enough of Chrome's protocol for the mux: Target.* with tab
 // targets (puppeteer's view), flat sessions, discovery events, Browser.*, and id checks like Chrome's.
 // It is one file (over the 600 lines a file here usually keeps to) because it is one fake: its handlers
-// share its tables, and splitting them would scatter one protocol.
+// share its tables, and splitting them would scatter one protocol. It has two fronts, one per transport
+// of the mux: its debugging port (HTTP and a WebSocket, here) and a keeper's socket (fakekeeper_test.go);
+// the same browser answers behind either.
 type fakeBrowser struct {
 	t   *testing.T
 	srv *httptest.Server
+	kp  *fakeKeeper // the keeper front, nil for a browser reached on its port
 
 	mu sync.Mutex
 	// mu guards the fields below.
-	ws        *websocket.Conn
-	wmu       sync.Mutex // serialises writes to ws (the fake's only concurrency contract)
+	link      fakeLink // the live connection to the mux, through either front
 	targets   map[string]*fakeTarget
 	order     []string
 	sessions  map[string]string // session -> target
@@ -60,6 +62,7 @@ type fakeBrowser struct {
 	pongs     []string        // pong payloads received
 	extra     int             // pages (with tabs) that appear before the next created one, like a startup tab
 	conns     int
+	refusals  int               // keeper connections refused because another client held the keeper
 	dlPath    string            // downloadPath of the last Browser.setDownloadBehavior for the default context
 	dlParams  []string          // params of every Browser.setDownloadBehavior, in order
 	dlGone    map[string]bool   // downloads canceled (Browser.cancelDownload): as on Chrome, they never complete
@@ -87,6 +90,7 @@ type fakeMsg struct {
 	raw       string
 }
 
+// newFakeBrowser is a fake browser reached on its debugging port.
 func newFakeBrowser(t *testing.T) *fakeBrowser {
 	t.Helper()
 	fb := &fakeBrowser{t: t, targets: map[string]*fakeTarget{}, sessions: map[string]string{}, parents: map[string]string{},
@@ -106,6 +110,81 @@ func newFakeBrowser(t *testing.T) *fakeBrowser {
 }
 
 func (fb *fakeBrowser) url() string { return fb.srv.URL }
+
+// endpoint is the mux's Upstream for fb: its keeper's socket when it has one, else its port.
+func (fb *fakeBrowser) endpoint() string {
+	if fb.kp != nil {
+		return keeperPrefix + fb.kp.socket
+	}
+	return fb.url()
+}
+
+// gone takes the browser away for good: its front stops answering, and its connection drops.
+func (fb *fakeBrowser) gone() {
+	if fb.kp != nil {
+		fb.kp.ln.Close()
+	} else {
+		fb.srv.Listener.Close()
+	}
+	fb.drop()
+}
+
+// fakeLink is the fake browser's live connection to the mux, through either front. Its methods are
+// called with fb.mu held, which serialises the writes.
+type fakeLink interface {
+	send(msg string)
+	// sendPieces sends the concatenation of pieces as one message that reaches the mux in parts:
+	// WebSocket continuation frames, or separate socket writes on a keeper's socket.
+	sendPieces(pieces ...string)
+	// ping sends a WebSocket ping; a keeper's socket has no control messages and sends nothing.
+	ping(payload string)
+	close()
+}
+
+// fakeWSLink is a WebSocket connection to the fake's debugging port.
+type fakeWSLink struct{ ws *websocket.Conn }
+
+func (l fakeWSLink) send(msg string) { l.ws.WriteMessage(websocket.TextMessage, []byte(msg)) }
+
+func (l fakeWSLink) sendPieces(pieces ...string) {
+	w, err := l.ws.NextWriter(websocket.TextMessage)
+	if err != nil {
+		return
+	}
+	for _, p := range pieces {
+		io.WriteString(w, p)
+	}
+	w.Close()
+}
+
+func (l fakeWSLink) ping(payload string) {
+	l.ws.WriteControl(websocket.PingMessage, []byte(payload), time.Now().Add(time.Second))
+}
+
+func (l fakeWSLink) close() { l.ws.Close() }
+
+// connectLocked makes l the browser's connection, which, as on Chrome (and behind a keeper, which resets
+// what the last client left), starts with no sessions, no discovery and no auto-attach.
+func (fb *fakeBrowser) connectLocked(l fakeLink) {
+	fb.link = l
+	fb.discover = false
+	fb.sessions = map[string]string{}
+	fb.parents = map[string]string{}
+	fb.casting = map[string]bool{}
+	fb.paused = map[string]bool{}
+	fb.asked = map[string]bool{}
+	fb.auto = false
+	fb.conns++
+}
+
+// disconnected forgets l once its connection has ended.
+func (fb *fakeBrowser) disconnected(l fakeLink) {
+	fb.mu.Lock()
+	defer fb.mu.Unlock()
+	if fb.link == l {
+		fb.link = nil
+	}
+}
 
 // addPage adds a page (with its tab) without a client asking, like a human or a restored session.
 func (fb *fakeBrowser) addPage(url, opener string) string {
@@ -200,16 +279,9 @@ func (fb *fakeBrowser) serveWS(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
+	l := fakeWSLink{ws}
 	fb.mu.Lock()
-	fb.ws = ws
-	fb.discover = false
-	fb.sessions = map[string]string{}
-	fb.parents = map[string]string{}
-	fb.casting = map[string]bool{}
-	fb.paused = map[string]bool{}
-	fb.asked = map[string]bool{}
-	fb.auto = false
-	fb.conns++
+	fb.connectLocked(l)
 	fb.mu.Unlock()
 	ws.SetReadLimit(-1)
 	ws.SetPongHandler(func(data string) error {
@@ -221,11 +293,7 @@ func (fb *fakeBrowser) serveWS(w http.ResponseWriter, r *http.Request) {
 	for {
 		_, b, err := ws.ReadMessage()
 		if err != nil {
-			fb.mu.Lock()
-			if fb.ws == ws {
-				fb.ws = nil
-			}
-			fb.mu.Unlock()
+			fb.disconnected(l)
 			return
 		}
 		fb.handle(b)
@@ -286,11 +354,11 @@ func (fb *fakeBrowser) refuse(on bool) {
 // drop kills the browser connection, as a crash would.
 func (fb *fakeBrowser) drop() {
 	fb.mu.Lock()
-	ws := fb.ws
-	fb.ws = nil
+	l := fb.link
+	fb.link = nil
 	fb.mu.Unlock()
-	if ws != nil {
-		ws.Close()
+	if l != nil {
+		l.close()
 	}
 }
 
@@ -301,12 +369,9 @@ func (fb *fakeBrowser) connections() int {
 }
 
 func (fb *fakeBrowser) sendLocked(s string) {
-	if fb.ws == nil {
-		return
+	if fb.link != nil {
+		fb.link.send(s)
 	}
-	fb.wmu.Lock()
-	fb.ws.WriteMessage(websocket.TextMessage, []byte(s))
-	fb.wmu.Unlock()
 }
 
 func (fb *fakeBrowser) send(s string) {
@@ -566,13 +631,15 @@ func (fb *fakeBrowser) handle(b []byte) {
 		json.Unmarshal(msg.Params, &raw)
 		reply(`{"result":{"type":"string","value":` + string(raw.Expression) + `}}`)
 	case "Test.fragmented":
-		// Two frames (a continuation): the mux must reassemble what it does not write itself.
-		w, _ := fb.ws.NextWriter(websocket.TextMessage)
-		io.WriteString(w, `{"id":`+string(msg.ID)+`,"result":{"data":"`+strings.Repeat("f", 10000))
-		io.WriteString(w, strings.Repeat("g", 10000)+`"}}`)
-		w.Close()
+		// In parts (continuation frames, or socket writes): the mux must reassemble what it does not
+		// write itself.
+		if fb.link != nil {
+			fb.link.sendPieces(`{"id":`+string(msg.ID)+`,"result":{"data":"`+strings.Repeat("f", 10000), strings.Repeat("g", 10000)+`"}}`)
+		}
 	case "Test.ping":
-		fb.ws.WriteControl(websocket.PingMessage, []byte("hi"), time.Now().Add(time.Second))
+		if fb.link != nil {
+			fb.link.ping("hi")
+		}
 		reply("{}")
 	case "Test.big":
 		n, _ := p["size"].(float64)
@@ -869,11 +936,23 @@ func (c *testClient) closed() (bool, int) {
 	return c.done, c.closeCd
 }
 
-// startMux runs a mux in front of fb with cfg's non-zero fields.
+// startMux runs a mux in front of fb with cfg's non-zero fields and waits for it to connect.
 func startMux(t *testing.T, fb *fakeBrowser, cfg Config) *Mux {
 	t.Helper()
+	m := runMux(t, fb, cfg)
+	testkit.WaitFor(t, 5*time.Second, "mux connected to the browser", func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.up != nil && len(m.pending) == 0
+	})
+	return m
+}
+
+// runMux runs a mux in front of fb (its endpoint, unless cfg names another) with cfg's non-zero fields.
+func runMux(t *testing.T, fb *fakeBrowser, cfg Config) *Mux {
+	t.Helper()
 	if cfg.Upstream == "" {
-		cfg.Upstream = fb.url()
+		cfg.Upstream = fb.endpoint()
 	}
 	cfg.Token = "tok"
 	if cfg.Addr == "" && cfg.Listener == nil {
@@ -895,11 +974,6 @@ func startMux(t *testing.T, fb *fakeBrowser, cfg Config) *Mux {
 		if err := <-done; err != nil {
 			t.Errorf("Serve: %v", err)
 		}
-	})
-	testkit.WaitFor(t, 5*time.Second, "mux connected to the browser", func() bool {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		return m.up != nil && len(m.pending) == 0
 	})
 	return m
 }

@@ -22,8 +22,10 @@ func contextWithCancel() (context.Context, context.CancelFunc) {
 	return context.WithCancel(context.Background())
 }
 
-func TestHTTPChecks(t *testing.T) {
-	fb := newFakeBrowser(t)
+func TestHTTPChecks(t *testing.T) { forEachTransport(t, testHTTPChecks) }
+
+func testHTTPChecks(t *testing.T, tr upTransport) {
+	fb := newFakeBrowserOn(t, tr)
 	m := startMux(t, fb, Config{MaxClients: 1})
 	port := m.Addr()[strings.LastIndex(m.Addr(), ":")+1:]
 	tests := []struct {
@@ -68,7 +70,8 @@ func TestHTTPChecks(t *testing.T) {
 			if !strings.Contains(string(b), tt.body) {
 				t.Fatalf("GET %s body %s; want it to contain %s", tt.path, b, tt.body)
 			}
-			if strings.Contains(string(b), fb.srv.Listener.Addr().String()) || strings.Contains(string(b), "secret") {
+			if strings.Contains(string(b), fb.srv.Listener.Addr().String()) || strings.Contains(string(b), "secret") ||
+				fb.kp != nil && strings.Contains(string(b), fb.kp.socket) {
 				t.Fatalf("GET %s leaks upstream data: %s", tt.path, b)
 			}
 		})
@@ -132,8 +135,10 @@ func TestDiscoveryClientGetsOwnID(t *testing.T) {
 	})
 }
 
-func TestStats(t *testing.T) {
-	fb := newFakeBrowser(t)
+func TestStats(t *testing.T) { forEachTransport(t, testStats) }
+
+func testStats(t *testing.T, tr upTransport) {
+	fb := newFakeBrowserOn(t, tr)
 	m := startMux(t, fb, Config{})
 	c := newClient(t, m, "s")
 	c.createTarget("about:blank")

@@ -53,8 +53,10 @@ func clientActive(m *Mux, id string) time.Time {
 	return m.clients[id].active
 }
 
-func TestOperatorInvisible(t *testing.T) {
-	fb := newFakeBrowser(t)
+func TestOperatorInvisible(t *testing.T) { forEachTransport(t, testOperatorInvisible) }
+
+func testOperatorInvisible(t *testing.T, tr upTransport) {
+	fb := newFakeBrowserOn(t, tr)
 	m := startMux(t, fb, Config{TabCap: 2})
 	ctx := testCtx(t)
 
@@ -295,8 +297,10 @@ func TestViewBackPressure(t *testing.T) {
 // TestViewNavigations: a frame says how many navigations of its page's main frame the view has seen, new
 // documents and same-document ones alike, and a subframe's count for nothing: the tab page asks for the
 // page's title and URL when it changes.
-func TestViewNavigations(t *testing.T) {
-	fb := newFakeBrowser(t)
+func TestViewNavigations(t *testing.T) { forEachTransport(t, testViewNavigations) }
+
+func testViewNavigations(t *testing.T, tr upTransport) {
+	fb := newFakeBrowserOn(t, tr)
 	m := startMux(t, fb, Config{})
 	ctx := testCtx(t)
 	c := newClient(t, m, "agent")
@@ -534,8 +538,10 @@ func TestPageInfo(t *testing.T) {
 	}
 }
 
-func TestHumanTabs(t *testing.T) {
-	fb := newFakeBrowser(t)
+func TestHumanTabs(t *testing.T) { forEachTransport(t, testHumanTabs) }
+
+func testHumanTabs(t *testing.T, tr upTransport) {
+	fb := newFakeBrowserOn(t, tr)
 	var hookMu sync.Mutex
 	var persisted map[string][]string
 	const grace = 300 * time.Millisecond

@@ -11,7 +11,11 @@ import (
 )
 
 func TestCreateClaimsOnlyItsTargets(t *testing.T) {
-	fb := newFakeBrowser(t)
+	forEachTransport(t, testCreateClaimsOnlyItsTargets)
+}
+
+func testCreateClaimsOnlyItsTargets(t *testing.T, tr upTransport) {
+	fb := newFakeBrowserOn(t, tr)
 	m := startMux(t, fb, Config{})
 	c := newClient(t, m, "c")
 	c.call("Target.setDiscoverTargets", `{"discover":true,"filter":[{}]}`, "")
@@ -45,8 +49,10 @@ func TestCreateClaimsOnlyItsTargets(t *testing.T) {
 	}
 }
 
-func TestPuppeteerTabTargets(t *testing.T) {
-	fb := newFakeBrowser(t)
+func TestPuppeteerTabTargets(t *testing.T) { forEachTransport(t, testPuppeteerTabTargets) }
+
+func testPuppeteerTabTargets(t *testing.T, tr upTransport) {
+	fb := newFakeBrowserOn(t, tr)
 	m := startMux(t, fb, Config{})
 	// puppeteer: discovery of everything, browser-level auto-attach to non-page targets (tabs).
 	pp := newClient(t, m, "pp")
@@ -330,8 +336,10 @@ func TestOrphanCleanup(t *testing.T) {
 	}
 }
 
-func TestAdoptOwnership(t *testing.T) {
-	fb := newFakeBrowser(t)
+func TestAdoptOwnership(t *testing.T) { forEachTransport(t, testAdoptOwnership) }
+
+func testAdoptOwnership(t *testing.T, tr upTransport) {
+	fb := newFakeBrowserOn(t, tr)
 	p1 := fb.addPage("https://task.example/", "")
 	m := startMux(t, fb, Config{FreshLaunch: false, Ownership: map[string][]string{"task1": {p1, "GONE"}}})
 	c := newClient(t, m, "task1")

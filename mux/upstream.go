@@ -3,15 +3,12 @@ package mux
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/gorilla/websocket"
 
 	"vibebrowser/mux/devtools"
 )
@@ -25,6 +22,7 @@ import (
 // drains whatever queued behind a write in progress. Either way one goroutine writes at a time.
 type upstream struct {
 	nc      net.Conn
+	tr      transport     // the browser's WebSocket or a keeper's socket (transport.go)
 	br      *bufio.Reader // the read side, owned by the upstream reader
 	q       *sendQueue
 	once    sync.Once
@@ -67,7 +65,7 @@ func (u *upstream) drainLocked() {
 	}
 	u.wd.extend(u.nc.SetWriteDeadline, time.Now(), u.timeout)
 	for i := range u.batch {
-		if err := writeFrame(u.bw, u.batch[i], true); err != nil {
+		if err := u.tr.write(u.bw, u.batch[i]); err != nil {
 			u.failed = true
 			break
 		}
@@ -172,26 +170,45 @@ func (m *Mux) markRelaunched() {
 	m.mu.Unlock()
 }
 
-// dial connects to endpoint; for an http endpoint it reads /json/version first (also the cached answer of
-// the mux's own /json/version).
+// dial connects to endpoint and returns the connection with the browser's version object (also the
+// cached answer of the mux's own /json/version): for an http endpoint read from /json/version first, for
+// a keeper from the browser's Browser.getVersion (dialKeeper), for a ws:// URL nil (runConnection asks).
 func (m *Mux) dial(ctx context.Context, endpoint string) (*upstream, map[string]any, error) {
+	if err := checkUpstream(endpoint); err != nil { // a relaunched browser's endpoint is checked only here
+		return nil, nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	wsURL := endpoint
-	var version map[string]any
-	if strings.HasPrefix(endpoint, "http") {
-		v, err := devtools.FetchVersion(ctx, endpoint)
+	q := newSendQueue(max(4*m.cfg.QueueBytes, m.cfg.ClientMessageLimit))
+	var (
+		nc      net.Conn
+		br      *bufio.Reader
+		tr      transport
+		version map[string]any
+		err     error
+	)
+	if socket, ok := strings.CutPrefix(endpoint, keeperPrefix); ok {
+		nc, br, version, err = m.dialKeeper(ctx, socket)
 		if err != nil {
-			return nil, nil, fmt.Errorf("browser version: %w", err)
+			return nil, nil, fmt.Errorf("browser keeper: %w", err)
 		}
-		wsURL, version = v.WebSocketDebuggerURL, v.Raw
+		tr = keeperTransport{}
+	} else {
+		wsURL := endpoint
+		if strings.HasPrefix(endpoint, "http") {
+			v, err := devtools.FetchVersion(ctx, endpoint)
+			if err != nil {
+				return nil, nil, fmt.Errorf("browser version: %w", err)
+			}
+			wsURL, version = v.WebSocketDebuggerURL, v.Raw
+		}
+		nc, br, err = dialWebSocket(ctx, wsURL)
+		if err != nil {
+			return nil, nil, fmt.Errorf("browser websocket: %w", err)
+		}
+		tr = newWSTransport(q)
 	}
-	nc, br, err := dialWebSocket(ctx, wsURL)
-	if err != nil {
-		return nil, nil, fmt.Errorf("browser websocket: %w", err)
-	}
-	up := &upstream{nc: nc, br: br, q: newSendQueue(max(4*m.cfg.QueueBytes, m.cfg.ClientMessageLimit)), timeout: m.cfg.WriteTimeout,
-		bw: bufio.NewWriterSize(nc, 64<<10)}
+	up := &upstream{nc: nc, tr: tr, br: br, q: q, timeout: m.cfg.WriteTimeout, bw: bufio.NewWriterSize(nc, 64<<10)}
 	return up, version, nil
 }
 
@@ -227,9 +244,8 @@ func (m *Mux) runConnection(up *upstream, version map[string]any) {
 	wg.Add(2)
 	go func() { defer wg.Done(); up.writeLoop() }()
 	go func() { defer wg.Done(); m.probeUpstream(up, ended) }()
-	pong := func(payload []byte) { up.q.pushForce(frame{op: websocket.PongMessage, head: payload}) }
 	for {
-		b, over, err := readWireMessage(up.br, m.cfg.UpstreamMessageLimit, pong)
+		b, over, err := up.tr.read(up.br, m.cfg.UpstreamMessageLimit)
 		if err != nil {
 			break
 		}
@@ -290,23 +306,14 @@ func (m *Mux) probeUpstream(up *upstream, ended <-chan struct{}) {
 	}
 }
 
+// versionLocked caches the version object of a browser reached by its ws:// URL, which has no
+// /json/version to read it from.
 func (m *Mux) versionLocked(res []byte, failed bool) {
 	if failed {
 		return
 	}
-	var v struct {
-		ProtocolVersion string `json:"protocolVersion"`
-		Product         string `json:"product"`
-		Revision        string `json:"revision"`
-		UserAgent       string `json:"userAgent"`
-		JSVersion       string `json:"jsVersion"`
-	}
-	if json.Unmarshal(res, &v) != nil {
-		return
-	}
-	m.version = map[string]any{
-		"Browser": v.Product, "Protocol-Version": v.ProtocolVersion, "User-Agent": v.UserAgent,
-		"V8-Version": v.JSVersion, "WebKit-Version": v.Revision,
+	if v, err := versionObject(res, false); err == nil {
+		m.version = v
 	}
 }
 

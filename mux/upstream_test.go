@@ -12,8 +12,10 @@ import (
 	"vibebrowser/integration/testkit"
 )
 
-func TestUpstreamLossAndReconnect(t *testing.T) {
-	fb := newFakeBrowser(t)
+func TestUpstreamLossAndReconnect(t *testing.T) { forEachTransport(t, testUpstreamLossAndReconnect) }
+
+func testUpstreamLossAndReconnect(t *testing.T, tr upTransport) {
+	fb := newFakeBrowserOn(t, tr)
 	m := startMux(t, fb, Config{})
 	c := newClient(t, m, "c")
 	tid := c.createTarget("about:blank")
@@ -40,7 +42,11 @@ func TestUpstreamLossAndReconnect(t *testing.T) {
 // TestCloseDuringOutageHappensAfterReconnect: a tab the mux closes while the browser connection is down
 // (here: its client's grace period ends) is closed once the browser is back, not left open and hidden.
 func TestCloseDuringOutageHappensAfterReconnect(t *testing.T) {
-	fb := newFakeBrowser(t)
+	forEachTransport(t, testCloseDuringOutageHappensAfterReconnect)
+}
+
+func testCloseDuringOutageHappensAfterReconnect(t *testing.T, tr upTransport) {
+	fb := newFakeBrowserOn(t, tr)
 	m := startMux(t, fb, Config{Grace: 50 * time.Millisecond, ReconnectMin: 20 * time.Millisecond, ReconnectMax: 20 * time.Millisecond})
 	c := newClient(t, m, "c")
 	tid := c.createTarget("https://gone.example/")
@@ -54,30 +60,41 @@ func TestCloseDuringOutageHappensAfterReconnect(t *testing.T) {
 	testkit.WaitFor(t, 5*time.Second, "the tab closed in the browser after the reconnect", func() bool { return !fb.hasTarget(tid) })
 }
 
+// TestUpstreamRelaunchHook: the hook's endpoint may be of another transport than the lost one (the
+// manager relaunches a browser behind a keeper, SPEC §13).
 func TestUpstreamRelaunchHook(t *testing.T) {
-	fb := newFakeBrowser(t)
-	fb2 := newFakeBrowser(t)
+	for _, tt := range []struct{ from, to upTransport }{
+		{overWebSocket, overWebSocket}, {overKeeper, overKeeper}, {overWebSocket, overKeeper}, {overKeeper, overWebSocket},
+	} {
+		t.Run(string(tt.from)+" to "+string(tt.to), func(t *testing.T) { testUpstreamRelaunchHook(t, tt.from, tt.to) })
+	}
+}
+
+func testUpstreamRelaunchHook(t *testing.T, from, to upTransport) {
+	fb := newFakeBrowserOn(t, from)
+	fb2 := newFakeBrowserOn(t, to)
 	relaunched := make(chan struct{}, 1)
 	m := startMux(t, fb, Config{ReconnectTries: 2, Hooks: Hooks{Relaunch: func(ctx context.Context) (string, error) {
 		select {
 		case relaunched <- struct{}{}:
 		default:
 		}
-		return fb2.url(), nil
+		return fb2.endpoint(), nil
 	}}})
 	c := newClient(t, m, "c")
 	c.createTarget("https://restored.example/")
 	fb2.next = 100                                           // new browser, new target ids
 	restored := fb2.addPage("https://restored.example/", "") // the relaunched browser restores the session
-	fb.srv.Listener.Close()                                  // the old browser is gone for good
-	fb.drop()
+	fb.gone()                                                // the old browser is gone for good
 	testkit.WaitFor(t, 5*time.Second, "relaunch hook called and new browser connected", func() bool { return fb2.connections() == 1 && m.Stats().Upstream })
 	testkit.WaitFor(t, 5*time.Second, "restored tab owned again", func() bool { return slices.Equal(c.targetIDs(), []string{restored}) })
 }
 
-func TestRelaunchedDialsAtOnce(t *testing.T) {
-	fb := newFakeBrowser(t)
-	fb2 := newFakeBrowser(t)
+func TestRelaunchedDialsAtOnce(t *testing.T) { forEachTransport(t, testRelaunchedDialsAtOnce) }
+
+func testRelaunchedDialsAtOnce(t *testing.T, tr upTransport) {
+	fb := newFakeBrowserOn(t, tr)
+	fb2 := newFakeBrowserOn(t, tr)
 	// Backoff far beyond the test: only Relaunched can bring the upstream back in time.
 	m := startMux(t, fb, Config{ReconnectMin: time.Hour, ReconnectMax: time.Hour})
 	c := newClient(t, m, "c")
@@ -85,10 +102,9 @@ func TestRelaunchedDialsAtOnce(t *testing.T) {
 	fb2.next = 100
 	restored := fb2.addPage("https://restored.example/", "")
 	orphan := fb2.addPage("https://nobody.example/", "") // restored, but its owner is not among the clients
-	fb.srv.Listener.Close()
-	fb.drop()
+	fb.gone()
 	testkit.WaitFor(t, 5*time.Second, "the loss noticed", func() bool { return !m.Stats().Upstream })
-	m.Relaunched(fb2.url())
+	m.Relaunched(fb2.endpoint())
 	testkit.WaitFor(t, 5*time.Second, "the relaunched browser connected", func() bool { return fb2.connections() == 1 && m.Stats().Upstream })
 	testkit.WaitFor(t, 5*time.Second, "restored tab owned again", func() bool { return slices.Equal(c.targetIDs(), []string{restored}) })
 	testkit.WaitFor(t, 5*time.Second, "the unclaimed restored tab closed", func() bool { return !fb2.hasTarget(orphan) })
@@ -97,8 +113,10 @@ func TestRelaunchedDialsAtOnce(t *testing.T) {
 	}
 }
 
-func TestSilentBrowserIsDropped(t *testing.T) {
-	fb := newFakeBrowser(t)
+func TestSilentBrowserIsDropped(t *testing.T) { forEachTransport(t, testSilentBrowserIsDropped) }
+
+func testSilentBrowserIsDropped(t *testing.T, tr upTransport) {
+	fb := newFakeBrowserOn(t, tr)
 	m := startMux(t, fb, Config{PingInterval: 50 * time.Millisecond, PongTimeout: 150 * time.Millisecond})
 	c := newClient(t, m, "c")
 	tid := c.createTarget("about:blank")
@@ -149,8 +167,10 @@ func TestWebSocketUpstream(t *testing.T) {
 	}
 }
 
-func TestUpstreamFramesAndPings(t *testing.T) {
-	fb := newFakeBrowser(t)
+func TestUpstreamFramesAndPings(t *testing.T) { forEachTransport(t, testUpstreamFramesAndPings) }
+
+func testUpstreamFramesAndPings(t *testing.T, tr upTransport) {
+	fb := newFakeBrowserOn(t, tr)
 	m := startMux(t, fb, Config{})
 	c := newClient(t, m, "c")
 	r := c.call("Test.fragmented", "", "")
@@ -159,18 +179,22 @@ func TestUpstreamFramesAndPings(t *testing.T) {
 		t.Fatalf("fragmented answer mangled (%d bytes)", len(r.Result))
 	}
 	c.call("Test.ping", "", "")
-	testkit.WaitFor(t, 5*time.Second, "pong to the browser's ping", func() bool {
-		fb.mu.Lock()
-		defer fb.mu.Unlock()
-		return slices.Contains(fb.pongs, "hi")
-	})
+	if tr == overWebSocket { // a keeper's socket has no pings; that nothing but JSON reaches it is checked at its close
+		testkit.WaitFor(t, 5*time.Second, "pong to the browser's ping", func() bool {
+			fb.mu.Lock()
+			defer fb.mu.Unlock()
+			return slices.Contains(fb.pongs, "hi")
+		})
+	}
 	if r := c.call("Browser.getVersion", "", ""); r.Error != nil {
 		t.Fatal(r.Error)
 	}
 }
 
-func TestOversizedUpstreamMessage(t *testing.T) {
-	fb := newFakeBrowser(t)
+func TestOversizedUpstreamMessage(t *testing.T) { forEachTransport(t, testOversizedUpstreamMessage) }
+
+func testOversizedUpstreamMessage(t *testing.T, tr upTransport) {
+	fb := newFakeBrowserOn(t, tr)
 	m := startMux(t, fb, Config{UpstreamMessageLimit: 100 << 10})
 	c := newClient(t, m, "c")
 	r := c.call("Test.big", `{"size":200000}`, "")
@@ -187,7 +211,11 @@ func TestOversizedUpstreamMessage(t *testing.T) {
 }
 
 func TestBigClientMessageReachesBrowser(t *testing.T) {
-	fb := newFakeBrowser(t)
+	forEachTransport(t, testBigClientMessageReachesBrowser)
+}
+
+func testBigClientMessageReachesBrowser(t *testing.T, tr upTransport) {
+	fb := newFakeBrowserOn(t, tr)
 	m := startMux(t, fb, Config{})
 	c := newClient(t, m, "c")
 	expr := strings.Repeat("q", 1<<20)

@@ -20,10 +20,11 @@ import (
 	"github.com/gorilla/websocket"
 )
 
-// The WebSocket wire (RFC 6455) that the mux frames itself: every frame it writes, to clients and to the
-// browser, goes through writeFrame, and the browser's frames are read by readWireMessage. gorilla still
-// does the clients' handshake and reads their messages; the browser connection is the mux's own from
-// the handshake on (dialWebSocket).
+// The WebSocket wire (RFC 6455) that the mux frames itself: every frame it writes, to clients and to a
+// browser's WebSocket, goes through writeFrame, and the browser's frames are read by readWireMessage.
+// gorilla still does the clients' handshake and reads their messages; the browser connection is the
+// mux's own from the handshake on (dialWebSocket). A browser behind a keeper has no frames at all
+// (transport.go).
 
 // frame is one outgoing WebSocket message assembled from up to three byte slices. Rewriting a message id
 // puts the new id in mid and keeps head and tail as sub-slices of the received message: the bytes are

@@ -65,12 +65,52 @@ func TestReadMessage(t *testing.T) {
 	}
 }
 
-// TestOverKeepsPrefix: an over-limit message comes back as its first OverPrefix bytes, its id among them.
+// TestOverKeepsPrefix: an over-limit message comes back as its first OverPrefix bytes, its id among them,
+// whether the limit is below or above OverPrefix.
 func TestOverKeepsPrefix(t *testing.T) {
 	big := `{"id":77,"result":"` + strings.Repeat("y", 3*OverPrefix) + `"}`
-	msgs, overs, _ := read(t, []byte(big+"\x00"), 4096, OverPrefix, false)
-	if len(msgs) != 1 || !overs[0] || len(msgs[0]) != OverPrefix || !strings.HasPrefix(msgs[0], `{"id":77,`) {
-		t.Fatalf("over-limit message read as %d bytes (over %v); want its first %d", len(msgs[0]), overs, OverPrefix)
+	for _, limit := range []int{OverPrefix / 2, OverPrefix, 2 * OverPrefix} {
+		msgs, overs, _ := read(t, []byte(big+"\x00{\"id\":78}\x00"), 4096, limit, false)
+		if len(msgs) != 2 || !overs[0] || len(msgs[0]) != OverPrefix || !strings.HasPrefix(msgs[0], `{"id":77,`) {
+			t.Fatalf("over-limit message (limit %d) read as %d bytes (over %v); want its first %d", limit, len(msgs[0]), overs, OverPrefix)
+		}
+		if msgs[1] != `{"id":78}` || overs[1] {
+			t.Fatalf("message after an over-limit one (limit %d) = %q (over %v); want it whole", limit, msgs[1], overs[1])
+		}
+	}
+}
+
+// TestLongMessageAllocations: a message longer than the reader's buffer costs one allocation of its own
+// size, not a slice regrown read after read.
+func TestLongMessageAllocations(t *testing.T) {
+	wire := []byte(`{"id":1,"result":"` + strings.Repeat("z", 8<<20) + `"}` + "\x00")
+	r := bytes.NewReader(wire)
+	br := bufio.NewReaderSize(r, 64<<10)
+	var got []byte
+	allocs := testing.AllocsPerRun(5, func() {
+		r.Reset(wire)
+		br.Reset(r)
+		got, _, _ = ReadMessage(br, 16<<20)
+	})
+	if allocs > 1 || len(got) != len(wire)-1 || cap(got) != len(got) {
+		t.Fatalf("8 MiB message: %v allocations, %d bytes of capacity %d; want one allocation of %d", allocs, len(got), cap(got), len(wire)-1)
+	}
+}
+
+// BenchmarkReadMessage reads an 8 MiB message (the bench's big answer) through a 64 KiB reader, as the
+// mux reads a keeper's socket.
+func BenchmarkReadMessage(b *testing.B) {
+	wire := []byte(`{"id":1,"result":"` + strings.Repeat("z", 8<<20) + `"}` + "\x00")
+	r := bytes.NewReader(wire)
+	br := bufio.NewReaderSize(r, 64<<10)
+	b.SetBytes(int64(len(wire)))
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Reset(wire)
+		br.Reset(r)
+		if _, _, err := ReadMessage(br, 256<<20); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
