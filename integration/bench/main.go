@@ -51,6 +51,7 @@ var groups = []group{
 	{"shim", benchShim},
 	{"manager", benchManager},
 	{"mux", func(ctx context.Context, env *benchEnv) ([]Row, error) { return benchMux(ctx, env.chromium) }},
+	{"pipe", benchPipe},
 	{"call", benchCall},
 }
 

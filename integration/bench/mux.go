@@ -85,20 +85,45 @@ func benchMux(ctx context.Context, chromium string) ([]Row, error) {
 	return append(rows, r...), nil
 }
 
-// modes are the three ways a client reaches the browser.
+// benchModes are the ways a client reaches the browser, by name: "direct" and "relay" take the URL as it
+// is, a mux's ("mux", "mux pipe") a per-client suffix.
 type benchModes struct {
-	direct, relay, mux string // browser WebSocket URLs; mux and relay take a per-client suffix
+	names []string          // the order of a round
+	urls  map[string]string // browser WebSocket URLs
 }
 
 func (b benchModes) url(mode string, client int) string {
-	switch mode {
-	case "direct":
-		return b.direct
-	case "relay":
-		return b.relay
-	default:
-		return b.mux + "/client-bench" + strconv.Itoa(client)
+	if strings.HasPrefix(mode, "mux") {
+		return b.urls[mode] + "/client-bench" + strconv.Itoa(client)
 	}
+	return b.urls[mode]
+}
+
+// rounds runs kind with n clients through every mode: with one client the modes take turns call by call
+// (benchAlternating), with more in interleaved rounds, so a noisy neighbour or a warming browser hurts them
+// all alike. It returns each mode's latencies and wall time.
+func (b benchModes) rounds(ctx context.Context, kind string, n, calls int) (map[string][]time.Duration, map[string]time.Duration, error) {
+	if n == 1 {
+		return benchAlternating(ctx, b, kind, calls)
+	}
+	const rounds = 5
+	samples := map[string][]time.Duration{}
+	elapsed := map[string]time.Duration{}
+	for r := range rounds {
+		for i := range b.names {
+			mode := b.names[(r+i)%len(b.names)]
+			if ctx.Err() != nil {
+				return nil, nil, ctx.Err()
+			}
+			s, e, err := benchLatency(ctx, b, mode, kind, n, max(1, calls/rounds))
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s %s %d clients: %w", mode, kind, n, err)
+			}
+			samples[mode] = append(samples[mode], s...)
+			elapsed[mode] += e
+		}
+	}
+	return samples, elapsed, nil
 }
 
 func benchAgainstChromium(ctx context.Context, chr *benchChromium) ([]Row, error) {
@@ -112,7 +137,8 @@ func benchAgainstChromium(ctx context.Context, chr *benchChromium) ([]Row, error
 		return nil, err
 	}
 	defer stopRelay()
-	modes := benchModes{direct: chr.ws, relay: relayURL, mux: muxURL}
+	modes := benchModes{names: []string{"direct", "relay", "mux"},
+		urls: map[string]string{"direct": chr.ws, "relay": relayURL, "mux": muxURL}}
 	var rows []Row
 
 	type key struct {
@@ -122,37 +148,13 @@ func benchAgainstChromium(ctx context.Context, chr *benchChromium) ([]Row, error
 	}
 	lat := map[key][3]time.Duration{}
 	thr := map[key]float64{}
-	// Modes run in interleaved rounds, so that a noisy neighbour or a warming browser hurts all three alike.
-	const rounds = 5
-	runRounds := func(kind string, n, calls int) (map[string][]time.Duration, map[string]time.Duration, error) {
-		if n == 1 {
-			return benchAlternating(ctx, modes, kind, calls)
-		}
-		samples := map[string][]time.Duration{}
-		elapsed := map[string]time.Duration{}
-		for r := range rounds {
-			for i := range 3 {
-				mode := []string{"direct", "relay", "mux"}[(r+i)%3]
-				if ctx.Err() != nil {
-					return nil, nil, ctx.Err()
-				}
-				s, e, err := benchLatency(ctx, modes, mode, kind, n, max(1, calls/rounds))
-				if err != nil {
-					return nil, nil, fmt.Errorf("%s %s %d clients: %w", mode, kind, n, err)
-				}
-				samples[mode] = append(samples[mode], s...)
-				elapsed[mode] += e
-			}
-		}
-		return samples, elapsed, nil
-	}
 	for _, method := range []string{"version", "eval"} {
 		for _, n := range []int{1, 16} {
 			calls := latencyCalls
 			if n > 1 {
 				calls = latencyCalls16
 			}
-			samples, elapsed, err := runRounds(method, n, calls)
+			samples, elapsed, err := modes.rounds(ctx, method, n, calls)
 			if err != nil {
 				return nil, err
 			}
@@ -182,7 +184,7 @@ func benchAgainstChromium(ctx context.Context, chr *benchChromium) ([]Row, error
 	rows = append(rows, r...)
 
 	// An 8 MiB response, direct vs mux (never fully decoded by the mux).
-	bigSamples, _, err := runRounds("big", 1, bigCalls)
+	bigSamples, _, err := modes.rounds(ctx, "big", 1, bigCalls)
 	if err != nil {
 		return nil, err
 	}
@@ -528,7 +530,7 @@ func benchLoad(ctx context.Context, clients []*benchClient, kind string, calls i
 // benchAlternating measures one client per mode, taking turns call by call, so that the load of a
 // shared machine falls on the three modes alike (rounds of hundreds of calls let it drift between them).
 func benchAlternating(ctx context.Context, modes benchModes, kind string, calls int) (map[string][]time.Duration, map[string]time.Duration, error) {
-	names := []string{"direct", "relay", "mux"}
+	names := modes.names
 	clients := map[string]*benchClient{}
 	for _, mode := range names {
 		c, err := benchDial(modes.url(mode, 0))

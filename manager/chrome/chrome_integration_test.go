@@ -179,7 +179,7 @@ func TestChromiumHeldProfileRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Launch(context.Background(), Options{Binary: bin, ProfileDir: p.ProfileDir(), Headless: true, NoSandbox: os.Geteuid() == 0, Log: testkit.Log(t)})
+	_, err = Launch(context.Background(), Options{Transport: TransportPort, Binary: bin, ProfileDir: p.ProfileDir(), Headless: true, NoSandbox: os.Geteuid() == 0, Log: testkit.Log(t)})
 	var inUse *ProfileInUseError
 	if !errors.As(err, &inUse) || inUse.PID != p.PID() {
 		t.Fatalf("second Launch on a running profile = %v; want ProfileInUseError naming pid %d", err, p.PID())

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"vibebrowser/integration/testkit"
+	"vibebrowser/manager/keeper"
 	"vibebrowser/manager/procid"
 
 	"github.com/rs/zerolog"
@@ -27,6 +28,9 @@ import (
 func TestMain(m *testing.M) {
 	if os.Getenv(fakeModeEnv) != "" {
 		os.Exit(fakeMain())
+	}
+	if len(os.Args) > 1 && os.Args[1] == "keep" { // the keeper of a browser on the pipe
+		os.Exit(keeper.Main(os.Args[2:]))
 	}
 	goleak.VerifyTestMain(m)
 }

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"vibebrowser/manager/chrome"
+)
+
+// benchPipe is SPEC §8's "Over a pipe": the mux through its keeper to a Chromium on the pipe, side by side in
+// one run with direct TCP and a plain relay over TCP to a Chromium of the same build launched with a port,
+// and the mux on that port (the port transport's row).
+func benchPipe(ctx context.Context, env *benchEnv) ([]Row, error) {
+	if env.chromium == "" {
+		return []Row{{Group: "pipe", Name: "pipe rows skipped: no Chromium installed"}}, nil
+	}
+	chr, err := benchLaunchChromium(env.chromium)
+	if err != nil {
+		return nil, err
+	}
+	defer chr.stop()
+	kept, err := chrome.Launch(ctx, chrome.Options{
+		Binary:     env.chromium,
+		ProfileDir: filepath.Join(env.tmp, "pipe-profile"),
+		Headless:   true,
+		NoSandbox:  os.Geteuid() == 0,
+		Keeper:     []string{env.vibe, "keep"},
+		RunDir:     env.tmp,
+		Key:        "bench",
+		Log:        zerolog.Nop(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("chromium on the pipe: %w", err)
+	}
+	defer kept.Stop(context.Background())
+	_, muxURL, stopMux, err := benchStartMux(chr.http)
+	if err != nil {
+		return nil, err
+	}
+	defer stopMux()
+	_, pipeURL, stopPipe, err := benchStartMux(kept.Endpoint())
+	if err != nil {
+		return nil, fmt.Errorf("mux over the keeper: %w", err)
+	}
+	defer stopPipe()
+	relayURL, stopRelay, err := benchStartRelay(chr.ws)
+	if err != nil {
+		return nil, err
+	}
+	defer stopRelay()
+	modes := benchModes{names: []string{"direct", "relay", "mux", "mux pipe"},
+		urls: map[string]string{"direct": chr.ws, "relay": relayURL, "mux": muxURL, "mux pipe": pipeURL}}
+
+	var rows []Row
+	for _, method := range []string{"version", "eval"} {
+		for _, n := range []int{1, 16} {
+			calls := latencyCalls
+			if n > 1 {
+				calls = latencyCalls16
+			}
+			samples, elapsed, err := modes.rounds(ctx, method, n, calls)
+			if err != nil {
+				return nil, err
+			}
+			p50 := map[string]time.Duration{}
+			thr := map[string]float64{}
+			for _, mode := range modes.names {
+				a, b, c := percentiles(samples[mode])
+				p50[mode], thr[mode] = a, float64(len(samples[mode]))/elapsed[mode].Seconds()
+				rows = append(rows, Row{Group: "pipe", Name: fmt.Sprintf("%s %dc %s", method, n, mode), P50: a, P95: b, P99: c,
+					Value: thr[mode], Unit: "calls/s", OK: true})
+			}
+			relayAdd := p50["relay"] - p50["direct"]
+			for _, mode := range []string{"mux pipe", "mux"} {
+				add := p50[mode] - p50["direct"]
+				ratio := float64(add) / float64(max(relayAdd, time.Microsecond))
+				row := Row{Group: "pipe", Name: fmt.Sprintf("%s %dc added p50: %s %v vs relay %v", method, n, mode,
+					add.Round(time.Microsecond), relayAdd.Round(time.Microsecond)), Value: ratio, Unit: "x relay", OK: true}
+				if mode == "mux pipe" {
+					row.Budget, row.OK = "<= 1.0x relay", add <= relayAdd
+				}
+				rows = append(rows, row)
+			}
+			if n == 16 {
+				for _, mode := range []string{"mux pipe", "mux"} {
+					tr := thr[mode] / thr["relay"]
+					row := Row{Group: "pipe", Name: fmt.Sprintf("%s 16c throughput %s/relay", method, mode), Value: tr, Unit: "x relay", OK: true}
+					if mode == "mux pipe" {
+						row.Budget, row.OK = ">= 1.0x relay", tr >= 1.0
+					}
+					rows = append(rows, row)
+				}
+			}
+		}
+	}
+	big, _, err := modes.rounds(ctx, "big", 1, bigCalls)
+	if err != nil {
+		return nil, err
+	}
+	p50 := map[string]time.Duration{}
+	for _, mode := range modes.names {
+		a, b, c := percentiles(big[mode])
+		p50[mode] = a
+		rows = append(rows, Row{Group: "pipe", Name: "8MiB response " + mode, P50: a, P95: b, P99: c, OK: true})
+	}
+	for _, mode := range []string{"mux pipe", "mux"} {
+		r := float64(p50[mode]) / float64(p50["direct"])
+		row := Row{Group: "pipe", Name: "8MiB response " + mode + "/direct p50", Value: r, Unit: "x direct", OK: true}
+		if mode == "mux pipe" {
+			row.Budget, row.OK = "<= 1.0x direct", r <= 1.0
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
