@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -188,6 +189,38 @@ func TestSIGTERMClosesTheBrowser(t *testing.T) {
 	}
 	if groupLive(id.BrowserPGID) {
 		t.Errorf("chromium's group %d lives on after the keeper", id.BrowserPGID)
+	}
+}
+
+// TestKeeperOutlivesItsTerminal: a hangup, and a log whose reader went, end nothing.
+func TestKeeperOutlivesItsTerminal(t *testing.T) {
+	h := newHarness(t, 0)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.proc = exec.Command(testBinary(t), append([]string{roleKeep}, Command(h.cfg)...)...)
+	h.proc.Stdout, h.proc.Stderr = w, w
+	h.proc.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := h.proc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	t.Cleanup(func() {
+		h.proc.Process.Kill()
+		h.proc.Wait()
+	})
+	h.ready()
+	r.Close() // the keeper's next log line meets a closed pipe
+	if err := h.proc.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	c := h.dial() // logs "client connected"
+	c.call(1, "Test.echo", "")
+	c.nc.Close() // logs "client disconnected"
+	h.dial().call(1, "Test.echo", "")
+	if err := h.proc.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("keeper gone after SIGHUP and a closed stderr: %v", err)
 	}
 }
 
