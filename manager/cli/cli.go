@@ -44,6 +44,8 @@ type CLI struct {
 	Version VersionCmd `cmd:"" help:"Print the version."`
 
 	Downloads DownloadsCmd `cmd:"" help:"List finished downloads, per task and store (where each file is, its size and sha256)."`
+
+	Keep KeepCmd `cmd:"" hidden:"" passthrough:"" help:"Hold a launched Chromium's DevTools pipe (the manager runs it)."`
 }
 
 // globals is what every command's Run receives.
@@ -102,6 +104,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	g := &globals{ctx: ctx, home: home, stdout: stdout, stderr: stderr}
 	if err := kctx.Run(g); err != nil {
+		var code *exitCodeError
+		if errors.As(err, &code) {
+			return code.code // the command printed what it had to say
+		}
 		var usage *usageError
 		if errors.As(err, &usage) {
 			fmt.Fprintf(stderr, "vibe-browser: %v\n", err)
@@ -113,8 +119,13 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// containsHelp reports a help flag on the command line; after a "--" the arguments are another program's
+// (keep's Chromium command line), not the CLI's.
 func containsHelp(args []string) bool {
 	for _, a := range args {
+		if a == "--" {
+			return false
+		}
 		if a == "--help" || a == "-h" {
 			return true
 		}
@@ -126,6 +137,11 @@ func containsHelp(args []string) bool {
 type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
+
+// exitCodeError is a command's own exit code, passed on as it is (the keeper's is its Chromium's status).
+type exitCodeError struct{ code int }
+
+func (e *exitCodeError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
 // oneLine renders err as one line: the manager's message when it answered, the error otherwise.
 func oneLine(err error) string {

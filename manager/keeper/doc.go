@@ -17,5 +17,5 @@
 // atomically: the launcher's readiness, and what a later manager checks before it adopts the browser. The
 // keeper exits when Chromium exits, after reaping it and killing what is left of its group, removing its
 // socket and identity file and exiting with Chromium's status (128+n for a signal n). SIGTERM asks Chromium
-// to close (Browser.close), bounded, then SIGKILLs its group.
+// to close (Browser.close), then SIGTERMs and at last SIGKILLs its group, each step bounded.
 package keeper

@@ -1,0 +1,204 @@
+package keeper
+
+import (
+	"bufio"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Exit codes of the keeper besides Chromium's own status, which it passes on.
+const (
+	exitFailure = 1 // the keeper could not start or serve; the log says why
+	exitUsage   = 2 // the command line is wrong
+)
+
+// Limits and sizes of the relay.
+const (
+	defaultLimit  = 100 << 20 // a client's largest message: Chrome's own limit, the mux's client limit
+	upstreamLimit = 256 << 20 // Chromium's largest message: the mux's upstream limit
+	bufSize       = 256 << 10 // each reader's and writer's buffer: what is held per direction, never more
+)
+
+// Stop bounds (SPEC §13): each step is bounded so a wedged Chromium never wedges its keeper.
+const (
+	closeBound = 2 * time.Second // Browser.close until Chromium exits
+	termBound  = 3 * time.Second // SIGTERM of its group until it exits
+	killBound  = 3 * time.Second // SIGKILL of its group until it is reaped
+	resetBound = 5 * time.Second // a gone client's reset until the next client is served anyway
+)
+
+// keeper is one running keeper: Chromium, its pipe, the socket and the client of the moment.
+type keeper struct {
+	cfg    Config
+	log    zerolog.Logger
+	socket string // SocketPath
+	idPath string // IdentityPath
+	br     *browser
+	quit   chan struct{} // closed when the keeper stops: a reset in progress gives up
+
+	ln      *net.UnixListener
+	lnFile  os.FileInfo // the socket file as the keeper made it: it removes that file and no other
+	written *Identity   // the identity file as the keeper wrote it: the same rule
+
+	wmu sync.Mutex
+	// wmu guards pw, the write side of the pipe: the client's relay and the keeper's own commands write it.
+	pw *bufio.Writer
+
+	mu sync.Mutex
+	// mu guards the fields below.
+	client   *client                // the client being served; nil between clients
+	stopping bool                   // no client is served any more
+	orphans  map[int64]flight       // ids gone clients left in flight: their answers are dropped
+	sessions map[string]string      // sessions attached through the pipe → their parent session ("": none)
+	calls    map[int64]func([]byte) // the keeper's own commands in flight → what to do with the answer
+	nextCall int64
+	conns    int // connections accepted, to number them in the log
+
+	wg sync.WaitGroup // the relays, the accept loop and the serving of a client
+}
+
+// run is the keeper's whole life: Chromium started, readiness, clients served until Chromium exits or a
+// signal stops it, then the cleanup. It returns the process's exit code.
+func run(cfg Config, log zerolog.Logger, sigs <-chan os.Signal) int {
+	k := &keeper{
+		cfg:      cfg,
+		log:      log,
+		socket:   SocketPath(cfg.RunDir, cfg.Key),
+		idPath:   IdentityPath(cfg.RunDir, cfg.Key),
+		quit:     make(chan struct{}),
+		orphans:  map[int64]flight{},
+		sessions: map[string]string{},
+		calls:    map[int64]func([]byte){},
+		nextCall: firstCallID,
+	}
+	br, err := startBrowser(cfg.Binary, cfg.Args)
+	if err != nil {
+		log.Error().Err(err).Msg("chromium did not start")
+		return exitFailure
+	}
+	k.br = br
+	k.pw = bufio.NewWriterSize(br.toBrowser, bufSize)
+	log.Info().Int("browser_pid", br.pid).Str("binary", cfg.Binary).Msg("chromium started")
+	k.wg.Add(1)
+	go func() {
+		defer k.wg.Done()
+		k.relayFromBrowser()
+	}()
+	code := k.serve(sigs)
+	k.stop()
+	ev := log.Info()
+	if k.br.err != nil {
+		ev = log.Error().Err(k.br.err)
+	}
+	ev.Int("browser_pid", br.pid).Int("exit", code).Msg("keeper exiting")
+	return code
+}
+
+// serve waits for readiness, serves clients until Chromium exits or a signal comes, and returns the exit
+// code.
+func (k *keeper) serve(sigs <-chan os.Signal) int {
+	ready := make(chan string, 1)
+	err := k.call("Browser.getVersion", nil, "", func(answer []byte) { ready <- product(answer) })
+	if err != nil {
+		k.log.Warn().Err(err).Msg("Browser.getVersion not sent")
+	}
+	select {
+	case p := <-ready:
+		k.log.Info().Str("product", p).Msg("chromium answered over the pipe")
+	case <-k.br.done:
+		k.log.Error().Int("status", k.br.status).Msg("chromium exited before it was ready")
+		return k.br.status
+	case sig := <-sigs:
+		return k.shutdown(sig)
+	}
+	if err := k.listen(); err != nil {
+		k.log.Error().Err(err).Msg("keeper socket")
+		k.kill()
+		return exitFailure
+	}
+	if err := k.writeIdentity(); err != nil {
+		k.log.Error().Err(err).Msg("identity file")
+		k.kill()
+		return exitFailure
+	}
+	k.log.Info().Str("socket", k.socket).Str("identity", k.idPath).Msg("keeper ready")
+	k.wg.Add(1)
+	go func() {
+		defer k.wg.Done()
+		k.acceptLoop()
+	}()
+	select {
+	case <-k.br.done:
+		k.log.Info().Int("status", k.br.status).Msg("chromium exited")
+		return k.br.status
+	case sig := <-sigs:
+		return k.shutdown(sig)
+	}
+}
+
+// shutdown stops Chromium for a signal: Browser.close, then SIGTERM of its group, then SIGKILL, each step
+// bounded; the exit code is Chromium's status.
+func (k *keeper) shutdown(sig os.Signal) int {
+	k.log.Info().Str("signal", sig.String()).Msg("stopping chromium: Browser.close")
+	k.wg.Add(1)
+	go func() {
+		// Off this goroutine: a client's relay blocked on a full pipe holds the writer, and the bound below
+		// must hold anyway. The write ends when Chromium reads it or exits.
+		defer k.wg.Done()
+		if err := k.call("Browser.close", nil, "", nil); err != nil {
+			k.log.Warn().Err(err).Msg("Browser.close not sent")
+		}
+	}()
+	if k.br.waitDone(closeBound) {
+		return k.br.status
+	}
+	k.log.Warn().Dur("after", closeBound).Msg("chromium still running after Browser.close: SIGTERM to its group")
+	if err := k.br.signalGroup(syscall.SIGTERM); err != nil {
+		k.log.Warn().Err(err).Msg("SIGTERM")
+	}
+	if k.br.waitDone(termBound) {
+		return k.br.status
+	}
+	k.log.Warn().Dur("after", termBound).Msg("chromium still running after SIGTERM: SIGKILL to its group")
+	return k.kill()
+}
+
+// kill SIGKILLs Chromium's group and waits, bounded, for it to be reaped; the exit code is Chromium's
+// status, or exitFailure when even that did not end it.
+func (k *keeper) kill() int {
+	if !k.br.exited() {
+		if err := k.br.signalGroup(syscall.SIGKILL); err != nil {
+			k.log.Error().Err(err).Msg("SIGKILL")
+		}
+	}
+	if k.br.waitDone(killBound) {
+		return k.br.status
+	}
+	k.log.Error().Dur("after", killBound).Int("browser_pid", k.br.pid).Msg("chromium not reaped after SIGKILL")
+	return exitFailure
+}
+
+// stop ends everything the keeper runs: no more clients, the socket and identity file removed, the client
+// and the pipe closed, every goroutine of the keeper's waited for (Chromium's waiter only if it is done).
+func (k *keeper) stop() {
+	close(k.quit)
+	k.mu.Lock()
+	k.stopping = true
+	c := k.client
+	k.mu.Unlock()
+	if k.ln != nil {
+		k.ln.Close()
+	}
+	k.removeFiles()
+	if c != nil {
+		c.nc.Close()
+	}
+	k.br.toBrowser.Close()
+	k.br.fromBrowser.Close()
+	k.wg.Wait()
+}
