@@ -291,16 +291,28 @@ type Message struct {
 	SessionID string
 }
 
-// Scan reads b's top-level id, method and sessionId, with the mux's own scanner: Chrome's shapes from their
-// first and last bytes, any other well-formed message by a walk that skips values undecoded.
+// Scan reads the top-level id, method and sessionId of b, a message from Chrome, with the mux's own scanner:
+// Chrome's shapes from their first and last bytes, anything else by a walk that skips values undecoded.
 func Scan(b []byte) (Message, error) {
 	info, err := scanUpstream(b)
 	if err != nil {
 		return Message{}, err
 	}
-	m := Message{Method: info.method, SessionID: info.sessionID}
-	if info.hasID() {
-		m.ID = b[info.idStart:info.idEnd]
+	return info.message(b), nil
+}
+
+// ScanCommand reads the same of b, a client's command, in any key order (the walk the mux gives its own
+// clients' messages). On an error, what was read before it is returned with it: the id of a message cut
+// short, when it came first.
+func ScanCommand(b []byte) (Message, error) {
+	info, err := scanFull(b)
+	return info.message(b), err
+}
+
+func (i *msgInfo) message(b []byte) Message {
+	m := Message{Method: i.method, SessionID: i.sessionID}
+	if i.hasID() {
+		m.ID = b[i.idStart:i.idEnd]
 	}
-	return m, nil
+	return m
 }

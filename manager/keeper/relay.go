@@ -2,7 +2,6 @@ package keeper
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"net"
 	"sync"
@@ -87,25 +86,15 @@ func (k *keeper) writePipe(msg []byte, flush bool) error {
 // answered here. A message with no id the keeper can read goes as it is, untracked: Chrome answers it
 // with an error of its own, which no client is waiting for by id.
 func (k *keeper) admitCommand(c *client, msg []byte) bool {
-	m, err := mux.Scan(msg)
+	m, err := mux.ScanCommand(msg)
 	if err != nil {
 		return true
-	}
-	if m.ID == nil && m.Method != "" {
-		// The scan reads a message that starts with "method" as Chrome writes events, from its two ends; a
-		// client's command of that shape has its id in the middle.
-		var cmd struct {
-			ID json.RawMessage `json:"id"`
-		}
-		if json.Unmarshal(msg, &cmd) == nil && cmd.ID != nil {
-			m.ID = cmd.ID
-		}
 	}
 	id, ok := parseID(m.ID)
 	if !ok {
 		return true
 	}
-	refusal := k.admit(c, id, attaches(msg, m))
+	refusal := k.admit(c, id, m.Method == attachToTarget || m.Method == attachToBrowserTarget)
 	if refusal == "" {
 		return true
 	}
@@ -117,8 +106,8 @@ func (k *keeper) admitCommand(c *client, msg []byte) bool {
 // refuseOversized answers a client's message over the limit with an error to its id, read from the message's
 // first bytes; it never reaches Chromium, and the connection lives on.
 func (k *keeper) refuseOversized(c *client, prefix []byte) {
-	m, err := mux.Scan(prefix)
-	if err != nil || m.ID == nil {
+	m, _ := mux.ScanCommand(prefix) // cut short: its id, when it came first
+	if m.ID == nil {
 		k.log.Warn().Int("conn", c.num).Int("limit", k.cfg.Limit).
 			Msg("client message over the limit with no id in its first bytes: dropped")
 		return

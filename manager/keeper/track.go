@@ -1,12 +1,9 @@
 package keeper
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
-
-	"vibebrowser/mux"
 )
 
 // What the keeper remembers so the next client gets a fresh browser connection: the ids in flight (whose
@@ -229,45 +226,4 @@ func (k *keeper) detachOrderLocked() []tracked {
 		return list[i].id < list[j].id
 	})
 	return list
-}
-
-// attaches reports whether a client's command attaches a session (Target.attachToTarget or
-// attachToBrowserTarget), whose answer then names it. The method comes from the scan when it read one, else
-// from just after the id for {"id":N,"method":"M"… (the shape the mux and most clients write); only a
-// message of another shape that holds the method's name at all is decoded.
-func attaches(msg []byte, m mux.Message) bool {
-	if m.Method != "" {
-		return m.Method == attachToTarget || m.Method == attachToBrowserTarget
-	}
-	if method, ok := methodAfterID(msg, m.ID); ok {
-		return string(method) == attachToTarget || string(method) == attachToBrowserTarget
-	}
-	if !bytes.Contains(msg, []byte(`"Target.attachTo`)) {
-		return false
-	}
-	var c struct {
-		Method string `json:"method"`
-	}
-	json.Unmarshal(msg, &c) // a message that does not decode attaches nothing
-	return c.Method == attachToTarget || c.Method == attachToBrowserTarget
-}
-
-// methodAfterID reads the method of a command written as {"id":N,"method":"M"…, without a walk of the
-// message; ok is false for any other shape.
-func methodAfterID(msg, idTok []byte) ([]byte, bool) {
-	const head = `{"id":`
-	const key = `,"method":"`
-	if !bytes.HasPrefix(msg, []byte(head)) || !bytes.HasPrefix(msg[len(head):], idTok) {
-		return nil, false
-	}
-	rest := msg[len(head)+len(idTok):]
-	if !bytes.HasPrefix(rest, []byte(key)) {
-		return nil, false
-	}
-	rest = rest[len(key):]
-	q := bytes.IndexByte(rest, '"')
-	if q < 0 || bytes.IndexByte(rest[:q], '\\') >= 0 {
-		return nil, false
-	}
-	return rest[:q], true
 }
