@@ -29,9 +29,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(fakeModeEnv) != "" {
 		os.Exit(fakeMain())
 	}
-	if len(os.Args) > 1 && os.Args[1] == "keep" { // the keeper of a browser on the pipe
-		os.Exit(keeper.Main(os.Args[2:]))
-	}
+	keeper.RunIfAsked() // the keeper of a browser on the pipe
 	goleak.VerifyTestMain(m)
 }
 

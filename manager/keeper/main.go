@@ -33,3 +33,11 @@ func Main(args []string) int {
 	defer signal.Stop(sigs)
 	return run(cfg, log, sigs)
 }
+
+// RunIfAsked runs Main and exits when this process was started as a keeper ("keep" as its first argument):
+// a test binary that launches browsers on the pipe is its own keeper, called from its TestMain.
+func RunIfAsked() {
+	if len(os.Args) > 1 && os.Args[1] == "keep" {
+		os.Exit(Main(os.Args[2:]))
+	}
+}
