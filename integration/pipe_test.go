@@ -109,7 +109,7 @@ func TestLaunchedBrowsersListenOnNoPort(t *testing.T) {
 	}
 	m.cli("web", "start")
 	listening := listeningInodes(t)
-	for _, slug := range []string{"sealed", api.WebSlug} {
+	for _, slug := range []string{"sealed", api.WebKey} { // the web browser's slug in the status and its profile
 		b := m.browserOf(slug)
 		if b.Status != api.StatusRunning || b.PID == 0 || b.KeeperPID == 0 {
 			t.Fatalf("%s: %+v; want running with a keeper", slug, b)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"strconv"
@@ -41,7 +42,7 @@ type Mux struct {
 	// held across a network write; sends go through the non-blocking queues.
 	closed   bool
 	up       *upstream
-	nextID   int32
+	nextID   int32 // starts at random: a keeper drops answers to a gone mux's ids and refuses a new mux's reuse of one
 	pending  map[int32]*pending
 	clients  map[string]*client
 	targets  map[string]*target
@@ -85,6 +86,7 @@ func New(cfg Config) (*Mux, error) {
 		port = ln.Addr().(*net.TCPAddr).Port
 	}
 	m := &Mux{
+		nextID:     mrand.Int32N(1 << 30),
 		cfg:        cfg,
 		log:        cfg.Log.With().Str("port", strconv.Itoa(port)).Logger(), // the caller named the component (Config.Log)
 		ln:         ln,

@@ -36,6 +36,9 @@ type keeperRef struct {
 // launchKept runs one attempt on the pipe: the keeper, started in its own session, is ready once its identity
 // file names it. On failure the keeper and its browser are gone when it returns.
 func launchKept(ctx context.Context, o Options, args []string, log zerolog.Logger) (*Process, []string, error) {
+	if err := os.MkdirAll(o.RunDir, 0o700); err != nil {
+		return nil, nil, fmt.Errorf("keeper run directory: %w", err)
+	}
 	idPath := keeper.IdentityPath(o.RunDir, o.Key)
 	if err := errors.Join(removeIfThere(idPath), removeIfThere(keeper.SocketPath(o.RunDir, o.Key))); err != nil {
 		return nil, nil, fmt.Errorf("remove a stale keeper's files: %w", err)

@@ -30,9 +30,13 @@ func (k *keeper) listen() error {
 		if fi.Mode()&os.ModeSocket == 0 {
 			return fmt.Errorf("%s exists and is not a socket: the keeper removes only a stale socket", path)
 		}
-		if nc, err := net.DialTimeout("unix", path, time.Second); err == nil {
-			nc.Close()
-			return fmt.Errorf("another keeper answers on %s", path)
+		if addr, release, err := pipewire.SockAddr(path); err == nil {
+			nc, err := net.DialTimeout("unix", addr, time.Second)
+			release()
+			if err == nil {
+				nc.Close()
+				return fmt.Errorf("another keeper answers on %s", path)
+			}
 		}
 		if err := os.Remove(path); err != nil {
 			return fmt.Errorf("remove stale socket: %w", err)
@@ -46,7 +50,13 @@ func (k *keeper) listen() error {
 	syscall.CloseOnExec(fd) // no child of the keeper's inherits it
 	f := os.NewFile(uintptr(fd), path)
 	defer f.Close() // net.FileListener dups the descriptor
-	if err := syscall.Bind(fd, &syscall.SockaddrUnix{Name: path}); err != nil {
+	addr, release, err := pipewire.SockAddr(path)
+	if err != nil {
+		return err
+	}
+	err = syscall.Bind(fd, &syscall.SockaddrUnix{Name: addr})
+	release()
+	if err != nil {
 		return fmt.Errorf("bind %s: %w", path, err)
 	}
 	if err := os.Chmod(path, 0o600); err != nil {

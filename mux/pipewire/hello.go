@@ -33,10 +33,15 @@ const helloTimeout = 5 * time.Second
 // Dial connects to the keeper's socket and reads its hello. The connection is the caller's, positioned after
 // the hello; br holds what was read past it. A refusal is ErrRefused with the keeper's reason.
 func Dial(ctx context.Context, socket string) (net.Conn, *bufio.Reader, Hello, error) {
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "unix", socket)
+	addr, release, err := SockAddr(socket)
 	if err != nil {
 		return nil, nil, Hello{}, err
+	}
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "unix", addr)
+	release()
+	if err != nil {
+		return nil, nil, Hello{}, fmt.Errorf("dial %s: %w", socket, err)
 	}
 	deadline := time.Now().Add(helloTimeout)
 	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
