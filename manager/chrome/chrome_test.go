@@ -423,7 +423,26 @@ func TestLaunchRefusesHeldProfile(t *testing.T) {
 	}
 }
 
+// keptOptions puts o on the pipe, this test binary its keeper (TestMain runs keeper.Main for "keep").
+func keptOptions(t *testing.T, o Options) Options {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Transport, o.Keeper, o.RunDir, o.Key = TransportPipe, []string{exe, "keep"}, t.TempDir(), "k"
+	return o
+}
+
+// TestLaunchNeverReadyKillsGroup: a browser that never gets ready is killed with its group after each
+// attempt, on a port and on the pipe (where its keeper has not named it yet).
 func TestLaunchNeverReadyKillsGroup(t *testing.T) {
+	for _, transport := range []Transport{TransportPort, TransportPipe} {
+		t.Run(string(transport), func(t *testing.T) { testLaunchNeverReadyKillsGroup(t, transport) })
+	}
+}
+
+func testLaunchNeverReadyKillsGroup(t *testing.T, transport Transport) {
 	dir := t.TempDir()
 	starts, helpers := filepath.Join(dir, "starts"), filepath.Join(dir, "helpers")
 	bin := writeScript(t, `echo "attempt $$ starting" >&2
@@ -433,7 +452,11 @@ echo $! >> '`+helpers+`'
 wait
 `)
 	begin := time.Now()
-	_, err := Launch(context.Background(), Options{Transport: TransportPort, Binary: bin, ProfileDir: filepath.Join(dir, "p"), ReadyTimeout: 300 * time.Millisecond, Log: testkit.Log(t)})
+	o := Options{Transport: TransportPort, Binary: bin, ProfileDir: filepath.Join(dir, "p"), ReadyTimeout: 300 * time.Millisecond, Log: testkit.Log(t)}
+	if transport == TransportPipe {
+		o = keptOptions(t, o)
+	}
+	_, err := Launch(context.Background(), o)
 	var le *LaunchError
 	if !errors.As(err, &le) || le.Attempts != 3 {
 		t.Fatalf("Launch(never ready) = %v; want LaunchError after 3 attempts", err)

@@ -9,18 +9,26 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// groupAlive reports whether any non-zombie process is in process group pgid. Zombies are skipped: orphaned
-// members are reparented to init, and an init that does not reap (some containers) leaves them forever.
-func groupAlive(pgid int) bool {
-	if err := unix.Kill(-pgid, 0); errors.Is(err, unix.ESRCH) {
-		return false
-	}
+// childPIDs lists the live children of pid, from /proc.
+func childPIDs(pid int) []int {
+	var kids []int
+	forEachProc(func(p int, state byte, ppid, _ int) {
+		if ppid == pid && state != 'Z' && state != 'X' {
+			kids = append(kids, p)
+		}
+	})
+	return kids
+}
+
+// forEachProc calls fn with each process's pid, state, parent and process group, as /proc reads them.
+func forEachProc(fn func(pid int, state byte, ppid, pgrp int)) bool {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		return true // cannot tell: assume alive, the caller's bound still ends the wait
+		return false
 	}
 	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
 			continue
 		}
 		st, err := os.ReadFile("/proc/" + e.Name() + "/stat")
@@ -33,18 +41,31 @@ func groupAlive(pgid int) bool {
 			continue
 		}
 		f := bytes.Fields(st[i+1:])
-		if len(f) < 3 {
+		if len(f) < 3 || len(f[0]) != 1 {
 			continue
 		}
-		if g, err := strconv.Atoi(string(f[2])); err != nil || g != pgid {
-			continue
+		ppid, err1 := strconv.Atoi(string(f[1]))
+		pgrp, err2 := strconv.Atoi(string(f[2]))
+		if err1 == nil && err2 == nil {
+			fn(pid, f[0][0], ppid, pgrp)
 		}
-		if s := f[0]; len(s) == 1 && (s[0] == 'Z' || s[0] == 'X') {
-			continue
-		}
-		return true
 	}
-	return false
+	return true
+}
+
+// groupAlive reports whether any non-zombie process is in process group pgid. Zombies are skipped: orphaned
+// members are reparented to init, and an init that does not reap (some containers) leaves them forever.
+func groupAlive(pgid int) bool {
+	if err := unix.Kill(-pgid, 0); errors.Is(err, unix.ESRCH) {
+		return false
+	}
+	alive := false
+	if !forEachProc(func(_ int, state byte, _, pgrp int) {
+		alive = alive || pgrp == pgid && state != 'Z' && state != 'X'
+	}) {
+		return true // cannot tell: assume alive, the caller's bound still ends the wait
+	}
+	return alive
 }
 
 // waitExited blocks until child pid has exited, without reaping it, so its pid (and process group id) stay

@@ -165,9 +165,15 @@ func (p *Process) stopKept(ctx context.Context) error {
 	return p.killKept()
 }
 
-// killKept SIGKILLs the keeper and the browser's group and waits (bounded) until both are gone.
+// killKept SIGKILLs the keeper and the browser's group and waits (bounded) until both are gone. A keeper that
+// has not named its browser yet (a launch that never got ready) has it as its child, in a group of its own.
 func (p *Process) killKept() error {
 	if p.keeperLive() {
+		if !p.useGroup {
+			for _, kid := range childPIDs(p.keeper.pid) {
+				_ = signalGroup(kid, syscall.SIGKILL)
+			}
+		}
 		_ = signalPID(p.keeper.pid, syscall.SIGKILL)
 	}
 	if p.useGroup && groupAlive(p.pgid) {
