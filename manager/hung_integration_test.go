@@ -34,7 +34,10 @@ func TestHungBrowserIsRelaunchedBehindItsMux(t *testing.T) {
 		t.Fatalf("the integration tests need Chromium (go tool task deps): %v", err)
 	}
 	cfg := daemonConfig(t, map[string]string{"VIBE_CHROME": bin, "VIBE_HEADLESS": "1", "VIBE_BROWSER_IDLE_S": "0"}, true)
-	manager.SetMuxTiming(cfg, 200*time.Millisecond, 400*time.Millisecond, 100*time.Millisecond, 200*time.Millisecond, 1)
+	// A pong timeout of 2 s: over the pipe the mux's dial also waits that long for the browser's
+	// Browser.getVersion, which a Chromium still starting its first renderers on a busy machine can take more
+	// than half a second to answer; with one try, a shorter wait took the fresh browser for a hung one.
+	manager.SetMuxTiming(cfg, 200*time.Millisecond, 2*time.Second, 100*time.Millisecond, 200*time.Millisecond, 1)
 	d := runDaemon(t, cfg)
 	ctx, client := context.Background(), d.client
 
