@@ -1,7 +1,5 @@
 package pipewire
 
-
-
 // maxSunPath is the longest socket path every supported system takes in a sockaddr_un: 104 bytes on macOS
 // (108 on Linux), less the terminating NUL.
 const maxSunPath = 103
