@@ -67,16 +67,3 @@ func groupAlive(pgid int) bool {
 	}
 	return alive
 }
-
-// waitExited blocks until child pid has exited, without reaping it, so its pid (and process group id) stay
-// reserved while the caller kills the rest of the group. It reports false if it could not wait.
-func waitExited(pid int) bool {
-	for {
-		var info unix.Siginfo
-		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		return err == nil
-	}
-}

@@ -14,10 +14,6 @@ func groupAlive(pgid int) bool {
 	return !errors.Is(unix.Kill(-pgid, 0), unix.ESRCH)
 }
 
-// waitExited is not available here (no waitid with WNOWAIT); callers then skip killing the leftover group
-// before reaping, and Stop's group wait covers it.
-func waitExited(int) bool { return false }
-
 // childPIDs is not read here; a keeper killed before it named its browser leaves that browser to its pipe's
 // closing.
 func childPIDs(int) []int { return nil }

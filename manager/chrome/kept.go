@@ -78,28 +78,14 @@ func launchKept(ctx context.Context, o Options, args []string, log zerolog.Logge
 		}
 		return nil, p.Stderr(), err
 	}
-	rctx, cancel := context.WithTimeout(ctx, o.ReadyTimeout)
-	defer cancel()
-	t := time.NewTicker(pollEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-rctx.Done():
-			if ctx.Err() != nil {
-				return fail(fmt.Errorf("launch cancelled: %w", ctx.Err()))
-			}
-			return fail(fmt.Errorf("chromium not ready within %s (its keeper wrote no identity)", o.ReadyTimeout))
-		case <-p.done:
-			return nil, p.Stderr(), fmt.Errorf("chromium exited before it was ready: keeper %v", exitText(p.exitErr))
-		case <-t.C:
-		}
+	return awaitReady(ctx, o, p, fail, "its keeper wrote no identity", "keeper ", func(context.Context) bool {
 		id, err := keeper.ReadIdentity(idPath)
 		if err != nil || id.KeeperPID != cmd.Process.Pid {
-			continue
+			return false
 		}
 		p.setBrowser(id)
-		return p, nil, nil
-	}
+		return true
+	})
 }
 
 // setBrowser records the browser the keeper started, before anyone else sees p.

@@ -207,6 +207,27 @@ func launchOnce(ctx context.Context, o Options, args []string, log zerolog.Logge
 	}
 	p.start = info.Start
 
+	return awaitReady(ctx, o, p, fail, "no answering DevToolsActivePort", "", func(rctx context.Context) bool {
+		port, _, err := readDevToolsActivePort(o.ProfileDir)
+		if err != nil {
+			return false
+		}
+		v, err := fetchVersion(rctx, port)
+		if err != nil {
+			log.Debug().Err(err).Msg("DevTools not answering yet")
+			return false
+		}
+		p.httpURL = "http://127.0.0.1:" + strconv.Itoa(port)
+		p.wsURL = v.WebSocketDebuggerURL
+		return true
+	})
+}
+
+// awaitReady polls ready every pollEvery until it reports p's browser ready, p's process (exited, "keeper "
+// when that is a keeper) exits first, or ReadyTimeout or ctx ends, when fail tears the attempt down;
+// missing says what never came.
+func awaitReady(ctx context.Context, o Options, p *Process, fail func(error) (*Process, []string, error),
+	missing, exited string, ready func(context.Context) bool) (*Process, []string, error) {
 	rctx, cancel := context.WithTimeout(ctx, o.ReadyTimeout)
 	defer cancel()
 	t := time.NewTicker(pollEvery)
@@ -217,23 +238,14 @@ func launchOnce(ctx context.Context, o Options, args []string, log zerolog.Logge
 			if ctx.Err() != nil {
 				return fail(fmt.Errorf("launch cancelled: %w", ctx.Err()))
 			}
-			return fail(fmt.Errorf("chromium not ready within %s (no answering DevToolsActivePort)", o.ReadyTimeout))
+			return fail(fmt.Errorf("chromium not ready within %s (%s)", o.ReadyTimeout, missing))
 		case <-p.done:
-			return nil, p.Stderr(), fmt.Errorf("chromium exited before it was ready: %v", exitText(p.exitErr))
+			return nil, p.Stderr(), fmt.Errorf("chromium exited before it was ready: %s%v", exited, exitText(p.exitErr))
 		case <-t.C:
 		}
-		port, _, err := readDevToolsActivePort(o.ProfileDir)
-		if err != nil {
-			continue
+		if ready(rctx) {
+			return p, nil, nil
 		}
-		v, err := fetchVersion(rctx, port)
-		if err != nil {
-			log.Debug().Err(err).Msg("DevTools not answering yet")
-			continue
-		}
-		p.httpURL = "http://127.0.0.1:" + strconv.Itoa(port)
-		p.wsURL = v.WebSocketDebuggerURL
-		return p, nil, nil
 	}
 }
 

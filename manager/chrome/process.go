@@ -269,7 +269,7 @@ func (p *Process) killGroup() error {
 // browser is reaped (so the group id is still reserved), stderr is drained, and done is closed.
 func (p *Process) waitLaunched(cmd *exec.Cmd, stderrR *os.File, readerDone <-chan struct{}) {
 	defer p.wg.Done()
-	if waitExited(p.pid) {
+	if procid.WaitExited(p.pid) {
 		// Renderers and the zygote must not outlive their browser.
 		_ = signalGroup(p.pgid, syscall.SIGKILL)
 	}

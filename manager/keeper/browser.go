@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"syscall"
 	"time"
+
+	"vibebrowser/manager/procid"
 )
 
 // browser is the Chromium the keeper started: its pipe's two ends and its exit.
@@ -65,7 +67,7 @@ func startBrowser(binary string, args []string) (*browser, error) {
 // the browser would otherwise hold its profile.
 func (b *browser) wait(cmd *exec.Cmd) {
 	defer close(b.done)
-	exited := waitExited(b.pid)
+	exited := procid.WaitExited(b.pid)
 	if exited {
 		b.signalGroup(syscall.SIGKILL)
 	}

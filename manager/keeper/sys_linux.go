@@ -1,7 +1,6 @@
 package keeper
 
 import (
-	"errors"
 	"net"
 	"os"
 	"syscall"
@@ -12,19 +11,6 @@ import (
 // pipeSize is what the keeper asks of each pipe to Chromium: the most an unprivileged process may (Linux's
 // default pipe-max-size), so a burst or a screenshot crosses in a few wakeups rather than sixteen 64 KiB ones.
 const pipeSize = 1 << 20
-
-// waitExited blocks until child pid has exited, without reaping it, so its pid (and process group id) stay
-// reserved while the keeper kills the rest of the group. It reports false if it could not wait.
-func waitExited(pid int) bool {
-	for {
-		var info unix.Siginfo
-		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		return err == nil
-	}
-}
 
 // growPipe asks for a larger pipe buffer, best effort: a smaller one only costs wakeups. It goes through
 // SyscallConn, not Fd, which would put the pipe in blocking mode and stop Close from interrupting a read.

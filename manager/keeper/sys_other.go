@@ -8,10 +8,6 @@ import (
 	"syscall"
 )
 
-// waitExited is not available here (no waitid with WNOWAIT): the keeper then kills what is left of the group
-// just after reaping Chromium, while the group's other members still hold its id.
-func waitExited(int) bool { return false }
-
 // growPipe does nothing here: only Linux resizes a pipe.
 func growPipe(*os.File) {}
 

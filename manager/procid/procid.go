@@ -1,5 +1,5 @@
 // Package procid identifies a process by pid, start time and command line, so a reused pid is never taken
-// for the process it once was.
+// for the process it once was, and waits for a child's exit without reaping it.
 package procid
 
 import (
