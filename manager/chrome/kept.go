@@ -93,27 +93,20 @@ func (p *Process) setBrowser(id keeper.Identity) {
 	p.pid, p.start, p.pgid, p.useGroup = id.BrowserPID, id.BrowserStart, id.BrowserPGID, id.BrowserPGID > 1
 }
 
-// waitKeeper reaps the launched keeper, makes sure its browser follows it, and closes done.
+// waitKeeper reaps the launched keeper and closes done: the keeper's end is the browser's, whose pipe it
+// closed (Stop then sees the browser out, lingerBound at most).
 func (p *Process) waitKeeper(cmd *exec.Cmd) {
 	defer p.wg.Done()
 	p.exitErr = cmd.Wait()
-	p.buryBrowser()
 	close(p.done)
 }
 
-// buryBrowser waits for a browser whose keeper is gone to exit (its pipe closed), and kills its group when it
-// lingers past lingerBound.
-func (p *Process) buryBrowser() {
-	if !p.useGroup {
-		return // the keeper never said which browser it started
-	}
+// awaitLinger waits, lingerBound at most, for a browser whose keeper is gone to exit by itself: with its
+// pipe closed it does within a fraction of a second, and saves its session on the way.
+func (p *Process) awaitLinger() {
 	deadline := time.Now().Add(lingerBound)
 	for groupAlive(p.pgid) && time.Now().Before(deadline) {
 		time.Sleep(pollEvery)
-	}
-	if groupAlive(p.pgid) {
-		p.log.Warn().Int("pid", p.pid).Msg("chromium outlived its keeper: killing its process group")
-		_ = signalGroup(p.pgid, syscall.SIGKILL)
 	}
 }
 
@@ -152,7 +145,8 @@ func (p *Process) stopKept(ctx context.Context) error {
 }
 
 // killKept SIGKILLs the keeper and the browser's group and waits (bounded) until both are gone. A keeper that
-// has not named its browser yet (a launch that never got ready) has it as its child, in a group of its own.
+// has not named its browser yet (a launch that never got ready) has it as its child, in a group of its own; a
+// browser whose keeper is already gone gets lingerBound to exit by itself first.
 func (p *Process) killKept() error {
 	if p.keeperLive() {
 		if !p.useGroup {
@@ -161,8 +155,11 @@ func (p *Process) killKept() error {
 			}
 		}
 		_ = signalPID(p.keeper.pid, syscall.SIGKILL)
+	} else if p.useGroup {
+		p.awaitLinger()
 	}
 	if p.useGroup && groupAlive(p.pgid) {
+		p.log.Warn().Int("pid", p.pid).Msg("chromium outlived its keeper: killing its process group")
 		_ = signalGroup(p.pgid, syscall.SIGKILL)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), killBound+lingerBound)

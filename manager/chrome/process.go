@@ -288,7 +288,7 @@ func (p *Process) waitLaunched(cmd *exec.Cmd, stderrR *os.File, readerDone <-cha
 }
 
 // watchAdopted closes done when the adopted browser's pid is dead or reused (for a browser on the pipe, its
-// keeper's, and then the browser is made to follow), or returns on Release.
+// keeper's: the browser follows it, and Stop makes sure it does), or returns on Release.
 func (p *Process) watchAdopted() {
 	defer p.wg.Done()
 	t := time.NewTicker(adoptPollEvery)
@@ -299,7 +299,6 @@ func (p *Process) watchAdopted() {
 			return
 		case <-t.C:
 			if p.keeper != nil && !p.keeperLive() {
-				p.buryBrowser()
 				close(p.done)
 				return
 			}
