@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -611,6 +612,18 @@ func TestMuxKillBrowserAndRelaunch(t *testing.T) {
 	chr := startChromiumProfile(t, profile)
 	site := muxSite(t)
 	relaunched := make(chan *chromiumProc, 1)
+	// Every browser the hook starts is killed once the mux has stopped (this cleanup is registered before
+	// the mux's, so it runs after it): killed any earlier, the relaunched browser would only be relaunched
+	// again by the still running mux, into the profile the test is removing.
+	var launchedMu sync.Mutex
+	var launched []*chromiumProc
+	t.Cleanup(func() {
+		launchedMu.Lock()
+		defer launchedMu.Unlock()
+		for _, c := range launched {
+			c.Kill()
+		}
+	})
 	m := startMuxOn(t, chr.HTTP, mux.Config{
 		ReconnectMin: 50 * time.Millisecond, ReconnectMax: 100 * time.Millisecond, ReconnectTries: 2,
 		Hooks: mux.Hooks{Relaunch: func(ctx context.Context) (string, error) {
@@ -622,7 +635,13 @@ func TestMuxKillBrowserAndRelaunch(t *testing.T) {
 			if err != nil {
 				return "", err
 			}
-			relaunched <- c
+			launchedMu.Lock()
+			launched = append(launched, c)
+			launchedMu.Unlock()
+			select {
+			case relaunched <- c:
+			default: // only the first relaunch is the test's
+			}
 			return c.HTTP, nil
 		}},
 	})
@@ -662,7 +681,6 @@ func TestMuxKillBrowserAndRelaunch(t *testing.T) {
 	var next *chromiumProc
 	select {
 	case next = <-relaunched:
-		t.Cleanup(next.Kill)
 	case <-time.After(30 * time.Second):
 		t.Fatal("relaunch hook not called")
 	}
