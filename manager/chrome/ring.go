@@ -3,6 +3,7 @@ package chrome
 import (
 	"bufio"
 	"io"
+	"strings"
 	"sync"
 
 	"github.com/rs/zerolog"
@@ -77,7 +78,23 @@ func (r *ring) consume(rd io.Reader, log zerolog.Logger) {
 	}
 }
 
+// emit logs line at debug and keeps it, unless it is D-Bus noise.
 func (r *ring) emit(line string, log zerolog.Logger) {
-	r.add(line)
 	log.Debug().Str("stderr", line).Msg("chromium")
+	if !dbusNoise(line) {
+		r.add(line)
+	}
+}
+
+// dbusNoise tells a line of Chromium's D-Bus client, which it writes by the dozen wherever no session or
+// system bus runs (a server, a container, a service) and which never says why a browser failed: kept, fifty
+// of them pushed the line that did ("Failed To Create Data Directory", printed first) out of the ring.
+// Chromium's log lines start "[pid:tid:time:LEVEL:dbus/bus.cc:405] …"; before Chromium 126 the source was
+// "bus.cc(405)", so the message of its commonest line is matched too.
+func dbusNoise(line string) bool {
+	header, msg, ok := strings.Cut(line, "] ")
+	if !ok || !strings.HasPrefix(header, "[") {
+		return false
+	}
+	return strings.Contains(header, ":dbus/") || strings.HasPrefix(msg, "Failed to connect to the bus:")
 }
