@@ -2,13 +2,11 @@ package chrome
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"syscall"
 	"time"
 
@@ -181,18 +179,7 @@ func (p *Process) keptStderr() []string {
 	defer f.Close()
 	r := newRing()
 	r.consume(f, zerolog.Nop())
-	return slices.DeleteFunc(r.snapshot(), keeperChatter)
-}
-
-// keeperChatter tells the keeper's own info and debug lines in its log (each a JSON object of zerolog's,
-// with its paths): they say what the keeper did, never why the browser failed, and a launch error carrying
-// them grew past what a WebSocket client shows of a refused handshake (gorilla keeps 1 KiB of the body).
-func keeperChatter(line string) bool {
-	var l struct{ Level, Component string }
-	if json.Unmarshal([]byte(line), &l) != nil {
-		return false
-	}
-	return l.Component == "keeper" && (l.Level == "info" || l.Level == "debug")
+	return r.snapshot()
 }
 
 // AdoptKept takes over a browser on the pipe that an earlier manager left running. Its identity is the

@@ -2,6 +2,7 @@ package chrome
 
 import (
 	"bufio"
+	"encoding/json"
 	"io"
 	"strings"
 	"sync"
@@ -78,10 +79,10 @@ func (r *ring) consume(rd io.Reader, log zerolog.Logger) {
 	}
 }
 
-// emit logs line at debug and keeps it, unless it is D-Bus noise.
+// emit logs line at debug and keeps it, unless it is D-Bus noise or the keeper's chatter.
 func (r *ring) emit(line string, log zerolog.Logger) {
 	log.Debug().Str("stderr", line).Msg("chromium")
-	if !dbusNoise(line) {
+	if !dbusNoise(line) && !keeperChatter(line) {
 		r.add(line)
 	}
 }
@@ -97,4 +98,18 @@ func dbusNoise(line string) bool {
 		return false
 	}
 	return strings.Contains(header, ":dbus/") || strings.HasPrefix(msg, "Failed to connect to the bus:")
+}
+
+// keeperChatter tells the keeper's own info and debug lines in its log (each a JSON object of zerolog's,
+// with its paths): they say what the keeper did, never why the browser failed, and a launch error carrying
+// them grew past what a WebSocket client shows of a refused handshake (gorilla keeps 1 KiB of the body).
+func keeperChatter(line string) bool {
+	if !strings.HasPrefix(line, "{") {
+		return false
+	}
+	var l struct{ Level, Component string }
+	if json.Unmarshal([]byte(line), &l) != nil {
+		return false
+	}
+	return l.Component == "keeper" && (l.Level == "info" || l.Level == "debug")
 }

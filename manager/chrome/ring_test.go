@@ -21,6 +21,14 @@ const dbusStderr = `[15919:15919:1202/123436.109716:ERROR:chrome/browser/ui/view
 not a log line: dbus/bus.cc
 `
 
+// keeperLog is a kept browser's log: the keeper's own lines (zerolog JSON) around Chromium's.
+const keeperLog = `{"level":"info","component":"keeper","key":"k","browser_pid":25462,"binary":"/tmp/x/chrome","message":"browser started"}
+doomed: crashing at start
+{"level":"debug","component":"keeper","message":"client gone"}
+{"level":"error","component":"keeper","message":"chromium exited before it answered"}
+{"level":"info","component":"other","message":"not the keeper's"}
+`
+
 func TestRing(t *testing.T) {
 	long := strings.Repeat("x", 3*maxLineBytes)
 	var many []string
@@ -43,6 +51,11 @@ func TestRing(t *testing.T) {
 			"/proc/nonexistent/x",
 			"[15919:16006:1202/123436.225679:ERROR:content/browser/devtools/devtools_pipe_handler.cc:188] Connection terminated while reading from pipe",
 			"not a log line: dbus/bus.cc",
+		}},
+		{name: "drops the keeper's chatter", input: keeperLog, want: []string{
+			"doomed: crashing at start",
+			`{"level":"error","component":"keeper","message":"chromium exited before it answered"}`,
+			`{"level":"info","component":"other","message":"not the keeper's"}`,
 		}},
 	}
 	for _, tt := range tests {
