@@ -56,6 +56,10 @@ var groups = []group{
 }
 
 func main() {
+	if len(os.Args) == 3 && os.Args[1] == relayProcessArg {
+		relayProcessMain(os.Args[2])
+		return
+	}
 	out := flag.String("out", "bench/results.json", "where to write the rows as JSON")
 	only := flag.String("only", "", "comma-separated groups to run (default all: "+groupNames()+")")
 	flag.Parse()

@@ -14,7 +14,8 @@ import (
 
 // benchPipe is SPEC §8's "Over a pipe": the mux through its keeper to a Chromium on the pipe, side by side in
 // one run with direct TCP and a plain relay over TCP to a Chromium of the same build launched with a port,
-// and the mux on that port (the port transport's row).
+// the same relay in a process of its own (the hop the keeper is), and the mux on that port (the port
+// transport's row).
 func benchPipe(ctx context.Context, env *benchEnv) ([]Row, error) {
 	if env.chromium == "" {
 		return []Row{{Group: "pipe", Name: "pipe rows skipped: no Chromium installed"}}, nil
@@ -53,8 +54,13 @@ func benchPipe(ctx context.Context, env *benchEnv) ([]Row, error) {
 		return nil, err
 	}
 	defer stopRelay()
-	modes := benchModes{names: []string{"direct", "relay", "mux", "mux pipe"},
-		urls: map[string]string{"direct": chr.ws, "relay": relayURL, "mux": muxURL, "mux pipe": pipeURL}}
+	procURL, stopProc, err := benchStartRelayProcess(chr.ws)
+	if err != nil {
+		return nil, err
+	}
+	defer stopProc()
+	modes := benchModes{names: []string{"direct", "relay", "relay process", "mux", "mux pipe"},
+		urls: map[string]string{"direct": chr.ws, "relay": relayURL, "relay process": procURL, "mux": muxURL, "mux pipe": pipeURL}}
 
 	var rows []Row
 	for _, method := range []string{"version", "eval"} {
@@ -75,25 +81,29 @@ func benchPipe(ctx context.Context, env *benchEnv) ([]Row, error) {
 				rows = append(rows, Row{Group: "pipe", Name: fmt.Sprintf("%s %dc %s", method, n, mode), P50: a, P95: b, P99: c,
 					Value: thr[mode], Unit: "calls/s", OK: true})
 			}
-			relayAdd := p50["relay"] - p50["direct"]
-			for _, mode := range []string{"mux pipe", "mux"} {
-				add := p50[mode] - p50["direct"]
-				ratio := float64(add) / float64(max(relayAdd, time.Microsecond))
-				row := Row{Group: "pipe", Name: fmt.Sprintf("%s %dc added p50: %s %v vs relay %v", method, n, mode,
-					add.Round(time.Microsecond), relayAdd.Round(time.Microsecond)), Value: ratio, Unit: "x relay", OK: true}
-				if mode == "mux pipe" {
-					row.Budget, row.OK = "<= 1.0x relay", add <= relayAdd
-				}
-				rows = append(rows, row)
-			}
-			if n == 16 {
+			// The budget is against the in-process relay; the relay process is the same hop as the keeper
+			// is one, a process between client and browser, and its rows say what that hop costs here.
+			for _, relay := range []string{"relay", "relay process"} {
+				relayAdd := p50[relay] - p50["direct"]
 				for _, mode := range []string{"mux pipe", "mux"} {
-					tr := thr[mode] / thr["relay"]
-					row := Row{Group: "pipe", Name: fmt.Sprintf("%s 16c throughput %s/relay", method, mode), Value: tr, Unit: "x relay", OK: true}
-					if mode == "mux pipe" {
-						row.Budget, row.OK = ">= 1.0x relay", tr >= 1.0
+					add := p50[mode] - p50["direct"]
+					ratio := float64(add) / float64(max(relayAdd, time.Microsecond))
+					row := Row{Group: "pipe", Name: fmt.Sprintf("%s %dc added p50: %s %v vs %s %v", method, n, mode,
+						add.Round(time.Microsecond), relay, relayAdd.Round(time.Microsecond)), Value: ratio, Unit: "x " + relay, OK: true}
+					if mode == "mux pipe" && relay == "relay" {
+						row.Budget, row.OK = "<= 1.0x relay", add <= relayAdd
 					}
 					rows = append(rows, row)
+				}
+				if n == 16 {
+					for _, mode := range []string{"mux pipe", "mux"} {
+						tr := thr[mode] / thr[relay]
+						row := Row{Group: "pipe", Name: fmt.Sprintf("%s 16c throughput %s/%s", method, mode, relay), Value: tr, Unit: "x " + relay, OK: true}
+						if mode == "mux pipe" && relay == "relay" {
+							row.Budget, row.OK = ">= 1.0x relay", tr >= 1.0
+						}
+						rows = append(rows, row)
+					}
 				}
 			}
 		}
@@ -108,7 +118,7 @@ func benchPipe(ctx context.Context, env *benchEnv) ([]Row, error) {
 		p50[mode] = a
 		rows = append(rows, Row{Group: "pipe", Name: "8MiB response " + mode, P50: a, P95: b, P99: c, OK: true})
 	}
-	for _, mode := range []string{"mux pipe", "mux"} {
+	for _, mode := range []string{"mux pipe", "mux", "relay process"} {
 		r := float64(p50[mode]) / float64(p50["direct"])
 		row := Row{Group: "pipe", Name: "8MiB response " + mode + "/direct p50", Value: r, Unit: "x direct", OK: true}
 		if mode == "mux pipe" {
