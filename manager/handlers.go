@@ -124,7 +124,10 @@ func (m *Manager) handleEnsureSession(r *http.Request) (any, error) {
 	if err := checkShimCaller(req.ClientID, req.BUName, req.TaskID); err != nil {
 		return nil, err
 	}
-	if m.cfg.BrowserUse == "" {
+	if req.Via != "" && req.Via != api.ViaMCP {
+		return nil, fmt.Errorf("%w: via %q: want %q or none", apierr.ErrBadRequest, req.Via, api.ViaMCP)
+	}
+	if m.cfg.BrowserUse == "" && req.Via != api.ViaMCP {
 		return nil, fmt.Errorf("%w: %s", apierr.ErrUnavailable, m.cfg.BrowserUseProblem)
 	}
 	var sp browsers.Spec
@@ -158,7 +161,11 @@ func (m *Manager) handleEnsureSession(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return api.EnsureResponse{CDPWS: clientURL(in.Port(), sp.Token, req.ClientID), DownloadDir: m.downloadDir(sp, req.ClientID)}, nil
+	resp := api.EnsureResponse{CDPWS: clientURL(in.Port(), sp.Token, req.ClientID), DownloadDir: m.downloadDir(sp, req.ClientID)}
+	if req.TaskID != "" {
+		resp.LeaseS = int(m.cfg.TaskLease / time.Second)
+	}
+	return resp, nil
 }
 
 // checkShimCaller checks who a shim says it is on each call: its mux client id, browser-use session name

@@ -2,7 +2,6 @@ package wrapshim
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"vibebrowser/manager/api"
@@ -112,26 +111,18 @@ func Plan(cfg *api.ShimConfig, args, environ []string) (*Call, error) {
 	return call, nil
 }
 
-// parseWorker accepts digits only, no leading zero, 1..WorkerSlots.
+// parseWorker reads a --worker value (api.ParseWorker); its refusal is a *RuleError.
 func parseWorker(cfg *api.ShimConfig, value string) (int, error) {
-	if cfg.WorkerSlots == 0 {
-		return 0, refuse("--worker is disabled on this machine (VIBE_BROWSER_WORKER_SLOTS=0): " +
-			"run the call without --worker")
-	}
-	valid := value != "" && value[0] != '0'
-	for _, r := range value {
-		valid = valid && r >= '0' && r <= '9'
-	}
-	n, err := strconv.Atoi(value)
-	if !valid || err != nil || n < 1 || n > cfg.WorkerSlots {
-		return 0, refuse("--worker %q is not a worker slot: %s", value, allowedForm(cfg, "--worker"))
+	n, err := api.ParseWorker(value, cfg.WorkerSlots)
+	if err != nil {
+		return 0, &RuleError{Msg: err.Error()}
 	}
 	return n, nil
 }
 
 func allowedForm(cfg *api.ShimConfig, flag string) string {
 	if flag == "--worker" {
-		return fmt.Sprintf("use --worker N with N a plain number from 1 to %d", cfg.WorkerSlots)
+		return api.WorkerForm(cfg.WorkerSlots)
 	}
 	if cfg.Kind == api.ShimKindStore {
 		return fmt.Sprintf("the only override is --session %s-aux (this store's auxiliary session)", cfg.Slug)
@@ -139,22 +130,11 @@ func allowedForm(cfg *api.ShimConfig, flag string) string {
 	return "the web browser has no session override; drop --session"
 }
 
-// names derives BU_NAME and the mux client id (SPEC §3's table). Both carry the worker slot, so a slot can
-// never produce a daemon and a client that disagree.
+// names derives BU_NAME and the mux client id (api.SessionNames).
 func names(cfg *api.ShimConfig, c *Call) (buName, clientID string) {
 	base := cfg.Slug
 	if cfg.Kind == api.ShimKindWeb {
 		base = api.WebSlug
 	}
-	switch {
-	case c.Aux:
-		return cfg.Slug + "-aux", "aux"
-	case c.TaskID == "":
-		return base, "manual"
-	case c.Worker > 0:
-		slot := fmt.Sprintf("-w%d", c.Worker)
-		return base + "-" + c.TaskID[:8] + slot, c.TaskID + slot
-	default:
-		return base + "-" + c.TaskID[:8], c.TaskID
-	}
+	return api.SessionNames(base, c.TaskID, c.Worker, c.Aux)
 }

@@ -214,7 +214,13 @@ type EnsureRequest struct {
 	ClientID string `json:"client_id"`          // the mux client id the shim will connect as
 	BUName   string `json:"bu_name"`            // the browser-use session name
 	TaskID   string `json:"task_id,omitempty"`  // VIBE_TASK_ID of the caller, if any
+	// Via is who asks: "" for the shim, ViaMCP for `vibe-browser mcp` (SPEC §17), which needs no
+	// browser-use CLI.
+	Via string `json:"via,omitempty"`
 }
+
+// ViaMCP is EnsureRequest.Via for `vibe-browser mcp`: an MCP server, not browser-use, drives the client.
+const ViaMCP = "mcp"
 
 // EnsureResponse tells the shim where its browser-use daemon must connect.
 type EnsureResponse struct {
@@ -222,6 +228,9 @@ type EnsureResponse struct {
 	// DownloadDir is the folder the client's downloads land in (<home>/downloads/<slug>/<owner dir>), the
 	// shim's VIBE_DOWNLOAD_DIR. Empty from a manager that predates it.
 	DownloadDir string `json:"download_dir,omitempty"`
+	// LeaseS is the task's lease (VIBE_TASK_LEASE_S) that this call renewed, 0 without a task: a caller that
+	// holds its client for long (an MCP server) calls again well within it.
+	LeaseS int `json:"lease_s,omitempty"`
 }
 
 // Download is one finished download (SPEC §12), as GET PathDownloads lists it.

@@ -44,6 +44,7 @@ type CLI struct {
 	Version VersionCmd `cmd:"" help:"Print the version."`
 
 	Downloads DownloadsCmd `cmd:"" help:"List finished downloads, per task and store (where each file is, its size and sha256)."`
+	Mcp       McpCmd       `cmd:"" name:"mcp" help:"Run an MCP browser server (@playwright/mcp, chrome-devtools-mcp) on a store's browser, as a task's client."`
 
 	Keep KeepCmd `cmd:"" hidden:"" passthrough:"" help:"Hold a launched Chromium's DevTools pipe (the manager runs it)."`
 }
