@@ -26,6 +26,11 @@ func DefaultHome() string {
 	if h := os.Getenv("VIBE_HOME"); h != "" {
 		return h
 	}
+	return BuiltinHome()
+}
+
+// BuiltinHome is the home when VIBE_HOME names none: ~/.vibe-seller.
+func BuiltinHome() string {
 	dir, err := os.UserHomeDir()
 	if err != nil {
 		dir = "."

@@ -51,7 +51,7 @@ func (c *McpConfigCmd) Run(g *globals) error {
 		exe = resolved
 	}
 	var args []string
-	if g.home != api.DefaultHome() {
+	if g.home != api.BuiltinHome() { // the MCP client's environment may have no VIBE_HOME
 		args = append(args, "--home", g.home)
 	}
 	args = append(append(args, "mcp"), which...)
@@ -74,8 +74,8 @@ func (c *McpConfigCmd) Run(g *globals) error {
 		return err
 	}
 	fmt.Fprintf(g.stdout, "Add this to your MCP client's config (.mcp.json in the project for Claude Code, "+
-		"~/.cursor/mcp.json for Cursor):\n\n%s\n\nOr, for Claude Code: claude mcp add %s -- %s %s\n\n", data, name,
-		shellQuote(exe), shellJoin(args))
+		"~/.cursor/mcp.json for Cursor):\n\n%s\n\nOr, for Claude Code: claude mcp add %s -- %s\n\n", data, name,
+		shellJoin(append([]string{exe}, args...)))
 	if c.Task == "" {
 		fmt.Fprintln(g.stdout, "No task is baked in: the server runs as the task in the agent's VIBE_TASK_ID "+
 			"(set by vibe-browser env), or as the manual client without one.")
