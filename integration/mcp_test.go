@@ -43,6 +43,7 @@ func (m *managed) mcp(handshake bool, args ...string) *mcpClient {
 	c := &mcpClient{t: m.t, lines: make(chan string, 64), stderr: &syncBuffer{}, exited: make(chan struct{})}
 	c.cmd = exec.Command(m.bins.vibe, append([]string{"--home", m.home, "mcp"}, args...)...)
 	c.cmd.Env = append(append([]string{}, m.env...), "CHROME_DEVTOOLS_MCP_NO_USAGE_STATISTICS=1")
+	c.cmd.Dir = m.t.TempDir() // @playwright/mcp keeps its output (.playwright-mcp/) in its working directory
 	c.cmd.Stderr = c.stderr
 	var err error
 	if c.in, err = c.cmd.StdinPipe(); err != nil {

@@ -350,6 +350,10 @@ func TestEnsureRefusals(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(d.home, "bin", "_guard", api.ShimConfigName)); err != nil {
 			t.Errorf("the guard is missing: %v", err)
 		}
+		// An MCP server needs no browser-use: its ensure goes on to the next check.
+		_, err = d.client.EnsureSession(bg, api.EnsureRequest{Kind: api.KindStore, StoreID: "0d1c2b3a-none",
+			ClientID: "manual", BUName: "x", Via: api.ViaMCP})
+		wantAPIError(t, err, http.StatusNotFound, "this wrapper is stale")
 	})
 	d := startDaemon(t, nil, true)
 	tests := []struct {
@@ -363,6 +367,7 @@ func TestEnsureRefusals(t *testing.T) {
 		{"bad bu name", api.EnsureRequest{Kind: api.KindWeb, ClientID: "manual", BUName: strings.Repeat("x", 65)}, 400, "bu_name"},
 		{"bad kind", api.EnsureRequest{Kind: "ziniao", ClientID: "manual", BUName: "x"}, 400, "want store or web"},
 		{"bad task id", api.EnsureRequest{Kind: api.KindWeb, ClientID: "manual", BUName: "web", TaskID: "x"}, 400, "task"},
+		{"bad via", api.EnsureRequest{Kind: api.KindWeb, ClientID: "manual", BUName: "web", Via: "cli"}, 400, `want "mcp" or none`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
