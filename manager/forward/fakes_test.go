@@ -1,0 +1,195 @@
+package forward
+
+import (
+	"bufio"
+	"encoding/base64"
+	"encoding/binary"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// The upstream proxies of these tests are written for them: an HTTP proxy with Basic auth and a SOCKS5 proxy
+// with user/password (RFC 1928, 1929). Each resolves names only from its own table, as a proxy in another
+// network would, so a name that reaches a site proves DNS was the proxy's.
+
+type fakeProxy struct {
+	addr  string
+	mu    sync.Mutex
+	seen  []string // the targets it was asked for, after a good login
+	hosts map[string]string
+}
+
+func (p *fakeProxy) saw(target string) {
+	p.mu.Lock()
+	p.seen = append(p.seen, target)
+	p.mu.Unlock()
+}
+
+func (p *fakeProxy) targets() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string{}, p.seen...)
+}
+
+// resolve maps host:port through the proxy's own names; an unknown name fails as DNS would.
+func (p *fakeProxy) resolve(target string) (string, bool) {
+	host, port, err := net.SplitHostPort(target)
+	if err != nil {
+		return "", false
+	}
+	if a, ok := p.hosts[host]; ok {
+		return net.JoinHostPort(a, port), true
+	}
+	return "", false
+}
+
+func listen(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln
+}
+
+// startHTTPProxy serves CONNECT and absolute-form requests for user:pass.
+func startHTTPProxy(t *testing.T, user, pass string, hosts map[string]string) *fakeProxy {
+	t.Helper()
+	ln := listen(t)
+	p := &fakeProxy{addr: ln.Addr().String(), hosts: hosts}
+	want := "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass))
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Proxy-Authorization") != want {
+			w.Header().Set("Proxy-Authenticate", `Basic realm="test"`)
+			http.Error(w, "auth", http.StatusProxyAuthRequired)
+			return
+		}
+		target := r.Host
+		if r.Method != http.MethodConnect {
+			target = r.URL.Host
+			if r.URL.Port() == "" {
+				target += ":80"
+			}
+		}
+		addr, ok := p.resolve(target)
+		if !ok {
+			http.Error(w, "no such host", http.StatusBadGateway)
+			return
+		}
+		p.saw(target)
+		if r.Method == http.MethodConnect {
+			up, err := net.Dial("tcp", addr)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadGateway)
+				return
+			}
+			down, rw, _ := w.(http.Hijacker).Hijack()
+			io.WriteString(down, "HTTP/1.1 200 Connection established\r\n\r\n")
+			go func() { io.Copy(up, rw); up.Close() }()
+			io.Copy(down, up)
+			down.Close()
+			return
+		}
+		out := r.Clone(r.Context())
+		out.RequestURI = ""
+		out.Header.Del("Proxy-Authorization")
+		out.URL.Host = addr
+		resp, err := http.DefaultTransport.RoundTrip(out)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		w.WriteHeader(resp.StatusCode)
+		io.Copy(w, resp.Body)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return p
+}
+
+// startSOCKS5 serves CONNECT for user:pass.
+func startSOCKS5(t *testing.T, user, pass string, hosts map[string]string) *fakeProxy {
+	t.Helper()
+	ln := listen(t)
+	p := &fakeProxy{addr: ln.Addr().String(), hosts: hosts}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go p.serveSOCKS(c, user, pass)
+		}
+	}()
+	return p
+}
+
+func (p *fakeProxy) serveSOCKS(c net.Conn, user, pass string) {
+	defer c.Close()
+	br := bufio.NewReader(c)
+	head := make([]byte, 2)
+	if _, err := io.ReadFull(br, head); err != nil || head[0] != 5 {
+		return
+	}
+	methods := make([]byte, head[1])
+	io.ReadFull(br, methods)
+	if !strings.ContainsRune(string(methods), 2) {
+		c.Write([]byte{5, 0xff})
+		return
+	}
+	c.Write([]byte{5, 2})
+	ver, _ := br.ReadByte()
+	ulen, _ := br.ReadByte()
+	u := make([]byte, ulen)
+	io.ReadFull(br, u)
+	plen, _ := br.ReadByte()
+	pw := make([]byte, plen)
+	io.ReadFull(br, pw)
+	if ver != 1 || string(u) != user || string(pw) != pass {
+		c.Write([]byte{1, 1})
+		return
+	}
+	c.Write([]byte{1, 0})
+	req := make([]byte, 4)
+	if _, err := io.ReadFull(br, req); err != nil || req[1] != 1 {
+		return
+	}
+	var host string
+	switch req[3] {
+	case 1:
+		a := make([]byte, 4)
+		io.ReadFull(br, a)
+		host = net.IP(a).String()
+	case 3:
+		n, _ := br.ReadByte()
+		h := make([]byte, n)
+		io.ReadFull(br, h)
+		host = string(h)
+	default:
+		return
+	}
+	pb := make([]byte, 2)
+	io.ReadFull(br, pb)
+	target := net.JoinHostPort(host, strconv.Itoa(int(binary.BigEndian.Uint16(pb))))
+	addr, ok := p.resolve(target)
+	var up net.Conn
+	var err error
+	if ok {
+		up, err = net.Dial("tcp", addr)
+	}
+	if !ok || err != nil {
+		c.Write([]byte{5, 4, 0, 1, 0, 0, 0, 0, 0, 0}) // host unreachable
+		return
+	}
+	p.saw(target)
+	c.Write([]byte{5, 0, 0, 1, 127, 0, 0, 1, 0, 0})
+	go func() { io.Copy(up, br); up.Close() }()
+	io.Copy(c, up)
+}

@@ -1,0 +1,192 @@
+package forward
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"golang.org/x/net/proxy"
+
+	"vibebrowser/manager/netid"
+)
+
+// How an upstream fails, for the error page, doctor and the store's status.
+var (
+	ErrUnreachable = errors.New("the proxy cannot be reached")
+	ErrAuth        = errors.New("the proxy refused the store's credentials")
+	ErrRefused     = errors.New("the proxy could not reach the site")
+)
+
+// tunnelDialer opens a byte stream to host:port through the upstream: HTTP CONNECT with Proxy-Authorization
+// (over TLS to an https proxy), or SOCKS5 with user/password (golang.org/x/net/proxy). Host names go to the
+// upstream as they are, so DNS is the upstream's, for socks5 as for socks5h.
+type tunnelDialer struct {
+	up      netid.Proxy
+	timeout time.Duration
+}
+
+func newTunnelDialer(up netid.Proxy, timeout time.Duration) *tunnelDialer {
+	return &tunnelDialer{up: up, timeout: timeout}
+}
+
+// dial opens the tunnel; its error wraps ErrUnreachable, ErrAuth or ErrRefused.
+func (d *tunnelDialer) dial(ctx context.Context, target string) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, d.timeout) // the whole handshake, not only the TCP connect
+	defer cancel()
+	if d.up.Scheme == netid.SchemeSOCKS5 || d.up.Scheme == netid.SchemeSOCKS5H {
+		return d.dialSOCKS(ctx, target)
+	}
+	return d.dialConnect(ctx, target)
+}
+
+func (d *tunnelDialer) dialProxy(ctx context.Context) (net.Conn, error) {
+	nd := net.Dialer{Timeout: d.timeout}
+	c, err := nd.DialContext(ctx, "tcp", d.up.Addr())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnreachable, cause(err))
+	}
+	if d.up.Scheme == netid.SchemeHTTPS {
+		tc := tls.Client(c, &tls.Config{ServerName: d.up.Host})
+		if err := tc.HandshakeContext(ctx); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("%w: TLS: %v", ErrUnreachable, cause(err))
+		}
+		c = tc
+	}
+	return c, nil
+}
+
+func (d *tunnelDialer) dialConnect(ctx context.Context, target string) (net.Conn, error) {
+	c, err := d.dialProxy(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		c.SetDeadline(dl)
+	}
+	req := "CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n"
+	if d.up.User != "" {
+		req += "Proxy-Authorization: Basic " +
+			base64.StdEncoding.EncodeToString([]byte(d.up.User+":"+d.up.Password)) + "\r\n"
+	}
+	if _, err := c.Write([]byte(req + "\r\n")); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("%w: %v", ErrUnreachable, cause(err))
+	}
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("%w: no answer to CONNECT: %v", ErrUnreachable, cause(err))
+	}
+	// The body is not closed: Close would read a 200's "body", the tunnel itself, to its end.
+	switch {
+	case resp.StatusCode == http.StatusProxyAuthRequired:
+		c.Close()
+		return nil, fmt.Errorf("%w (407)", ErrAuth)
+	case resp.StatusCode != http.StatusOK:
+		c.Close()
+		return nil, fmt.Errorf("%w: %s answered CONNECT with %s", ErrRefused, target, resp.Status)
+	}
+	c.SetDeadline(time.Time{})
+	if br.Buffered() > 0 {
+		return &bufferedConn{Conn: c, r: br}, nil
+	}
+	return c, nil
+}
+
+func (d *tunnelDialer) dialSOCKS(ctx context.Context, target string) (net.Conn, error) {
+	var auth *proxy.Auth
+	if d.up.User != "" {
+		auth = &proxy.Auth{User: d.up.User, Password: d.up.Password}
+	}
+	reached := false // the SOCKS dialer's errors do not say which step failed; this does
+	forward := dialerFunc(func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{Timeout: d.timeout}).DialContext(ctx, network, addr)
+		reached = err == nil
+		if dl, ok := ctx.Deadline(); ok && err == nil {
+			c.SetDeadline(dl) // the handshake's bound; cleared once it is done
+		}
+		return c, err
+	})
+	sd, err := proxy.SOCKS5("tcp", d.up.Addr(), auth, forward)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
+	}
+	c, err := sd.(proxy.ContextDialer).DialContext(ctx, "tcp", target)
+	switch {
+	case err == nil:
+		c.SetDeadline(time.Time{})
+		return c, nil
+	case !reached:
+		return nil, fmt.Errorf("%w: %v", ErrUnreachable, cause(err))
+	case strings.Contains(err.Error(), "authentication"):
+		return nil, fmt.Errorf("%w (SOCKS5)", ErrAuth)
+	case isTimeout(err):
+		return nil, fmt.Errorf("%w: it answered nothing in time", ErrUnreachable)
+	default:
+		return nil, fmt.Errorf("%w: %s: %v", ErrRefused, target, cause(err))
+	}
+}
+
+// dialerFunc is a proxy.ContextDialer (and proxy.Dialer) made of a function.
+type dialerFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+func (f dialerFunc) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	return f(ctx, network, addr)
+}
+
+func (f dialerFunc) Dial(network, addr string) (net.Conn, error) {
+	return f(context.Background(), network, addr)
+}
+
+// cause is the innermost error's text of a dial: "connection refused", "i/o timeout".
+func cause(err error) error {
+	var op *net.OpError
+	for errors.As(err, &op) && op.Err != nil {
+		err = op.Err
+		if !errors.As(err, &op) {
+			break
+		}
+	}
+	return err
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+}
+
+// classify names a plain request's failure (from http.Transport, which dials the upstream itself).
+func classify(err error) error {
+	switch {
+	case errors.Is(err, ErrAuth), errors.Is(err, ErrUnreachable), errors.Is(err, ErrRefused):
+		return err
+	case strings.Contains(err.Error(), "authentication failed"):
+		return fmt.Errorf("%w (SOCKS5)", ErrAuth)
+	case strings.Contains(err.Error(), "timeout awaiting response headers"):
+		return fmt.Errorf("%w: it answered nothing in time", ErrUnreachable)
+	case strings.Contains(err.Error(), "proxyconnect"), strings.Contains(err.Error(), "socks connect tcp") && strings.Contains(err.Error(), "dial"):
+		return fmt.Errorf("%w: %v", ErrUnreachable, cause(err))
+	default:
+		return fmt.Errorf("%w: %v", ErrRefused, cause(err))
+	}
+}
+
+// Check reaches the upstream and authenticates, as doctor does: a tunnel to target (a host:port the check
+// may ask for, such as a well-known site's 443). ErrRefused means the proxy took the credentials but could
+// not reach target; only ErrUnreachable and ErrAuth say the proxy itself is wrong.
+func Check(ctx context.Context, up netid.Proxy, target string, timeout time.Duration) error {
+	c, err := newTunnelDialer(up, timeout).dial(ctx, target)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
