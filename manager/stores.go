@@ -11,6 +11,7 @@ import (
 	"vibebrowser/manager/apierr"
 	"vibebrowser/manager/browsers"
 	"vibebrowser/manager/cdp"
+	"vibebrowser/manager/netid"
 	"vibebrowser/state"
 )
 
@@ -55,6 +56,9 @@ func (m *Manager) createStore(ctx context.Context, in api.StoreSpec) (state.Stor
 		if in.CDPURL != "" {
 			return state.Store{}, fmt.Errorf("%w: --cdp-url is only for the cdp backend", apierr.ErrBadRequest)
 		}
+	}
+	if err := setIdentity(backend, &opts, &in.Proxy, &in.Timezone, &in.Lang); err != nil {
+		return state.Store{}, err
 	}
 	if store.Config, err = opts.Encode(); err != nil {
 		return state.Store{}, err
@@ -112,9 +116,53 @@ func (m *Manager) updateStore(ctx context.Context, ref string, u api.StoreUpdate
 		if u.Headless != nil {
 			opts.Headless = u.Headless
 		}
+		if err := setIdentity(s.Backend, &opts, u.Proxy, u.Timezone, u.Lang); err != nil {
+			return err
+		}
 		s.Config, err = opts.Encode()
 		return err
 	})
+}
+
+// setIdentity checks and sets the store's network identity (SPEC §16): each of proxy, zone and lang that is
+// not nil replaces the store's ("" or api.NoIdentity clears it). Only a chrome store takes one: a Ziniao
+// environment brings its own proxy, and a cdp browser is someone else's.
+func setIdentity(backend state.Backend, opts *browsers.Options, proxy, zone, lang *string) error {
+	set := func(v *string) bool { return v != nil && *v != "" && *v != api.NoIdentity }
+	if backend != state.BackendChrome && (set(proxy) || set(zone) || set(lang)) {
+		return fmt.Errorf("%w: --proxy, --timezone and --lang are for chrome stores: a ziniao environment "+
+			"brings its own proxy and fingerprint, and a cdp browser is launched by someone else", apierr.ErrBadRequest)
+	}
+	if proxy != nil {
+		opts.Proxy = ""
+		if set(proxy) {
+			p, err := netid.ParseProxy(*proxy)
+			if err != nil {
+				return fmt.Errorf("%w: %w", apierr.ErrBadRequest, err)
+			}
+			opts.Proxy = p.String()
+		}
+	}
+	if zone != nil {
+		opts.Timezone = ""
+		if set(zone) {
+			if err := netid.CheckTimezone(*zone); err != nil {
+				return fmt.Errorf("%w: %w", apierr.ErrBadRequest, err)
+			}
+			opts.Timezone = *zone
+		}
+	}
+	if lang != nil {
+		opts.Lang = ""
+		if set(lang) {
+			tag, err := netid.CheckLang(*lang)
+			if err != nil {
+				return fmt.Errorf("%w: %w", apierr.ErrBadRequest, err)
+			}
+			opts.Lang = tag
+		}
+	}
+	return nil
 }
 
 // deleteStore stops the store's browser and removes the store, its wrapper, its endpoint and its port.

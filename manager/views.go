@@ -9,6 +9,7 @@ import (
 
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/browsers"
+	"vibebrowser/manager/netid"
 	"vibebrowser/state"
 )
 
@@ -21,6 +22,7 @@ func (m *Manager) storeView(s state.Store) api.Store {
 	}
 	if opts, err := browsers.DecodeOptions(s); err == nil {
 		v.CDPURL, v.Headless = opts.CDPURL, opts.Headless
+		v.Proxy, v.Timezone, v.Lang = netid.RedactURL(opts.Proxy), opts.Timezone, opts.Lang
 	}
 	if in := m.fleet.Current(s.ID); in != nil {
 		v.Browser = api.BrowserState{Status: api.StatusRunning, PID: in.PID()}

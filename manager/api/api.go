@@ -56,6 +56,11 @@ type StoreSpec struct {
 	CDPURL   string      `json:"cdp_url,omitempty"`  // cdp backend: http(s):// or ws(s):// endpoint
 	Headless *bool       `json:"headless,omitempty"` // chrome: nil follows VIBE_HEADLESS, then the display
 	Ziniao   *ZiniaoSpec `json:"ziniao,omitempty"`   // ziniao backend: the environment and its account
+	// The store's network identity (chrome backend, SPEC §16): its upstream proxy URL, credentials
+	// included (kept in state only), its IANA time zone and its BCP 47 language.
+	Proxy    string `json:"proxy,omitempty"`
+	Timezone string `json:"timezone,omitempty"`
+	Lang     string `json:"lang,omitempty"`
 }
 
 // ZiniaoSpec names a Ziniao store environment and the account that owns it.
@@ -72,7 +77,14 @@ type StoreUpdate struct {
 	Name     *string `json:"name,omitempty"`
 	CDPURL   *string `json:"cdp_url,omitempty"`
 	Headless *bool   `json:"headless,omitempty"`
+	// Proxy, Timezone and Lang set the store's network identity (SPEC §16); NoIdentity ("none") clears one.
+	Proxy    *string `json:"proxy,omitempty"`
+	Timezone *string `json:"timezone,omitempty"`
+	Lang     *string `json:"lang,omitempty"`
 }
+
+// NoIdentity in a StoreUpdate's Proxy, Timezone or Lang clears it.
+const NoIdentity = "none"
 
 // BrowserState is a browser's run state as scripts see it.
 type BrowserState struct {
@@ -96,6 +108,11 @@ type Store struct {
 	// Ziniao stores: the environment and the account (company/username); the password is never shown.
 	ZiniaoBrowser string `json:"ziniao_browser,omitempty"`
 	ZiniaoAccount string `json:"ziniao_account,omitempty"`
+	// The network identity (SPEC §16): the proxy redacted (scheme://user:***@host:port), the time zone and
+	// the language; each empty when the store has none.
+	Proxy    string `json:"proxy,omitempty"`
+	Timezone string `json:"timezone,omitempty"`
+	Lang     string `json:"lang,omitempty"`
 }
 
 // Browser is one running or known browser in the status.

@@ -25,6 +25,11 @@ type Options struct {
 	CDPURL     string `json:"cdp_url,omitempty"`
 	Headless   *bool  `json:"headless,omitempty"`
 	ZiniaoPort int    `json:"ziniao_port,omitempty"`
+	// The network identity (SPEC §16), chrome stores only: the upstream proxy's whole URL (its password
+	// too: this JSON lives in state only, and nothing prints it), the time zone and the language.
+	Proxy    string `json:"proxy,omitempty"`
+	Timezone string `json:"timezone,omitempty"`
+	Lang     string `json:"lang,omitempty"`
 }
 
 // DecodeOptions is the one reader of a store's config JSON.

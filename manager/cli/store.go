@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"bufio"
 	"fmt"
+	"os"
+	"strings"
 	"text/tabwriter"
 
 	"vibebrowser/manager/api"
@@ -14,6 +17,7 @@ type StoreCmd struct {
 	Show  StoreShowCmd  `cmd:"" help:"Show one store, with its CDP endpoints."`
 	Rm    StoreRmCmd    `cmd:"" help:"Remove a store: stop its browser, remove its wrapper and port."`
 	Login StoreLoginCmd `cmd:"" help:"Open a tab of your own in the store's browser and print the web UI link that shows it (log a store in on a headless machine)."`
+	Set   StoreSetCmd   `cmd:"" help:"Change a store's settings: its proxy, time zone, language, window mode."`
 }
 
 // StoreAddCmd adds a store.
@@ -25,6 +29,10 @@ type StoreAddCmd struct {
 	Headed   bool   `help:"Run the browser with a window." xor:"mode"`
 	JSON     bool   `help:"Print the store as JSON."`
 
+	Proxy    string `help:"chrome backend: the store's upstream proxy, http://, https://, socks5:// or socks5h:// [user:password@]host:port (its own IP); - reads it from stdin, so its password is in no process's arguments." placeholder:"URL"`
+	Timezone string `help:"chrome backend: the browser's IANA time zone, such as Europe/Berlin (match the proxy's region)." placeholder:"ZONE"`
+	Lang     string `help:"chrome backend: the browser's language, a BCP 47 tag such as de-DE." placeholder:"TAG"`
+
 	ZiniaoBrowser  string `name:"ziniao-browser" help:"ziniao backend: the environment's browserOauth or browserId."`
 	ZiniaoCompany  string `name:"ziniao-company" help:"ziniao backend: the account's company."`
 	ZiniaoUsername string `name:"ziniao-username" help:"ziniao backend: the account's username."`
@@ -34,7 +42,11 @@ type StoreAddCmd struct {
 
 // Run adds the store and prints it.
 func (c *StoreAddCmd) Run(g *globals) error {
-	spec := api.StoreSpec{Name: c.Name, Backend: c.Backend, CDPURL: c.CDPURL}
+	proxy, err := proxyArg(c.Proxy)
+	if err != nil {
+		return err
+	}
+	spec := api.StoreSpec{Name: c.Name, Backend: c.Backend, CDPURL: c.CDPURL, Proxy: proxy, Timezone: c.Timezone, Lang: c.Lang}
 	if c.Headless || c.Headed {
 		spec.Headless = &c.Headless
 	}
@@ -113,5 +125,69 @@ func printStore(g *globals, s api.Store, asJSON bool) error {
 	if s.Wrapper != "" {
 		fmt.Fprintf(w, "wrapper\t%s\n", s.Wrapper)
 	}
+	if s.Backend == "chrome" {
+		fmt.Fprintf(w, "proxy\t%s\ntimezone\t%s\nlang\t%s\n", orNone(s.Proxy, "none (the machine's own IP)"),
+			orNone(s.Timezone, "the machine's"), orNone(s.Lang, "the machine's"))
+	}
 	return w.Flush()
+}
+
+func orNone(v, none string) string {
+	if v == "" {
+		return none
+	}
+	return v
+}
+
+// StoreSetCmd changes a store's settings; what it does not name stays.
+type StoreSetCmd struct {
+	Store    string  `arg:"" help:"Store name, slug or id."`
+	Proxy    *string `help:"The store's upstream proxy ([user:password@]host:port after http://, https://, socks5:// or socks5h://), - to read it from stdin (its password then in no process's arguments), or none." placeholder:"URL|none"`
+	Timezone *string `help:"The browser's IANA time zone (Europe/Berlin), or none for the machine's." placeholder:"ZONE|none"`
+	Lang     *string `help:"The browser's language, a BCP 47 tag (de-DE), or none for the machine's." placeholder:"TAG|none"`
+	Headless bool    `help:"Run the browser headless." xor:"mode"`
+	Headed   bool    `help:"Run the browser with a window." xor:"mode"`
+	JSON     bool    `help:"Print the store as JSON."`
+}
+
+// Run applies the change and prints the store; a browser that runs keeps its settings until its next start.
+func (c *StoreSetCmd) Run(g *globals) error {
+	u := api.StoreUpdate{Proxy: c.Proxy, Timezone: c.Timezone, Lang: c.Lang}
+	if c.Proxy != nil {
+		proxy, err := proxyArg(*c.Proxy)
+		if err != nil {
+			return err
+		}
+		u.Proxy = &proxy
+	}
+	if c.Headless || c.Headed {
+		u.Headless = &c.Headless
+	}
+	if u == (api.StoreUpdate{}) {
+		return &usageError{"store set needs a setting to change: --proxy URL|none, --timezone ZONE|none, --lang TAG|none, --headless or --headed"}
+	}
+	s, err := g.client().UpdateStore(g.ctx, c.Store, u)
+	if err != nil {
+		return err
+	}
+	if err := printStore(g, s, c.JSON); err != nil {
+		return err
+	}
+	if s.Browser.Status == api.StatusRunning && !c.JSON {
+		fmt.Fprintf(g.stderr, "vibe-browser: the browser runs with its old settings until its next start: "+
+			"vibe-browser browser stop %s (the next call starts it again)\n", s.Slug)
+	}
+	return nil
+}
+
+// proxyArg is a --proxy value, read from stdin when it is "-".
+func proxyArg(v string) (string, error) {
+	if v != "-" {
+		return v, nil
+	}
+	line, err := bufio.NewReader(os.Stdin).ReadString('\n')
+	if err != nil && line == "" {
+		return "", &usageError{"--proxy - reads the proxy URL from stdin, which gave none"}
+	}
+	return strings.TrimSpace(line), nil
 }
