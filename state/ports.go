@@ -8,6 +8,10 @@ import (
 	"time"
 )
 
+// ForwardKey is the registry key of store id's proxy forwarder (SPEC §16): reserved, so checkKey takes it,
+// and removed with its store.
+func ForwardKey(storeID string) string { return ReservedKeyPrefix + "fwd-" + storeID }
+
 // AllocatePort returns the port registered for key (a store id or a reserved key), or registers one: the
 // lowest port at or above base that no other key holds and for which free reports true (the
 // caller's bind test). The check and the insert share one write transaction, so concurrent

@@ -180,6 +180,9 @@ func (db *DB) DeleteStore(ctx context.Context, id string) error {
 				return err
 			}
 		}
+		if _, err := tx.ExecContext(ctx, "DELETE FROM ports WHERE key = ?", ForwardKey(id)); err != nil {
+			return err
+		}
 		// Tasks go by ON DELETE CASCADE.
 		res, err := tx.ExecContext(ctx, "DELETE FROM stores WHERE id = ?", id)
 		if err != nil {

@@ -39,9 +39,9 @@ type backend interface {
 }
 
 // newBackends builds every backend. root is the daemon's root logger; each backend names its component.
-func newBackends(cfg *Config, root zerolog.Logger) map[state.Backend]backend {
+func newBackends(cfg *Config, db *state.DB, root zerolog.Logger) map[state.Backend]backend {
 	return map[state.Backend]backend{
-		state.BackendChrome: &chromeBackend{cfg: cfg, log: root.With().Str("component", "chrome").Logger()},
+		state.BackendChrome: &chromeBackend{cfg: cfg, db: db, log: root.With().Str("component", "chrome").Logger()},
 		state.BackendZiniao: newZiniaoBackend(cfg, root),
 		state.BackendCDP:    cdpBackend{},
 	}

@@ -16,6 +16,7 @@ import (
 // chromeBackend launches Chromium itself, on the store's profile.
 type chromeBackend struct {
 	cfg *Config
+	db  *state.DB      // the port registry, for a proxied store's forwarder
 	log zerolog.Logger // component chrome
 }
 
@@ -32,7 +33,12 @@ func (b *chromeBackend) launch(ctx context.Context, sp Spec) (handle, error) {
 		}
 		keeperCmd = []string{exe, "keep"}
 	}
+	id, err := b.identity(ctx, sp)
+	if err != nil {
+		return nil, err
+	}
 	return chrome.Launch(ctx, chrome.Options{
+		Identity:   id,
 		Binary:     bin,
 		ProfileDir: b.cfg.path("profiles", sp.Slug),
 		Headless:   b.cfg.headless(sp.Opts.Headless),
@@ -43,6 +49,30 @@ func (b *chromeBackend) launch(ctx context.Context, sp Spec) (handle, error) {
 		Key:        sp.Key,
 		Log:        b.log.With().Str("browser", sp.Key).Logger(),
 	})
+}
+
+// identity is the store's network identity for its launch (SPEC §16), with its forwarder's port from the
+// registry when it has a proxy: the port stays the store's, so a browser adopted after a restart and its
+// keeper's forwarder keep it.
+func (b *chromeBackend) identity(ctx context.Context, sp Spec) (chrome.Identity, error) {
+	id := chrome.Identity{Timezone: sp.Opts.Timezone, Lang: sp.Opts.Lang}
+	if sp.Opts.Proxy == "" {
+		return id, nil
+	}
+	if b.cfg.ChromeTransport == chrome.TransportPort {
+		return id, fmt.Errorf("%w: %s has a proxy, whose forwarder runs in the browser's keeper: it needs "+
+			"VIBE_CHROME_TRANSPORT=pipe (the default), not port; or remove the proxy with "+
+			"vibe-browser store set STORE --proxy none", apierr.ErrUnavailable, sp.Name)
+	}
+	port, err := b.db.AllocatePort(ctx, state.ForwardKey(sp.Key), b.cfg.ProxyPortBase, portFree)
+	if err != nil {
+		return id, err
+	}
+	id.Proxy, id.ForwardPort, id.Store = sp.Opts.Proxy, port, sp.Name
+	if sp.Store != nil {
+		id.Store = sp.Store.Name
+	}
+	return id, nil
 }
 
 // adopt checks the recorded identity: the pid alive with its start time, its command line naming our

@@ -111,7 +111,7 @@ func New(ctx context.Context, cfg Config, db *state.DB, root zerolog.Logger, hoo
 			Name: "vibe_browser_start_failures_total", Help: "Browser starts that failed, by backend.",
 		}, []string{"backend"}),
 	}
-	f.backends = newBackends(&f.cfg, root)
+	f.backends = newBackends(&f.cfg, db, root)
 	for backend := range f.backends { // present at 0 from the start
 		f.starts.WithLabelValues(string(backend))
 		f.startFailures.WithLabelValues(string(backend))

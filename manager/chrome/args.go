@@ -42,6 +42,7 @@ func buildArgs(o Options) ([]string, error) {
 	if o.NoSandbox {
 		args = append(args, "--no-sandbox")
 	}
+	args = append(args, o.Identity.args()...)
 	args = append(args, o.ExtraArgs...)
 	return args, nil
 }

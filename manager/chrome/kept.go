@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -50,9 +51,14 @@ func launchKept(ctx context.Context, o Options, args []string, log zerolog.Logge
 	}
 	argv := append(append([]string{}, o.Keeper[1:]...), keeper.Command(keeper.Config{
 		Key: o.Key, RunDir: o.RunDir, Profile: o.ProfileDir, Binary: o.Binary, Args: args,
+		ForwardPort: o.Identity.ForwardPort, ForwardStore: o.Identity.Store,
 	})...)
 	cmd := exec.Command(o.Keeper[0], argv...)
+	cmd.Env = o.Identity.env()
 	cmd.Stdout, cmd.Stderr = out, out
+	if o.Identity.Proxy != "" {
+		cmd.Stdin = strings.NewReader(o.Identity.Proxy + "\n") // the forwarder's upstream: in no argv, no file
+	}
 	// Its own session: the manager's terminal and its signals never reach the keeper, which outlives it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	err = cmd.Start()

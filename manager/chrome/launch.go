@@ -36,6 +36,9 @@ const (
 
 // Options describes one browser launch.
 type Options struct {
+	// Identity is the store's network identity (SPEC §16): its proxy (through the keeper's forwarder, so the
+	// pipe only), time zone and language.
+	Identity   Identity
 	Binary     string // from Find
 	ProfileDir string // --user-data-dir (created 0700); made absolute
 	Headless   bool   // --headless (and --disable-gpu)
@@ -92,6 +95,9 @@ func Launch(ctx context.Context, o Options) (*Process, error) {
 	case TransportPipe, TransportPort:
 	default:
 		return nil, fmt.Errorf("launch: transport %q: want %q or %q: %w", o.Transport, TransportPipe, TransportPort, ErrInvalid)
+	}
+	if o.Identity.Proxy != "" && (o.Transport != TransportPipe || o.Identity.ForwardPort <= 0) {
+		return nil, fmt.Errorf("launch: a proxy needs the pipe, whose keeper runs its forwarder, and the forwarder's port: %w", ErrInvalid)
 	}
 	if o.Transport == TransportPipe && (len(o.Keeper) == 0 || o.RunDir == "" || o.Key == "") {
 		return nil, fmt.Errorf("launch: the pipe needs a keeper command, a run directory and a key: %w", ErrInvalid)
@@ -154,6 +160,7 @@ func launchOnce(ctx context.Context, o Options, args []string, log zerolog.Logge
 		return nil, nil, fmt.Errorf("stderr pipe: %w", err)
 	}
 	cmd := exec.Command(o.Binary, args...)
+	cmd.Env = o.Identity.env()
 	cmd.Stdout = w
 	cmd.Stderr = w
 	// Own group: one signal reaches the browser and every helper it forks, and the manager's terminal

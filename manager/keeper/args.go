@@ -18,6 +18,8 @@ func parseArgs(args []string) (Config, error) {
 	fs.StringVar(&c.RunDir, "run-dir", "", "the home's run/ directory")
 	fs.StringVar(&c.Profile, "profile", "", "Chromium's --user-data-dir, absolute")
 	fs.IntVar(&c.Limit, "limit", 0, "the largest message a client may send (0: 100 MB)")
+	fs.IntVar(&c.ForwardPort, "forward-port", 0, "the proxy forwarder's loopback port (its upstream on stdin)")
+	fs.StringVar(&c.ForwardStore, "forward-store", "", "the store's name, for the forwarder's error page")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -59,6 +61,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("--limit %d: must be positive, or 0 for Chrome's 100 MB", c.Limit)
 	case c.Binary == "":
 		return errors.New("no Chromium binary after --")
+	case c.ForwardPort < 0 || c.ForwardPort > 65535:
+		return fmt.Errorf("--forward-port %d: want a port from 1 to 65535, or none without a proxy", c.ForwardPort)
 	}
 	return checkChromiumArgs(c.Args, c.Profile)
 }

@@ -17,6 +17,8 @@ func TestCommandRoundTrips(t *testing.T) {
 			Binary: "/opt/chrome", Args: []string{"--remote-debugging-pipe", "--user-data-dir=/p/web"}}},
 		{"chromium's own -- and flags like the keeper's", Config{Key: "k", RunDir: "/r", Profile: "/p", Limit: 7,
 			Binary: "/c", Args: []string{"--remote-debugging-pipe", "--user-data-dir=/p", "--key", "x", "--", "--limit"}}},
+		{"a proxy forwarder", Config{Key: "s", RunDir: "/r", Profile: "/p", Limit: defaultLimit, ForwardPort: 9411,
+			ForwardStore: "Acme Shop", Binary: "/c", Args: []string{"--remote-debugging-pipe", "--user-data-dir=/p"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -26,7 +28,8 @@ func TestCommandRoundTrips(t *testing.T) {
 				t.Fatalf("parseArgs(%q): %v", argv, err)
 			}
 			if got.Key != tt.cfg.Key || got.RunDir != tt.cfg.RunDir || got.Profile != tt.cfg.Profile ||
-				got.Limit != tt.cfg.Limit || got.Binary != tt.cfg.Binary || !slices.Equal(got.Args, tt.cfg.Args) {
+				got.Limit != tt.cfg.Limit || got.Binary != tt.cfg.Binary || !slices.Equal(got.Args, tt.cfg.Args) ||
+				got.ForwardPort != tt.cfg.ForwardPort || got.ForwardStore != tt.cfg.ForwardStore {
 				t.Errorf("parseArgs(Command(%+v)) = %+v; want it back", tt.cfg, got)
 			}
 		})
@@ -79,5 +82,17 @@ func TestParseArgsRefuses(t *testing.T) {
 func TestMainRefusesAWrongCommandLine(t *testing.T) {
 	if code := Main([]string{"--key", "k"}); code != exitUsage {
 		t.Errorf("Main(--key k) = %d; want %d", code, exitUsage)
+	}
+}
+
+func TestReadUpstream(t *testing.T) {
+	p, err := readUpstream(strings.NewReader("socks5://u:pw@127.0.0.1:1080\nignored\n"))
+	if err != nil || p.Redacted() != "socks5://u:***@127.0.0.1:1080" || p.Password != "pw" {
+		t.Errorf("readUpstream = %+v, %v; want the first line's proxy", p, err)
+	}
+	for _, in := range []string{"", "\n", "ftp://h:1\n", strings.Repeat("x", maxProxyLine+10)} {
+		if _, err := readUpstream(strings.NewReader(in)); err == nil {
+			t.Errorf("readUpstream(%.20q) took it", in)
+		}
 	}
 }

@@ -60,6 +60,11 @@ type Config struct {
 	Limit   int      // the largest message a client may send (the mux's client limit); 0: 100 MB
 	Binary  string   // Chromium
 	Args    []string // Chromium's arguments; they must hold --remote-debugging-pipe
+	// ForwardPort, when set, is the loopback port of the store's proxy forwarder (SPEC §16), which the keeper
+	// runs for Chromium; the upstream's URL is the first line of the keeper's stdin, never an argument.
+	// ForwardStore names the store on its error page.
+	ForwardPort  int
+	ForwardStore string
 }
 
 // Command is the keeper's argv after the program itself: exe then these runs the keeper (the launcher
@@ -68,6 +73,9 @@ func Command(c Config) []string {
 	args := []string{"--key", c.Key, "--run-dir", c.RunDir, "--profile", c.Profile}
 	if c.Limit > 0 {
 		args = append(args, "--limit", strconv.Itoa(c.Limit))
+	}
+	if c.ForwardPort > 0 {
+		args = append(args, "--forward-port", strconv.Itoa(c.ForwardPort), "--forward-store", c.ForwardStore)
 	}
 	return append(append(args, "--", c.Binary), c.Args...)
 }

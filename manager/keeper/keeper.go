@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"vibebrowser/manager/netid"
 )
 
 // Exit codes of the keeper besides Chromium's own status, which it passes on.
@@ -64,7 +66,7 @@ type keeper struct {
 
 // run is the keeper's whole life: Chromium started, readiness, clients served until Chromium exits or a
 // signal stops it, then the cleanup. It returns the process's exit code.
-func run(cfg Config, log zerolog.Logger, sigs <-chan os.Signal) int {
+func run(cfg Config, upstream netid.Proxy, log zerolog.Logger, sigs <-chan os.Signal) int {
 	k := &keeper{
 		cfg:      cfg,
 		log:      log,
@@ -75,6 +77,14 @@ func run(cfg Config, log zerolog.Logger, sigs <-chan os.Signal) int {
 		sessions: map[string]string{},
 		calls:    map[int64]func([]byte){},
 		nextCall: firstCallID,
+	}
+	if cfg.ForwardPort > 0 {
+		fwd, err := startForwarder(cfg, upstream, log)
+		if err != nil {
+			log.Error().Err(err).Msg("chromium not started")
+			return exitFailure
+		}
+		defer fwd.Close()
 	}
 	br, err := startBrowser(cfg.Binary, cfg.Args)
 	if err != nil {

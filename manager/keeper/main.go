@@ -7,6 +7,8 @@ import (
 	"syscall"
 
 	"github.com/rs/zerolog"
+
+	"vibebrowser/manager/netid"
 )
 
 // Main is `vibe-browser keep`: it parses the argv Command made, starts Chromium and keeps its pipe until
@@ -25,13 +27,20 @@ func Main(args []string) int {
 		return exitUsage
 	}
 	log := zerolog.New(os.Stderr).With().Timestamp().Str("component", "keeper").Str("key", cfg.Key).Logger()
+	var upstream netid.Proxy
+	if cfg.ForwardPort > 0 {
+		if upstream, err = readUpstream(os.Stdin); err != nil {
+			fmt.Fprintf(os.Stderr, "vibe-browser keep: %v\n", err)
+			return exitUsage
+		}
+	}
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP, syscall.SIGPIPE) // never read: dropped
 	// vibe-browser's main exits at a second SIGTERM; the keeper's own stop is bounded and must run to the end.
 	signal.Reset(syscall.SIGINT, syscall.SIGTERM)
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	return run(cfg, log, sigs)
+	return run(cfg, upstream, log, sigs)
 }
 
 // RunIfAsked runs Main and exits when this process was started as a keeper ("keep" as its first argument):

@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 
+	"vibebrowser/manager/netid"
 	"vibebrowser/manager/procid"
 	"vibebrowser/mux/pipewire"
 )
@@ -111,7 +112,7 @@ func (h *harness) start() {
 	}
 	h.sigs, h.code = make(chan os.Signal, 1), make(chan int, 1)
 	log := zerolog.New(zerolog.NewTestWriter(t)).With().Str("component", "keeper").Logger()
-	go func() { h.code <- run(cfg, log, h.sigs) }()
+	go func() { h.code <- run(cfg, netid.Proxy{}, log, h.sigs) }()
 	t.Cleanup(func() {
 		select {
 		case h.sigs <- syscall.SIGTERM:
