@@ -21,6 +21,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"vibebrowser/manager/forward/fakeproxy"
 	"vibebrowser/manager/netid"
 )
 
@@ -76,26 +77,26 @@ func TestForwarderThroughEachUpstream(t *testing.T) {
 	hosts := map[string]string{"shop.test": "127.0.0.1"}
 	for _, kind := range []string{"http", "socks5", "socks5h"} {
 		t.Run(kind, func(t *testing.T) {
-			var up *fakeProxy
+			var up *fakeproxy.Proxy
 			if kind == "http" {
-				up = startHTTPProxy(t, "alice", secret, hosts)
+				up = fakeproxy.StartHTTP(t, "alice", secret, hosts)
 			} else {
-				up = startSOCKS5(t, "alice", secret, hosts)
+				up = fakeproxy.StartSOCKS5(t, "alice", secret, hosts)
 			}
-			f, fwd := startForwarder(t, kind+"://alice:"+secret+"@"+up.addr, nil)
+			f, fwd := startForwarder(t, kind+"://alice:"+secret+"@"+up.Addr, nil)
 			for _, target := range []string{"http://shop.test:" + portOf(plain) + "/plain", "https://shop.test:" + portOf(tlsSite) + "/tls"} {
 				code, body := through(t, fwd, target)
 				if code != 200 || !strings.HasPrefix(body, "hello shop.test:") {
 					t.Errorf("%s through %s = %d %q; want the site's page", target, kind, code, body)
 				}
 			}
-			if got := up.targets(); len(got) != 2 || !slices.Contains(got, "shop.test:"+portOf(tlsSite)) {
+			if got := up.Targets(); len(got) != 2 || !slices.Contains(got, "shop.test:"+portOf(tlsSite)) {
 				t.Errorf("the upstream was asked for %q; want both targets by name (DNS at the proxy)", got)
 			}
 			if err := f.LastError(); err != nil {
 				t.Errorf("LastError after good loads = %v", err)
 			}
-			if err := Check(context.Background(), mustProxy(t, kind+"://alice:"+secret+"@"+up.addr), "shop.test:"+portOf(tlsSite), time.Second); err != nil {
+			if err := Check(context.Background(), mustProxy(t, kind+"://alice:"+secret+"@"+up.Addr), "shop.test:"+portOf(tlsSite), time.Second); err != nil {
 				t.Errorf("Check: %v", err)
 			}
 		})
@@ -114,8 +115,8 @@ func mustProxy(t *testing.T, s string) netid.Proxy {
 func TestForwarderErrorPages(t *testing.T) {
 	plain, tlsSite := sites(t)
 	hosts := map[string]string{"shop.test": "127.0.0.1"}
-	httpUp := startHTTPProxy(t, "alice", secret, hosts)
-	socksUp := startSOCKS5(t, "alice", secret, hosts)
+	httpUp := fakeproxy.StartHTTP(t, "alice", secret, hosts)
+	socksUp := fakeproxy.StartSOCKS5(t, "alice", secret, hosts)
 	down := listen(t)
 	downAddr := down.Addr().String()
 	down.Close() // nothing listens there now
@@ -134,13 +135,13 @@ func TestForwarderErrorPages(t *testing.T) {
 		name, up string
 		want     error
 	}{
-		{"http wrong password", "http://alice:wrong-" + secret + "@" + httpUp.addr, ErrAuth},
-		{"socks wrong password", "socks5://alice:wrong-" + secret + "@" + socksUp.addr, ErrAuth},
+		{"http wrong password", "http://alice:wrong-" + secret + "@" + httpUp.Addr, ErrAuth},
+		{"socks wrong password", "socks5://alice:wrong-" + secret + "@" + socksUp.Addr, ErrAuth},
 		{"http down", "http://alice:" + secret + "@" + downAddr, ErrUnreachable},
 		{"socks down", "socks5h://alice:" + secret + "@" + downAddr, ErrUnreachable},
 		{"http mute", "http://alice:" + secret + "@" + mute.Addr().String(), ErrUnreachable},
 		{"socks mute", "socks5://alice:" + secret + "@" + mute.Addr().String(), ErrUnreachable},
-		{"unknown site", "http://alice:" + secret + "@" + httpUp.addr, ErrRefused},
+		{"unknown site", "http://alice:" + secret + "@" + httpUp.Addr, ErrRefused},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, fwd := startForwarder(t, tc.up, func(c *Config) { c.DialTimeout, c.IdleTimeout = 500*time.Millisecond, time.Second })
@@ -179,13 +180,13 @@ func TestForwarderServesOnlyTheBrowsersUser(t *testing.T) {
 		t.Skip("the socket owner is read from /proc/net/tcp")
 	}
 	plain, _ := sites(t)
-	up := startHTTPProxy(t, "alice", secret, map[string]string{"shop.test": "127.0.0.1"})
+	up := fakeproxy.StartHTTP(t, "alice", secret, map[string]string{"shop.test": "127.0.0.1"})
 	target := "http://shop.test:" + portOf(plain) + "/x"
-	_, mine := startForwarder(t, "http://alice:"+secret+"@"+up.addr, func(c *Config) { c.AllowUID = os.Getuid() })
+	_, mine := startForwarder(t, "http://alice:"+secret+"@"+up.Addr, func(c *Config) { c.AllowUID = os.Getuid() })
 	if code, body := through(t, mine, target); code != 200 {
 		t.Errorf("through a forwarder for this uid = %d %q; want the page", code, body)
 	}
-	_, other := startForwarder(t, "http://alice:"+secret+"@"+up.addr, func(c *Config) { c.AllowUID = os.Getuid() + 4242 })
+	_, other := startForwarder(t, "http://alice:"+secret+"@"+up.Addr, func(c *Config) { c.AllowUID = os.Getuid() + 4242 })
 	if code, body := through(t, other, target); code == 200 {
 		t.Errorf("a forwarder for another uid served this one: %q", body)
 	}
@@ -207,4 +208,14 @@ func TestParseProcAddr(t *testing.T) {
 			t.Errorf("parseProcAddr(%q) took it", bad)
 		}
 	}
+}
+
+func listen(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln
 }

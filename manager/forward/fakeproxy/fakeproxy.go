@@ -1,4 +1,7 @@
-package forward
+// Package fakeproxy runs the upstream proxies that tests of a store's network identity use: an HTTP proxy with Basic
+// auth and a SOCKS5 proxy with user/password (RFC 1928, 1929), each resolving names only from its own table, as a
+// proxy in another network would, so a name that reaches a site proves DNS was the proxy's.
+package fakeproxy
 
 import (
 	"bufio"
@@ -13,31 +16,29 @@ import (
 	"testing"
 )
 
-// The upstream proxies of these tests are written for them: an HTTP proxy with Basic auth and a SOCKS5 proxy
-// with user/password (RFC 1928, 1929). Each resolves names only from its own table, as a proxy in another
-// network would, so a name that reaches a site proves DNS was the proxy's.
-
-type fakeProxy struct {
-	addr  string
+// Proxy is one running fake upstream.
+type Proxy struct {
+	Addr  string // host:port it listens on
 	mu    sync.Mutex
 	seen  []string // the targets it was asked for, after a good login
 	hosts map[string]string
 }
 
-func (p *fakeProxy) saw(target string) {
+func (p *Proxy) saw(target string) {
 	p.mu.Lock()
 	p.seen = append(p.seen, target)
 	p.mu.Unlock()
 }
 
-func (p *fakeProxy) targets() []string {
+// Targets are the host:port targets it was asked for after a good login, in order.
+func (p *Proxy) Targets() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]string{}, p.seen...)
 }
 
 // resolve maps host:port through the proxy's own names; an unknown name fails as DNS would.
-func (p *fakeProxy) resolve(target string) (string, bool) {
+func (p *Proxy) resolve(target string) (string, bool) {
 	host, port, err := net.SplitHostPort(target)
 	if err != nil {
 		return "", false
@@ -48,7 +49,7 @@ func (p *fakeProxy) resolve(target string) (string, bool) {
 	return "", false
 }
 
-func listen(t *testing.T) net.Listener {
+func listen(t testing.TB) net.Listener {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -58,11 +59,11 @@ func listen(t *testing.T) net.Listener {
 	return ln
 }
 
-// startHTTPProxy serves CONNECT and absolute-form requests for user:pass.
-func startHTTPProxy(t *testing.T, user, pass string, hosts map[string]string) *fakeProxy {
+// StartHTTP serves CONNECT and absolute-form requests for user:pass, hosts mapping names to addresses.
+func StartHTTP(t testing.TB, user, pass string, hosts map[string]string) *Proxy {
 	t.Helper()
 	ln := listen(t)
-	p := &fakeProxy{addr: ln.Addr().String(), hosts: hosts}
+	p := &Proxy{Addr: ln.Addr().String(), hosts: hosts}
 	want := "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass))
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Proxy-Authorization") != want {
@@ -114,11 +115,11 @@ func startHTTPProxy(t *testing.T, user, pass string, hosts map[string]string) *f
 	return p
 }
 
-// startSOCKS5 serves CONNECT for user:pass.
-func startSOCKS5(t *testing.T, user, pass string, hosts map[string]string) *fakeProxy {
+// StartSOCKS5 serves CONNECT for user:pass, hosts mapping names to addresses.
+func StartSOCKS5(t testing.TB, user, pass string, hosts map[string]string) *Proxy {
 	t.Helper()
 	ln := listen(t)
-	p := &fakeProxy{addr: ln.Addr().String(), hosts: hosts}
+	p := &Proxy{Addr: ln.Addr().String(), hosts: hosts}
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -131,7 +132,7 @@ func startSOCKS5(t *testing.T, user, pass string, hosts map[string]string) *fake
 	return p
 }
 
-func (p *fakeProxy) serveSOCKS(c net.Conn, user, pass string) {
+func (p *Proxy) serveSOCKS(c net.Conn, user, pass string) {
 	defer c.Close()
 	br := bufio.NewReader(c)
 	head := make([]byte, 2)

@@ -1,0 +1,160 @@
+//go:build integration
+
+package integration
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"vibebrowser/manager/forward/fakeproxy"
+)
+
+// cliIn is cli with stdin, for a secret a command reads there.
+func (m *managed) cliIn(stdin string, args ...string) string {
+	m.t.Helper()
+	cmd := exec.Command(m.bins.vibe, append([]string{"--home", m.home}, args...)...)
+	cmd.Env = m.env
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		m.t.Fatalf("vibe-browser %s: %v: %s", strings.Join(args, " "), err, errb.String())
+	}
+	return out.String()
+}
+
+// identitySite reports the host a request named, so a page shows which name reached it.
+func identitySite(t *testing.T) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "<!doctype html><title>shop</title><p id=host>%s</p>", r.Host)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+type pageIdentity struct {
+	Host     string   `json:"host"`
+	Body     string   `json:"body"`
+	TimeZone string   `json:"tz"`
+	Lang     string   `json:"lang"`
+	Langs    []string `json:"langs"`
+}
+
+// loadThrough opens url in a new tab of the store as client and reads what the page sees of its identity.
+func loadThrough(t *testing.T, m *managed, slug, client, url string) pageIdentity {
+	t.Helper()
+	c := dialRaw(t, m.storeWS(slug, client))
+	_, session := c.createPage(url)
+	v, err := c.evaluate(session, `({host: (document.getElementById("host") || {}).textContent || "", body: document.body.innerText,
+		tz: Intl.DateTimeFormat().resolvedOptions().timeZone, lang: navigator.language, langs: navigator.languages})`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id pageIdentity
+	if err := json.Unmarshal(v, &id); err != nil {
+		t.Fatalf("%s: %v", v, err)
+	}
+	return id
+}
+
+// TestStoresGoOutThroughTheirOwnProxies: two stores behind two upstream proxies (HTTP with Basic auth,
+// SOCKS5 with user/password), each resolving a name only it knows, load the site through their own proxy
+// with their own credentials, in their own time zone and language; wrong credentials give the error page;
+// a manager kill -9 and restart leaves the forwarder in place; no password is in any argv, log, answer or
+// wrapper config (SPEC §16).
+func TestStoresGoOutThroughTheirOwnProxies(t *testing.T) {
+	m := startManager(t, "VIBE_BROWSER_IDLE_S=0")
+	site := identitySite(t)
+	port := site.URL[strings.LastIndex(site.URL, ":")+1:]
+	const pwA, pwB = "pw-anna-7d1f", "pw-ben-93c2"
+	httpUp := fakeproxy.StartHTTP(t, "anna", pwA, map[string]string{"shop-a.test": "127.0.0.1"})
+	socksUp := fakeproxy.StartSOCKS5(t, "ben", pwB, map[string]string{"shop-b.test": "127.0.0.1"})
+	m.cliIn("http://anna:"+pwA+"@"+httpUp.Addr+"\n", "store", "add", "Tokyo", "--proxy", "-",
+		"--timezone", "Asia/Tokyo", "--lang", "ja-JP")
+	m.cliIn("socks5://ben:"+pwB+"@"+socksUp.Addr+"\n", "store", "add", "Recife", "--proxy", "-",
+		"--timezone", "America/Recife", "--lang", "pt-BR")
+	m.cliIn("http://anna:wrong-"+pwA+"@"+httpUp.Addr+"\n", "store", "add", "Locked", "--proxy", "-")
+
+	a := loadThrough(t, m, "tokyo", "probe", "http://shop-a.test:"+port+"/")
+	if a.Host != "shop-a.test:"+port || a.TimeZone != "Asia/Tokyo" || a.Lang != "ja-JP" {
+		t.Errorf("store Tokyo's page = %+v; want shop-a.test through its proxy, Asia/Tokyo, ja-JP", a)
+	}
+	b := loadThrough(t, m, "recife", "probe", "http://shop-b.test:"+port+"/")
+	if b.Host != "shop-b.test:"+port || b.TimeZone != "America/Recife" || !slices.Contains(b.Langs, "pt-BR") {
+		t.Errorf("store Recife's page = %+v; want shop-b.test through its SOCKS5 proxy, America/Recife, pt-BR", b)
+	}
+	if got := httpUp.Targets(); !slices.Contains(got, "shop-a.test:"+port) || slices.Contains(got, "shop-b.test:"+port) {
+		t.Errorf("the HTTP proxy was asked for %q; want store Tokyo's site and never store Recife's", got)
+	}
+	if got := socksUp.Targets(); !slices.Contains(got, "shop-b.test:"+port) || slices.Contains(got, "shop-a.test:"+port) {
+		t.Errorf("the SOCKS5 proxy was asked for %q; want store Recife's site and never store Tokyo's", got)
+	}
+	locked := loadThrough(t, m, "locked", "probe", "http://shop-a.test:"+port+"/")
+	if !strings.Contains(locked.Body, "refused the store's credentials") || !strings.Contains(locked.Body, "Locked") ||
+		!strings.Contains(locked.Body, httpUp.Addr) || strings.Contains(locked.Body, pwA) {
+		t.Errorf("store Locked's page = %q; want the forwarder's page naming the store, the proxy and the refusal", locked.Body)
+	}
+
+	for _, slug := range []string{"tokyo", "recife"} {
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", m.browserOf(slug).PID))
+		if !bytes.Contains(cmdline, []byte("--force-webrtc-ip-handling-policy=disable_non_proxied_udp")) ||
+			!bytes.Contains(cmdline, []byte("--proxy-server=http://127.0.0.1:")) {
+			t.Errorf("store %s's Chromium runs %q; want its forwarder as proxy and WebRTC only through it", slug, cmdline)
+		}
+	}
+	var show struct{ Proxy string }
+	json.Unmarshal([]byte(m.cli("store", "show", "tokyo", "--json")), &show)
+	if show.Proxy != "http://anna:***@"+httpUp.Addr {
+		t.Errorf("store show's proxy = %q; want it redacted", show.Proxy)
+	}
+
+	// kill -9 of the manager: the keeper and its forwarder stay, the next manager adopts them.
+	pid := m.browserOf("tokyo").PID
+	if err := m.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	m.cmd.Wait()
+	m.start()
+	again := loadThrough(t, m, "tokyo", "after-restart", "http://shop-a.test:"+port+"/again")
+	if again.Host != "shop-a.test:"+port || m.browserOf("tokyo").PID != pid {
+		t.Errorf("after a manager restart store Tokyo loads %+v (pid %d → %d); want its adopted browser through its forwarder",
+			again, pid, m.browserOf("tokyo").PID)
+	}
+
+	// No password anywhere a person or another process reads.
+	seen := map[string]string{"manager log": m.log.String(), "store list": m.cli("store", "list", "--json"),
+		"status": m.cli("status", "--json")}
+	for _, slug := range []string{"tokyo", "recife", "locked"} {
+		seen["store show "+slug] = m.cli("store", "show", slug, "--json")
+	}
+	files, _ := filepath.Glob(filepath.Join(m.home, "run", "*"))
+	more, _ := filepath.Glob(filepath.Join(m.home, "bin", "*", "*.json"))
+	for _, f := range append(files, more...) {
+		if b, err := os.ReadFile(f); err == nil {
+			seen[f] = string(b)
+		}
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range procs {
+		if b, err := os.ReadFile(f); err == nil {
+			seen[f] = string(b)
+		}
+	}
+	for where, text := range seen {
+		for _, pw := range []string{pwA, pwB} {
+			if strings.Contains(text, pw) {
+				t.Errorf("%s holds a proxy password", where)
+			}
+		}
+	}
+}
