@@ -105,6 +105,16 @@ func TestStoresGoOutThroughTheirOwnProxies(t *testing.T) {
 		t.Errorf("store Locked's page = %q; want the forwarder's page naming the store, the proxy and the refusal", locked.Body)
 	}
 
+	r := doctorCLI(t, m, nil)
+	wantDoctorFails(t, r, "proxy:locked", "refused the store's credentials", httpUp.Addr, "store set locked --proxy")
+	for _, slug := range []string{"tokyo", "recife"} {
+		if line := r.line("proxy:" + slug); !strings.HasPrefix(line, "OK") {
+			t.Errorf("doctor's proxy:%s line = %q; want OK", slug, line)
+		}
+	}
+	if strings.Contains(r.out, pwA) || strings.Contains(r.out, pwB) {
+		t.Errorf("doctor's report shows a proxy password:\n%s", r.out)
+	}
 	for _, slug := range []string{"tokyo", "recife"} {
 		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", m.browserOf(slug).PID))
 		if !bytes.Contains(cmdline, []byte("--force-webrtc-ip-handling-policy=disable_non_proxied_udp")) ||

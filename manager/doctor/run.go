@@ -43,14 +43,15 @@ type machine struct {
 }
 
 // Run runs every check, always in the same order: the checks of the machine, then one per store's port,
-// then the display and the service, then one per Ziniao store.
+// then the display and the service, then one per Ziniao store and one per store with a proxy.
 func Run(ctx context.Context, o Options) []Check {
 	m := gather(ctx, o)
 	checks := []Check{m.config(), m.chromium(ctx), m.browserUse(ctx), m.transport(), home(m.cfg.Home),
 		disk(m.cfg.Home), m.socket(), m.manager(), m.state(), m.portsOfOthers()}
 	checks = append(checks, m.ports(ctx)...)
 	checks = append(checks, m.display(), m.service())
-	return append(checks, m.ziniao(ctx)...)
+	checks = append(checks, m.ziniao(ctx)...)
+	return append(checks, m.proxies(ctx)...)
 }
 
 func gather(ctx context.Context, o Options) *machine {
