@@ -53,8 +53,15 @@ type pageIdentity struct {
 // loadThrough opens url in a new tab of the store as client and reads what the page sees of its identity.
 func loadThrough(t *testing.T, m *managed, slug, client, url string) pageIdentity {
 	t.Helper()
+	id, _ := loadThroughTab(t, m, slug, client, url)
+	return id
+}
+
+// loadThroughTab is loadThrough, with the tab's target id.
+func loadThroughTab(t *testing.T, m *managed, slug, client, url string) (pageIdentity, string) {
+	t.Helper()
 	c := dialRaw(t, m.storeWS(slug, client))
-	_, session := c.createPage(url)
+	target, session := c.createPage(url)
 	v, err := c.evaluate(session, `({host: (document.getElementById("host") || {}).textContent || "", body: document.body.innerText,
 		tz: Intl.DateTimeFormat().resolvedOptions().timeZone, lang: navigator.language, langs: navigator.languages})`)
 	if err != nil {
@@ -64,7 +71,7 @@ func loadThrough(t *testing.T, m *managed, slug, client, url string) pageIdentit
 	if err := json.Unmarshal(v, &id); err != nil {
 		t.Fatalf("%s: %v", v, err)
 	}
-	return id
+	return id, target
 }
 
 // TestStoresGoOutThroughTheirOwnProxies: two stores behind two upstream proxies (HTTP with Basic auth,
@@ -99,10 +106,24 @@ func TestStoresGoOutThroughTheirOwnProxies(t *testing.T) {
 	if got := socksUp.Targets(); !slices.Contains(got, "shop-b.test:"+port) || slices.Contains(got, "shop-a.test:"+port) {
 		t.Errorf("the SOCKS5 proxy was asked for %q; want store Recife's site and never store Tokyo's", got)
 	}
-	locked := loadThrough(t, m, "locked", "probe", "http://shop-a.test:"+port+"/")
+	locked, lockedTab := loadThroughTab(t, m, "locked", "probe", "http://shop-a.test:"+port+"/")
 	if !strings.Contains(locked.Body, "refused the store's credentials") || !strings.Contains(locked.Body, "Locked") ||
 		!strings.Contains(locked.Body, httpUp.Addr) || strings.Contains(locked.Body, pwA) {
 		t.Errorf("store Locked's page = %q; want the forwarder's page naming the store, the proxy and the refusal", locked.Body)
+	}
+
+	// What a person sees: the store's page says its proxy fails and what to do; a working one says how it goes out.
+	page := startNodeScript(t, "ui_pages.js", uiLogin(t, m).URL)
+	page.expect("ready")
+	page.send("store /store/locked " + lockedTab + " 255,255,255")
+	got := page.expect("store")
+	if e, _ := got["error"].(string); !strings.Contains(e, "proxy http://anna:***@"+httpUp.Addr+" fails") ||
+		!strings.Contains(e, "refused the store's credentials") || !strings.Contains(e, "store set locked --proxy") || strings.Contains(e, pwA) {
+		t.Errorf("store Locked's page says %q; want its proxy's failure, redacted, with the fix", e)
+	}
+	shootAtBothWidths(t, page, "store-proxy-failing", "store page of a store whose proxy refuses its credentials")
+	if st := m.cli("status"); !strings.Contains(st, "store locked: its proxy http://anna:***@"+httpUp.Addr+" fails") {
+		t.Errorf("status says %q; want store Locked's proxy failure", st)
 	}
 
 	r := doctorCLI(t, m, nil)

@@ -9,6 +9,7 @@ import (
 
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/browsers"
+	"vibebrowser/manager/keeper"
 	"vibebrowser/manager/netid"
 	"vibebrowser/state"
 )
@@ -26,6 +27,11 @@ func (m *Manager) storeView(s state.Store) api.Store {
 	}
 	if in := m.fleet.Current(s.ID); in != nil {
 		v.Browser = api.BrowserState{Status: api.StatusRunning, PID: in.PID()}
+		if v.Proxy != "" {
+			if st, err := keeper.ReadForwardStatus(keeper.ForwardStatusPath(m.cfg.path("run"), s.ID)); err == nil && st.Error != "" {
+				v.ProxyError = st.Error + " (since " + st.Since.Format(time.RFC3339) + ")"
+			}
+		}
 	}
 	if s.Backend == state.BackendZiniao {
 		v.ZiniaoBrowser, v.ZiniaoAccount = s.ZiniaoBrowser, s.Ziniao.Company+"/"+s.Ziniao.Username

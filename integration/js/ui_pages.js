@@ -75,7 +75,12 @@ main(async () => {
       const downloads = await page.evaluate(() => [...document.querySelectorAll('div.downloads')].map((d) => ({
         owner: d.dataset.owner, files: [...d.querySelectorAll('td.name')].map((td) => td.textContent),
       })));
-      out({ event: 'store', colour, clients, downloads, url: page.url() });
+      const banner = await page.evaluate(() => {
+        const e = document.getElementById('error');
+        const id = document.querySelector('p.identity');
+        return { error: e && !e.hidden ? e.innerText : '', identity: id ? id.innerText : '' };
+      });
+      out({ event: 'store', colour, clients, downloads, url: page.url(), error: banner.error, identity: banner.identity });
       continue;
     }
     if (cmd === 'tab') { // tab PATH R,G,B

@@ -113,6 +113,9 @@ type Store struct {
 	Proxy    string `json:"proxy,omitempty"`
 	Timezone string `json:"timezone,omitempty"`
 	Lang     string `json:"lang,omitempty"`
+	// ProxyError is how the running browser's proxy fails (unreachable, credentials refused), as its
+	// forwarder last saw it; empty while it works.
+	ProxyError string `json:"proxy_error,omitempty"`
 }
 
 // Browser is one running or known browser in the status.

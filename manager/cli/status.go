@@ -33,6 +33,12 @@ func (c *StatusCmd) Run(g *globals) error {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", b.Slug, b.Status, dash(b.PID), dash(b.KeeperPID), dash(b.ProxyPort), b.Clients, b.Tabs, idle(b.IdleS, b.Status))
 	}
 	w.Flush()
+	for _, s := range st.Stores {
+		if s.ProxyError != "" {
+			fmt.Fprintf(g.stdout, "\nstore %s: its proxy %s fails: %s; check it with vibe-browser doctor, "+
+				"or change it: vibe-browser store set %s --proxy URL\n", s.Slug, s.Proxy, s.ProxyError, s.Slug)
+		}
+	}
 	if len(st.Tasks) > 0 {
 		fmt.Fprintln(w, "\nTASK\tSTORE\tSTATUS\tLEASE UNTIL")
 		for _, t := range st.Tasks {

@@ -38,6 +38,9 @@ type Config struct {
 	DialTimeout time.Duration // 0: DefaultDialTimeout
 	IdleTimeout time.Duration // 0: DefaultIdleTimeout
 	Log         zerolog.Logger
+	// OnChange, when set, is told each change of the upstream's health: its failure, or nil once a
+	// connection went through again. It runs on the connection's goroutine, one call at a time.
+	OnChange func(err error)
 }
 
 // Forwarder serves Config on one listener until Close.
@@ -97,23 +100,44 @@ func (f *Forwarder) Close() error {
 	return f.srv.Close()
 }
 
-// LastError is the upstream's last failure, nil when the last connection through it worked.
+// LastError is the upstream's last failure (ErrUnreachable or ErrAuth), nil when the last connection
+// through it worked or failed only for its site.
 func (f *Forwarder) LastError() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.lastErr
 }
 
+// note records how a connection through the upstream went. A site the upstream could not reach says
+// nothing of the upstream itself (it took the credentials and tried): only ErrUnreachable and ErrAuth are
+// its failures, and only a change between those and health is logged and told.
 func (f *Forwarder) note(err error) {
+	if errors.Is(err, ErrRefused) {
+		err = nil
+	}
 	f.mu.Lock()
-	changed := (err == nil) != (f.lastErr == nil)
+	defer f.mu.Unlock()
+	changed := health(err) != health(f.lastErr)
 	f.lastErr = err
-	f.mu.Unlock()
+	if changed && f.cfg.OnChange != nil {
+		f.cfg.OnChange(err)
+	}
 	if changed && err != nil {
 		f.cfg.Log.Warn().Str("store", f.cfg.Store).Str("proxy", f.cfg.Upstream.Addr()).Err(err).Msg("upstream proxy failed")
 	} else if changed {
 		f.cfg.Log.Info().Str("store", f.cfg.Store).Str("proxy", f.cfg.Upstream.Addr()).Msg("upstream proxy works again")
 	}
+}
+
+// health is an upstream's state for note: working, unreachable or refusing the credentials.
+func health(err error) error {
+	switch {
+	case errors.Is(err, ErrAuth):
+		return ErrAuth
+	case err != nil:
+		return ErrUnreachable
+	}
+	return nil
 }
 
 // ServeHTTP is the proxy: CONNECT becomes a tunnel through the upstream, any other request with an absolute

@@ -2,6 +2,7 @@ package keeper
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,9 +10,11 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
 
+	"vibebrowser/manager/atomicfile"
 	"vibebrowser/manager/forward"
 	"vibebrowser/manager/netid"
 )
@@ -39,8 +42,25 @@ func startForwarder(cfg Config, up netid.Proxy, log zerolog.Logger) (*forward.Fo
 	if err != nil {
 		return nil, fmt.Errorf("the proxy forwarder's port: %w", err)
 	}
-	f := forward.New(forward.Config{Upstream: up, Store: cfg.ForwardStore, AllowUID: os.Getuid(), Log: log})
+	status := ForwardStatusPath(cfg.RunDir, cfg.Key)
+	os.Remove(status) // a status of the keeper before this one
+	f := forward.New(forward.Config{Upstream: up, Store: cfg.ForwardStore, AllowUID: os.Getuid(), Log: log,
+		OnChange: func(err error) { writeForwardStatus(status, err, log) }})
 	go f.Serve(ln) // ends at f.Close
 	log.Info().Int("port", cfg.ForwardPort).Str("upstream", up.Redacted()).Msg("proxy forwarder listening")
 	return f, nil
+}
+
+// writeForwardStatus records the upstream's failure for the manager, or removes the record once it works.
+func writeForwardStatus(path string, err error, log zerolog.Logger) {
+	if err == nil {
+		if rerr := os.Remove(path); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			log.Warn().Err(rerr).Msg("forwarder status")
+		}
+		return
+	}
+	b, _ := json.Marshal(ForwardStatus{Error: err.Error(), Since: time.Now().UTC()})
+	if werr := atomicfile.Write(path, b, 0o600); werr != nil {
+		log.Warn().Err(werr).Msg("forwarder status")
+	}
 }

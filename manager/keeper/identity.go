@@ -2,10 +2,12 @@ package keeper
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"vibebrowser/mux/pipewire"
 )
@@ -35,6 +37,30 @@ func IdentityPath(runDir, key string) string { return filepath.Join(runDir, "kee
 
 // LogPath is where the launcher sends the keeper's and Chromium's stdout and stderr.
 func LogPath(runDir, key string) string { return filepath.Join(runDir, "keep-"+key+".log") }
+
+// ForwardStatusPath is where the keeper of browser key says how its proxy forwarder's upstream is doing
+// (ForwardStatus); there is none while it works, or without a proxy.
+func ForwardStatusPath(runDir, key string) string { return filepath.Join(runDir, "forward-"+key+".json") }
+
+// ForwardStatus is a failing upstream, as the store's page and `status` show it: the failure (never the
+// password: the forwarder's errors name the proxy's host only) and since when.
+type ForwardStatus struct {
+	Error string    `json:"error"`
+	Since time.Time `json:"since"`
+}
+
+// ReadForwardStatus reads the forwarder's status file; no file is no failure (a zero ForwardStatus).
+func ReadForwardStatus(path string) (ForwardStatus, error) {
+	var st ForwardStatus
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return st, nil
+	}
+	if err != nil {
+		return st, err
+	}
+	return st, json.Unmarshal(b, &st)
+}
 
 // ReadIdentity reads an identity file; one of another format is an error naming both.
 func ReadIdentity(path string) (Identity, error) {

@@ -98,6 +98,9 @@ func (k *keeper) removeFiles() {
 			os.Remove(k.idPath)
 		}
 	}
+	if k.cfg.ForwardPort > 0 {
+		os.Remove(ForwardStatusPath(k.cfg.RunDir, k.cfg.Key))
+	}
 }
 
 // acceptLoop serves one client at a time until the listener closes. A connection that comes while a client

@@ -31,6 +31,9 @@ type storePage struct {
 	Status  string
 	Running bool
 	Error   string // what went wrong, for a person
+	// Identity is the store's network identity in words (its proxy redacted, time zone, language); "" for
+	// none.
+	Identity string
 	Token   string // the viewer's form token (formToken), for the page's forms
 	Summary string
 	Viewers int // live views of this browser's tabs (the mux's Stats.Viewers)
@@ -108,6 +111,21 @@ func browserOf(st api.Status, slug string) (api.Browser, api.Store, bool) {
 	return api.Browser{}, api.Store{}, false
 }
 
+// identityLine says how the store goes out, for its page: "through socks5://u:***@h:1080 · Asia/Tokyo · ja-JP".
+func identityLine(s api.Store) string {
+	var parts []string
+	if s.Proxy != "" {
+		parts = append(parts, "goes out through its proxy "+s.Proxy)
+	}
+	if s.Timezone != "" {
+		parts = append(parts, "time zone "+s.Timezone)
+	}
+	if s.Lang != "" {
+		parts = append(parts, "language "+s.Lang)
+	}
+	return strings.Join(parts, " · ")
+}
+
 // storeFacts are what the store page reads of the manager's state (readStore): read again only when
 // that changed, while storeView looks at the browser's clients, in memory, every pollEvery.
 type storeFacts struct {
@@ -136,6 +154,11 @@ func (s *Server) readStore(ctx context.Context, slug string) storeFacts {
 	}
 	f.found = true
 	f.page.Name, f.page.Backend, f.page.Status = store.Name, store.Backend, b.Status
+	f.page.Identity = identityLine(store)
+	if store.ProxyError != "" {
+		f.page.Error = "The store's proxy " + store.Proxy + " fails, so its pages do not load: " + store.ProxyError +
+			". Check it with vibe-browser doctor, or change it: vibe-browser store set " + store.Slug + " --proxy URL."
+	}
 	for _, t := range st.Tasks {
 		f.tasks[t.ID] = true
 	}
