@@ -40,7 +40,9 @@ func LogPath(runDir, key string) string { return filepath.Join(runDir, "keep-"+k
 
 // ForwardStatusPath is where the keeper of browser key says how its proxy forwarder's upstream is doing
 // (ForwardStatus); there is none while it works, or without a proxy.
-func ForwardStatusPath(runDir, key string) string { return filepath.Join(runDir, "forward-"+key+".json") }
+func ForwardStatusPath(runDir, key string) string {
+	return filepath.Join(runDir, "forward-"+key+".json")
+}
 
 // ForwardStatus is a failing upstream, as the store's page and `status` show it: the failure (never the
 // password: the forwarder's errors name the proxy's host only) and since when.

@@ -34,10 +34,10 @@ type storePage struct {
 	// Identity is the store's network identity in words (its proxy redacted, time zone, language); "" for
 	// none.
 	Identity string
-	Token   string // the viewer's form token (formToken), for the page's forms
-	Summary string
-	Viewers int // live views of this browser's tabs (the mux's Stats.Viewers)
-	Clients []clientRow
+	Token    string // the viewer's form token (formToken), for the page's forms
+	Summary  string
+	Viewers  int // live views of this browser's tabs (the mux's Stats.Viewers)
+	Clients  []clientRow
 	// Downloads are the browser's finished downloads per owner folder (downloads.go), shown while it
 	// is stopped too.
 	Downloads     []downloadGroup
