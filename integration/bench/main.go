@@ -52,6 +52,7 @@ var groups = []group{
 	{"manager", benchManager},
 	{"mux", func(ctx context.Context, env *benchEnv) ([]Row, error) { return benchMux(ctx, env.chromium) }},
 	{"pipe", benchPipe},
+	{"proxy", benchProxy},
 	{"call", benchCall},
 }
 

@@ -852,17 +852,18 @@ type benchChromium struct {
 	http, ws string
 }
 
-func benchLaunchChromium(bin string) (*benchChromium, error) {
+func benchLaunchChromium(bin string, extra ...string) (*benchChromium, error) {
 	dir, err := os.MkdirTemp("", "vibe-bench-chromium-")
 	if err != nil {
 		return nil, err
 	}
 	args := []string{"--headless", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--remote-debugging-port=0", "--user-data-dir=" + dir, "about:blank"}
+		"--remote-debugging-port=0", "--user-data-dir=" + dir}
 	if os.Geteuid() == 0 {
 		args = append(args, "--no-sandbox")
 	}
+	args = append(append(args, extra...), "about:blank")
 	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {

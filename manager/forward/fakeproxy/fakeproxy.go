@@ -22,6 +22,7 @@ type Proxy struct {
 	mu    sync.Mutex
 	seen  []string // the targets it was asked for, after a good login
 	hosts map[string]string
+	close func()
 }
 
 func (p *Proxy) saw(target string) {
@@ -49,24 +50,42 @@ func (p *Proxy) resolve(target string) (string, bool) {
 	return "", false
 }
 
-func listen(t testing.TB) net.Listener {
+// Close stops the proxy; connections it relays end with their peers.
+func (p *Proxy) Close() { p.close() }
+
+// StartHTTP is NewHTTP for a test, stopped at its end.
+func StartHTTP(t testing.TB, user, pass string, hosts map[string]string) *Proxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := NewHTTP(user, pass, hosts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
-	return ln
+	t.Cleanup(p.Close)
+	return p
 }
 
-// StartHTTP serves CONNECT and absolute-form requests for user:pass, hosts mapping names to addresses.
-func StartHTTP(t testing.TB, user, pass string, hosts map[string]string) *Proxy {
+// StartSOCKS5 is NewSOCKS5 for a test, stopped at its end.
+func StartSOCKS5(t testing.TB, user, pass string, hosts map[string]string) *Proxy {
 	t.Helper()
-	ln := listen(t)
+	p, err := NewSOCKS5(user, pass, hosts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// NewHTTP serves CONNECT and absolute-form requests on loopback for user:pass (any client when user is
+// ""), hosts mapping names to addresses.
+func NewHTTP(user, pass string, hosts map[string]string) (*Proxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
 	p := &Proxy{Addr: ln.Addr().String(), hosts: hosts}
 	want := "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass))
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Proxy-Authorization") != want {
+		if user != "" && r.Header.Get("Proxy-Authorization") != want {
 			w.Header().Set("Proxy-Authenticate", `Basic realm="test"`)
 			http.Error(w, "auth", http.StatusProxyAuthRequired)
 			return
@@ -111,15 +130,17 @@ func StartHTTP(t testing.TB, user, pass string, hosts map[string]string) *Proxy 
 		io.Copy(w, resp.Body)
 	})}
 	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return p
+	p.close = func() { srv.Close() }
+	return p, nil
 }
 
-// StartSOCKS5 serves CONNECT for user:pass, hosts mapping names to addresses.
-func StartSOCKS5(t testing.TB, user, pass string, hosts map[string]string) *Proxy {
-	t.Helper()
-	ln := listen(t)
-	p := &Proxy{Addr: ln.Addr().String(), hosts: hosts}
+// NewSOCKS5 serves CONNECT on loopback for user:pass, hosts mapping names to addresses.
+func NewSOCKS5(user, pass string, hosts map[string]string) (*Proxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	p := &Proxy{Addr: ln.Addr().String(), hosts: hosts, close: func() { ln.Close() }}
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -129,7 +150,7 @@ func StartSOCKS5(t testing.TB, user, pass string, hosts map[string]string) *Prox
 			go p.serveSOCKS(c, user, pass)
 		}
 	}()
-	return p
+	return p, nil
 }
 
 func (p *Proxy) serveSOCKS(c net.Conn, user, pass string) {
