@@ -22,7 +22,7 @@ func TestAWatchedBrowserIsNotIdle(t *testing.T) {
 	}
 	headless := true
 	f, _ := fakeFleet(t, func(c *Config) { c.Chrome, c.Headless, c.Idle = bin, &headless, time.Second })
-	f.backends = newBackends(&f.cfg, f.root) // the real Chromium this time
+	f.backends = newBackends(&f.cfg, f.db, f.root) // the real Chromium this time
 	sp := fakeStore(t, f, "Watched")
 	in, err := f.Ensure(context.Background(), sp)
 	if err != nil {
