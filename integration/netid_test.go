@@ -15,7 +15,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
+	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/forward/fakeproxy"
 )
 
@@ -36,6 +38,10 @@ func (m *managed) cliIn(stdin string, args ...string) string {
 // identitySite reports the host a request named, so a page shows which name reached it.
 func identitySite(t *testing.T) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/ip" { // a what-is-my-IP service, as VIBE_PROXY_CHECK_URL names one
+			fmt.Fprint(w, "198.51.100.7\n")
+			return
+		}
 		fmt.Fprintf(w, "<!doctype html><title>shop</title><p id=host>%s</p>", r.Host)
 	}))
 	t.Cleanup(srv.Close)
@@ -80,12 +86,12 @@ func loadThroughTab(t *testing.T, m *managed, slug, client, url string) (pageIde
 // a manager kill -9 and restart leaves the forwarder in place; no password is in any argv, log, answer or
 // wrapper config (SPEC §16).
 func TestStoresGoOutThroughTheirOwnProxies(t *testing.T) {
-	m := startManager(t, "VIBE_BROWSER_IDLE_S=0")
 	site := identitySite(t)
 	port := site.URL[strings.LastIndex(site.URL, ":")+1:]
+	m := startManager(t, "VIBE_BROWSER_IDLE_S=0", "VIBE_PROXY_CHECK_URL=http://ip.test:"+port+"/ip")
 	const pwA, pwB = "pw-anna-7d1f", "pw-ben-93c2"
-	httpUp := fakeproxy.StartHTTP(t, "anna", pwA, map[string]string{"shop-a.test": "127.0.0.1"})
-	socksUp := fakeproxy.StartSOCKS5(t, "ben", pwB, map[string]string{"shop-b.test": "127.0.0.1"})
+	httpUp := fakeproxy.StartHTTP(t, "anna", pwA, map[string]string{"shop-a.test": "127.0.0.1", "ip.test": "127.0.0.1"})
+	socksUp := fakeproxy.StartSOCKS5(t, "ben", pwB, map[string]string{"shop-b.test": "127.0.0.1", "ip.test": "127.0.0.1"})
 	m.cliIn("http://anna:"+pwA+"@"+httpUp.Addr+"\n", "store", "add", "Tokyo", "--proxy", "-",
 		"--timezone", "Asia/Tokyo", "--lang", "ja-JP")
 	m.cliIn("socks5://ben:"+pwB+"@"+socksUp.Addr+"\n", "store", "add", "Recife", "--proxy", "-",
@@ -143,10 +149,19 @@ func TestStoresGoOutThroughTheirOwnProxies(t *testing.T) {
 			t.Errorf("store %s's Chromium runs %q; want its forwarder as proxy and WebRTC only through it", slug, cmdline)
 		}
 	}
-	var show struct{ Proxy string }
+	var show struct {
+		Proxy  string
+		ExitIP string `json:"exit_ip"`
+	}
 	json.Unmarshal([]byte(m.cli("store", "show", "tokyo", "--json")), &show)
 	if show.Proxy != "http://anna:***@"+httpUp.Addr {
 		t.Errorf("store show's proxy = %q; want it redacted", show.Proxy)
+	}
+	for _, slug := range []string{"tokyo", "recife"} { // ip.test only the proxies resolve: each check went through its own
+		testkit.WaitFor(t, 20*time.Second, "store "+slug+"'s exit IP through its proxy", func() bool {
+			json.Unmarshal([]byte(m.cli("store", "show", slug, "--json")), &show)
+			return show.ExitIP == "198.51.100.7"
+		})
 	}
 
 	// kill -9 of the manager: the keeper and its forwarder stay, the next manager adopts them.

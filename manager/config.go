@@ -50,6 +50,7 @@ type Config struct {
 	UIAllowRemote     bool          // VIBE_UI_ALLOW_REMOTE: a non-loopback UIAddr is allowed
 	HandoffWaitMax    time.Duration // VIBE_HANDOFF_WAIT_MAX_S (3600): the longest an --ask-human waits
 	NotifyURL         string        // VIBE_NOTIFY_URL: where handoffs and alerts are POSTed; "" = nowhere
+	ProxyCheckURL     string        // VIBE_PROXY_CHECK_URL: a what-is-my-IP URL fetched through each store's proxy; "" = none
 	DownloadKeepDays  int           // VIBE_DOWNLOAD_KEEP_DAYS (30): downloads folders older than this are pruned; 0 keeps them
 
 	// muxTiming overrides the muxes' keepalive and reconnect timing; only tests set it.
@@ -107,6 +108,7 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		{name: "VIBE_UI_ALLOW_REMOTE", boolean: &c.UIAllowRemote},
 		{name: "VIBE_HANDOFF_WAIT_MAX_S", def: api.DefaultHandoffWaitMaxS, lo: 1, hi: 86400, seconds: &c.HandoffWaitMax},
 		{name: "VIBE_NOTIFY_URL", webURL: &c.NotifyURL},
+		{name: "VIBE_PROXY_CHECK_URL", webURL: &c.ProxyCheckURL},
 		{name: "VIBE_DOWNLOAD_KEEP_DAYS", def: 30, lo: 0, hi: 36500, integer: &c.DownloadKeepDays},
 		{name: "VIBE_CHROME_TRANSPORT", choice: &c.ChromeTransport,
 			choices: []string{string(chrome.TransportPipe), string(chrome.TransportPort)}},

@@ -46,13 +46,16 @@ type Manager struct {
 
 	leaseMu sync.Mutex           // leaseMu guards leased
 	leased  map[string]leaseMark // task id -> the lease touchTask last wrote
+
+	exitIPs *exitIPs // each proxied store's exit IP, checked through its proxy (VIBE_PROXY_CHECK_URL)
 }
 
 // newManager assembles a manager on an open state database; Run serves it. root is the daemon's root
 // logger, without a component: each component's logger derives from it.
 func newManager(ctx context.Context, cfg *Config, root zerolog.Logger, db *state.DB, version string) *Manager {
 	m := &Manager{cfg: cfg, root: root, log: root.With().Str("component", "manager").Logger(), db: db,
-		version: version, ctx: ctx, leased: map[string]leaseMark{}}
+		version: version, ctx: ctx, leased: map[string]leaseMark{},
+		exitIPs: &exitIPs{ctx: ctx, url: cfg.ProxyCheckURL, seen: map[string]exitIP{}}}
 	m.fleet = browsers.New(ctx, cfg.browsers(), db, root, browsers.Hooks{Note: m.note,
 		Starting: m.writeWrapperFor, Downloaded: m.recordDownload})
 	m.metrics = newMetrics(m.fleet.Collectors()...)

@@ -24,6 +24,11 @@ func (m *Manager) storeView(s state.Store) api.Store {
 	if opts, err := browsers.DecodeOptions(s); err == nil {
 		v.CDPURL, v.Headless = opts.CDPURL, opts.Headless
 		v.Proxy, v.Timezone, v.Lang = netid.RedactURL(opts.Proxy), opts.Timezone, opts.Lang
+		if opts.Proxy != "" {
+			if p, err := netid.ParseProxy(opts.Proxy); err == nil {
+				v.ExitIP = m.exitIPs.of(s.ID, p)
+			}
+		}
 	}
 	if in := m.fleet.Current(s.ID); in != nil {
 		v.Browser = api.BrowserState{Status: api.StatusRunning, PID: in.PID()}

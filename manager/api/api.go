@@ -116,6 +116,9 @@ type Store struct {
 	// ProxyError is how the running browser's proxy fails (unreachable, credentials refused), as its
 	// forwarder last saw it; empty while it works.
 	ProxyError string `json:"proxy_error,omitempty"`
+	// ExitIP is what VIBE_PROXY_CHECK_URL answered through the store's proxy (its exit IP), checked every
+	// few minutes; empty without a check URL, or until a check answered.
+	ExitIP string `json:"exit_ip,omitempty"`
 }
 
 // Browser is one running or known browser in the status.

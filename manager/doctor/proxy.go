@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"net/url"
 	"sort"
-	"strings"
 	"time"
 
 	"vibebrowser/manager/browsers"
@@ -81,37 +78,10 @@ func checkProxy(ctx context.Context, name, slug string, p netid.Proxy, checkURL 
 	case checkURL == "":
 		return ok(name, p.Redacted()+" reached, the store's credentials taken")
 	}
-	exit, err := fetchThrough(ctx, p, checkURL)
+	exit, err := forward.ExitIP(ctx, p, checkURL, proxyTimeout)
 	if err != nil {
 		return warn(name, fmt.Sprintf("%s works, but %s through it failed: %v", p.Redacted(), checkURL, err),
 			"check VIBE_PROXY_CHECK_URL")
 	}
 	return ok(name, fmt.Sprintf("%s works; %s answers %q (the store's exit IP)", p.Redacted(), checkURL, exit))
-}
-
-// fetchThrough GETs u through the proxy and returns the start of the answer.
-func fetchThrough(ctx context.Context, p netid.Proxy, u string) (string, error) {
-	proxyURL, _ := url.Parse(p.String())
-	tr := &http.Transport{Proxy: http.ProxyURL(proxyURL)}
-	defer tr.CloseIdleConnections()
-	ctx, cancel := context.WithTimeout(ctx, proxyTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := tr.RoundTrip(req)
-	if err != nil {
-		msg := err.Error()
-		if p.Password != "" {
-			msg = strings.ReplaceAll(msg, p.Password, "***") // net/http may quote the proxy URL
-		}
-		return "", errors.New(msg)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64))
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("%s", resp.Status)
-	}
-	return strings.TrimSpace(string(b)), nil
 }

@@ -115,7 +115,11 @@ func browserOf(st api.Status, slug string) (api.Browser, api.Store, bool) {
 func identityLine(s api.Store) string {
 	var parts []string
 	if s.Proxy != "" {
-		parts = append(parts, "goes out through its proxy "+s.Proxy)
+		via := "goes out through its proxy " + s.Proxy
+		if s.ExitIP != "" {
+			via += " (exit IP " + s.ExitIP + ")"
+		}
+		parts = append(parts, via)
 	}
 	if s.Timezone != "" {
 		parts = append(parts, "time zone "+s.Timezone)
