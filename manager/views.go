@@ -11,6 +11,7 @@ import (
 	"vibebrowser/manager/browsers"
 	"vibebrowser/manager/keeper"
 	"vibebrowser/manager/netid"
+	"vibebrowser/mux"
 	"vibebrowser/state"
 )
 
@@ -97,9 +98,10 @@ func taskView(t state.Task) api.Task {
 	return api.Task{ID: t.ID, Store: t.StoreID, Status: string(t.Status), LeaseUntil: t.LeaseUntil}
 }
 
-// clientURL is a mux client's WebSocket endpoint.
+// clientURL is a mux client's WebSocket endpoint as ensure hands it to an agent: its capability URL (SPEC
+// §14), which names that client and no other and does not carry the store token.
 func clientURL(port int, token, clientID string) string {
-	return "ws://127.0.0.1:" + strconv.Itoa(port) + "/" + token + "/client-" + clientID
+	return "ws://127.0.0.1:" + strconv.Itoa(port) + mux.CapabilityPath(token, clientID)
 }
 
 // status is the daemon's whole picture: GET /v1/status and the web UI's overview.

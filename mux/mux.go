@@ -190,7 +190,7 @@ func (m *Mux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch rt.Kind {
 	case RouteVersion:
-		m.serveVersion(w, r)
+		m.serveVersion(w, r, rt)
 	case RouteList:
 		m.door.WriteList(w)
 	default:
@@ -202,13 +202,13 @@ func (m *Mux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (m *Mux) serveVersion(w http.ResponseWriter, r *http.Request) {
+func (m *Mux) serveVersion(w http.ResponseWriter, r *http.Request, rt Route) {
 	v := m.Version()
 	if v == nil {
 		http.Error(w, "browser not connected", http.StatusServiceUnavailable)
 		return
 	}
-	m.door.WriteVersion(w, r, v)
+	m.door.WriteVersion(w, r, rt, v)
 }
 
 // Version returns a copy of the browser's version object as the mux last had it (what /json/version

@@ -47,6 +47,15 @@ func testHTTPChecks(t *testing.T, tr upTransport) {
 		{name: "version localhost", path: "/tok/json/version", host: "localhost:" + port, want: 200, body: `ws://localhost:` + port + `/tok/`},
 		{name: "list leaks nothing", path: "/tok/json/list", want: 200, body: "[]"},
 		{name: "unknown", path: "/tok/json/new", want: 404},
+		{name: "capability version", path: CapabilityPath("tok", "t1") + "/json/version", want: 200,
+			body: `"webSocketDebuggerUrl": "ws://127.0.0.1:` + port + CapabilityPath("tok", "t1") + `"`},
+		{name: "capability list", path: CapabilityPath("tok", "t1") + "/json/list", want: 200, body: "[]"},
+		{name: "capability of another client", path: "/c/" + Capability("tok", "t2") + "/client-t1/json/version", want: 401},
+		{name: "capability of another store", path: CapabilityPath("other", "t1") + "/json/version", want: 401},
+		{name: "capability cut short", path: "/c/" + Capability("tok", "t1")[:16] + "/client-t1/json/version", want: 401},
+		{name: "capability with the token", path: "/c/tok/client-t1/json/version", want: 401},
+		{name: "capability origin", path: CapabilityPath("tok", "t1") + "/json/version", origin: "http://evil.example", want: 403},
+		{name: "capability unknown", path: CapabilityPath("tok", "t1") + "/json/new", want: 404},
 	}
 	fb.addPage("https://secret.example/", "")
 	for _, tt := range tests {
@@ -87,6 +96,9 @@ func testHTTPChecks(t *testing.T, tr upTransport) {
 		{name: "ws wrong token", path: "/bad/client-a", want: 401},
 		{name: "ws origin", path: "/tok/client-a", origin: "http://evil.example", want: 403},
 		{name: "ws bad id", path: "/tok/client-a.b", want: 400},
+		{name: "ws capability of another client", path: "/c/" + Capability("tok", "b") + "/client-a", want: 401},
+		{name: "ws capability without client", path: "/c/" + Capability("tok", "a"), want: 401},
+		{name: "ws capability of the human client", path: CapabilityPath("tok", HumanClient), want: 403},
 	}
 	for _, tt := range upgrades {
 		t.Run(tt.name, func(t *testing.T) {
@@ -116,6 +128,22 @@ func testHTTPChecks(t *testing.T, tr upTransport) {
 		if resp == nil || resp.StatusCode != 503 {
 			t.Fatalf("second client: %v; want 503", resp)
 		}
+	})
+}
+
+// TestCapabilityURLIsItsClient: a client on its capability URL is that client, seeing its own tabs, as on
+// the store token's /client-<id>.
+func TestCapabilityURLIsItsClient(t *testing.T) {
+	fb := newFakeBrowser(t)
+	m := startMux(t, fb, Config{})
+	ws, _, err := dialMux(t, m, CapabilityPath("tok", "t1"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.Close() })
+	testkit.WaitFor(t, 5*time.Second, "the capability client connected", func() bool {
+		s := m.Stats()
+		return s.Clients == 1 && s.PerClient[0].ID == "t1"
 	})
 }
 

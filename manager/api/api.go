@@ -247,7 +247,7 @@ const ViaMCP = "mcp"
 
 // EnsureResponse tells the shim where its browser-use daemon must connect.
 type EnsureResponse struct {
-	CDPWS string `json:"cdp_ws"` // ws://127.0.0.1:<port>/<token>/client-<id>
+	CDPWS string `json:"cdp_ws"` // ws://127.0.0.1:<port>/c/<capability>/client-<id>: this client's, no other's
 	// DownloadDir is the folder the client's downloads land in (<home>/downloads/<slug>/<owner dir>), the
 	// shim's VIBE_DOWNLOAD_DIR. Empty from a manager that predates it.
 	DownloadDir string `json:"download_dir,omitempty"`

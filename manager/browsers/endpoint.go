@@ -134,7 +134,7 @@ func (f *Fleet) answerAsleep(w http.ResponseWriter, r *http.Request, key string,
 		apierr.Write(w, withoutToken(r), f.log, err)
 		return true
 	}
-	ep.door.WriteVersion(w, r, v)
+	ep.door.WriteVersion(w, r, rt, v)
 	return true
 }
 
