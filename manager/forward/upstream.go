@@ -164,16 +164,15 @@ func isTimeout(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
-// classify names a plain request's failure (from http.Transport, which dials the upstream itself).
+// classify names a plain request's failure: the tunnel's own (a SOCKS upstream), or net/http's when it
+// dialled an HTTP upstream itself.
 func classify(err error) error {
 	switch {
 	case errors.Is(err, ErrAuth), errors.Is(err, ErrUnreachable), errors.Is(err, ErrRefused):
 		return err
-	case strings.Contains(err.Error(), "authentication failed"):
-		return fmt.Errorf("%w (SOCKS5)", ErrAuth)
 	case strings.Contains(err.Error(), "timeout awaiting response headers"):
 		return fmt.Errorf("%w: it answered nothing in time", ErrUnreachable)
-	case strings.Contains(err.Error(), "proxyconnect"), strings.Contains(err.Error(), "socks connect tcp") && strings.Contains(err.Error(), "dial"):
+	case strings.Contains(err.Error(), "proxyconnect"): // net/http's own dial of an HTTP proxy
 		return fmt.Errorf("%w: %v", ErrUnreachable, cause(err))
 	default:
 		return fmt.Errorf("%w: %v", ErrRefused, cause(err))
