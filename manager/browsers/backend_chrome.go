@@ -64,7 +64,16 @@ func (b *chromeBackend) identity(ctx context.Context, sp Spec) (chrome.Identity,
 			"VIBE_CHROME_TRANSPORT=pipe (the default), not port; or remove the proxy with "+
 			"vibe-browser store set STORE --proxy none", apierr.ErrUnavailable, sp.Name)
 	}
-	port, err := b.db.AllocatePort(ctx, state.ForwardKey(sp.Key), b.cfg.ProxyPortBase, portFree)
+	key := state.ForwardKey(sp.Key)
+	port, err := b.db.AllocatePort(ctx, key, b.cfg.ProxyPortBase, portFree)
+	if err == nil && !portFree(port) {
+		// At a launch the store's last keeper is gone, so another program took the port meanwhile; only
+		// this launch will know the forwarder's port, so a fresh one does as well.
+		b.log.Warn().Int("port", port).Str("browser", sp.Key).Msg("the forwarder's registered port is taken; allocating another")
+		if err = b.db.ReleasePort(ctx, key); err == nil {
+			port, err = b.db.AllocatePort(ctx, key, b.cfg.ProxyPortBase, portFree)
+		}
+	}
 	if err != nil {
 		return id, err
 	}
