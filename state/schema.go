@@ -127,4 +127,15 @@ CREATE TABLE handoffs (
 ) STRICT;
 CREATE INDEX handoffs_status_deadline ON handoffs (status, deadline);
 `,
+	// 5: task tokens (SPEC §14): the SHA-256 of each token minted for one task on one store (store_id NULL
+	// is the web browser); the token itself is never kept. A task's tokens go with it.
+	`
+CREATE TABLE task_tokens (
+	hash        TEXT PRIMARY KEY,
+	task_id     TEXT NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
+	store_id    TEXT REFERENCES stores (id) ON DELETE CASCADE,
+	created_at  INTEGER NOT NULL
+) STRICT;
+CREATE INDEX task_tokens_task ON task_tokens (task_id);
+`,
 }

@@ -130,6 +130,11 @@ func (db *DB) UpsertTask(ctx context.Context, t Task) (Task, error) {
 		if err != nil {
 			return err
 		}
+		if t.Status.Ended() { // its tokens die with it (LookupTaskToken refuses them anyway)
+			if _, err := tx.ExecContext(ctx, "DELETE FROM task_tokens WHERE task_id = ?", t.ID); err != nil {
+				return err
+			}
+		}
 		t, err = getTask(ctx, tx, t.ID)
 		return err
 	})
