@@ -18,4 +18,8 @@
 // keeper exits when Chromium exits, after reaping it and killing what is left of its group, removing its
 // socket and identity file and exiting with Chromium's status (128+n for a signal n). SIGTERM asks Chromium
 // to close (Browser.close), then SIGTERMs and at last SIGKILLs its group, each step bounded.
+//
+// For a store with a proxy (SPEC §16) the keeper also runs its forwarder (package forward) on --forward-port,
+// the upstream's URL read from its stdin, bound before Chromium starts and closed when the keeper exits; the
+// upstream's failures go to run/forward-<key>.json (ForwardStatus) for the manager to show.
 package keeper
