@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"sort"
 	"time"
 
 	"vibebrowser/manager/browsers"
@@ -26,15 +25,8 @@ const proxyProbe = "example.com:443"
 // VIBE_PROXY_CHECK_URL set it also fetches that URL through the proxy and reports what it answers (a
 // what-is-my-IP service answers the store's exit IP).
 func (m *machine) proxies(ctx context.Context) []Check {
-	var stores []state.Store
-	for _, s := range m.stores {
-		if s.Backend == state.BackendChrome {
-			stores = append(stores, s)
-		}
-	}
-	sort.Slice(stores, func(i, j int) bool { return stores[i].Slug < stores[j].Slug })
 	var checks []Check
-	for _, s := range stores {
+	for _, s := range m.storesOf(state.BackendChrome) {
 		opts, err := browsers.DecodeOptions(s)
 		if err != nil || opts.Proxy == "" {
 			continue

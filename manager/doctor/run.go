@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -104,4 +105,16 @@ func (m *machine) readState(ctx context.Context) {
 		return
 	}
 	m.registry, m.stateErr = db.ListPorts(ctx)
+}
+
+// storesOf is the stores of one backend, by slug: the order each per-store check reports in.
+func (m *machine) storesOf(backend state.Backend) []state.Store {
+	var stores []state.Store
+	for _, s := range m.stores {
+		if s.Backend == backend {
+			stores = append(stores, s)
+		}
+	}
+	sort.Slice(stores, func(i, j int) bool { return stores[i].Slug < stores[j].Slug })
+	return stores
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	"vibebrowser/manager/ziniao"
@@ -14,15 +13,8 @@ import (
 // ziniao asks, for each Ziniao store, whether the Ziniao client answers on the store's port and accepts its
 // account (getBrowserList, what a start asks first).
 func (m *machine) ziniao(ctx context.Context) []Check {
-	var stores []state.Store
-	for _, s := range m.stores {
-		if s.Backend == state.BackendZiniao {
-			stores = append(stores, s)
-		}
-	}
-	sort.Slice(stores, func(i, j int) bool { return stores[i].Slug < stores[j].Slug })
 	var checks []Check
-	for _, s := range stores {
+	for _, s := range m.storesOf(state.BackendZiniao) {
 		name := "ziniao:" + s.Slug
 		f, err := m.cfg.StoreFacts(s)
 		if err != nil {
