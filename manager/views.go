@@ -24,10 +24,12 @@ func (m *Manager) storeView(s state.Store) api.Store {
 	}
 	if opts, err := browsers.DecodeOptions(s); err == nil {
 		v.CDPURL, v.Headless = opts.CDPURL, opts.Headless
-		v.Proxy, v.Timezone, v.Lang = netid.RedactURL(opts.Proxy), opts.Timezone, opts.Lang
+		v.Timezone, v.Lang = opts.Timezone, opts.Lang
 		if opts.Proxy != "" {
 			if p, err := netid.ParseProxy(opts.Proxy); err == nil {
-				v.ExitIP = m.exitIPs.of(s.ID, p)
+				v.Proxy, v.ExitIP = p.Redacted(), m.exitIPs.of(s.ID, p)
+			} else {
+				v.Proxy = netid.RedactURL(opts.Proxy) // a stored URL that no longer reads, shown without its password
 			}
 		}
 	}

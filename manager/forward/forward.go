@@ -51,7 +51,7 @@ type Forwarder struct {
 	srv       *http.Server
 
 	mu      sync.Mutex
-	lastErr error // the last upstream failure, nil once a connection went through again
+	lastErr error // mu guards lastErr: the upstream's last failure, nil once a connection went through again
 }
 
 // New makes the forwarder of cfg; Serve runs it.
@@ -98,14 +98,6 @@ func (f *Forwarder) Serve(ln net.Listener) error {
 func (f *Forwarder) Close() error {
 	f.transport.CloseIdleConnections()
 	return f.srv.Close()
-}
-
-// LastError is the upstream's last failure (ErrUnreachable or ErrAuth), nil when the last connection
-// through it worked or failed only for its site.
-func (f *Forwarder) LastError() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.lastErr
 }
 
 // note records how a connection through the upstream went. A site the upstream could not reach says

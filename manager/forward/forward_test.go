@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,14 +38,28 @@ func sites(t *testing.T) (plain, tlsSite *httptest.Server) {
 	return plain, tlsSite
 }
 
-// startForwarder serves a forwarder for up and returns its proxy URL.
-func startForwarder(t *testing.T, up string, tune func(*Config)) (*Forwarder, *url.URL) {
+// reported is the last upstream health a forwarder told its OnChange (nil: working, or nothing told yet).
+type reported struct {
+	mu   sync.Mutex
+	last error
+}
+
+func (r *reported) get() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last
+}
+
+// startForwarder serves a forwarder for up and returns its proxy URL and what it reports of its upstream.
+func startForwarder(t *testing.T, up string, tune func(*Config)) (*reported, *url.URL) {
 	t.Helper()
 	p, err := netid.ParseProxy(up)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Upstream: p, Store: "Acme Shop", AllowUID: -1, Log: zerolog.Nop()}
+	rep := &reported{}
+	cfg := Config{Upstream: p, Store: "Acme Shop", AllowUID: -1, Log: zerolog.Nop(),
+		OnChange: func(err error) { rep.mu.Lock(); rep.last = err; rep.mu.Unlock() }}
 	if tune != nil {
 		tune(&cfg)
 	}
@@ -53,7 +68,7 @@ func startForwarder(t *testing.T, up string, tune func(*Config)) (*Forwarder, *u
 	go f.Serve(ln)
 	t.Cleanup(func() { f.Close() })
 	u, _ := url.Parse("http://" + ln.Addr().String())
-	return f, u
+	return rep, u
 }
 
 // through fetches target with the forwarder as the client's proxy, as Chromium's --proxy-server does.
@@ -93,8 +108,8 @@ func TestForwarderThroughEachUpstream(t *testing.T) {
 			if got := up.Targets(); len(got) != 2 || !slices.Contains(got, "shop.test:"+portOf(tlsSite)) {
 				t.Errorf("the upstream was asked for %q; want both targets by name (DNS at the proxy)", got)
 			}
-			if err := f.LastError(); err != nil {
-				t.Errorf("LastError after good loads = %v", err)
+			if err := f.get(); err != nil {
+				t.Errorf("the upstream reported after good loads = %v", err)
 			}
 			if err := Check(context.Background(), mustProxy(t, kind+"://alice:"+secret+"@"+up.Addr), "shop.test:"+portOf(tlsSite), time.Second); err != nil {
 				t.Errorf("Check: %v", err)
@@ -165,9 +180,9 @@ func TestForwarderErrorPages(t *testing.T) {
 			if code == 200 {
 				t.Errorf("an https page through %s loaded: %q", tc.name, body)
 			}
-			if wantHealth := health(tc.want); tc.want == ErrRefused && f.LastError() != nil ||
-				tc.want != ErrRefused && !errors.Is(f.LastError(), wantHealth) {
-				t.Errorf("LastError = %v; want %v (a site the proxy cannot reach is no failure of the proxy)", f.LastError(), wantHealth)
+			if wantHealth := health(tc.want); tc.want == ErrRefused && f.get() != nil ||
+				tc.want != ErrRefused && !errors.Is(f.get(), wantHealth) {
+				t.Errorf("the upstream reported %v; want %v (a site the proxy cannot reach is no failure of the proxy)", f.get(), wantHealth)
 			}
 			if err := Check(context.Background(), mustProxy(t, tc.up), host+":"+portOf(tlsSite), 500*time.Millisecond); !errors.Is(err, tc.want) || strings.Contains(err.Error(), secret) {
 				t.Errorf("Check = %v; want %v without the password", err, tc.want)

@@ -152,9 +152,6 @@ func cause(err error) error {
 	var op *net.OpError
 	for errors.As(err, &op) && op.Err != nil {
 		err = op.Err
-		if !errors.As(err, &op) {
-			break
-		}
 	}
 	return err
 }

@@ -3,7 +3,6 @@
 package netid
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -114,9 +113,6 @@ func RedactURL(s string) string {
 	return "(unreadable)"
 }
 
-// ErrNoZone is a time zone that is not in the system's database.
-var ErrNoZone = errors.New("unknown time zone")
-
 // CheckTimezone accepts an IANA time zone name that Go's time.LoadLocation knows (Europe/Berlin); "Local"
 // and "" are refused: the point is a zone other than the machine's.
 func CheckTimezone(zone string) error {
@@ -124,8 +120,8 @@ func CheckTimezone(zone string) error {
 		return fmt.Errorf("time zone %q: want an IANA zone name such as Europe/Berlin or America/New_York", zone)
 	}
 	if _, err := time.LoadLocation(zone); err != nil {
-		return fmt.Errorf("time zone %q is not in the time zone database (%w): want an IANA zone name such as "+
-			"Europe/Berlin or America/New_York", zone, ErrNoZone)
+		return fmt.Errorf("time zone %q is not in the time zone database (%v): want an IANA zone name such as "+
+			"Europe/Berlin or America/New_York", zone, err)
 	}
 	return nil
 }
