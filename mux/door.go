@@ -64,15 +64,12 @@ func CapabilityPath(token, clientID string) string {
 }
 
 // Route checks r against the endpoint's rules and says what it asks for. A refused request (no or a wrong
-// token: 401; an Origin header or a foreign Host: 403; a bad client id, a plain HTTP request for no known
-// path) is answered here, before any upgrade, and ok is false.
+// token or capability: 401; an Origin header or a foreign Host: 403; a bad client id, a plain HTTP request
+// for no known path) is answered here, before any upgrade, and ok is false.
 func (d Door) Route(w http.ResponseWriter, r *http.Request) (rt Route, ok bool) {
-	if after, isCap := strings.CutPrefix(r.URL.Path, "/c/"); isCap {
-		return d.routeCapability(w, r, after)
-	}
-	rest, ok := d.checkToken(r.URL.Path)
-	if !ok {
-		http.Error(w, "unauthorized", http.StatusUnauthorized)
+	rest, capPath, capID, refusal := d.authorize(r.URL.Path)
+	if refusal != "" {
+		http.Error(w, refusal, http.StatusUnauthorized)
 		return Route{}, false
 	}
 	if r.Header.Get("Origin") != "" || !d.hostOK(r.Host) {
@@ -82,66 +79,57 @@ func (d Door) Route(w http.ResponseWriter, r *http.Request) (rt Route, ok bool) 
 	}
 	switch rest {
 	case "/json/version", "/json/version/":
-		return Route{Kind: RouteVersion}, true
+		return Route{Kind: RouteVersion, CapabilityPath: capPath}, true
 	case "/json", "/json/", "/json/list", "/json/list/":
-		return Route{Kind: RouteList}, true
+		return Route{Kind: RouteList, CapabilityPath: capPath}, true
 	}
-	if !websocket.IsWebSocketUpgrade(r) {
+	if !websocket.IsWebSocketUpgrade(r) || capPath != "" && rest != "" {
 		http.NotFound(w, r)
 		return Route{}, false
 	}
-	after, named := strings.CutPrefix(rest, "/client-")
-	if !named {
-		return Route{Kind: RouteClient}, true
-	}
-	if !clientid.Valid(after) {
-		http.Error(w, "client id must match "+clientid.Form, http.StatusBadRequest)
-		return Route{}, false
-	}
-	if after == HumanClient {
-		http.Error(w, "client id \""+HumanClient+"\" is reserved for people using the vibe-browser UI", http.StatusForbidden)
-		return Route{}, false
-	}
-	return Route{Kind: RouteClient, ClientID: after}, true
-}
-
-// routeCapability routes a request on a capability URL (after is the path past /c/): the capability must be
-// the named client's (401 otherwise, as a wrong token is), and it leads to that client, or to discovery
-// answers that point back at it.
-func (d Door) routeCapability(w http.ResponseWriter, r *http.Request, after string) (Route, bool) {
-	capability, rest, _ := strings.Cut(after, "/")
-	client, rest, _ := strings.Cut(rest, "/")
-	id, named := strings.CutPrefix(client, "client-")
-	if !named || !clientid.Valid(id) ||
-		subtle.ConstantTimeCompare([]byte(capability), []byte(Capability(d.Token, id))) != 1 {
-		http.Error(w, "unauthorized: a capability URL is /c/<capability>/client-<id>, with the capability the "+
-			"manager handed out for that client id", http.StatusUnauthorized)
-		return Route{}, false
-	}
-	if r.Header.Get("Origin") != "" || !d.hostOK(r.Host) {
-		http.Error(w, "forbidden", http.StatusForbidden)
-		return Route{}, false
-	}
-	base := "/c/" + capability + "/client-" + id
-	switch rest {
-	case "json/version", "json/version/":
-		return Route{Kind: RouteVersion, CapabilityPath: base}, true
-	case "json", "json/", "json/list", "json/list/":
-		return Route{Kind: RouteList, CapabilityPath: base}, true
-	case "":
-	default:
-		http.NotFound(w, r)
-		return Route{}, false
-	}
-	if !websocket.IsWebSocketUpgrade(r) {
-		http.NotFound(w, r)
-		return Route{}, false
+	id := capID
+	if capPath == "" {
+		after, named := strings.CutPrefix(rest, "/client-")
+		if !named {
+			return Route{Kind: RouteClient}, true
+		}
+		if !clientid.Valid(after) {
+			http.Error(w, "client id must match "+clientid.Form, http.StatusBadRequest)
+			return Route{}, false
+		}
+		id = after
 	}
 	if id == HumanClient {
 		http.Error(w, "client id \""+HumanClient+"\" is reserved for people using the vibe-browser UI", http.StatusForbidden)
 		return Route{}, false
 	}
-	return Route{Kind: RouteClient, ClientID: id, CapabilityPath: base}, true
+	return Route{Kind: RouteClient, ClientID: id, CapabilityPath: capPath}, true
+}
+
+// authorize checks the path's credential, the store token as its first segment or a client's capability
+// (/c/<cap>/client-<id>), and returns the path after it ("/json/version", "/client-a", "" …); for a
+// capability also its own path and client id. A refusal is the 401's message.
+func (d Door) authorize(path string) (rest, capPath, capID, refusal string) {
+	after, isCap := strings.CutPrefix(path, "/c/")
+	if !isCap {
+		rest, ok := d.checkToken(path)
+		if !ok {
+			return "", "", "", "unauthorized"
+		}
+		return rest, "", "", ""
+	}
+	capability, tail, _ := strings.Cut(after, "/")
+	client, tail, _ := strings.Cut(tail, "/")
+	id, named := strings.CutPrefix(client, "client-")
+	if !named || !clientid.Valid(id) ||
+		subtle.ConstantTimeCompare([]byte(capability), []byte(Capability(d.Token, id))) != 1 {
+		return "", "", "", "unauthorized: a capability URL is /c/<capability>/client-<id>, with the capability " +
+			"the manager handed out for that client id"
+	}
+	if tail != "" {
+		tail = "/" + tail
+	}
+	return tail, "/c/" + capability + "/client-" + id, id, ""
 }
 
 func (d Door) checkToken(path string) (rest string, ok bool) {
