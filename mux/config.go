@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"vibebrowser/osuser"
 
 	"github.com/rs/zerolog"
 
@@ -41,6 +42,12 @@ type Config struct {
 	Home string
 	// AgentDir is the store's agent area (SPEC §14), a client's own folder under Home; empty for none.
 	AgentDir string
+	// Agent is the store's agent user (SPEC §14), nil for none: a local file handed to the browser must be
+	// one it may read itself, and the downloads folders and files are its own (0700, 0600).
+	Agent *osuser.User
+	// Browser is the user the store's Chromium runs as, nil for the manager's: it writes the downloads'
+	// incoming folder, so that folder is its own.
+	Browser *osuser.User
 	// TabCap is the per-client tab cap; beyond it the client's least recently used tab is closed.
 	// Default DefaultTabCap; Off: no cap.
 	TabCap int

@@ -30,7 +30,14 @@ type Options struct {
 	Proxy    string `json:"proxy,omitempty"`
 	Timezone string `json:"timezone,omitempty"`
 	Lang     string `json:"lang,omitempty"`
+	// The store boundary (SPEC §14): the OS users its agents and its browser run as; "" follows
+	// VIBE_AGENT_USER and VIBE_BROWSER_USER, NoUser ("none") is none even where those name one.
+	AgentUser   string `json:"agent_user,omitempty"`
+	BrowserUser string `json:"browser_user,omitempty"`
 }
+
+// NoUser is a store's explicit "no agent (or browser) user": its agents, or its browser, run as the manager.
+const NoUser = "none"
 
 // DecodeOptions is the one reader of a store's config JSON.
 func DecodeOptions(s state.Store) (Options, error) {
