@@ -8,11 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-	"vibebrowser/osuser"
 
 	"github.com/rs/zerolog"
 
 	"vibebrowser/mux/clientid"
+	"vibebrowser/osuser"
 )
 
 // Config configures a Mux. The zero value of every field means its documented default; a field that can
