@@ -52,6 +52,8 @@ type Config struct {
 	NotifyURL         string        // VIBE_NOTIFY_URL: where handoffs and alerts are POSTed; "" = nowhere
 	ProxyCheckURL     string        // VIBE_PROXY_CHECK_URL: a what-is-my-IP URL fetched through each store's proxy; "" = none
 	DownloadKeepDays  int           // VIBE_DOWNLOAD_KEEP_DAYS (30): downloads folders older than this are pruned; 0 keeps them
+	AgentUser         string        // VIBE_AGENT_USER: the agent user of a store that names none (SPEC §14); "" = none
+	BrowserUser       string        // VIBE_BROWSER_USER (vibe-browser): who a store with an agent user runs its browser as
 
 	// muxTiming overrides the muxes' keepalive and reconnect timing; only tests set it.
 	muxTiming browsers.MuxTiming
@@ -79,7 +81,11 @@ const DefaultUIAddr = "127.0.0.1:9399"
 // FromEnv builds the configuration from the environment (getenv is os.Getenv in production), validating
 // every knob: an unparseable or out-of-range value is an error naming the variable and the accepted range.
 func FromEnv(getenv func(string) string) (*Config, error) {
-	c := &Config{Home: getenv("VIBE_HOME"), Chrome: getenv("VIBE_CHROME"), Shim: getenv("VIBE_SHIM")}
+	c := &Config{Home: getenv("VIBE_HOME"), Chrome: getenv("VIBE_CHROME"), Shim: getenv("VIBE_SHIM"),
+		AgentUser: strings.TrimSpace(getenv("VIBE_AGENT_USER")), BrowserUser: strings.TrimSpace(getenv("VIBE_BROWSER_USER"))}
+	if c.BrowserUser == "" {
+		c.BrowserUser = browsers.DefaultBrowserUser
+	}
 	if c.Home == "" {
 		c.Home = api.DefaultHome()
 	}
@@ -307,7 +313,7 @@ func (c *Config) browsers() browsers.Config {
 	return browsers.Config{Home: c.Home, Chrome: c.Chrome, ChromeTransport: chrome.Transport(c.ChromeTransport), Headless: c.Headless, ZiniaoClient: c.ZiniaoClient,
 		ProxyPortBase: c.ProxyPortBase, StartTimeout: c.StartTimeout, RelaunchMax: c.RelaunchMax,
 		RelaunchWindow: c.RelaunchWindow, TabCap: c.TabCap, MuxMaxClients: c.MuxMaxClients, MuxGrace: c.MuxGrace,
-		Idle: c.Idle, MuxTiming: c.muxTiming}
+		Idle: c.Idle, MuxTiming: c.muxTiming, AgentUser: c.AgentUser, BrowserUser: c.BrowserUser}
 }
 
 // StoreFacts decides store s's facts the way starting its browser would.

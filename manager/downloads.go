@@ -64,6 +64,11 @@ func (m *Manager) handleListDownloads(r *http.Request) (any, error) {
 		}
 		f.Key = s.ID
 	}
+	return m.listDownloads(ctx, f)
+}
+
+// listDownloads is the finished downloads f selects, as the API prints them.
+func (m *Manager) listDownloads(ctx context.Context, f state.DownloadFilter) ([]api.Download, error) {
 	ds, err := m.db.ListDownloads(ctx, f)
 	if err != nil {
 		return nil, err

@@ -114,39 +114,44 @@ func (m *Manager) handleWeb(r *http.Request) (any, error) {
 // handleEnsureSession is the shim's call: the browser made ready, the task's lease renewed, the client's
 // endpoint returned.
 func (m *Manager) handleEnsureSession(r *http.Request) (any, error) {
-	began := time.Now()
-	defer func() { m.metrics.ensureSeconds.Observe(time.Since(began).Seconds()) }()
-	ctx := r.Context()
 	var req api.EnsureRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
+	return m.ensureSession(r.Context(), req)
+}
+
+// ensureSession is ensure for a caller already admitted: on the owner's socket anyone, on the agents' a
+// task asking for its own clients.
+func (m *Manager) ensureSession(ctx context.Context, req api.EnsureRequest) (api.EnsureResponse, error) {
+	began := time.Now()
+	defer func() { m.metrics.ensureSeconds.Observe(time.Since(began).Seconds()) }()
 	if err := checkShimCaller(req.ClientID, req.BUName, req.TaskID); err != nil {
-		return nil, err
+		return api.EnsureResponse{}, err
 	}
 	if req.Via != "" && req.Via != api.ViaMCP {
-		return nil, fmt.Errorf("%w: via %q: want %q or none", apierr.ErrBadRequest, req.Via, api.ViaMCP)
+		return api.EnsureResponse{}, fmt.Errorf("%w: via %q: want %q or none", apierr.ErrBadRequest, req.Via, api.ViaMCP)
 	}
 	if m.cfg.BrowserUse == "" && req.Via != api.ViaMCP {
-		return nil, fmt.Errorf("%w: %s", apierr.ErrUnavailable, m.cfg.BrowserUseProblem)
+		return api.EnsureResponse{}, fmt.Errorf("%w: %s", apierr.ErrUnavailable, m.cfg.BrowserUseProblem)
 	}
 	var sp browsers.Spec
 	switch req.Kind {
 	case api.KindStore:
 		s, err := m.shimStore(ctx, req.StoreID)
 		if err != nil {
-			return nil, err
+			return api.EnsureResponse{}, err
 		}
 		if sp, err = browsers.StoreSpec(s); err != nil {
-			return nil, err
+			return api.EnsureResponse{}, err
 		}
 	case api.KindWeb:
 		var err error
 		if sp, err = m.fleet.WebSpec(ctx); err != nil {
-			return nil, err
+			return api.EnsureResponse{}, err
 		}
 	default:
-		return nil, fmt.Errorf("%w: kind %q: want store or web", apierr.ErrBadRequest, req.Kind)
+		return api.EnsureResponse{}, fmt.Errorf("%w: kind %q: want store or web", apierr.ErrBadRequest, req.Kind)
 	}
 	if req.TaskID != "" {
 		storeID := ""
@@ -154,12 +159,12 @@ func (m *Manager) handleEnsureSession(r *http.Request) (any, error) {
 			storeID = sp.Key
 		}
 		if err := m.touchTask(ctx, req.TaskID, storeID); err != nil {
-			return nil, err
+			return api.EnsureResponse{}, err
 		}
 	}
 	in, err := m.fleet.Ensure(ctx, sp)
 	if err != nil {
-		return nil, err
+		return api.EnsureResponse{}, err
 	}
 	resp := api.EnsureResponse{CDPWS: clientURL(in.Port(), sp.Token, req.ClientID), DownloadDir: m.downloadDir(sp, req.ClientID)}
 	if req.TaskID != "" {
@@ -261,6 +266,11 @@ func (m *Manager) handleEvent(r *http.Request) (any, error) {
 	if err := decode(r, &ev); err != nil {
 		return nil, err
 	}
+	return m.recordEvent(ev)
+}
+
+// recordEvent notes an event a shim reports.
+func (m *Manager) recordEvent(ev api.Event) (any, error) {
 	if ev.Kind == "" {
 		return nil, fmt.Errorf("%w: event kind is required", apierr.ErrBadRequest)
 	}

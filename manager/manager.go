@@ -18,6 +18,7 @@ import (
 	"github.com/gofrs/flock"
 	"github.com/rs/zerolog"
 
+	"vibebrowser/manager/api"
 	"vibebrowser/manager/browsers"
 	"vibebrowser/manager/notify"
 	"vibebrowser/manager/reaper"
@@ -112,6 +113,11 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 		return err
 	}
 	bound = append(bound, ln)
+	agentLn, err := listenAgents(api.AgentSocketPath(cfg.Home))
+	if err != nil {
+		return err
+	}
+	bound = append(bound, agentLn)
 	db, err := state.Open(cfg.path("state.db"))
 	if err != nil {
 		if errors.Is(err, syscall.EROFS) || errors.Is(err, fs.ErrPermission) {
@@ -124,6 +130,9 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 
 	m := newManager(ctx, cfg, log, db, version)
 	log = m.log
+	if err := m.checkUsersRunnable(ctx); err != nil {
+		return err
+	}
 	// The runtime dir is created by Claim, with the marker that lets the reaper act in it; a dir someone
 	// else made is used but never swept.
 	if m.ownsRuntime, err = reaper.Claim(cfg.path("r")); err != nil {
@@ -167,8 +176,10 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 		})
 	}
 	srv := &http.Server{Handler: m.routes(), ReadHeaderTimeout: 10 * time.Second}
-	serveErr := make(chan error, 1)
+	agentSrv := &http.Server{Handler: m.agentRoutes(), ReadHeaderTimeout: 10 * time.Second, ConnContext: peerContext}
+	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(ln) }()
+	go func() { serveErr <- agentSrv.Serve(agentLn) }()
 	log.Info().Str("home", cfg.Home).Str("socket", cfg.socketPath()).Int("pid", os.Getpid()).
 		Str("browser_use", cfg.BrowserUse).Str("version", version).Str("ui", uiURL).Msg("manager ready")
 	_, _ = daemon.SdNotify(false, daemon.SdNotifyReady)
@@ -189,6 +200,7 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 	srvCtx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	_ = srv.Shutdown(srvCtx)
+	_ = agentSrv.Shutdown(srvCtx)
 	stopNotify() // after the quit barrier, whose events (a spent budget) may still be sent until here
 	notifyDone.Wait()
 	return nil

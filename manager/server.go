@@ -38,6 +38,7 @@ func (m *Manager) routes() http.Handler {
 	handle("GET "+api.PathTask, m.handleGetTask)
 	handle("PUT "+api.PathTask, m.handlePutTask)
 	handle("DELETE "+api.PathTask, m.handleDeleteTask)
+	handle("POST "+api.PathTaskToken, m.handleMintTaskToken)
 	handle("POST "+api.PathWrappers, m.handleWriteWrappers)
 	handle("POST "+api.PathEvents, m.handleEvent)
 	handle("GET "+api.PathEvents, m.handleListEvents)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"syscall"
@@ -13,8 +14,7 @@ import (
 )
 
 // listenSocket prepares the API socket at path: a stale socket (one no process answers on) is removed, a live
-// one refuses the start; the socket is bound, chmodded 0600 and only then listened on, so no other user can
-// connect in between. Every accepted connection's peer must have our uid.
+// one refuses the start; the socket is bound 0600, and every accepted connection's peer must have our uid.
 func listenSocket(path string, log zerolog.Logger) (net.Listener, error) {
 	if _, err := os.Lstat(path); err == nil {
 		conn, err := net.DialTimeout("unix", path, time.Second)
@@ -22,10 +22,21 @@ func listenSocket(path string, log zerolog.Logger) (net.Listener, error) {
 			conn.Close()
 			return nil, fmt.Errorf("another manager answers on %s", path)
 		}
-		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("remove stale socket: %w", err)
-		}
-		log.Info().Str("socket", path).Msg("removed a stale socket")
+		log.Info().Str("socket", path).Msg("removing a stale socket")
+	}
+	ul, err := bindSocket(path, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	return &peerListener{UnixListener: ul, uid: os.Getuid(), log: log}, nil
+}
+
+// bindSocket binds a unix socket at path with mode perm, removing what is there first (the caller knows no
+// process answers on it): the socket is bound, chmodded and only then listened on, so no other user can
+// connect in between.
+func bindSocket(path string, perm os.FileMode) (*net.UnixListener, error) {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("remove stale socket: %w", err)
 	}
 	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
 	if err != nil {
@@ -37,7 +48,7 @@ func listenSocket(path string, log zerolog.Logger) (net.Listener, error) {
 	if err := syscall.Bind(fd, &syscall.SockaddrUnix{Name: path}); err != nil {
 		return nil, fmt.Errorf("bind %s: %w", path, err)
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
+	if err := os.Chmod(path, perm); err != nil {
 		os.Remove(path)
 		return nil, fmt.Errorf("chmod %s: %w", path, err)
 	}
@@ -52,7 +63,7 @@ func listenSocket(path string, log zerolog.Logger) (net.Listener, error) {
 	}
 	ul := ln.(*net.UnixListener)
 	ul.SetUnlinkOnClose(true)
-	return &peerListener{UnixListener: ul, uid: os.Getuid(), log: log}, nil
+	return ul, nil
 }
 
 // peerListener drops connections from processes of another uid (SO_PEERCRED / LOCAL_PEERCRED).

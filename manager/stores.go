@@ -60,6 +60,9 @@ func (m *Manager) createStore(ctx context.Context, in api.StoreSpec) (state.Stor
 	if err := setIdentity(backend, &opts, &in.Proxy, &in.Timezone, &in.Lang); err != nil {
 		return state.Store{}, err
 	}
+	if err := setUsers(backend, &opts, &in.AgentUser, &in.BrowserUser); err != nil {
+		return state.Store{}, err
+	}
 	if store.Config, err = opts.Encode(); err != nil {
 		return state.Store{}, err
 	}
@@ -117,6 +120,9 @@ func (m *Manager) updateStore(ctx context.Context, ref string, u api.StoreUpdate
 			opts.Headless = u.Headless
 		}
 		if err := setIdentity(s.Backend, &opts, u.Proxy, u.Timezone, u.Lang); err != nil {
+			return err
+		}
+		if err := setUsers(s.Backend, &opts, u.AgentUser, u.BrowserUser); err != nil {
 			return err
 		}
 		s.Config, err = opts.Encode()

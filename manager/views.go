@@ -33,6 +33,13 @@ func (m *Manager) storeView(s state.Store) api.Store {
 			}
 		}
 	}
+	if sp, err := browsers.StoreSpec(s); err == nil {
+		bc := m.cfg.browsers()
+		v.AgentUser, v.BrowserUser = bc.UserNames(sp)
+		if s.Backend != state.BackendChrome {
+			v.BrowserUser = "" // the manager starts no browser of its own for it
+		}
+	}
 	if in := m.fleet.Current(s.ID); in != nil {
 		v.Browser = api.BrowserState{Status: api.StatusRunning, PID: in.PID()}
 		if v.Proxy != "" {

@@ -18,9 +18,10 @@ const (
 	PathWeb           = "/v1/web"                           // GET: the web browser and its endpoints
 	PathWebBrowser    = "/v1/web/{action}"                  // POST start, stop
 	PathSessionEnsure = "/v1/sessions/ensure"
-	PathTasks         = "/v1/tasks"      // GET list
-	PathTask          = "/v1/tasks/{id}" // GET, PUT (upsert), DELETE
-	PathWrappers      = "/v1/wrappers"   // POST: rewrite every wrapper
+	PathTasks         = "/v1/tasks"            // GET list
+	PathTask          = "/v1/tasks/{id}"       // GET, PUT (upsert), DELETE
+	PathTaskToken     = "/v1/tasks/{id}/token" // POST TaskTokenRequest: register the task, mint its token (SPEC §14)
+	PathWrappers      = "/v1/wrappers"         // POST: rewrite every wrapper
 	PathEvents        = "/v1/events"
 	PathReap          = "/v1/reap"
 	PathUILogin       = "/v1/ui/login"           // POST: a one-time login code for the web UI
@@ -61,6 +62,10 @@ type StoreSpec struct {
 	Proxy    string `json:"proxy,omitempty"`
 	Timezone string `json:"timezone,omitempty"`
 	Lang     string `json:"lang,omitempty"`
+	// The store boundary (SPEC §14): the OS users its agents and its browser run as; "" follows
+	// VIBE_AGENT_USER and VIBE_BROWSER_USER, NoIdentity ("none") is none.
+	AgentUser   string `json:"agent_user,omitempty"`
+	BrowserUser string `json:"browser_user,omitempty"`
 }
 
 // ZiniaoSpec names a Ziniao store environment and the account that owns it.
@@ -81,9 +86,13 @@ type StoreUpdate struct {
 	Proxy    *string `json:"proxy,omitempty"`
 	Timezone *string `json:"timezone,omitempty"`
 	Lang     *string `json:"lang,omitempty"`
+	// AgentUser and BrowserUser set the store's users (SPEC §14): a user name, NoIdentity ("none") for
+	// none, "" to follow VIBE_AGENT_USER and VIBE_BROWSER_USER again.
+	AgentUser   *string `json:"agent_user,omitempty"`
+	BrowserUser *string `json:"browser_user,omitempty"`
 }
 
-// NoIdentity in a StoreUpdate's Proxy, Timezone or Lang clears it.
+// NoIdentity in a StoreUpdate's Proxy, Timezone or Lang clears it; as AgentUser or BrowserUser it is none.
 const NoIdentity = "none"
 
 // BrowserState is a browser's run state as scripts see it.
@@ -119,6 +128,10 @@ type Store struct {
 	// ExitIP is what VIBE_PROXY_CHECK_URL answered through the store's proxy (its exit IP), checked every
 	// few minutes; empty without a check URL, or until a check answered.
 	ExitIP string `json:"exit_ip,omitempty"`
+	// AgentUser and BrowserUser are who the store's agents and browser run as (SPEC §14), its own setting or
+	// the manager's default; empty for the manager's own user (then the boundary is by convention only).
+	AgentUser   string `json:"agent_user,omitempty"`
+	BrowserUser string `json:"browser_user,omitempty"`
 }
 
 // Browser is one running or known browser in the status.
@@ -164,6 +177,26 @@ type Task struct {
 type TaskUpdate struct {
 	Store  string `json:"store,omitempty"` // a store name, slug or id
 	Status string `json:"status"`
+}
+
+// TaskTokenRequest is the body of POST PathTaskToken: the store the task works on (a name, slug or id), or
+// WebSlug for the web browser.
+type TaskTokenRequest struct {
+	Store string `json:"store"`
+}
+
+// TaskToken is a launcher's answer (SPEC §14): the task's token (VIBE_TASK_TOKEN, shown once, kept hashed)
+// and everything an agent's environment is built from.
+type TaskToken struct {
+	Token       string `json:"token"`
+	TaskID      string `json:"task_id"`
+	StoreID     string `json:"store_id,omitempty"`   // "" for the web browser
+	Slug        string `json:"slug"`                 // the store's slug, or WebKey
+	AgentUser   string `json:"agent_user,omitempty"` // the OS user the agent runs as; "" = the manager's
+	BinDir      string `json:"bin_dir"`              // the store's wrapper folder, first on the agent's PATH
+	GuardDir    string `json:"guard_dir"`            // the guard's folder, second
+	DownloadDir string `json:"download_dir"`         // VIBE_DOWNLOAD_DIR
+	AgentDir    string `json:"agent_dir"`            // the store's agent area: the agent's HOME and TMPDIR are in it
 }
 
 // Status is the daemon's whole picture (`vibe-browser status`).

@@ -21,6 +21,17 @@ const SocketRel = "run/manager.sock"
 // SocketPath is the manager's socket under home.
 func SocketPath(home string) string { return filepath.Join(home, SocketRel) }
 
+// AgentSocketRel is the agents' socket (SPEC §14) relative to the home directory: any user may connect; it
+// serves a task's own calls to the peer that is its store's agent user and presents its task token.
+const AgentSocketRel = "run/agent.sock"
+
+// AgentSocketPath is the agents' socket under home.
+func AgentSocketPath(home string) string { return filepath.Join(home, AgentSocketRel) }
+
+// TaskTokenEnv is the variable a task's token reaches its agent in (SPEC §14); with it set, the shim and
+// vibe-browser mcp call the agents' socket with it.
+const TaskTokenEnv = "VIBE_TASK_TOKEN"
+
 // DefaultHome returns $VIBE_HOME, else ~/.vibe-seller.
 func DefaultHome() string {
 	if h := os.Getenv("VIBE_HOME"); h != "" {
@@ -48,6 +59,8 @@ type Client struct {
 	Socket string
 	// Timeout bounds each call when the context has no deadline; zero means no bound beyond the context.
 	Timeout time.Duration
+	// Token is the task token sent as Authorization: Bearer (the agents' socket wants it); "" sends none.
+	Token string
 }
 
 // NewClient returns a client of the manager listening on socket.
@@ -91,7 +104,7 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 		return fmt.Errorf("is the manager running? (%s): %w: %w", c.socket(), ErrUnreachable, err)
 	}
 	defer conn.Close()
-	status, data, err := conn.roundTrip(method, path, payload)
+	status, data, err := conn.roundTrip(method, path, c.Token, payload)
 	if err != nil {
 		if ctx.Err() != nil {
 			err = ctx.Err()
@@ -257,6 +270,14 @@ func (c *Client) ListDownloads(ctx context.Context, task, store string) ([]Downl
 	var d []Download
 	err := c.Do(ctx, MethodGet, path, nil, &d)
 	return d, err
+}
+
+// MintTaskToken registers task id on store (a name, slug or id, or WebSlug) and mints its token; only the
+// manager's own socket serves it.
+func (c *Client) MintTaskToken(ctx context.Context, id, store string) (TaskToken, error) {
+	var out TaskToken
+	err := c.Do(ctx, MethodPost, strings.Replace(PathTaskToken, "{id}", pathSegment(id), 1), TaskTokenRequest{Store: store}, &out)
+	return out, err
 }
 
 // UILogin mints a one-time login code for the web UI.

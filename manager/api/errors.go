@@ -11,6 +11,8 @@ const (
 	CodeBadRequest     = "bad_request"     // the request is malformed (400)
 	CodeNotFound       = "not_found"       // no such store or task (404)
 	CodeNoRoute        = "no_route"        // no such route: a client of another version (404)
+	CodeUnauthorized   = "unauthorized"    // the agents' socket wants a live task token (401)
+	CodeForbidden      = "forbidden"       // the caller may not ask this: the rule is in the message (403)
 	CodeConflict       = "conflict"        // a name, slug or Ziniao account is taken (409)
 	CodeRelaunchBudget = "relaunch_budget" // the store's relaunch budget is spent (429)
 	CodeShuttingDown   = "shutting_down"   // the manager is stopping (503)

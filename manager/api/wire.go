@@ -93,9 +93,12 @@ func (c *unixConn) Close() error {
 
 // roundTrip sends one HTTP/1.1 request (Connection: close) and reads the status and the body of the answer,
 // whether it is framed by Content-Length, chunked, or ended by the close.
-func (c *unixConn) roundTrip(method, path string, body []byte) (int, []byte, error) {
+func (c *unixConn) roundTrip(method, path, token string, body []byte) (int, []byte, error) {
 	var req strings.Builder
 	fmt.Fprintf(&req, "%s %s HTTP/1.1\r\nHost: manager\r\nUser-Agent: vibe-browser\r\nConnection: close\r\n", method, path)
+	if token != "" {
+		fmt.Fprintf(&req, "Authorization: Bearer %s\r\n", token)
+	}
 	if body != nil {
 		fmt.Fprintf(&req, "Content-Type: application/json\r\nContent-Length: %d\r\n", len(body))
 	}

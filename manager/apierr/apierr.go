@@ -30,6 +30,10 @@ var (
 	ErrStartFailed = errors.New("browser start failed")
 	// ErrBadRequest: the request is malformed (400).
 	ErrBadRequest = errors.New("bad request")
+	// ErrUnauthorized: a call on the agents' socket without a live task token (401).
+	ErrUnauthorized = errors.New("unauthorized")
+	// ErrForbidden: the caller may not ask this (403); the message names the rule (SPEC §14).
+	ErrForbidden = errors.New("forbidden")
 )
 
 // ErrNoRoute answers a path no handler serves: a client of another version, not a missing store.
@@ -43,6 +47,8 @@ var errorClasses = []struct {
 	code    string
 }{
 	{[]error{ErrNoRoute}, http.StatusNotFound, api.CodeNoRoute},
+	{[]error{ErrUnauthorized}, http.StatusUnauthorized, api.CodeUnauthorized},
+	{[]error{ErrForbidden}, http.StatusForbidden, api.CodeForbidden},
 	{[]error{ErrBadRequest, state.ErrInvalid, cdp.ErrBadURL}, http.StatusBadRequest, api.CodeBadRequest},
 	{[]error{state.ErrNotFound}, http.StatusNotFound, api.CodeNotFound},
 	{[]error{state.ErrConflict, chrome.ErrProfileInUse, ziniao.ErrAccountBusy}, http.StatusConflict, api.CodeConflict},

@@ -37,7 +37,7 @@ type Options struct {
 }
 
 // NoUser is a store's explicit "no agent (or browser) user": its agents, or its browser, run as the manager.
-const NoUser = "none"
+const NoUser = api.NoIdentity
 
 // DecodeOptions is the one reader of a store's config JSON.
 func DecodeOptions(s state.Store) (Options, error) {

@@ -17,7 +17,7 @@ type StoreCmd struct {
 	Show  StoreShowCmd  `cmd:"" help:"Show one store, with its CDP endpoints."`
 	Rm    StoreRmCmd    `cmd:"" help:"Remove a store: stop its browser, remove its wrapper and port."`
 	Login StoreLoginCmd `cmd:"" help:"Open a tab of your own in the store's browser and print the web UI link that shows it (log a store in on a headless machine)."`
-	Set   StoreSetCmd   `cmd:"" help:"Change a store's settings: its proxy, time zone, language, window mode."`
+	Set   StoreSetCmd   `cmd:"" help:"Change a store's settings: its proxy, time zone, language, window mode, agent and browser users."`
 }
 
 // StoreAddCmd adds a store.
@@ -33,6 +33,9 @@ type StoreAddCmd struct {
 	Timezone string `help:"chrome backend: the browser's IANA time zone, such as Europe/Berlin (match the proxy's region)." placeholder:"ZONE"`
 	Lang     string `help:"chrome backend: the browser's language, a BCP 47 tag such as de-DE." placeholder:"TAG"`
 
+	AgentUser   string `name:"agent-user" help:"The OS user the store's agents run as (vibe-browser agent drops to it): the store becomes an OS boundary; default VIBE_AGENT_USER; none for none. Needs a root manager." placeholder:"USER|none"`
+	BrowserUser string `name:"browser-user" help:"chrome backend: the OS user its browser runs as (default VIBE_BROWSER_USER, vibe-browser, when it has an agent user). Needs a root manager." placeholder:"USER|none"`
+
 	ZiniaoBrowser  string `name:"ziniao-browser" help:"ziniao backend: the environment's browserOauth or browserId."`
 	ZiniaoCompany  string `name:"ziniao-company" help:"ziniao backend: the account's company."`
 	ZiniaoUsername string `name:"ziniao-username" help:"ziniao backend: the account's username."`
@@ -46,7 +49,8 @@ func (c *StoreAddCmd) Run(g *globals) error {
 	if err != nil {
 		return err
 	}
-	spec := api.StoreSpec{Name: c.Name, Backend: c.Backend, CDPURL: c.CDPURL, Proxy: proxy, Timezone: c.Timezone, Lang: c.Lang}
+	spec := api.StoreSpec{Name: c.Name, Backend: c.Backend, CDPURL: c.CDPURL, Proxy: proxy, Timezone: c.Timezone, Lang: c.Lang,
+		AgentUser: c.AgentUser, BrowserUser: c.BrowserUser}
 	if c.Headless || c.Headed {
 		spec.Headless = &c.Headless
 	}
@@ -129,6 +133,10 @@ func printStore(g *globals, s api.Store, asJSON bool) error {
 		fmt.Fprintf(w, "proxy\t%s\ntimezone\t%s\nlang\t%s\n", orNone(s.Proxy, "none (the machine's own IP)"),
 			orNone(s.Timezone, "the machine's"), orNone(s.Lang, "the machine's"))
 	}
+	fmt.Fprintf(w, "agent user\t%s\n", orNone(s.AgentUser, "none: agents run as the manager's user, a boundary by convention only"))
+	if s.Backend == "chrome" {
+		fmt.Fprintf(w, "browser user\t%s\n", orNone(s.BrowserUser, "the manager's"))
+	}
 	return w.Flush()
 }
 
@@ -148,11 +156,14 @@ type StoreSetCmd struct {
 	Headless bool    `help:"Run the browser headless." xor:"mode"`
 	Headed   bool    `help:"Run the browser with a window." xor:"mode"`
 	JSON     bool    `help:"Print the store as JSON."`
+
+	AgentUser   *string `name:"agent-user" help:"The OS user the store's agents run as (SPEC §14), none for none, or \"\" for VIBE_AGENT_USER's. Needs a root manager." placeholder:"USER|none"`
+	BrowserUser *string `name:"browser-user" help:"The OS user its browser runs as, so no two stores' browsers read each other's profiles; none for the manager's, \"\" for VIBE_BROWSER_USER's. Needs a root manager." placeholder:"USER|none"`
 }
 
 // Run applies the change and prints the store; a browser that runs keeps its settings until its next start.
 func (c *StoreSetCmd) Run(g *globals) error {
-	u := api.StoreUpdate{Proxy: c.Proxy, Timezone: c.Timezone, Lang: c.Lang}
+	u := api.StoreUpdate{Proxy: c.Proxy, Timezone: c.Timezone, Lang: c.Lang, AgentUser: c.AgentUser, BrowserUser: c.BrowserUser}
 	if c.Proxy != nil {
 		proxy, err := proxyArg(*c.Proxy)
 		if err != nil {
@@ -164,7 +175,8 @@ func (c *StoreSetCmd) Run(g *globals) error {
 		u.Headless = &c.Headless
 	}
 	if u == (api.StoreUpdate{}) {
-		return &usageError{"store set needs a setting to change: --proxy URL|none, --timezone ZONE|none, --lang TAG|none, --headless or --headed"}
+		return &usageError{"store set needs a setting to change: --proxy URL|none, --timezone ZONE|none, --lang TAG|none, " +
+			"--headless or --headed, --agent-user USER|none, --browser-user USER|none"}
 	}
 	s, err := g.client().UpdateStore(g.ctx, c.Store, u)
 	if err != nil {

@@ -1,0 +1,253 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+
+	"vibebrowser/manager/api"
+	"vibebrowser/manager/apierr"
+	"vibebrowser/manager/browsers"
+	"vibebrowser/mux/clientid"
+	"vibebrowser/state"
+)
+
+// The agents' door (SPEC §14): run/agent.sock, which any user may connect to, serves a task's own calls
+// (ensure, events, its handoffs, its downloads) to the peer that is its store's agent user and presents the
+// task's token. Everything else stays on run/manager.sock, the owner's.
+
+// peerKey carries a connection's peer uid into its requests.
+type peerKey struct{}
+
+// agentCall is an admitted call on the agents' socket: the task its token stands for.
+type agentCall struct {
+	token state.TaskToken
+	kind  string // api.KindStore or api.KindWeb
+}
+
+// agentRoutes is the agents' socket's API: the routes the shim and vibe-browser mcp call, each checked
+// against the caller's task.
+func (m *Manager) agentRoutes() http.Handler {
+	mux := http.NewServeMux()
+	handle := func(pattern string, h func(r *http.Request, c agentCall) (any, error)) {
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			c, err := m.admitAgent(r)
+			var out any
+			if err == nil {
+				out, err = h(r, c)
+			}
+			if err != nil {
+				m.writeError(w, r, err)
+				return
+			}
+			writeJSON(w, http.StatusOK, out)
+		})
+	}
+	handle("POST "+api.PathSessionEnsure, m.agentEnsure)
+	handle("POST "+api.PathEvents, m.agentEvent)
+	handle("POST "+api.PathHandoffs, m.agentCreateHandoff)
+	handle("GET "+api.PathHandoff, m.agentHandoff(func(ctx context.Context, id string) (any, error) {
+		h, err := m.db.GetHandoff(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		return m.handoffs.view(ctx, h)
+	}))
+	handle("GET "+api.PathHandoffWait, m.agentHandoff(func(ctx context.Context, id string) (any, error) {
+		return m.handoffs.wait(ctx, id)
+	}))
+	handle("POST "+api.PathHandoffCancel, m.agentHandoff(func(ctx context.Context, id string) (any, error) {
+		return m.handoffs.cancel(ctx, id)
+	}))
+	handle("GET "+api.PathDownloads, m.agentDownloads)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		m.writeError(w, r, fmt.Errorf("%w: %s %s is not served on %s, which serves a task's own calls (ensure, "+
+			"events, its handoffs, its downloads); the owner's socket %s serves the rest, to the manager's own user",
+			apierr.ErrForbidden, r.Method, r.URL.Path, api.AgentSocketRel, api.SocketRel))
+	})
+	return mux
+}
+
+// admitAgent checks a call's token and peer: a live task token (401 without one), presented by the store's
+// agent user (the manager's own user for a store without one).
+func (m *Manager) admitAgent(r *http.Request) (agentCall, error) {
+	auth := r.Header.Get("Authorization")
+	token, ok := strings.CutPrefix(auth, "Bearer ")
+	if !ok || token == "" {
+		return agentCall{}, fmt.Errorf("%w: %s serves a task's own calls: send Authorization: Bearer $%s, the "+
+			"token vibe-browser agent gives the task", apierr.ErrUnauthorized, api.AgentSocketRel, api.TaskTokenEnv)
+	}
+	tt, err := m.db.LookupTaskToken(r.Context(), token)
+	if errors.Is(err, state.ErrNotFound) {
+		return agentCall{}, fmt.Errorf("%w: this task token was never minted, or its task has ended: start the "+
+			"task again with vibe-browser agent", apierr.ErrUnauthorized)
+	}
+	if err != nil {
+		return agentCall{}, err
+	}
+	uid, _ := r.Context().Value(peerKey{}).(int)
+	want, who, err := m.agentUID(r.Context(), tt.StoreID)
+	if err != nil {
+		return agentCall{}, err
+	}
+	if uid != want {
+		return agentCall{}, fmt.Errorf("%w: task %s's token is %s's: only its agent user (%s, uid %d) may present "+
+			"it, and this caller runs as uid %d", apierr.ErrForbidden, tt.TaskID, storeName(tt.StoreID), who, want, uid)
+	}
+	c := agentCall{token: tt, kind: api.KindStore}
+	if tt.StoreID == "" {
+		c.kind = api.KindWeb
+	}
+	return c, nil
+}
+
+// agentUID is who may call for a store's tasks ("" for the web browser): its agent user, else the manager's
+// own user.
+func (m *Manager) agentUID(ctx context.Context, storeID string) (int, string, error) {
+	var sp browsers.Spec
+	var err error
+	if storeID == "" {
+		sp, err = m.fleet.WebSpec(ctx)
+	} else {
+		sp, err = m.fleet.SpecFor(ctx, storeID)
+	}
+	if err != nil {
+		return 0, "", err
+	}
+	bc := m.cfg.browsers()
+	users, err := bc.Users(sp)
+	if err != nil {
+		return 0, "", err
+	}
+	if users.Agent == nil {
+		return os.Getuid(), "the manager's own user", nil
+	}
+	return users.Agent.UID, users.Agent.Name, nil
+}
+
+func storeName(storeID string) string {
+	if storeID == "" {
+		return "the web browser"
+	}
+	return "store " + storeID
+}
+
+// own checks that a request names the caller's own store and task, filling what it leaves out.
+func (c agentCall) own(kind, storeID, taskID *string) error {
+	if *kind == "" {
+		*kind = c.kind
+	}
+	if *taskID == "" {
+		*taskID = c.token.TaskID
+	}
+	switch {
+	case *kind != c.kind || *kind == api.KindStore && *storeID != c.token.StoreID:
+		return fmt.Errorf("%w: this task token is for %s: a task calls only for its own store", apierr.ErrForbidden,
+			storeName(c.token.StoreID))
+	case *taskID != c.token.TaskID:
+		return fmt.Errorf("%w: this task token is task %s's: a task calls only as itself, not as task %s",
+			apierr.ErrForbidden, c.token.TaskID, *taskID)
+	}
+	return nil
+}
+
+// ownClient checks that a mux client id is one of the caller's task's own (the task id, or its -wN worker).
+func (c agentCall) ownClient(id string) error {
+	if clientid.OwnerDir(id) != c.token.TaskID {
+		return fmt.Errorf("%w: client %s is not task %s's: a task connects as its own clients only (%s or %s-wN)",
+			apierr.ErrForbidden, id, c.token.TaskID, c.token.TaskID, c.token.TaskID)
+	}
+	return nil
+}
+
+func (m *Manager) agentEnsure(r *http.Request, c agentCall) (any, error) {
+	var req api.EnsureRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	if err := c.own(&req.Kind, &req.StoreID, &req.TaskID); err != nil {
+		return nil, err
+	}
+	if err := c.ownClient(req.ClientID); err != nil {
+		return nil, err
+	}
+	return m.ensureSession(r.Context(), req)
+}
+
+func (m *Manager) agentEvent(r *http.Request, c agentCall) (any, error) {
+	var ev api.Event
+	if err := decode(r, &ev); err != nil {
+		return nil, err
+	}
+	kind := api.KindStore
+	if ev.StoreID == "" {
+		kind = api.KindWeb
+	}
+	if err := c.own(&kind, &ev.StoreID, &ev.TaskID); err != nil {
+		return nil, err
+	}
+	return m.recordEvent(ev)
+}
+
+func (m *Manager) agentCreateHandoff(r *http.Request, c agentCall) (any, error) {
+	var req api.HandoffRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	if err := c.own(&req.Kind, &req.StoreID, &req.TaskID); err != nil {
+		return nil, err
+	}
+	if err := c.ownClient(req.ClientID); err != nil {
+		return nil, err
+	}
+	return m.createHandoff(r.Context(), req)
+}
+
+// agentHandoff serves one of the caller's task's own handoffs through do.
+func (m *Manager) agentHandoff(do func(ctx context.Context, id string) (any, error)) func(*http.Request, agentCall) (any, error) {
+	return func(r *http.Request, c agentCall) (any, error) {
+		id := r.PathValue("id")
+		h, err := m.db.GetHandoff(r.Context(), id)
+		if err != nil {
+			return nil, err
+		}
+		if h.TaskID != c.token.TaskID || h.StoreID != c.token.StoreID {
+			return nil, fmt.Errorf("%w: handoff %s is not task %s's: a task sees only its own handoffs",
+				apierr.ErrForbidden, id, c.token.TaskID)
+		}
+		return do(r.Context(), id)
+	}
+}
+
+func (m *Manager) agentDownloads(r *http.Request, c agentCall) (any, error) {
+	q := r.URL.Query()
+	if task := q.Get("task"); task != "" && task != c.token.TaskID {
+		return nil, fmt.Errorf("%w: this task token is task %s's: a task lists only its own downloads",
+			apierr.ErrForbidden, c.token.TaskID)
+	}
+	key := c.token.StoreID
+	if key == "" {
+		key = api.WebKey
+	}
+	return m.listDownloads(r.Context(), state.DownloadFilter{TaskID: c.token.TaskID, Key: key})
+}
+
+// listenAgents binds the agents' socket: 0666, since the agent users are many, and each request learns its
+// peer's uid (admitAgent decides).
+func listenAgents(path string) (net.Listener, error) { return bindSocket(path, 0o666) }
+
+// peerContext is the agents' server's ConnContext: the peer's uid (-1 when it cannot be read, which no
+// agent user has).
+func peerContext(ctx context.Context, c net.Conn) context.Context {
+	uid := -1
+	if uc, ok := c.(*net.UnixConn); ok {
+		if id, err := peerUID(uc); err == nil {
+			uid = id
+		}
+	}
+	return context.WithValue(ctx, peerKey{}, uid)
+}
