@@ -30,6 +30,7 @@ func (m *Manager) shimConfig(sp browsers.Spec) *api.ShimConfig {
 		StoreID:        sp.Key,
 		Slug:           sp.Slug,
 		ManagerSocket:  m.cfg.socketPath(),
+		AgentSocket:    api.AgentSocketPath(m.cfg.Home),
 		RealBU:         m.cfg.BrowserUse,
 		RuntimeDir:     m.cfg.path("r"),
 		TmpDir:         m.cfg.path("bh-tmp"),

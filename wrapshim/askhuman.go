@@ -135,7 +135,7 @@ func (s *shim) askHuman(args, environ []string) int {
 	if s.cfg.Kind == api.ShimKindWeb {
 		hreq.Kind, hreq.StoreID = api.KindWeb, ""
 	}
-	client := api.NewClient(s.cfg.ManagerSocket)
+	client := s.cfg.Client(call.Token)
 	var h api.Handoff
 	err = dialRetry(func() (err error) {
 		rctx, cancel := context.WithTimeout(ctx, s.cfg.EnsureTimeout())

@@ -23,6 +23,7 @@ type Call struct {
 	Worker   int      // the --worker slot, 0 for none
 	Aux      bool     // --session <slug>-aux
 	TaskID   string   // VIBE_TASK_ID, validated, "" for none
+	Token    string   // VIBE_TASK_TOKEN, validated, "" for none: the shim then calls the agents' socket
 	BUName   string   // browser-use session name (BU_NAME)
 	ClientID string   // mux client id
 }
@@ -30,21 +31,31 @@ type Call struct {
 // Plan applies every session rule of SPEC §3 to the agent's arguments and environment (as os.Environ
 // returns it) and derives BU_NAME and the mux client id. Any violation is a *RuleError.
 func Plan(cfg *api.ShimConfig, args, environ []string) (*Call, error) {
-	task := ""
+	task, token := "", ""
 	for _, kv := range environ {
 		name, value, _ := strings.Cut(kv, "=")
 		if strings.HasPrefix(name, "BU_") {
 			return nil, refuse("%s is set in your environment, but the shim owns every BU_* variable "+
 				"(it sets the session and the browser endpoint itself): unset it and call browser-use again", name)
 		}
-		if name == "VIBE_TASK_ID" {
+		switch name {
+		case "VIBE_TASK_ID":
 			task = value
+		case api.TaskTokenEnv:
+			token = value
 		}
 	}
 	if task != "" && !api.ValidTaskID(task) {
 		return nil, refuse("VIBE_TASK_ID %q is not a task id: it must be %s, as the agent launcher sets it", task, api.TaskIDForm)
 	}
-	call := &Call{TaskID: task}
+	switch {
+	case token != "" && !api.ValidTaskToken(token):
+		return nil, refuse("%s is not a task token (32 hex digits): use the one vibe-browser agent set, unchanged", api.TaskTokenEnv)
+	case token != "" && task == "":
+		return nil, refuse("%s is set without VIBE_TASK_ID: a task token is one task's; run the agent through "+
+			"vibe-browser agent --task ID, which sets both", api.TaskTokenEnv)
+	}
+	call := &Call{TaskID: task, Token: token}
 	session := ""
 	sawSession, sawWorker := false, false
 	for i := 0; i < len(args); i++ {

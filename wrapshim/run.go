@@ -122,7 +122,7 @@ func (s *shim) escalate(call *Call, env []string, counter *wedgeCounter) int {
 		"unfinished work as a gap", timeout, n, call.BUName)
 	ctx, cancel := context.WithTimeout(context.Background(), eventTimeout)
 	defer cancel()
-	client := api.NewClient(s.cfg.ManagerSocket)
+	client := s.cfg.Client(call.Token)
 	_ = client.ReportEvent(ctx, api.Event{ // best effort: the exit code already tells the caller
 		Kind: api.EventWedgeUnrecoverable, StoreID: s.cfg.StoreID, BUName: call.BUName, TaskID: call.TaskID, Message: msg,
 	})
@@ -138,7 +138,7 @@ func (s *shim) ensure(call *Call) (api.EnsureResponse, error) {
 	if s.cfg.Kind == api.ShimKindWeb {
 		req.Kind, req.StoreID = api.KindWeb, ""
 	}
-	client := api.NewClient(s.cfg.ManagerSocket)
+	client := s.cfg.Client(call.Token)
 	var resp api.EnsureResponse
 	err := dialRetry(func() (err error) {
 		resp, err = client.EnsureSession(ctx, req)

@@ -228,6 +228,19 @@ type ReapResult struct {
 	Kept    []string `json:"kept"`
 }
 
+// ValidTaskToken reports whether t has a task token's form (SPEC §14): 32 lowercase hex digits, 128 bits.
+func ValidTaskToken(t string) bool {
+	if len(t) != 32 {
+		return false
+	}
+	for i := 0; i < len(t); i++ {
+		if c := t[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // TaskIDForm describes a valid task id (VIBE_TASK_ID), for messages. The first 8 characters name the task in
 // BU_NAME and in daemon pid files, so they must be hex.
 const TaskIDForm = "8 to 64 characters of [A-Za-z0-9-] whose first 8 are hex"

@@ -48,6 +48,9 @@ type ShimConfig struct {
 	Slug    string `json:"slug,omitempty"`
 	// ManagerSocket is the manager's unix socket (absolute).
 	ManagerSocket string `json:"manager_socket,omitempty"`
+	// AgentSocket is the agents' socket (SPEC §14), which the shim calls when VIBE_TASK_TOKEN is set; empty
+	// in a config an older manager wrote, where it lies beside ManagerSocket.
+	AgentSocket string `json:"agent_socket,omitempty"`
 	// RealBU is the absolute path of the real browser-use CLI, resolved at generation.
 	RealBU string `json:"real_bu,omitempty"`
 	// RuntimeDir and TmpDir become BH_RUNTIME_DIR and BH_TMP_DIR; the wedge counters live in RuntimeDir.
@@ -162,4 +165,21 @@ func seconds(v, def int) time.Duration {
 		v = def
 	}
 	return time.Duration(v) * time.Second
+}
+
+// AgentSocketPath is the agents' socket a shim calls with a task token.
+func (c *ShimConfig) AgentSocketPath() string {
+	if c.AgentSocket != "" {
+		return c.AgentSocket
+	}
+	return filepath.Join(filepath.Dir(c.ManagerSocket), filepath.Base(AgentSocketRel))
+}
+
+// Client is the manager client a shim call uses: the agents' socket with the task's token when it has one
+// (SPEC §14), else the manager's socket.
+func (c *ShimConfig) Client(token string) *Client {
+	if token != "" {
+		return &Client{Socket: c.AgentSocketPath(), Token: token}
+	}
+	return NewClient(c.ManagerSocket)
 }

@@ -35,6 +35,7 @@ type CLI struct {
 	Browser BrowserCmd `cmd:"" help:"Start or stop a store's browser."`
 	Web     WebCmd     `cmd:"" help:"Start or stop the store-less web browser."`
 	Task    TaskCmd    `cmd:"" help:"Report a task's status to the manager."`
+	Agent   AgentCmd   `cmd:"" help:"Run an agent for a task: its token minted, its environment built, as its store's agent user."`
 	Env     EnvCmd     `cmd:"" help:"Print the shell lines that put a store's browser-use wrapper on an agent's PATH."`
 	Reap    ReapCmd    `cmd:"" help:"Run one daemon-reaper pass now (stops browser-use daemons of ended tasks)."`
 	UI      UICmd      `cmd:"" name:"ui" help:"Print a one-time login link to the web UI (--open opens it)."`

@@ -21,14 +21,22 @@ func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
 
 func TestEnvWebPrintsShellLines(t *testing.T) {
 	home := t.TempDir()
-	code, out, errOut := run(t, "--home", home, "env", "--web", "--task", "a1b2c3d4-0001")
+	code, out, errOut := run(t, "--home", home, "env", "--web")
 	if code != 0 {
 		t.Fatalf("exit %d (%s)", code, errOut)
 	}
-	want := "export PATH='" + home + "/bin/_web:" + home + "/bin/_guard:'\"$PATH\"\nexport VIBE_TASK_ID='a1b2c3d4-0001'\n" +
-		"export VIBE_DOWNLOAD_DIR='" + home + "/downloads/_web/a1b2c3d4-0001'\n"
+	want := "export PATH='" + home + "/bin/_web:" + home + "/bin/_guard:'\"$PATH\"\n" +
+		"export VIBE_DOWNLOAD_DIR='" + home + "/downloads/_web/manual'\n"
 	if out != want {
 		t.Errorf("env --web printed\n%s\nwant\n%s", out, want)
+	}
+}
+
+// A task's lines carry its token, which only the manager mints: without one running, nothing is printed.
+func TestEnvTaskNeedsTheManager(t *testing.T) {
+	code, out, errOut := run(t, "--home", t.TempDir(), "env", "--web", "--task", "a1b2c3d4-0001")
+	if code == 0 || out != "" || !strings.Contains(errOut, "is the manager running?") {
+		t.Errorf("env --task without a manager: exit %d, stdout %q, stderr %q; want a failure naming the manager and no lines", code, out, errOut)
 	}
 }
 

@@ -2,13 +2,10 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"vibebrowser/manager/api"
@@ -54,32 +51,51 @@ func (c *McpRunCmd) Run(g *globals) error {
 	if c.Worker != "" && task == "" {
 		return &usageError{"--worker needs a task (--task or VIBE_TASK_ID): worker slots belong to a task; drop --worker"}
 	}
-	req, err := c.ensureRequest(g, task)
+	client, err := agentClient(g, task)
 	if err != nil {
 		return err
 	}
-	resp, err := g.client().EnsureSession(g.ctx, req)
+	req, err := c.ensureRequest(g, client, task)
+	if err != nil {
+		return err
+	}
+	resp, err := client.EnsureSession(g.ctx, req)
 	if err != nil {
 		return fmt.Errorf("no browser for the MCP server: %w", err)
 	}
 	return runServer(g, cmd.with(resp.CDPWS), resp, func(ctx context.Context) error {
-		_, err := g.client().EnsureSession(ctx, req)
+		_, err := client.EnsureSession(ctx, req)
 		return err
 	})
 }
 
+// agentClient is the manager client of an agent's call: the agents' socket with the task's token when
+// VIBE_TASK_TOKEN is set (SPEC §14; vibe-browser agent sets it), else the owner's socket.
+func agentClient(g *globals, task string) (*api.Client, error) {
+	token := os.Getenv(api.TaskTokenEnv)
+	switch {
+	case token == "":
+		return g.client(), nil
+	case !api.ValidTaskToken(token):
+		return nil, &usageError{api.TaskTokenEnv + " is not a task token (32 hex digits): use the one vibe-browser agent set, unchanged"}
+	case task == "":
+		return nil, &usageError{api.TaskTokenEnv + " is set without a task (--task or VIBE_TASK_ID): a task token is one task's"}
+	}
+	return &api.Client{Socket: api.AgentSocketPath(g.home), Token: token}, nil
+}
+
 // ensureRequest is the client's ensure call: the store (or web browser) with the worker rules of its
 // wrapper's config (SPEC §3), as the shim would make it.
-func (c *McpRunCmd) ensureRequest(g *globals, task string) (api.EnsureRequest, error) {
+func (c *McpRunCmd) ensureRequest(g *globals, client *api.Client, task string) (api.EnsureRequest, error) {
 	dir, base := api.WebKey, api.WebSlug
 	req := api.EnsureRequest{Kind: api.KindWeb, TaskID: task, Via: api.ViaMCP}
 	if !c.Web {
-		s, err := g.client().GetStore(g.ctx, c.Store)
+		id, slug, err := storeOfAgent(g, client, c.Store)
 		if err != nil {
 			return req, err
 		}
-		dir, base = s.Slug, s.Slug
-		req.Kind, req.StoreID = api.KindStore, s.ID
+		dir, base = slug, slug
+		req.Kind, req.StoreID = api.KindStore, id
 	}
 	worker := 0
 	if c.Worker != "" {
@@ -95,8 +111,23 @@ func (c *McpRunCmd) ensureRequest(g *globals, task string) (api.EnsureRequest, e
 	return req, nil
 }
 
-// runServer runs argv with the caller's stdio and environment plus the client's downloads folder, forwarding
-// SIGINT, SIGTERM and SIGHUP to it and renewing the task's lease well within it while it runs.
+// storeOfAgent resolves a store for an agent's call: on the owner's socket by asking the manager; with a
+// task token from the store's wrapper config (the agents' socket serves no store lookups), so by its slug.
+func storeOfAgent(g *globals, client *api.Client, ref string) (id, slug string, err error) {
+	if client.Token == "" {
+		s, err := client.GetStore(g.ctx, ref)
+		return s.ID, s.Slug, err
+	}
+	cfg, err := api.LoadShimConfig(filepath.Join(g.home, "bin", ref, api.ShimConfigName))
+	if err != nil || cfg.Kind != api.ShimKindStore {
+		return "", "", &usageError{fmt.Sprintf("with %s set, name the store by its slug (its wrapper folder "+
+			"%s): %q names none", api.TaskTokenEnv, filepath.Join(g.home, "bin", "<slug>"), ref)}
+	}
+	return cfg.StoreID, cfg.Slug, nil
+}
+
+// runServer runs argv with the caller's stdio and environment plus the client's downloads folder (runChild),
+// renewing the task's lease well within it while it runs.
 func runServer(g *globals, argv []string, resp api.EnsureResponse, renew func(context.Context) error) error {
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
@@ -108,45 +139,12 @@ func runServer(g *globals, argv []string, resp api.EnsureResponse, renew func(co
 	if resp.DownloadDir != "" {
 		child.Env = append(child.Env, "VIBE_DOWNLOAD_DIR="+resp.DownloadDir)
 	}
-	// The server's end is this command's: main's handler would cancel at the first signal and exit at the
-	// second, before the server has finished.
-	signal.Reset(syscall.SIGINT, syscall.SIGTERM)
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
-	if err := child.Start(); err != nil {
-		return &exitCodeError{code: exitNoServer(g, argv[0], err)}
-	}
-	done := make(chan struct{})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if resp.LeaseS > 0 {
-		go renewLease(ctx, g, max(time.Duration(resp.LeaseS)*time.Second/4, mcpLeaseMin), renew)
-	}
-	go func() {
-		for {
-			select {
-			case sig := <-sigs:
-				child.Process.Signal(sig)
-			case <-done:
-				return
+	return runChild(child, func(err error) error { return &exitCodeError{code: exitNoServer(g, argv[0], err)} },
+		func(ctx context.Context) {
+			if resp.LeaseS > 0 {
+				renewLease(ctx, g, max(time.Duration(resp.LeaseS)*time.Second/4, mcpLeaseMin), renew)
 			}
-		}
-	}()
-	err = child.Wait()
-	close(done)
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &exit):
-		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return &exitCodeError{code: 128 + int(ws.Signal())}
-		}
-		return &exitCodeError{code: exit.ExitCode()}
-	default:
-		return err
-	}
+		})
 }
 
 // exitNoServer reports a server that cannot start and returns 127, a shell's code for a command not found.
