@@ -217,6 +217,9 @@ func (m *Manager) quit() {
 // boot brings state in line with reality before the API answers: the fleet adopts what still runs, sweeps
 // unfinished downloads and binds every endpoint (browsers.Fleet.Boot); wrappers are rewritten.
 func (m *Manager) boot(ctx context.Context) error {
+	if err := m.layOut(ctx); err != nil {
+		return err
+	}
 	if err := m.fleet.Boot(ctx); err != nil {
 		return err
 	}

@@ -82,6 +82,9 @@ func (m *Manager) createStore(ctx context.Context, in api.StoreSpec) (state.Stor
 	if s, err = m.db.GetStore(ctx, s.ID); err != nil {
 		return state.Store{}, err
 	}
+	if err := m.layOut(ctx); err != nil {
+		m.log.Error().Err(err).Str("store", s.ID).Msg("the store's folders could not be given to its users")
+	}
 	if err := m.writeWrapperFor(ctx, sp); err != nil {
 		m.log.Warn().Err(err).Str("store", s.ID).Msg("wrapper not written")
 	}
@@ -96,7 +99,7 @@ func (m *Manager) updateStore(ctx context.Context, ref string, u api.StoreUpdate
 	if err != nil {
 		return state.Store{}, err
 	}
-	return m.db.UpdateStore(ctx, s.ID, func(s *state.Store) error {
+	s, err = m.db.UpdateStore(ctx, s.ID, func(s *state.Store) error {
 		opts, err := browsers.DecodeOptions(*s)
 		if err != nil {
 			return err
@@ -128,6 +131,23 @@ func (m *Manager) updateStore(ctx context.Context, ref string, u api.StoreUpdate
 		s.Config, err = opts.Encode()
 		return err
 	})
+	if err == nil && (u.AgentUser != nil || u.BrowserUser != nil) {
+		m.usersChanged(ctx, s)
+	}
+	return s, err
+}
+
+// usersChanged lays out the store's folders for its new users and rewrites its wrapper (its runtime folder
+// is its agent user's own when it has one).
+func (m *Manager) usersChanged(ctx context.Context, s state.Store) {
+	if err := m.layOut(ctx); err != nil {
+		m.log.Error().Err(err).Str("store", s.ID).Msg("the store's folders could not be given to its users")
+	}
+	if sp, err := browsers.StoreSpec(s); err == nil {
+		if err := m.writeWrapperFor(ctx, sp); err != nil {
+			m.log.Warn().Err(err).Str("store", s.ID).Msg("wrapper not written")
+		}
+	}
 }
 
 // setIdentity checks and sets the store's network identity (SPEC §16): each of proxy, zone and lang that is

@@ -41,6 +41,11 @@ func (m *Manager) shimConfig(sp browsers.Spec) *api.ShimConfig {
 	if sp.Key == api.WebKey {
 		cfg.Kind, cfg.StoreID, cfg.Slug = api.ShimKindWeb, "", ""
 	}
+	bc := m.cfg.browsers()
+	if users, err := bc.Users(sp); err == nil && users.Bounded() {
+		// Its agent user's own (layOutStore): no other store's agents see its daemons' sockets and files.
+		cfg.RuntimeDir, cfg.TmpDir = m.cfg.path("r", sp.Slug), m.cfg.path("bh-tmp", sp.Slug)
+	}
 	return cfg
 }
 

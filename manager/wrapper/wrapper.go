@@ -15,14 +15,17 @@ import (
 const BinaryName = "browser-use"
 
 // Install copies the shim executable at shimPath into dir as BinaryName and writes cfg beside it as
-// api.ShimConfigName (0600). Each file is written to a temp file in dir and renamed, so a shim starting at
+// api.ShimConfigName (0644: it holds no secret, and a store's agent user reads it, SPEC §14). Each file is written to a temp file in dir and renamed, so a shim starting at
 // any moment sees either the old pair or the new one; the binary goes first because a shim accepts an older
 // config but refuses a newer one.
 func Install(dir, shimPath string, cfg *api.ShimConfig) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("install shim in %s: %w", dir, err)
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("install shim: %w", err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
 		return fmt.Errorf("install shim: %w", err)
 	}
 	src, err := os.Open(shimPath)
@@ -37,7 +40,7 @@ func Install(dir, shimPath string, cfg *api.ShimConfig) error {
 	if err != nil {
 		return fmt.Errorf("install shim config: %w", err)
 	}
-	if err := atomicfile.Write(filepath.Join(dir, api.ShimConfigName), append(data, '\n'), 0o600); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, api.ShimConfigName), append(data, '\n'), 0o644); err != nil {
 		return fmt.Errorf("install shim config: %w", err)
 	}
 	return nil

@@ -34,7 +34,7 @@ func TestInstall(t *testing.T) {
 			t.Errorf("installed binary holds %q; want %q", got, content)
 		}
 	}
-	for name, want := range map[string]os.FileMode{BinaryName: 0o755, api.ShimConfigName: 0o600} {
+	for name, want := range map[string]os.FileMode{BinaryName: 0o755, api.ShimConfigName: 0o644} {
 		fi, err := os.Stat(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)
