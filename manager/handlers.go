@@ -129,10 +129,10 @@ func (m *Manager) ensureSession(ctx context.Context, req api.EnsureRequest) (api
 	if err := checkShimCaller(req.ClientID, req.BUName, req.TaskID); err != nil {
 		return api.EnsureResponse{}, err
 	}
-	if req.Via != "" && req.Via != api.ViaMCP {
-		return api.EnsureResponse{}, fmt.Errorf("%w: via %q: want %q or none", apierr.ErrBadRequest, req.Via, api.ViaMCP)
+	if req.Via != "" && req.Via != api.ViaMCP && req.Via != api.ViaCDP {
+		return api.EnsureResponse{}, fmt.Errorf("%w: via %q: want %q, %q or none", apierr.ErrBadRequest, req.Via, api.ViaMCP, api.ViaCDP)
 	}
-	if m.cfg.BrowserUse == "" && req.Via != api.ViaMCP {
+	if m.cfg.BrowserUse == "" && req.Via == "" {
 		return api.EnsureResponse{}, fmt.Errorf("%w: %s", apierr.ErrUnavailable, m.cfg.BrowserUseProblem)
 	}
 	var sp browsers.Spec

@@ -283,13 +283,17 @@ type EnsureRequest struct {
 	ClientID string `json:"client_id"`          // the mux client id the shim will connect as
 	BUName   string `json:"bu_name"`            // the browser-use session name
 	TaskID   string `json:"task_id,omitempty"`  // VIBE_TASK_ID of the caller, if any
-	// Via is who asks: "" for the shim, ViaMCP for `vibe-browser mcp` (SPEC §17), which needs no
+	// Via is who asks: "" for the shim, ViaMCP for `vibe-browser mcp` (SPEC §17), ViaCDP for `vibe-browser
+	// endpoint`; those need no
 	// browser-use CLI.
 	Via string `json:"via,omitempty"`
 }
 
-// ViaMCP is EnsureRequest.Via for `vibe-browser mcp`: an MCP server, not browser-use, drives the client.
-const ViaMCP = "mcp"
+// Ways a client is driven other than by browser-use (EnsureRequest.Via): they need no browser-use CLI.
+const (
+	ViaMCP = "mcp" // `vibe-browser mcp`: an MCP server drives the client
+	ViaCDP = "cdp" // `vibe-browser endpoint`: the agent's own CDP client (puppeteer, playwright) drives it
+)
 
 // EnsureResponse tells the shim where its browser-use daemon must connect.
 type EnsureResponse struct {

@@ -29,20 +29,21 @@ const (
 type CLI struct {
 	Home string `help:"Home directory (state, sockets, wrappers, profiles)." env:"VIBE_HOME" placeholder:"DIR"`
 
-	Serve   ServeCmd   `cmd:"" help:"Run the manager daemon (what systemd or launchd runs)."`
-	Status  StatusCmd  `cmd:"" help:"Show stores, browsers, mux clients and tasks."`
-	Store   StoreCmd   `cmd:"" help:"Add, list, show and remove stores."`
-	Browser BrowserCmd `cmd:"" help:"Start or stop a store's browser."`
-	Web     WebCmd     `cmd:"" help:"Start or stop the store-less web browser."`
-	Task    TaskCmd    `cmd:"" help:"Report a task's status to the manager."`
-	Agent   AgentCmd   `cmd:"" help:"Run an agent for a task: its token minted, its environment built, as its store's agent user."`
-	Env     EnvCmd     `cmd:"" help:"Print the shell lines that put a store's browser-use wrapper on an agent's PATH."`
-	Reap    ReapCmd    `cmd:"" help:"Run one daemon-reaper pass now (stops browser-use daemons of ended tasks)."`
-	UI      UICmd      `cmd:"" name:"ui" help:"Print a one-time login link to the web UI (--open opens it)."`
-	Handoff HandoffCmd `cmd:"" help:"List and answer agents' requests for a person's help (browser-use --ask-human)."`
-	Service ServiceCmd `cmd:"" help:"Install or remove the systemd unit / launchd plist that runs the manager."`
-	Doctor  DoctorCmd  `cmd:"" help:"Check Chromium, browser-use, the home, the manager, the ports, the display and the service; exit 1 on a problem."`
-	Version VersionCmd `cmd:"" help:"Print the version."`
+	Serve    ServeCmd    `cmd:"" help:"Run the manager daemon (what systemd or launchd runs)."`
+	Status   StatusCmd   `cmd:"" help:"Show stores, browsers, mux clients and tasks."`
+	Store    StoreCmd    `cmd:"" help:"Add, list, show and remove stores."`
+	Browser  BrowserCmd  `cmd:"" help:"Start or stop a store's browser."`
+	Web      WebCmd      `cmd:"" help:"Start or stop the store-less web browser."`
+	Task     TaskCmd     `cmd:"" help:"Report a task's status to the manager."`
+	Agent    AgentCmd    `cmd:"" help:"Run an agent for a task: its token minted, its environment built, as its store's agent user."`
+	Endpoint EndpointCmd `cmd:"" help:"Print the task's own CDP endpoint, for puppeteer or playwright (its client's capability URL)."`
+	Env      EnvCmd      `cmd:"" help:"Print the shell lines that put a store's browser-use wrapper on an agent's PATH."`
+	Reap     ReapCmd     `cmd:"" help:"Run one daemon-reaper pass now (stops browser-use daemons of ended tasks)."`
+	UI       UICmd       `cmd:"" name:"ui" help:"Print a one-time login link to the web UI (--open opens it)."`
+	Handoff  HandoffCmd  `cmd:"" help:"List and answer agents' requests for a person's help (browser-use --ask-human)."`
+	Service  ServiceCmd  `cmd:"" help:"Install or remove the systemd unit / launchd plist that runs the manager."`
+	Doctor   DoctorCmd   `cmd:"" help:"Check Chromium, browser-use, the home, the manager, the ports, the display and the service; exit 1 on a problem."`
+	Version  VersionCmd  `cmd:"" help:"Print the version."`
 
 	Downloads DownloadsCmd `cmd:"" help:"List finished downloads, per task and store (where each file is, its size and sha256)."`
 	Mcp       McpCmd       `cmd:"" name:"mcp" help:"Run an MCP browser server (@playwright/mcp, chrome-devtools-mcp) on a store's browser, as a task's client."`

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"time"
 
 	"vibebrowser/manager/api"
@@ -41,89 +40,12 @@ func (c *McpRunCmd) Run(g *globals) error {
 	if err != nil {
 		return err
 	}
-	task := c.Task
-	if task == "" {
-		task = os.Getenv("VIBE_TASK_ID")
-	}
-	if task != "" && !api.ValidTaskID(task) {
-		return &usageError{fmt.Sprintf("task id %q is not a task id: want %s", task, api.TaskIDForm)}
-	}
-	if c.Worker != "" && task == "" {
-		return &usageError{"--worker needs a task (--task or VIBE_TASK_ID): worker slots belong to a task; drop --worker"}
-	}
-	client, err := agentClient(g, task)
-	if err != nil {
-		return err
-	}
-	req, err := c.ensureRequest(g, client, task)
-	if err != nil {
-		return err
-	}
-	resp, err := client.EnsureSession(g.ctx, req)
+	at := agentTarget{store: c.Store, web: c.Web, task: c.Task, worker: c.Worker, via: api.ViaMCP}
+	resp, renew, err := at.ensure(g)
 	if err != nil {
 		return fmt.Errorf("no browser for the MCP server: %w", err)
 	}
-	return runServer(g, cmd.with(resp.CDPWS), resp, func(ctx context.Context) error {
-		_, err := client.EnsureSession(ctx, req)
-		return err
-	})
-}
-
-// agentClient is the manager client of an agent's call: the agents' socket with the task's token when
-// VIBE_TASK_TOKEN is set (SPEC §14; vibe-browser agent sets it), else the owner's socket.
-func agentClient(g *globals, task string) (*api.Client, error) {
-	token := os.Getenv(api.TaskTokenEnv)
-	switch {
-	case token == "":
-		return g.client(), nil
-	case !api.ValidTaskToken(token):
-		return nil, &usageError{api.TaskTokenEnv + " is not a task token (32 hex digits): use the one vibe-browser agent set, unchanged"}
-	case task == "":
-		return nil, &usageError{api.TaskTokenEnv + " is set without a task (--task or VIBE_TASK_ID): a task token is one task's"}
-	}
-	return &api.Client{Socket: api.AgentSocketPath(g.home), Token: token}, nil
-}
-
-// ensureRequest is the client's ensure call: the store (or web browser) with the worker rules of its
-// wrapper's config (SPEC §3), as the shim would make it.
-func (c *McpRunCmd) ensureRequest(g *globals, client *api.Client, task string) (api.EnsureRequest, error) {
-	dir, base := api.WebKey, api.WebSlug
-	req := api.EnsureRequest{Kind: api.KindWeb, TaskID: task, Via: api.ViaMCP}
-	if !c.Web {
-		id, slug, err := storeOfAgent(g, client, c.Store)
-		if err != nil {
-			return req, err
-		}
-		dir, base = slug, slug
-		req.Kind, req.StoreID = api.KindStore, id
-	}
-	worker := 0
-	if c.Worker != "" {
-		cfg, err := api.LoadShimConfig(filepath.Join(g.home, "bin", dir, api.ShimConfigName))
-		if err != nil {
-			return req, fmt.Errorf("the worker slots are in the wrapper's config, which the manager writes: %w", err)
-		}
-		if worker, err = api.ParseWorker(c.Worker, cfg.WorkerSlots); err != nil {
-			return req, &usageError{err.Error()}
-		}
-	}
-	req.BUName, req.ClientID = api.SessionNames(base, task, worker, false)
-	return req, nil
-}
-
-// storeOfAgent resolves a store for an agent's call: on the owner's socket by asking the manager; with a
-// task token from the store's wrapper config (the agents' socket serves no store lookups), so by its slug.
-func storeOfAgent(g *globals, client *api.Client, ref string) (id, slug string, err error) {
-	if client.Token == "" {
-		s, err := client.GetStore(g.ctx, ref)
-		return s.ID, s.Slug, err
-	}
-	cfg, err := api.LoadShimConfig(filepath.Join(g.home, "bin", ref, api.ShimConfigName))
-	if err != nil || cfg.Kind != api.ShimKindStore {
-		return "", "", &usageError{fmt.Sprintf("with %s set, name the store by its slug (its wrapper folder "+
-			"%s): %q names none", api.TaskTokenEnv, filepath.Join(g.home, "bin", "<slug>"), ref)}
-	}
-	return cfg.StoreID, cfg.Slug, nil
+	return runServer(g, cmd.with(resp.CDPWS), resp, renew)
 }
 
 // runServer runs argv with the caller's stdio and environment plus the client's downloads folder (runChild),
