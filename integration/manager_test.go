@@ -31,7 +31,7 @@ var (
 	buildErr  error
 )
 
-type binaries struct{ vibe, shim, fakeBU, fakeZiniaoClient string }
+type binaries struct{ vibe, shim, fakeBU, fakeZiniaoClient, probe string }
 
 func builtBinaries(t testing.TB) binaries {
 	t.Helper()
@@ -42,7 +42,7 @@ func builtBinaries(t testing.TB) binaries {
 		}
 		for name, pkg := range map[string]string{"vibe-browser": "vibebrowser/cmd/vibe-browser",
 			"wrapshim": "vibebrowser/cmd/wrapshim", "fakebu": "vibebrowser/integration/fakebu",
-			"fakeziniaoclient": "vibebrowser/integration/fakeziniaoclient"} {
+			"fakeziniaoclient": "vibebrowser/integration/fakeziniaoclient", "boundaryprobe": "vibebrowser/integration/boundaryprobe"} {
 			out, err := exec.Command("go", "build", "-o", filepath.Join(buildDir, name), pkg).CombinedOutput()
 			if err != nil {
 				buildErr = fmt.Errorf("build %s: %v\n%s", pkg, err, out)
@@ -54,7 +54,8 @@ func builtBinaries(t testing.TB) binaries {
 		t.Fatal(buildErr)
 	}
 	return binaries{vibe: filepath.Join(buildDir, "vibe-browser"), shim: filepath.Join(buildDir, "wrapshim"),
-		fakeBU: filepath.Join(buildDir, "fakebu"), fakeZiniaoClient: filepath.Join(buildDir, "fakeziniaoclient")}
+		fakeBU: filepath.Join(buildDir, "fakebu"), fakeZiniaoClient: filepath.Join(buildDir, "fakeziniaoclient"),
+		probe: filepath.Join(buildDir, "boundaryprobe")}
 }
 
 // settledTempDir is t.TempDir for directories Chromium writes into: its helpers may still be flushing the

@@ -27,6 +27,7 @@ type peerKey struct{}
 type agentCall struct {
 	token state.TaskToken
 	kind  string // api.KindStore or api.KindWeb
+	name  string // its browser's, for messages: "store Acme", "the web browser"
 }
 
 // agentRoutes is the agents' socket's API: the routes the shim and vibe-browser mcp call, each checked
@@ -90,24 +91,24 @@ func (m *Manager) admitAgent(r *http.Request) (agentCall, error) {
 		return agentCall{}, err
 	}
 	uid, _ := r.Context().Value(peerKey{}).(int)
-	want, who, err := m.agentUID(r.Context(), tt.StoreID)
+	sp, want, who, err := m.agentUID(r.Context(), tt.StoreID)
 	if err != nil {
 		return agentCall{}, err
 	}
 	if uid != want {
-		return agentCall{}, fmt.Errorf("%w: task %s's token is %s's: only its agent user (%s, uid %d) may present "+
-			"it, and this caller runs as uid %d", apierr.ErrForbidden, tt.TaskID, storeName(tt.StoreID), who, want, uid)
+		return agentCall{}, fmt.Errorf("%w: task %s's token is for %s: only its agent user (%s, uid %d) may present "+
+			"it, and this caller runs as uid %d", apierr.ErrForbidden, tt.TaskID, sp.Name, who, want, uid)
 	}
-	c := agentCall{token: tt, kind: api.KindStore}
+	c := agentCall{token: tt, kind: api.KindStore, name: sp.Name}
 	if tt.StoreID == "" {
 		c.kind = api.KindWeb
 	}
 	return c, nil
 }
 
-// agentUID is who may call for a store's tasks ("" for the web browser): its agent user, else the manager's
-// own user.
-func (m *Manager) agentUID(ctx context.Context, storeID string) (int, string, error) {
+// agentUID is who may call for a store's tasks ("" for the web browser), with the store's spec: its agent
+// user, else the manager's own user.
+func (m *Manager) agentUID(ctx context.Context, storeID string) (browsers.Spec, int, string, error) {
 	var sp browsers.Spec
 	var err error
 	if storeID == "" {
@@ -116,24 +117,17 @@ func (m *Manager) agentUID(ctx context.Context, storeID string) (int, string, er
 		sp, err = m.fleet.SpecFor(ctx, storeID)
 	}
 	if err != nil {
-		return 0, "", err
+		return sp, 0, "", err
 	}
 	bc := m.cfg.browsers()
 	users, err := bc.Users(sp)
 	if err != nil {
-		return 0, "", err
+		return sp, 0, "", err
 	}
 	if users.Agent == nil {
-		return os.Getuid(), "the manager's own user", nil
+		return sp, os.Getuid(), "the manager's own user", nil
 	}
-	return users.Agent.UID, users.Agent.Name, nil
-}
-
-func storeName(storeID string) string {
-	if storeID == "" {
-		return "the web browser"
-	}
-	return "store " + storeID
+	return sp, users.Agent.UID, users.Agent.Name, nil
 }
 
 // own checks that a request names the caller's own store and task, filling what it leaves out.
@@ -146,8 +140,7 @@ func (c agentCall) own(kind, storeID, taskID *string) error {
 	}
 	switch {
 	case *kind != c.kind || *kind == api.KindStore && *storeID != c.token.StoreID:
-		return fmt.Errorf("%w: this task token is for %s: a task calls only for its own store", apierr.ErrForbidden,
-			storeName(c.token.StoreID))
+		return fmt.Errorf("%w: this task token is for %s: a task calls only for its own store", apierr.ErrForbidden, c.name)
 	case *taskID != c.token.TaskID:
 		return fmt.Errorf("%w: this task token is task %s's: a task calls only as itself, not as task %s",
 			apierr.ErrForbidden, c.token.TaskID, *taskID)

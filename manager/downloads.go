@@ -27,7 +27,14 @@ const downloadPruneEvery = time.Hour
 // created so that an agent can look in it before its first download.
 func (m *Manager) downloadDir(sp browsers.Spec, id string) string {
 	dir := m.cfg.path("downloads", sp.Slug, clientid.OwnerDir(id))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	err := os.MkdirAll(dir, 0o700)
+	if bc := m.cfg.browsers(); err == nil {
+		// A bounded store's: its agent user's own, and no one else's (SPEC §14).
+		if users, uerr := bc.Users(sp); uerr == nil && users.Bounded() {
+			err = users.Agent.Chown(dir)
+		}
+	}
+	if err != nil {
 		// The mux creates it again when a download completes, and reports its own failure then.
 		m.log.Warn().Err(err).Str("dir", dir).Msg("create a client's downloads folder")
 	}
