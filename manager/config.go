@@ -322,6 +322,21 @@ func (c *Config) StoreFacts(s state.Store) (browsers.StoreFacts, error) {
 	return bc.StoreFacts(s)
 }
 
+// StoreUsers names store s's agent and browser users the way starting its processes would (SPEC §14): its
+// own settings, then VIBE_AGENT_USER and VIBE_BROWSER_USER; "" for none.
+func (c *Config) StoreUsers(s state.Store) (agent, browser string, err error) {
+	sp, err := browsers.StoreSpec(s)
+	if err != nil {
+		return "", "", err
+	}
+	bc := c.browsers()
+	agent, browser = bc.UserNames(sp)
+	if s.Backend != state.BackendChrome {
+		browser = "" // the manager starts no browser of its own for it
+	}
+	return agent, browser, nil
+}
+
 // HeadlessByDefault reports whether a Chromium store without its own setting (and the web browser) runs
 // headless: VIBE_HEADLESS, else headless when there is no display.
 func (c *Config) HeadlessByDefault() bool {

@@ -33,13 +33,7 @@ func (m *Manager) storeView(s state.Store) api.Store {
 			}
 		}
 	}
-	if sp, err := browsers.StoreSpec(s); err == nil {
-		bc := m.cfg.browsers()
-		v.AgentUser, v.BrowserUser = bc.UserNames(sp)
-		if s.Backend != state.BackendChrome {
-			v.BrowserUser = "" // the manager starts no browser of its own for it
-		}
-	}
+	v.AgentUser, v.BrowserUser, _ = m.cfg.StoreUsers(s)
 	if in := m.fleet.Current(s.ID); in != nil {
 		v.Browser = api.BrowserState{Status: api.StatusRunning, PID: in.PID()}
 		if v.Proxy != "" {

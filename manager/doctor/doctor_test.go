@@ -248,7 +248,7 @@ func TestChromium(t *testing.T) {
 
 func TestHome(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "my home")
-	wantCheck(t, home(dir), OK, "does not exist yet")
+	wantCheck(t, home(dir, false), OK, "does not exist yet")
 	for _, d := range []string{dir, filepath.Join(dir, "run")} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			t.Fatal(err)
@@ -257,7 +257,7 @@ func TestHome(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "state.db"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	wantCheck(t, home(dir), OK, "yours, private")
+	wantCheck(t, home(dir, false), OK, "yours, private")
 	tests := []struct {
 		rel  string
 		mode os.FileMode
@@ -278,7 +278,7 @@ func TestHome(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { os.Chmod(p, fi.Mode().Perm()) })
-			wantCheck(t, home(dir), Fail, tt.want, "other users can read or enter it")
+			wantCheck(t, home(dir, false), Fail, tt.want, "other users can read or enter it")
 		})
 	}
 }
@@ -404,7 +404,7 @@ func TestRunReportsEveryCheckInOrder(t *testing.T) {
 		names = append(names, c.Name)
 	}
 	want := []string{"config", "chromium", "browser-use", "transport", "home", "disk", "socket", "manager", "state",
-		"debugging-ports", "display", "service"}
+		"debugging-ports", "boundary", "display", "service"}
 	if !slices.Equal(names, want) {
 		t.Errorf("Run names %v; want %v", names, want)
 	}
@@ -452,4 +452,19 @@ func TestZiniao(t *testing.T) {
 	wantCheck(t, m.ziniao(bg)[0], Fail, fmt.Sprintf("does not answer on port %d", closed), "--port="+strconv.Itoa(closed), "VIBE_ZINIAO_CLIENT")
 	m.cfg.ZiniaoClient = []string{"/opt/ziniao/ziniao"}
 	wantCheck(t, m.ziniao(bg)[0], Warn, "the manager starts it (/opt/ziniao/ziniao)")
+}
+
+// Without agent users the boundary is by convention only, and said so; a store's agent user that does not
+// exist fails with the useradd line.
+func TestBoundary(t *testing.T) {
+	m := &machine{cfg: &manager.Config{Home: t.TempDir()}}
+	checks := m.boundary()
+	if len(checks) != 1 {
+		t.Fatalf("boundary = %+v; want one check", checks)
+	}
+	wantCheck(t, checks[0], Warn, "by convention only")
+	wantCheck(t, m.storeBoundary("acme", "vbtest-no-such-user", ""), Fail, `no user "vbtest-no-such-user"`)
+	if c := m.storeBoundary("acme", "vbtest-no-such-user", ""); !strings.Contains(c.Fix, "useradd --system") {
+		t.Errorf("a missing agent user's fix is %q; want the useradd line", c.Fix)
+	}
 }

@@ -22,8 +22,13 @@ var private = []struct {
 	{"r", 0o700}, {"state.db", 0o600},
 }
 
-// home checks that the home belongs to this user and that no one else can read or enter it.
-func home(dir string) Check {
+// sharedModes are the folders a home with bounded stores lets every user enter (SPEC §14: root's, 0711).
+var sharedModes = map[string]fs.FileMode{".": 0o711, "run": 0o711, "bin": 0o711, "profiles": 0o711,
+	"downloads": 0o711, "bh-tmp": 0o711, "r": 0o711}
+
+// home checks that the home belongs to this user and that no one else can read it, nor enter it unless
+// stores are bounded (then its shared folders are enterable by their agent and browser users).
+func home(dir string, bounded bool) Check {
 	fi, err := os.Stat(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return ok("home", dir+" does not exist yet; vibe-browser serve creates it (mode 0700)")
@@ -40,6 +45,9 @@ func home(dir string) Check {
 	}
 	var loose, fixes []string
 	for _, p := range private {
+		if m, ok := sharedModes[p.rel]; ok && bounded {
+			p.mode = m
+		}
 		path := filepath.Join(dir, p.rel)
 		fi, err := os.Lstat(path)
 		if err != nil {
@@ -53,6 +61,9 @@ func home(dir string) Check {
 	if len(loose) > 0 {
 		return fail("home", strings.Join(loose, ", ")+": other users can read or enter it",
 			strings.Join(fixes, " && "))
+	}
+	if bounded {
+		return ok("home", dir+": yours; its shared folders enterable by the stores' users (0711), none listable")
 	}
 	return ok("home", dir+": yours, private (0700)")
 }

@@ -43,12 +43,14 @@ type machine struct {
 	noState  bool           // there is no state.db yet
 }
 
-// Run runs every check, always in the same order: the checks of the machine, then one per store's port,
+// Run runs every check, always in the same order: the checks of the machine and of the store boundary, then
+// one per store's port,
 // then the display and the service, then one per Ziniao store and one per store with a proxy.
 func Run(ctx context.Context, o Options) []Check {
 	m := gather(ctx, o)
-	checks := []Check{m.config(), m.chromium(ctx), m.browserUse(ctx), m.transport(), home(m.cfg.Home),
+	checks := []Check{m.config(), m.chromium(ctx), m.browserUse(ctx), m.transport(), home(m.cfg.Home, m.bounded()),
 		disk(m.cfg.Home), m.socket(), m.manager(), m.state(), m.portsOfOthers()}
+	checks = append(checks, m.boundary()...)
 	checks = append(checks, m.ports(ctx)...)
 	checks = append(checks, m.display(), m.service())
 	checks = append(checks, m.ziniao(ctx)...)
