@@ -367,7 +367,7 @@ func TestEnsureRefusals(t *testing.T) {
 		{"bad bu name", api.EnsureRequest{Kind: api.KindWeb, ClientID: "manual", BUName: strings.Repeat("x", 65)}, 400, "bu_name"},
 		{"bad kind", api.EnsureRequest{Kind: "ziniao", ClientID: "manual", BUName: "x"}, 400, "want store or web"},
 		{"bad task id", api.EnsureRequest{Kind: api.KindWeb, ClientID: "manual", BUName: "web", TaskID: "x"}, 400, "task"},
-		{"bad via", api.EnsureRequest{Kind: api.KindWeb, ClientID: "manual", BUName: "web", Via: "cli"}, 400, `want "mcp" or none`},
+		{"bad via", api.EnsureRequest{Kind: api.KindWeb, ClientID: "manual", BUName: "web", Via: "cli"}, 400, `want "mcp", "cdp" or none`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,111 @@
+package manager_test
+
+import (
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"vibebrowser/manager/api"
+)
+
+// The agents' socket (SPEC §14): anyone may connect; a call needs a live task token, presented by the store's
+// agent user (here, with no agent user, the manager's own), for its own store and task; the owner's routes are
+// not served there.
+func TestAgentSocketRules(t *testing.T) {
+	d := startDaemon(t, nil, true)
+	sock := filepath.Join(d.home, api.AgentSocketRel)
+	if fi, err := os.Stat(sock); err != nil || fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o666 {
+		t.Fatalf("agent socket %v, %v; want a 0666 socket", fi, err)
+	}
+	acme, err := d.client.CreateStore(bg, api.StoreSpec{Name: "Acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bolt, err := d.client.CreateStore(bg, api.StoreSpec{Name: "Bolt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const task, other = "a1b2c3d4-0001", "b2c3d4e5-0002"
+	tok, err := d.client.MintTaskToken(bg, task, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !api.ValidTaskToken(tok.Token) || tok.StoreID != acme.ID || tok.Slug != "acme" || tok.AgentUser != "" {
+		t.Fatalf("minted %+v; want a token for task %s on acme, with no agent user", tok, task)
+	}
+	if tt, err := d.client.GetTask(bg, task); err != nil || tt.Status != "running" {
+		t.Errorf("the minted task is %+v, %v; want it registered as running", tt, err)
+	}
+	as := func(token string) *api.Client { return &api.Client{Socket: sock, Token: token} }
+	ev := func(store, task string) api.Event { return api.Event{Kind: "note", StoreID: store, TaskID: task} }
+	if err := as(tok.Token).ReportEvent(bg, ev(acme.ID, task)); err != nil {
+		t.Errorf("the task's own event: %v", err)
+	}
+	if _, err := as(tok.Token).ListDownloads(bg, task, ""); err != nil {
+		t.Errorf("the task's own downloads: %v", err)
+	}
+	tests := []struct {
+		name   string
+		call   func() error
+		status int
+		want   string
+	}{
+		{"no token", func() error { return as("").ReportEvent(bg, ev(acme.ID, task)) }, http.StatusUnauthorized, "Authorization: Bearer"},
+		{"a token never minted", func() error { return as("0123456789abcdef0123456789abcdef").ReportEvent(bg, ev(acme.ID, task)) }, http.StatusUnauthorized, "never minted"},
+		{"another store", func() error { return as(tok.Token).ReportEvent(bg, ev(bolt.ID, task)) }, http.StatusForbidden, "only for its own store"},
+		{"the web browser", func() error { return as(tok.Token).ReportEvent(bg, ev("", task)) }, http.StatusForbidden, "only for its own store"},
+		{"another task", func() error { return as(tok.Token).ReportEvent(bg, ev(acme.ID, other)) }, http.StatusForbidden, "only as itself"},
+		{"another task's downloads", func() error { _, err := as(tok.Token).ListDownloads(bg, other, ""); return err }, http.StatusForbidden, "only its own downloads"},
+		{"another task's client", func() error {
+			_, err := as(tok.Token).EnsureSession(bg, api.EnsureRequest{Kind: api.KindStore, StoreID: acme.ID, ClientID: other, BUName: "x", TaskID: task, Via: api.ViaCDP})
+			return err
+		}, http.StatusForbidden, "its own clients only"},
+		{"an owner's route", func() error { _, err := as(tok.Token).ListStores(bg); return err }, http.StatusForbidden, "is not served on run/agent.sock"},
+		{"a UI login code", func() error { _, err := as(tok.Token).UILogin(bg); return err }, http.StatusForbidden, "is not served on run/agent.sock"},
+		{"minting a token", func() error { _, err := as(tok.Token).MintTaskToken(bg, other, "acme"); return err }, http.StatusForbidden, "is not served on run/agent.sock"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { wantAPIError(t, tt.call(), tt.status, tt.want) })
+	}
+	// A task that ended takes its token with it.
+	if _, err := d.client.PutTask(bg, task, api.TaskUpdate{Store: "acme", Status: "completed"}); err != nil {
+		t.Fatal(err)
+	}
+	wantAPIError(t, as(tok.Token).ReportEvent(bg, ev(acme.ID, task)), http.StatusUnauthorized, "its task has ended")
+}
+
+// With an agent user, only that user may present the store's tokens: the manager's own user is refused.
+func TestAgentSocketPeerMustBeTheAgentUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("agent users need a root manager; CI runs as root")
+	}
+	const user = "vbtest-agent-a"
+	systemUser(t, user)
+	systemUser(t, "vbtest-browser")
+	d := startDaemon(t, map[string]string{"VIBE_BROWSER_USER": "vbtest-browser"}, true)
+	acme, err := d.client.CreateStore(bg, api.StoreSpec{Name: "Acme", AgentUser: user})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := d.client.MintTaskToken(bg, "a1b2c3d4-0001", "acme")
+	if err != nil || tok.AgentUser != user {
+		t.Fatalf("minted %+v, %v; want the agent user %s named", tok, err, user)
+	}
+	c := &api.Client{Socket: filepath.Join(d.home, api.AgentSocketRel), Token: tok.Token}
+	err = c.ReportEvent(bg, api.Event{Kind: "note", StoreID: acme.ID, TaskID: "a1b2c3d4-0001"})
+	wantAPIError(t, err, http.StatusForbidden, "only its agent user ("+user)
+}
+
+// systemUser makes an unprivileged system user once per machine (useradd --system, idempotently).
+func systemUser(t *testing.T, name string) {
+	t.Helper()
+	if exec.Command("id", name).Run() == nil {
+		return
+	}
+	out, err := exec.Command("useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name).CombinedOutput()
+	if err != nil && exec.Command("id", name).Run() != nil { // a parallel test may have made it meanwhile
+		t.Fatalf("useradd %s: %v: %s", name, err, out)
+	}
+}
