@@ -208,7 +208,7 @@ func TestPrepareProfile(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			moved, err := prepareProfile(profile)
+			moved, err := prepareProfile(profile, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

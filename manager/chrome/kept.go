@@ -41,26 +41,37 @@ func launchKept(ctx context.Context, o Options, args []string, log zerolog.Logge
 		return nil, nil, fmt.Errorf("keeper run directory: %w", err)
 	}
 	idPath := keeper.IdentityPath(o.RunDir, o.Key)
-	if err := errors.Join(removeIfThere(idPath), removeIfThere(keeper.SocketPath(o.RunDir, o.Key))); err != nil {
+	logPath := keeper.LogPath(o.RunDir, o.Key)
+	if err := errors.Join(removeIfThere(idPath), removeIfThere(keeper.SocketPath(o.RunDir, o.Key)), removeIfThere(logPath)); err != nil {
 		return nil, nil, fmt.Errorf("remove a stale keeper's files: %w", err)
 	}
-	logPath := keeper.LogPath(o.RunDir, o.Key)
-	out, err := os.OpenFile(logPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	// A fresh file, never through a name the folder's user left there (a symlink to a file of root's).
+	out, err := os.OpenFile(logPath, os.O_CREATE|os.O_EXCL|os.O_WRONLY|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, nil, fmt.Errorf("keeper log: %w", err)
+	}
+	if o.User != nil {
+		if err := out.Chown(o.User.UID, o.User.GID); err != nil {
+			out.Close()
+			return nil, nil, fmt.Errorf("keeper log: %w", err)
+		}
 	}
 	argv := append(append([]string{}, o.Keeper[1:]...), keeper.Command(keeper.Config{
 		Key: o.Key, RunDir: o.RunDir, Profile: o.ProfileDir, Binary: o.Binary, Args: args,
 		ForwardPort: o.Identity.ForwardPort, ForwardStore: o.Identity.Store,
 	})...)
 	cmd := exec.Command(o.Keeper[0], argv...)
-	cmd.Env = o.Identity.env()
+	cmd.Env = environ(o)
 	cmd.Stdout, cmd.Stderr = out, out
 	if o.Identity.Proxy != "" {
 		cmd.Stdin = strings.NewReader(o.Identity.Proxy + "\n") // the forwarder's upstream: in no argv, no file
 	}
-	// Its own session: the manager's terminal and its signals never reach the keeper, which outlives it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	// Its own session: the manager's terminal and its signals never reach the keeper, which outlives it. As
+	// the browser user it starts in its own folder: the manager's working folder may be closed to it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: credential(o.User)}
+	if o.User != nil {
+		cmd.Dir = o.RunDir
+	}
 	err = cmd.Start()
 	out.Close()
 	if err != nil {
@@ -84,9 +95,18 @@ func launchKept(ctx context.Context, o Options, args []string, log zerolog.Logge
 		}
 		return nil, p.Stderr(), err
 	}
-	return awaitReady(ctx, o, p, fail, "its keeper wrote no identity", "keeper ", func(context.Context) bool {
+	uid := os.Geteuid()
+	if o.User != nil {
+		uid = o.User.UID
+	}
+	return awaitReady(ctx, o, p, fail, "its keeper wrote no identity", "keeper ", func(rctx context.Context) bool {
 		id, err := keeper.ReadIdentity(idPath)
 		if err != nil || id.KeeperPID != cmd.Process.Pid {
+			return false
+		}
+		// The file is the keeper's user's to write: its browser is the keeper's own child before it is ours.
+		if err := keptBrowser(rctx, id, uid); err != nil {
+			log.Debug().Err(err).Msg("the keeper's identity does not hold yet")
 			return false
 		}
 		p.setBrowser(id)
@@ -178,7 +198,7 @@ func (p *Process) killKept() error {
 
 // keptStderr is the last lines the keeper and its browser wrote.
 func (p *Process) keptStderr() []string {
-	f, err := os.Open(p.keeper.log)
+	f, err := keeper.OpenLog(p.keeper.log)
 	if err != nil {
 		return nil
 	}
@@ -192,7 +212,9 @@ func (p *Process) keptStderr() []string {
 // keeper's identity file in runDir for key: of this format, naming this socket and profileDir, its browser the
 // one recorded (pid and startTime), keeper and browser both alive with their recorded start times, the
 // browser's command line naming the profile, and the keeper's socket answering with a hello from that keeper
-// about that browser. A failed check wraps ErrNotAdoptable and says which; nothing is signalled.
+// about that browser. Since the file is the keeper's to write, the process table must agree too (trust.go):
+// keeper and browser run as the owner of runDir, the browser the keeper's child, leading its own group. A
+// failed check wraps ErrNotAdoptable and says which; nothing is signalled.
 func AdoptKept(ctx context.Context, runDir, key string, pid int, startTime int64, profileDir string, log zerolog.Logger) (*Process, error) {
 	profile, err := filepath.Abs(profileDir)
 	if err != nil {
@@ -200,6 +222,10 @@ func AdoptKept(ctx context.Context, runDir, key string, pid int, startTime int64
 	}
 	notAdoptable := func(format string, a ...any) error {
 		return fmt.Errorf("adopt pid %d: %s: %w", pid, fmt.Sprintf(format, a...), ErrNotAdoptable)
+	}
+	uid, err := dirOwner(runDir)
+	if err != nil {
+		return nil, notAdoptable("the keeper's folder: %v", err)
 	}
 	socket := keeper.SocketPath(runDir, key)
 	id, err := keeper.ReadIdentity(keeper.IdentityPath(runDir, key))
@@ -221,6 +247,12 @@ func AdoptKept(ctx context.Context, runDir, key string, pid int, startTime int64
 		return nil, notAdoptable("start time %d, want %d (pid reused)", info.Start, startTime)
 	case !namesProfile(info.Cmdline, profile):
 		return nil, notAdoptable("command line does not name --user-data-dir=%s", profile)
+	}
+	if err := runsAs(ctx, id.KeeperPID, uid); err != nil {
+		return nil, notAdoptable("keeper: %v", err)
+	}
+	if err := keptBrowser(ctx, id, uid); err != nil {
+		return nil, notAdoptable("%v", err)
 	}
 	nc, _, hello, err := pipewire.Dial(ctx, socket)
 	if err != nil {
@@ -246,12 +278,21 @@ func AdoptKept(ctx context.Context, runDir, key string, pid int, startTime int64
 
 // StopStray stops the keeper of key in runDir that no manager adopted (its record lost, or naming another
 // browser), with its browser, as Stop would: its pipe would otherwise hold the profile for ever. An identity
-// file whose keeper is gone is removed with its socket. It reports whether a keeper was stopped.
+// file whose keeper is gone is removed with its socket. Only a keeper running as the owner of runDir is
+// signalled, and its browser's group only when the process table agrees with the file (trust.go); a keeper
+// of another user is an error and is left alone. It reports whether a keeper was stopped.
 func StopStray(ctx context.Context, runDir, key string, log zerolog.Logger) (bool, error) {
 	idPath := keeper.IdentityPath(runDir, key)
 	id, err := keeper.ReadIdentity(idPath)
 	if err != nil || !procid.LiveAs(ctx, id.KeeperPID, id.KeeperStart) {
 		return false, errors.Join(removeIfThere(idPath), removeIfThere(keeper.SocketPath(runDir, key)))
+	}
+	uid, err := dirOwner(runDir)
+	if err != nil {
+		return false, fmt.Errorf("stray keeper %d: its folder: %w", id.KeeperPID, err)
+	}
+	if err := runsAs(ctx, id.KeeperPID, uid); err != nil {
+		return false, fmt.Errorf("stray keeper %d in %s not stopped: %w (its identity file names another's process)", id.KeeperPID, runDir, err)
 	}
 	p := &Process{
 		keeper:  &keeperRef{pid: id.KeeperPID, start: id.KeeperStart, socket: id.Socket},
@@ -260,6 +301,11 @@ func StopStray(ctx context.Context, runDir, key string, log zerolog.Logger) (boo
 		done:    make(chan struct{}),
 	}
 	p.setBrowser(id)
+	if err := keptBrowser(ctx, id, uid); err != nil {
+		// The keeper is ours to stop; a group the file names and the process table does not confirm is not.
+		log.Warn().Err(err).Int("keeper_pid", id.KeeperPID).Msg("stray keeper: its browser's group is not signalled")
+		p.pid, p.pgid, p.useGroup = 0, 0, false
+	}
 	return true, p.stopKept(ctx)
 }
 

@@ -11,9 +11,10 @@ import (
 	"syscall"
 	"time"
 
-	"vibebrowser/manager/procid"
-
 	"github.com/rs/zerolog"
+
+	"vibebrowser/manager/procid"
+	"vibebrowser/osuser"
 )
 
 // Launch defaults.
@@ -42,7 +43,16 @@ type Options struct {
 	Binary     string // from Find
 	ProfileDir string // --user-data-dir (created 0700); made absolute
 	Headless   bool   // --headless (and --disable-gpu)
-	NoSandbox  bool   // --no-sandbox; the caller sets it only when running as root (os.Geteuid()==0)
+	// NoSandbox is --no-sandbox: the caller sets it only when Chromium runs as root (os.Geteuid()==0 and no
+	// User). As any other user Chromium keeps its sandbox (user namespaces).
+	NoSandbox bool
+	// User, when set, is the store's browser user (SPEC §14), whom the browser runs as; the manager must be
+	// root. On the pipe the keeper is started as User and starts Chromium as itself; on a port Chromium is.
+	// Launch makes the profile User's (every file in it, when its top folder was someone else's) and RunDir
+	// User's, both 0700, gives it HOME=<profile>/.home and none of the manager's own folders, and checks that
+	// User may reach the binaries and folders. nil: the manager's own user, as before (a root manager takes
+	// back a profile a former browser user owns).
+	User *osuser.User
 	// Transport is the DevTools transport; "" means TransportPipe.
 	Transport Transport
 	// Keeper is the command that runs a keeper (keeper.Main), e.g. the vibe-browser executable and "keep";
@@ -102,6 +112,9 @@ func Launch(ctx context.Context, o Options) (*Process, error) {
 	if o.Transport == TransportPipe && (len(o.Keeper) == 0 || o.RunDir == "" || o.Key == "") {
 		return nil, fmt.Errorf("launch: the pipe needs a keeper command, a run directory and a key: %w", ErrInvalid)
 	}
+	if o.User != nil && os.Geteuid() != 0 {
+		return nil, fmt.Errorf("launch: running the browser as user %s needs the manager to run as root: %w", o.User.Name, ErrInvalid)
+	}
 	args, err := buildArgs(o)
 	if err != nil {
 		return nil, fmt.Errorf("launch: %w", err)
@@ -109,13 +122,32 @@ func Launch(ctx context.Context, o Options) (*Process, error) {
 	if err := os.MkdirAll(profile, 0o700); err != nil {
 		return nil, fmt.Errorf("launch: %w", err)
 	}
+	own := filesOwner(o)
+	if own != nil {
+		if err := ownProfile(profile, *own); err != nil {
+			return nil, fmt.Errorf("launch: the profile's owner: %w", err)
+		}
+	}
 	log := o.Log.With().Str("profile", profile).Logger()
 	if err := clearSingletons(profile); err != nil {
 		return nil, fmt.Errorf("launch: %w", err)
 	}
-	moved, err := prepareProfile(profile)
+	moved, err := prepareProfile(profile, own)
 	if err != nil {
 		return nil, fmt.Errorf("launch: %w", err)
+	}
+	if o.User != nil {
+		if err := ownDir(userHome(profile), *own); err != nil {
+			return nil, fmt.Errorf("launch: the browser's HOME: %w", err)
+		}
+		if o.Transport == TransportPipe {
+			if err := ownDir(o.RunDir, *own); err != nil {
+				return nil, fmt.Errorf("launch: the keeper's folder: %w", err)
+			}
+		}
+		if err := mayRun(o); err != nil {
+			return nil, fmt.Errorf("launch: %w", err)
+		}
 	}
 	if moved != "" {
 		log.Warn().Str("moved_to", moved).Msg("unreadable Preferences moved aside; Chromium starts with defaults")
@@ -160,12 +192,15 @@ func launchOnce(ctx context.Context, o Options, args []string, log zerolog.Logge
 		return nil, nil, fmt.Errorf("stderr pipe: %w", err)
 	}
 	cmd := exec.Command(o.Binary, args...)
-	cmd.Env = o.Identity.env()
+	cmd.Env = environ(o)
 	cmd.Stdout = w
 	cmd.Stderr = w
 	// Own group: one signal reaches the browser and every helper it forks, and the manager's terminal
-	// signals do not.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// signals do not. As its user it starts in its HOME: the manager's working folder may be closed to it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: credential(o.User)}
+	if o.User != nil {
+		cmd.Dir = userHome(o.ProfileDir)
+	}
 	if err := cmd.Start(); err != nil {
 		r.Close()
 		w.Close()

@@ -3,41 +3,63 @@ package chrome
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
-
-	"vibebrowser/manager/atomicfile"
 )
 
 // restoreLastSession is Chromium's session.restore_on_startup value for "continue where you left off".
 const restoreLastSession = 1
 
+// maxPrefs bounds the Preferences file the manager reads: Chromium's is well under a megabyte, and a larger
+// one is treated as unreadable (moved aside) rather than loaded into the manager.
+const maxPrefs = 32 << 20
+
 // prepareProfile makes the profile restore its previous session: it sets session.restore_on_startup = 1 in
 // <profile>/Default/Preferences, keeping every other preference, and marks the last exit clean so a killed
-// browser does not come back behind a "didn't shut down correctly" bubble. The file is written atomically.
-// It returns the path of a corrupt Preferences file it moved aside, or "".
-func prepareProfile(profileDir string) (movedAside string, err error) {
-	dir := filepath.Join(profileDir, "Default")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+// browser does not come back behind a "didn't shut down correctly" bubble. The file is written atomically,
+// from inside the profile (profilefiles.go), and with Default given to own when own is not nil. It returns
+// the path of a corrupt Preferences file it moved aside, or "".
+func prepareProfile(profileDir string, own *owner) (movedAside string, err error) {
+	root, err := os.OpenRoot(profileDir)
+	if err != nil {
 		return "", fmt.Errorf("prepare profile: %w", err)
 	}
-	path := filepath.Join(dir, "Preferences")
-	prefs := map[string]json.RawMessage{}
-	data, err := os.ReadFile(path)
-	switch {
-	case err == nil:
-		if jerr := json.Unmarshal(data, &prefs); jerr != nil || prefs == nil {
-			// Chromium itself resets an unreadable Preferences file; keep the bytes for a human.
-			movedAside = path + ".corrupt"
-			if err := os.Rename(path, movedAside); err != nil {
-				return "", fmt.Errorf("prepare profile: move corrupt Preferences aside: %w", err)
-			}
-			prefs = map[string]json.RawMessage{}
-		}
-	case os.IsNotExist(err):
-	default:
+	defer root.Close()
+	if err := root.MkdirAll("Default", 0o700); err != nil {
 		return "", fmt.Errorf("prepare profile: %w", err)
+	}
+	if own != nil {
+		if err := root.Lchown("Default", own.uid, own.gid); err != nil {
+			return "", fmt.Errorf("prepare profile: %w", err)
+		}
+	}
+	name := filepath.Join("Default", "Preferences")
+	prefs := map[string]json.RawMessage{}
+	corrupt := false
+	fi, err := root.Lstat(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return "", fmt.Errorf("prepare profile: %w", err)
+	case !fi.Mode().IsRegular():
+		corrupt = true // a symlink or a FIFO is no file of Chromium's
+	default:
+		data, err := readIn(root, name, maxPrefs)
+		if err != nil && !errors.Is(err, errTooLarge) {
+			return "", fmt.Errorf("prepare profile: %w", err)
+		}
+		corrupt = err != nil || json.Unmarshal(data, &prefs) != nil || prefs == nil
+	}
+	if corrupt {
+		// Chromium itself resets an unreadable Preferences file; keep the bytes for a human.
+		if err := root.Rename(name, name+".corrupt"); err != nil {
+			return "", fmt.Errorf("prepare profile: move corrupt Preferences aside: %w", err)
+		}
+		movedAside = filepath.Join(profileDir, name+".corrupt")
+		prefs = map[string]json.RawMessage{}
 	}
 	if err := setNested(prefs, "session", "restore_on_startup", restoreLastSession); err != nil {
 		return movedAside, err
@@ -54,7 +76,7 @@ func prepareProfile(profileDir string) (movedAside string, err error) {
 	if err := enc.Encode(prefs); err != nil {
 		return movedAside, fmt.Errorf("prepare profile: %w", err)
 	}
-	if err := atomicfile.Write(path, buf.Bytes(), 0o600); err != nil {
+	if err := writeIn(root, name, buf.Bytes(), own); err != nil {
 		return movedAside, fmt.Errorf("prepare profile: %w", err)
 	}
 	return movedAside, nil

@@ -56,9 +56,15 @@ func clearSingletons(profileDir string) error {
 	return nil
 }
 
-// readDevToolsActivePort returns the port and browser websocket path Chromium wrote into the profile.
+// readDevToolsActivePort returns the port and browser websocket path Chromium wrote into the profile (read
+// from inside it: profilefiles.go).
 func readDevToolsActivePort(profileDir string) (port int, wsPath string, err error) {
-	data, err := os.ReadFile(filepath.Join(profileDir, devToolsActivePort))
+	root, err := os.OpenRoot(profileDir)
+	if err != nil {
+		return 0, "", err
+	}
+	defer root.Close()
+	data, err := readIn(root, devToolsActivePort, 4<<10)
 	if err != nil {
 		return 0, "", err
 	}

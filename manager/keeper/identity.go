@@ -54,7 +54,7 @@ type ForwardStatus struct {
 // ReadForwardStatus reads the forwarder's status file; no file is no failure (a zero ForwardStatus).
 func ReadForwardStatus(path string) (ForwardStatus, error) {
 	var st ForwardStatus
-	b, err := os.ReadFile(path)
+	b, err := readSmall(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return st, nil
 	}
@@ -64,9 +64,10 @@ func ReadForwardStatus(path string) (ForwardStatus, error) {
 	return st, json.Unmarshal(b, &st)
 }
 
-// ReadIdentity reads an identity file; one of another format is an error naming both.
+// ReadIdentity reads an identity file; one of another format is an error naming both. Like OpenLog it reads
+// only a regular file, never through a symlink.
 func ReadIdentity(path string) (Identity, error) {
-	b, err := os.ReadFile(path)
+	b, err := readSmall(path)
 	if err != nil {
 		return Identity{}, err
 	}
