@@ -44,23 +44,25 @@ func (f *Fleet) Boot(ctx context.Context) error {
 	return f.bindEndpoints(ctx)
 }
 
-// stopStrayKeepers stops the keepers left in run/ whose browsers were not adopted: nothing can reach those
-// browsers any more, and each holds its store's profile. Their tabs come back at the next start, which
-// restores the session Browser.close saved.
+// stopStrayKeepers stops the keepers left in run/ and run/keepers/*/ whose browsers were not adopted:
+// nothing can reach those browsers any more, and each holds its store's profile. Their tabs come back at the
+// next start, which restores the session Browser.close saved.
 func (f *Fleet) stopStrayKeepers(ctx context.Context) {
-	files, _ := filepath.Glob(keeper.IdentityPath(f.cfg.path("run"), "*"))
-	for _, file := range files {
-		key := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(file), "keep-"), ".json")
-		if f.Current(key) != nil {
-			continue
-		}
-		stopped, err := chrome.StopStray(ctx, f.cfg.path("run"), key, f.log.With().Str("browser", key).Logger())
-		if err != nil {
-			f.log.Warn().Str("browser", key).Err(err).Msg("stray keeper")
-		}
-		if stopped {
-			f.note(zerolog.WarnLevel, api.EventStrayClosed, key, api.Event{Message: "a browser left running " +
-				"by an earlier manager could not be adopted and was closed; its tabs come back at its next start"})
+	for _, dir := range f.cfg.keeperDirs() {
+		files, _ := filepath.Glob(keeper.IdentityPath(dir, "*"))
+		for _, file := range files {
+			key := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(file), "keep-"), ".json")
+			if in := f.Current(key); in != nil && in.KeeperDir() == dir {
+				continue
+			}
+			stopped, err := chrome.StopStray(ctx, dir, key, f.log.With().Str("browser", key).Logger())
+			if err != nil {
+				f.log.Warn().Str("browser", key).Str("dir", dir).Err(err).Msg("stray keeper")
+			}
+			if stopped {
+				f.note(zerolog.WarnLevel, api.EventStrayClosed, key, api.Event{Message: "a browser left running " +
+					"by an earlier manager could not be adopted and was closed; its tabs come back at its next start"})
+			}
 		}
 	}
 }

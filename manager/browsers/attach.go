@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"vibebrowser/manager/apierr"
 	"vibebrowser/mux"
+	"vibebrowser/osuser"
 	"vibebrowser/state"
 )
 
@@ -17,6 +20,14 @@ func (f *Fleet) attachMux(ctx context.Context, s *slot, sp Spec, be backend, h h
 	ep, err := f.endpointLocked(ctx, s, sp)
 	if err != nil {
 		return nil, err
+	}
+	users, err := f.cfg.Users(sp)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", apierr.ErrUnavailable, err)
+	}
+	browserUser, err := f.browserUser(sp, h, users)
+	if err != nil {
+		return nil, fmt.Errorf("%w: who %s's browser runs as: %v", apierr.ErrUnavailable, sp.Name, err)
 	}
 	if !h.Adopted() {
 		// A fresh browser has none of the old tabs; forget their owners.
@@ -50,6 +61,8 @@ func (f *Fleet) attachMux(ctx context.Context, s *slot, sp Spec, be backend, h h
 		DownloadDir: f.cfg.path("downloads", sp.Slug),
 		Home:        f.cfg.Home,
 		AgentDir:    f.cfg.path("agents", sp.Slug),
+		Agent:       users.Agent,
+		Browser:     browserUser,
 		TabCap:      tabCap,
 		MaxClients:  f.cfg.MuxMaxClients,
 		Grace:       grace,
@@ -89,6 +102,31 @@ func (f *Fleet) attachMux(ctx context.Context, s *slot, sp Spec, be backend, h h
 	}
 	f.saveVersion(sp.Key, mx)
 	return in, nil
+}
+
+// browserUser is who h's Chromium runs as, for its mux: for a browser on the pipe, its keeper's folder says
+// (an adopted browser may run as the browser user of an earlier setting); for one on a port, the store's
+// browser user if this manager launched it. nil is the manager's own user, or a browser of someone else's
+// (Ziniao, cdp).
+func (f *Fleet) browserUser(sp Spec, h handle, users Users) (*osuser.User, error) {
+	if sp.Backend != state.BackendChrome {
+		return nil, nil
+	}
+	socket, onPipe := strings.CutPrefix(h.Endpoint(), "unix:")
+	switch {
+	case !onPipe && h.Adopted():
+		return nil, nil // launched on a port by a manager that ran no browser as another user
+	case !onPipe:
+		return users.Browser, nil
+	}
+	dir := filepath.Dir(filepath.Clean(socket))
+	if dir == filepath.Clean(f.cfg.path("run")) {
+		return nil, nil
+	}
+	if name := filepath.Base(dir); users.Browser == nil || users.Browser.Name != name {
+		return osuser.Lookup(name)
+	}
+	return users.Browser, nil
 }
 
 // recordRunning records sp's browser as running on h, so the next manager can adopt it.

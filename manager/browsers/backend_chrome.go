@@ -33,6 +33,21 @@ func (b *chromeBackend) launch(ctx context.Context, sp Spec) (handle, error) {
 		}
 		keeperCmd = []string{exe, "keep"}
 	}
+	users, err := b.cfg.Users(sp)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", apierr.ErrUnavailable, err)
+	}
+	if users.Bounded() && b.cfg.ChromeTransport == chrome.TransportPort {
+		return nil, fmt.Errorf("%w: %s is an OS boundary (agent user %s), and a browser on a debugging port is "+
+			"reachable by every local user: it needs VIBE_CHROME_TRANSPORT=pipe (the default), not port",
+			apierr.ErrUnavailable, sp.Name, users.Agent.Name)
+	}
+	runDir := b.cfg.path("run")
+	if users.Browser != nil {
+		if runDir, err = b.cfg.layOutBrowser(sp, users.Browser); err != nil {
+			return nil, fmt.Errorf("%w: %s runs as browser user %s: %v", apierr.ErrUnavailable, sp.Name, users.Browser.Name, err)
+		}
+	}
 	id, err := b.identity(ctx, sp)
 	if err != nil {
 		return nil, err
@@ -42,12 +57,14 @@ func (b *chromeBackend) launch(ctx context.Context, sp Spec) (handle, error) {
 		Binary:     bin,
 		ProfileDir: b.cfg.path("profiles", sp.Slug),
 		Headless:   b.cfg.headless(sp.Opts.Headless),
-		NoSandbox:  os.Geteuid() == 0,
-		Transport:  b.cfg.ChromeTransport,
-		Keeper:     keeperCmd,
-		RunDir:     b.cfg.path("run"),
-		Key:        sp.Key,
-		Log:        b.log.With().Str("browser", sp.Key).Logger(),
+		// As root Chromium's sandbox cannot start; as its browser user it keeps it (user namespaces).
+		NoSandbox: os.Geteuid() == 0 && users.Browser == nil,
+		User:      users.Browser,
+		Transport: b.cfg.ChromeTransport,
+		Keeper:    keeperCmd,
+		RunDir:    runDir,
+		Key:       sp.Key,
+		Log:       b.log.With().Str("browser", sp.Key).Logger(),
 	})
 }
 
@@ -86,14 +103,20 @@ func (b *chromeBackend) identity(ctx context.Context, sp Spec) (chrome.Identity,
 
 // adopt checks the recorded identity: the pid alive with its start time, its command line naming our
 // profile dir, and CDP answering; on the pipe through its keeper, whose identity file and hello must name
-// that browser. A browser an older manager started on a port is adopted on its port.
+// that browser, found in the folder of the recorded socket (run/, or its browser user's in run/keepers/,
+// whatever the store's setting says now). A browser an older manager started on a port is adopted on its
+// port.
 func (b *chromeBackend) adopt(ctx context.Context, sp Spec, rec state.BrowserSession) (handle, error) {
 	if rec.PID <= 0 || rec.PIDStartTime.IsZero() {
 		return nil, fmt.Errorf("%w: no process identity recorded", errNotAdoptable)
 	}
 	log := b.log.With().Str("browser", sp.Key).Logger()
 	if strings.HasPrefix(rec.CDPEndpoint, "unix:") {
-		return chrome.AdoptKept(ctx, b.cfg.path("run"), sp.Key, rec.PID, rec.PIDStartTime.UnixMilli(),
+		dir, err := b.cfg.keeperDirOf(rec.CDPEndpoint, sp.Key)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", errNotAdoptable, err)
+		}
+		return chrome.AdoptKept(ctx, dir, sp.Key, rec.PID, rec.PIDStartTime.UnixMilli(),
 			b.cfg.path("profiles", sp.Slug), log)
 	}
 	return chrome.Adopt(ctx, rec.PID, rec.PIDStartTime.UnixMilli(), b.cfg.path("profiles", sp.Slug), log)

@@ -2,6 +2,8 @@ package browsers
 
 import (
 	"context"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -141,6 +143,17 @@ func (in *Instance) KeeperPID() int {
 		return k.KeeperPID()
 	}
 	return 0
+}
+
+// KeeperDir is the folder of the keeper holding the browser's pipe, where its socket, identity, log and
+// forwarder status are (keeper.ForwardStatusPath): run/, or run/keepers/<browser user>/; "" for a browser on
+// a port or someone else's.
+func (in *Instance) KeeperDir() string {
+	socket, ok := strings.CutPrefix(in.browser.Endpoint(), "unix:")
+	if !ok {
+		return ""
+	}
+	return filepath.Dir(socket)
 }
 
 // StartedAt is when this browser was started (or adopted, or relaunched).
