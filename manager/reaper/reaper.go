@@ -7,7 +7,9 @@
 // and started no later than the pid file was written. Anything less means the file is stale (the daemon died,
 // or its pid now belongs to another program) and only the files are removed. A proven daemon whose session
 // name carries a task tail after a known slug is stopped (SIGTERM, a bounded wait, SIGKILL) when that task is
-// no longer active; every other daemon is kept.
+// no longer active; every other daemon is kept. A store that is an OS boundary keeps its daemons' files in its
+// own folder of the runtime dir, its agent user's (places.go): those are read too, each proving a daemon of
+// its folder's owner only.
 package reaper
 
 import (
@@ -113,7 +115,7 @@ func owns(dir string) (bool, error) {
 
 // Config is one reaper's setup. The zero values of the bounds mean their defaults.
 type Config struct {
-	Dir      string                  // BH_RUNTIME_DIR ($VIBE_HOME/r); must hold the marker
+	Dir      string                  // BH_RUNTIME_DIR ($VIBE_HOME/r); must hold the marker; its <slug>/ folders are read too
 	Slugs    func() []string         // known store slugs; "web" is always known; nil means none
 	Active   func(task8 string) bool // whether the task whose id starts with task8 is active; required by Pass
 	MaxKills int                     // daemons signalled per pass (DefaultMaxKills); the rest wait for the next pass
@@ -185,6 +187,7 @@ type pidFile struct {
 	mtime     time.Time
 	pid       int
 	start     int64 // of the live daemon, ms since the epoch
+	uid       int   // the user the daemon must run as: the owner of the pid file's folder
 	signalled bool
 }
 
@@ -200,7 +203,7 @@ func run(ctx context.Context, cfg Config, mine func(name string) bool, stop func
 	if !ok {
 		return res, fmt.Errorf("reaper: %s has no %s: %w", cfg.Dir, MarkerName, ErrNotOwned)
 	}
-	entries, err := os.ReadDir(cfg.Dir)
+	entries, err := pidFiles(cfg.Dir, slugs)
 	if err != nil {
 		return res, fmt.Errorf("reaper: %w", err)
 	}
@@ -209,9 +212,8 @@ func run(ctx context.Context, cfg Config, mine func(name string) bool, stop func
 	var errs []error
 	deferred := 0
 	for i, e := range entries {
-		name, found := strings.CutPrefix(e.Name(), "bu-")
-		name, isPid := strings.CutSuffix(name, ".pid")
-		if !found || !isPid || !e.Type().IsRegular() || !mine(name) {
+		name := e.name
+		if !mine(name) {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
@@ -222,7 +224,7 @@ func run(ctx context.Context, cfg Config, mine func(name string) bool, stop func
 				Msg("reaper pass time bound reached; the rest waits for the next pass")
 			break
 		}
-		pf, live, err := examine(cfg.Dir, name, log)
+		pf, live, err := examine(e.place, name, log)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -264,12 +266,13 @@ func run(ctx context.Context, cfg Config, mine func(name string) bool, stop func
 }
 
 // examine reads one pid file and the process it names. pf is nil when there is nothing to do (the file went
-// away, or it is young and not yet readable); live reports a proven daemon.
-func examine(dir, name string, log zerolog.Logger) (pf *pidFile, live bool, err error) {
+// away, or it is young and not yet readable); live reports a proven daemon, of the user its place proves.
+func examine(pl place, name string, log zerolog.Logger) (pf *pidFile, live bool, err error) {
 	pf = &pidFile{
 		name:     name,
-		pidPath:  filepath.Join(dir, "bu-"+name+".pid"),
-		sockPath: filepath.Join(dir, "bu-"+name+".sock"),
+		pidPath:  filepath.Join(pl.dir, "bu-"+name+".pid"),
+		sockPath: filepath.Join(pl.dir, "bu-"+name+".sock"),
+		uid:      pl.uid,
 	}
 	pf.data, pf.mtime, err = readStamped(pf.pidPath)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -297,6 +300,10 @@ func examine(dir, name string, log zerolog.Logger) (pf *pidFile, live bool, err 
 	case !p.daemon:
 		plog.Info().Msg("removing pid file whose pid now belongs to another program")
 		return pf, false, nil
+	case p.uid != pl.uid:
+		plog.Info().Int("uid", p.uid).Int("folder_uid", pl.uid).
+			Msg("removing pid file that names another user's process: a pid file proves a daemon of its folder's owner only")
+		return pf, false, nil
 	case time.UnixMilli(p.start).After(pf.mtime.Add(startSlack)):
 		plog.Info().Time("started", time.UnixMilli(p.start)).Time("pid_file", pf.mtime).
 			Msg("removing pid file older than the process holding its pid (pid reused)")
@@ -306,9 +313,10 @@ func examine(dir, name string, log zerolog.Logger) (pf *pidFile, live bool, err 
 	return pf, true, nil
 }
 
-// readStamped reads a file with its mtime.
+// readStamped reads a file with its mtime. A store's own folder is its agent user's, and the reaper may be
+// root: a symlink there is not followed and a FIFO not waited on, so anything but a regular file is an error.
 func readStamped(path string) ([]byte, time.Time, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
@@ -316,6 +324,9 @@ func readStamped(path string) ([]byte, time.Time, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, time.Time{}, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, time.Time{}, fmt.Errorf("%s is not a regular file", path)
 	}
 	// A pid file is a few bytes; anything much larger is not one and need not be read whole.
 	buf := make([]byte, 64)
@@ -358,7 +369,7 @@ func stopAll(ctx context.Context, termWait time.Duration, targets []*pidFile, lo
 			if !alive(t.pid, t.start) {
 				continue
 			}
-			switch err := signalIf(t.pid, t.start, sig); {
+			switch err := signalIf(t.pid, t.start, t.uid, sig); {
 			case err == nil:
 				t.signalled = true
 			case !errors.Is(err, errGone):

@@ -508,7 +508,7 @@ func TestSignalIfChecksIdentity(t *testing.T) {
 	if !ok || !p.daemon {
 		t.Fatalf("inspect(fake daemon) = %+v, %v; want a live daemon", p, ok)
 	}
-	if err := signalIf(d.pid, p.start-1000, syscall.SIGKILL); !errors.Is(err, errGone) {
+	if err := signalIf(d.pid, p.start-1000, os.Getuid(), syscall.SIGKILL); !errors.Is(err, errGone) {
 		t.Errorf("signalIf(wrong start time) = %v; want errGone", err)
 	}
 	if !d.alive() {
@@ -516,14 +516,17 @@ func TestSignalIfChecksIdentity(t *testing.T) {
 	}
 	plain := spawn(t, `exec sleep 300`, "sleep", true)
 	pp, _ := inspect(plain.pid)
-	if err := signalIf(plain.pid, pp.start, syscall.SIGKILL); !errors.Is(err, errGone) {
+	if err := signalIf(plain.pid, pp.start, os.Getuid(), syscall.SIGKILL); !errors.Is(err, errGone) {
 		t.Errorf("signalIf(not a daemon) = %v; want errGone", err)
 	}
-	if err := signalIf(d.pid, p.start, syscall.SIGKILL); err != nil {
+	if err := signalIf(d.pid, p.start, os.Getuid()+1, syscall.SIGKILL); !errors.Is(err, errGone) {
+		t.Errorf("signalIf(another user's) = %v; want errGone", err)
+	}
+	if err := signalIf(d.pid, p.start, os.Getuid(), syscall.SIGKILL); err != nil {
 		t.Fatalf("signalIf(daemon) = %v", err)
 	}
 	<-d.exited
-	if err := signalIf(d.pid, p.start, syscall.SIGKILL); !errors.Is(err, errGone) {
+	if err := signalIf(d.pid, p.start, os.Getuid(), syscall.SIGKILL); !errors.Is(err, errGone) {
 		t.Errorf("signalIf(exited) = %v; want errGone", err)
 	}
 }
