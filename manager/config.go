@@ -337,6 +337,12 @@ func (c *Config) StoreUsers(s state.Store) (agent, browser string, err error) {
 	return agent, browser, nil
 }
 
+// KeeperDirs is every folder keepers may have files in: run/ and each browser user's in run/keepers/.
+func (c *Config) KeeperDirs() []string {
+	bc := c.browsers()
+	return bc.KeeperDirs()
+}
+
 // HeadlessByDefault reports whether a Chromium store without its own setting (and the web browser) runs
 // headless: VIBE_HEADLESS, else headless when there is no display.
 func (c *Config) HeadlessByDefault() bool {

@@ -37,7 +37,7 @@ func (m *Manager) storeView(s state.Store) api.Store {
 	if in := m.fleet.Current(s.ID); in != nil {
 		v.Browser = api.BrowserState{Status: api.StatusRunning, PID: in.PID()}
 		if v.Proxy != "" {
-			if st, err := keeper.ReadForwardStatus(keeper.ForwardStatusPath(m.cfg.path("run"), s.ID)); err == nil && st.Error != "" {
+			if st, err := keeper.ReadForwardStatus(keeper.ForwardStatusPath(in.KeeperDir(), s.ID)); err == nil && st.Error != "" {
 				v.ProxyError = st.Error + " (since " + st.Since.Format(time.RFC3339) + ")"
 			}
 		}

@@ -48,7 +48,7 @@ func (f *Fleet) Boot(ctx context.Context) error {
 // nothing can reach those browsers any more, and each holds its store's profile. Their tabs come back at the
 // next start, which restores the session Browser.close saved.
 func (f *Fleet) stopStrayKeepers(ctx context.Context) {
-	for _, dir := range f.cfg.keeperDirs() {
+	for _, dir := range f.cfg.KeeperDirs() {
 		files, _ := filepath.Glob(keeper.IdentityPath(dir, "*"))
 		for _, file := range files {
 			key := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(file), "keep-"), ".json")

@@ -53,8 +53,8 @@ func (c *Config) keeperDirOf(endpoint, key string) (string, error) {
 	return dir, nil
 }
 
-// keeperDirs is every folder keepers may have left files in: run/ and each folder in run/keepers/.
-func (c *Config) keeperDirs() []string {
+// KeeperDirs is every folder keepers may have left files in: run/ and each folder in run/keepers/.
+func (c *Config) KeeperDirs() []string {
 	dirs := []string{c.path("run")}
 	ents, err := os.ReadDir(c.keepersDir())
 	if err != nil {

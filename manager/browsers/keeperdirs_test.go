@@ -127,12 +127,12 @@ func TestLayOutBrowser(t *testing.T) {
 			t.Errorf("%q: mode %v, %v; want %04o", path, fi.Mode().Perm(), err, want)
 		}
 	}
-	if dirs := c.keeperDirs(); len(dirs) != 1 {
+	if dirs := c.KeeperDirs(); len(dirs) != 1 {
 		t.Errorf("keeperDirs before any keeper folder = %q; want run/ alone", dirs)
 	}
 	os.Mkdir(dir, 0o700)
 	os.Symlink("/etc", filepath.Join(home, "run", "keepers", "planted"))
-	if dirs := c.keeperDirs(); len(dirs) != 2 || dirs[1] != dir {
+	if dirs := c.KeeperDirs(); len(dirs) != 2 || dirs[1] != dir {
 		t.Errorf("keeperDirs = %q; want run/ and %s (no symlink)", dirs, dir)
 	}
 

@@ -18,7 +18,7 @@ import (
 // names the keepers running, and a stale identity file of one that is gone.
 func (m *machine) transport() Check {
 	const name = "transport"
-	running, stale := keepers(m.cfg.Home)
+	running, stale := keepers(m.cfg.KeeperDirs())
 	kept := "no keeper running"
 	if len(running) > 0 {
 		kept = fmt.Sprintf("%d keeper(s) running: %s", len(running), strings.Join(running, ", "))
@@ -35,10 +35,14 @@ func (m *machine) transport() Check {
 	return ok(name, "launched browsers are on a pipe held by their keeper: nothing of theirs listens on TCP ("+kept+")")
 }
 
-// keepers reads the home's keeper identity files: "<key> (keeper pid P, browser pid B)" for each live keeper,
+// keepers reads the keeper identity files in dirs: "<key> (keeper pid P, browser pid B)" for each live keeper,
 // and the keys of those whose keeper is gone.
-func keepers(home string) (running, stale []string) {
-	files, _ := filepath.Glob(filepath.Join(home, "run", "keep-*.json"))
+func keepers(dirs []string) (running, stale []string) {
+	var files []string
+	for _, dir := range dirs {
+		found, _ := filepath.Glob(filepath.Join(dir, "keep-*.json"))
+		files = append(files, found...)
+	}
 	sort.Strings(files)
 	for _, f := range files {
 		id, err := keeper.ReadIdentity(f)
