@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"vibebrowser/osuser"
+	"vibebrowser/state"
 )
 
 // DefaultBrowserUser is the user browsers run as where a store has an agent user and VIBE_BROWSER_USER says
@@ -21,8 +22,13 @@ type Users struct {
 func (u Users) Bounded() bool { return u.Agent != nil }
 
 // UserNames are the names a spec's options and the configuration give its agent and browser users ("" for none).
+// Only a chrome store's browser is the manager's to start, so only it has a browser user: a Ziniao or cdp
+// store with an agent user must not need VIBE_BROWSER_USER to exist.
 func (c *Config) UserNames(sp Spec) (agent, browser string) {
 	agent = pick(sp.Opts.AgentUser, c.AgentUser)
+	if sp.Backend != state.BackendChrome {
+		return agent, ""
+	}
 	browser = pick(sp.Opts.BrowserUser, "")
 	if browser == "" && agent != "" {
 		browser = c.BrowserUser
