@@ -21,6 +21,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"vibebrowser/manager/api"
+	"vibebrowser/mux/pipewire"
 )
 
 type result struct {
@@ -43,7 +44,15 @@ func main() {
 	case "read":
 		r = read(args[1])
 	case "dial":
-		r = call(ctx, args[1], "-", api.MethodGet, api.PathHealth, "")
+		// A keeper's socket path may be too long for a socket address: name it through its folder, as the
+		// manager does (the connect then needs what a short path would).
+		addr, release, err := pipewire.SockAddr(args[1])
+		if err != nil {
+			r = failed(err)
+			break
+		}
+		r = call(ctx, addr, "-", api.MethodGet, api.PathHealth, "")
+		release()
 	case "call":
 		body := ""
 		if len(args) > 5 {
