@@ -95,9 +95,9 @@ func launchKept(ctx context.Context, o Options, args []string, log zerolog.Logge
 		}
 		return nil, p.Stderr(), err
 	}
-	uid := os.Geteuid()
+	uids := []int{os.Geteuid()}
 	if o.User != nil {
-		uid = o.User.UID
+		uids = []int{o.User.UID}
 	}
 	return awaitReady(ctx, o, p, fail, "its keeper wrote no identity", "keeper ", func(rctx context.Context) bool {
 		id, err := keeper.ReadIdentity(idPath)
@@ -105,7 +105,7 @@ func launchKept(ctx context.Context, o Options, args []string, log zerolog.Logge
 			return false
 		}
 		// The file is the keeper's user's to write: its browser is the keeper's own child before it is ours.
-		if err := keptBrowser(rctx, id, uid); err != nil {
+		if err := keptBrowser(rctx, id, uids); err != nil {
 			log.Debug().Err(err).Msg("the keeper's identity does not hold yet")
 			return false
 		}
@@ -213,8 +213,9 @@ func (p *Process) keptStderr() []string {
 // one recorded (pid and startTime), keeper and browser both alive with their recorded start times, the
 // browser's command line naming the profile, and the keeper's socket answering with a hello from that keeper
 // about that browser. Since the file is the keeper's to write, the process table must agree too (trust.go):
-// keeper and browser run as the owner of runDir, the browser the keeper's child, leading its own group. A
-// failed check wraps ErrNotAdoptable and says which; nothing is signalled.
+// keeper and browser run as a user runDir's files may name (keeperUsers: its owner), the browser the
+// keeper's child, leading its own group. A failed check wraps ErrNotAdoptable and says which; nothing is
+// signalled.
 func AdoptKept(ctx context.Context, runDir, key string, pid int, startTime int64, profileDir string, log zerolog.Logger) (*Process, error) {
 	profile, err := filepath.Abs(profileDir)
 	if err != nil {
@@ -223,7 +224,7 @@ func AdoptKept(ctx context.Context, runDir, key string, pid int, startTime int64
 	notAdoptable := func(format string, a ...any) error {
 		return fmt.Errorf("adopt pid %d: %s: %w", pid, fmt.Sprintf(format, a...), ErrNotAdoptable)
 	}
-	uid, err := dirOwner(runDir)
+	uids, err := keeperUsers(runDir)
 	if err != nil {
 		return nil, notAdoptable("the keeper's folder: %v", err)
 	}
@@ -248,10 +249,10 @@ func AdoptKept(ctx context.Context, runDir, key string, pid int, startTime int64
 	case !namesProfile(info.Cmdline, profile):
 		return nil, notAdoptable("command line does not name --user-data-dir=%s", profile)
 	}
-	if err := runsAs(ctx, id.KeeperPID, uid); err != nil {
+	if err := runsAs(ctx, id.KeeperPID, uids); err != nil {
 		return nil, notAdoptable("keeper: %v", err)
 	}
-	if err := keptBrowser(ctx, id, uid); err != nil {
+	if err := keptBrowser(ctx, id, uids); err != nil {
 		return nil, notAdoptable("%v", err)
 	}
 	nc, _, hello, err := pipewire.Dial(ctx, socket)
@@ -278,20 +279,21 @@ func AdoptKept(ctx context.Context, runDir, key string, pid int, startTime int64
 
 // StopStray stops the keeper of key in runDir that no manager adopted (its record lost, or naming another
 // browser), with its browser, as Stop would: its pipe would otherwise hold the profile for ever. An identity
-// file whose keeper is gone is removed with its socket. Only a keeper running as the owner of runDir is
-// signalled, and its browser's group only when the process table agrees with the file (trust.go); a keeper
-// of another user is an error and is left alone. It reports whether a keeper was stopped.
+// file whose keeper is gone is removed with its socket. Only a keeper running as a user runDir's files may
+// name (keeperUsers: its owner) is signalled, and its browser's group only when the process table agrees
+// with the file (trust.go); a keeper of another user is an error and is left alone. It reports whether a
+// keeper was stopped.
 func StopStray(ctx context.Context, runDir, key string, log zerolog.Logger) (bool, error) {
 	idPath := keeper.IdentityPath(runDir, key)
 	id, err := keeper.ReadIdentity(idPath)
 	if err != nil || !procid.LiveAs(ctx, id.KeeperPID, id.KeeperStart) {
 		return false, errors.Join(removeIfThere(idPath), removeIfThere(keeper.SocketPath(runDir, key)))
 	}
-	uid, err := dirOwner(runDir)
+	uids, err := keeperUsers(runDir)
 	if err != nil {
 		return false, fmt.Errorf("stray keeper %d: its folder: %w", id.KeeperPID, err)
 	}
-	if err := runsAs(ctx, id.KeeperPID, uid); err != nil {
+	if err := runsAs(ctx, id.KeeperPID, uids); err != nil {
 		return false, fmt.Errorf("stray keeper %d in %s not stopped: %w (its identity file names another's process)", id.KeeperPID, runDir, err)
 	}
 	p := &Process{
@@ -301,7 +303,7 @@ func StopStray(ctx context.Context, runDir, key string, log zerolog.Logger) (boo
 		done:    make(chan struct{}),
 	}
 	p.setBrowser(id)
-	if err := keptBrowser(ctx, id, uid); err != nil {
+	if err := keptBrowser(ctx, id, uids); err != nil {
 		// The keeper is ours to stop; a group the file names and the process table does not confirm is not.
 		log.Warn().Err(err).Int("keeper_pid", id.KeeperPID).Msg("stray keeper: its browser's group is not signalled")
 		p.pid, p.pgid, p.useGroup = 0, 0, false

@@ -204,3 +204,42 @@ func TestPrepareProfileStaysInside(t *testing.T) {
 		})
 	}
 }
+
+// TestKeeperUsers: a browser user's keeper folder (in a folder of root's) names that user's processes only;
+// a folder of the home's own names its owner's and the manager's.
+func TestKeeperUsers(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("folders of another uid need root")
+	}
+	const u = 4242
+	base := t.TempDir()
+	mk := func(path string, uid int) string {
+		t.Helper()
+		p := filepath.Join(base, path)
+		if err := os.Mkdir(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(p, uid, uid); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	mk("keepers", 0)
+	mk("home", u)
+	tests := []struct {
+		name string
+		dir  string
+		want []int
+	}{
+		{"root's run", mk("run", 0), []int{0}},
+		{"a browser user's folder", mk("keepers/vb", u), []int{u}},
+		{"an operator's home's run", mk("home/run", u), []int{u, 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got, err := keeperUsers(tt.dir); err != nil || !slices.Equal(got, tt.want) {
+				t.Errorf("keeperUsers(%s) = %v, %v; want %v", tt.dir, got, err, tt.want)
+			}
+		})
+	}
+}
