@@ -18,12 +18,16 @@ import (
 // user whether its users exist, whether they can reach what they must, and whether its browser user is its own.
 
 // bounded reports whether any store (or VIBE_AGENT_USER) names an agent user.
-func (m *machine) bounded() bool {
+func (m *machine) bounded() bool { return m.namesUsers(false) }
+
+// namesUsers reports whether VIBE_AGENT_USER or any store names an agent user, or, with browsers too, a
+// browser user: either way the home's shared folders are enterable by other users.
+func (m *machine) namesUsers(browsers bool) bool {
 	if m.cfg.AgentUser != "" {
 		return true
 	}
 	for _, s := range m.stores {
-		if agent, _, err := m.cfg.StoreUsers(s); err == nil && agent != "" {
+		if agent, browser, err := m.cfg.StoreUsers(s); err == nil && (agent != "" || browsers && browser != "") {
 			return true
 		}
 	}

@@ -48,7 +48,7 @@ type machine struct {
 // then the display and the service, then one per Ziniao store and one per store with a proxy.
 func Run(ctx context.Context, o Options) []Check {
 	m := gather(ctx, o)
-	checks := []Check{m.config(), m.chromium(ctx), m.browserUse(ctx), m.transport(), home(m.cfg.Home, m.bounded()),
+	checks := []Check{m.config(), m.chromium(ctx), m.browserUse(ctx), m.transport(), home(m.cfg.Home, m.namesUsers(true)),
 		disk(m.cfg.Home), m.socket(), m.manager(), m.state(), m.portsOfOthers()}
 	checks = append(checks, m.boundary()...)
 	checks = append(checks, m.ports(ctx)...)
