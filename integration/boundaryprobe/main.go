@@ -1,4 +1,4 @@
-// Command boundaryprobe tries one reach as whatever user runs it and prints what happened as one JSON line
+// Package main (boundaryprobe) tries one reach as whatever user runs it and prints what happened as one JSON line
 // ({"ok":…,"status":…,"error":…}): the store boundary's integration test runs it as a store's agent user.
 //
 //	boundaryprobe read PATH                         read a file, or list a folder
