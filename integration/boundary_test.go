@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"testing"
 
+	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/api"
 	"vibebrowser/osuser"
 )
@@ -32,22 +33,6 @@ const (
 	browserUser  = "vbtest-browser"
 	browserUserB = "vbtest-browser-b"
 )
-
-// osUser makes (once per machine) and looks up an unprivileged system user.
-func osUser(t *testing.T, name string) *osuser.User {
-	t.Helper()
-	if exec.Command("id", name).Run() != nil {
-		if out, err := exec.Command("useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name).CombinedOutput(); err != nil &&
-			exec.Command("id", name).Run() != nil { // a parallel test may have made it meanwhile
-			t.Fatalf("useradd %s: %v: %s", name, err, out)
-		}
-	}
-	u, err := osuser.Lookup(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return u
-}
 
 // boundaryHome is a manager home whose parent every user may enter, as a root manager's home must be.
 func boundaryHome(t *testing.T) string {
@@ -92,8 +77,8 @@ func TestStoreBoundary(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the store boundary needs a root manager; CI runs as root")
 	}
-	a, b := osUser(t, agentUserA), osUser(t, agentUserB)
-	br, brB := osUser(t, browserUser), osUser(t, browserUserB)
+	a, b := testkit.SystemUser(t, agentUserA), testkit.SystemUser(t, agentUserB)
+	br, brB := testkit.SystemUser(t, browserUser), testkit.SystemUser(t, browserUserB)
 	bins := reachableBinaries(t)
 	home := boundaryHome(t)
 	m := startManagerWith(t, bins, home, "VIBE_BROWSER_USER="+browserUser)
@@ -278,7 +263,7 @@ func TestNonRootServeRefusesAgentUsers(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run the manager as another user")
 	}
-	u := osUser(t, agentUserB)
+	u := testkit.SystemUser(t, agentUserB)
 	bins := reachableBinaries(t)
 	home := boundaryHome(t)
 	if err := os.MkdirAll(home, 0o700); err != nil {

@@ -3,10 +3,10 @@ package manager_test
 import (
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
+	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/api"
 )
 
@@ -82,8 +82,8 @@ func TestAgentSocketPeerMustBeTheAgentUser(t *testing.T) {
 		t.Skip("agent users need a root manager; CI runs as root")
 	}
 	const user = "vbtest-agent-a"
-	systemUser(t, user)
-	systemUser(t, "vbtest-browser")
+	testkit.SystemUser(t, user)
+	testkit.SystemUser(t, "vbtest-browser")
 	d := startDaemon(t, map[string]string{"VIBE_BROWSER_USER": "vbtest-browser"}, true)
 	acme, err := d.client.CreateStore(bg, api.StoreSpec{Name: "Acme", AgentUser: user})
 	if err != nil {
@@ -96,16 +96,4 @@ func TestAgentSocketPeerMustBeTheAgentUser(t *testing.T) {
 	c := &api.Client{Socket: filepath.Join(d.home, api.AgentSocketRel), Token: tok.Token}
 	err = c.ReportEvent(bg, api.Event{Kind: "note", StoreID: acme.ID, TaskID: "a1b2c3d4-0001"})
 	wantAPIError(t, err, http.StatusForbidden, "only its agent user ("+user)
-}
-
-// systemUser makes an unprivileged system user once per machine (useradd --system, idempotently).
-func systemUser(t *testing.T, name string) {
-	t.Helper()
-	if exec.Command("id", name).Run() == nil {
-		return
-	}
-	out, err := exec.Command("useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name).CombinedOutput()
-	if err != nil && exec.Command("id", name).Run() != nil { // a parallel test may have made it meanwhile
-		t.Fatalf("useradd %s: %v: %s", name, err, out)
-	}
 }

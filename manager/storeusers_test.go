@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/api"
 )
 
@@ -16,7 +17,7 @@ func TestStoreUsersAreChecked(t *testing.T) {
 		wantAPIError(t, err, http.StatusBadRequest, "need the manager to run as root")
 		return
 	}
-	systemUser(t, "vbtest-agent-a")
+	testkit.SystemUser(t, "vbtest-agent-a")
 	tests := []struct {
 		name          string
 		agent, browse string

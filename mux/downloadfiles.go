@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -37,10 +38,13 @@ func (m *Mux) finishDownload(d *download, ev dlEvent) {
 	clientPath := dl.Path
 	if err == nil && d.behavior.path != "" && (d.behavior.behavior == behaviorAllow || d.behavior.behavior == behaviorAllowAndName) {
 		var perr error
-		if d.behavior.behavior == behaviorAllowAndName {
+		switch {
+		case m.cfg.Agent != nil:
+			clientPath, perr = m.placeForAgent(dl.Path, d.behavior.path, dl.Name, d.guid, d.behavior.behavior == behaviorAllowAndName)
+		case d.behavior.behavior == behaviorAllowAndName:
 			clientPath = filepath.Join(d.behavior.path, d.guid)
 			perr = m.placeExact(dl.Path, clientPath)
-		} else {
+		default:
 			clientPath, perr = m.placeUnique(dl.Path, d.behavior.path, dl.Name)
 		}
 		if perr != nil {
@@ -60,11 +64,22 @@ func (m *Mux) finishDownload(d *download, ev dlEvent) {
 	}
 }
 
-// fileDownload moves src into dl.OwnerDir under a unique sanitised name and fills dl's file fields.
+// fileDownload moves src into dl.OwnerDir under a unique sanitised name and fills dl's file fields. With
+// an agent user (SPEC §14) the owner folder (0700) and the file (0600) become that user's; the file filed is
+// checked to be the one Chrome wrote (no symlink, the same inode), as the browser user writes the incoming
+// folder and the agent user the owner folder, and the mux, which may run as root, must not be led to
+// another file by either.
 func (m *Mux) fileDownload(dl *Download, src string, d *download) error {
 	dir := filepath.Join(m.cfg.DownloadDir, dl.OwnerDir)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := m.ownerFolder(dir); err != nil {
 		return fmt.Errorf("owner folder: %w", err)
+	}
+	written, err := os.Lstat(src)
+	if err != nil {
+		return err
+	}
+	if !written.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", src)
 	}
 	final, err := m.placeUnique(src, dir, SanitizeName(d.name))
 	if err != nil {
@@ -73,11 +88,19 @@ func (m *Mux) fileDownload(dl *Download, src string, d *download) error {
 	if err := os.Remove(src); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		m.log.Warn().Err(err).Str("file", src).Msg("downloads: cannot remove the incoming copy")
 	}
-	f, err := os.Open(final)
+	f, err := os.OpenFile(final, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !os.SameFile(fi, written) && !singleName(fi) {
+		return fmt.Errorf("%s changed while it was filed: it is neither the file Chrome wrote nor a copy of it", final)
+	}
+	if a := m.cfg.Agent; a != nil {
+		if err := errors.Join(f.Chown(a.UID, a.GID), f.Chmod(0o600)); err != nil {
+			return fmt.Errorf("give %s to the agent user %s: %w", final, a.Name, err)
+		}
+	}
 	h := sha256.New()
 	n, err := io.Copy(h, m.stoppable(f))
 	if err != nil {
@@ -161,7 +184,7 @@ func (m *Mux) copyPartial(src, dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
-	in, err := os.Open(src)
+	in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return "", err
 	}

@@ -108,7 +108,7 @@ func (m *Mux) downloadsConnectedLocked() {
 	if m.cfg.DownloadDir == "" {
 		return
 	}
-	if err := os.MkdirAll(m.incomingDir(), 0o700); err != nil {
+	if err := m.incomingFolder(); err != nil {
 		m.log.Error().Err(err).Str("dir", m.incomingDir()).Msg("downloads: cannot create the incoming folder")
 	}
 	m.sendInternalLocked("Browser.setDownloadBehavior", m.downloadBehaviorParams(""), "", nil)

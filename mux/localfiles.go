@@ -7,31 +7,38 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"vibebrowser/osuser"
 )
 
 // The local-file rule of SPEC §13: a file a client hands the browser (DOM.setFileInputFiles and the other
 // methods of the refusal table that take a path) is read by a page of that client's choosing, so it must not
 // be one of the manager's: another store's cookie database, state.db and its mux tokens. Files under the
 // manager's home are refused, except the calling client's own folders; the agent's own files elsewhere pass.
+// A store with an agent user (SPEC §14) adds one condition: that user must be able to read the file itself,
+// so a page never reads what its agent could not.
 
 // fileRule is the reason the local-file rule gives.
 const fileRule = "a client may hand the browser only regular files outside the manager's home, or inside its " +
-	"own folders there (its task's downloads): a page reads what it is handed"
+	"own folders there (its task's downloads), that the store's agent user may read itself: a page reads what it is handed"
 
 // maxHomeWalk bounds the walk that looks for the other names of a hard-linked file. A home too large to
 // walk refuses the file: the rule fails closed.
 const maxHomeWalk = 2_000_000
 
-// localFiles checks paths against one manager home. The zero value (no home) passes everything.
+// localFiles checks paths against one manager home and one agent user. The zero value (no home, no agent
+// user) passes everything.
 type localFiles struct {
-	home string // resolved (symlinks followed), "" for none
+	home  string       // resolved (symlinks followed), "" for none
+	agent *osuser.User // the store's agent user, nil for none
 }
 
-func newLocalFiles(home string) localFiles {
-	if home == "" {
-		return localFiles{}
+func newLocalFiles(home string, agent *osuser.User) localFiles {
+	lf := localFiles{agent: agent}
+	if home != "" {
+		lf.home = resolveDir(home)
 	}
-	return localFiles{home: resolveDir(home)}
+	return lf
 }
 
 // resolveDir is dir with its symlinks followed, or cleaned as given when it does not exist (yet).
@@ -46,7 +53,7 @@ func resolveDir(dir string) string {
 // Symlinks are followed, and a file with more than one name on the home's file system is looked for under
 // the home: a hard link outside it (or in the client's own folder) to a cookie database is that database.
 func (lf localFiles) check(path string, own []string) error {
-	if lf.home == "" {
+	if lf.home == "" && lf.agent == nil {
 		return nil
 	}
 	if !filepath.IsAbs(path) {
@@ -65,6 +72,14 @@ func (lf localFiles) check(path string, own []string) error {
 	}
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("%s is not a regular file (a folder or device could hold files this rule cannot check)", path)
+	}
+	if lf.agent != nil {
+		if err := lf.agent.MayRead(real); err != nil {
+			return fmt.Errorf("%s is not readable by the store's agent user %s itself: %w", path, lf.agent.Name, err)
+		}
+	}
+	if lf.home == "" {
+		return nil
 	}
 	ownReal := make([]string, len(own))
 	for i, d := range own {

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"vibebrowser/integration/testkit"
 )
 
 func TestLocalFilesRule(t *testing.T) {
@@ -53,7 +55,7 @@ func TestLocalFilesRule(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	lf := newLocalFiles(home)
+	lf := newLocalFiles(home, nil)
 	tests := []struct {
 		name, path string
 		ok         bool
@@ -137,5 +139,66 @@ func TestLocalFilesRefused(t *testing.T) {
 				t.Fatalf("%s of the client's own file = %+v; want it forwarded", tt.method, r)
 			}
 		})
+	}
+}
+
+// TestLocalFilesAgentUser: with an agent user (SPEC §14) a file outside the home passes only when that user
+// may read it itself: the file's bits for it, and every folder on the way.
+func TestLocalFilesAgentUser(t *testing.T) {
+	agent := testkit.SystemUser(t, "vbtest-agent-a")
+	root := t.TempDir()
+	for _, d := range []string{filepath.Dir(root), root} { // t.TempDir's folders are 0700: let the agent in
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	home := filepath.Join(root, "home")
+	open, closed := filepath.Join(root, "open"), filepath.Join(root, "closed")
+	for d, mode := range map[string]os.FileMode{home: 0o711, open: 0o755, closed: 0o700} {
+		if err := os.Mkdir(d, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(d, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(p string, mode os.FileMode) string {
+		if err := os.WriteFile(p, []byte("x"), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	everyone := write(filepath.Join(open, "upload.txt"), 0o644)
+	rootOnly := write(filepath.Join(open, "cookies"), 0o600)
+	inClosed := write(filepath.Join(closed, "upload.txt"), 0o644)
+	agents := write(filepath.Join(open, "agents.txt"), 0o600)
+	if err := agent.Chown(agents); err != nil {
+		t.Fatal(err)
+	}
+	lf := newLocalFiles(home, agent)
+	for _, tt := range []struct {
+		name, path string
+		ok         bool
+	}{
+		{"a file everyone reads", everyone, true},
+		{"the agent's own file", agents, true},
+		{"a file only root reads", rootOnly, false},
+		{"a readable file in a folder the agent cannot enter", inClosed, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := lf.check(tt.path, nil)
+			if tt.ok && err != nil {
+				t.Fatalf("check(%q) = %v; want it allowed", tt.path, err)
+			}
+			if !tt.ok && (err == nil || !strings.Contains(err.Error(), "not readable by the store's agent user vbtest-agent-a")) {
+				t.Fatalf("check(%q) = %v; want a refusal naming the agent user", tt.path, err)
+			}
+		})
+	}
+	if err := newLocalFiles("", agent).check(rootOnly, nil); err == nil {
+		t.Errorf("with no home, an agent user's check of %s passed; want it refused", rootOnly)
 	}
 }

@@ -91,7 +91,7 @@ func New(cfg Config) (*Mux, error) {
 		log:        cfg.Log.With().Str("port", strconv.Itoa(port)).Logger(), // the caller named the component (Config.Log)
 		ln:         ln,
 		door:       Door{Token: cfg.Token, Port: port},
-		files:      newLocalFiles(cfg.Home),
+		files:      newLocalFiles(cfg.Home, cfg.Agent),
 		ownCh:      make(chan struct{}, 1),
 		relaunched: make(chan string, 1),
 		pending:    map[int32]*pending{},

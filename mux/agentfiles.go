@@ -1,0 +1,127 @@
+package mux
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// Downloads for a store with an agent user (SPEC §14): the mux may run as root, Chrome as the browser user
+// and the client as the agent user, so every file and folder the mux makes for a client is given to that
+// user, and a path a client chose is written into only as far as that user could write it.
+
+// incomingFolder makes the folder Chrome writes downloads into: the browser user's own (0700) when the
+// store's Chromium runs as one, the mux's own otherwise.
+func (m *Mux) incomingFolder() error {
+	dir := m.incomingDir()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if b := m.cfg.Browser; b != nil {
+		return errors.Join(b.Chown(dir), os.Chmod(dir, 0o700))
+	}
+	return nil
+}
+
+// ownerFolder makes a client's downloads folder (0700), the store's agent user's when it has one.
+func (m *Mux) ownerFolder(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if a := m.cfg.Agent; a != nil {
+		return errors.Join(a.Chown(dir), os.Chmod(dir, 0o700))
+	}
+	return nil
+}
+
+// singleName reports whether fi has one name only: a copy the mux made, never a hard link to a file of
+// someone else's put where the mux expected its own.
+func singleName(fi fs.FileInfo) bool {
+	id, ok := fileIdentity(fi)
+	return ok && id.links == 1
+}
+
+// placeForAgent copies the filed download src into dir, the downloadPath a client of a store with an
+// agent user asked for: at dir/<guid> when exact (allowAndName), else at the first free unique name. dir
+// is the client's choice, so it must be a folder that agent user owns; it is opened once and written
+// inside only (no path leads out of it), names are taken exclusively, and the copy is the agent user's
+// (0600) before it appears complete under its name.
+func (m *Mux) placeForAgent(src, dir, name, guid string, exact bool) (string, error) {
+	a := m.cfg.Agent
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return "", fmt.Errorf("the client's download folder: %w", err)
+	}
+	defer root.Close()
+	fi, err := root.Stat(".")
+	if err != nil {
+		return "", err
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != a.UID {
+		return "", fmt.Errorf("%s is not a folder of the store's agent user %s: a client's own copy of a download "+
+			"goes only into a folder its agent user owns (SPEC §14)", dir, a.Name)
+	}
+	in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return "", err
+	}
+	defer in.Close()
+	tmp, err := m.partialIn(root, in)
+	if err != nil {
+		return "", err
+	}
+	defer root.Remove(tmp) // gone once renamed; removes what a failure left
+	if exact {
+		if err := root.Rename(tmp, guid); err != nil {
+			return "", err
+		}
+		return filepath.Join(dir, guid), nil
+	}
+	for i := 0; i < maxUnique; i++ {
+		dst := UniqueName(name, i)
+		f, err := root.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("place %s in %s: %w", dst, dir, err)
+		}
+		f.Close()
+		if err := root.Rename(tmp, dst); err != nil {
+			root.Remove(dst)
+			return "", fmt.Errorf("place %s in %s: %w", dst, dir, err)
+		}
+		return filepath.Join(dir, dst), nil
+	}
+	return "", fmt.Errorf("place %s in %s: every name up to (%d) is taken", name, dir, maxUnique-1)
+}
+
+// partialIn copies in to a new partial file in root, owned by the agent user (0600), and returns its name.
+func (m *Mux) partialIn(root *os.Root, in io.Reader) (string, error) {
+	var r [8]byte
+	rand.Read(r[:])
+	name := ".download-" + hex.EncodeToString(r[:]) + PartialSuffix
+	out, err := root.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return "", err
+	}
+	a := m.cfg.Agent
+	err = errors.Join(out.Chown(a.UID, a.GID), out.Chmod(0o600))
+	if err == nil {
+		_, err = io.Copy(out, m.stoppable(in))
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		root.Remove(name)
+		return "", fmt.Errorf("copy into the client's download folder: %w", err)
+	}
+	return name, nil
+}
