@@ -73,11 +73,20 @@ func (lf localFiles) check(path string, own []string) error {
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("%s is not a regular file (a folder or device could hold files this rule cannot check)", path)
 	}
+	if err := lf.checkHome(path, real, fi, own); err != nil {
+		return err
+	}
 	if lf.agent != nil {
 		if err := lf.agent.MayRead(real); err != nil {
 			return fmt.Errorf("%s is not readable by the store's agent user %s itself: %w", path, lf.agent.Name, err)
 		}
 	}
+	return nil
+}
+
+// checkHome is the rule's home part for path (resolved to real, stat fi): not under the home outside the
+// client's own folders, and no other name there.
+func (lf localFiles) checkHome(path, real string, fi fs.FileInfo, own []string) error {
 	if lf.home == "" {
 		return nil
 	}
