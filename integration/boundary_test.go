@@ -15,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/api"
@@ -121,6 +122,32 @@ func TestStoreBoundary(t *testing.T) {
 	for _, u := range pages.URLs {
 		if strings.Contains(u, "acme-page") || strings.Contains(u, "bolt-page") {
 			t.Errorf("puppeteer (task %s) sees another task's page %s", taskA2, u)
+		}
+	}
+
+	// Downloads work across the uids: playwright, as A's agent user on its capability URL, gets its file
+	// (path() in its own temporary folder, saveAs()), and the manager files it in the task's folder as the
+	// agent user's own: the folder 0700, the file 0600.
+	const taskA3 = "a1a1a1a1-0000-4000-8000-0000000000a3"
+	dl := downloadSite(t)
+	pwjs, _ := filepath.Abs(filepath.Join("js", "downloads_playwright.js"))
+	out = m.cli("agent", "--store", "acme", "--task", taskA3, "--", "bash", "-c",
+		fmt.Sprintf("node %s \"$(%s endpoint --store acme --http)\" '%s/?who=playwright' </dev/null", pwjs, bins.vibe, dl.URL))
+	if !strings.Contains(out, `"pathBytes":"playwright report.csv\n","saveAsBytes":"playwright report.csv\n"`) {
+		t.Fatalf("playwright's download as %s printed %q; want path() and saveAs() to hold the served bytes", agentUserA, out)
+	}
+	filed := filepath.Join(home, "downloads", "acme", taskA3, "report.csv")
+	testkit.WaitFor(t, 10*time.Second, "playwright's download filed in its task's folder", func() bool {
+		_, err := os.Stat(filed)
+		return err == nil
+	})
+	for p, perm := range map[string]os.FileMode{filepath.Dir(filed): 0o700, filed: 0o600} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != a.UID || fi.Mode().Perm() != perm {
+			t.Errorf("%s is uid %d, mode %04o; want %s's, %04o", p, st.Uid, fi.Mode().Perm(), agentUserA, perm)
 		}
 	}
 
