@@ -20,7 +20,7 @@ import (
 
 // fileRule is the reason the local-file rule gives.
 const fileRule = "a client may hand the browser only regular files outside the manager's home, or inside its " +
-	"own folders there (its task's downloads), that the store's agent user may read itself: a page reads what it is handed"
+	"own folders there (its task's downloads), and that a store's agent user, where it has one, may read itself: a page reads what it is handed"
 
 // maxHomeWalk bounds the walk that looks for the other names of a hard-linked file. A home too large to
 // walk refuses the file: the rule fails closed.
