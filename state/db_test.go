@@ -223,6 +223,20 @@ INSERT INTO handoffs (id, store_id, task_id, client_id, bu_name, reason, status,
 			}
 		},
 	},
+	5: {
+		insert: `
+INSERT INTO stores (id, name, slug, backend, config, token, created_at, updated_at)
+	VALUES ('s1', 'Shop', 'shop', 'chrome', '{}', 'tok', 1, 2);
+INSERT INTO tasks (id, store_id, status, created_at, updated_at) VALUES ('t1', 's1', 'running', 1, 1);
+INSERT INTO task_tokens (hash, task_id, store_id, created_at)
+	VALUES ('` + tokenHash("0123456789abcdef0123456789abcdef") + `', 't1', 's1', 1);`,
+		check: func(t *testing.T, db *DB) {
+			tt, err := db.LookupTaskToken(context.Background(), "0123456789abcdef0123456789abcdef")
+			if err != nil || tt.TaskID != "t1" || tt.StoreID != "s1" {
+				t.Errorf("LookupTaskToken = %+v, %v; want the fixture's token of t1 on s1", tt, err)
+			}
+		},
+	},
 }
 
 func TestMigrateFromEveryVersion(t *testing.T) {

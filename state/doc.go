@@ -1,2 +1,2 @@
-// Package state keeps the manager's durable state in SQLite: stores, browsers, tasks, ports and tab ownership.
+// Package state keeps the manager's durable state in SQLite: stores, browsers, tasks, ports, tab ownership and task timelines.
 package state

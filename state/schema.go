@@ -138,4 +138,22 @@ CREATE TABLE task_tokens (
 ) STRICT;
 CREATE INDEX task_tokens_task ON task_tokens (task_id);
 `,
+	// 6: the task timeline (SPEC §15): what each task did, entry by entry, numbered per task (seq). store_id
+	// NULL is the web browser; data is the entry's JSON; file names a shot's image under timeline/ and bytes
+	// its size, both emptied when the size cap drops the shot (the entry stays).
+	`
+CREATE TABLE timeline (
+	task_id    TEXT NOT NULL,
+	seq        INTEGER NOT NULL CHECK (seq > 0),
+	store_id   TEXT REFERENCES stores (id) ON DELETE CASCADE,
+	client_id  TEXT NOT NULL DEFAULT '',
+	at         INTEGER NOT NULL,
+	kind       TEXT NOT NULL CHECK (kind IN ('call', 'shot', 'nav', 'tab', 'download', 'handoff', 'takeover', 'fault')),
+	data       TEXT NOT NULL DEFAULT '{}',
+	file       TEXT NOT NULL DEFAULT '',
+	bytes      INTEGER NOT NULL DEFAULT 0 CHECK (bytes >= 0),
+	PRIMARY KEY (task_id, seq)
+) STRICT;
+CREATE INDEX timeline_at ON timeline (at);
+`,
 }

@@ -1,0 +1,161 @@
+package state
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// TimelineKind is what a timeline entry records (SPEC §15).
+type TimelineKind string
+
+// The kinds of timeline entries.
+const (
+	TimelineCall     TimelineKind = "call"     // one browser-use call: code, status, output tails, slot
+	TimelineShot     TimelineKind = "shot"     // a tab's pixels after a call
+	TimelineNav      TimelineKind = "nav"      // a top-level navigation
+	TimelineTab      TimelineKind = "tab"      // a tab created or closed
+	TimelineDownload TimelineKind = "download" // a finished download (§12)
+	TimelineHandoff  TimelineKind = "handoff"  // a handoff asked or answered
+	TimelineTakeover TimelineKind = "takeover" // a person took a tab, or released it
+	TimelineFault    TimelineKind = "fault"    // a timeout, wedge, crash or relaunch that hit the task
+)
+
+// TimelineEntry is one step of a task's timeline. Seq numbers a task's entries from 1, in the order they
+// were recorded; File (relative to the home's timeline/ folder) and Bytes are a shot's image, empty once the
+// size cap dropped it.
+type TimelineEntry struct {
+	TaskID   string
+	Seq      int64
+	StoreID  string // "" for the web browser
+	ClientID string // the mux client (a --worker slot's is <task>-wN)
+	At       time.Time
+	Kind     TimelineKind
+	Data     json.RawMessage
+	File     string
+	Bytes    int64
+}
+
+// AppendTimeline records e as its task's next entry (its Seq and, when zero, At are set) and returns it.
+func (db *DB) AppendTimeline(ctx context.Context, e TimelineEntry) (TimelineEntry, error) {
+	if e.TaskID == "" || e.Kind == "" {
+		return TimelineEntry{}, fmt.Errorf("a timeline entry needs a task and a kind: %w", ErrInvalid)
+	}
+	if e.At.IsZero() {
+		e.At = time.Now()
+	}
+	if len(e.Data) == 0 {
+		e.Data = json.RawMessage("{}")
+	}
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		if err := tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(seq), 0) + 1 FROM timeline WHERE task_id = ?", e.TaskID).Scan(&e.Seq); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO timeline (task_id, seq, store_id, client_id, at, kind, data, file, bytes)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, e.TaskID, e.Seq, nullString(e.StoreID), e.ClientID, e.At.UnixNano(),
+			string(e.Kind), string(e.Data), e.File, e.Bytes)
+		return err
+	})
+	if err != nil {
+		return TimelineEntry{}, fmt.Errorf("record a %s of task %s: %w", e.Kind, e.TaskID, err)
+	}
+	return e, nil
+}
+
+// ListTimeline returns task's entries after seq after, in order, at most limit of them (0: all).
+func (db *DB) ListTimeline(ctx context.Context, taskID string, after int64, limit int) ([]TimelineEntry, error) {
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	rows, err := db.sql.QueryContext(ctx, `SELECT task_id, seq, store_id, client_id, at, kind, data, file, bytes
+		FROM timeline WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?`, taskID, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("timeline of task %s: %w", taskID, err)
+	}
+	defer rows.Close()
+	var out []TimelineEntry
+	for rows.Next() {
+		var e TimelineEntry
+		var store sql.NullString
+		var at int64
+		var data string
+		if err := rows.Scan(&e.TaskID, &e.Seq, &store, &e.ClientID, &at, &e.Kind, &data, &e.File, &e.Bytes); err != nil {
+			return nil, fmt.Errorf("timeline of task %s: %w", taskID, err)
+		}
+		e.StoreID, e.At, e.Data = store.String, time.Unix(0, at), json.RawMessage(data)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// PruneTimeline removes every entry recorded before cutoff and returns the shot files they named, for the
+// caller to remove.
+func (db *DB) PruneTimeline(ctx context.Context, cutoff time.Time) ([]string, error) {
+	var files []string
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, "DELETE FROM timeline WHERE at < ? RETURNING file", cutoff.UnixNano())
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var f string
+			if err := rows.Scan(&f); err != nil {
+				return err
+			}
+			if f != "" {
+				files = append(files, f)
+			}
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("prune the timeline: %w", err)
+	}
+	return files, nil
+}
+
+// CapTimelineShots drops task's oldest shots until its shots take at most maxBytes, and returns the files
+// dropped, for the caller to remove. The entries stay, without their file: the step happened.
+func (db *DB) CapTimelineShots(ctx context.Context, taskID string, maxBytes int64) ([]string, error) {
+	var files []string
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		var total int64
+		if err := tx.QueryRowContext(ctx, "SELECT COALESCE(SUM(bytes), 0) FROM timeline WHERE task_id = ?", taskID).Scan(&total); err != nil {
+			return err
+		}
+		if total <= maxBytes {
+			return nil
+		}
+		rows, err := tx.QueryContext(ctx, "SELECT seq, file, bytes FROM timeline WHERE task_id = ? AND file != '' ORDER BY seq", taskID)
+		if err != nil {
+			return err
+		}
+		var drop []int64
+		for total > maxBytes && rows.Next() {
+			var seq, n int64
+			var f string
+			if err := rows.Scan(&seq, &f, &n); err != nil {
+				rows.Close()
+				return err
+			}
+			drop, files, total = append(drop, seq), append(files, f), total-n
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, seq := range drop {
+			if _, err := tx.ExecContext(ctx, "UPDATE timeline SET file = '', bytes = 0 WHERE task_id = ? AND seq = ?", taskID, seq); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cap the shots of task %s: %w", taskID, err)
+	}
+	return files, nil
+}

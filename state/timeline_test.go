@@ -1,0 +1,102 @@
+package state
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestTimelineAppendAndList(t *testing.T) {
+	db, ctx := openTest(t), context.Background()
+	s, err := db.CreateStore(ctx, Store{Name: "Shop", Backend: BackendChrome})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range []TimelineEntry{
+		{TaskID: "t1", StoreID: s.ID, ClientID: "t1", Kind: TimelineCall, Data: json.RawMessage(`{"code":"open x"}`)},
+		{TaskID: "t2", Kind: TimelineNav}, // the web browser's task: numbered on its own
+		{TaskID: "t1", StoreID: s.ID, ClientID: "t1-w2", Kind: TimelineCall},
+		{TaskID: "t1", StoreID: s.ID, ClientID: "t1", Kind: TimelineShot, File: "shop/t1/3.jpg", Bytes: 10},
+	} {
+		got, err := db.AppendTimeline(ctx, e)
+		if err != nil {
+			t.Fatalf("AppendTimeline #%d: %v", i, err)
+		}
+		if got.At.IsZero() || string(got.Data) == "" {
+			t.Errorf("AppendTimeline #%d = %+v; want its time and data set", i, got)
+		}
+	}
+	all, err := db.ListTimeline(ctx, "t1", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []int64
+	for _, e := range all {
+		seqs = append(seqs, e.Seq)
+	}
+	if !slices.Equal(seqs, []int64{1, 2, 3}) || all[0].StoreID != s.ID || all[1].ClientID != "t1-w2" ||
+		string(all[0].Data) != `{"code":"open x"}` || all[2].File != "shop/t1/3.jpg" || all[2].Bytes != 10 {
+		t.Fatalf("ListTimeline(t1) = %+v; want t1's three entries, numbered 1..3, as recorded", all)
+	}
+	after, err := db.ListTimeline(ctx, "t1", 1, 1)
+	if err != nil || len(after) != 1 || after[0].Seq != 2 {
+		t.Errorf("ListTimeline(t1, after 1, limit 1) = %+v, %v; want entry 2 only", after, err)
+	}
+	if web, err := db.ListTimeline(ctx, "t2", 0, 0); err != nil || len(web) != 1 || web[0].Seq != 1 || web[0].StoreID != "" {
+		t.Errorf("ListTimeline(t2) = %+v, %v; want the web task's one entry, seq 1", web, err)
+	}
+	if _, err := db.AppendTimeline(ctx, TimelineEntry{TaskID: "t1", Kind: "screenshot"}); err == nil {
+		t.Error("an entry of an unknown kind was recorded")
+	}
+	if _, err := db.AppendTimeline(ctx, TimelineEntry{Kind: TimelineNav}); err == nil {
+		t.Error("an entry without a task was recorded")
+	}
+	if err := db.DeleteStore(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := db.ListTimeline(ctx, "t1", 0, 0); len(left) != 0 {
+		t.Errorf("a deleted store's timeline kept %d entries", len(left))
+	}
+}
+
+func TestTimelinePruneAndCap(t *testing.T) {
+	db, ctx := openTest(t), context.Background()
+	day := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	add := func(at time.Time, kind TimelineKind, file string, n int64) {
+		t.Helper()
+		if _, err := db.AppendTimeline(ctx, TimelineEntry{TaskID: "t1", At: at, Kind: kind, File: file, Bytes: n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(day, TimelineCall, "", 0)
+	add(day.Add(time.Minute), TimelineShot, "a.jpg", 40)
+	add(day.Add(48*time.Hour), TimelineShot, "b.jpg", 40)
+	add(day.Add(49*time.Hour), TimelineShot, "c.jpg", 40)
+	add(day.Add(50*time.Hour), TimelineNav, "", 0)
+
+	dropped, err := db.CapTimelineShots(ctx, "t1", 90)
+	if err != nil || !slices.Equal(dropped, []string{"a.jpg"}) {
+		t.Fatalf("CapTimelineShots(90 of 120 bytes) = %v, %v; want the oldest shot dropped", dropped, err)
+	}
+	if dropped, err := db.CapTimelineShots(ctx, "t1", 80); err != nil || len(dropped) != 0 {
+		t.Errorf("CapTimelineShots at the cap = %v, %v; want nothing dropped", dropped, err)
+	}
+	es, _ := db.ListTimeline(ctx, "t1", 0, 0)
+	if len(es) != 5 || es[1].File != "" || es[1].Bytes != 0 || es[2].File != "b.jpg" {
+		t.Fatalf("after the cap: %+v; want every entry kept, the oldest shot's file gone", es)
+	}
+
+	files, err := db.PruneTimeline(ctx, day.Add(48*time.Hour+30*time.Minute))
+	if err != nil || !slices.Equal(files, []string{"b.jpg"}) {
+		t.Fatalf("PruneTimeline = %v, %v; want the pruned entries' one remaining shot file", files, err)
+	}
+	es, _ = db.ListTimeline(ctx, "t1", 0, 0)
+	if len(es) != 2 || es[0].Seq != 4 || es[1].Seq != 5 {
+		t.Fatalf("after pruning: %+v; want entries 4 and 5", es)
+	}
+	if e, err := db.AppendTimeline(ctx, TimelineEntry{TaskID: "t1", Kind: TimelineCall}); err != nil || e.Seq != 6 {
+		t.Errorf("the next entry after a prune = %+v, %v; want seq 6 (numbers are never reused while entries remain)", e, err)
+	}
+}
