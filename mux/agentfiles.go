@@ -112,7 +112,7 @@ func (m *Mux) partialIn(root *os.Root, in io.Reader) (string, error) {
 		return "", err
 	}
 	a := m.cfg.Agent
-	err = errors.Join(out.Chown(a.UID, a.GID), out.Chmod(0o600))
+	err = out.Chown(a.UID, a.GID) // created 0600: a umask only takes bits away
 	if err == nil {
 		_, err = io.Copy(out, m.stoppable(in))
 	}
