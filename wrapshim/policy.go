@@ -31,20 +31,13 @@ type Call struct {
 // Plan applies every session rule of SPEC §3 to the agent's arguments and environment (as os.Environ
 // returns it) and derives BU_NAME and the mux client id. Any violation is a *RuleError.
 func Plan(cfg *api.ShimConfig, args, environ []string) (*Call, error) {
-	task, token := "", ""
 	for _, kv := range environ {
-		name, value, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, "BU_") {
+		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "BU_") {
 			return nil, refuse("%s is set in your environment, but the shim owns every BU_* variable "+
 				"(it sets the session and the browser endpoint itself): unset it and call browser-use again", name)
 		}
-		switch name {
-		case "VIBE_TASK_ID":
-			task = value
-		case api.TaskTokenEnv:
-			token = value
-		}
 	}
+	task, token := lookupTask(environ)
 	if task != "" && !api.ValidTaskID(task) {
 		return nil, refuse("VIBE_TASK_ID %q is not a task id: it must be %s, as the agent launcher sets it", task, api.TaskIDForm)
 	}
@@ -120,6 +113,29 @@ func Plan(cfg *api.ShimConfig, args, environ []string) (*Call, error) {
 			call.BUName)
 	}
 	return call, nil
+}
+
+// lookupTask is the VIBE_TASK_ID and VIBE_TASK_TOKEN of environ, as they are.
+func lookupTask(environ []string) (task, token string) {
+	for _, kv := range environ {
+		switch name, value, _ := strings.Cut(kv, "="); name {
+		case "VIBE_TASK_ID":
+			task = value
+		case api.TaskTokenEnv:
+			token = value
+		}
+	}
+	return task, token
+}
+
+// taskEnv is environ's task and token when both are well formed (a token may be absent), for the report of
+// a call the rules refused; else none.
+func taskEnv(environ []string) (task, token string) {
+	task, token = lookupTask(environ)
+	if !api.ValidTaskID(task) || token != "" && !api.ValidTaskToken(token) {
+		return "", ""
+	}
+	return task, token
 }
 
 // parseWorker reads a --worker value (api.ParseWorker); its refusal is a *RuleError.

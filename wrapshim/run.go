@@ -75,31 +75,51 @@ func (s *shim) run(args, environ []string) int {
 	}
 	call, err := Plan(cfg, args, environ)
 	if err != nil {
+		task, token := taskEnv(environ)
+		report := newReport(task, token, args)
+		s.send(report, ExitUsage, api.CallRefused, err.Error())
 		return s.fail(ExitUsage, "%v", err)
 	}
+	report := newReport(call.TaskID, call.Token, nil)
+	report.forCall(call)
 	if err := checkExecutable(cfg.RealBU); err != nil {
-		return s.fail(ExitNoRealCLI, "the real browser-use CLI %v; install browser-use (0.13 or newer) and "+
+		msg := fmt.Sprintf("the real browser-use CLI %v; install browser-use (0.13 or newer) and "+
 			"restart the vibe-browser manager so it bakes the new path", err)
+		s.send(report, ExitNoRealCLI, api.CallUnavailable, msg)
+		return s.fail(ExitNoRealCLI, "%s", msg)
 	}
 	resp, err := s.ensure(call)
 	if err != nil {
-		return s.fail(ExitUnavailable, "no browser for session %s: %v", call.BUName, err)
+		msg := fmt.Sprintf("no browser for session %s: %v", call.BUName, err)
+		s.send(report, ExitUnavailable, api.CallUnavailable, msg)
+		return s.fail(ExitUnavailable, "%s", msg)
 	}
+	report.mode = resp.Timeline
 	env := childEnv(environ, cfg, call.BUName, resp)
-	code, timedOut := s.runChild(call.Args, env, cfg.CallTimeout())
+	t := startTaps([3]*os.File{os.Stdin, os.Stdout, s.stderr}, !report.full())
+	code, timedOut := s.runBounded(call.Args, env, t, cfg.CallTimeout())
+	t.finish(&report.rep)
 	counter := wedgeCounter{path: filepath.Join(cfg.RuntimeDir, "wedge-"+call.BUName+".n")}
 	if !timedOut {
 		if err := counter.reset(); err != nil {
 			fmt.Fprintf(s.stderr, "browser-use: warning: cannot reset the wedge counter: %v\n", err)
 		}
+		outcome := api.CallOK
+		if code != 0 {
+			outcome = api.CallFailed
+		}
+		s.send(report, code, outcome, "")
 		return code
 	}
-	return s.escalate(call, env, &counter)
+	code, outcome, msg := s.escalate(call, env, &counter)
+	s.send(report, code, outcome, msg)
+	return s.fail(code, "%s", msg)
 }
 
 // escalate handles a timed-out call: the first consecutive timeout reloads the session's daemon (142), the
 // next ones give up on the session (75). The call itself is never retried: a heredoc may already have clicked.
-func (s *shim) escalate(call *Call, env []string, counter *wedgeCounter) int {
+// It returns the exit status, the outcome and the message for the agent.
+func (s *shim) escalate(call *Call, env []string, counter *wedgeCounter) (int, string, string) {
 	timeout := int(s.cfg.CallTimeout() / time.Second)
 	n, err := counter.increment()
 	if err != nil {
@@ -113,9 +133,9 @@ func (s *shim) escalate(call *Call, env []string, counter *wedgeCounter) int {
 			fmt.Fprintf(s.stderr, "browser-use: warning: the reload of session %s did not finish cleanly (exit %d)\n",
 				call.BUName, rc)
 		}
-		return s.fail(ExitTimeout, "browser-use timed out after %ds; reloaded the daemon for session %s. "+
-			"The call was not retried (it may have acted on the page): check the page state, then re-issue it",
-			timeout, call.BUName)
+		return ExitTimeout, api.CallTimeout, fmt.Sprintf("browser-use timed out after %ds; reloaded the daemon for "+
+			"session %s. The call was not retried (it may have acted on the page): check the page state, then "+
+			"re-issue it", timeout, call.BUName)
 	}
 	msg := fmt.Sprintf("browser-use timed out after %ds again (%d timeouts in a row) for session %s: the browser "+
 		"is unrecoverable for this session. Stop retrying browser calls in this session and record the "+
@@ -126,7 +146,7 @@ func (s *shim) escalate(call *Call, env []string, counter *wedgeCounter) int {
 	_ = client.ReportEvent(ctx, api.Event{ // best effort: the exit code already tells the caller
 		Kind: api.EventWedgeUnrecoverable, StoreID: s.cfg.StoreID, BUName: call.BUName, TaskID: call.TaskID, Message: msg,
 	})
-	return s.fail(ExitWedged, "%s", msg)
+	return ExitWedged, api.CallWedged, msg
 }
 
 // ensure asks the manager for the session's endpoint, retrying an unreachable manager for a short window.
@@ -219,12 +239,6 @@ func checkExecutable(path string) error {
 	return nil
 }
 
-// runChild runs the real CLI with the caller's stdio, forwarding INT/TERM/HUP to its process group, bounded
-// by timeout. It returns the exit code (128+signal for a signalled child) and whether the timeout fired.
-func (s *shim) runChild(args, env []string, timeout time.Duration) (int, bool) {
-	return s.runBounded(args, env, [3]*os.File{os.Stdin, os.Stdout, s.stderr}, timeout)
-}
-
 // reload runs `real_bu --reload` for the timed-out session, bounded, its stdin empty (as os/exec gave it)
 // and its output on the shim's stderr.
 func (s *shim) reload(env []string) (int, bool) {
@@ -234,17 +248,19 @@ func (s *shim) reload(env []string) (int, bool) {
 		return ExitNoRealCLI, false
 	}
 	defer null.Close()
-	return s.runBounded([]string{"--reload"}, env, [3]*os.File{null, s.stderr, s.stderr}, s.cfg.ReloadTimeout())
+	return s.runBounded([]string{"--reload"}, env, startTaps([3]*os.File{null, s.stderr, s.stderr}, true), s.cfg.ReloadTimeout())
 }
 
-// runBounded starts the real CLI in its own process group with stdio as its descriptors 0, 1 and 2, and waits
-// for it. The forwarder relays signals to the group meanwhile; at timeout the group gets SIGTERM, then
-// SIGKILL after the kill grace.
+// runBounded starts the real CLI in its own process group with the taps' stdio as its descriptors 0, 1 and 2,
+// and waits for it. The forwarder relays INT/TERM/HUP to the group meanwhile; at timeout the group gets
+// SIGTERM, then SIGKILL after the kill grace. It returns the exit code (128+signal for a signalled child)
+// and whether the timeout fired.
 //
 // It forks with syscall.ForkExec and waits with waitid/wait4 rather than through os/exec: os.StartProcess's
 // first call forks and reaps a throwaway child to probe pidfd support, which this one child, signalled
 // through its group, never needs.
-func (s *shim) runBounded(args, env []string, stdio [3]*os.File, timeout time.Duration) (code int, timedOut bool) {
+func (s *shim) runBounded(args, env []string, t *taps, timeout time.Duration) (code int, timedOut bool) {
+	stdio := t.stdio
 	path := s.cfg.RealBU
 	env, err := dedupEnv(env)
 	if err != nil {
@@ -256,6 +272,7 @@ func (s *shim) runBounded(args, env []string, stdio [3]*os.File, timeout time.Du
 		Sys: &syscall.SysProcAttr{Setpgid: true}}
 	pid, err := s.fw.start(path, append([]string{path}, args...), attr)
 	runtime.KeepAlive(stdio)
+	t.started()
 	if err != nil {
 		fmt.Fprintf(s.stderr, "browser-use: cannot start %s: %v\n", path, &os.PathError{Op: "fork/exec", Path: path, Err: err})
 		return ExitNoRealCLI, false

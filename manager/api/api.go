@@ -66,6 +66,9 @@ type StoreSpec struct {
 	// VIBE_AGENT_USER and VIBE_BROWSER_USER, NoIdentity ("none") is none.
 	AgentUser   string `json:"agent_user,omitempty"`
 	BrowserUser string `json:"browser_user,omitempty"`
+	// Timeline is the store's timeline mode (SPEC §15): TimelineFull, TimelineMeta or TimelineOff; ""
+	// follows VIBE_TIMELINE.
+	Timeline string `json:"timeline,omitempty"`
 }
 
 // ZiniaoSpec names a Ziniao store environment and the account that owns it.
@@ -90,6 +93,8 @@ type StoreUpdate struct {
 	// none, "" to follow VIBE_AGENT_USER and VIBE_BROWSER_USER again.
 	AgentUser   *string `json:"agent_user,omitempty"`
 	BrowserUser *string `json:"browser_user,omitempty"`
+	// Timeline sets the store's timeline mode (SPEC §15), "" to follow VIBE_TIMELINE again.
+	Timeline *string `json:"timeline,omitempty"`
 }
 
 // NoIdentity in a StoreUpdate's Proxy, Timezone or Lang clears it; as AgentUser or BrowserUser it is none.
@@ -132,6 +137,10 @@ type Store struct {
 	// the manager's default; empty for the manager's own user (then the boundary is by convention only).
 	AgentUser   string `json:"agent_user,omitempty"`
 	BrowserUser string `json:"browser_user,omitempty"`
+	// Timeline is the store's timeline mode (SPEC §15) and TimelineFrom where it comes from ("store", or
+	// "VIBE_TIMELINE" when the store names none).
+	Timeline     string `json:"timeline"`
+	TimelineFrom string `json:"timeline_from"`
 }
 
 // Browser is one running or known browser in the status.
@@ -304,6 +313,10 @@ type EnsureResponse struct {
 	// LeaseS is the task's lease (VIBE_TASK_LEASE_S) that this call renewed, 0 without a task: a caller that
 	// holds its client for long (an MCP server) calls again well within it.
 	LeaseS int `json:"lease_s,omitempty"`
+	// Timeline is the store's timeline mode (SPEC §15): with TimelineFull the shim keeps the call's code and
+	// output for its report, with TimelineMeta only the call's facts; TimelineOff or "" (a manager that
+	// predates it) sends no report.
+	Timeline string `json:"timeline,omitempty"`
 }
 
 // Download is one finished download (SPEC §12), as GET PathDownloads lists it.

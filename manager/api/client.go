@@ -85,6 +85,27 @@ const (
 // Do sends method path with body encoded as JSON (nil for none) and decodes a 2xx answer into out (nil to
 // discard it). A non-2xx answer is returned as *Error; a failed dial wraps ErrUnreachable.
 func (c *Client) Do(ctx context.Context, method, path string, body, out any) error {
+	data, err := c.send(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	if out == nil || len(data) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("%s %s: decode answer: %w", method, path, err)
+	}
+	return nil
+}
+
+// Raw sends GET path and returns a 2xx answer's body as it came (an HTML file, an image). Its errors are
+// Do's.
+func (c *Client) Raw(ctx context.Context, path string) ([]byte, error) {
+	return c.send(ctx, MethodGet, path, nil)
+}
+
+// send is one call: the answer's body when its status is 2xx.
+func (c *Client) send(ctx context.Context, method, path string, body any) ([]byte, error) {
 	if c.Timeout > 0 {
 		if _, ok := ctx.Deadline(); !ok {
 			var cancel context.CancelFunc
@@ -96,12 +117,12 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 	if body != nil {
 		var err error
 		if payload, err = json.Marshal(body); err != nil {
-			return fmt.Errorf("encode %s: %w", path, err)
+			return nil, fmt.Errorf("encode %s: %w", path, err)
 		}
 	}
 	conn, err := dialUnix(ctx, c.socket())
 	if err != nil {
-		return fmt.Errorf("is the manager running? (%s): %w: %w", c.socket(), ErrUnreachable, err)
+		return nil, fmt.Errorf("is the manager running? (%s): %w: %w", c.socket(), ErrUnreachable, err)
 	}
 	defer conn.Close()
 	status, data, err := conn.roundTrip(method, path, c.Token, payload)
@@ -109,7 +130,7 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
-		return fmt.Errorf("%s %s: %w", method, path, err)
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	if status/100 != 2 {
 		e := &Error{Status: status}
@@ -119,15 +140,9 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 				e.Message = fmt.Sprintf("HTTP %d", status)
 			}
 		}
-		return e
+		return nil, e
 	}
-	if out == nil || len(data) == 0 {
-		return nil
-	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("%s %s: decode answer: %w", method, path, err)
-	}
-	return nil
+	return data, nil
 }
 
 // Health asks whether the manager is up.
@@ -276,7 +291,7 @@ func (c *Client) ListDownloads(ctx context.Context, task, store string) ([]Downl
 // manager's own socket serves it.
 func (c *Client) MintTaskToken(ctx context.Context, id, store string) (TaskToken, error) {
 	var out TaskToken
-	err := c.Do(ctx, MethodPost, strings.Replace(PathTaskToken, "{id}", pathSegment(id), 1), TaskTokenRequest{Store: store}, &out)
+	err := c.Do(ctx, MethodPost, taskPath(PathTaskToken, id), TaskTokenRequest{Store: store}, &out)
 	return out, err
 }
 

@@ -1,0 +1,170 @@
+package api
+
+import "time"
+
+// The task timeline's routes (SPEC §15).
+const (
+	// PathTaskCalls takes a shim's report of one browser-use call's end (POST, a CallReport); it is served
+	// on the owner socket and, for the task's own token, on run/agent.sock.
+	PathTaskCalls = "/v1/tasks/{id}/calls"
+	// PathTaskTimeline lists a task's timeline (GET, a Timeline); ?after=SEQ returns only the entries after
+	// that seq, ?wait=1 holds the answer until there is one (or 25 s pass) for a follower.
+	PathTaskTimeline = "/v1/tasks/{id}/timeline"
+	// PathTaskShot serves one shot's JPEG (GET).
+	PathTaskShot = "/v1/tasks/{id}/timeline/{seq}/shot"
+	// PathTaskExport serves the task's timeline as one self-contained HTML file (GET).
+	PathTaskExport = "/v1/tasks/{id}/export"
+)
+
+// The timeline modes (VIBE_TIMELINE, `store set --timeline`).
+const (
+	TimelineFull = "full" // everything: calls with their code and output, shots, and the steps between
+	TimelineMeta = "meta" // the steps without code, output or shots
+	TimelineOff  = "off"  // nothing is recorded
+)
+
+// The kinds of timeline entries (Entry.Kind).
+const (
+	EntryCall     = "call"
+	EntryShot     = "shot"
+	EntryNav      = "nav"
+	EntryTab      = "tab"
+	EntryDownload = "download"
+	EntryHandoff  = "handoff"
+	EntryTakeover = "takeover"
+	EntryFault    = "fault"
+)
+
+// The outcomes of a call (CallReport.Outcome): what the shim made of it.
+const (
+	CallOK          = "ok"          // the real CLI ran and exited 0
+	CallFailed      = "failed"      // the real CLI ran and exited non-zero (its own failure)
+	CallRefused     = "refused"     // the shim refused the call (a session or --worker rule); Rule says which
+	CallUnavailable = "unavailable" // no browser (69), or the real CLI is missing
+	CallTimeout     = "timeout"     // the call timed out and the session's daemon was reloaded (142)
+	CallWedged      = "wedged"      // timed out again: the session is given up (75)
+	CallAskHuman    = "ask-human"   // an --ask-human call (the handoff is its own entry)
+)
+
+// Bounds of what a call entry keeps (SPEC §15).
+const (
+	CallCodeMax   = 64 << 10 // the code (stdin) kept, from its start; longer is cut and marked
+	CallOutputMax = 16 << 10 // the tail of stdout and of stderr kept
+)
+
+// CallReport is a shim's report of one call's end (POST PathTaskCalls), sent once, best effort.
+type CallReport struct {
+	Client  string    `json:"client"`  // the mux client id (a --worker slot's is <task>-wN)
+	Session string    `json:"session"` // BU_NAME
+	Slot    int       `json:"slot,omitempty"`
+	Args    []string  `json:"args,omitempty"` // the arguments the agent gave browser-use
+	Start   time.Time `json:"start"`
+	End     time.Time `json:"end"`
+	Exit    int       `json:"exit"` // the shim's exit status
+	Outcome string    `json:"outcome"`
+	Rule    string    `json:"rule,omitempty"` // the shim's message for a refused or failed call
+	// Code is the stdin the agent sent, its first CallCodeMax bytes (CodeCut: there was more).
+	Code    string `json:"code,omitempty"`
+	CodeCut bool   `json:"code_cut,omitempty"`
+	// Stdout and Stderr are the streams' last CallOutputMax bytes (…Cut: earlier bytes were dropped).
+	Stdout    string `json:"stdout,omitempty"`
+	StdoutCut bool   `json:"stdout_cut,omitempty"`
+	Stderr    string `json:"stderr,omitempty"`
+	StderrCut bool   `json:"stderr_cut,omitempty"`
+	// Untold names what the shim did not see: "stdin", "stdout", "stderr" when that stream was a terminal
+	// (passed to the CLI as it was), or kept open by a process the CLI left behind.
+	Untold []string `json:"untold,omitempty"`
+}
+
+// Timeline is a task's timeline as GET PathTaskTimeline answers it.
+type Timeline struct {
+	Task Task `json:"task"`
+	// Mode is the timeline mode of the task's store now (TimelineFull, TimelineMeta, TimelineOff), and
+	// ModeFrom where it comes from ("VIBE_TIMELINE" or "store"), for a page that explains an empty one.
+	Mode     string  `json:"mode"`
+	ModeFrom string  `json:"mode_from"`
+	Entries  []Entry `json:"entries"`
+	// Live reports the task is still running: more entries may come.
+	Live bool `json:"live"`
+}
+
+// Entry is one step of a task's timeline. Exactly one of the kind's fields is set.
+type Entry struct {
+	Seq    int64     `json:"seq"`
+	At     time.Time `json:"at"`
+	Kind   string    `json:"kind"`
+	Client string    `json:"client,omitempty"` // the mux client; a --worker slot's is <task>-wN
+	Slot   int       `json:"slot,omitempty"`   // that slot's N, 0 for the task's own session
+
+	Call     *CallReport    `json:"call,omitempty"`
+	Shot     *ShotEntry     `json:"shot,omitempty"`
+	Nav      *NavEntry      `json:"nav,omitempty"`
+	Tab      *TabEntry      `json:"tab,omitempty"`
+	Download *Download      `json:"download,omitempty"`
+	Handoff  *HandoffEntry  `json:"handoff,omitempty"`
+	Takeover *TakeoverEntry `json:"takeover,omitempty"`
+	Fault    *FaultEntry    `json:"fault,omitempty"`
+}
+
+// ShotEntry is a tab's pixels after a call. Bytes is 0 once the size cap dropped its file.
+type ShotEntry struct {
+	Tab     string `json:"tab"` // the target id
+	URL     string `json:"url,omitempty"`
+	Title   string `json:"title,omitempty"`
+	AfterOf int64  `json:"after_of"` // the seq of the call it follows
+	Width   int    `json:"width,omitempty"`
+	Height  int    `json:"height,omitempty"`
+	Bytes   int64  `json:"bytes"`
+}
+
+// NavEntry is a top-level navigation of one of the task's tabs.
+type NavEntry struct {
+	Tab   string `json:"tab"`
+	URL   string `json:"url"`
+	Title string `json:"title,omitempty"`
+}
+
+// The events of a TabEntry and a TakeoverEntry.
+const (
+	TabCreated   = "created"
+	TabClosed    = "closed"
+	TakeoverTook = "took"
+	TakeoverGave = "released"
+)
+
+// TabEntry is a tab of the task created or closed.
+type TabEntry struct {
+	Tab   string `json:"tab"`
+	Event string `json:"event"` // TabCreated, TabClosed
+	URL   string `json:"url,omitempty"`
+}
+
+// HandoffEntry is a handoff asked (Status pending) or ended (its final status, the person's note).
+type HandoffEntry struct {
+	ID       string `json:"id"`
+	Status   string `json:"status"`
+	Question string `json:"question,omitempty"`
+	Note     string `json:"note,omitempty"`
+}
+
+// TakeoverEntry is a person taking one of the task's tabs, or giving it back.
+type TakeoverEntry struct {
+	Tab   string `json:"tab"`
+	Event string `json:"event"` // TakeoverTook, TakeoverGave
+	By    string `json:"by,omitempty"`
+	Why   string `json:"why,omitempty"` // why a hold ended, when not by its holder
+}
+
+// The faults of a FaultEntry.
+const (
+	FaultTimeout  = "timeout"  // a call timed out (142)
+	FaultWedge    = "wedge"    // a session given up (75)
+	FaultCrash    = "crash"    // the browser died under the task
+	FaultRelaunch = "relaunch" // the browser was started again under the task
+)
+
+// FaultEntry is something that went wrong under the task.
+type FaultEntry struct {
+	What    string `json:"what"`
+	Message string `json:"message,omitempty"`
+}

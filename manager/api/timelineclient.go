@@ -1,0 +1,32 @@
+package api
+
+import (
+	"context"
+	"strconv"
+	"strings"
+)
+
+// taskPath fills a task route's {id}.
+func taskPath(route, id string) string { return strings.Replace(route, "{id}", pathSegment(id), 1) }
+
+// ReportCall tells the manager how one of task's browser-use calls ended (the shim's one report).
+func (c *Client) ReportCall(ctx context.Context, task string, rep CallReport) error {
+	return c.Do(ctx, MethodPost, taskPath(PathTaskCalls, task), rep, nil)
+}
+
+// Timeline returns task's timeline with its entries after seq after; wait holds the answer until there is a
+// new entry (or the manager's poll bound passes), for a follower.
+func (c *Client) Timeline(ctx context.Context, task string, after int64, wait bool) (Timeline, error) {
+	path := taskPath(PathTaskTimeline, task) + "?after=" + strconv.FormatInt(after, 10)
+	if wait {
+		path += "&wait=1"
+	}
+	var tl Timeline
+	err := c.Do(ctx, MethodGet, path, nil, &tl)
+	return tl, err
+}
+
+// ExportTimeline returns task's timeline as one self-contained HTML file.
+func (c *Client) ExportTimeline(ctx context.Context, task string) ([]byte, error) {
+	return c.Raw(ctx, taskPath(PathTaskExport, task))
+}

@@ -1,0 +1,214 @@
+package wrapshim
+
+import (
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"vibebrowser/manager/api"
+)
+
+// Taps (SPEC §15): for the timeline the shim keeps the code the agent sent (stdin's first api.CallCodeMax
+// bytes) and the last api.CallOutputMax bytes of each output stream, passing every byte on as it comes. A
+// regular file on stdin (an older shell's heredoc) is read where the CLI will read it, with pread, so the
+// CLI still gets it itself, untouched; a pipe or socket on any stream is relayed through a pipe of the
+// shim's; a terminal or another device is handed to the CLI as it is and named untold.
+
+// outputGrace is how long the shim waits, after the CLI exited, for the end of its output: a process the
+// CLI left behind may keep the stream open, and the shim does not wait for it.
+const outputGrace = 100 * time.Millisecond
+
+// taps are one call's taps: stdio is what the CLI gets as its descriptors 0, 1 and 2.
+type taps struct {
+	stdio           [3]*os.File
+	stdin           *headTap
+	out             [2]*tailTap
+	untold          []string
+	closeAfterStart []*os.File // the CLI's ends of the shim's pipes: closed here once it has them
+}
+
+// startTaps sets up the taps of the streams in; off hands every stream on as it is.
+func startTaps(in [3]*os.File, off bool) *taps {
+	t := &taps{stdio: in}
+	if off {
+		return t
+	}
+	names := [3]string{"stdin", "stdout", "stderr"}
+	for i, f := range in {
+		var fi os.FileInfo
+		var err error
+		if fi, err = f.Stat(); err != nil {
+			t.untold = append(t.untold, names[i])
+			continue
+		}
+		relay := fi.Mode()&(os.ModeNamedPipe|os.ModeSocket) != 0
+		switch {
+		case i == 0 && fi.Mode().IsRegular():
+			t.stdin = preadHead(f)
+		case i > 0 && fi.Mode().IsRegular():
+			t.untold = append(t.untold, names[i]) // a file the agent reads afterwards itself
+		case !relay:
+			t.untold = append(t.untold, names[i])
+		case i == 0:
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.untold = append(t.untold, names[i])
+				continue
+			}
+			t.stdin = &headTap{done: make(chan struct{})}
+			go t.stdin.relay(f, w)
+			t.stdio[0], t.closeAfterStart = r, append(t.closeAfterStart, r)
+		default:
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.untold = append(t.untold, names[i])
+				continue
+			}
+			tap := &tailTap{done: make(chan struct{})}
+			go tap.relay(r, f)
+			t.out[i-1], t.stdio[i], t.closeAfterStart = tap, w, append(t.closeAfterStart, w)
+		}
+	}
+	return t
+}
+
+// started closes the shim's copies of the CLI's ends, once the CLI has its own: its output ends when the
+// CLI's (and its children's) copies close, and its stdin relay sees the CLI go.
+func (t *taps) started() {
+	for _, f := range t.closeAfterStart {
+		f.Close()
+	}
+	t.closeAfterStart = nil
+}
+
+// finish waits a little for the output relays to reach the end of their streams (outputGrace in all) and
+// puts what the taps kept into rep.
+func (t *taps) finish(rep *api.CallReport) {
+	t.started() // a CLI that never started leaves the pipes to close here
+	deadline := time.After(outputGrace)
+	names := [2]string{"stdout", "stderr"}
+	for i, tap := range t.out {
+		if tap == nil {
+			continue
+		}
+		select {
+		case <-tap.done:
+		case <-deadline:
+			rep.Untold = append(rep.Untold, names[i]+" (kept open by a process the CLI left behind)")
+		}
+	}
+	if t.stdin != nil {
+		rep.Code, rep.CodeCut = t.stdin.kept()
+	}
+	if t.out[0] != nil {
+		rep.Stdout, rep.StdoutCut = t.out[0].kept()
+	}
+	if t.out[1] != nil {
+		rep.Stderr, rep.StderrCut = t.out[1].kept()
+	}
+	rep.Untold = append(rep.Untold, t.untold...)
+}
+
+// headTap keeps the first api.CallCodeMax bytes of a stream.
+type headTap struct {
+	mu   sync.Mutex
+	head []byte
+	cut  bool
+	done chan struct{} // closed at the end of the stream (nil: read at once)
+}
+
+// preadHead reads a regular file's first api.CallCodeMax bytes from its current offset, leaving the offset
+// where it is for the CLI.
+func preadHead(f *os.File) *headTap {
+	off, err := unix.Seek(int(f.Fd()), 0, io.SeekCurrent)
+	if err != nil {
+		return nil
+	}
+	buf := make([]byte, api.CallCodeMax+1)
+	n, _ := f.ReadAt(buf, off)
+	h := &headTap{head: buf[:min(n, api.CallCodeMax)], cut: n > api.CallCodeMax}
+	return h
+}
+
+// relay copies from to the CLI's pipe w, keeping the head, and closes w at the end of from. It returns
+// when from ends or the CLI stopped reading (its end closed).
+func (h *headTap) relay(from *os.File, w *os.File) {
+	defer close(h.done)
+	defer w.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := from.Read(buf)
+		if n > 0 {
+			h.keep(buf[:n])
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (h *headTap) keep(p []byte) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	room := api.CallCodeMax - len(h.head)
+	if len(p) > room {
+		p, h.cut = p[:room], true
+	}
+	h.head = append(h.head, p...)
+}
+
+// kept is the head read so far (the relay may still run: a stdin the CLI never read to its end).
+func (h *headTap) kept() (string, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return string(h.head), h.cut
+}
+
+// tailTap passes a stream on and keeps its last api.CallOutputMax bytes.
+type tailTap struct {
+	mu   sync.Mutex
+	tail []byte
+	cut  bool
+	done chan struct{}
+}
+
+// relay copies the CLI's pipe r to the shim's own stream to until the pipe's end. A write to that fails
+// (the agent closed its end) ends the relay too: the CLI then sees its pipe close, as it would have.
+func (t *tailTap) relay(r *os.File, to *os.File) {
+	defer close(t.done)
+	defer r.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			t.keep(buf[:n])
+			if _, werr := to.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (t *tailTap) keep(p []byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.tail = append(t.tail, p...)
+	if over := len(t.tail) - api.CallOutputMax; over > 0 {
+		t.tail, t.cut = append(t.tail[:0], t.tail[over:]...), true
+	}
+}
+
+func (t *tailTap) kept() (string, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.tail), t.cut
+}
