@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,6 +43,15 @@ type Source interface {
 	// Downloads are that browser's newest limit finished downloads, oldest first, as GET
 	// /v1/downloads?store= lists them. Its error wraps ErrNoStore for an unknown slug.
 	Downloads(ctx context.Context, slug string, limit int) ([]api.Download, error)
+	// Timeline is a task's timeline with its entries after seq after (GET /v1/tasks/{id}/timeline). Its
+	// error wraps ErrNoTask for an unknown task.
+	Timeline(ctx context.Context, taskID string, after int64) (api.Timeline, error)
+	// Shot is the JPEG of the task's shot entry seq. Its error wraps ErrNoShot when there is none (its
+	// file may have been dropped by the size cap or the retention).
+	Shot(ctx context.Context, taskID string, seq int64) ([]byte, error)
+	// DownloadFile opens the finished download id for reading, with its record. Its error wraps
+	// ErrNoDownload when there is none or its file is gone.
+	DownloadFile(ctx context.Context, id int64) (*os.File, api.Download, error)
 	// Changed is closed at the manager's next change of its state (a write: a store, a task, a browser
 	// started or stopped, a handoff, a download, a tab's owner); a caller takes a new one after each. The
 	// store page reads Status and Downloads again only then. What changes in memory only (a tab's title,
@@ -49,12 +59,18 @@ type Source interface {
 	Changed() <-chan struct{}
 }
 
-// Errors of Source.Browser.
+// Errors of the Source.
 var (
 	// ErrNoStore: no store has that slug.
 	ErrNoStore = errors.New("no such store")
 	// ErrStopped: the browser is not running.
 	ErrStopped = errors.New("the browser is not running")
+	// ErrNoTask: the manager knows no task of that id (Timeline).
+	ErrNoTask = errors.New("no such task")
+	// ErrNoShot: the task has no shot of that seq, or its file is gone (Shot).
+	ErrNoShot = errors.New("no such shot")
+	// ErrNoDownload: no finished download has that id, or its file is gone (DownloadFile).
+	ErrNoDownload = errors.New("no such download")
 )
 
 // Browser is one running browser's mux as the pages use it (the operator API of package mux); the
@@ -182,9 +198,13 @@ func New(cfg Config) *Server {
 // "main" and "script"; the layout places them.
 func parsePages() map[string]*template.Template {
 	pages := map[string]*template.Template{}
-	for _, page := range []string{"overview", "message", "store", "tab"} {
+	for _, page := range []string{"overview", "message", "store", "tab", "task"} {
+		files := []string{"templates/layout.html", "templates/" + page + ".html"}
+		if page == "task" {
+			files = append(files, "templates/steps.html") // the steps, which Export draws too
+		}
 		t := template.New("layout.html")
-		pages[page] = template.Must(t.ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html"))
+		pages[page] = template.Must(t.ParseFS(templateFS, files...))
 	}
 	return pages
 }
@@ -211,6 +231,11 @@ func (s *Server) newRoutes() http.Handler {
 	routes.HandleFunc("GET /store/{slug}/tab/{id}/ws", s.handleTabSocket)
 	routes.HandleFunc("POST /store/{slug}/tab/{id}/close", s.handleCloseTab)
 	routes.HandleFunc("POST /handoffs/{id}/answer", s.handleAnswer)
+	routes.HandleFunc("GET /task/{id}", s.handleTask)
+	routes.HandleFunc("GET /task/{id}/entries", s.handleTaskEntries)
+	routes.HandleFunc("GET /task/{id}/shot/{seq}", s.handleShot)
+	routes.HandleFunc("GET /task/{id}/download/{did}", s.handleTaskDownload)
+	routes.HandleFunc("GET /task/{id}/export", s.handleTaskExport)
 	routes.Handle("GET /assets/", s.assets)
 	routes.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.message(w, r, http.StatusNotFound, "Not found",

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -35,6 +36,11 @@ type fakeSource struct {
 	answerErr error
 	// downloads by slug, oldest first
 	downloads map[string][]api.Download
+	// timelines by task id; shots by task id and seq; files are the finished downloads DownloadFile opens,
+	// by id (their Path a file of the test's).
+	timelines map[string]api.Timeline
+	shots     map[string]map[int64][]byte
+	files     map[int64]api.Download
 	// changed is the channel of Changed, closed by wroteLocked; reads counts Status calls.
 	changed chan struct{}
 	reads   int
@@ -111,6 +117,56 @@ func (f *fakeSource) Downloads(_ context.Context, slug string, limit int) ([]api
 	}
 	ds := f.downloads[slug]
 	return append([]api.Download{}, ds[max(0, len(ds)-limit):]...), nil
+}
+
+func (f *fakeSource) Timeline(_ context.Context, taskID string, after int64) (api.Timeline, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	tl, ok := f.timelines[taskID]
+	if !ok {
+		return api.Timeline{}, fmt.Errorf("task %q: %w", taskID, ErrNoTask)
+	}
+	var entries []api.Entry
+	for _, e := range tl.Entries {
+		if e.Seq > after {
+			entries = append(entries, e)
+		}
+	}
+	tl.Entries = entries
+	return tl, nil
+}
+
+func (f *fakeSource) Shot(_ context.Context, taskID string, seq int64) ([]byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if b, ok := f.shots[taskID][seq]; ok {
+		return b, nil
+	}
+	return nil, fmt.Errorf("shot %d of task %q: %w", seq, taskID, ErrNoShot)
+}
+
+func (f *fakeSource) DownloadFile(_ context.Context, id int64) (*os.File, api.Download, error) {
+	f.mu.Lock()
+	d, ok := f.files[id]
+	f.mu.Unlock()
+	if !ok {
+		return nil, api.Download{}, fmt.Errorf("download %d: %w", id, ErrNoDownload)
+	}
+	file, err := os.Open(d.Path)
+	if err != nil {
+		return nil, api.Download{}, fmt.Errorf("download %d: %w: %v", id, ErrNoDownload, err)
+	}
+	return file, d, nil
+}
+
+// setTimeline changes a task's timeline.
+func (f *fakeSource) setTimeline(tl api.Timeline) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.timelines == nil {
+		f.timelines = map[string]api.Timeline{}
+	}
+	f.timelines[tl.Task.ID] = tl
 }
 
 // set changes the manager's status, as a write of its state does (Changed is closed).
