@@ -19,6 +19,7 @@ const maxDownloads = 500
 
 type downloadGroup struct {
 	Owner string // the folder under downloads/<slug>/
+	Page  string // the task page of a task's folder; "" for the others
 	Label string
 	Count string // "3 files", with how many are not shown
 	Files []downloadRow
@@ -42,6 +43,9 @@ func downloadGroups(ds []api.Download, tasks map[string]bool, now time.Time) []d
 		g := byOwner[d.OwnerDir]
 		if g == nil {
 			g = &downloadGroup{Owner: d.OwnerDir, Label: ownerLabel(d.OwnerDir, tasks), Files: []downloadRow{}}
+			if d.OwnerDir != mux.UnattributedDir && (tasks[d.OwnerDir] || api.ValidTaskID(d.OwnerDir)) {
+				g.Page = taskHref(d.OwnerDir)
+			}
 			byOwner[d.OwnerDir] = g
 			order = append(order, d.OwnerDir)
 		}

@@ -15,6 +15,7 @@ type handoffRow struct {
 	Store     string // slug, "web"
 	StoreHref string
 	Task      string // "–" without a task
+	TaskHref  string // its task page; "" without a task
 	Session   string
 	Reason    string
 	Asked     string // "4 min ago"
@@ -41,7 +42,7 @@ func (s *Server) handoffRows(ctx context.Context, hs []api.Handoff, token string
 			Session: h.BUName, Reason: h.Reason, Asked: duration(now.Sub(h.CreatedAt)) + " ago", Tabs: []handoffTab{},
 			Token: token}
 		if h.TaskID != "" {
-			row.Task = h.TaskID
+			row.Task, row.TaskHref = h.TaskID, taskHref(h.TaskID)
 		}
 		if left := h.Deadline.Sub(now); left > 0 {
 			row.Left = duration(left) + " left"

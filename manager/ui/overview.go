@@ -51,6 +51,7 @@ type browserRow struct {
 
 type taskRow struct {
 	ID     string
+	Page   string // its task page
 	Store  string
 	Href   string
 	Status string
@@ -127,7 +128,7 @@ func (s *Server) buildOverview(r *http.Request) overview {
 	ov.Summary = plural(ov.Stores, "store") + " · " + plural(running, "browser") + " running"
 	for _, t := range st.Tasks {
 		// A task without a store is a web-browser task or one reported without --store: no store to name.
-		row := taskRow{ID: t.ID, Store: "–", Status: t.Status, Lease: "–"}
+		row := taskRow{ID: t.ID, Page: taskHref(t.ID), Store: "–", Status: t.Status, Lease: "–"}
 		if t.Store != "" {
 			row.Store = slugOf(t.Store)
 			row.Href = "/store/" + row.Store

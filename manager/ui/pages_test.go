@@ -265,7 +265,7 @@ func TestStorePageListsClientsAndTabs(t *testing.T) {
 	}
 	for _, want := range []string{
 		`<section class="client task" data-id="` + task + `">`,
-		`worker slot 2 of task ` + task,
+		`worker slot 2 of task <a href="/task/` + task + `"><code>` + task + `</code></a>`,
 		`<section class="client aux"`, `<section class="client manual"`, `<section class="client discovery" data-id="anon-k9f3q2">`,
 		`<section class="client human"`,
 		`href="/store/shop/tab/T1"`, `data-src="/store/shop/tab/T1/thumb.jpg"`, "Orders", "https://shop.example/orders",
@@ -885,5 +885,32 @@ func TestEveryPostFormCarriesTheToken(t *testing.T) {
 	// Another viewer's pages carry theirs.
 	if page := body(t, u.do(t, "GET", "/store/shop", map[string]string{"Cookie": u.login(t)})); strings.Contains(page, token) {
 		t.Errorf("another session's store page carries this session's token")
+	}
+}
+
+// TestEveryTaskIDLinksToItsPage: wherever a page names a task (the overview's tasks and handoffs, the store
+// page's clients, worker slots and download folders, a tab's owner), the id links to its task page.
+func TestEveryTaskIDLinksToItsPage(t *testing.T) {
+	u := handoffUI(t)
+	cookie := u.login(t)
+	named := regexp.MustCompile(`(<a href="/task/` + task + `"[^>]*>)?<code[^>]*>` + task + `</code>`)
+	for _, tt := range []struct {
+		path  string
+		links int // the task ids shown
+	}{
+		{"/", 2},                  // the tasks table, the handoff's card
+		{"/store/shop", 3},        // the task's client, its worker slot's label, its download folder
+		{"/store/shop/tab/T1", 1}, // the tab's owner
+	} {
+		page := body(t, u.do(t, "GET", tt.path, map[string]string{"Cookie": cookie, "Accept": "text/html"}))
+		found := named.FindAllStringSubmatch(page, -1)
+		if len(found) != tt.links {
+			t.Errorf("GET %s names the task %d times; want %d", tt.path, len(found), tt.links)
+		}
+		for _, m := range found {
+			if m[1] == "" {
+				t.Errorf("GET %s names the task without a link to /task/%s: %q", tt.path, task, m[0])
+			}
+		}
 	}
 }

@@ -54,6 +54,8 @@ type clientRow struct {
 	State     string // "connected" or "in grace"
 	Active    string
 	Tabs      []tabRow
+	Task      string // the task of a task's or worker slot's client; "" for the others
+	TaskHref  string // its task page
 }
 
 type tabRow struct {
@@ -204,6 +206,16 @@ func (s *Server) storeView(f storeFacts) storePage {
 		kind, label := clientKind(c.ID, f.tasks)
 		row := clientRow{ID: c.ID, Kind: kind, Label: label, Connected: c.Connected, State: "in grace",
 			Active: "–", Tabs: []tabRow{}}
+		switch kind {
+		case "task":
+			row.Task = c.ID
+		case "worker":
+			m := workerSlot.FindStringSubmatch(c.ID)
+			row.Task, row.Label = m[1], "worker slot "+m[2]+" of task"
+		}
+		if row.Task != "" {
+			row.TaskHref = taskHref(row.Task)
+		}
 		if c.Connected {
 			row.State = "connected"
 		}

@@ -38,6 +38,7 @@ type tabPage struct {
 	Human                                         bool
 	Hold                                          string // "you", "other" or "" (viewMeta.Hold)
 	StoreHref, Socket, Close                      string
+	TaskHref                                      string // the task page of a task's or worker slot's tab
 	Token                                         string // the viewer's form token (formToken), for Close tab
 }
 
@@ -64,14 +65,21 @@ func (s *Server) handleTab(w http.ResponseWriter, r *http.Request) {
 			tasks[task.ID] = true
 		}
 	}
-	_, label := clientKind(t.Owner, tasks)
+	kind, label := clientKind(t.Owner, tasks)
 	if label == "task" {
 		label = "task " + t.Owner
+	}
+	taskPage := ""
+	switch kind {
+	case "task":
+		taskPage = taskHref(t.Owner)
+	case "worker":
+		taskPage = taskHref(workerSlot.FindStringSubmatch(t.Owner)[1])
 	}
 	href := storeHref + "/tab/" + url.PathEscape(id)
 	s.render(w, http.StatusOK, "tab", tabPage{Slug: slug, StoreName: name, ID: id, Title: t.Title, URL: t.URL,
 		Owner: t.Owner, Label: label, Human: t.Human, Hold: holdState(t.HeldBy, viewerID(r)),
-		StoreHref: storeHref, Socket: href + "/ws", Close: href + "/close", Token: s.formToken(r)})
+		StoreHref: storeHref, Socket: href + "/ws", Close: href + "/close", Token: s.formToken(r), TaskHref: taskPage})
 }
 
 func (s *Server) handleCloseTab(w http.ResponseWriter, r *http.Request) {
