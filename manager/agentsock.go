@@ -65,9 +65,10 @@ func (m *Manager) agentRoutes() http.Handler {
 		return m.handoffs.cancel(ctx, id)
 	}))
 	handle("GET "+api.PathDownloads, m.agentDownloads)
+	handle("POST "+api.PathTaskCalls, m.agentTaskCall)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		m.writeError(w, r, fmt.Errorf("%w: %s %s is not served on %s, which serves a task's own calls (ensure, "+
-			"events, its handoffs, its downloads); the owner's socket %s serves the rest, to the manager's own user",
+			"events, its handoffs, its downloads, its call reports); the owner's socket %s serves the rest, to the manager's own user",
 			apierr.ErrForbidden, r.Method, r.URL.Path, api.AgentSocketRel, api.SocketRel))
 	})
 	return mux

@@ -54,6 +54,9 @@ type Config struct {
 	DownloadKeepDays  int           // VIBE_DOWNLOAD_KEEP_DAYS (30): downloads folders older than this are pruned; 0 keeps them
 	AgentUser         string        // VIBE_AGENT_USER: the agent user of a store that names none (SPEC §14); "" = none
 	BrowserUser       string        // VIBE_BROWSER_USER (vibe-browser): who a store with an agent user runs its browser as
+	Timeline          string        // VIBE_TIMELINE (full): what a store that names no mode records (SPEC §15): full, meta or off
+	TimelineKeepDays  int           // VIBE_TIMELINE_KEEP_DAYS (30): timeline entries older than this are pruned; 0 keeps them
+	TimelineMaxMB     int           // VIBE_TIMELINE_MAX_MB (200): a task's shots beyond this are dropped, oldest first
 
 	// muxTiming overrides the muxes' keepalive and reconnect timing; only tests set it.
 	muxTiming browsers.MuxTiming
@@ -118,6 +121,9 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		{name: "VIBE_DOWNLOAD_KEEP_DAYS", def: 30, lo: 0, hi: 36500, integer: &c.DownloadKeepDays},
 		{name: "VIBE_CHROME_TRANSPORT", choice: &c.ChromeTransport,
 			choices: []string{string(chrome.TransportPipe), string(chrome.TransportPort)}},
+		{name: "VIBE_TIMELINE", choice: &c.Timeline, choices: []string{api.TimelineFull, api.TimelineMeta, api.TimelineOff}},
+		{name: "VIBE_TIMELINE_KEEP_DAYS", def: 30, lo: 0, hi: 36500, integer: &c.TimelineKeepDays},
+		{name: "VIBE_TIMELINE_MAX_MB", def: 200, lo: 1, hi: 1 << 20, integer: &c.TimelineMaxMB},
 	}
 	for _, k := range knobs {
 		if err := k.parse(getenv(k.name)); err != nil {

@@ -49,10 +49,15 @@ func (m *Manager) recordDownload(sp browsers.Spec, d mux.Download) {
 	if api.ValidTaskID(d.OwnerDir) { // aux, manual, human, unattributed and discovery clients are no tasks
 		task = d.OwnerDir
 	}
-	_, err := m.db.RecordDownload(ctx, state.Download{Key: sp.Key, TaskID: task, ClientID: d.ClientID,
+	rec, err := m.db.RecordDownload(ctx, state.Download{Key: sp.Key, TaskID: task, ClientID: d.ClientID,
 		OwnerDir: d.OwnerDir, GUID: d.GUID, URL: d.URL, Name: d.Name, Path: d.Path, Size: d.Size, SHA256: d.SHA256, At: d.At})
 	if err != nil {
 		m.log.Error().Err(err).Str("browser", sp.Key).Str("file", d.Path).Msg("record a finished download")
+		return
+	}
+	if task != "" {
+		view := downloadView(rec, sp.Slug)
+		m.timeline.Record(ctx, m.where(sp), task, d.ClientID, api.EntryDownload, &view)
 	}
 }
 

@@ -63,6 +63,7 @@ func (m *Manager) note(level zerolog.Level, kind, key string, ev api.Event) {
 	}
 	line.Msg(ev.Message)
 	m.notify.Enqueue(ev)
+	m.eventStep(kind, key, ev)
 }
 
 // describeEvent is an event as a notification: its store named by slug, and where to act in the web UI

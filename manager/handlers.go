@@ -169,6 +169,7 @@ func (m *Manager) ensureSession(ctx context.Context, req api.EnsureRequest) (api
 	resp := api.EnsureResponse{CDPWS: clientURL(in.Port(), sp.Token, req.ClientID), DownloadDir: m.downloadDir(sp, req.ClientID)}
 	if req.TaskID != "" {
 		resp.LeaseS = int(m.cfg.TaskLease / time.Second)
+		resp.Timeline, _ = m.timelineMode(sp)
 	}
 	return resp, nil
 }

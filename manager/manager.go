@@ -22,6 +22,7 @@ import (
 	"vibebrowser/manager/browsers"
 	"vibebrowser/manager/notify"
 	"vibebrowser/manager/reaper"
+	"vibebrowser/manager/timeline"
 	"vibebrowser/manager/ui"
 	"vibebrowser/state"
 )
@@ -49,6 +50,8 @@ type Manager struct {
 	leased  map[string]leaseMark // task id -> the lease touchTask last wrote
 
 	exitIPs *exitIPs // each proxied store's exit IP, checked through its proxy (VIBE_PROXY_CHECK_URL)
+
+	timeline *timeline.Recorder // what each task did (SPEC §15)
 }
 
 // newManager assembles a manager on an open state database; Run serves it. root is the daemon's root
@@ -58,7 +61,8 @@ func newManager(ctx context.Context, cfg *Config, root zerolog.Logger, db *state
 		version: version, ctx: ctx, leased: map[string]leaseMark{},
 		exitIPs: &exitIPs{ctx: ctx, url: cfg.ProxyCheckURL, seen: map[string]exitIP{}}}
 	m.fleet = browsers.New(ctx, cfg.browsers(), db, root, browsers.Hooks{Note: m.note,
-		Starting: m.writeWrapperFor, Downloaded: m.recordDownload})
+		Starting: m.writeWrapperFor, Downloaded: m.recordDownload, Timeline: m.tabStep})
+	m.timeline = m.newTimeline()
 	m.metrics = newMetrics(m.fleet.Collectors()...)
 	m.handoffs = &handoffDesk{db: db, log: m.log, ctx: ctx, note: m.note, renew: m.touchTask, uiLink: m.uiLink}
 	m.notify = notify.New(cfg.NotifyURL, root.With().Str("component", "notify").Logger(), m.describeEvent)
@@ -163,6 +167,7 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 	var notifyDone sync.WaitGroup
 	notifyDone.Go(func() { m.notify.Run(notifyCtx) })
 	loopsDone.Go(func() { m.downloadsLoop(loops) })
+	loopsDone.Go(func() { m.timeline.Loop(loops) })
 	uiCtx, stopUI := context.WithCancel(context.Background())
 	var uiDone sync.WaitGroup
 	uiURL := "off"
@@ -210,6 +215,7 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 func (m *Manager) quit() {
 	_, _ = daemon.SdNotify(false, daemon.SdNotifyStopping)
 	began := time.Now()
+	m.timeline.Close(2 * time.Second) // the shots of the last calls, while their browsers still run
 	m.fleet.Quit(m.cfg.KeepBrowsers)
 	m.log.Info().Int64("took_ms", time.Since(began).Milliseconds()).Msg("manager stopped")
 }

@@ -52,6 +52,10 @@ func (m *Manager) routes() http.Handler {
 	handle("POST "+api.PathHandoffAnswer, m.handoffs.handleAnswer)
 	handle("POST "+api.PathHandoffCancel, m.handoffs.handleCancel)
 	handle("GET "+api.PathDownloads, m.handleListDownloads)
+	handle("POST "+api.PathTaskCalls, m.handleTaskCall)
+	handle("GET "+api.PathTaskTimeline, m.handleTimeline)
+	mux.HandleFunc("GET "+api.PathTaskShot, m.handleShot)
+	mux.HandleFunc("GET "+api.PathTaskExport, m.handleExport)
 	mux.Handle("GET "+api.PathMetrics, m.metrics.handler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		m.writeError(w, r, fmt.Errorf("%w: no route %s %s", apierr.ErrNoRoute, r.Method, r.URL.Path))

@@ -63,6 +63,9 @@ func (m *Manager) createStore(ctx context.Context, in api.StoreSpec) (state.Stor
 	if err := setUsers(backend, &opts, &in.AgentUser, &in.BrowserUser); err != nil {
 		return state.Store{}, err
 	}
+	if err := setTimeline(&opts, &in.Timeline); err != nil {
+		return state.Store{}, err
+	}
 	if store.Config, err = opts.Encode(); err != nil {
 		return state.Store{}, err
 	}
@@ -128,6 +131,9 @@ func (m *Manager) updateStore(ctx context.Context, ref string, u api.StoreUpdate
 		if err := setUsers(s.Backend, &opts, u.AgentUser, u.BrowserUser); err != nil {
 			return err
 		}
+		if err := setTimeline(&opts, u.Timeline); err != nil {
+			return err
+		}
 		s.Config, err = opts.Encode()
 		return err
 	})
@@ -189,6 +195,21 @@ func setIdentity(backend state.Backend, opts *browsers.Options, proxy, zone, lan
 		}
 	}
 	return nil
+}
+
+// setTimeline checks and sets the store's timeline mode (SPEC §15) when mode is not nil; "" follows
+// VIBE_TIMELINE.
+func setTimeline(opts *browsers.Options, mode *string) error {
+	if mode == nil {
+		return nil
+	}
+	switch *mode {
+	case "", api.TimelineFull, api.TimelineMeta, api.TimelineOff:
+		opts.Timeline = *mode
+		return nil
+	}
+	return fmt.Errorf("%w: --timeline %q: want full (code, output and screenshots), meta (the steps only), off, "+
+		"or \"\" for VIBE_TIMELINE's", apierr.ErrBadRequest, *mode)
 }
 
 // deleteStore stops the store's browser and removes the store, its wrapper, its endpoint and its port.

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"syscall"
 
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/browsers"
+	"vibebrowser/manager/timeline"
 	"vibebrowser/manager/ui"
 	"vibebrowser/mux"
 	"vibebrowser/state"
@@ -79,6 +81,51 @@ func (s uiSource) Downloads(ctx context.Context, slug string, limit int) ([]api.
 		out = append(out, downloadView(d, sp.Slug))
 	}
 	return out, nil
+}
+
+func (s uiSource) Timeline(ctx context.Context, taskID string, after int64) (api.Timeline, error) {
+	tl, err := s.m.taskTimeline(ctx, taskID, after)
+	if errors.Is(err, state.ErrNotFound) {
+		err = fmt.Errorf("task %q: %w", taskID, ui.ErrNoTask)
+	}
+	return tl, err
+}
+
+func (s uiSource) Shot(ctx context.Context, taskID string, seq int64) ([]byte, error) {
+	b, err := s.m.timeline.Shot(ctx, taskID, seq)
+	if errors.Is(err, timeline.ErrNoShot) {
+		err = fmt.Errorf("%w: %w", ui.ErrNoShot, err)
+	}
+	return b, err
+}
+
+func (s uiSource) DownloadFile(ctx context.Context, id int64) (*os.File, api.Download, error) {
+	ds, err := s.m.db.ListDownloads(ctx, state.DownloadFilter{ID: id})
+	if err != nil {
+		return nil, api.Download{}, err
+	}
+	if len(ds) == 0 {
+		return nil, api.Download{}, fmt.Errorf("download %d: %w", id, ui.ErrNoDownload)
+	}
+	slugs, err := s.m.slugsByKey(ctx)
+	if err != nil {
+		return nil, api.Download{}, err
+	}
+	d := downloadView(ds[0], slugs[ds[0].Key])
+	// The folder is the agent user's (SPEC §14): what it holds now is opened only if it is a file, never
+	// through a link the agent put there.
+	f, err := os.OpenFile(d.Path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, d, fmt.Errorf("download %d (%s): its file is gone: %w", id, d.Path, ui.ErrNoDownload)
+	}
+	if err != nil {
+		return nil, d, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, d, fmt.Errorf("download %d (%s) is no longer a plain file: %w", id, d.Path, ui.ErrNoDownload)
+	}
+	return f, d, nil
 }
 
 // muxBrowser is a running browser's mux as the UI sees it: the mux's operator API, with its View as

@@ -34,6 +34,9 @@ func (m *Manager) storeView(s state.Store) api.Store {
 		}
 	}
 	v.AgentUser, v.BrowserUser, _ = m.cfg.StoreUsers(s)
+	if sp, err := browsers.StoreSpec(s); err == nil {
+		v.Timeline, v.TimelineFrom = m.timelineMode(sp)
+	}
 	if in := m.fleet.Current(s.ID); in != nil {
 		v.Browser = api.BrowserState{Status: api.StatusRunning, PID: in.PID()}
 		if v.Proxy != "" {

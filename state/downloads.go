@@ -26,6 +26,7 @@ type Download struct {
 
 // DownloadFilter selects downloads; a zero field matches every value.
 type DownloadFilter struct {
+	ID     int64
 	Key    string
 	TaskID string
 	Limit  int // only the newest Limit downloads (still listed oldest first); 0: all
@@ -60,6 +61,9 @@ func (db *DB) RecordDownload(ctx context.Context, d Download) (Download, error) 
 func (db *DB) ListDownloads(ctx context.Context, f DownloadFilter) ([]Download, error) {
 	var where []string
 	var args []any
+	if f.ID != 0 {
+		where, args = append(where, "id = ?"), append(args, f.ID)
+	}
 	if f.Key != "" {
 		where, args = append(where, "browser_key = ?"), append(args, f.Key)
 	}

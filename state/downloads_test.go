@@ -51,6 +51,7 @@ func TestDownloads(t *testing.T) {
 		{"task", DownloadFilter{TaskID: "a1b2c3d4"}, []string{"zero.csv", "one.csv"}},
 		{"web task", DownloadFilter{Key: webKey, TaskID: "e5f6a7b8"}, []string{"web.csv"}},
 		{"nothing", DownloadFilter{Key: s.ID, TaskID: "e5f6a7b8"}, nil},
+		{"by id", DownloadFilter{ID: first.ID}, []string{"one.csv"}},
 		{"newest two", DownloadFilter{Limit: 2}, []string{"aux.csv", "web.csv"}},
 		{"store's newest", DownloadFilter{Key: s.ID, Limit: 1}, []string{"aux.csv"}},
 	}

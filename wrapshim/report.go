@@ -38,9 +38,8 @@ func (r *callReport) full() bool { return r.mode == api.TimelineFull }
 // send reports the call's end with the shim's exit status code and its outcome (rule: the shim's message
 // for a call it refused or could not run), unless the store records nothing.
 func (s *shim) send(r *callReport, code int, outcome, rule string) {
-	if r.task == "" || r.mode == api.TimelineOff || r.mode == "" && outcome != api.CallRefused && outcome != api.CallUnavailable {
-		// A refused or unavailable call never reached ensure, which tells the mode: the manager decides.
-		return
+	if r.task == "" || r.mode == api.TimelineOff {
+		return // a call that never reached ensure, which tells the mode, is reported: the manager decides
 	}
 	r.rep.End, r.rep.Exit, r.rep.Outcome, r.rep.Rule = time.Now(), code, outcome, rule
 	ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)

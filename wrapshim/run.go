@@ -71,7 +71,11 @@ func (s *shim) run(args, environ []string) int {
 			"$VIBE_TASK_ID)\" (or --web for the store-less web browser), then call browser-use again")
 	}
 	if wantsHuman(args) {
-		return s.askHuman(args, environ)
+		task, token := taskEnv(environ)
+		report := newReport(task, token, args)
+		code := s.askHuman(args, environ)
+		s.send(report, code, api.CallAskHuman, "")
+		return code
 	}
 	call, err := Plan(cfg, args, environ)
 	if err != nil {

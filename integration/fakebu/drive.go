@@ -21,6 +21,7 @@ import (
 //	open URL     navigate this call's tab to URL and wait for the load
 //	eval EXPR    print the JSON value of EXPR in this call's tab
 //	targets      print the URLs of the page targets this client sees, one per line
+//	type TEXT    insert TEXT where the tab's focus is (Input.insertText, as browser-use types)
 //	sleep DUR    wait (a Go duration)
 //	env NAME     print the value of environment variable NAME (what the shim injected)
 //	waitfile N   wait (up to 20s) until $VIBE_DOWNLOAD_DIR/N exists, as an agent waits for its download,
@@ -88,6 +89,10 @@ func drive(script []byte, out io.Writer, marker string) error {
 				if t.Type == "page" {
 					fmt.Fprintln(out, t.URL)
 				}
+			}
+		case "type":
+			if _, err := c.call("Input.insertText", map[string]any{"text": arg}, session); err != nil {
+				return err
 			}
 		case "env":
 			fmt.Fprintln(out, os.Getenv(arg))

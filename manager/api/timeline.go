@@ -43,7 +43,7 @@ const (
 	CallUnavailable = "unavailable" // no browser (69), or the real CLI is missing
 	CallTimeout     = "timeout"     // the call timed out and the session's daemon was reloaded (142)
 	CallWedged      = "wedged"      // timed out again: the session is given up (75)
-	CallAskHuman    = "ask-human"   // an --ask-human call (the handoff is its own entry)
+	CallAskHuman    = "ask-human"   // an --ask-human call (its handoff is an entry of its own)
 )
 
 // Bounds of what a call entry keeps (SPEC §15).

@@ -40,6 +40,9 @@ func (f *Fleet) attachMux(ctx context.Context, s *slot, sp Spec, be backend, h h
 	if f.hooks.Downloaded != nil {
 		hooks.Downloaded = func(d mux.Download) { f.hooks.Downloaded(sp, d) }
 	}
+	if f.hooks.Timeline != nil {
+		hooks.Timeline = func(ev mux.TimelineEvent) { f.hooks.Timeline(sp, ev) }
+	}
 	var mx *mux.Mux
 	if be.relaunchable() {
 		hooks.Relaunch = func(ctx context.Context) (string, error) { return f.relaunchHung(ctx, s, mx) }

@@ -79,6 +79,8 @@ type Hooks struct {
 	Starting func(ctx context.Context, sp Spec) error
 	// Downloaded files a download that the mux of sp's browser saw finish.
 	Downloaded func(sp Spec, d mux.Download)
+	// Timeline takes a step of a task's tab that the mux of sp's browser saw (SPEC §15).
+	Timeline func(sp Spec, ev mux.TimelineEvent)
 }
 
 // Fleet owns every browser of the daemon: one slot per key (a store id or api.WebKey).

@@ -34,6 +34,8 @@ type Options struct {
 	// VIBE_AGENT_USER and VIBE_BROWSER_USER, NoUser ("none") is none even where those name one.
 	AgentUser   string `json:"agent_user,omitempty"`
 	BrowserUser string `json:"browser_user,omitempty"`
+	// Timeline is the store's timeline mode (SPEC §15: full, meta or off); "" follows VIBE_TIMELINE.
+	Timeline string `json:"timeline,omitempty"`
 }
 
 // NoUser is a store's explicit "no agent (or browser) user": its agents, or its browser, run as the manager.

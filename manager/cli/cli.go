@@ -34,7 +34,7 @@ type CLI struct {
 	Store    StoreCmd    `cmd:"" help:"Add, list, show and remove stores."`
 	Browser  BrowserCmd  `cmd:"" help:"Start or stop a store's browser."`
 	Web      WebCmd      `cmd:"" help:"Start or stop the store-less web browser."`
-	Task     TaskCmd     `cmd:"" help:"Report a task's status to the manager."`
+	Task     TaskCmd     `cmd:"" help:"Report a task's status to the manager; print or export what it did."`
 	Agent    AgentCmd    `cmd:"" help:"Run an agent for a task: its token minted, its environment built, as its store's agent user."`
 	Endpoint EndpointCmd `cmd:"" help:"Print the task's own CDP endpoint, for puppeteer or playwright (its client's capability URL)."`
 	Env      EnvCmd      `cmd:"" help:"Print the shell lines that put a store's browser-use wrapper on an agent's PATH."`
@@ -69,6 +69,9 @@ func (g *globals) printJSON(v any) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
+
+// printJSONLine prints v as one line of JSON (a stream of them is JSON Lines).
+func (g *globals) printJSONLine(v any) error { return json.NewEncoder(g.stdout).Encode(v) }
 
 // Run parses args and runs the command, returning the process exit code. Errors are printed once, as one
 // line on stderr.

@@ -17,7 +17,7 @@ type StoreCmd struct {
 	Show  StoreShowCmd  `cmd:"" help:"Show one store, with its CDP endpoints."`
 	Rm    StoreRmCmd    `cmd:"" help:"Remove a store: stop its browser, remove its wrapper and port."`
 	Login StoreLoginCmd `cmd:"" help:"Open a tab of your own in the store's browser and print the web UI link that shows it (log a store in on a headless machine)."`
-	Set   StoreSetCmd   `cmd:"" help:"Change a store's settings: its proxy, time zone, language, window mode, agent and browser users."`
+	Set   StoreSetCmd   `cmd:"" help:"Change a store's settings: its proxy, time zone, language, window mode, agent and browser users, timeline."`
 }
 
 // StoreAddCmd adds a store.
@@ -35,6 +35,7 @@ type StoreAddCmd struct {
 
 	AgentUser   string `name:"agent-user" help:"The OS user the store's agents run as (vibe-browser agent drops to it): the store becomes an OS boundary; default VIBE_AGENT_USER; none for none. Needs a root manager." placeholder:"USER|none"`
 	BrowserUser string `name:"browser-user" help:"chrome backend: the OS user its browser runs as (default VIBE_BROWSER_USER, vibe-browser, when it has an agent user). Needs a root manager." placeholder:"USER|none"`
+	Timeline    string `help:"What its tasks' timelines record: full (code, output, screenshots), meta (the steps only) or off; default VIBE_TIMELINE." enum:",full,meta,off" default:""`
 
 	ZiniaoBrowser  string `name:"ziniao-browser" help:"ziniao backend: the environment's browserOauth or browserId."`
 	ZiniaoCompany  string `name:"ziniao-company" help:"ziniao backend: the account's company."`
@@ -50,7 +51,7 @@ func (c *StoreAddCmd) Run(g *globals) error {
 		return err
 	}
 	spec := api.StoreSpec{Name: c.Name, Backend: c.Backend, CDPURL: c.CDPURL, Proxy: proxy, Timezone: c.Timezone, Lang: c.Lang,
-		AgentUser: c.AgentUser, BrowserUser: c.BrowserUser}
+		AgentUser: c.AgentUser, BrowserUser: c.BrowserUser, Timeline: c.Timeline}
 	if c.Headless || c.Headed {
 		spec.Headless = &c.Headless
 	}
@@ -137,6 +138,7 @@ func printStore(g *globals, s api.Store, asJSON bool) error {
 	if s.Backend == "chrome" {
 		fmt.Fprintf(w, "browser user\t%s\n", orNone(s.BrowserUser, "the manager's"))
 	}
+	fmt.Fprintf(w, "timeline\t%s (from %s)\n", s.Timeline, s.TimelineFrom)
 	return w.Flush()
 }
 
@@ -159,11 +161,13 @@ type StoreSetCmd struct {
 
 	AgentUser   *string `name:"agent-user" help:"The OS user the store's agents run as (SPEC §14), none for none, or \"\" for VIBE_AGENT_USER's. Needs a root manager." placeholder:"USER|none"`
 	BrowserUser *string `name:"browser-user" help:"The OS user its browser runs as, so no two stores' browsers read each other's profiles; none for the manager's, \"\" for VIBE_BROWSER_USER's. Needs a root manager." placeholder:"USER|none"`
+	Timeline    *string `help:"What its tasks' timelines record from now on: full (code, output, screenshots), meta (the steps only), off, or \"\" for VIBE_TIMELINE's." placeholder:"full|meta|off"`
 }
 
 // Run applies the change and prints the store; a browser that runs keeps its settings until its next start.
 func (c *StoreSetCmd) Run(g *globals) error {
-	u := api.StoreUpdate{Proxy: c.Proxy, Timezone: c.Timezone, Lang: c.Lang, AgentUser: c.AgentUser, BrowserUser: c.BrowserUser}
+	u := api.StoreUpdate{Proxy: c.Proxy, Timezone: c.Timezone, Lang: c.Lang, AgentUser: c.AgentUser, BrowserUser: c.BrowserUser,
+		Timeline: c.Timeline}
 	if c.Proxy != nil {
 		proxy, err := proxyArg(*c.Proxy)
 		if err != nil {
@@ -176,7 +180,7 @@ func (c *StoreSetCmd) Run(g *globals) error {
 	}
 	if u == (api.StoreUpdate{}) {
 		return &usageError{"store set needs a setting to change: --proxy URL|none, --timezone ZONE|none, --lang TAG|none, " +
-			"--headless or --headed, --agent-user USER|none, --browser-user USER|none"}
+			"--headless or --headed, --agent-user USER|none, --browser-user USER|none, --timeline full|meta|off"}
 	}
 	s, err := g.client().UpdateStore(g.ctx, c.Store, u)
 	if err != nil {

@@ -10,6 +10,9 @@ import (
 type TaskCmd struct {
 	Set TaskSetCmd `cmd:"" help:"Record a task's status (pending queued designing planned running waiting completed failed)."`
 	Rm  TaskRmCmd  `cmd:"" help:"Forget a task."`
+
+	Log    TaskLogCmd    `cmd:"" help:"Print what a task did, step by step (its timeline)."`
+	Export TaskExportCmd `cmd:"" help:"Write a task's timeline as one HTML file, pictures inline, to keep or send."`
 }
 
 // TaskSetCmd records a task's status.

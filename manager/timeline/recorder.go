@@ -1,0 +1,227 @@
+// Package timeline records what each task did, step by step, with the pictures of its tabs (SPEC §15).
+package timeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"vibebrowser/manager/api"
+	"vibebrowser/mux"
+	"vibebrowser/state"
+)
+
+// Browser is a running browser's mux as the recorder uses it (package mux's operator API).
+type Browser interface {
+	Clients() []mux.ClientInfo
+	Thumbnail(ctx context.Context, targetID string, maxWidth, quality int) ([]byte, error)
+}
+
+// passwords is the part of a mux that knows what a client typed into password fields.
+type passwords interface {
+	PasswordTexts(ctx context.Context, clientID string) []string
+}
+
+// Config is what New needs.
+type Config struct {
+	DB  *state.DB
+	Dir string // <home>/timeline: the shots, in <slug>/<task>/
+	// MaxBytes bounds a task's shots (VIBE_TIMELINE_MAX_MB); beyond it the oldest are dropped.
+	MaxBytes int64
+	// Keep is how long entries are kept (VIBE_TIMELINE_KEEP_DAYS); 0 keeps them.
+	Keep time.Duration
+	Log  zerolog.Logger
+	// Now is the recorder's clock (time.Now when nil): tests move it to see the retention prune.
+	Now func() time.Time
+}
+
+// Where is the browser a task's step happened on.
+type Where struct {
+	Key  string // its store's id, or api.WebKey
+	Slug string // the store's slug, or api.WebKey: the shots' folder
+	Mode string // the store's timeline mode: api.TimelineFull, TimelineMeta or TimelineOff
+}
+
+// Recorder records the tasks' timelines. Its methods are safe for concurrent use.
+type Recorder struct {
+	cfg  Config
+	work sync.WaitGroup // the calls being recorded (Call's goroutines)
+	ctx  context.Context
+	stop context.CancelFunc // ends the calls' recording (Close, after its grace)
+
+	mu      sync.Mutex
+	changed chan struct{}       // closed at the next entry (Wait)
+	shots   map[string][32]byte // target id -> the hash of its last shot's pixels
+	closed  bool
+}
+
+// New returns a recorder; Close waits for the calls it is still recording.
+func New(cfg Config) *Recorder {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	return &Recorder{cfg: cfg, ctx: ctx, stop: stop, changed: make(chan struct{}), shots: map[string][32]byte{}}
+}
+
+// Close waits up to grace for the calls still being recorded, then ends them; calls after it are not
+// recorded.
+func (r *Recorder) Close(grace time.Duration) {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		r.work.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(grace):
+		r.stop()
+		<-done
+	}
+	r.stop()
+}
+
+// TabClosed forgets a closed tab's last shot.
+func (r *Recorder) TabClosed(tab string) {
+	r.mu.Lock()
+	delete(r.shots, tab)
+	r.mu.Unlock()
+}
+
+// Record appends one step other than a call (a nav, tab, download, handoff, takeover or fault) to task's
+// timeline; data is the kind's entry (api.NavEntry, …). Nothing is recorded when w's mode is off.
+func (r *Recorder) Record(ctx context.Context, w Where, task, client, kind string, data any) {
+	if w.Mode == api.TimelineOff || task == "" {
+		return
+	}
+	if _, err := r.append(ctx, w, task, client, kind, data, "", 0); err != nil {
+		r.cfg.Log.Error().Err(err).Str("task", task).Str("kind", kind).Msg("record a timeline entry")
+	}
+}
+
+// append stores one entry and wakes the waiters.
+func (r *Recorder) append(ctx context.Context, w Where, task, client, kind string, data any, file string, size int64) (state.TimelineEntry, error) {
+	b, err := json.Marshal(data)
+	if err != nil {
+		return state.TimelineEntry{}, err
+	}
+	store := w.Key
+	if store == api.WebKey {
+		store = ""
+	}
+	e, err := r.cfg.DB.AppendTimeline(ctx, state.TimelineEntry{TaskID: task, StoreID: store, ClientID: client,
+		At: r.cfg.Now(), Kind: state.TimelineKind(kind), Data: b, File: file, Bytes: size})
+	if err != nil {
+		return e, err
+	}
+	r.mu.Lock()
+	close(r.changed)
+	r.changed = make(chan struct{})
+	r.mu.Unlock()
+	return e, nil
+}
+
+// Changed is closed at the next entry of any task; a caller takes a new one after each.
+func (r *Recorder) Changed() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.changed
+}
+
+// Entries returns task's entries after seq after, as the API prints them.
+func (r *Recorder) Entries(ctx context.Context, task string, after int64) ([]api.Entry, error) {
+	es, err := r.cfg.DB.ListTimeline(ctx, task, after, 0)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]api.Entry, 0, len(es))
+	for _, e := range es {
+		v, err := entryView(e)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// entryView is a stored entry as the API prints it.
+func entryView(e state.TimelineEntry) (api.Entry, error) {
+	v := api.Entry{Seq: e.Seq, At: e.At, Kind: string(e.Kind), Client: e.ClientID, Slot: Slot(e.TaskID, e.ClientID)}
+	var dst any
+	switch v.Kind {
+	case api.EntryCall:
+		v.Call = &api.CallReport{}
+		dst = v.Call
+	case api.EntryShot:
+		v.Shot = &api.ShotEntry{}
+		dst = v.Shot
+	case api.EntryNav:
+		v.Nav = &api.NavEntry{}
+		dst = v.Nav
+	case api.EntryTab:
+		v.Tab = &api.TabEntry{}
+		dst = v.Tab
+	case api.EntryDownload:
+		v.Download = &api.Download{}
+		dst = v.Download
+	case api.EntryHandoff:
+		v.Handoff = &api.HandoffEntry{}
+		dst = v.Handoff
+	case api.EntryTakeover:
+		v.Takeover = &api.TakeoverEntry{}
+		dst = v.Takeover
+	case api.EntryFault:
+		v.Fault = &api.FaultEntry{}
+		dst = v.Fault
+	default:
+		return v, fmt.Errorf("timeline entry %d of task %s: unknown kind %q", e.Seq, e.TaskID, e.Kind)
+	}
+	if err := json.Unmarshal(e.Data, dst); err != nil {
+		return v, fmt.Errorf("timeline entry %d of task %s: %w", e.Seq, e.TaskID, err)
+	}
+	if v.Shot != nil {
+		v.Shot.Bytes = e.Bytes // 0 once the size cap dropped its file
+	}
+	return v, nil
+}
+
+// Slot is the --worker slot of a task's client (<task>-wN), 0 for the task's own session.
+func Slot(task, client string) int {
+	n, err := strconv.Atoi(strings.TrimPrefix(client, task+"-w"))
+	if err != nil || n < 1 || !strings.HasPrefix(client, task+"-w") {
+		return 0
+	}
+	return n
+}
+
+// ErrNoShot is Shot's answer for an entry that is no shot, or whose file is gone.
+var ErrNoShot = errors.New("no such shot")
+
+// Shot reads the JPEG of task's shot entry seq.
+func (r *Recorder) Shot(ctx context.Context, task string, seq int64) ([]byte, error) {
+	es, err := r.cfg.DB.ListTimeline(ctx, task, seq-1, 1)
+	if err != nil {
+		return nil, err
+	}
+	if len(es) == 0 || es[0].Seq != seq || es[0].Kind != state.TimelineShot || es[0].File == "" {
+		return nil, fmt.Errorf("entry %d of task %s: %w", seq, task, ErrNoShot)
+	}
+	b, err := os.ReadFile(filepath.Join(r.cfg.Dir, es[0].File))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("entry %d of task %s: its file is gone: %w", seq, task, ErrNoShot)
+	}
+	return b, err
+}

@@ -1,0 +1,101 @@
+package timeline
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"image/jpeg"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"vibebrowser/manager/api"
+	"vibebrowser/mux"
+)
+
+// Shots (SPEC §15): after a call, the mux's operator API captures each page of the call's client, as the
+// UI's thumbnails are captured (invisible to every client: no focus, activation or events), and a capture
+// whose pixels equal the tab's last shot is not kept. At most one shot per tab per call.
+
+// Shot size and quality: as wide as the UI shows a page at 1280 px, and a JPEG quality that keeps text
+// readable.
+const (
+	shotWidth   = 1280
+	shotQuality = 70
+)
+
+// shoot captures the pages of client after the call entry seq and records the changed ones.
+func (r *Recorder) shoot(ctx context.Context, w Where, task, client string, seq int64, b Browser) {
+	for _, tab := range pages(b.Clients(), client) {
+		jpg, err := b.Thumbnail(ctx, tab.ID, shotWidth, shotQuality)
+		if err != nil {
+			r.cfg.Log.Debug().Err(err).Str("task", task).Str("target", tab.ID).Msg("no shot of a tab")
+			continue
+		}
+		sum := sha256.Sum256(jpg) // the capture of unchanged pixels encodes to the same bytes
+		r.mu.Lock()
+		same := r.shots[tab.ID] == sum
+		r.shots[tab.ID] = sum
+		r.mu.Unlock()
+		if same {
+			continue
+		}
+		if err := r.keepShot(ctx, w, task, client, seq, tab, jpg); err != nil {
+			r.cfg.Log.Error().Err(err).Str("task", task).Str("target", tab.ID).Msg("keep a shot")
+		}
+	}
+	files, err := r.cfg.DB.CapTimelineShots(ctx, task, r.cfg.MaxBytes)
+	if err != nil {
+		r.cfg.Log.Error().Err(err).Str("task", task).Msg("cap the task's shots")
+	}
+	r.remove(files)
+}
+
+// pages are client's page targets, in the order they appeared.
+func pages(clients []mux.ClientInfo, client string) []mux.TabInfo {
+	var out []mux.TabInfo
+	for _, c := range clients {
+		if c.ID != client {
+			continue
+		}
+		for _, t := range c.Tabs {
+			if t.Type == "page" && !t.Human {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
+// keepShot writes the shot's file (0600, in a 0700 folder of the task's) and records its entry.
+func (r *Recorder) keepShot(ctx context.Context, w Where, task, client string, seq int64, tab mux.TabInfo, jpg []byte) error {
+	rel := filepath.Join(w.Slug, task, strconv.FormatInt(r.cfg.Now().UnixNano(), 36)+"-"+strconv.FormatInt(seq, 10)+".jpg")
+	path := filepath.Join(r.cfg.Dir, rel)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, jpg, 0o600); err != nil {
+		return err
+	}
+	shot := api.ShotEntry{Tab: tab.ID, URL: tab.URL, Title: tab.Title, AfterOf: seq}
+	if c, err := jpeg.DecodeConfig(bytes.NewReader(jpg)); err == nil {
+		shot.Width, shot.Height = c.Width, c.Height
+	}
+	if _, err := r.append(ctx, w, task, client, api.EntryShot, shot, rel, int64(len(jpg))); err != nil {
+		os.Remove(path)
+		return fmt.Errorf("record the shot %s: %w", path, err)
+	}
+	return nil
+}
+
+// remove deletes shot files the state no longer names, and their task's folder once it is empty.
+func (r *Recorder) remove(files []string) {
+	for _, f := range files {
+		path := filepath.Join(r.cfg.Dir, f)
+		if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+			r.cfg.Log.Warn().Err(err).Str("file", path).Msg("remove a dropped shot")
+		}
+		_ = os.Remove(filepath.Dir(path)) // fails while other shots are in it
+	}
+}
