@@ -185,7 +185,7 @@ func TestTimelineOfATask(t *testing.T) {
 		t.Fatalf("%d call entries; want 5 (four calls and the download's):\n%s", len(calls), all)
 	}
 	wants := []struct {
-		code, out string
+		code, out  string
 		exit, slot int
 		outcome    string
 	}{
