@@ -109,6 +109,10 @@ type Hooks struct {
 	// Downloaded receives each download filed under DownloadDir, after its owner was told it completed.
 	// Calls come from the goroutine that filed it, never under the mux's lock.
 	Downloaded func(Download)
+	// Timeline receives each step of a client's tabs for the task timeline (SPEC §15): a page target created
+	// for it, a top-level navigation (URL, then the title once Chrome knows it), a page closed, a person's
+	// hold on it taken or given back. Calls come from one goroutine, in order, never under the mux's lock.
+	Timeline func(TimelineEvent)
 }
 
 // Defaults of the Config fields the manager exposes as VIBE_* knobs (its knob table reads them).

@@ -41,4 +41,8 @@
 // frame trees through operator sessions), is filed when complete under DownloadDir/<owner dir>/ with a
 // unique, sanitised name, also put where its client asked (<path>/<guid> for allowAndName, <path>/<name>
 // for allow) before that client hears "completed", and reported to Hooks.Downloaded.
+//
+// The task timeline (Hooks.Timeline): each client page's creation, top-level navigations (the URL, then the
+// title its document sets, read from Chrome for a while after each), a person's holds and its close, queued
+// under the lock and passed on in order by one goroutine.
 package mux

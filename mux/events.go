@@ -114,6 +114,7 @@ func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
 		if t.held {
 			return // replayed with its latest info when the create is answered
 		}
+		m.tabStepLocked(t)
 		if m.closeStrayLocked(t) {
 			return
 		}
@@ -191,6 +192,7 @@ func (m *Mux) sessionEventLocked(b []byte, info msgInfo) {
 		if t != nil && t.owner == nil && !t.closing {
 			t.owner = s.owner
 			m.ownershipChangedLocked()
+			m.tabStepLocked(t)
 		}
 		root := s.root
 		if t != nil && t.typ == "page" { // puppeteer's page inside its tab session

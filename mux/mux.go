@@ -67,6 +67,7 @@ type Mux struct {
 	upQuiet bool
 	op      operatorState
 	dl      downloadState
+	tl      timelineState
 }
 
 // New validates cfg and binds the listener; Serve runs the mux.
@@ -100,6 +101,7 @@ func New(cfg Config) (*Mux, error) {
 		sessions:   map[string]*session{},
 		fresh:      cfg.FreshLaunch,
 		activity:   time.Now(),
+		tl:         timelineState{wake: make(chan struct{}, 1)},
 	}
 	m.refusedLog = m.log.Sample(&zerolog.BurstSampler{Burst: 10, Period: time.Minute})
 	m.upgrader = websocket.Upgrader{
@@ -111,7 +113,7 @@ func New(cfg Config) (*Mux, error) {
 	for id, tids := range cfg.Ownership {
 		cl := m.clientLocked(id)
 		for _, tid := range tids {
-			t := &target{id: tid, owner: cl}
+			t := &target{id: tid, owner: cl, line: tabLine{client: id, adopted: true}}
 			m.targets[tid] = t
 			m.order = append(m.order, t)
 		}
@@ -143,9 +145,10 @@ func (m *Mux) Serve(ctx context.Context) error {
 	}
 	m.mu.Unlock()
 
-	m.wg.Add(2)
+	m.wg.Add(3)
 	go func() { defer m.wg.Done(); m.runUpstream(ctx) }()
 	go func() { defer m.wg.Done(); m.runOwnershipHook(ctx) }()
+	go func() { defer m.wg.Done(); m.runTimelineHook(ctx) }()
 
 	var err error
 	select {
@@ -165,6 +168,7 @@ func (m *Mux) Serve(ctx context.Context) error {
 	}
 	m.mu.Lock()
 	m.closed = true
+	m.stopTimelineLocked()
 	for _, cl := range m.clients {
 		if cl.grace != nil {
 			cl.grace.Stop()

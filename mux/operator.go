@@ -144,6 +144,7 @@ func (m *Mux) refreshTitlesLocked() {
 		for _, ti := range r.TargetInfos {
 			if t := m.targets[ti.TargetID]; t != nil {
 				t.title = ti.Title
+				m.tabStepLocked(t) // the title a navigation waited for (timeline.go)
 			}
 		}
 	})

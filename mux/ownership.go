@@ -36,6 +36,8 @@ type target struct {
 	// closeOnRelease: the owner closed everything it owns (Browser.close) while a person held this page;
 	// the hold's end closes it then.
 	closeOnRelease bool
+	// line is what the task timeline was told of it (timeline.go).
+	line tabLine
 }
 
 // session is a flat CDP session, owned by whoever attached (or by the owner of its parent session).
@@ -56,6 +58,7 @@ func (m *Mux) addTargetLocked(t *target) {
 func (m *Mux) removeTargetLocked(t *target) {
 	t.closeOnRelease = false // it is gone already
 	m.endHoldLocked(t, "the tab closed")
+	m.tabGoneLocked(t)
 	delete(m.targets, t.id)
 	for i, o := range m.order {
 		if o == t {
@@ -122,6 +125,7 @@ func (m *Mux) ownLocked(t *target, cl *client, park *parked) {
 	t.owner = cl
 	m.touchTargetLocked(t)
 	m.ownershipChangedLocked()
+	m.tabStepLocked(t) // before a stray one closes: the timeline shows what the client opened
 	if m.closeStrayLocked(t) {
 		return
 	}
@@ -292,6 +296,7 @@ func (m *Mux) closeTargetLocked(t *target) {
 		if pages <= 1 {
 			t.owner = nil
 			t.autoConn = nil
+			m.tabGoneLocked(t)
 			m.ownershipChangedLocked()
 			return
 		}
@@ -417,9 +422,13 @@ func (m *Mux) expireClientLocked(cl *client) {
 }
 
 // ownershipChangedLocked schedules a call of Hooks.OwnershipChanged.
-func (m *Mux) ownershipChangedLocked() {
+func (m *Mux) ownershipChangedLocked() { notify(m.ownCh) }
+
+// notify wakes the goroutine that waits on ch, a channel of capacity 1 that its goroutine drains: one
+// pending wake-up is enough, what it is woken for is read under mu when it runs.
+func notify(ch chan struct{}) {
 	select {
-	case m.ownCh <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }

@@ -19,6 +19,9 @@ const HeldMessage = "a person is controlling this tab in vibe-browser; wait for 
 // ErrHeldByOther: Hold of a tab another holder holds.
 var ErrHeldByOther = errors.New("mux: this tab is held by another viewer")
 
+// released is why a hold ends on its holder's Release (endHoldLocked).
+const released = "released"
+
 // hold is a person's hold of one page, guarded by Mux.mu.
 type hold struct {
 	holder string
@@ -51,6 +54,7 @@ func (v *View) Hold(holder string) error {
 		// comes to the front. (Watching alone never does this; taking over is the person acting.)
 		m.sendInternalLocked("Page.bringToFront", nil, v.sess.id, nil)
 		m.log.Info().Str("target", t.id).Str("owner", ownerID(t)).Msg("tab taken over by a person")
+		m.holdStepLocked(t, HoldTaken, holder, "")
 	} else if h.holder != holder {
 		return ErrHeldByOther
 	}
@@ -68,7 +72,7 @@ func (v *View) Release() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if v.holdingLocked() {
-		m.endHoldLocked(v.sess.target, "released")
+		m.endHoldLocked(v.sess.target, released)
 	}
 }
 
@@ -129,6 +133,10 @@ func (m *Mux) endHoldLocked(t *target, why string) {
 	}
 	t.hold = nil
 	m.log.Info().Str("target", t.id).Str("owner", ownerID(t)).Str("why", why).Msg("tab given back by a person")
+	if why == released {
+		why = "" // the timeline says why only when the holder did not let go
+	}
+	m.holdStepLocked(t, HoldReleased, h.holder, why)
 	if t.closeOnRelease {
 		t.closeOnRelease = false
 		if m.targets[t.id] == t {
