@@ -30,6 +30,7 @@ type client struct {
 	// viewers counts the operator's live views of this client's tabs, for the human client only: while
 	// a person watches a human tab, the human client is as good as connected (no grace period runs).
 	viewers int
+	pw      passwords // its texts typed into password fields (passwords.go)
 }
 
 // clientLocked returns the state of client id, creating it.

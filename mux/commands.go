@@ -179,7 +179,9 @@ func (m *Mux) routeLocked(c *conn, b []byte, info msgInfo, id []byte) {
 		m.replyErrLocked(c, id, sid, codeInternal, "Browser disconnected")
 		return
 	}
-	m.forwardLocked(c, b, info, id, kind, nil)
+	if m.forwardLocked(c, b, info, id, kind, nil) && method == "Input.insertText" && sess != nil {
+		m.checkPasswordLocked(c.cl, sess, b) // after the forward: the check adds nothing to the command's way
+	}
 }
 
 func (m *Mux) replyErrLocked(c *conn, id []byte, sid string, code int, msg string) {

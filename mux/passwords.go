@@ -1,0 +1,211 @@
+package mux
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Password texts (SPEC §15: text typed through Input.insertText into a password field is never stored).
+// A client's insertText is forwarded as it came; right after, off the command's path, a short-lived
+// operator session asks the page whether its focused element is a password input, and such texts are kept
+// for the client (PasswordTexts), for the manager to redact from what it records of the client's calls.
+// Focus does not move through insertText, so asking after it is asking what the text went into; the few
+// milliseconds the question takes are the client's to move focus in, which a check allows for (see
+// focusedPasswordJS). Whatever cannot be told counts as a password: a text is better redacted than stored.
+//
+// The question runs in the page's own world, where the page's scripts could lie to it. An isolated world
+// of the mux's own would not be lied to, but Chrome announces every new world to each session with Runtime
+// enabled (measured on Chromium 156: the client's session got Runtime.executionContextCreated for it), and
+// every client enables Runtime. Its one trace is the script Chrome compiles for it, which a client with the
+// Debugger domain enabled hears of (Debugger.scriptParsed); the page itself sees nothing: no focus, blur,
+// visibility or size change, no event at all.
+
+const (
+	// maxPasswordTexts and maxPasswordBytes bound a client's kept texts; past either the oldest go (the
+	// newest text is always kept).
+	maxPasswordTexts = 64
+	maxPasswordBytes = 1 << 20
+	// maxPasswordChecks bounds a client's checks in flight; a text past it counts without a check.
+	maxPasswordChecks = 16
+	// passwordCheckTimeout bounds one check; a check that ran out counts its text.
+	passwordCheckTimeout = 5 * time.Second
+	// maxValueSearch is the longest text that is looked for in password fields' values (focusedPasswordJS).
+	maxValueSearch = 4 << 10
+)
+
+// passwords is a client's texts typed into password fields, guarded by Mux.mu.
+type passwords struct {
+	texts  []string
+	bytes  int
+	checks map[*passwordCheck]bool // in flight
+	idle   chan struct{}           // closed when the last check in flight ends; nil while none runs
+}
+
+// passwordCheck is one insertText being checked.
+type passwordCheck struct {
+	text string
+	page *target
+	url  string // the page's URL when the text went in: a page that navigated since cannot be asked
+}
+
+// keep remembers text as a password field's.
+func (p *passwords) keep(text string) {
+	p.texts = append(p.texts, text)
+	p.bytes += len(text)
+	for len(p.texts) > 1 && (len(p.texts) > maxPasswordTexts || p.bytes > maxPasswordBytes) {
+		p.bytes -= len(p.texts[0])
+		p.texts[0] = ""
+		p.texts = p.texts[1:]
+	}
+}
+
+// checkPasswordLocked starts the check of a client's Input.insertText b on sess, which was just forwarded.
+func (m *Mux) checkPasswordLocked(cl *client, sess *session, b []byte) {
+	var msg struct {
+		Params struct {
+			Text string `json:"text"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(b, &msg) != nil || msg.Params.Text == "" {
+		return
+	}
+	p := &cl.pw
+	page := sess.root
+	if page != nil && page.typ == "tab" {
+		page = page.page // puppeteer's tab session
+	}
+	if page == nil || page.typ != "page" || m.closed || len(p.checks) >= maxPasswordChecks {
+		p.keep(msg.Params.Text) // no page to ask, or no asking now
+		return
+	}
+	ck := &passwordCheck{text: msg.Params.Text, page: page, url: page.url}
+	if p.checks == nil {
+		p.checks = map[*passwordCheck]bool{}
+	}
+	if len(p.checks) == 0 {
+		p.idle = make(chan struct{})
+	}
+	p.checks[ck] = true
+	m.wg.Add(1) // under mu and before closed is set: Serve's Wait covers it
+	go func() { defer m.wg.Done(); m.runPasswordCheck(cl, ck) }()
+}
+
+// runPasswordCheck asks ck's page and records the answer.
+func (m *Mux) runPasswordCheck(cl *client, ck *passwordCheck) {
+	ctx, cancel := context.WithTimeout(context.Background(), passwordCheckTimeout)
+	defer cancel()
+	pw, err := m.focusedPassword(ctx, ck.page.id, ck.text)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err != nil || pw || m.targets[ck.page.id] != ck.page || ck.page.url != ck.url {
+		cl.pw.keep(ck.text)
+	}
+	delete(cl.pw.checks, ck)
+	if len(cl.pw.checks) == 0 {
+		close(cl.pw.idle)
+		cl.pw.idle = nil
+	}
+}
+
+// PasswordTexts returns the texts client clientID typed through Input.insertText into a password field,
+// for the manager to redact from what it stores of the client's calls: the newest 64 (1 MiB at most), in
+// the order their checks ended, a text that could not be checked included. It first waits, bounded by ctx,
+// for the checks of the texts the client has sent; a text whose check has not ended when ctx does is
+// returned too. A client the mux has forgotten (its grace period ended) has none.
+func (m *Mux) PasswordTexts(ctx context.Context, clientID string) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for {
+		cl := m.clients[clientID]
+		if cl == nil {
+			return nil
+		}
+		idle := cl.pw.idle
+		if idle == nil {
+			return append([]string(nil), cl.pw.texts...)
+		}
+		m.mu.Unlock()
+		select {
+		case <-idle:
+			m.mu.Lock()
+		case <-ctx.Done():
+			m.mu.Lock()
+			out := append([]string(nil), cl.pw.texts...)
+			for ck := range cl.pw.checks {
+				out = append(out, ck.text)
+			}
+			return out
+		}
+	}
+}
+
+// focusedPassword reports whether the focused element of page targetID is a password input (see
+// focusedPasswordJS), asked through an operator session that lives for the question only.
+func (m *Mux) focusedPassword(ctx context.Context, targetID, text string) (bool, error) {
+	s, err := m.opAttach(ctx, targetID, nil)
+	if err != nil {
+		return false, err
+	}
+	defer m.closeOpSession(s)
+	arg := []byte("null")
+	if len(text) <= maxValueSearch {
+		if arg, err = json.Marshal(text); err != nil {
+			return false, err
+		}
+	}
+	res, err := m.opCall(ctx, "Runtime.evaluate", map[string]any{
+		"expression":    "(" + focusedPasswordJS + ")(" + string(arg) + ")",
+		"returnByValue": true,
+		"silent":        true, // no pause on an exception, nothing in the console
+	}, s.id)
+	if err != nil {
+		return false, err
+	}
+	var r struct {
+		Result struct {
+			Value *bool `json:"value"`
+		} `json:"result"`
+		ExceptionDetails json.RawMessage `json:"exceptionDetails"`
+	}
+	if err := json.Unmarshal(res, &r); err != nil {
+		return false, fmt.Errorf("mux: password check: %w", err)
+	}
+	if r.ExceptionDetails != nil || r.Result.Value == nil {
+		return false, fmt.Errorf("mux: password check: no answer in %s", res)
+	}
+	return *r.Result.Value, nil
+}
+
+// focusedPasswordJS follows document.activeElement through open shadow roots and same-origin frames to
+// the focused element and answers true for an <input type=password>, and for a frame of another origin
+// (what is focused inside cannot be seen). When focus is on no text field at all, the client moved it
+// before the question came (a click on the form's button): then a password field whose value holds text
+// (null: not looked for) in the documents passed through answers true. It reads and changes nothing else.
+const focusedPasswordJS = `(text) => {
+	const roots = [document];
+	let el = document.activeElement;
+	for (let i = 0; el && i < 64; i++) {
+		if (el.shadowRoot && el.shadowRoot.activeElement) {
+			roots.push(el.shadowRoot);
+			el = el.shadowRoot.activeElement;
+			continue;
+		}
+		if (el.localName === "iframe" || el.localName === "frame") {
+			let doc = null;
+			try { doc = el.contentDocument; } catch (e) {}
+			if (!doc) return true;
+			roots.push(doc);
+			el = doc.activeElement;
+			continue;
+		}
+		break;
+	}
+	if (!el) return false;
+	if (el.localName === "input" && el.type === "password") return true;
+	const field = el.isContentEditable || el.localName === "textarea" ||
+		(el.localName === "input" && !/^(button|submit|reset|checkbox|radio|file|image|color|range|hidden)$/.test(el.type));
+	if (field || text === null) return false;
+	return roots.some((r) => Array.from(r.querySelectorAll("input")).some((f) => f.type === "password" && f.value.includes(text)));
+}`
