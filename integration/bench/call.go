@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -59,6 +62,13 @@ func benchCall(ctx context.Context, env *benchEnv) ([]Row, error) {
 		return nil, errors.New("the manager wrote no wrapper for the store")
 	}
 	wrapped := filepath.Join(store.Wrapper, wrapper.BinaryName)
+	// The same store with its timeline off (SPEC §15: the full timeline's cost is this pair's ratio).
+	off := api.TimelineOff
+	quiet, err := client.CreateStore(ctx, api.StoreSpec{Name: "call quiet", Backend: "cdp", CDPURL: chr.http, Timeline: off})
+	if err != nil {
+		return nil, err
+	}
+	quietWrapped := filepath.Join(quiet.Wrapper, wrapper.BinaryName)
 	// The tab each call leaves open (it prints "2 <target id>"), closed untimed on Chromium's own endpoint.
 	closer, err := benchDial(chr.ws)
 	if err != nil {
@@ -83,14 +93,31 @@ func benchCall(ctx context.Context, env *benchEnv) ([]Row, error) {
 	with := func(extra ...string) []string { return append(append([]string{}, base...), extra...) }
 	const taskID = "c0ffee00-0000-4000-8000-000000000001"
 	const task = "VIBE_TASK_ID=" + taskID
+	const quietTask = "VIBE_TASK_ID=c0ffee00-0000-4000-8000-000000000002"
+	// A full timeline photographs the call's tab after the call: its tab is closed once that is done (or
+	// given up on), untimed, so that the shot is taken as it would be.
+	shots := 0
+	closeAfterShot := func(out []byte) error {
+		f := strings.Fields(string(out))
+		deadline := time.Now().Add(2 * time.Second)
+		for len(f) == 2 && time.Now().Before(deadline) {
+			if tl, err := client.Timeline(ctx, taskID, 0, false); err == nil && shotOf(tl, f[1]) {
+				shots++
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		return closeTab(out)
+	}
 	variants := []variant{
 		{"fake CLI, no call, directly", env.fakeBU, with(), nil},
 		{"fake CLI, no call, through the wrapper", wrapped, with(task), nil},
 		{"agent call, BU_CDP_WS at Chromium", env.fakeBU, with("FAKEBU_CALL=1", "BU_CDP_WS="+chr.ws), closeTab},
 		{"agent call, BU_CDP_WS at a plain relay", env.fakeBU, with("FAKEBU_CALL=1", "BU_CDP_WS="+relayURL), closeTab},
-		{"agent call through the wrapper and the mux", wrapped, with("FAKEBU_CALL=1", task), closeTab},
+		{"agent call through the wrapper and the mux", wrapped, with("FAKEBU_CALL=1", task), closeAfterShot},
 		// The mux's share alone: the endpoint the wrapper injects, without the wrapper.
 		{"agent call, BU_CDP_WS at the mux (no wrapper)", env.fakeBU, with("FAKEBU_CALL=1", "BU_CDP_WS="+store.CDPWS+"/client-"+taskID), closeTab},
+		{"agent call through the wrapper, timeline off", quietWrapped, with("FAKEBU_CALL=1", quietTask), closeTab},
 	}
 	samples, err := interleave(ctx, variants, callRuns, 10, callSettle)
 	if err != nil {
@@ -106,7 +133,17 @@ func benchCall(ctx context.Context, env *benchEnv) ([]Row, error) {
 	shimAdded, relayAdded := p50[1]-p50[0], p50[3]-p50[2]
 	added, added95 := p50[4]-p50[2], p95[4]-p95[2]
 	budget := shimAdded + relayAdded*5/4
+	ratio := float64(p50[4]) / float64(p50[6])
+	cpuFull, cpuOff, err := timelineCPU(ctx, client, wrapped, quietWrapped, with("FAKEBU_CALL=1", task), with("FAKEBU_CALL=1", quietTask), closeTab)
+	if err != nil {
+		return nil, err
+	}
 	return append(rows,
+		Row{Group: "call", Name: "timeline full / off, whole call (p50)", Value: ratio, Unit: "×", Budget: "≤ 1.05×", OK: ratio <= 1.05},
+		Row{Group: "call", Name: "timeline shots per call", Value: float64(shots) / float64(callRuns), Unit: "", OK: true},
+		Row{Group: "call", Name: "manager CPU per call, timeline full", Value: ms(cpuFull), Unit: "ms", OK: true},
+		Row{Group: "call", Name: "manager CPU per call, timeline off", Value: ms(cpuOff), Unit: "ms", OK: true},
+		Row{Group: "call", Name: "capture's share of the manager's CPU (full)", Value: 100 * float64(cpuFull-cpuOff) / float64(max(cpuFull, 1)), Unit: "%", OK: true},
 		Row{Group: "call", Name: "shim adds (p50)", Value: ms(shimAdded), Unit: "ms", OK: true},
 		Row{Group: "call", Name: "plain relay adds to the call (p50)", Value: ms(relayAdded), Unit: "ms", OK: true},
 		Row{Group: "call", Name: "the mux alone adds to the call (p50)", Value: ms(p50[5] - p50[2]), Unit: "ms", OK: true},
@@ -117,3 +154,64 @@ func benchCall(ctx context.Context, env *benchEnv) ([]Row, error) {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// shotOf reports whether the timeline holds a shot of target.
+func shotOf(tl api.Timeline, target string) bool {
+	for _, e := range tl.Entries {
+		if e.Shot != nil && e.Shot.Tab == target {
+			return true
+		}
+	}
+	return false
+}
+
+// timelineCPU is the manager's CPU time per agent call with the timeline full and off: a run of calls of
+// each, one after the other, each with its recording (the shots) finished before the next.
+func timelineCPU(ctx context.Context, client *api.Client, full, off string, fullEnv, offEnv []string, closeTab func([]byte) error) (time.Duration, time.Duration, error) {
+	st, err := client.Status(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	const n = 20
+	per := func(path string, env []string) (time.Duration, error) {
+		before, err := processCPU(st.PID)
+		if err != nil {
+			return 0, err
+		}
+		for range n {
+			cmd := exec.CommandContext(ctx, path)
+			cmd.Env = env
+			out, err := cmd.Output()
+			if err != nil {
+				return 0, fmt.Errorf("%s: %w", path, err)
+			}
+			time.Sleep(300 * time.Millisecond) // the shot, after the call
+			if err := closeTab(out); err != nil {
+				return 0, err
+			}
+		}
+		after, err := processCPU(st.PID)
+		return (after - before) / n, err
+	}
+	cpuFull, err := per(full, fullEnv)
+	if err != nil {
+		return 0, 0, err
+	}
+	cpuOff, err := per(off, offEnv)
+	return cpuFull, cpuOff, err
+}
+
+// processCPU is a process's user and system CPU time so far (Linux /proc).
+func processCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: short", pid)
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond, nil // USER_HZ is 100 on Linux
+}
