@@ -108,6 +108,22 @@ func TestTimelineOfATask(t *testing.T) {
 	m.mustAgent(env, "browser-use <<'PY'\nopen "+site.URL+"/login\neval document.getElementById('pw').focus(), 1\ntype "+secret+
 		"\neval document.getElementById('user').focus(), 1\ntype plain-name\neval document.getElementById('pw').value.length\nPY")
 	m.mustAgent(env, "browser-use --worker 2 <<'PY'\nopen "+site.URL+"/blue\neval document.title\nPY")
+	// The page photographed after call 1 saw nothing of it (checked before the takeover, which brings
+	// another tab to the front).
+	testkit.WaitFor(t, 10*time.Second, "the shot of the /watch page", func() bool {
+		for _, e := range m.timeline(taskA).Entries {
+			if e.Shot != nil && strings.HasSuffix(e.Shot.URL, "/watch") {
+				return true
+			}
+		}
+		return false
+	})
+	watcher := dialRaw(t, m.storeWS(store.Slug, taskA)) // the task's client again, between its calls
+	var at struct{ SessionID string }
+	watcher.must("Target.attachToTarget", map[string]any{"targetId": watchTarget, "flatten": true}, "", &at)
+	if seen, err := watcher.evaluate(at.SessionID, "JSON.stringify(window.__seen)"); err != nil || string(seen) != `"[]"` {
+		t.Errorf("the photographed page saw %s (%v); want nothing", seen, err)
+	}
 	m.mustAgent(env, "browser-use <<'PY'\nopen "+dl.URL+"/?who=agent\neval document.getElementById('dl').click(), 1\nwaitfile report.csv\nPY")
 
 	asking := m.askHuman(store.Slug, taskA, "--ask-human", "please solve the captcha", "--wait", "60")
@@ -250,12 +266,6 @@ func TestTimelineOfATask(t *testing.T) {
 	}
 	if !watchShot {
 		t.Errorf("call 1 took no shot of the task's /watch tab")
-	}
-	watcher := dialRaw(t, m.storeWS(store.Slug, taskA)) // the task's client again, between its calls
-	var at struct{ SessionID string }
-	watcher.must("Target.attachToTarget", map[string]any{"targetId": watchTarget, "flatten": true}, "", &at)
-	if seen, err := watcher.evaluate(at.SessionID, "JSON.stringify(window.__seen)"); err != nil || string(seen) != `"[]"` {
-		t.Errorf("the photographed page saw %s (%v); want nothing", seen, err)
 	}
 	for _, p := range []string{"/red", "/green", "/login", "/blue"} {
 		if !navs[p] {

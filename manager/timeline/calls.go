@@ -42,9 +42,9 @@ func (r *Recorder) Call(w Where, task string, rep api.CallReport, b Browser) {
 
 func (r *Recorder) call(ctx context.Context, w Where, task string, rep api.CallReport, b Browser) {
 	if w.Mode == api.TimelineFull {
-		if p, ok := b.(passwords); ok {
+		if b != nil {
 			pctx, cancel := context.WithTimeout(ctx, passwordWait)
-			hide(&rep, p.PasswordTexts(pctx, rep.Client))
+			hide(&rep, b.PasswordTexts(pctx, rep.Client))
 			cancel()
 		}
 	} else {

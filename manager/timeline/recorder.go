@@ -24,10 +24,7 @@ import (
 type Browser interface {
 	Clients() []mux.ClientInfo
 	Thumbnail(ctx context.Context, targetID string, maxWidth, quality int) ([]byte, error)
-}
-
-// passwords is the part of a mux that knows what a client typed into password fields.
-type passwords interface {
+	// PasswordTexts are the texts a client typed into password fields (hidden in its calls' entries).
 	PasswordTexts(ctx context.Context, clientID string) []string
 }
 

@@ -1,0 +1,194 @@
+package timeline
+
+import (
+	"bytes"
+	"context"
+	"image"
+	"image/color"
+	"image/jpeg"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"vibebrowser/manager/api"
+	"vibebrowser/mux"
+	"vibebrowser/state"
+)
+
+const task = "a1b2c3d4-0000-4000-8000-000000000001"
+
+// pictures is a browser whose pages show what the test paints; it counts the captures.
+type pictures struct {
+	mu       sync.Mutex
+	colour   map[string]color.RGBA
+	captures int
+	secrets  []string
+}
+
+func (p *pictures) Clients() []mux.ClientInfo {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ci := mux.ClientInfo{ID: task}
+	for _, id := range []string{"T1", "T2"} {
+		if _, ok := p.colour[id]; ok {
+			ci.Tabs = append(ci.Tabs, mux.TabInfo{ID: id, Type: "page", URL: "https://shop.example/" + id, Owner: task})
+		}
+	}
+	return []mux.ClientInfo{ci, {ID: "other", Tabs: []mux.TabInfo{{ID: "X", Type: "page", Owner: "other"}}}}
+}
+
+func (p *pictures) Thumbnail(_ context.Context, id string, _, _ int) ([]byte, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.captures++
+	img := image.NewRGBA(image.Rect(0, 0, 64, 40))
+	for i := range img.Pix {
+		img.Pix[i] = []uint8{p.colour[id].R, p.colour[id].G, p.colour[id].B, 255}[i%4]
+	}
+	var b bytes.Buffer
+	err := jpeg.Encode(&b, img, nil)
+	return b.Bytes(), err
+}
+
+func (p *pictures) PasswordTexts(context.Context, string) []string { return p.secrets }
+
+func (p *pictures) paint(id string, c color.RGBA) {
+	p.mu.Lock()
+	p.colour[id] = c
+	p.mu.Unlock()
+}
+
+// recorder is a recorder on a fresh state database with a clock the test moves.
+func recorder(t *testing.T, maxBytes int64) (*Recorder, *state.DB, *time.Time) {
+	t.Helper()
+	db, err := state.Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	r := New(Config{DB: db, Dir: filepath.Join(t.TempDir(), "timeline"), MaxBytes: maxBytes, Keep: 30 * 24 * time.Hour,
+		Log: zerolog.Nop(), Now: func() time.Time { return now }})
+	return r, db, &now
+}
+
+var web = Where{Key: api.WebKey, Slug: api.WebKey, Mode: api.TimelineFull}
+
+func call(r *Recorder, b Browser, code string) {
+	r.Call(web, task, api.CallReport{Client: task, Code: code, Stdout: "printed " + code, Outcome: api.CallOK}, b)
+	r.work.Wait() // the call's recording
+}
+
+func kinds(t *testing.T, r *Recorder) string {
+	t.Helper()
+	es, err := r.Entries(context.Background(), task, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Kind)
+	}
+	return strings.Join(out, " ")
+}
+
+func TestShotsOnlyOfChangedPixels(t *testing.T) {
+	r, _, _ := recorder(t, 1<<30)
+	b := &pictures{colour: map[string]color.RGBA{"T1": {200, 0, 0, 255}}}
+	call(r, b, "one")
+	call(r, b, "two") // nothing changed: no shot
+	b.paint("T1", color.RGBA{0, 200, 0, 255})
+	b.paint("T2", color.RGBA{0, 0, 200, 255})
+	call(r, b, "three")
+	if got := kinds(t, r); got != "call shot call call shot shot" {
+		t.Errorf("entries %q; want a shot after the first call, none after the unchanged second, two after the third", got)
+	}
+	es, _ := r.Entries(context.Background(), task, 0)
+	if s := es[1].Shot; s.AfterOf != 1 || s.Width != 64 || s.Tab != "T1" || s.Bytes == 0 {
+		t.Errorf("the first shot %+v", s)
+	}
+	jpg, err := r.Shot(context.Background(), task, 2)
+	if err != nil || len(jpg) == 0 {
+		t.Fatalf("Shot: %v", err)
+	}
+	if _, err := r.Shot(context.Background(), task, 1); err == nil {
+		t.Error("Shot of a call entry answered")
+	}
+}
+
+func TestPasswordsAreHiddenAndMetaKeepsNoText(t *testing.T) {
+	r, _, _ := recorder(t, 1<<30)
+	b := &pictures{colour: map[string]color.RGBA{}, secrets: []string{"hunter2", "hunter22"}}
+	r.Call(web, task, api.CallReport{Client: task, Code: "type hunter22\ntype hunter2", Stdout: "hunter2 typed",
+		Args: []string{"--x=hunter2"}, Outcome: api.CallOK}, b)
+	meta := web
+	meta.Mode = api.TimelineMeta
+	r.Call(meta, task, api.CallReport{Client: task, Code: "secret code", Stdout: "out", Args: []string{"a"}, Outcome: api.CallFailed, Exit: 3}, b)
+	off := web
+	off.Mode = api.TimelineOff
+	r.Call(off, task, api.CallReport{Client: task, Code: "nothing"}, b)
+	r.work.Wait()
+	es, _ := r.Entries(context.Background(), task, 0)
+	if len(es) != 2 {
+		t.Fatalf("%d entries; want 2 (full and meta; off records nothing)", len(es))
+	}
+	for _, e := range es {
+		c := e.Call
+		if c.Outcome == api.CallOK && (c.Code != "type "+Hidden+"\ntype "+Hidden || c.Stdout != Hidden+" typed" || c.Args[0] != "--x="+Hidden) {
+			t.Errorf("full call %+v; want every password hidden, the longer one whole", c)
+		}
+		if c.Outcome == api.CallFailed && (c.Code != "" || c.Stdout != "" || c.Args != nil || c.Exit != 3) {
+			t.Errorf("meta call %+v; want the facts without code, output or arguments", c)
+		}
+	}
+}
+
+func TestSizeCapAndRetentionPrune(t *testing.T) {
+	b := &pictures{colour: map[string]color.RGBA{"T1": {200, 0, 0, 255}}}
+	r, _, now := recorder(t, 1) // every shot but the newest is over the cap
+	call(r, b, "one")
+	b.paint("T1", color.RGBA{0, 200, 0, 255})
+	call(r, b, "two")
+	es, _ := r.Entries(context.Background(), task, 0)
+	if len(es) != 4 || es[1].Shot.Bytes != 0 || es[3].Shot.Bytes != 0 {
+		t.Fatalf("entries %+v; want both shots' entries kept, their files dropped by the cap", es)
+	}
+	files, _ := filepath.Glob(filepath.Join(r.cfg.Dir, "*", task, "*.jpg"))
+	if len(files) != 0 {
+		t.Errorf("files left after the cap: %v", files)
+	}
+
+	r2, _, now2 := recorder(t, 1<<30)
+	call(r2, b, "old")
+	*now2 = now2.Add(29 * 24 * time.Hour)
+	b.paint("T1", color.RGBA{0, 0, 200, 255})
+	call(r2, b, "new")
+	*now2 = now2.Add(2 * 24 * time.Hour) // the first call is 31 days old, the second 2
+	r2.Prune(context.Background())
+	if got := kinds(t, r2); got != "call shot" {
+		t.Errorf("after the prune: %q; want the second call and its shot only", got)
+	}
+	files, _ = filepath.Glob(filepath.Join(r2.cfg.Dir, "*", task, "*.jpg"))
+	if len(files) != 1 {
+		t.Errorf("shot files after the prune: %v; want the newer one", files)
+	}
+	for _, f := range files {
+		if fi, _ := os.Stat(f); fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s is %v; want 0600", f, fi.Mode())
+		}
+	}
+	_ = now
+}
+
+func TestSlot(t *testing.T) {
+	for client, want := range map[string]int{task: 0, task + "-w2": 2, task + "-w0": 0, task + "-wx": 0, "aux": 0} {
+		if got := Slot(task, client); got != want {
+			t.Errorf("Slot(%s) = %d; want %d", client, got, want)
+		}
+	}
+}
