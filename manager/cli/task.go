@@ -12,7 +12,7 @@ type TaskCmd struct {
 	Rm  TaskRmCmd  `cmd:"" help:"Forget a task."`
 
 	Log    TaskLogCmd    `cmd:"" help:"Print what a task did, step by step (its timeline)."`
-	Export TaskExportCmd `cmd:"" help:"Write a task's timeline as one HTML file, pictures inline, to keep or send."`
+	Export TaskExportCmd `cmd:"" help:"Write a task's timeline as one HTML file, pictures inline, to file or send."`
 }
 
 // TaskSetCmd records a task's status.
