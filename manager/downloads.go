@@ -57,7 +57,7 @@ func (m *Manager) recordDownload(sp browsers.Spec, d mux.Download) {
 	}
 	if task != "" {
 		view := downloadView(rec, sp.Slug)
-		m.timeline.Record(ctx, m.where(sp), task, d.ClientID, api.EntryDownload, &view)
+		m.recordStep(sp.Key, task, d.ClientID, api.EntryDownload, &view)
 	}
 }
 

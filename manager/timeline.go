@@ -55,7 +55,8 @@ func (m *Manager) specOf(ctx context.Context, storeID string) (browsers.Spec, er
 	return m.fleet.SpecFor(ctx, storeID)
 }
 
-// recordStep appends a step of task on the browser key to its timeline (a no-op for no task).
+// recordStep appends a step of task on the browser key to its timeline (a no-op for no task), in the mode
+// the store has now (a running mux's spec is the one it started with).
 func (m *Manager) recordStep(key, task, client, kind string, data any) {
 	if task == "" {
 		return
@@ -101,7 +102,7 @@ func (m *Manager) tabStep(sp browsers.Spec, ev mux.TimelineEvent) {
 	default:
 		return
 	}
-	m.timeline.Record(m.ctx, m.where(sp), task, ev.Client, kind, data)
+	m.recordStep(sp.Key, task, ev.Client, kind, data)
 }
 
 // eventStep puts the events that hit a task into its timeline: its handoffs, and its browser's death or

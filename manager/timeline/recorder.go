@@ -160,29 +160,21 @@ func entryView(e state.TimelineEntry) (api.Entry, error) {
 	var dst any
 	switch v.Kind {
 	case api.EntryCall:
-		v.Call = &api.CallReport{}
-		dst = v.Call
+		dst = fill(&v.Call)
 	case api.EntryShot:
-		v.Shot = &api.ShotEntry{}
-		dst = v.Shot
+		dst = fill(&v.Shot)
 	case api.EntryNav:
-		v.Nav = &api.NavEntry{}
-		dst = v.Nav
+		dst = fill(&v.Nav)
 	case api.EntryTab:
-		v.Tab = &api.TabEntry{}
-		dst = v.Tab
+		dst = fill(&v.Tab)
 	case api.EntryDownload:
-		v.Download = &api.Download{}
-		dst = v.Download
+		dst = fill(&v.Download)
 	case api.EntryHandoff:
-		v.Handoff = &api.HandoffEntry{}
-		dst = v.Handoff
+		dst = fill(&v.Handoff)
 	case api.EntryTakeover:
-		v.Takeover = &api.TakeoverEntry{}
-		dst = v.Takeover
+		dst = fill(&v.Takeover)
 	case api.EntryFault:
-		v.Fault = &api.FaultEntry{}
-		dst = v.Fault
+		dst = fill(&v.Fault)
 	default:
 		return v, fmt.Errorf("timeline entry %d of task %s: unknown kind %q", e.Seq, e.TaskID, e.Kind)
 	}
@@ -193,6 +185,12 @@ func entryView(e state.TimelineEntry) (api.Entry, error) {
 		v.Shot.Bytes = e.Bytes // 0 once the size cap dropped its file
 	}
 	return v, nil
+}
+
+// fill sets an entry's kind field to a new value and returns it, for the entry's JSON to be read into.
+func fill[T any](field **T) *T {
+	*field = new(T)
+	return *field
 }
 
 // Slot is the --worker slot of a task's client (<task>-wN), 0 for the task's own session.
