@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"net/url"
 	"os"
 	"runtime"
@@ -205,24 +204,6 @@ func TestForwarderServesOnlyTheBrowsersUser(t *testing.T) {
 	_, other := startForwarder(t, "http://alice:"+secret+"@"+up.Addr, func(c *Config) { c.AllowUID = os.Getuid() + 4242 })
 	if code, body := through(t, other, target); code == 200 {
 		t.Errorf("a forwarder for another uid served this one: %q", body)
-	}
-}
-
-func TestParseProcAddr(t *testing.T) {
-	for in, want := range map[string]string{
-		"0100007F:1F90":                         "127.0.0.1:8080",
-		"00000000000000000000000001000000:0050": "[::1]:80",
-		"0000000000000000FFFF00000100007F:01BB": "127.0.0.1:443",
-	} {
-		got, err := parseProcAddr(in)
-		if err != nil || got != netip.MustParseAddrPort(want) {
-			t.Errorf("parseProcAddr(%q) = %v, %v; want %s", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"", "0100007F", "XYZ:1F90", "0100007F:ZZZZ"} {
-		if _, err := parseProcAddr(bad); err == nil {
-			t.Errorf("parseProcAddr(%q) took it", bad)
-		}
 	}
 }
 

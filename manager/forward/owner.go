@@ -4,9 +4,11 @@ import (
 	"net"
 
 	"github.com/rs/zerolog"
+
+	"vibebrowser/sockowner"
 )
 
-// ownerListener accepts only connections whose socket belongs to uid (socketOwner); uid < 0 accepts all.
+// ownerListener accepts only connections whose socket belongs to uid (sockowner.Of); uid < 0 accepts all.
 type ownerListener struct {
 	net.Listener
 	uid int
@@ -19,8 +21,8 @@ func (l *ownerListener) Accept() (net.Conn, error) {
 		if err != nil || l.uid < 0 {
 			return c, err
 		}
-		owner, err := socketOwner(c)
-		if err == nil && (owner == l.uid || owner == noOwnerCheck) {
+		owner, err := sockowner.Of(c)
+		if err == nil && (owner == l.uid || owner == sockowner.Unknown) {
 			return c, nil
 		}
 		ev := l.log.Warn().Str("peer", c.RemoteAddr().String()).Int("want_uid", l.uid)

@@ -1,4 +1,4 @@
-package forward
+package sockowner
 
 import (
 	"bufio"
@@ -10,19 +10,16 @@ import (
 	"strings"
 )
 
-// noOwnerCheck is what socketOwner answers where it cannot tell (never on Linux).
-const noOwnerCheck = -2
-
-// socketOwner is the uid owning the peer's end of a loopback TCP connection: the /proc/net/tcp (or tcp6)
-// entry whose local address is the connection's remote one and whose remote address is its local one.
-func socketOwner(c net.Conn) (int, error) {
-	local, err1 := netip.ParseAddrPort(c.LocalAddr().String())
-	peer, err2 := netip.ParseAddrPort(c.RemoteAddr().String())
+// OfAddrs is the uid owning the socket at peer connected to local: the /proc/net/tcp (or tcp6) entry whose
+// local address is peer and whose remote address is local.
+func OfAddrs(local, peer net.Addr) (int, error) {
+	l, err1 := netip.ParseAddrPort(local.String())
+	p, err2 := netip.ParseAddrPort(peer.String())
 	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("not a TCP connection: %s", c.RemoteAddr())
+		return 0, fmt.Errorf("not a TCP connection: %s", peer)
 	}
 	table := "/proc/net/tcp"
-	if peer.Addr().Unmap().Is6() {
+	if p.Addr().Unmap().Is6() {
 		table = "/proc/net/tcp6"
 	}
 	f, err := os.Open(table)
@@ -37,9 +34,9 @@ func socketOwner(c net.Conn) (int, error) {
 		if len(fields) < 8 {
 			continue
 		}
-		l, errL := parseProcAddr(fields[1])
-		r, errR := parseProcAddr(fields[2])
-		if errL != nil || errR != nil || l != unmapped(peer) || r != unmapped(local) {
+		fl, errL := parseProcAddr(fields[1])
+		fr, errR := parseProcAddr(fields[2])
+		if errL != nil || errR != nil || fl != unmapped(p) || fr != unmapped(l) {
 			continue
 		}
 		return strconv.Atoi(fields[7])
@@ -47,7 +44,7 @@ func socketOwner(c net.Conn) (int, error) {
 	if err := sc.Err(); err != nil {
 		return 0, err
 	}
-	return 0, fmt.Errorf("no socket of %s in %s", peer, table)
+	return 0, fmt.Errorf("no socket of %s in %s", p, table)
 }
 
 func unmapped(a netip.AddrPort) netip.AddrPort { return netip.AddrPortFrom(a.Addr().Unmap(), a.Port()) }
