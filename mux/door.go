@@ -6,13 +6,16 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/gorilla/websocket"
 
 	"vibebrowser/mux/clientid"
+	"vibebrowser/sockowner"
 )
 
 // Door is the access rule and the discovery answers of one mux endpoint, with or without a running mux
@@ -23,6 +26,10 @@ type Door struct {
 	Token string
 	// Port is the endpoint's port; the Host header must be 127.0.0.1:Port or localhost:Port.
 	Port int
+	// TokenUIDs, when not nil, are the only uids whose connections the store-token URLs serve (SPEC §20:
+	// the manager's own and root), the peer's uid read from the kernel's socket table (sockowner); a
+	// capability URL stays open to any local uid that holds it. nil serves every uid (a mux of its own).
+	TokenUIDs []int
 }
 
 // RouteKind is what an accepted request asks for.
@@ -64,8 +71,9 @@ func CapabilityPath(token, clientID string) string {
 }
 
 // Route checks r against the endpoint's rules and says what it asks for. A refused request (no or a wrong
-// token or capability: 401; an Origin header or a foreign Host: 403; a bad client id, a plain HTTP request
-// for no known path) is answered here, before any upgrade, and ok is false.
+// token or capability: 401; an Origin header, a foreign Host or the store token from a uid not in
+// TokenUIDs: 403; a bad client id, a plain HTTP request for no known path) is answered here, before any
+// upgrade, and ok is false.
 func (d Door) Route(w http.ResponseWriter, r *http.Request) (rt Route, ok bool) {
 	rest, capPath, capID, refusal := d.authorize(r.URL.Path)
 	if refusal != "" {
@@ -76,6 +84,12 @@ func (d Door) Route(w http.ResponseWriter, r *http.Request) (rt Route, ok bool) 
 		// Web pages (Origin) and DNS rebinding (foreign Host) must never reach a logged-in browser.
 		http.Error(w, "forbidden", http.StatusForbidden)
 		return Route{}, false
+	}
+	if capPath == "" {
+		if refusal := d.tokenPeer(r); refusal != "" {
+			http.Error(w, refusal, http.StatusForbidden)
+			return Route{}, false
+		}
 	}
 	switch rest {
 	case "/json/version", "/json/version/":
@@ -142,6 +156,24 @@ func (d Door) checkToken(path string) (rest string, ok bool) {
 		rest = "/" + rest
 	}
 	return rest, true
+}
+
+// tokenPeer checks that r's peer may use the store token: the refusal's message, or "".
+func (d Door) tokenPeer(r *http.Request) string {
+	if d.TokenUIDs == nil {
+		return ""
+	}
+	uid, err := sockowner.OfRequest(r)
+	if err == nil && (uid == sockowner.Unknown || slices.Contains(d.TokenUIDs, uid)) {
+		return ""
+	}
+	who := "a caller whose uid cannot be read (" + fmt.Sprint(err) + ")"
+	if err == nil {
+		who = "uid " + strconv.Itoa(uid)
+	}
+	return "forbidden: the store-token URLs (cdp_ws, cdp_http) serve only the manager's own user and root, " +
+		"and this connection is " + who + "'s: connect on a capability URL, ws://" + r.Host +
+		"/c/<capability>/client-<id>, as vibe-browser endpoint --store STORE prints it for a task"
 }
 
 func (d Door) hostOK(host string) bool {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,7 +38,7 @@ func (f *Fleet) endpointLocked(ctx context.Context, s *slot, sp Spec) (*endpoint
 	if err != nil {
 		return nil, err
 	}
-	ep := &endpoint{port: port, door: mux.Door{Token: sp.Token, Port: port}}
+	ep := &endpoint{port: port, door: mux.Door{Token: sp.Token, Port: port, TokenUIDs: tokenUIDs()}}
 	ep.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second,
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { f.serveEndpoint(w, r, s, ep) })}
 	f.wg.Go(func() {
@@ -47,6 +48,15 @@ func (f *Fleet) endpointLocked(ctx context.Context, s *slot, sp Spec) (*endpoint
 	})
 	s.ep.Store(ep)
 	return ep, nil
+}
+
+// tokenUIDs are who the store-token URLs serve (SPEC §20): the manager's own user and root. Every other
+// local user connects on a capability URL, which names one client.
+func tokenUIDs() []int {
+	if uid := os.Getuid(); uid != 0 {
+		return []int{uid, 0}
+	}
+	return []int{0}
 }
 
 // Bind binds sp's endpoint unless it is bound, under its store's lock: a store's port is bound for its life.
