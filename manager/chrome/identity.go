@@ -1,9 +1,6 @@
 package chrome
 
-import (
-	"os"
-	"strconv"
-)
+import "strconv"
 
 // Identity is a store's network identity at its browser's launch (SPEC §16).
 type Identity struct {
@@ -29,13 +26,4 @@ func (id Identity) args() []string {
 		args = append(args, "--lang="+id.Lang, "--accept-lang="+id.Lang)
 	}
 	return args
-}
-
-// env is the browser's (or its keeper's, which passes it on) environment: the manager's, with TZ for the
-// time zone. nil means the manager's as it is.
-func (id Identity) env() []string {
-	if id.Timezone == "" {
-		return nil
-	}
-	return append(os.Environ(), "TZ="+id.Timezone)
 }

@@ -41,19 +41,6 @@ func userEnv(base []string, u *osuser.User, home string) []string {
 	return append(env, "HOME="+home, "USER="+u.Name, "LOGNAME="+u.Name)
 }
 
-// environ is the browser's environment (or its keeper's, which passes it on): nil, the manager's own,
-// unless it runs as another user or in another time zone.
-func environ(o Options) []string {
-	env := o.Identity.env()
-	if o.User == nil {
-		return env
-	}
-	if env == nil {
-		env = os.Environ()
-	}
-	return userEnv(env, o.User, userHome(o.ProfileDir))
-}
-
 // credential is what the browser's process (its keeper's, on the pipe) is started with: nil, the manager's
 // own, or the user's uid, gid and groups.
 func credential(u *osuser.User) *syscall.Credential {

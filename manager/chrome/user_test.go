@@ -36,23 +36,6 @@ func TestUserEnv(t *testing.T) {
 	}
 }
 
-func TestEnviron(t *testing.T) {
-	t.Setenv("HOME", "/root")
-	if env := environ(Options{}); env != nil {
-		t.Errorf("environ without a user or time zone = %d variables; want nil (the manager's own)", len(env))
-	}
-	u := &osuser.User{Name: "vb", UID: 4242, GID: 4242}
-	env := environ(Options{User: u, ProfileDir: "/h/profiles/s", Identity: Identity{Timezone: "Asia/Tokyo"}})
-	for _, want := range []string{"HOME=/h/profiles/s/.home", "TZ=Asia/Tokyo", "USER=vb"} {
-		if !slices.Contains(env, want) {
-			t.Errorf("environ as a user lacks %s", want)
-		}
-	}
-	if slices.Contains(env, "HOME=/root") {
-		t.Error("environ as a user keeps the manager's HOME")
-	}
-}
-
 // TestOwnProfile: a profile whose top folder is someone else's is given over whole, its symlinks changed
 // themselves and never followed; a file hard-linked from outside is refused.
 func TestOwnProfile(t *testing.T) {
