@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -143,5 +144,41 @@ func TestChownDoesNotFollowSymlinks(t *testing.T) {
 		if uid := int(fi.Sys().(*syscall.Stat_t).Uid); uid != want {
 			t.Errorf("%s is owned by %d; want %d", p, uid, want)
 		}
+	}
+}
+
+// Make makes a missing user once however many ask at once, and takes an existing one as it is.
+func TestMakeConcurrently(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("making users needs root (CI runs as root)")
+	}
+	const name = "vbtest-made"
+	if _, err := osuser.Lookup(name); err == nil {
+		t.Fatalf("user %s exists before the test: remove it (userdel %s)", name, name)
+	}
+	t.Cleanup(func() {
+		userdel, err := exec.LookPath("userdel")
+		if err != nil {
+			userdel = "/usr/sbin/userdel"
+		}
+		if out, err := exec.Command(userdel, name).CombinedOutput(); err != nil {
+			t.Errorf("userdel %s: %v: %s", name, err, out)
+		}
+	})
+	var wg sync.WaitGroup
+	users := make([]*osuser.User, 4)
+	errs := make([]error, len(users))
+	for i := range users {
+		wg.Go(func() { users[i], errs[i] = osuser.Make(name) })
+	}
+	wg.Wait()
+	for i, u := range users {
+		if errs[i] != nil || u.Name != name || u.UID == 0 || u.UID != users[0].UID {
+			t.Fatalf("Make(%q) #%d = %+v, %v; want one unprivileged user for every caller (first %+v)", name, i, u, errs[i], users[0])
+		}
+	}
+	again, err := osuser.Make(name)
+	if err != nil || again.UID != users[0].UID {
+		t.Errorf("Make(%q) of an existing user = %+v, %v; want it as it is (uid %d)", name, again, err, users[0].UID)
 	}
 }

@@ -2,7 +2,6 @@ package testkit
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -17,9 +16,10 @@ func SystemUser(t testing.TB, name string) *osuser.User {
 	if os.Geteuid() != 0 {
 		t.Skip("the store boundary's tests make OS users: run them as root (CI does)")
 	}
-	if exec.Command("id", name).Run() != nil {
-		// Test packages run in parallel, and two useradds at once fail on /etc/passwd's lock ("try again
-		// later"): one at a time, through a lock file every test process shares.
+	if _, err := osuser.Lookup(name); err != nil {
+		// Test packages run in parallel: one test process at a time makes users, through a lock file every
+		// test process shares; osuser.Make waits out anyone else's lock of /etc/passwd (a manager making a
+		// store's browser user) and takes a user made meanwhile.
 		lock, err := os.OpenFile(filepath.Join(os.TempDir(), "vbtest-useradd.lock"), os.O_CREATE|os.O_RDWR, 0o600)
 		if err != nil {
 			t.Fatal(err)
@@ -28,14 +28,8 @@ func SystemUser(t testing.TB, name string) *osuser.User {
 		if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
 			t.Fatal(err)
 		}
-		if exec.Command("id", name).Run() != nil { // another process may have made it meanwhile
-			out, err := exec.Command("useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name).CombinedOutput()
-			if err != nil {
-				t.Fatalf("useradd %s: %v: %s", name, err, out)
-			}
-		}
 	}
-	u, err := osuser.Lookup(name)
+	u, err := osuser.Make(name)
 	if err != nil {
 		t.Fatal(err)
 	}
