@@ -141,7 +141,7 @@ func (c agentCall) own(kind, storeID, taskID *string) error {
 	}
 	switch {
 	case *kind != c.kind || *kind == api.KindStore && *storeID != c.token.StoreID:
-		return fmt.Errorf("%w: this task token is for %s: a task calls only for its own store", apierr.ErrForbidden, c.name)
+		return c.notOwnStore("")
 	case *taskID != c.token.TaskID:
 		return fmt.Errorf("%w: this task token is task %s's: a task calls only as itself, not as task %s",
 			apierr.ErrForbidden, c.token.TaskID, *taskID)
@@ -149,11 +149,29 @@ func (c agentCall) own(kind, storeID, taskID *string) error {
 	return nil
 }
 
-// ownClient checks that a mux client id is one of the caller's task's own (the task id, or its -wN worker).
+// notOwnStore is the refusal of a call for another store than the token's (SPEC §20: 403, never an answer
+// about another store, not even an empty one); what says what the call asked for, or "".
+func (c agentCall) notOwnStore(what string) error {
+	if what != "" {
+		what = " (" + what + ")"
+	}
+	return fmt.Errorf("%w: this task token is for %s: a task calls only for its own store%s", apierr.ErrForbidden, c.name, what)
+}
+
+// ownClient checks that a mux client id is one of the caller's task's own (the task id, or its -wN worker),
+// or its store's aux session, which every task of the store may open (SPEC §3's --session <slug>-aux; the
+// web browser has none). The caller has checked the request's store against the token's (own).
 func (c agentCall) ownClient(id string) error {
+	if id == api.AuxClient && c.kind == api.KindStore {
+		return nil
+	}
 	if clientid.OwnerDir(id) != c.token.TaskID {
-		return fmt.Errorf("%w: client %s is not task %s's: a task connects as its own clients only (%s or %s-wN)",
-			apierr.ErrForbidden, id, c.token.TaskID, c.token.TaskID, c.token.TaskID)
+		aux := ""
+		if c.kind == api.KindStore {
+			aux = ", or its store's " + api.AuxClient
+		}
+		return fmt.Errorf("%w: client %s is not task %s's: a task connects as its own clients only (%s or %s-wN%s)",
+			apierr.ErrForbidden, id, c.token.TaskID, c.token.TaskID, c.token.TaskID, aux)
 	}
 	return nil
 }
@@ -209,7 +227,10 @@ func (m *Manager) agentHandoff(do func(ctx context.Context, id string) (any, err
 		if err != nil {
 			return nil, err
 		}
-		if h.TaskID != c.token.TaskID || h.StoreID != c.token.StoreID {
+		switch {
+		case h.StoreID != c.token.StoreID:
+			return nil, c.notOwnStore("handoff " + id + " is another browser's")
+		case h.TaskID != c.token.TaskID:
 			return nil, fmt.Errorf("%w: handoff %s is not task %s's: a task sees only its own handoffs",
 				apierr.ErrForbidden, id, c.token.TaskID)
 		}
@@ -226,6 +247,16 @@ func (m *Manager) agentDownloads(r *http.Request, c agentCall) (any, error) {
 	key := c.token.StoreID
 	if key == "" {
 		key = api.WebKey
+	}
+	if ref := q.Get("store"); ref != "" {
+		// A store that does not exist is refused alike: the answer tells nothing of which stores exist.
+		k, err := m.browserKey(r.Context(), ref)
+		if err != nil && !errors.Is(err, state.ErrNotFound) {
+			return nil, err
+		}
+		if k != key {
+			return nil, c.notOwnStore(fmt.Sprintf("its downloads query names store %q", ref))
+		}
 	}
 	return m.listDownloads(r.Context(), state.DownloadFilter{TaskID: c.token.TaskID, Key: key})
 }

@@ -97,3 +97,107 @@ func TestAgentSocketPeerMustBeTheAgentUser(t *testing.T) {
 	err = c.ReportEvent(bg, api.Event{Kind: "note", StoreID: acme.ID, TaskID: "a1b2c3d4-0001"})
 	wantAPIError(t, err, http.StatusForbidden, "only its agent user ("+user)
 }
+
+// A task's token asks nothing of another store (SPEC §20): every route of the agents' socket answers a
+// question about store Bolt with A's token with 403, naming the rule, never with an answer (not even an
+// empty list); a store that does not exist is refused alike. The same questions about A's own store pass.
+func TestAgentSocketRefusesAnotherStoreOnEveryRoute(t *testing.T) {
+	d := startDaemon(t, nil, true)
+	acme, err := d.client.CreateStore(bg, api.StoreSpec{Name: "Acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bolt, err := d.client.CreateStore(bg, api.StoreSpec{Name: "Bolt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const taskA, taskB = "a1b2c3d4-0001", "b2c3d4e5-0002"
+	tokA, err := d.client.MintTaskToken(bg, taskA, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask := func(store, client, task string) api.HandoffRequest {
+		return api.HandoffRequest{Kind: api.KindStore, StoreID: store, ClientID: client, BUName: "x", TaskID: task, Reason: "help", WaitS: 60}
+	}
+	hB, err := d.client.CreateHandoff(bg, ask(bolt.ID, taskB, taskB)) // Bolt's, on the owner's socket
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &api.Client{Socket: filepath.Join(d.home, api.AgentSocketRel), Token: tokA.Token}
+	hA, err := a.CreateHandoff(bg, ask(acme.ID, taskA, taskA))
+	if err != nil {
+		t.Fatalf("A's own handoff: %v", err)
+	}
+	for _, ref := range []string{"acme", acme.ID, "Acme"} {
+		if _, err := a.ListDownloads(bg, "", ref); err != nil {
+			t.Errorf("A's own downloads, store=%s: %v", ref, err)
+		}
+	}
+	if _, err := a.GetHandoff(bg, hA.ID); err != nil {
+		t.Errorf("A's own handoff: %v", err)
+	}
+	ensure := func(client string) error {
+		_, err := a.EnsureSession(bg, api.EnsureRequest{Kind: api.KindStore, StoreID: bolt.ID, ClientID: client, BUName: "x", TaskID: taskA, Via: api.ViaCDP})
+		return err
+	}
+	downloads := func(ref string) func() error {
+		return func() error { _, err := a.ListDownloads(bg, "", ref); return err }
+	}
+	const rule = "a task calls only for its own store"
+	tests := []struct {
+		name string
+		call func() error
+		want string
+	}{
+		{"ensure", func() error { return ensure(taskA) }, rule},
+		{"ensure, B's aux", func() error { return ensure(api.AuxClient) }, rule},
+		{"events", func() error { return a.ReportEvent(bg, api.Event{Kind: "note", StoreID: bolt.ID, TaskID: taskA}) }, rule},
+		{"create a handoff", func() error { _, err := a.CreateHandoff(bg, ask(bolt.ID, taskA, taskA)); return err }, rule},
+		{"a handoff", func() error { _, err := a.GetHandoff(bg, hB.ID); return err }, rule},
+		{"wait for a handoff", func() error { _, err := a.WaitHandoff(bg, hB.ID); return err }, rule},
+		{"cancel a handoff", func() error { _, err := a.CancelHandoff(bg, hB.ID); return err }, rule},
+		{"downloads by slug", downloads("bolt"), rule},
+		{"downloads by id", downloads(bolt.ID), rule},
+		{"downloads by name", downloads("Bolt"), rule},
+		{"downloads of the web browser", downloads(api.WebSlug), rule},
+		{"downloads of no such store", downloads("nosuch"), rule},
+		{"a call report of B's task", func() error { return a.ReportCall(bg, taskB, api.CallReport{Client: taskB}) }, "only as itself"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { wantAPIError(t, tt.call(), http.StatusForbidden, tt.want) })
+	}
+	if h, err := d.client.GetHandoff(bg, hB.ID); err != nil || h.Status != api.HandoffPending {
+		t.Errorf("Bolt's handoff after A's tries = %+v, %v; want it pending, untouched", h, err)
+	}
+}
+
+// A task's token opens its store's aux session (SPEC §3's --session <slug>-aux): the aux client is every
+// task's of the store, not one task's; the web browser has none, and no other task's client opens.
+func TestAgentSocketAuxClient(t *testing.T) {
+	d := startDaemon(t, nil, true)
+	acme, err := d.client.CreateStore(bg, api.StoreSpec{Name: "Acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const task = "a1b2c3d4-0001"
+	tok, err := d.client.MintTaskToken(bg, task, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	web, err := d.client.MintTaskToken(bg, "c3d4e5f6-0003", api.WebSlug)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(d.home, api.AgentSocketRel)
+	ask := func(kind, store, client string, token api.TaskToken) error {
+		c := &api.Client{Socket: sock, Token: token.Token}
+		_, err := c.CreateHandoff(bg, api.HandoffRequest{Kind: kind, StoreID: store, ClientID: client, BUName: "acme-aux",
+			TaskID: token.TaskID, Reason: "help", WaitS: 60})
+		return err
+	}
+	if err := ask(api.KindStore, acme.ID, api.AuxClient, tok); err != nil {
+		t.Errorf("the aux session's handoff under the task's token: %v; want it taken", err)
+	}
+	wantAPIError(t, ask(api.KindWeb, "", api.AuxClient, web), http.StatusForbidden, "its own clients only")
+	wantAPIError(t, ask(api.KindStore, acme.ID, "manual", tok), http.StatusForbidden, "or its store's aux")
+}

@@ -65,18 +65,22 @@ func (m *Manager) recordDownload(sp browsers.Spec, d mux.Download) {
 func (m *Manager) handleListDownloads(r *http.Request) (any, error) {
 	ctx := r.Context()
 	f := state.DownloadFilter{TaskID: r.URL.Query().Get("task")}
-	switch ref := r.URL.Query().Get("store"); ref {
-	case "":
-	case api.WebSlug, api.WebKey:
-		f.Key = api.WebKey
-	default:
-		s, err := m.findStore(ctx, ref)
-		if err != nil {
+	if ref := r.URL.Query().Get("store"); ref != "" {
+		var err error
+		if f.Key, err = m.browserKey(ctx, ref); err != nil {
 			return nil, err
 		}
-		f.Key = s.ID
 	}
 	return m.listDownloads(ctx, f)
+}
+
+// browserKey is the browser key ref names: a store's name, slug or id, or the web browser ("web").
+func (m *Manager) browserKey(ctx context.Context, ref string) (string, error) {
+	if ref == api.WebSlug || ref == api.WebKey {
+		return api.WebKey, nil
+	}
+	s, err := m.findStore(ctx, ref)
+	return s.ID, err
 }
 
 // listDownloads is the finished downloads f selects, as the API prints them.

@@ -5,6 +5,10 @@ import (
 	"strconv"
 )
 
+// AuxClient is the mux client id of a store's auxiliary session (--session <slug>-aux): one per store, which
+// any of the store's tasks may open (SPEC §20).
+const AuxClient = "aux"
+
 // SessionNames derives a caller's browser-use session name (BU_NAME) and mux client id (SPEC §3's table),
 // for the shim and for `vibe-browser mcp` alike: base is the store's slug (WebSlug for the web browser), aux
 // the store's auxiliary session, worker the --worker slot (0 for none; it needs a task). Both names carry the
@@ -12,7 +16,7 @@ import (
 func SessionNames(base, taskID string, worker int, aux bool) (buName, clientID string) {
 	switch {
 	case aux:
-		return base + "-aux", "aux"
+		return base + "-" + AuxClient, AuxClient
 	case taskID == "":
 		return base, "manual"
 	case worker > 0:
