@@ -31,6 +31,8 @@ type client struct {
 	// a person watches a human tab, the human client is as good as connected (no grace period runs).
 	viewers int
 	pw      passwords // its texts typed into password fields (passwords.go)
+	// streams are the stream handles the browser answered this client with (IO.read and IO.close take only these).
+	streams map[string]bool
 }
 
 // clientLocked returns the state of client id, creating it.
@@ -67,7 +69,8 @@ type conn struct {
 	closeCode int
 	closeText string
 
-	rd lazyDeadline // the read deadline, re-armed by the reader goroutine only
+	rd     lazyDeadline // the read deadline, re-armed by the reader goroutine only
+	strict strictReader // the reader goroutine's strict parser of this connection's messages
 
 	wmu sync.Mutex
 	// wmu guards the socket's write side, inline and wd.

@@ -4,58 +4,65 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
-	"strings"
 	"time"
 )
 
 // Commands from clients: checking and routing each one, forwarding it upstream under a fresh id (the
 // pending table), the one-at-a-time createTarget queue, and the answers on their way back.
 
-// cmdParams is the decoded params of a Target.* or Browser.* command: the only client traffic the mux
-// decodes.
-type cmdParams struct {
-	TargetID               string         `json:"targetId"`
-	SessionID              string         `json:"sessionId"`
-	BrowserContextID       string         `json:"browserContextId"`
-	Discover               bool           `json:"discover"`
-	AutoAttach             bool           `json:"autoAttach"`
-	WaitForDebuggerOnStart bool           `json:"waitForDebuggerOnStart"`
-	Flatten                *bool          `json:"flatten"`
-	Filter                 []targetFilter `json:"filter"`
-}
-
-// opaqueBrowserMethods are Browser.* commands with nothing to check or rewrite: they skip the decode.
-var opaqueBrowserMethods = map[string]bool{
-	"Browser.getVersion":            true,
-	"Browser.getBrowserCommandLine": true,
-	"Browser.getHistograms":         true,
-	"Browser.getHistogram":          true,
-}
-
-// handleClient routes one message from a client.
+// handleClient routes one message from a client: read strictly, decided by the table of methods, judged,
+// re-encoded where judged, then routed.
 func (m *Mux) handleClient(c *conn, b []byte) {
-	info, err := scanFull(b)
-	if err != nil || !json.Valid(b) {
-		c.send(errorFrame(looseID(b), "", codeParse, "Message must be a valid JSON object"))
+	cmd, err := c.strict.read(b)
+	if err != nil {
+		id := cmd.id
+		if id == nil {
+			id = looseID(b)
+		}
+		code := codeInvalid
+		if se, ok := err.(*errStrict); ok && se.parse {
+			code = codeParse
+		}
+		c.send(errorFrame(id, cmd.sessionID, code, "message refused by the mux: "+err.Error()+": "+strictRule))
 		return
 	}
-	if !info.hasID() {
-		c.send(errorFrame(nil, info.sessionID, codeInvalid, "Message must have integer 'id' property"))
+	if cmd.id == nil {
+		c.send(errorFrame(nil, cmd.sessionID, codeInvalid, "Message must have integer 'id' property"))
 		return
 	}
-	idTok := b[info.idStart:info.idEnd]
-	if !isInteger(idTok) {
-		// The id is echoed so the client can route the error; any integer is fine (the mux rewrites it).
-		c.send(errorFrame(idTok, info.sessionID, codeInvalid, "Message must have integer 'id' property"))
+	if !cmd.hasMethod {
+		c.send(errorFrame(cmd.id, cmd.sessionID, codeInvalid, "Message must have string 'method' property"))
 		return
 	}
-	if !info.hasMethod {
-		c.send(errorFrame(idTok, info.sessionID, codeInvalid, "Message must have string 'method' property"))
+	rt, known := lookupRoute(cmd.method)
+	k := &call{cmd: cmd}
+	var refused, reason string
+	switch {
+	case !known:
+		reason = unknownRule
+	case rt.refuse != "":
+		reason = rt.refuse
+	case rt.where == onPage && cmd.sessionID == "":
+		reason = pageOnlyRule
+	case rt.check != nil:
+		if refused, err = rt.check(m, c, k); err != nil {
+			c.send(errorFrame(cmd.id, cmd.sessionID, codeInvalidParam, "Invalid parameters: "+err.Error()))
+			return
+		}
+		if refused != "" {
+			reason = rt.reason
+		}
+	}
+	if reason != "" {
+		m.refusedLog.Warn().Str("client", c.cl.id).Str("method", cmd.method).Str("detail", refused).Msg("call refused")
+		c.send(errorFrame(cmd.id, cmd.sessionID, codeServer, refusedMessage(cmd.method, refused, reason)))
 		return
 	}
-	if m.refuse(c, b, info, idTok) {
-		return
+	info := msgInfo{idStart: cmd.idStart, idEnd: cmd.idEnd, method: cmd.method, sessionID: cmd.sessionID, hasMethod: true}
+	if rt.judged || rt.check != nil {
+		b, info = encodeCommand(&k.cmd, k.ps)
 	}
+	id := append([]byte(nil), cmd.id...)
 	m.mu.Lock()
 	if c.closed() || c.cl.conn != c {
 		m.mu.Unlock()
@@ -64,7 +71,7 @@ func (m *Mux) handleClient(c *conn, b []byte) {
 	c.cl.active = time.Now()
 	m.touchActivityLocked()
 	m.upQuiet = true
-	m.routeLocked(c, b, info, append([]byte(nil), idTok...))
+	m.routeLocked(c, b, info, id, k.tp)
 	m.upQuiet = false
 	up := m.up
 	m.mu.Unlock()
@@ -73,7 +80,8 @@ func (m *Mux) handleClient(c *conn, b []byte) {
 	}
 }
 
-func (m *Mux) routeLocked(c *conn, b []byte, info msgInfo, id []byte) {
+// routeLocked routes a command the table let through; p is its Target.* or Browser.* params, as judged.
+func (m *Mux) routeLocked(c *conn, b []byte, info msgInfo, id []byte, p *cmdParams) {
 	sid := info.sessionID
 	method := info.method
 	var sess *session
@@ -95,18 +103,14 @@ func (m *Mux) routeLocked(c *conn, b []byte, info msgInfo, id []byte) {
 		return // Chrome applies it browser-wide: the mux's own stays in force
 	}
 	kind := kindPlain
-	isTarget := strings.HasPrefix(method, "Target.")
-	if isTarget || strings.HasPrefix(method, "Browser.") && !opaqueBrowserMethods[method] {
-		var msg struct {
-			Params cmdParams `json:"params"`
-		}
-		if err := json.Unmarshal(b, &msg); err != nil {
-			m.replyErrLocked(c, id, sid, codeInvalidParam, "Invalid parameters: "+err.Error())
-			return
-		}
-		p := &msg.Params
-		if r, ok := refusals[method]; ok && r.when != nil && r.when(m, c, p) {
-			m.replyErrLocked(c, id, sid, codeServer, refusedMessage(method, "", r))
+	switch method {
+	case "Page.printToPDF", "Fetch.takeResponseBodyAsStream", "Network.takeResponseBodyForInterceptionAsStream":
+		kind = kindStream // the answer's stream becomes the client's to read
+	}
+	if p != nil {
+		if method == "Target.disposeBrowserContext" && (p.BrowserContextID == "" || !c.cl.contexts[p.BrowserContextID]) {
+			r := methodRoutes[method]
+			m.replyErrLocked(c, id, sid, codeServer, refusedMessage(method, "", r.reason))
 			return
 		}
 		if p.TargetID != "" {
@@ -207,6 +211,7 @@ const (
 	kindContext
 	kindContexts
 	kindInternal
+	kindStream
 )
 
 // forwardLocked sends a client command upstream under a fresh id.
@@ -401,6 +406,18 @@ func (m *Mux) responseLocked(b []byte, info msgInfo) {
 		m.releaseLocked(p.park)
 		m.nextCreateLocked()
 		return
+	case kindStream:
+		var r struct {
+			Result struct {
+				Stream string `json:"stream"`
+			} `json:"result"`
+		}
+		if decodeStrict(b, &r) == nil && r.Result.Stream != "" {
+			if p.c.cl.streams == nil {
+				p.c.cl.streams = map[string]bool{}
+			}
+			p.c.cl.streams[r.Result.Stream] = true
+		}
 	case kindContexts:
 		if f, ok := m.filterContextsLocked(p, b); ok {
 			spliced = f

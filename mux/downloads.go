@@ -146,7 +146,7 @@ func (m *Mux) setDownloadBehaviorLocked(c *conn, sess *session, pageScoped bool,
 	if sess != nil {
 		sid = sess.id
 	}
-	if err := json.Unmarshal(b, &msg); err != nil {
+	if err := decodeStrict(b, &msg); err != nil {
 		m.replyErrLocked(c, id, sid, codeInvalidParam, "Invalid parameters: "+err.Error())
 		return true
 	}
@@ -187,7 +187,7 @@ func (m *Mux) cancelDownloadAllowedLocked(c *conn, sid string, id, b []byte) boo
 			GUID string `json:"guid"`
 		} `json:"params"`
 	}
-	json.Unmarshal(b, &msg)
+	decodeStrict(b, &msg)
 	if d := m.dl.active[msg.Params.GUID]; d != nil && d.owner == c.cl {
 		return true
 	}

@@ -11,30 +11,22 @@ import (
 	"vibebrowser/osuser"
 )
 
-// The local-file rule of SPEC §13: a file a client hands the browser (DOM.setFileInputFiles and the other
-// methods of the refusal table that take a path) is read by a page of that client's choosing, so it must not
-// be one of the manager's: another store's cookie database, state.db and its mux tokens. Files under the
-// manager's home are refused, except the calling client's own folders; the agent's own files elsewhere pass.
-// A store with an agent user (SPEC §14) adds one condition: that user must be able to read the file itself,
-// so a page never reads what its agent could not.
-
-// fileRule is the reason the local-file rule gives.
-const fileRule = "a client may hand the browser only regular files outside the manager's home, or inside its " +
-	"own folders there (its task's downloads), and that a store's agent user, where it has one, may read itself: a page reads what it is handed"
+// The home part of the local-file rule of SPEC §13 (uploads.go opens the file): a file a client hands the
+// browser is read by a page of that client's choosing, so it must not be one of the manager's: another
+// store's cookie database, state.db and its mux tokens. Files under the manager's home are refused, except the
+// calling client's own folders; the agent's own files elsewhere pass.
 
 // maxHomeWalk bounds the walk that looks for the other names of a hard-linked file. A home too large to
 // walk refuses the file: the rule fails closed.
 const maxHomeWalk = 2_000_000
 
-// localFiles checks paths against one manager home and one agent user. The zero value (no home, no agent
-// user) passes everything.
+// localFiles checks files against one manager home. The zero value (no home) passes everything.
 type localFiles struct {
-	home  string       // resolved (symlinks followed), "" for none
-	agent *osuser.User // the store's agent user, nil for none
+	home string // resolved (symlinks followed), "" for none
 }
 
-func newLocalFiles(home string, agent *osuser.User) localFiles {
-	lf := localFiles{agent: agent}
+func newLocalFiles(home string) localFiles {
+	lf := localFiles{}
 	if home != "" {
 		lf.home = resolveDir(home)
 	}
@@ -49,43 +41,35 @@ func resolveDir(dir string) string {
 	return filepath.Clean(dir)
 }
 
-// check returns why path may not be handed to the browser by a client whose own folders are own, or nil.
-// Symlinks are followed, and a file with more than one name on the home's file system is looked for under
-// the home: a hard link outside it (or in the client's own folder) to a cookie database is that database.
-func (lf localFiles) check(path string, own []string) error {
-	if lf.home == "" && lf.agent == nil {
-		return nil
-	}
+// open opens path by the rule for a client whose own folders are own, as agent where the store has one, and
+// returns the open file; everything is judged on the file it holds open, so nothing can change in between.
+func (lf localFiles) open(path string, own []string, agent *osuser.User) (*os.File, error) {
 	if !filepath.IsAbs(path) {
-		return fmt.Errorf("%q is not an absolute path", path)
+		return nil, refuseFile("%q is not an absolute path", path)
 	}
-	real, err := filepath.EvalSymlinks(path)
+	clean := filepath.Clean(path)
+	f, err := openNoFollow(clean, agent)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("%s does not exist", path)
-		}
-		return fmt.Errorf("%s cannot be resolved: %w", path, err)
+		return nil, err
 	}
-	fi, err := os.Stat(real)
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = refuseFile("%s is not a regular file (a folder or device could hold files this rule cannot check)", path)
 	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s is not a regular file (a folder or device could hold files this rule cannot check)", path)
-	}
-	if err := lf.checkHome(path, real, fi, own); err != nil {
-		return err
-	}
-	if lf.agent != nil {
-		if err := lf.agent.MayRead(real); err != nil {
-			return fmt.Errorf("%s is not readable by the store's agent user %s itself: %w", path, lf.agent.Name, err)
+	if err == nil {
+		if herr := lf.checkHome(path, clean, fi, own); herr != nil {
+			err = &fileRefusal{why: herr.Error()}
 		}
 	}
-	return nil
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
-// checkHome is the rule's home part for path (resolved to real, stat fi): not under the home outside the
-// client's own folders, and no other name there.
+// checkHome is the rule for path (named as real, with no symlink on the way; stat fi of the open file): not
+// under the home outside the client's own folders, and no other name there.
 func (lf localFiles) checkHome(path, real string, fi fs.FileInfo, own []string) error {
 	if lf.home == "" {
 		return nil

@@ -55,7 +55,7 @@ func TestLocalFilesRule(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	lf := newLocalFiles(home, nil)
+	lf := newLocalFiles(home)
 	tests := []struct {
 		name, path string
 		ok         bool
@@ -63,12 +63,12 @@ func TestLocalFilesRule(t *testing.T) {
 	}{
 		{"a file outside the home", upload, true, ""},
 		{"the task's own download", mine, true, ""},
-		{"a symlink to the task's own download", symToMine, true, ""},
+		{"a symlink to the task's own download", symToMine, false, "through a symlink"},
 		{"a hard link of the task's own download", ownHard, true, ""},
 		{"another store's cookies", cookies, false, "under the manager's home"},
 		{"state.db", stateDB, false, "under the manager's home"},
-		{"a symlink outside the home into it", symToCookies, false, "under the manager's home"},
-		{"a path through a symlinked home", filepath.Join(symToHome, "state.db"), false, "under the manager's home"},
+		{"a symlink outside the home into it", symToCookies, false, "through a symlink"},
+		{"a path through a symlinked home", filepath.Join(symToHome, "state.db"), false, "through a symlink"},
 		{"dot-dot into the home", filepath.Join(outside, "..", "home", "state.db"), false, "under the manager's home"},
 		{"dot-dot out of the own folder", filepath.Join(own, "..", "..", "..", "state.db"), false, "under the manager's home"},
 		{"a hard link outside the home", hardToState, false, "hard link"},
@@ -80,7 +80,10 @@ func TestLocalFilesRule(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := lf.check(tt.path, []string{own})
+			f, err := lf.open(tt.path, []string{own}, nil)
+			if err == nil {
+				f.Close()
+			}
 			if tt.ok && err != nil {
 				t.Fatalf("check(%q) = %v; want it allowed", tt.path, err)
 			}
@@ -89,8 +92,10 @@ func TestLocalFilesRule(t *testing.T) {
 			}
 		})
 	}
-	if err := (localFiles{}).check(stateDB, nil); err != nil {
-		t.Errorf("with no home, check(%q) = %v; want nil", stateDB, err)
+	if f, err := (localFiles{}).open(stateDB, nil, nil); err != nil {
+		t.Errorf("with no home, open(%q) = %v; want it allowed", stateDB, err)
+	} else {
+		f.Close()
 	}
 }
 
@@ -178,7 +183,7 @@ func TestLocalFilesAgentUser(t *testing.T) {
 	if err := agent.Chown(agents); err != nil {
 		t.Fatal(err)
 	}
-	lf := newLocalFiles(home, agent)
+	lf := newLocalFiles(home)
 	for _, tt := range []struct {
 		name, path string
 		ok         bool
@@ -189,7 +194,10 @@ func TestLocalFilesAgentUser(t *testing.T) {
 		{"a readable file in a folder the agent cannot enter", inClosed, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			err := lf.check(tt.path, nil)
+			f, err := lf.open(tt.path, nil, agent)
+			if err == nil {
+				f.Close()
+			}
 			if tt.ok && err != nil {
 				t.Fatalf("check(%q) = %v; want it allowed", tt.path, err)
 			}
@@ -198,7 +206,8 @@ func TestLocalFilesAgentUser(t *testing.T) {
 			}
 		})
 	}
-	if err := newLocalFiles("", agent).check(rootOnly, nil); err == nil {
+	if f, err := newLocalFiles("").open(rootOnly, nil, agent); err == nil {
+		f.Close()
 		t.Errorf("with no home, an agent user's check of %s passed; want it refused", rootOnly)
 	}
 }

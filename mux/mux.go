@@ -9,6 +9,7 @@ import (
 	mrand "math/rand/v2"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -65,9 +66,13 @@ type Mux struct {
 	// upQuiet is set while a client reader routes its message: it writes the upstream queue itself
 	// right after (upstream.writeNow), so its push need not wake the upstream writer.
 	upQuiet bool
-	op      operatorState
-	dl      downloadState
-	tl      timelineState
+	// uploads is the folder of the clients' file copies once made (uploads.go); ownUploads when it is a
+	// temporary folder of the mux's own, removed when it closes.
+	uploads    string
+	ownUploads bool
+	op         operatorState
+	dl         downloadState
+	tl         timelineState
 }
 
 // New validates cfg and binds the listener; Serve runs the mux.
@@ -92,7 +97,7 @@ func New(cfg Config) (*Mux, error) {
 		log:        cfg.Log.With().Str("port", strconv.Itoa(port)).Logger(), // the caller named the component (Config.Log)
 		ln:         ln,
 		door:       Door{Token: cfg.Token, Port: port},
-		files:      newLocalFiles(cfg.Home, cfg.Agent),
+		files:      newLocalFiles(cfg.Home),
 		ownCh:      make(chan struct{}, 1),
 		relaunched: make(chan string, 1),
 		pending:    map[int32]*pending{},
@@ -179,6 +184,9 @@ func (m *Mux) Serve(ctx context.Context) error {
 	}
 	if m.up != nil {
 		m.up.close()
+	}
+	if m.ownUploads {
+		os.RemoveAll(m.uploads) // a temporary folder of its own; a store's uploads stay with its clients' tabs
 	}
 	m.mu.Unlock()
 	m.wg.Wait()

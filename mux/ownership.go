@@ -418,6 +418,7 @@ func (m *Mux) expireClientLocked(cl *client) {
 	}
 	cl.grace = nil
 	delete(m.clients, cl.id)
+	m.dropUploadsLocked(cl)
 	m.ownershipChangedLocked()
 }
 

@@ -68,7 +68,7 @@ func (m *Mux) checkPasswordLocked(cl *client, sess *session, b []byte) {
 			Text string `json:"text"`
 		} `json:"params"`
 	}
-	if json.Unmarshal(b, &msg) != nil || msg.Params.Text == "" {
+	if decodeStrict(b, &msg) != nil || msg.Params.Text == "" {
 		return
 	}
 	p := &cl.pw

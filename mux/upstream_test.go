@@ -218,8 +218,9 @@ func testBigClientMessageReachesBrowser(t *testing.T, tr upTransport) {
 	fb := newFakeBrowserOn(t, tr)
 	m := startMux(t, fb, Config{})
 	c := newClient(t, m, "c")
+	sid := c.attach(c.createTarget("about:blank"))
 	expr := strings.Repeat("q", 1<<20)
-	r := c.call("Runtime.evaluate", `{"expression":"`+expr+`"}`, "")
+	r := c.call("Runtime.evaluate", `{"expression":"`+expr+`"}`, sid)
 	if !strings.Contains(string(r.Result), expr) {
 		t.Fatalf("1 MiB command mangled on its way (answer %d bytes)", len(r.Result))
 	}

@@ -64,17 +64,14 @@ func TestWebURL(t *testing.T) {
 	}
 }
 
-// Every entry limited by "when" must be of a method routeLocked decodes, or its refusal never runs.
-func TestRefusalTableWhenDecoded(t *testing.T) {
-	for method, r := range refusals {
-		if r.reason == "" {
-			t.Errorf("refusals[%q] has no reason", method)
+// Every entry of the table says why: a refusal its rule, a judge the rule it refuses by.
+func TestMethodTableReasons(t *testing.T) {
+	for method, r := range methodRoutes {
+		if r.check != nil && r.reason == "" && r.where != onAny {
+			t.Errorf("methodRoutes[%q] judges but names no rule", method)
 		}
-		if r.when != nil && r.reach != nil {
-			t.Errorf("refusals[%q] has both when and reach", method)
-		}
-		if r.when != nil && !strings.HasPrefix(method, "Target.") && !strings.HasPrefix(method, "Browser.") {
-			t.Errorf("refusals[%q] has a when, but routeLocked decodes only Target.* and Browser.*", method)
+		if r.refuse != "" && (r.check != nil || r.judged) {
+			t.Errorf("methodRoutes[%q] both refuses and judges", method)
 		}
 	}
 }
