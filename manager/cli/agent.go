@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -71,17 +72,46 @@ func (c *AgentCmd) Run(g *globals) error {
 		return c.finish(g, &exitCodeError{code: 127})
 	}
 	child.Stdin, child.Stdout, child.Stderr = os.Stdin, g.stdout, g.stderr
+	// A session of its own, so that no terminal of the launcher's is the agent's controlling terminal: as
+	// the launcher's session member it could type into the launcher's shell (TIOCSTI) or write to its /dev/tty.
+	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if user != nil {
-		child.SysProcAttr = &syscall.SysProcAttr{Credential: user.Credential()}
+		child.SysProcAttr.Credential = user.Credential()
 		if _, err := os.Stat("."); err != nil || user.MayRead(".") != nil {
 			child.Dir = tok.AgentDir // a folder of root's the agent may not enter: start in its home
 		}
 	}
+	tty, err := newAgentTerminal([3]*os.File{os.Stdin, asFile(g.stdout), asFile(g.stderr)})
+	if err == nil && tty != nil {
+		if err = tty.attach(child, user); err != nil {
+			tty.close(false)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(g.stderr, "vibe-browser agent: cannot give the agent a terminal of its own: %v "+
+			"(run it with its stdin, stdout and stderr redirected from and to files or pipes)\n", err)
+		return c.finish(g, &exitCodeError{code: exitError})
+	}
+	relay := func(context.Context) {}
+	if tty != nil {
+		relay = tty.relay
+	}
 	err = runChild(child, func(err error) error {
 		fmt.Fprintf(g.stderr, "vibe-browser agent: cannot start %s: %v\n", argv[0], err)
 		return &exitCodeError{code: 127}
-	}, func(context.Context) {})
+	}, relay)
+	if tty != nil {
+		if cerr := tty.close(child.Process != nil); cerr != nil {
+			fmt.Fprintf(g.stderr, "vibe-browser agent: warning: %v\n", cerr)
+		}
+	}
 	return c.finish(g, err)
+}
+
+// asFile is w when it is a file (a terminal, maybe), else nil.
+func asFile(w io.Writer) *os.File {
+	f, _ := w.(*os.File)
+	return f
 }
 
 // finish marks the task ended by how its agent ended (completed on 0, failed otherwise): its token dies and
