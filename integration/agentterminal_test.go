@@ -69,7 +69,7 @@ func TestAgentTerminal(t *testing.T) {
 			shown := sh.run(t, fmt.Sprintf("%s --home %s agent %s --task %s -- %s -push %s%s -exit 7; echo agent-exit=$((0+$?))",
 				bins.vibe, home, c.which, c.task, probe, marker, c.sweep), "agent-exit=7")
 			// Its pushes land, on a terminal: its own.
-			if !strings.Contains(shown, "stdin=/dev/pts/") || strings.Contains(shown, "stdin="+sh.tty+"\r") {
+			if !strings.Contains(shown, "stdin=/dev/pts/") || strings.Contains(shown, "stdin="+sh.tty+" ") {
 				t.Errorf("the probe's stdin was not a pty of its own (the launcher's is %s); the shell showed:\n%s", sh.tty, shown)
 			}
 			if !strings.Contains(shown, "TIOCSTI fd 0: done") || !strings.Contains(shown, "TIOCSTI /dev/tty: done") {
@@ -98,8 +98,10 @@ func TestAgentTerminal(t *testing.T) {
 		sh.waitFor(t, `ttyprobe: read "typed-through-the-relay" done`)
 		sh.waitFor(t, "ttyprobe: size now 40x120")
 		sh.waitFor(t, "agent-exit=0")
-		if !strings.Contains(sh.out.String(), "ttyprobe: uid="+strconv.Itoa(agent.UID)+" stdin=/dev/pts/") {
-			t.Errorf("the probe did not run as %s on a pty; the shell showed:\n%s", agentUserA, sh.out.String())
+		// The agent's terminal is its user's: it can open it by name (ssh, gpg), and no one else can.
+		if !regexp.MustCompile(`ttyprobe: uid=` + strconv.Itoa(agent.UID) + ` stdin=/dev/pts/[0-9]+ owned by ` +
+			strconv.Itoa(agent.UID)).MatchString(sh.out.String()) {
+			t.Errorf("the probe did not run as %s on a pty of its own; the shell showed:\n%s", agentUserA, sh.out.String())
 		}
 	})
 }

@@ -29,7 +29,12 @@ func main() {
 	exit := flag.Int("exit", 0, "the exit status")
 	flag.Parse()
 	self, _ := os.Readlink("/proc/self/fd/0")
-	fmt.Printf("ttyprobe: uid=%d stdin=%s\n", os.Getuid(), self)
+	owner := -1
+	var st unix.Stat_t
+	if unix.Fstat(0, &st) == nil {
+		owner = int(st.Uid)
+	}
+	fmt.Printf("ttyprobe: uid=%d stdin=%s owned by %d\n", os.Getuid(), self, owner)
 	if *push != "" {
 		pushAll("touch "+*push+"\n", *sweep, self)
 	}

@@ -28,11 +28,13 @@ type AgentCmd struct {
 // agentDropped are the variables of the launcher's environment that the agent does not get: the ones this
 // command sets, and secrets of the manager's own.
 var agentDropped = []string{"PATH", "HOME", "TMPDIR", "USER", "LOGNAME", "VIBE_HOME", "VIBE_TASK_ID",
-	api.TaskTokenEnv, "VIBE_DOWNLOAD_DIR", "VIBE_ZINIAO_PASSWORD", "SUDO_COMMAND", "SUDO_USER", "SUDO_UID", "SUDO_GID"}
+	api.TaskTokenEnv, "VIBE_DOWNLOAD_DIR", "VIBE_ZINIAO_PASSWORD", "VIBE_SNAPSHOT_KEY", "VIBE_CLUSTER_CREDS",
+	"SUDO_COMMAND", "SUDO_USER", "SUDO_UID", "SUDO_GID"}
 
 // Run mints the task's token, starts the agent (as the store's agent user when it has one: groups, gid and
-// uid dropped for good before the command runs), passes it the signals, and when it exits marks the task
-// completed (status 0) or failed, which kills its token; its status is the command's.
+// uid dropped for good before the command runs) in a session of its own, on a pty of its own that Run
+// relays where the launcher's stdio is a terminal (SPEC §20), passes it the signals, and when it exits marks
+// the task completed (status 0) or failed, which kills its token; its status is the command's.
 func (c *AgentCmd) Run(g *globals) error {
 	argv := c.Command
 	if len(argv) > 0 && argv[0] == "--" {

@@ -205,11 +205,11 @@ func TestAgentTerminalRelay(t *testing.T) {
 	if !errors.As(runErr, &code) || code.code != 3 {
 		t.Errorf("runChild = %v; want the agent's exit status 3", runErr)
 	}
-	out := launcher.out.String()
+	// What the relay wrote is on the launcher's terminal; the test's reader of it may still be on its way.
 	for _, w := range []string{"got \"hello from the keyboard\"", "size=40x120"} {
-		if !strings.Contains(out, w) {
-			t.Errorf("the launcher's terminal showed %q; want %q", out, w)
-		}
+		testkit.WaitFor(t, 5*time.Second, fmt.Sprintf("%q on the launcher's terminal", w), func() bool {
+			return strings.Contains(launcher.out.String(), w)
+		})
 	}
 	if lflag(t, launcher.slave)&unix.ICANON == 0 {
 		t.Error("the launcher's terminal is still raw after the agent exited")
