@@ -58,21 +58,36 @@ func TestAgentTerminal(t *testing.T) {
 		})
 	}
 
-	for i, c := range []struct{ name, which, task, sweep string }{
-		{"agent user", "--store acme", "7e77e000-0000-4000-8000-000000000001", " -sweep"},
+	for i, c := range []struct {
+		name, which, task, sweep string
+		piped                    bool // the launcher's stdio is no terminal: the agent gets none at all
+	}{
+		{name: "agent user", which: "--store acme", task: "7e77e000-0000-4000-8000-000000000001", sweep: " -sweep"},
 		// The store-less browser has no agent user here: its agent runs as root, which could open any
 		// terminal (so no sweep), and still gets none of the launcher's through vibe-browser agent.
-		{"root", "--web", "7e77e000-0000-4000-8000-000000000002", ""},
+		{name: "root", which: "--web", task: "7e77e000-0000-4000-8000-000000000002"},
+		{name: "no terminal", which: "--store acme", task: "7e77e000-0000-4000-8000-000000000004", sweep: " -sweep", piped: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			marker := filepath.Join(markers, strings.ReplaceAll(c.name, " ", "-"))
-			shown := sh.run(t, fmt.Sprintf("%s --home %s agent %s --task %s -- %s -push %s%s -exit 7; echo agent-exit=$((0+$?))",
-				bins.vibe, home, c.which, c.task, probe, marker, c.sweep), "agent-exit=7")
-			// Its pushes land, on a terminal: its own.
-			if !strings.Contains(shown, "stdin=/dev/pts/") || strings.Contains(shown, "stdin="+sh.tty+" ") {
-				t.Errorf("the probe's stdin was not a pty of its own (the launcher's is %s); the shell showed:\n%s", sh.tty, shown)
+			line := fmt.Sprintf("%s --home %s agent %s --task %s -- %s -push %s%s -exit 7", bins.vibe, home, c.which, c.task,
+				probe, marker, c.sweep)
+			if c.piped {
+				line += " </dev/null 2>&1 | cat; echo agent-exit=${PIPESTATUS[0]}"
+			} else {
+				line += "; echo agent-exit=$((0+$?))"
 			}
-			if !strings.Contains(shown, "TIOCSTI fd 0: done") || !strings.Contains(shown, "TIOCSTI /dev/tty: done") {
+			shown := sh.run(t, line, "agent-exit=7")
+			switch {
+			case c.piped:
+				// Its own session has no terminal: /dev/tty is no device, and its stdio none.
+				if !strings.Contains(shown, "open /dev/tty: no such device or address") || strings.Contains(shown, ": done") {
+					t.Errorf("the probe without a terminal reached one; the shell showed:\n%s", shown)
+				}
+			case !strings.Contains(shown, "stdin=/dev/pts/") || strings.Contains(shown, "stdin="+sh.tty+" "):
+				t.Errorf("the probe's stdin was not a pty of its own (the launcher's is %s); the shell showed:\n%s", sh.tty, shown)
+			case !strings.Contains(shown, "TIOCSTI fd 0: done") || !strings.Contains(shown, "TIOCSTI /dev/tty: done"):
+				// Its pushes land, on a terminal: its own.
 				t.Errorf("the probe's pushes on its stdin and /dev/tty did not land on a terminal; the shell showed:\n%s", shown)
 			}
 			if m := pushedElsewhere.FindString(shown); m != "" {
