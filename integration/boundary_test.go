@@ -22,16 +22,17 @@ import (
 	"vibebrowser/osuser"
 )
 
-// The store boundary (SPEC §14): two stores with agent users of their own (Bolt with a browser user of its
-// own too), a root manager, real clients as each agent user through vibe-browser agent, and then every reach
+// The store boundary (SPEC §14, §20): two stores with agent users of their own (Acme's browser user the one
+// the manager makes for it, Bolt's named), a root manager, real clients as each agent user through vibe-browser agent, and then every reach
 // of the SPEC's list tried from store Acme's agent user, each refused with a clear error. The README's
 // security table lists the same reaches.
 
-// Users made for the test (useradd --system, idempotently); CI runs as root.
+// Users made for the test (useradd --system, idempotently); CI runs as root. Acme's browser user is the
+// manager's to make (SPEC §20: vibe-b-<slug>).
 const (
 	agentUserA   = "vbtest-agent-a"
 	agentUserB   = "vbtest-agent-b"
-	browserUser  = "vbtest-browser"
+	browserUser  = "vibe-b-acme"
 	browserUserB = "vbtest-browser-b"
 )
 
@@ -79,10 +80,10 @@ func TestStoreBoundary(t *testing.T) {
 		t.Skip("the store boundary needs a root manager; CI runs as root")
 	}
 	a, b := testkit.SystemUser(t, agentUserA), testkit.SystemUser(t, agentUserB)
-	br, brB := testkit.SystemUser(t, browserUser), testkit.SystemUser(t, browserUserB)
+	brB := testkit.SystemUser(t, browserUserB)
 	bins := reachableBinaries(t)
 	home := boundaryHome(t)
-	m := startManagerWith(t, bins, home, "VIBE_BROWSER_USER="+browserUser)
+	m := startManagerWith(t, bins, home)
 	web := site(t)
 	var acme, bolt api.Store
 	for _, s := range []struct {
@@ -113,7 +114,18 @@ func TestStoreBoundary(t *testing.T) {
 			t.Fatalf("vibe-browser agent for %s printed %q; want its agent user %s and HOME in its agent area first", c.store, out, c.user.Name)
 		}
 	}
-	out := m.cli("agent", "--store", "acme", "--task", taskA2, "--", "bash", "-c",
+	// The manager made Acme's browser user for its first start.
+	br, err := osuser.Lookup(browserUser)
+	if err != nil {
+		t.Fatalf("Acme's browser user after its browser started: %v; want the manager to have made it", err)
+	}
+	// A task's token opens its store's aux session (SPEC §20), through the shim as the agent user.
+	out := m.cli("agent", "--store", "acme", "--task", taskA, "--", "bash", "-c",
+		"FAKEBU_DRIVE=1 browser-use --session acme-aux <<'PY'\nenv BU_CDP_WS\nPY")
+	if !strings.HasSuffix(strings.TrimSpace(out), "/client-"+api.AuxClient) {
+		t.Errorf("browser-use --session acme-aux as %s under its task's token printed %q; want the aux client's URL", agentUserA, out)
+	}
+	out = m.cli("agent", "--store", "acme", "--task", taskA2, "--", "bash", "-c",
 		fmt.Sprintf("node %s puppeteer \"$(%s endpoint --store acme)\" %s/puppeteer-page", js, bins.vibe, web.URL))
 	var pages clientPages
 	if err := json.Unmarshal(lastLine([]byte(out)), &pages); err != nil || pages.Title != "page puppeteer-page" {
@@ -162,6 +174,10 @@ func TestStoreBoundary(t *testing.T) {
 		}
 		if uid := procUID(t, s.Browser.PID); uid != c.user.UID {
 			t.Errorf("store %s's Chromium runs as uid %d; want its browser user %s (%d)", s.Slug, uid, c.user.Name, c.user.UID)
+		}
+		if fi, err := os.Stat(filepath.Join(home, "profiles", s.Slug)); err != nil ||
+			int(fi.Sys().(*syscall.Stat_t).Uid) != c.user.UID || fi.Mode().Perm() != 0o700 {
+			t.Errorf("store %s's profile: %v, %v; want its browser user %s's, 0700", s.Slug, fi, err, c.user.Name)
 		}
 		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", s.Browser.PID))
 		for _, flag := range []string{"--no-sandbox", "--remote-debugging-port"} {
@@ -228,6 +244,7 @@ func TestStoreBoundary(t *testing.T) {
 		{"agent.sock for an owner's route", []string{"call", agentSock, tokA.Token, "GET", api.PathStores}, http.StatusForbidden, "is not served on"},
 		{"agent.sock for a UI login code", []string{"call", agentSock, tokA.Token, "POST", api.PathUILogin}, http.StatusForbidden, "is not served on"},
 		{"B's mux with A's capability", []string{"ws", strings.Replace(capA, port(capA), port(bolt.CDPWS), 1)}, http.StatusUnauthorized, ""},
+		{"A's mux on its store-token URL", []string{"ws", acme.CDPWS + "/client-" + taskA}, http.StatusForbidden, ""},
 		{"A's mux as another client id", []string{"ws", strings.TrimSuffix(capA, taskA) + taskA2}, http.StatusUnauthorized, ""},
 		{"A's own profile's file, handed to a page", []string{"files", capA, filepath.Join(home, "profiles", "acme", "Local State")}, 0, "under the manager's home"},
 	}

@@ -19,6 +19,7 @@ import (
 
 	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/forward/fakeproxy"
+	"vibebrowser/osuser"
 )
 
 // cliIn is cli with stdin, for a secret a command reads there.
@@ -84,11 +85,13 @@ func loadThroughTab(t *testing.T, m *managed, slug, client, url string) (pageIde
 // SOCKS5 with user/password), each resolving a name only it knows, load the site through their own proxy
 // with their own credentials, in their own time zone and language; wrong credentials give the error page;
 // a manager kill -9 and restart leaves the forwarder in place; no password is in any argv, log, answer or
-// wrapper config (SPEC §16).
+// wrapper config (SPEC §16). Under a root manager each proxied store's browser runs as a browser user the
+// manager made for it, and its forwarder serves that user only: not root, not the other store's (SPEC §20).
 func TestStoresGoOutThroughTheirOwnProxies(t *testing.T) {
 	site := identitySite(t)
 	port := site.URL[strings.LastIndex(site.URL, ":")+1:]
-	m := startManager(t, "VIBE_BROWSER_IDLE_S=0", "VIBE_PROXY_CHECK_URL=http://ip.test:"+port+"/ip")
+	// The browsers' users must reach the binaries (the keeper is vibe-browser keep).
+	m := startManagerWith(t, reachableBinaries(t), settledTempDir(t), "VIBE_BROWSER_IDLE_S=0", "VIBE_PROXY_CHECK_URL=http://ip.test:"+port+"/ip")
 	const pwA, pwB = "pw-anna-7d1f", "pw-ben-93c2"
 	httpUp := fakeproxy.StartHTTP(t, "anna", pwA, map[string]string{"shop-a.test": "127.0.0.1", "ip.test": "127.0.0.1"})
 	socksUp := fakeproxy.StartSOCKS5(t, "ben", pwB, map[string]string{"shop-b.test": "127.0.0.1", "ip.test": "127.0.0.1"})
@@ -142,12 +145,19 @@ func TestStoresGoOutThroughTheirOwnProxies(t *testing.T) {
 	if strings.Contains(r.out, pwA) || strings.Contains(r.out, pwB) {
 		t.Errorf("doctor's report shows a proxy password:\n%s", r.out)
 	}
+	forwarders := map[string]string{} // slug → its forwarder's address
 	for _, slug := range []string{"tokyo", "recife"} {
 		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", m.browserOf(slug).PID))
+		_, fwd, _ := bytes.Cut(cmdline, []byte("--proxy-server=http://"))
+		fwd, _, _ = bytes.Cut(fwd, []byte{0})
 		if !bytes.Contains(cmdline, []byte("--force-webrtc-ip-handling-policy=disable_non_proxied_udp")) ||
-			!bytes.Contains(cmdline, []byte("--proxy-server=http://127.0.0.1:")) {
+			!bytes.HasPrefix(fwd, []byte("127.0.0.1:")) {
 			t.Errorf("store %s's Chromium runs %q; want its forwarder as proxy and WebRTC only through it", slug, cmdline)
 		}
+		forwarders[slug] = string(fwd)
+	}
+	if os.Geteuid() == 0 {
+		ownForwarders(t, m, forwarders, "http://shop-a.test:"+port+"/")
 	}
 	var show struct {
 		Proxy  string
@@ -201,6 +211,41 @@ func TestStoresGoOutThroughTheirOwnProxies(t *testing.T) {
 			if strings.Contains(text, pw) {
 				t.Errorf("%s holds a proxy password", where)
 			}
+		}
+	}
+}
+
+// ownForwarders checks, under a root manager, that each proxied store's browser runs as the browser user the
+// manager made for it (vibe-b-<slug>) and that its forwarder serves that user only: a request through Tokyo's
+// forwarder from its own browser user reaches the site, from root or from Recife's browser user it is closed
+// unanswered (SPEC §16, §20).
+func ownForwarders(t *testing.T, m *managed, forwarders map[string]string, url string) {
+	t.Helper()
+	users := map[string]*osuser.User{}
+	for _, slug := range []string{"tokyo", "recife"} {
+		u, err := osuser.Lookup("vibe-b-" + slug)
+		if err != nil {
+			t.Fatalf("store %s's browser user: %v; want the manager to have made vibe-b-%s", slug, err, slug)
+		}
+		if uid := procUID(t, m.browserOf(slug).PID); uid != u.UID {
+			t.Errorf("store %s's Chromium runs as uid %d; want its own browser user %s (%d)", slug, uid, u.Name, u.UID)
+		}
+		users[slug] = u
+	}
+	curl := func(u *osuser.User) error {
+		args := []string{"-sS", "--max-time", "20", "-o", "/dev/null", "-x", "http://" + forwarders["tokyo"], url}
+		if u == nil {
+			return exec.Command("curl", args...).Run()
+		}
+		_, err := runAs(u, []string{"PATH=/usr/bin:/bin"}, "curl", args...)
+		return err
+	}
+	if err := curl(users["tokyo"]); err != nil {
+		t.Errorf("Tokyo's browser user through Tokyo's forwarder: %v; want the site", err)
+	}
+	for who, u := range map[string]*osuser.User{"root": nil, "Recife's browser user": users["recife"]} {
+		if err := curl(u); err == nil {
+			t.Errorf("%s through Tokyo's forwarder reached the site; want the connection closed", who)
 		}
 	}
 }

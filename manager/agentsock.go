@@ -121,14 +121,14 @@ func (m *Manager) agentUID(ctx context.Context, storeID string) (browsers.Spec, 
 		return sp, 0, "", err
 	}
 	bc := m.cfg.browsers()
-	users, err := bc.Users(sp)
+	agent, err := bc.Agent(sp)
 	if err != nil {
 		return sp, 0, "", err
 	}
-	if users.Agent == nil {
+	if agent == nil {
 		return sp, os.Getuid(), "the manager's own user", nil
 	}
-	return sp, users.Agent.UID, users.Agent.Name, nil
+	return sp, agent.UID, agent.Name, nil
 }
 
 // own checks that a request names the caller's own store and task, filling what it leaves out.

@@ -10,6 +10,22 @@ import (
 	"vibebrowser/manager/api"
 )
 
+// twoStores adds stores Acme and Bolt and mints task's token on Acme.
+func twoStores(t *testing.T, d *daemon, task string) (acme, bolt api.Store, tok api.TaskToken) {
+	t.Helper()
+	var err error
+	if acme, err = d.client.CreateStore(bg, api.StoreSpec{Name: "Acme"}); err != nil {
+		t.Fatal(err)
+	}
+	if bolt, err = d.client.CreateStore(bg, api.StoreSpec{Name: "Bolt"}); err != nil {
+		t.Fatal(err)
+	}
+	if tok, err = d.client.MintTaskToken(bg, task, "acme"); err != nil {
+		t.Fatal(err)
+	}
+	return acme, bolt, tok
+}
+
 // The agents' socket (SPEC §14): anyone may connect; a call needs a live task token, presented by the store's
 // agent user (here, with no agent user, the manager's own), for its own store and task; the owner's routes are
 // not served there.
@@ -19,19 +35,8 @@ func TestAgentSocketRules(t *testing.T) {
 	if fi, err := os.Stat(sock); err != nil || fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o666 {
 		t.Fatalf("agent socket %v, %v; want a 0666 socket", fi, err)
 	}
-	acme, err := d.client.CreateStore(bg, api.StoreSpec{Name: "Acme"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bolt, err := d.client.CreateStore(bg, api.StoreSpec{Name: "Bolt"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const task, other = "a1b2c3d4-0001", "b2c3d4e5-0002"
-	tok, err := d.client.MintTaskToken(bg, task, "acme")
-	if err != nil {
-		t.Fatal(err)
-	}
+	acme, bolt, tok := twoStores(t, d, task)
 	if !api.ValidTaskToken(tok.Token) || tok.StoreID != acme.ID || tok.Slug != "acme" || tok.AgentUser != "" {
 		t.Fatalf("minted %+v; want a token for task %s on acme, with no agent user", tok, task)
 	}
@@ -83,8 +88,7 @@ func TestAgentSocketPeerMustBeTheAgentUser(t *testing.T) {
 	}
 	const user = "vbtest-agent-a"
 	testkit.SystemUser(t, user)
-	testkit.SystemUser(t, "vbtest-browser")
-	d := startDaemon(t, map[string]string{"VIBE_BROWSER_USER": "vbtest-browser"}, true)
+	d := startDaemon(t, nil, true)
 	acme, err := d.client.CreateStore(bg, api.StoreSpec{Name: "Acme", AgentUser: user})
 	if err != nil {
 		t.Fatal(err)
@@ -103,19 +107,8 @@ func TestAgentSocketPeerMustBeTheAgentUser(t *testing.T) {
 // empty list); a store that does not exist is refused alike. The same questions about A's own store pass.
 func TestAgentSocketRefusesAnotherStoreOnEveryRoute(t *testing.T) {
 	d := startDaemon(t, nil, true)
-	acme, err := d.client.CreateStore(bg, api.StoreSpec{Name: "Acme"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bolt, err := d.client.CreateStore(bg, api.StoreSpec{Name: "Bolt"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const taskA, taskB = "a1b2c3d4-0001", "b2c3d4e5-0002"
-	tokA, err := d.client.MintTaskToken(bg, taskA, "acme")
-	if err != nil {
-		t.Fatal(err)
-	}
+	acme, bolt, tokA := twoStores(t, d, taskA)
 	ask := func(store, client, task string) api.HandoffRequest {
 		return api.HandoffRequest{Kind: api.KindStore, StoreID: store, ClientID: client, BUName: "x", TaskID: task, Reason: "help", WaitS: 60}
 	}

@@ -53,7 +53,6 @@ type Config struct {
 	ProxyCheckURL     string        // VIBE_PROXY_CHECK_URL: a what-is-my-IP URL fetched through each store's proxy; "" = none
 	DownloadKeepDays  int           // VIBE_DOWNLOAD_KEEP_DAYS (30): downloads folders older than this are pruned; 0 keeps them
 	AgentUser         string        // VIBE_AGENT_USER: the agent user of a store that names none (SPEC §14); "" = none
-	BrowserUser       string        // VIBE_BROWSER_USER (vibe-browser): who a store with an agent user runs its browser as
 	Timeline          string        // VIBE_TIMELINE (full): what a store that names no mode records (SPEC §15): full, meta or off
 	TimelineKeepDays  int           // VIBE_TIMELINE_KEEP_DAYS (30): timeline entries older than this are pruned; 0 keeps them
 	TimelineMaxMB     int           // VIBE_TIMELINE_MAX_MB (200): a task's shots beyond this are dropped, oldest first
@@ -85,9 +84,14 @@ const DefaultUIAddr = "127.0.0.1:9399"
 // every knob: an unparseable or out-of-range value is an error naming the variable and the accepted range.
 func FromEnv(getenv func(string) string) (*Config, error) {
 	c := &Config{Home: getenv("VIBE_HOME"), Chrome: getenv("VIBE_CHROME"), Shim: getenv("VIBE_SHIM"),
-		AgentUser: strings.TrimSpace(getenv("VIBE_AGENT_USER")), BrowserUser: strings.TrimSpace(getenv("VIBE_BROWSER_USER"))}
-	if c.BrowserUser == "" {
-		c.BrowserUser = browsers.DefaultBrowserUser
+		AgentUser: strings.TrimSpace(getenv("VIBE_AGENT_USER"))}
+	if v := strings.TrimSpace(getenv("VIBE_BROWSER_USER")); v != "" {
+		// One user for every store's browser is what SPEC §20 forbids, so the knob is gone rather than kept
+		// for doctor to fail: a store names its own browser user, or the manager makes it one.
+		return nil, fmt.Errorf("VIBE_BROWSER_USER=%s is no longer read: two stores must never share a browser user "+
+			"(one could read the other's profile and use its proxy), so a root manager makes each store with an agent "+
+			"user or a proxy a browser user of its own, vibe-b-<slug>; unset VIBE_BROWSER_USER, and to keep one store's "+
+			"browser on %s: vibe-browser store set STORE --browser-user %s", v, v, v)
 	}
 	if c.Home == "" {
 		c.Home = api.DefaultHome()
@@ -319,7 +323,7 @@ func (c *Config) browsers() browsers.Config {
 	return browsers.Config{Home: c.Home, Chrome: c.Chrome, ChromeTransport: chrome.Transport(c.ChromeTransport), Headless: c.Headless, ZiniaoClient: c.ZiniaoClient,
 		ProxyPortBase: c.ProxyPortBase, StartTimeout: c.StartTimeout, RelaunchMax: c.RelaunchMax,
 		RelaunchWindow: c.RelaunchWindow, TabCap: c.TabCap, MuxMaxClients: c.MuxMaxClients, MuxGrace: c.MuxGrace,
-		Idle: c.Idle, MuxTiming: c.muxTiming, AgentUser: c.AgentUser, BrowserUser: c.BrowserUser}
+		Idle: c.Idle, MuxTiming: c.muxTiming, AgentUser: c.AgentUser}
 }
 
 // StoreFacts decides store s's facts the way starting its browser would.
@@ -328,8 +332,8 @@ func (c *Config) StoreFacts(s state.Store) (browsers.StoreFacts, error) {
 	return bc.StoreFacts(s)
 }
 
-// StoreUsers names store s's agent and browser users the way starting its processes would (SPEC §14): its
-// own settings, then VIBE_AGENT_USER and VIBE_BROWSER_USER; "" for none.
+// StoreUsers names store s's agent and browser users the way starting its processes would (SPEC §14, §20):
+// its own settings, then VIBE_AGENT_USER and the browser user the manager makes for it; "" for none.
 func (c *Config) StoreUsers(s state.Store) (agent, browser string, err error) {
 	sp, err := browsers.StoreSpec(s)
 	if err != nil {

@@ -30,8 +30,8 @@ func (m *Manager) downloadDir(sp browsers.Spec, id string) string {
 	err := os.MkdirAll(dir, 0o700)
 	if bc := m.cfg.browsers(); err == nil {
 		// A bounded store's: its agent user's own, and no one else's (SPEC §14).
-		if users, uerr := bc.Users(sp); uerr == nil && users.Bounded() {
-			err = users.Agent.Chown(dir)
+		if agent, aerr := bc.Agent(sp); aerr == nil && agent != nil {
+			err = agent.Chown(dir)
 		}
 	}
 	if err != nil {

@@ -198,6 +198,7 @@ func TestInvalidKnobsNameTheVariable(t *testing.T) {
 		{"VIBE_DOWNLOAD_KEEP_DAYS", "a month", "integer"},
 		{"VIBE_CHROME_TRANSPORT", "websocket", "want one of pipe, port (default pipe)"},
 		{"VIBE_CHROME_TRANSPORT", "Pipe", "want one of pipe, port"},
+		{"VIBE_BROWSER_USER", "vibe-browser", "two stores must never share a browser user"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"="+tt.value, func(t *testing.T) {

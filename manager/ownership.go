@@ -9,6 +9,7 @@ import (
 
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/browsers"
+	"vibebrowser/osuser"
 )
 
 // Ownership on disk (SPEC §14). Where a store is an OS boundary (it has an agent user, under a root manager),
@@ -34,21 +35,21 @@ func (m *Manager) layOut(ctx context.Context) error {
 	var errs []error
 	shared := false
 	for _, sp := range specs {
-		users, err := bc.Users(sp)
+		agent, err := bc.Agent(sp)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if !users.Bounded() {
+		if agent == nil {
 			continue
 		}
 		if !shared {
 			errs = append(errs, m.layOutShared())
 			shared = true
 		}
-		errs = append(errs, m.layOutStore(sp, users))
-		if err := users.Agent.MayRead(api.AgentSocketPath(m.cfg.Home)); err != nil {
-			m.log.Warn().Str("store", sp.Name).Str("agent_user", users.Agent.Name).Err(err).
+		errs = append(errs, m.layOutStore(sp, agent))
+		if err := agent.MayRead(api.AgentSocketPath(m.cfg.Home)); err != nil {
+			m.log.Warn().Str("store", sp.Name).Str("agent_user", agent.Name).Err(err).
 				Msg("the agent user cannot reach run/agent.sock: let it enter every folder above the home (chmod o+x), or set VIBE_HOME to a folder it can enter")
 		}
 	}
@@ -92,8 +93,7 @@ func (m *Manager) layOutShared() error {
 
 // layOutStore gives a bounded store's own folders to its agent user (0700), and keeps its downloads folder
 // enterable (the mux makes each task's folder in it the agent user's).
-func (m *Manager) layOutStore(sp browsers.Spec, users browsers.Users) error {
-	a := users.Agent
+func (m *Manager) layOutStore(sp browsers.Spec, a *osuser.User) error {
 	var errs []error
 	for _, d := range []string{m.cfg.path("r", sp.Slug), m.cfg.path("bh-tmp", sp.Slug), m.cfg.path("agents", sp.Slug),
 		m.cfg.path("agents", sp.Slug, "tmp")} {

@@ -10,6 +10,7 @@ import (
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/apierr"
 	"vibebrowser/manager/browsers"
+	"vibebrowser/osuser"
 	"vibebrowser/state"
 )
 
@@ -46,7 +47,7 @@ func (m *Manager) handleMintTaskToken(r *http.Request) (any, error) {
 		return nil, err
 	}
 	bc := m.cfg.browsers()
-	users, err := bc.Users(sp)
+	agent, err := bc.Agent(sp)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", apierr.ErrUnavailable, err)
 	}
@@ -61,25 +62,25 @@ func (m *Manager) handleMintTaskToken(r *http.Request) (any, error) {
 	out := api.TaskToken{Token: token, TaskID: id, StoreID: storeID, Slug: sp.Slug,
 		BinDir: m.cfg.path("bin", sp.Slug), GuardDir: m.cfg.path("bin", api.GuardDir),
 		DownloadDir: m.downloadDir(sp, id), AgentDir: m.cfg.path("agents", sp.Slug)}
-	if err := m.agentArea(out.AgentDir, users); err != nil {
+	if err := m.agentArea(out.AgentDir, agent); err != nil {
 		return nil, err
 	}
-	if users.Agent != nil {
-		out.AgentUser = users.Agent.Name
+	if agent != nil {
+		out.AgentUser = agent.Name
 	}
 	return out, nil
 }
 
 // agentArea makes a store's agent area (its agents' HOME and TMPDIR live in it): the agent user's, 0700.
-func (m *Manager) agentArea(dir string, users browsers.Users) error {
+func (m *Manager) agentArea(dir string, agent *osuser.User) error {
 	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o700); err != nil {
 		return fmt.Errorf("agent area: %w", err)
 	}
-	if users.Agent == nil {
+	if agent == nil {
 		return nil
 	}
 	for _, d := range []string{dir, filepath.Join(dir, "tmp")} {
-		if err := users.Agent.Chown(d); err != nil {
+		if err := agent.Chown(d); err != nil {
 			return fmt.Errorf("agent area: %w", err)
 		}
 	}

@@ -42,7 +42,7 @@ func (m *Manager) shimConfig(sp browsers.Spec) *api.ShimConfig {
 		cfg.Kind, cfg.StoreID, cfg.Slug = api.ShimKindWeb, "", ""
 	}
 	bc := m.cfg.browsers()
-	if users, err := bc.Users(sp); err == nil && users.Bounded() {
+	if agent, err := bc.Agent(sp); err == nil && agent != nil {
 		// Its agent user's own (layOutStore): no other store's agents see its daemons' sockets and files.
 		cfg.RuntimeDir, cfg.TmpDir = m.cfg.path("r", sp.Slug), m.cfg.path("bh-tmp", sp.Slug)
 	}

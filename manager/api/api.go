@@ -63,7 +63,8 @@ type StoreSpec struct {
 	Timezone string `json:"timezone,omitempty"`
 	Lang     string `json:"lang,omitempty"`
 	// The store boundary (SPEC §14): the OS users its agents and its browser run as; "" follows
-	// VIBE_AGENT_USER and VIBE_BROWSER_USER, NoIdentity ("none") is none.
+	// VIBE_AGENT_USER, and for the browser the user the manager makes for the store (SPEC §20: vibe-b-<slug>,
+	// where it has an agent user or a proxy under a root manager); NoIdentity ("none") is none.
 	AgentUser   string `json:"agent_user,omitempty"`
 	BrowserUser string `json:"browser_user,omitempty"`
 	// Timeline is the store's timeline mode (SPEC §15): TimelineFull, TimelineMeta or TimelineOff; ""
@@ -90,7 +91,7 @@ type StoreUpdate struct {
 	Timezone *string `json:"timezone,omitempty"`
 	Lang     *string `json:"lang,omitempty"`
 	// AgentUser and BrowserUser set the store's users (SPEC §14): a user name, NoIdentity ("none") for
-	// none, "" to follow VIBE_AGENT_USER and VIBE_BROWSER_USER again.
+	// none, "" to follow VIBE_AGENT_USER, and the browser user the manager makes for the store, again.
 	AgentUser   *string `json:"agent_user,omitempty"`
 	BrowserUser *string `json:"browser_user,omitempty"`
 	// Timeline sets the store's timeline mode (SPEC §15), "" to follow VIBE_TIMELINE again.
@@ -133,8 +134,9 @@ type Store struct {
 	// ExitIP is what VIBE_PROXY_CHECK_URL answered through the store's proxy (its exit IP), checked every
 	// few minutes; empty without a check URL, or until a check answered.
 	ExitIP string `json:"exit_ip,omitempty"`
-	// AgentUser and BrowserUser are who the store's agents and browser run as (SPEC §14), its own setting or
-	// the manager's default; empty for the manager's own user (then the boundary is by convention only).
+	// AgentUser and BrowserUser are who the store's agents and browser run as (SPEC §14), its own setting,
+	// VIBE_AGENT_USER, or the browser user the manager makes for it (vibe-b-<slug>, SPEC §20); empty for the
+	// manager's own user (then the boundary is by convention only).
 	AgentUser   string `json:"agent_user,omitempty"`
 	BrowserUser string `json:"browser_user,omitempty"`
 	// Timeline is the store's timeline mode (SPEC §15) and TimelineFrom where it comes from ("store", or

@@ -40,9 +40,9 @@ type Config struct {
 	MuxGrace       time.Duration // VIBE_MUX_GRACE_S; 0: tabs close at once
 	Idle           time.Duration // VIBE_BROWSER_IDLE_S: how long a browser must be untouched to be idle
 	MuxTiming      MuxTiming     // only tests set it
-	// AgentUser and BrowserUser are VIBE_AGENT_USER and VIBE_BROWSER_USER (SPEC §14): a store's agent user
-	// unless it names its own ("" = none), and the user its browser runs as when it has an agent user.
-	AgentUser, BrowserUser string
+	// AgentUser is VIBE_AGENT_USER (SPEC §14): a store's agent user unless it names its own ("" = none). Its
+	// browser user is its own setting or one the manager makes for it (UserNames).
+	AgentUser string
 }
 
 // MuxTiming overrides how fast a mux gives up on a hung browser; zero values keep the mux's defaults.

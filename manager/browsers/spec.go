@@ -31,7 +31,8 @@ type Options struct {
 	Timezone string `json:"timezone,omitempty"`
 	Lang     string `json:"lang,omitempty"`
 	// The store boundary (SPEC §14): the OS users its agents and its browser run as; "" follows
-	// VIBE_AGENT_USER and VIBE_BROWSER_USER, NoUser ("none") is none even where those name one.
+	// VIBE_AGENT_USER and, for the browser, the user the manager makes for the store (UserNames); NoUser
+	// ("none") is none even where those would name one.
 	AgentUser   string `json:"agent_user,omitempty"`
 	BrowserUser string `json:"browser_user,omitempty"`
 	// Timeline is the store's timeline mode (SPEC §15: full, meta or off); "" follows VIBE_TIMELINE.

@@ -34,7 +34,7 @@ type StoreAddCmd struct {
 	Lang     string `help:"chrome backend: the browser's language, a BCP 47 tag such as de-DE." placeholder:"TAG"`
 
 	AgentUser   string `name:"agent-user" help:"The OS user the store's agents run as (vibe-browser agent drops to it): the store becomes an OS boundary; default VIBE_AGENT_USER; none for none. Needs a root manager." placeholder:"USER|none"`
-	BrowserUser string `name:"browser-user" help:"chrome backend: the OS user its browser runs as (default VIBE_BROWSER_USER, vibe-browser, when it has an agent user). Needs a root manager." placeholder:"USER|none"`
+	BrowserUser string `name:"browser-user" help:"chrome backend: the OS user its browser runs as; by default, when it has an agent user or a proxy, one the manager makes for it (vibe-b-<slug>), so no two stores share one. Needs a root manager." placeholder:"USER|none"`
 	Timeline    string `help:"What its tasks' timelines record: full (code, output, screenshots), meta (the steps only) or off; default VIBE_TIMELINE." enum:",full,meta,off" default:""`
 
 	ZiniaoBrowser  string `name:"ziniao-browser" help:"ziniao backend: the environment's browserOauth or browserId."`
@@ -160,7 +160,7 @@ type StoreSetCmd struct {
 	JSON     bool    `help:"Print the store as JSON."`
 
 	AgentUser   *string `name:"agent-user" help:"The OS user the store's agents run as (SPEC §14), none for none, or \"\" for VIBE_AGENT_USER's. Needs a root manager." placeholder:"USER|none"`
-	BrowserUser *string `name:"browser-user" help:"The OS user its browser runs as, so no two stores' browsers read each other's profiles; none for the manager's, \"\" for VIBE_BROWSER_USER's. Needs a root manager." placeholder:"USER|none"`
+	BrowserUser *string `name:"browser-user" help:"The OS user its browser runs as, so no two stores' browsers read each other's profiles; none for the manager's, \"\" for the one the manager makes for it (vibe-b-<slug>, when it has an agent user or a proxy). Needs a root manager." placeholder:"USER|none"`
 	Timeline    *string `help:"What its tasks' timelines record from now on: full (code, output, screenshots), meta (the steps only), off, or \"\" for VIBE_TIMELINE's." placeholder:"full|meta|off"`
 }
 

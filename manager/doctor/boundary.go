@@ -10,12 +10,14 @@ import (
 	"strings"
 
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/browsers"
 	"vibebrowser/manager/service"
 	"vibebrowser/osuser"
+	"vibebrowser/state"
 )
 
-// The store boundary (SPEC §14): whether stores are an OS boundary at all, and for each store with an agent
-// user whether its users exist, whether they can reach what they must, and whether its browser user is its own.
+// The store boundary (SPEC §14, §20): whether stores are an OS boundary at all, for each store with an agent
+// user whether its users exist and can reach what they must, and whether each browser user is one store's own.
 
 // bounded reports whether any store (or VIBE_AGENT_USER) names an agent user.
 func (m *machine) bounded() bool { return m.namesUsers(false) }
@@ -34,39 +36,87 @@ func (m *machine) namesUsers(browsers bool) bool {
 	return false
 }
 
-// boundary is the one check of the mode, then one per store with an agent user ("boundary:<slug>").
+// boundary is the one check of the mode, then one per store with an agent user ("boundary:<slug>"), then one
+// per browser user that two stores share where that is no boundary ("browser-user:<user>").
 func (m *machine) boundary() []Check {
-	if !m.bounded() {
-		return []Check{warn("boundary", "no store has an agent user: agents run as the manager's user, so the "+
+	checks := []Check{m.boundaryMode()}
+	if m.bounded() {
+		for _, s := range m.sortedStores() {
+			if agent, browser, err := m.cfg.StoreUsers(s); err == nil && agent != "" {
+				checks = append(checks, m.storeBoundary(s.Slug, agent, browser))
+			}
+		}
+	}
+	return append(checks, m.sharedBrowserUsers()...)
+}
+
+// boundaryMode says whether stores are an OS boundary at all.
+func (m *machine) boundaryMode() Check {
+	switch {
+	case !m.bounded():
+		return warn("boundary", "no store has an agent user: agents run as the manager's user, so the "+
 			"boundary between stores is by convention only (an agent could read another store's cookies)",
 			"as root: useradd --system --no-create-home --shell /usr/sbin/nologin vibe-agent-STORE; "+
-				"vibe-browser store set STORE --agent-user vibe-agent-STORE (a root manager: vibe-browser service install)")}
-	}
-	checks := []Check{ok("boundary", "stores with an agent user are an OS boundary: their agents run as that user")}
-	if os.Geteuid() != 0 {
-		checks[0] = fail("boundary", fmt.Sprintf("stores name agent users, which need the manager to run as root; "+
+				"vibe-browser store set STORE --agent-user vibe-agent-STORE (a root manager: vibe-browser service install)")
+	case os.Geteuid() != 0:
+		return fail("boundary", fmt.Sprintf("stores name agent users, which need the manager to run as root; "+
 			"this doctor runs as uid %d", os.Geteuid()), "run the manager (and this doctor) as root: sudo vibe-browser service install")
 	}
-	browsersOf := map[string][]string{} // browser user → the slugs of the stores whose browsers run as it
+	return ok("boundary", "stores with an agent user are an OS boundary: their agents run as that user")
+}
+
+// sortedStores is every store, by slug.
+func (m *machine) sortedStores() []state.Store {
 	stores := slices.Clone(m.stores)
 	sort.Slice(stores, func(i, j int) bool { return stores[i].Slug < stores[j].Slug })
-	for _, s := range stores {
-		agent, browser, err := m.cfg.StoreUsers(s)
-		if err != nil || agent == "" {
+	return stores
+}
+
+// sharedBrowserUsers fails each browser user that two chrome stores share where either has an agent user or
+// a proxy (SPEC §20): the one's browser could read the other's profile and send its traffic out through the
+// other's proxy forwarder, which serves its browser's uid. Under a root manager, a store whose browser runs as
+// the manager's own user (--browser-user none) shares root with every other such store.
+func (m *machine) sharedBrowserUsers() []Check {
+	type runner struct {
+		slug     string
+		boundary bool // it has an agent user or a proxy
+	}
+	byUser := map[string][]runner{}
+	for _, s := range m.sortedStores() {
+		if s.Backend != state.BackendChrome {
 			continue
 		}
-		if browser != "" {
-			browsersOf[browser] = append(browsersOf[browser], s.Slug)
+		agent, browser, err := m.cfg.StoreUsers(s)
+		opts, oerr := browsers.DecodeOptions(s)
+		if err != nil || oerr != nil {
+			continue
 		}
-		checks = append(checks, m.storeBoundary(s.Slug, agent, browser))
+		if browser == "" {
+			if os.Geteuid() != 0 {
+				continue // a manager that is not root runs every browser as itself, and makes no users
+			}
+			browser = "root"
+		}
+		byUser[browser] = append(byUser[browser], runner{slug: s.Slug, boundary: agent != "" || opts.Proxy != ""})
 	}
-	for _, user := range slices.Sorted(maps.Keys(browsersOf)) {
-		if slugs := browsersOf[user]; len(slugs) > 1 {
-			checks = append(checks, warn("browser-user:"+user, fmt.Sprintf("stores %s all run their browsers as %s: "+
-				"one store's browser could read the others' profiles", strings.Join(slugs, ", "), user),
-				"give each a browser user of its own: useradd --system --no-create-home --shell /usr/sbin/nologin "+
-					"vibe-browser-"+slugs[1]+"; vibe-browser store set "+slugs[1]+" --browser-user vibe-browser-"+slugs[1]))
+	var checks []Check
+	for _, user := range slices.Sorted(maps.Keys(byUser)) {
+		runners := byUser[user]
+		if len(runners) < 2 || !slices.ContainsFunc(runners, func(r runner) bool { return r.boundary }) {
+			continue
 		}
+		var slugs, fixes []string
+		for i, r := range runners {
+			slugs = append(slugs, r.slug)
+			if i > 0 {
+				fixes = append(fixes, "vibe-browser store set "+r.slug+` --browser-user ""`)
+			}
+		}
+		checks = append(checks, fail("browser-user:"+user, fmt.Sprintf("stores %s all run their browsers as %s, "+
+			"and a store with an agent user or a proxy must have a browser user of its own: one store's browser "+
+			"could read the others' profiles and send its traffic through their proxies", strings.Join(slugs, ", "), user),
+			"give each store its own browser user: "+strings.Join(fixes, "; ")+" (the manager then makes vibe-b-<slug> "+
+				"for it), or --browser-user USER naming a user no other store has"))
 	}
 	return checks
 }
@@ -81,6 +131,10 @@ func (m *machine) storeBoundary(slug, agent, browser string) Check {
 			continue
 		}
 		u, err := osuser.Lookup(n)
+		if err != nil && n == browser && n == browsers.ManagedBrowserUser(slug) {
+			browser += " (the manager makes it at the browser's first start)"
+			continue
+		}
 		if err != nil {
 			return fail(name, err.Error(), "useradd --system --no-create-home --shell /usr/sbin/nologin "+n)
 		}

@@ -468,3 +468,57 @@ func TestBoundary(t *testing.T) {
 		t.Errorf("a missing agent user's fix is %q; want the useradd line", c.Fix)
 	}
 }
+
+// Two stores sharing a browser user fail where either has an agent user or a proxy (SPEC §20), naming the
+// stores and the user and saying how to give each its own; stores without either may share one.
+func TestSharedBrowserUsers(t *testing.T) {
+	chrome := func(slug, config string) state.Store {
+		return state.Store{ID: "id-" + slug, Slug: slug, Backend: state.BackendChrome, Config: []byte(config)}
+	}
+	const proxy = `"proxy":"http://u:p@proxy.test:3128"`
+	tests := []struct {
+		name   string
+		stores []state.Store
+		want   []string // the failing checks' names
+	}{
+		{"an agent user's browser user shared", []state.Store{
+			chrome("acme", `{"agent_user":"vbtest-agent-a","browser_user":"shared"}`), chrome("bolt", `{"browser_user":"shared"}`)},
+			[]string{"browser-user:shared"}},
+		{"a proxy's browser user shared", []state.Store{
+			chrome("acme", `{`+proxy+`,"browser_user":"shared"}`), chrome("bolt", `{"browser_user":"shared"}`)},
+			[]string{"browser-user:shared"}},
+		{"stores without agent users or proxies may share", []state.Store{
+			chrome("acme", `{"browser_user":"shared"}`), chrome("bolt", `{"browser_user":"shared"}`)}, nil},
+		{"each its own", []state.Store{
+			chrome("acme", `{"agent_user":"vbtest-agent-a","browser_user":"b-acme"}`), chrome("bolt", `{"agent_user":"vbtest-agent-b"}`),
+			chrome("cora", `{`+proxy+`,"browser_user":"b-cora"}`)}, nil},
+		{"not chrome: no browser of ours", []state.Store{
+			chrome("acme", `{"agent_user":"vbtest-agent-a","browser_user":"shared"}`),
+			{ID: "id-z", Slug: "zed", Backend: state.BackendZiniao, Config: []byte(`{"browser_user":"shared"}`)}}, nil},
+	}
+	if os.Geteuid() == 0 {
+		tests = append(tests, struct {
+			name   string
+			stores []state.Store
+			want   []string
+		}{"a proxy's browser as root, beside another root browser", []state.Store{
+			chrome("acme", `{`+proxy+`,"browser_user":"none"}`), chrome("bolt", `{}`)}, []string{"browser-user:root"}})
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := machineWith(t, map[string]string{})
+			m.stores = tt.stores
+			var failed []string
+			for _, c := range m.boundary() {
+				if strings.HasPrefix(c.Name, "browser-user:") {
+					failed = append(failed, c.Name)
+					wantCheck(t, c, Fail, "stores acme, bolt all run their browsers as "+strings.TrimPrefix(c.Name, "browser-user:"),
+						`vibe-browser store set bolt --browser-user ""`, "vibe-b-<slug>")
+				}
+			}
+			if !slices.Equal(failed, tt.want) {
+				t.Errorf("boundary's browser-user checks = %q; want %q", failed, tt.want)
+			}
+		})
+	}
+}
