@@ -4,7 +4,7 @@
 //	boundaryprobe read PATH                         read a file, or list a folder
 //	boundaryprobe dial SOCKET                       connect to a unix socket and ask GET /v1/health
 //	boundaryprobe call SOCKET TOKEN METHOD PATH [BODY] one API call, with Authorization: Bearer TOKEN ("-" for none)
-//	boundaryprobe ws URL                            open a CDP WebSocket
+//	boundaryprobe ws URL                            open a CDP WebSocket (refused: the answer's status and body)
 //	boundaryprobe files URL PATH                    on the CDP URL, hand PATH to a page's file input
 package main
 
@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -115,8 +116,10 @@ func dialWS(url string) result {
 	conn, resp, err := d.Dial(url, nil)
 	if err != nil {
 		r := failed(err)
-		if resp != nil {
+		if resp != nil { // a refusal before the upgrade: its status and message
 			r.Status = resp.StatusCode
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			r.Body = string(body)
 		}
 		return r
 	}
