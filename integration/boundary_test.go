@@ -23,9 +23,9 @@ import (
 )
 
 // The store boundary (SPEC §14, §20): two stores with agent users of their own (Acme's browser user the one
-// the manager makes for it, Bolt's named), a root manager, real clients as each agent user through vibe-browser agent, and then every reach
-// of the SPEC's list tried from store Acme's agent user, each refused with a clear error. The README's
-// security table lists the same reaches.
+// the manager makes for it, Bolt's named), a root manager, real clients as each agent user through
+// vibe-browser agent, and then every reach of the SPEC's list tried from store Acme's agent user, each refused
+// with a clear error. The README's security table lists the same reaches.
 
 // Users made for the test (useradd --system, idempotently); CI runs as root. Acme's browser user is the
 // manager's to make (SPEC §20: vibe-b-<slug>).
