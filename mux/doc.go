@@ -8,17 +8,18 @@
 // of the keeper that holds its --remote-debugging-pipe (NUL-ended messages, no WebSocket framing); only
 // the transport (transport.go) differs between the two.
 //
-// Routing: every client command gets a fresh int32 id (wrapping, skipping ids in flight) spliced into its
-// bytes; answers get the client's id bytes back. The hot path reads only id, method and sessionId from
-// the top level of a message; Target.* and Browser.* commands, and the few answers that must be rewritten
-// (getTargets, createTarget), are the only traffic decoded. Routing tables live under one mutex (Mux.mu).
+// Routing: every client message is read once, strictly (strict.go: exact keys, no key twice in any case),
+// and decided by the table of methods (methods.go): forwarded as it came on the client's own sessions,
+// judged and then re-encoded from what was judged (paramset.go, judges.go), or refused naming the method and
+// the rule. Every client command gets a fresh int32 id (wrapping, skipping ids in flight) spliced into its
+// bytes; answers get the client's id bytes back. Routing tables live under one mutex (Mux.mu).
 //
 // Isolation: targets belong to the client that created them (createTarget, one at a time so that the
 // tab and page Chrome announces meanwhile are attributed without doubt), to the owner of their opener,
 // parent frame or browser context; sessions to whoever attached, child sessions to the parent session's
 // owner. Discovery and browser-level auto-attach are virtual per client: the mux keeps its own
 // discovery on the upstream connection, never asks Chrome to pause a target, and attaches each client to
-// its own targets itself. Methods that would hurt every tenant are refused (see refusals).
+// its own targets itself.
 //
 // Lifetimes: a client id outlives its connections. A newer connection takes an id over (the older is
 // closed with 4409); a disconnected client keeps its tabs for a grace period; each client's send queue is

@@ -641,6 +641,11 @@ func (fb *fakeBrowser) handle(b []byte) {
 			fb.link.ping("hi")
 		}
 		reply("{}")
+	case "Page.printToPDF":
+		// Chrome's handles are small numbers: a guess finds another client's.
+		reply(`{"data":"","stream":"` + strconv.Itoa(len(fb.received)) + `"}`)
+	case "IO.read":
+		reply(`{"data":"pdf bytes","eof":true}`)
 	case "Test.big":
 		n, _ := p["size"].(float64)
 		reply(`{"data":"` + strings.Repeat("x", int(n)) + `"}`)

@@ -1,10 +1,12 @@
 package mux
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"vibebrowser/integration/testkit"
 )
@@ -210,4 +212,50 @@ func TestLocalFilesAgentUser(t *testing.T) {
 		f.Close()
 		t.Errorf("with no home, an agent user's check of %s passed; want it refused", rootOnly)
 	}
+}
+
+// TestUploadsAreCopies: the browser gets the mux's copy of a file a client hands it, in that client's own
+// uploads folder, never the client's path; a name through a symlink is refused; the copies go with the client.
+func TestUploadsAreCopies(t *testing.T) {
+	home := t.TempDir()
+	dl := filepath.Join(home, "downloads", "acme")
+	fb := newFakeBrowser(t)
+	m := startMux(t, fb, Config{Home: home, DownloadDir: dl, Grace: Off})
+	c := newClient(t, m, "task1")
+	sid := c.attach(c.createTarget("about:blank"))
+	outside := t.TempDir()
+	upload := filepath.Join(outside, "upload.txt")
+	if err := os.WriteFile(upload, []byte("agent's own file"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := c.call("DOM.setFileInputFiles", `{"files":["`+upload+`"],"nodeId":1}`, sid)
+	if r.Error != nil {
+		t.Fatalf("setFileInputFiles(%s) = %+v", upload, r.Error)
+	}
+	var p struct{ Files []string }
+	if err := json.Unmarshal(fb.got("DOM.setFileInputFiles")[0].Params, &p); err != nil || len(p.Files) != 1 {
+		t.Fatalf("the browser got %s (%v)", fb.got("DOM.setFileInputFiles")[0].Params, err)
+	}
+	cp := p.Files[0]
+	if !strings.HasPrefix(cp, filepath.Join(dl, UploadsDir, "task1")+"/") || filepath.Base(cp) != "upload.txt" {
+		t.Fatalf("the browser got the path %s; want a copy named upload.txt under %s", cp, filepath.Join(dl, UploadsDir, "task1"))
+	}
+	if err := os.WriteFile(upload, []byte("changed after the call"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(cp); err != nil || string(b) != "agent's own file" {
+		t.Fatalf("the copy reads %q (%v); want the file as it was handed", b, err)
+	}
+	link := filepath.Join(outside, "link.txt")
+	if err := os.Symlink(upload, link); err != nil {
+		t.Fatal(err)
+	}
+	if r := c.call("DOM.setFileInputFiles", `{"files":["`+link+`"],"nodeId":1}`, sid); r.Error == nil || !strings.Contains(r.Error.Message, "through a symlink") {
+		t.Fatalf("setFileInputFiles(%s) = %+v; want a refusal: a symlink", link, r)
+	}
+	c.ws.Close()
+	testkit.WaitFor(t, 5*time.Second, "the client's copies removed with it", func() bool {
+		_, err := os.Stat(filepath.Join(dl, UploadsDir, "task1"))
+		return os.IsNotExist(err)
+	})
 }
