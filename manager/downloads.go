@@ -180,7 +180,7 @@ func (m *Manager) pruneDownloads(ctx context.Context, now time.Time) {
 				return err
 			}
 			for _, o := range owners {
-				if !o.IsDir() || o.Name() == mux.IncomingDir || active[o.Name()] {
+				if !o.IsDir() || o.Name() == mux.IncomingDir || o.Name() == mux.UploadsDir || active[o.Name()] {
 					continue
 				}
 				dir := filepath.Join(root, slug.Name(), o.Name())

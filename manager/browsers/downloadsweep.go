@@ -47,13 +47,15 @@ func (f *Fleet) sweepDownloads(which func(slug string) (incoming, partials bool)
 		incoming, partials := which(slug.Name())
 		if incoming {
 			removed += f.removeEntries(filepath.Join(root, slug.Name(), mux.IncomingDir), func(string) bool { return true })
+			// The copies of files clients handed the browser (mux.UploadsDir) went with its tabs.
+			removed += f.removeEntries(filepath.Join(root, slug.Name(), mux.UploadsDir), func(string) bool { return true })
 		}
 		if !partials {
 			continue
 		}
 		owners, _ := os.ReadDir(filepath.Join(root, slug.Name()))
 		for _, o := range owners {
-			if o.IsDir() && o.Name() != mux.IncomingDir {
+			if o.IsDir() && o.Name() != mux.IncomingDir && o.Name() != mux.UploadsDir {
 				removed += f.removeEntries(filepath.Join(root, slug.Name(), o.Name()), func(name string) bool {
 					return strings.HasSuffix(name, mux.PartialSuffix)
 				})
