@@ -246,7 +246,7 @@ func TestStoreBoundary(t *testing.T) {
 		{"B's mux with A's capability", []string{"ws", strings.Replace(capA, port(capA), port(bolt.CDPWS), 1)}, http.StatusUnauthorized, ""},
 		{"A's mux on its store-token URL", []string{"ws", acme.CDPWS + "/client-" + taskA}, http.StatusForbidden, ""},
 		{"A's mux as another client id", []string{"ws", strings.TrimSuffix(capA, taskA) + taskA2}, http.StatusUnauthorized, ""},
-		{"A's own profile's file, handed to a page", []string{"files", capA, filepath.Join(home, "profiles", "acme", "Local State")}, 0, "under the manager's home"},
+		{"A's own profile's file, handed to a page", []string{"files", capA, filepath.Join(home, "profiles", "acme", "Local State")}, 0, "not readable by the store's agent user"},
 	}
 	for _, sock := range keeperSockets {
 		reaches = append(reaches, struct {
