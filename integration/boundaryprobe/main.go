@@ -6,6 +6,8 @@
 //	boundaryprobe call SOCKET TOKEN METHOD PATH [BODY] one API call, with Authorization: Bearer TOKEN ("-" for none)
 //	boundaryprobe ws URL                            open a CDP WebSocket (refused: the answer's status and body)
 //	boundaryprobe files URL PATH                    on the CDP URL, hand PATH to a page's file input
+//	boundaryprobe raw URL FRAME                     on the CDP URL, send FRAME as one text frame as it is
+//	boundaryprobe flip SECONDS KIND:PATH:TARGETS…   re-point PATH at each target in turn (symlink or hardlink)
 package main
 
 import (
@@ -17,6 +19,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -38,7 +42,7 @@ func main() {
 	var r result
 	args := os.Args[1:]
 	if len(args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: boundaryprobe read|dial|call|ws|files …")
+		fmt.Fprintln(os.Stderr, "usage: boundaryprobe read|dial|call|ws|files|raw|flip …")
 		os.Exit(2)
 	}
 	switch args[0] {
@@ -64,6 +68,10 @@ func main() {
 		r = dialWS(args[1])
 	case "files":
 		r = files(args[1], args[2])
+	case "raw":
+		r = rawFrame(args[1], args[2])
+	case "flip":
+		r = flip(args[1], args[2:])
 	default:
 		fmt.Fprintln(os.Stderr, "unknown probe", args[0])
 		os.Exit(2)
@@ -129,76 +137,177 @@ func dialWS(url string) result {
 
 // files opens a page of the client's own, puts a file input in it and hands it path.
 func files(url, path string) result {
-	conn, _, err := websocket.DefaultDialer.Dial(url, nil)
+	return onFilePage(url, func(c *cdpConn, session string, node int) result {
+		if _, err := c.send("DOM.setFileInputFiles", session, map[string]any{"files": []string{path}, "nodeId": node}); err != nil {
+			return failed(err)
+		}
+		return result{OK: true}
+	})
+}
+
+// rawFrame opens a page of the client's own with a file input, as files does, then sends frame as one text
+// frame exactly as given (keys a Go map cannot hold: repeated, in another case, escaped), with $ID, $SESSION
+// and $NODE standing for a fresh id, the page's session and the input's node. It prints the answer: its
+// result as body, or its error.
+func rawFrame(url, frame string) result {
+	return onFilePage(url, func(c *cdpConn, session string, node int) result {
+		c.id++
+		frame = strings.NewReplacer("$ID", strconv.Itoa(c.id), "$SESSION", session, "$NODE", strconv.Itoa(node)).Replace(frame)
+		res, err := c.exchange([]byte(frame))
+		if err != nil {
+			return failed(err)
+		}
+		return result{OK: true, Body: string(res)}
+	})
+}
+
+// onFilePage runs probe on a page of the client's own with a file input #f (session, and the input's node).
+func onFilePage(url string, probe func(c *cdpConn, session string, node int) result) result {
+	c, err := dialCDP(url)
 	if err != nil {
 		return failed(err)
 	}
-	defer conn.Close()
+	defer c.Close()
+	session, node, err := c.filePage()
+	if err != nil {
+		return result{Error: "setting up the page: " + err.Error(), Status: -1}
+	}
+	return probe(c, session, node)
+}
+
+// cdpConn is one CDP WebSocket and the id of its last command.
+type cdpConn struct {
+	*websocket.Conn
+	id int
+}
+
+func dialCDP(url string) (*cdpConn, error) {
+	conn, _, err := websocket.DefaultDialer.Dial(url, nil)
+	if err != nil {
+		return nil, err
+	}
 	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
-	id := 0
-	send := func(method, session string, params any) (json.RawMessage, error) {
-		id++
-		msg := map[string]any{"id": id, "method": method, "params": params}
-		if session != "" {
-			msg["sessionId"] = session
+	return &cdpConn{Conn: conn}, nil
+}
+
+// send sends one command and returns its answer.
+func (c *cdpConn) send(method, session string, params any) (json.RawMessage, error) {
+	c.id++
+	msg := map[string]any{"id": c.id, "method": method, "params": params}
+	if session != "" {
+		msg["sessionId"] = session
+	}
+	b, err := json.Marshal(msg)
+	if err != nil {
+		return nil, err
+	}
+	return c.exchange(b)
+}
+
+// exchange writes frame, a command with id c.id, and reads until its answer.
+func (c *cdpConn) exchange(frame []byte) (json.RawMessage, error) {
+	if err := c.WriteMessage(websocket.TextMessage, frame); err != nil {
+		return nil, err
+	}
+	for {
+		var in struct {
+			ID     int             `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  *struct {
+				Message string `json:"message"`
+			} `json:"error"`
 		}
-		if err := conn.WriteJSON(msg); err != nil {
+		if err := c.ReadJSON(&in); err != nil {
 			return nil, err
 		}
-		for {
-			var in struct {
-				ID     int             `json:"id"`
-				Result json.RawMessage `json:"result"`
-				Error  *struct {
-					Message string `json:"message"`
-				} `json:"error"`
-			}
-			if err := conn.ReadJSON(&in); err != nil {
-				return nil, err
-			}
-			if in.ID != id {
-				continue
-			}
-			if in.Error != nil {
-				return nil, errors.New(in.Error.Message)
-			}
-			return in.Result, nil
+		if in.ID != c.id {
+			continue
 		}
+		if in.Error != nil {
+			return nil, errors.New(in.Error.Message)
+		}
+		return in.Result, nil
 	}
+}
+
+// filePage opens a page of the client's own with a file input #f and returns its session and the input's node.
+func (c *cdpConn) filePage() (session string, node int, err error) {
 	var target struct{ TargetID string }
-	raw, err := send("Target.createTarget", "", map[string]any{"url": "about:blank"})
+	raw, err := c.send("Target.createTarget", "", map[string]any{"url": "about:blank"})
 	if err == nil {
 		err = json.Unmarshal(raw, &target)
 	}
 	var attached struct{ SessionID string }
 	if err == nil {
-		raw, err = send("Target.attachToTarget", "", map[string]any{"targetId": target.TargetID, "flatten": true})
+		raw, err = c.send("Target.attachToTarget", "", map[string]any{"targetId": target.TargetID, "flatten": true})
 		if err == nil {
 			err = json.Unmarshal(raw, &attached)
 		}
 	}
 	if err == nil {
-		_, err = send("Runtime.evaluate", attached.SessionID, map[string]any{"expression": `document.body.innerHTML = '<input type="file" id="f">'`})
+		_, err = c.send("Runtime.evaluate", attached.SessionID, map[string]any{"expression": `document.body.innerHTML = '<input type="file" id="f">'`})
 	}
 	var doc struct{ Root struct{ NodeID int } }
 	if err == nil {
-		raw, err = send("DOM.getDocument", attached.SessionID, map[string]any{})
+		raw, err = c.send("DOM.getDocument", attached.SessionID, map[string]any{})
 		if err == nil {
 			err = json.Unmarshal(raw, &doc)
 		}
 	}
-	var node struct{ NodeID int }
+	var q struct{ NodeID int }
 	if err == nil {
-		raw, err = send("DOM.querySelector", attached.SessionID, map[string]any{"nodeId": doc.Root.NodeID, "selector": "#f"})
+		raw, err = c.send("DOM.querySelector", attached.SessionID, map[string]any{"nodeId": doc.Root.NodeID, "selector": "#f"})
 		if err == nil {
-			err = json.Unmarshal(raw, &node)
+			err = json.Unmarshal(raw, &q)
 		}
 	}
+	return attached.SessionID, q.NodeID, err
+}
+
+// flip re-points paths, as fast as it can until the deadline, each at its targets in turn: a spec is
+// KIND:PATH:TARGET,TARGET… with KIND symlink (a symlink to the target) or hardlink (a hard link of it), made
+// beside PATH and renamed over it, so PATH always names something. It prints how many flips it made.
+func flip(seconds string, specs []string) result {
+	secs, err := strconv.Atoi(seconds)
 	if err != nil {
-		return result{Error: "setting up the page: " + err.Error(), Status: -1}
-	}
-	if _, err := send("DOM.setFileInputFiles", attached.SessionID, map[string]any{"files": []string{path}, "nodeId": node.NodeID}); err != nil {
 		return failed(err)
 	}
-	return result{OK: true}
+	type spec struct {
+		link    func(target, name string) error
+		path    string
+		targets []string
+	}
+	var all []spec
+	for _, s := range specs {
+		parts := strings.SplitN(s, ":", 3)
+		if len(parts) != 3 {
+			return failed(fmt.Errorf("flip spec %q is not KIND:PATH:TARGETS", s))
+		}
+		sp := spec{path: parts[1], targets: strings.Split(parts[2], ",")}
+		switch parts[0] {
+		case "symlink":
+			sp.link = os.Symlink
+		case "hardlink":
+			sp.link = os.Link
+		default:
+			return failed(fmt.Errorf("flip kind %q is neither symlink nor hardlink", parts[0]))
+		}
+		all = append(all, sp)
+	}
+	deadline := time.Now().Add(time.Duration(secs) * time.Second)
+	n := 0
+	for i := 0; i == 0 || time.Now().Before(deadline); i++ { // one round at least: flip 0 makes each link once
+		for _, sp := range all {
+			tmp := sp.path + ".flip"
+			os.Remove(tmp) // a rename of a name onto another name of the same file leaves it behind
+			if err := sp.link(sp.targets[i%len(sp.targets)], tmp); err != nil {
+				return failed(err)
+			}
+			if err := os.Rename(tmp, sp.path); err != nil {
+				return failed(err)
+			}
+			n++
+		}
+	}
+	return result{OK: true, Body: strconv.Itoa(n) + " flips"}
 }
