@@ -132,3 +132,18 @@ type recordingTB struct {
 
 func (r *recordingTB) Helper()               {}
 func (r *recordingTB) Errorf(string, ...any) { r.errors++ }
+
+// wantNoRefusals fails t for every call a client sent that the mux's table of methods refused (its "call
+// refused" log lines): real clients must pass the table (SPEC §20), and the log names each method they sent
+// that it refused.
+func wantNoRefusals(t testing.TB, log string) {
+	t.Helper()
+	for _, line := range strings.Split(log, "\n") {
+		if !strings.Contains(line, `"call refused"`) {
+			continue
+		}
+		var l struct{ Method, Client, Detail string }
+		json.Unmarshal([]byte(line), &l)
+		t.Errorf("the mux refused %s from real client %s (%s): the table must pass what real clients send", l.Method, l.Client, l.Detail)
+	}
+}

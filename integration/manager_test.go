@@ -222,6 +222,7 @@ const (
 
 func TestManagerAgentFlow(t *testing.T) {
 	m := startManager(t)
+	t.Cleanup(func() { wantNoRefusals(t, m.log.String()) })
 	web := site(t)
 	var store api.Store
 	if err := json.Unmarshal([]byte(m.cli("store", "add", "Acme Shop", "--json")), &store); err != nil {

@@ -175,6 +175,7 @@ func (c *mcpClient) end(within time.Duration) int {
 // the same store is unaffected; the refusals and the exit status pass as SPEC §17 says.
 func TestMCPServersShareAStoreIsolated(t *testing.T) {
 	m := startManager(t)
+	t.Cleanup(func() { wantNoRefusals(t, m.log.String()) })
 	web := site(t)
 	acme := m.addStore("Acme")
 	const taskC = "c3c3c3c3-0000-4000-8000-00000000000c"

@@ -149,6 +149,7 @@ func TestMuxChromedpIsolation(t *testing.T) {
 func TestMuxSessionOwnershipOnChromium(t *testing.T) {
 	chr := startChromium(t)
 	m := startMuxOn(t, chr.HTTP, mux.Config{})
+	m.ProbesRefusals = true // Browser.crash, below
 	a := dialRaw(t, m.WSBase+"/client-a")
 	b := dialRaw(t, m.WSBase+"/client-b")
 	_, sa := a.createPage("about:blank")

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +26,9 @@ type muxUnderTest struct {
 	*mux.Mux
 	WSBase   string // ws://127.0.0.1:PORT/TOKEN (append /client-<id>)
 	HTTPBase string // http://127.0.0.1:PORT/TOKEN
+	// ProbesRefusals marks a test that sends what the table refuses on purpose; otherwise a refusal of a
+	// real client's call fails the test.
+	ProbesRefusals bool
 }
 
 // startMuxOn runs a mux for upstream until the test ends.
@@ -33,9 +37,19 @@ func startMuxOn(t *testing.T, upstream string, cfg mux.Config) *muxUnderTest {
 	cfg.Upstream = upstream
 	cfg.Token = muxToken
 	cfg.Addr = "127.0.0.1:0"
+	// The muxes here serve real clients only: whatever the table refused of theirs fails the test.
+	refused := &syncBuffer{}
+	var w io.Writer = refused
 	if testing.Verbose() {
-		cfg.Log = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
+		w = io.MultiWriter(refused, zerolog.NewTestWriter(t))
 	}
+	cfg.Log = zerolog.New(w).Level(zerolog.InfoLevel)
+	mt := &muxUnderTest{}
+	t.Cleanup(func() {
+		if !mt.ProbesRefusals {
+			wantNoRefusals(t, refused.String())
+		}
+	})
 	m, err := mux.New(cfg)
 	if err != nil {
 		t.Fatalf("mux.New: %v", err)
@@ -50,7 +64,8 @@ func startMuxOn(t *testing.T, upstream string, cfg mux.Config) *muxUnderTest {
 		}
 	})
 	testkit.WaitFor(t, 20*time.Second, "mux connected to Chromium", func() bool { return m.Stats().Upstream })
-	return &muxUnderTest{Mux: m, WSBase: "ws://" + m.Addr() + "/" + muxToken, HTTPBase: "http://" + m.Addr() + "/" + muxToken}
+	mt.Mux, mt.WSBase, mt.HTTPBase = m, "ws://"+m.Addr()+"/"+muxToken, "http://"+m.Addr()+"/"+muxToken
+	return mt
 }
 
 // cdpError is a CDP error answer.

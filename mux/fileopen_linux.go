@@ -11,6 +11,9 @@ import (
 	"vibebrowser/osuser"
 )
 
+// walkDirFlags open the folders of a path walked one by one: a path only (search permission, not read).
+const walkDirFlags = unix.O_PATH
+
 // openNoFollow opens path for reading without following any symlink on the way (openat2's
 // RESOLVE_NO_SYMLINKS), as agent where the store has one: on a thread of its own whose credentials are
 // dropped to agent's uid, gid and groups, so the kernel decides what agent may read, in the same open. The

@@ -5,8 +5,13 @@ package mux
 import (
 	"os"
 
+	"golang.org/x/sys/unix"
+
 	"vibebrowser/osuser"
 )
+
+// walkDirFlags open the folders of a path walked one by one (no O_PATH here: they must be readable).
+const walkDirFlags = unix.O_RDONLY
 
 // openNoFollow opens path for reading without following any symlink on the way. Here (no per-thread
 // credentials) the agent user's right to read it is checked on its names first.

@@ -17,14 +17,14 @@ import (
 // openWalk opens path one component at a time from /, each with O_NOFOLLOW, so no symlink on the way is
 // followed: the fallback where openat2 is missing.
 func openWalk(path string) (*os.File, error) {
-	dir, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	dir, err := unix.Open("/", walkDirFlags|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
 	parts := strings.Split(strings.TrimPrefix(filepath.Clean(path), "/"), "/")
 	for i, p := range parts {
 		last := i == len(parts)-1
-		flags := unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+		flags := walkDirFlags | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
 		if last {
 			flags = unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_NOCTTY | unix.O_CLOEXEC
 		}
@@ -56,4 +56,31 @@ func fileOpenError(path string, agent *osuser.User, err error) error {
 		return refuseFile("%s does not exist", path)
 	}
 	return refuseFile("%s cannot be opened: %v", path, err)
+}
+
+// inodeState is what a file's inode says of its names: which inode, how many names, and when a name of it
+// last changed (a link, an unlink or a rename sets ctime).
+type inodeState struct {
+	dev, ino, nlink uint64
+	ctime           unix.Timespec
+}
+
+func fstatState(f *os.File) (inodeState, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return inodeState{}, err
+	}
+	return stateOf(&st), nil
+}
+
+func lstatState(path string) (inodeState, error) {
+	var st unix.Stat_t
+	if err := unix.Lstat(path, &st); err != nil {
+		return inodeState{}, err
+	}
+	return stateOf(&st), nil
+}
+
+func stateOf(st *unix.Stat_t) inodeState {
+	return inodeState{dev: uint64(st.Dev), ino: uint64(st.Ino), nlink: uint64(st.Nlink), ctime: st.Ctim}
 }

@@ -42,7 +42,10 @@ func resolveDir(dir string) string {
 }
 
 // open opens path by the rule for a client whose own folders are own, as agent where the store has one, and
-// returns the open file; everything is judged on the file it holds open, so nothing can change in between.
+// returns the open file. Everything is judged on the file it holds open, and its names are held still while
+// they are judged: the path must still name that file after the open (a rename over it meanwhile is
+// refused), and no name of it may change until the check is done (a link, unlink or rename sets its ctime),
+// so a hard link added for the open and removed before the count is read hands the page nothing of the home.
 func (lf localFiles) open(path string, own []string, agent *osuser.User) (*os.File, error) {
 	if !filepath.IsAbs(path) {
 		return nil, refuseFile("%q is not an absolute path", path)
@@ -52,25 +55,42 @@ func (lf localFiles) open(path string, own []string, agent *osuser.User) (*os.Fi
 	if err != nil {
 		return nil, err
 	}
-	fi, err := f.Stat()
-	if err == nil && !fi.Mode().IsRegular() {
-		err = refuseFile("%s is not a regular file (a folder or device could hold files this rule cannot check)", path)
-	}
-	if err == nil {
-		if herr := lf.checkHome(path, clean, fi, own); herr != nil {
-			err = &fileRefusal{why: herr.Error()}
-		}
-	}
-	if err != nil {
+	if err := lf.judgeOpen(f, path, clean, own); err != nil {
 		f.Close()
 		return nil, err
 	}
 	return f, nil
 }
 
+func (lf localFiles) judgeOpen(f *os.File, path, clean string, own []string) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return refuseFile("%s is not a regular file (a folder or device could hold files this rule cannot check)", path)
+	}
+	held, err := fstatState(f)
+	if err != nil {
+		return err
+	}
+	named, err := lstatState(clean)
+	if err != nil || named.dev != held.dev || named.ino != held.ino {
+		return refuseFile("%s changed while the mux opened it: hand a file nothing renames meanwhile", path)
+	}
+	if err := lf.checkHome(path, clean, fi, named.nlink, own); err != nil {
+		return &fileRefusal{why: err.Error()}
+	}
+	if after, err := fstatState(f); err != nil || after != named {
+		return refuseFile("%s changed while the mux checked it (a name of it was linked, unlinked or renamed): "+
+			"hand a file nothing renames meanwhile", path)
+	}
+	return nil
+}
+
 // checkHome is the rule for path (named as real, with no symlink on the way; stat fi of the open file): not
 // under the home outside the client's own folders, and no other name there.
-func (lf localFiles) checkHome(path, real string, fi fs.FileInfo, own []string) error {
+func (lf localFiles) checkHome(path, real string, fi fs.FileInfo, links uint64, own []string) error {
 	if lf.home == "" {
 		return nil
 	}
@@ -81,7 +101,7 @@ func (lf localFiles) checkHome(path, real string, fi fs.FileInfo, own []string) 
 	if within(real, lf.home) && !withinAny(real, ownReal) {
 		return fmt.Errorf("%s lies under the manager's home (%s)", path, lf.home)
 	}
-	if id, ok := fileIdentity(fi); ok && id.links > 1 {
+	if id, ok := fileIdentity(fi); ok && links > 1 {
 		hfi, err := os.Stat(lf.home)
 		if hid, ok := fileIdentity(hfi); err == nil && ok && hid.dev == id.dev {
 			if other, err := lf.otherName(id, ownReal); err != nil {

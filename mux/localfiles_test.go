@@ -2,6 +2,7 @@ package mux
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -258,4 +259,34 @@ func TestUploadsAreCopies(t *testing.T) {
 		_, err := os.Stat(filepath.Join(dl, UploadsDir, "task1"))
 		return os.IsNotExist(err)
 	})
+}
+
+// TestLocalFilesSwappedWhileOpened: a name renamed over after the open (the hard link swap of SPEC §20's
+// tries: open a link to a file of the home's, put an innocent file back under the name before the count is
+// read) is refused, since the file held open is no longer what the name says.
+func TestLocalFilesSwappedWhileOpened(t *testing.T) {
+	home := t.TempDir()
+	secret := filepath.Join(home, "downloads", "acme", "victim", "secret.csv")
+	outside := t.TempDir()
+	innocent := filepath.Join(outside, "innocent.txt")
+	name := filepath.Join(outside, "report.csv")
+	if err := errors.Join(os.MkdirAll(filepath.Dir(secret), 0o700), os.WriteFile(secret, []byte("secret"), 0o600),
+		os.WriteFile(innocent, []byte("innocent"), 0o600), os.Link(secret, name)); err != nil {
+		t.Fatal(err)
+	}
+	lf := newLocalFiles(home)
+	f, err := openNoFollow(name, nil) // the mux's open lands on the secret's link
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := os.Link(innocent, name+".new"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(name+".new", name); err != nil { // the secret's extra name is gone: one link left
+		t.Fatal(err)
+	}
+	if err := lf.judgeOpen(f, name, name, nil); err == nil || !strings.Contains(err.Error(), "changed while the mux opened it") {
+		t.Fatalf("judgeOpen of a name swapped after the open = %v; want it refused", err)
+	}
 }
