@@ -35,7 +35,7 @@ func (m *Mux) handleClient(c *conn, b []byte) {
 		return
 	}
 	rt, known := lookupRoute(cmd.method)
-	k := &call{cmd: cmd}
+	var k *call // the judged call; forwarded ones need none
 	var refused, reason string
 	switch {
 	case !known:
@@ -45,6 +45,7 @@ func (m *Mux) handleClient(c *conn, b []byte) {
 	case rt.where == onPage && cmd.sessionID == "":
 		reason = pageOnlyRule
 	case rt.check != nil:
+		k = &call{cmd: cmd}
 		if refused, err = rt.check(m, c, k); err != nil {
 			c.send(errorFrame(cmd.id, cmd.sessionID, codeInvalidParam, "Invalid parameters: "+err.Error()))
 			return
@@ -59,8 +60,10 @@ func (m *Mux) handleClient(c *conn, b []byte) {
 		return
 	}
 	info := msgInfo{idStart: cmd.idStart, idEnd: cmd.idEnd, method: cmd.method, sessionID: cmd.sessionID, hasMethod: true}
-	if rt.judged || rt.check != nil {
+	var tp *cmdParams
+	if k != nil {
 		b, info = encodeCommand(&k.cmd, k.ps)
+		tp = k.tp
 	}
 	id := append([]byte(nil), cmd.id...)
 	m.mu.Lock()
@@ -71,7 +74,7 @@ func (m *Mux) handleClient(c *conn, b []byte) {
 	c.cl.active = time.Now()
 	m.touchActivityLocked()
 	m.upQuiet = true
-	m.routeLocked(c, b, info, id, k.tp)
+	m.routeLocked(c, b, info, id, tp)
 	m.upQuiet = false
 	up := m.up
 	m.mu.Unlock()

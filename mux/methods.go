@@ -18,7 +18,7 @@ type where int
 const (
 	// onPage: only on a session of one of the client's own targets (a page, its frames and workers).
 	onPage where = iota
-	// onAny: on the browser session too; such methods are judged (they are browser-wide by nature).
+	// onAny: on the browser session too (methods browser-wide by nature, judged, or harmless there).
 	onAny
 )
 
@@ -28,11 +28,10 @@ type route struct {
 	// refuse, when set, is why the method is always refused.
 	refuse string
 	// check judges a call before mu is taken (it may read the disk or ask the browser) and may rewrite its
-	// params; it returns what it refused ("" passes), reason saying why such a call is refused.
+	// params; it returns what it refused ("" passes), reason saying why such a call is refused. A judged call
+	// is re-encoded from what was judged before it goes (routeLocked judges ownership on the decoded params).
 	check  func(m *Mux, c *conn, k *call) (refused string, err error)
 	reason string
-	// judged marks a method whose params routeLocked (or check) decodes: it is re-encoded before it goes.
-	judged bool
 	// note says, for a forwarded method that takes a URL or a path, why forwarding it as it came is safe.
 	note string
 }
@@ -62,8 +61,8 @@ var domainRoutes = map[string]route{
 	"Storage": {}, "WebAudio": {}, "WebAuthn": {}, "WebMCP": {},
 
 	// Browser-wide domains: judged (ownership of targets, sessions, contexts, downloads; routeLocked).
-	"Target":  {where: onAny, check: targetParams, judged: true},
-	"Browser": {where: onAny, check: targetParams, judged: true},
+	"Target":  {where: onAny, check: targetParams},
+	"Browser": {where: onAny, check: targetParams},
 
 	// Browser-wide reaches with nothing of a client's own to scope them to.
 	"Tracing":    {where: onAny, refuse: traceRule},
@@ -81,11 +80,11 @@ var methodRoutes = map[string]route{
 	"Target.setRemoteLocations":     {where: onAny, refuse: "it changes browser-wide discovery for every client"},
 	"Target.sendMessageToTarget":    {where: onAny, refuse: "non-flattened sessions are not multiplexed; attach with flatten:true"},
 	"Target.openDevTools":           {where: onAny, refuse: "it opens a DevTools window, a browser page that reaches every tenant's tabs"},
-	"Target.attachToTarget":         {where: onAny, check: attachParams, judged: true, reason: "non-flattened sessions are not multiplexed; attach with flatten:true"},
-	"Target.createTarget":           {where: onAny, check: createTargetParams, judged: true, reason: urlRule},
-	"Target.createBrowserContext": {where: onAny, check: contextParams, judged: true,
+	"Target.attachToTarget":         {where: onAny, check: attachParams, reason: "non-flattened sessions are not multiplexed; attach with flatten:true"},
+	"Target.createTarget":           {where: onAny, check: createTargetParams, reason: urlRule},
+	"Target.createBrowserContext": {where: onAny, check: contextParams,
 		reason: "a store's traffic leaves through its own proxy only: a client may not give a browser context a proxy of its own"},
-	"Target.disposeBrowserContext": {where: onAny, check: targetParams, judged: true,
+	"Target.disposeBrowserContext": {where: onAny, check: targetParams,
 		reason: "only a browser context this client created may be disposed (the default one holds every tenant's tabs and the logged-in profile)"},
 
 	// Browser: what would hurt every tenant.
@@ -95,26 +94,26 @@ var methodRoutes = map[string]route{
 	"Browser.getVersion":            {where: onAny, note: "the version object, as /json/version serves it"},
 
 	// URLs (SPEC §13): every method that opens a URL in a page, or fetches one with a page's rights.
-	"Page.navigate":                      {check: urlsParams("url", "referrer"), judged: true, reason: urlRule},
-	"Page.navigateToHistoryEntry":        {check: historyEntry, judged: true, reason: urlRule},
-	"Network.loadNetworkResource":        {check: urlsParams("url"), judged: true, reason: urlRule},
-	"Fetch.continueRequest":              {check: urlsParams("url"), judged: true, reason: urlRule},
-	"Network.continueInterceptedRequest": {check: urlsParams("url"), judged: true, reason: urlRule},
+	"Page.navigate":                      {check: urlsParams("url", "referrer"), reason: urlRule},
+	"Page.navigateToHistoryEntry":        {check: historyEntry, reason: urlRule},
+	"Network.loadNetworkResource":        {check: urlsParams("url"), reason: urlRule},
+	"Fetch.continueRequest":              {check: urlsParams("url"), reason: urlRule},
+	"Network.continueInterceptedRequest": {check: urlsParams("url"), reason: urlRule},
 
 	// Local files (SPEC §13, §20): opened by the mux itself, and the browser gets its copy.
-	"DOM.setFileInputFiles":   {check: filesParam, judged: true, reason: fileRule},
-	"Input.dispatchDragEvent": {check: dragFiles, judged: true, reason: fileRule},
-	"Page.handleFileChooser":  {check: filesParam, judged: true, reason: fileRule}, // gone from current Chrome; older builds take files
+	"DOM.setFileInputFiles":   {check: filesParam, reason: fileRule},
+	"Input.dispatchDragEvent": {check: dragFiles, reason: fileRule},
+	"Page.handleFileChooser":  {check: filesParam, reason: fileRule}, // gone from current Chrome; older builds take files
 
 	// Streams: a client reads only the streams the mux handed it.
-	"IO.read":  {where: onAny, check: streamParam, judged: true, reason: streamRule},
-	"IO.close": {where: onAny, check: streamParam, judged: true, reason: streamRule},
+	"IO.read":  {where: onAny, check: streamParam, reason: streamRule},
+	"IO.close": {where: onAny, check: streamParam, reason: streamRule},
 
 	// The store's login is every tenant's.
 	"Network.clearBrowserCookies": {refuse: cookieJarRule},
-	"Storage.clearCookies":        {where: onAny, check: cookieContext, judged: true, reason: cookieJarRule},
-	"Storage.getCookies":          {where: onAny, check: cookieContext, judged: true, reason: "a client reads the cookies of the default browser context or of one it created"},
-	"Storage.setCookies":          {where: onAny, check: cookieContext, judged: true, reason: "a client sets the cookies of the default browser context or of one it created"},
+	"Storage.clearCookies":        {where: onAny, check: cookieContext, reason: cookieJarRule},
+	"Storage.getCookies":          {where: onAny, check: cookieContext, reason: "a client reads the cookies of the default browser context or of one it created"},
+	"Storage.setCookies":          {where: onAny, check: cookieContext, reason: "a client sets the cookies of the default browser context or of one it created"},
 
 	"Page.crash":                 {refuse: "it crashes a renderer process that other clients' tabs of the same site may share"},
 	"Cast.startDesktopMirroring": {refuse: "it mirrors the whole screen, every tenant's tabs"},
@@ -207,7 +206,7 @@ func MethodTable() string {
 		switch {
 		case r.refuse != "":
 			d = "refused: " + r.refuse
-		case r.check != nil || r.judged:
+		case r.check != nil:
 			d = "judged, then re-encoded"
 			if r.reason != "" {
 				d += ": " + r.reason

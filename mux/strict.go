@@ -42,7 +42,8 @@ type command struct {
 type strictReader struct {
 	dec   *jsontext.Decoder
 	r     bytes.Reader
-	names []keySet // per open object, the folded keys seen so far (reused between messages)
+	names []keySet // per open object, the keys seen so far (reused between messages)
+	msg   []byte   // the message being read: keys alias it
 	depth int
 }
 
@@ -63,6 +64,7 @@ func strictErr(format string, args ...any) error {
 // error back).
 func (s *strictReader) read(b []byte) (cmd command, err error) {
 	cmd.idStart = -1
+	s.msg = b
 	s.r.Reset(b)
 	if s.dec == nil {
 		s.dec = jsontext.NewDecoder(&s.r)
@@ -84,7 +86,7 @@ func (s *strictReader) read(b []byte) (cmd command, err error) {
 		if err != nil {
 			return cmd, err
 		}
-		switch name {
+		switch string(name) {
 		case "id":
 			v, err := d.ReadValue()
 			if err != nil {
@@ -108,7 +110,7 @@ func (s *strictReader) read(b []byte) (cmd command, err error) {
 			if err != nil {
 				return cmd, syntaxErr(err)
 			}
-			if name == "method" {
+			if string(name) == "method" {
 				cmd.method, cmd.hasMethod = str, true
 			} else {
 				cmd.sessionID = str
@@ -184,37 +186,47 @@ func (s *strictReader) walk() error {
 }
 
 // name reads an object's next key and refuses one that repeats a key of the same object in another case
-// (jsontext refuses exact repeats itself).
-func (s *strictReader) name() (string, error) {
-	tok, err := s.dec.ReadToken()
+// (jsontext refuses exact repeats itself). The key is returned as bytes of the message itself (decoded when
+// it has escapes), so the common key costs no allocation.
+func (s *strictReader) name() ([]byte, error) {
+	v, err := s.dec.ReadValue()
 	if err != nil {
-		return "", syntaxErr(err)
+		return nil, syntaxErr(err)
 	}
-	name := tok.String()
-	if !s.names[s.depth-1].add(foldKey(name)) {
-		return "", strictErr("key %q appears twice at %s, in another case", name, s.dec.StackPointer().Parent())
+	end := int(s.dec.InputOffset())
+	raw := s.msg[end-len(v) : end]
+	name := raw[1 : len(raw)-1]
+	if bytes.IndexByte(raw, '\\') >= 0 {
+		if name, err = jsontext.AppendUnquote(nil, raw); err != nil {
+			return nil, syntaxErr(err)
+		}
+	}
+	if !s.names[s.depth-1].add(name) {
+		return nil, strictErr("key %q appears twice at %s, in another case", name, s.dec.StackPointer().Parent())
 	}
 	return name, nil
 }
 
-// keySet is one open object's folded keys: a short list compared in turn, and a map once the object is large
-// (headers, say), so a hostile object of many keys costs one lookup per key.
+// keySet is one open object's keys: a short list compared in turn (bytes.EqualFold: Unicode simple folding),
+// and a map of folded keys once the object is large (headers, say), so a hostile object of many keys costs
+// one lookup per key.
 type keySet struct {
-	list []string
+	list [][]byte
 	set  map[string]struct{}
 }
 
-// add records key and reports whether it is new.
-func (k *keySet) add(key string) bool {
+// add records key and reports whether no key of the object equals it in any case.
+func (k *keySet) add(key []byte) bool {
 	if k.set != nil {
-		if _, dup := k.set[key]; dup {
+		f := foldKey(string(key))
+		if _, dup := k.set[f]; dup {
 			return false
 		}
-		k.set[key] = struct{}{}
+		k.set[f] = struct{}{}
 		return true
 	}
 	for _, o := range k.list {
-		if o == key {
+		if bytes.EqualFold(o, key) {
 			return false
 		}
 	}
@@ -222,7 +234,7 @@ func (k *keySet) add(key string) bool {
 	if len(k.list) == maxFoldScan {
 		k.set = make(map[string]struct{}, 4*maxFoldScan)
 		for _, o := range k.list {
-			k.set[o] = struct{}{}
+			k.set[foldKey(string(o))] = struct{}{}
 		}
 	}
 	return true
