@@ -193,4 +193,10 @@ func TestAgentSocketAuxClient(t *testing.T) {
 	}
 	wantAPIError(t, ask(api.KindWeb, "", api.AuxClient, web), http.StatusForbidden, "its own clients only")
 	wantAPIError(t, ask(api.KindStore, acme.ID, "manual", tok), http.StatusForbidden, "or its store's aux")
+	// A call on the aux session is the task's call: its report goes to the task's timeline.
+	c := &api.Client{Socket: sock, Token: tok.Token}
+	if err := c.ReportCall(bg, task, api.CallReport{Client: api.AuxClient}); err != nil {
+		t.Errorf("the task's report of a call on the aux session: %v; want it recorded", err)
+	}
+	wantAPIError(t, c.ReportCall(bg, task, api.CallReport{Client: "manual"}), http.StatusBadRequest, "a task reports its own calls")
 }

@@ -164,9 +164,10 @@ func (m *Manager) agentTaskCall(r *http.Request, c agentCall) (any, error) {
 
 // recordCall checks a call report and hands it to the recorder, with the call's running browser.
 func (m *Manager) recordCall(ctx context.Context, task, storeID string, rep api.CallReport) (any, error) {
-	if clientid.OwnerDir(rep.Client) != task {
-		return nil, fmt.Errorf("%w: client %q is not task %s's: a task reports its own calls (client %s or %s-wN)",
-			apierr.ErrBadRequest, rep.Client, task, task, task)
+	// A task's calls on its store's aux session (SPEC §20: its token opens it) are its calls too.
+	if clientid.OwnerDir(rep.Client) != task && rep.Client != api.AuxClient {
+		return nil, fmt.Errorf("%w: client %q is not task %s's: a task reports its own calls (client %s, %s-wN or %s)",
+			apierr.ErrBadRequest, rep.Client, task, task, task, api.AuxClient)
 	}
 	sp, err := m.specOf(ctx, storeID)
 	if err != nil {
