@@ -28,6 +28,7 @@ type agentCall struct {
 	token state.TaskToken
 	kind  string // api.KindStore or api.KindWeb
 	name  string // its browser's, for messages: "store Acme", "the web browser"
+	base  string // its sessions' base name: the store's slug, or api.WebSlug
 }
 
 // agentRoutes is the agents' socket's API: the routes the shim and vibe-browser mcp call, each checked
@@ -100,9 +101,9 @@ func (m *Manager) admitAgent(r *http.Request) (agentCall, error) {
 		return agentCall{}, fmt.Errorf("%w: task %s's token is for %s: only its agent user (%s, uid %d) may present "+
 			"it, and this caller runs as uid %d", apierr.ErrForbidden, tt.TaskID, sp.Name, who, want, uid)
 	}
-	c := agentCall{token: tt, kind: api.KindStore, name: sp.Name}
+	c := agentCall{token: tt, kind: api.KindStore, name: sp.Name, base: sp.Slug}
 	if tt.StoreID == "" {
-		c.kind = api.KindWeb
+		c.kind, c.base = api.KindWeb, api.WebSlug
 	}
 	return c, nil
 }
@@ -202,7 +203,40 @@ func (m *Manager) agentEvent(r *http.Request, c agentCall) (any, error) {
 	if err := c.own(&kind, &ev.StoreID, &ev.TaskID); err != nil {
 		return nil, err
 	}
+	if err := checkReport(ev); err != nil {
+		return nil, err
+	}
+	if err := c.ownSession(ev.BUName, m.cfg.WorkerSlots); err != nil {
+		return nil, err
+	}
 	return m.recordEvent(ev)
+}
+
+// ownSession checks that a shim's report names a session of the caller's task (SPEC §3's table): its own,
+// one of its --worker slots', or its store's aux session.
+func (c agentCall) ownSession(buName string, slots int) error {
+	own, _ := api.SessionNames(c.base, c.token.TaskID, 0, false)
+	forms := own
+	if buName == own {
+		return nil
+	}
+	for n := 1; n <= slots; n++ {
+		if bu, _ := api.SessionNames(c.base, c.token.TaskID, n, false); buName == bu {
+			return nil
+		}
+	}
+	if slots > 0 {
+		forms += fmt.Sprintf(", %s-wN with N from 1 to %d", own, slots)
+	}
+	if c.kind == api.KindStore {
+		aux, _ := api.SessionNames(c.base, c.token.TaskID, 0, true)
+		if buName == aux {
+			return nil
+		}
+		forms += ", " + aux
+	}
+	return fmt.Errorf("%w: session %q is not task %s's: a shim reports only on its task's own sessions (%s)",
+		apierr.ErrForbidden, buName, c.token.TaskID, forms)
 }
 
 func (m *Manager) agentCreateHandoff(r *http.Request, c agentCall) (any, error) {

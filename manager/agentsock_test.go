@@ -44,7 +44,9 @@ func TestAgentSocketRules(t *testing.T) {
 		t.Errorf("the minted task is %+v, %v; want it registered as running", tt, err)
 	}
 	as := func(token string) *api.Client { return &api.Client{Socket: sock, Token: token} }
-	ev := func(store, task string) api.Event { return api.Event{Kind: "note", StoreID: store, TaskID: task} }
+	ev := func(store, task string) api.Event {
+		return api.Event{Kind: api.EventWedgeUnrecoverable, StoreID: store, TaskID: task, BUName: "acme-" + task[:8]}
+	}
 	if err := as(tok.Token).ReportEvent(bg, ev(acme.ID, task)); err != nil {
 		t.Errorf("the task's own event: %v", err)
 	}
@@ -199,4 +201,56 @@ func TestAgentSocketAuxClient(t *testing.T) {
 		t.Errorf("the task's report of a call on the aux session: %v; want it recorded", err)
 	}
 	wantAPIError(t, c.ReportCall(bg, task, api.CallReport{Client: "manual"}), http.StatusBadRequest, "a task reports its own calls")
+}
+
+// The manager's voice is the manager's (issue 37): on the agents' socket a task reports only what a shim
+// reports (its session's wedge), on its own sessions; the manager's own kinds are refused naming the rule
+// and the kinds allowed, and what a task reports is listed as the agent's words.
+func TestAgentSocketTakesOnlyAShimsReports(t *testing.T) {
+	d := startDaemon(t, nil, true)
+	const task = "a1b2c3d4-0001"
+	acme, _, tok := twoStores(t, d, task)
+	a := &api.Client{Socket: filepath.Join(d.home, api.AgentSocketRel), Token: tok.Token}
+	report := func(kind, session string) error {
+		return a.ReportEvent(bg, api.Event{Kind: kind, StoreID: acme.ID, TaskID: task, BUName: session,
+			Message: "the browser is unrecoverable for session " + session})
+	}
+	for _, session := range []string{"acme-a1b2c3d4", "acme-a1b2c3d4-w2", "acme-aux"} {
+		if err := report(api.EventWedgeUnrecoverable, session); err != nil {
+			t.Errorf("the shim's wedge report on %s: %v", session, err)
+		}
+	}
+	refusals := []struct{ kind, session, want string }{
+		{api.EventBudgetSpent, "acme-a1b2c3d4", "not one a shim reports"},
+		{api.EventBrowserDied, "acme-a1b2c3d4", "not one a shim reports"},
+		{api.EventBrowserRelaunched, "acme-a1b2c3d4", "a shim may report only [wedge_unrecoverable]"},
+		{api.EventHandoffRequested, "acme-a1b2c3d4", "not one a shim reports"},
+		{"note", "acme-a1b2c3d4", "not one a shim reports"},
+		{api.EventWedgeUnrecoverable, "acme-b2c3d4e5", "not task a1b2c3d4-0001's"},
+		{api.EventWedgeUnrecoverable, "acme-a1b2c3d4-w9", "acme-a1b2c3d4-wN with N from 1 to 3, acme-aux"},
+		{api.EventWedgeUnrecoverable, "bolt-aux", "not task a1b2c3d4-0001's"},
+	}
+	for _, tt := range refusals {
+		t.Run(tt.kind+" on "+tt.session, func(t *testing.T) {
+			wantAPIError(t, report(tt.kind, tt.session), http.StatusForbidden, tt.want)
+		})
+	}
+	evs, err := d.client.Events(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reports int
+	for _, ev := range evs {
+		switch {
+		case ev.Kind != api.EventWedgeUnrecoverable:
+			t.Errorf("event %+v listed; want only the shim's reports", ev)
+		case ev.From != api.FromAgent:
+			t.Errorf("the shim's report %+v; want it marked as the agent's (from %q)", ev, api.FromAgent)
+		default:
+			reports++
+		}
+	}
+	if reports != 3 {
+		t.Errorf("%d reports listed; want the 3 taken", reports)
+	}
 }

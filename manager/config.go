@@ -55,7 +55,12 @@ type Config struct {
 	AgentUser         string        // VIBE_AGENT_USER: the agent user of a store that names none (SPEC §14); "" = none
 	Timeline          string        // VIBE_TIMELINE (full): what a store that names no mode records (SPEC §15): full, meta or off
 	TimelineKeepDays  int           // VIBE_TIMELINE_KEEP_DAYS (30): timeline entries older than this are pruned; 0 keeps them
-	TimelineMaxMB     int           // VIBE_TIMELINE_MAX_MB (200): a task's shots beyond this are dropped, oldest first
+	TimelineMaxMB     int           // VIBE_TIMELINE_MAX_MB (200): a task's timeline (entries and shots); oldest shots dropped first, then its calls refused
+	DownloadMaxMB     int           // VIBE_DOWNLOAD_MAX_MB (1024): a task's downloads; one that passes it is cancelled
+	HandoffMax        int           // VIBE_HANDOFF_MAX (3): a task's open handoffs; one more is refused
+	TaskEventsPerMin  int           // VIBE_TASK_EVENTS_PER_MIN (20): a task's reported events and handoffs asked, per minute
+	AgentConnMax      int           // VIBE_AGENT_CONN_MAX (64): open connections to run/agent.sock per peer uid
+	AgentIdle         time.Duration // VIBE_AGENT_IDLE_S (30): an agent.sock connection silent this long is closed
 
 	// muxTiming overrides the muxes' keepalive and reconnect timing; only tests set it.
 	muxTiming browsers.MuxTiming
@@ -128,6 +133,11 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		{name: "VIBE_TIMELINE", choice: &c.Timeline, choices: []string{api.TimelineFull, api.TimelineMeta, api.TimelineOff}},
 		{name: "VIBE_TIMELINE_KEEP_DAYS", def: 30, lo: 0, hi: 36500, integer: &c.TimelineKeepDays},
 		{name: "VIBE_TIMELINE_MAX_MB", def: 200, lo: 1, hi: 1 << 20, integer: &c.TimelineMaxMB},
+		{name: "VIBE_DOWNLOAD_MAX_MB", def: 1024, lo: 1, hi: 1 << 24, integer: &c.DownloadMaxMB},
+		{name: "VIBE_HANDOFF_MAX", def: 3, lo: 1, hi: 1000, integer: &c.HandoffMax},
+		{name: "VIBE_TASK_EVENTS_PER_MIN", def: 20, lo: 1, hi: 100000, integer: &c.TaskEventsPerMin},
+		{name: "VIBE_AGENT_CONN_MAX", def: 64, lo: 1, hi: 100000, integer: &c.AgentConnMax},
+		{name: "VIBE_AGENT_IDLE_S", def: 30, lo: 1, hi: 3600, seconds: &c.AgentIdle},
 	}
 	for _, k := range knobs {
 		if err := k.parse(getenv(k.name)); err != nil {

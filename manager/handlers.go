@@ -8,8 +8,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/apierr"
 	"vibebrowser/manager/browsers"
@@ -261,29 +259,6 @@ func (m *Manager) handleDeleteTask(r *http.Request) (any, error) {
 func (m *Manager) handleWriteWrappers(r *http.Request) (any, error) {
 	return struct{}{}, m.syncWrappers(r.Context())
 }
-
-func (m *Manager) handleEvent(r *http.Request) (any, error) {
-	var ev api.Event
-	if err := decode(r, &ev); err != nil {
-		return nil, err
-	}
-	return m.recordEvent(ev)
-}
-
-// recordEvent notes an event a shim reports.
-func (m *Manager) recordEvent(ev api.Event) (any, error) {
-	if ev.Kind == "" {
-		return nil, fmt.Errorf("%w: event kind is required", apierr.ErrBadRequest)
-	}
-	key := ev.StoreID
-	if key == "" {
-		key = api.WebKey
-	}
-	m.note(zerolog.WarnLevel, ev.Kind, key, ev)
-	return struct{}{}, nil
-}
-
-func (m *Manager) handleListEvents(*http.Request) (any, error) { return m.events.list(), nil }
 
 // handleUILogin mints a one-time login code for the web UI (`vibe-browser ui`). Only the socket's own uid
 // can reach this route, which is what makes the code worth trusting.

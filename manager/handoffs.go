@@ -86,6 +86,10 @@ type handoffDesk struct {
 	renew  func(ctx context.Context, taskID, storeID string) error // the lease of a task waiting for a person
 	uiLink func(path string) string
 	hub    handoffHub
+
+	// createMu makes a task's count of its pending handoffs and the new one's record one step, so that two
+	// asked at once never both pass VIBE_HANDOFF_MAX.
+	createMu sync.Mutex
 }
 
 // createHandoff is the shim's --ask-human: the request checked like an ensure, the task's lease renewed,
@@ -120,6 +124,9 @@ func (m *Manager) createHandoff(ctx context.Context, req api.HandoffRequest) (ap
 	default:
 		return api.Handoff{}, fmt.Errorf("%w: kind %q: want store or web", apierr.ErrBadRequest, req.Kind)
 	}
+	if err := m.countTask(req.TaskID, key, "handoff"); err != nil {
+		return api.Handoff{}, err
+	}
 	if req.TaskID != "" {
 		if err := m.touchTask(ctx, req.TaskID, storeID); err != nil {
 			return api.Handoff{}, err
@@ -130,15 +137,35 @@ func (m *Manager) createHandoff(ctx context.Context, req api.HandoffRequest) (ap
 		wait = api.DefaultHandoffWaitS * time.Second
 	}
 	wait = min(wait, m.cfg.HandoffWaitMax)
-	h, err := m.db.CreateHandoff(ctx, state.Handoff{StoreID: storeID, TaskID: req.TaskID, ClientID: req.ClientID,
+	h, err := m.recordHandoff(ctx, state.Handoff{StoreID: storeID, TaskID: req.TaskID, ClientID: req.ClientID,
 		BUName: req.BUName, Reason: req.Reason, Deadline: time.Now().Add(wait)})
 	if err != nil {
 		return api.Handoff{}, err
 	}
 	m.handoffs.hub.wake()
 	m.note(zerolog.WarnLevel, api.EventHandoffRequested, key, api.Event{TaskID: h.TaskID, BUName: h.BUName,
-		Message: h.Reason, Handoff: h.ID})
+		Message: h.Reason, Handoff: h.ID, From: api.FromAgent})
 	return m.handoffs.views(stores, []state.Handoff{h})[0], nil
+}
+
+// recordHandoff records a new pending handoff unless its task already has VIBE_HANDOFF_MAX of them: one
+// task's requests never bury another store's.
+func (m *Manager) recordHandoff(ctx context.Context, h state.Handoff) (state.Handoff, error) {
+	d := m.handoffs
+	d.createMu.Lock()
+	defer d.createMu.Unlock()
+	if h.TaskID != "" {
+		n, err := d.db.PendingHandoffs(ctx, h.TaskID)
+		if err != nil {
+			return state.Handoff{}, err
+		}
+		if n >= m.cfg.HandoffMax {
+			m.metrics.quotaHit(quotaHandoffs)
+			return state.Handoff{}, fmt.Errorf("%w: task %s already waits on %d handoffs, its quota (VIBE_HANDOFF_MAX=%d): "+
+				"wait for a person to answer one, or cancel one, before asking again", apierr.ErrQuota, h.TaskID, n, m.cfg.HandoffMax)
+		}
+	}
+	return d.db.CreateHandoff(ctx, h)
 }
 
 // answer records a person's answer (done or can't help, with an optional note) and wakes the agent.
@@ -159,15 +186,15 @@ func (d *handoffDesk) answer(ctx context.Context, id string, a api.HandoffAnswer
 	if err != nil {
 		return api.Handoff{}, err
 	}
-	msg := "a person marked it done"
+	msg, from := "a person marked it done", api.FromManager
 	if to == state.HandoffCantHelp {
 		msg = "a person cannot help"
 	}
 	if h.Note != "" {
-		msg += ": " + h.Note
+		msg, from = msg+": "+h.Note, api.FromPerson
 	}
 	d.note(zerolog.InfoLevel, api.EventHandoffAnswered, handoffKey(h), api.Event{TaskID: h.TaskID, BUName: h.BUName,
-		Message: msg, Handoff: h.ID})
+		Message: msg, Handoff: h.ID, From: from})
 	return d.view(ctx, h)
 }
 
@@ -178,7 +205,7 @@ func (d *handoffDesk) cancel(ctx context.Context, id string) (api.Handoff, error
 		return api.Handoff{}, err
 	}
 	d.note(zerolog.InfoLevel, api.EventHandoffCancelled, handoffKey(h), api.Event{TaskID: h.TaskID, BUName: h.BUName,
-		Message: "the agent stopped waiting: " + h.Reason, Handoff: h.ID})
+		Message: "the agent stopped waiting; it had asked: " + h.Reason, Handoff: h.ID, From: api.FromAgent})
 	return d.view(ctx, h)
 }
 
@@ -263,7 +290,7 @@ func (d *handoffDesk) expire(ctx context.Context) error {
 	for _, h := range expired {
 		d.hub.changed(h.ID)
 		d.note(zerolog.WarnLevel, api.EventHandoffTimedOut, handoffKey(h), api.Event{TaskID: h.TaskID, BUName: h.BUName,
-			Message: "nobody answered in time: " + h.Reason, Handoff: h.ID})
+			Message: "nobody answered in time; the agent had asked: " + h.Reason, Handoff: h.ID, From: api.FromAgent})
 	}
 	return nil
 }

@@ -238,11 +238,14 @@ func TestNotifyURLGetsHandoffsAndWedges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, kind := range []string{api.EventBrowserDied, api.EventWedgeUnrecoverable} {
-		if err := d.client.ReportEvent(bg, api.Event{Kind: kind, StoreID: store.ID, TaskID: handoffTask,
-			BUName: "acme-shop-a1b2c3d4", Message: "two timeouts in a row"}); err != nil {
-			t.Fatal(err)
-		}
+	report := func(kind string) error {
+		return d.client.ReportEvent(bg, api.Event{Kind: kind, StoreID: store.ID, TaskID: handoffTask,
+			BUName: "acme-shop-a1b2c3d4", Message: "two timeouts in a row"})
+	}
+	// The manager's own kinds come from the manager alone, even on the owner's socket.
+	wantAPIError(t, report(api.EventBudgetSpent), http.StatusForbidden, "not one a shim reports")
+	if err := report(api.EventWedgeUnrecoverable); err != nil {
+		t.Fatal(err)
 	}
 	testkit.WaitFor(t, 10*time.Second, "two notifications", func() bool {
 		mu.Lock()
@@ -255,11 +258,12 @@ func TestNotifyURLGetsHandoffsAndWedges(t *testing.T) {
 		t.Fatalf("the receiver got %+v; want the handoff and the wedge only", got)
 	}
 	if n := got[0]; n.Kind != api.EventHandoffRequested || n.Store != "acme-shop" || n.Task != handoffTask ||
-		n.Reason != "enter the SMS code" || n.Handoff != h.ID || n.At.IsZero() {
-		t.Errorf("handoff notification %+v; want kind, store slug, task, reason, handoff id and time", n)
+		n.Reason != "agent says: enter the SMS code" || n.From != api.FromAgent || n.Handoff != h.ID || n.At.IsZero() {
+		t.Errorf("handoff notification %+v; want kind, store slug, task, the reason as the agent's, handoff id and time", n)
 	}
-	if n := got[1]; n.Kind != api.EventWedgeUnrecoverable || n.Store != "acme-shop" || n.Reason != "two timeouts in a row" {
-		t.Errorf("wedge notification %+v; want the store's slug and the shim's message", n)
+	if n := got[1]; n.Kind != api.EventWedgeUnrecoverable || n.Store != "acme-shop" ||
+		n.Reason != "agent says: two timeouts in a row" || n.From != api.FromAgent {
+		t.Errorf("wedge notification %+v; want the store's slug and the shim's message as the agent's", n)
 	}
 }
 

@@ -248,3 +248,14 @@ func (db *DB) CountHandoffs(ctx context.Context) (map[HandoffStatus]int, error) 
 	}
 	return counts, nil
 }
+
+// PendingHandoffs counts task's pending handoffs (VIBE_HANDOFF_MAX bounds them).
+func (db *DB) PendingHandoffs(ctx context.Context, taskID string) (int, error) {
+	var n int
+	err := db.sql.QueryRowContext(ctx, "SELECT count(*) FROM handoffs WHERE status = ? AND task_id = ?",
+		HandoffPending, taskID).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count task %s's pending handoffs: %w", taskID, err)
+	}
+	return n, nil
+}

@@ -171,4 +171,9 @@ func TestExpireAndCountHandoffs(t *testing.T) {
 	if err != nil || len(all) != 3 || all[0].ID != soon.ID || all[2].ID != answered.ID {
 		t.Errorf("ListHandoffs(all) = %+v, %v; want the three, oldest first", all, err)
 	}
+	for task, want := range map[string]int{"0123abcd-task": 1, "4567cdef-task": 0} {
+		if n, err := db.PendingHandoffs(ctx, task); err != nil || n != want {
+			t.Errorf("PendingHandoffs(%s) = %d, %v; want %d", task, n, err, want)
+		}
+	}
 }

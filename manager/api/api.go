@@ -3,6 +3,7 @@
 package api
 
 import (
+	"slices"
 	"time"
 
 	"vibebrowser/mux/clientid"
@@ -338,7 +339,7 @@ type Download struct {
 	At       time.Time `json:"at"`
 }
 
-// Event kinds: the first is reported by shims, the others by the manager itself.
+// Event kinds: the first is reported by shims (ShimEventKinds), the others by the manager itself.
 const (
 	EventWedgeUnrecoverable = "wedge_unrecoverable" // a session timed out twice in a row (shim exit 75)
 	EventBrowserDied        = "browser_died"        // a browser exited under the manager and was buried
@@ -347,6 +348,23 @@ const (
 	EventBrowserAdopted     = "browser_adopted"      // a browser a previous manager left running was taken over
 	EventStrayClosed        = "browser_stray_closed" // a browser left running that could not be adopted was closed
 	EventIdleStop           = "browser_idle_stopped"
+)
+
+// ShimEventKinds are the only kinds POST PathEvents takes: what a shim reports of its own session. Every
+// other kind is raised by the manager itself and never taken from a caller.
+var ShimEventKinds = []string{EventWedgeUnrecoverable}
+
+// ShimEventKind reports whether kind is one a shim reports (POST PathEvents), not the manager's own.
+func ShimEventKind(kind string) bool { return slices.Contains(ShimEventKinds, kind) }
+
+// MaxEventMessage bounds a reported event's message, in bytes.
+const MaxEventMessage = 2000
+
+// Whose words an event's message or a timeline entry holds (Event.From, Entry.From).
+const (
+	FromManager = "manager" // the manager's own
+	FromAgent   = "agent"   // an agent's: a shim's report, a handoff's reason, a call's code and output
+	FromPerson  = "person"  // a person's: a handoff's answer
 )
 
 // Event is something that happened to a browser or a task. Shims report theirs (POST PathEvents); the
@@ -359,6 +377,9 @@ type Event struct {
 	TaskID  string    `json:"task_id,omitempty"`
 	Message string    `json:"message,omitempty"`
 	Handoff string    `json:"handoff,omitempty"` // the handoff's id, for its events
+	// From is whose words Message holds (FromManager, FromAgent, FromPerson), set by the manager: whatever
+	// shows an event says an agent's words are the agent's, never the manager's.
+	From string `json:"from,omitempty"`
 }
 
 // UILogin is the answer of PathUILogin: a single-use code for the web UI and the URL that spends it.

@@ -15,6 +15,7 @@ const (
 	CodeForbidden      = "forbidden"       // the caller may not ask this: the rule is in the message (403)
 	CodeConflict       = "conflict"        // a name, slug or Ziniao account is taken (409)
 	CodeRelaunchBudget = "relaunch_budget" // the store's relaunch budget is spent (429)
+	CodeQuota          = "quota"           // a task is at a quota: the message names it and its knob (429)
 	CodeShuttingDown   = "shutting_down"   // the manager is stopping (503)
 	CodeUnavailable    = "unavailable"     // something the request needs is missing on this machine (503)
 	CodeStartFailed    = "start_failed"    // the browser could not be started (502)

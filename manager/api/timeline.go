@@ -95,6 +95,9 @@ type Entry struct {
 	Kind   string    `json:"kind"`
 	Client string    `json:"client,omitempty"` // the mux client; a --worker slot's is <task>-wN
 	Slot   int       `json:"slot,omitempty"`   // that slot's N, 0 for the task's own session
+	// From is FromAgent for an entry that holds an agent's words (a call's report: its code, arguments,
+	// output and message; a fault a report told; a handoff's question), else FromManager.
+	From string `json:"from,omitempty"`
 
 	Call     *CallReport    `json:"call,omitempty"`
 	Shot     *ShotEntry     `json:"shot,omitempty"`

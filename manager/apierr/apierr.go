@@ -34,6 +34,8 @@ var (
 	ErrUnauthorized = errors.New("unauthorized")
 	// ErrForbidden: the caller may not ask this (403); the message names the rule (SPEC §14).
 	ErrForbidden = errors.New("forbidden")
+	// ErrQuota: a task is at one of its quotas (429); the message names the quota and its knob.
+	ErrQuota = errors.New("quota reached")
 )
 
 // ErrNoRoute answers a path no handler serves: a client of another version, not a missing store.
@@ -53,6 +55,7 @@ var errorClasses = []struct {
 	{[]error{state.ErrNotFound}, http.StatusNotFound, api.CodeNotFound},
 	{[]error{state.ErrConflict, chrome.ErrProfileInUse, ziniao.ErrAccountBusy}, http.StatusConflict, api.CodeConflict},
 	{[]error{ErrBudget}, http.StatusTooManyRequests, api.CodeRelaunchBudget},
+	{[]error{ErrQuota}, http.StatusTooManyRequests, api.CodeQuota},
 	{[]error{ErrShuttingDown}, http.StatusServiceUnavailable, api.CodeShuttingDown},
 	{[]error{ErrUnavailable, state.ErrExhausted}, http.StatusServiceUnavailable, api.CodeUnavailable},
 	{[]error{ErrStartFailed}, http.StatusBadGateway, api.CodeStartFailed},

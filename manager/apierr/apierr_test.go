@@ -35,6 +35,7 @@ func TestErrorClassesReachTheClient(t *testing.T) {
 		{ziniao.ErrAccountBusy, 409, api.CodeConflict},
 		{cdp.ErrBadURL, 400, api.CodeBadRequest},
 		{ErrBudget, 429, api.CodeRelaunchBudget},
+		{ErrQuota, 429, api.CodeQuota},
 		{ErrShuttingDown, 503, api.CodeShuttingDown},
 		{ErrUnavailable, 503, api.CodeUnavailable},
 		{state.ErrExhausted, 503, api.CodeUnavailable},

@@ -32,10 +32,19 @@ const (
 	notifyBackoff  = time.Second
 )
 
-// notifyQueue is how many notifications may wait for the sender: a burst (every store's budget spent at
-// once, a dozen agents asking at the same moment) fits; beyond it the newest is dropped, logged and
-// counted, because noting an event may happen under a store's lock and must never wait for a web server.
-const notifyQueue = 64
+// notifyQueue is how many of the manager's own notifications and handoffs may wait for the sender: a burst
+// (every store's budget spent at once, a dozen agents asking at the same moment) fits; beyond it the newest
+// is dropped, logged and counted, because noting an event may happen under a store's lock and must never
+// wait for a web server. reportQueue is the same for the shims' reports, which wait in a queue of their own
+// and go only when none of the others waits: an agent's flood of reports never delays or drops another
+// store's handoff.
+const (
+	notifyQueue = 64
+	reportQueue = 16
+)
+
+// AgentSays begins a notification's reason that is an agent's words, not the manager's.
+const AgentSays = "agent says: "
 
 // Notification is the JSON body POSTed to VIBE_NOTIFY_URL.
 type Notification struct {
@@ -43,7 +52,8 @@ type Notification struct {
 	Store   string    `json:"store"` // the store's slug, "web" for the web browser
 	Task    string    `json:"task,omitempty"`
 	Session string    `json:"bu_name,omitempty"`
-	Reason  string    `json:"reason"` // the agent's reason, or what happened
+	Reason  string    `json:"reason"` // what happened, or the agent's words after AgentSays
+	From    string    `json:"from"`   // whose words Reason holds: api.FromManager or api.FromAgent
 	Handoff string    `json:"handoff,omitempty"`
 	URL     string    `json:"url,omitempty"` // where to act in the web UI; empty with the UI off
 	At      time.Time `json:"at"`
@@ -55,7 +65,8 @@ type Sender struct {
 	url      string
 	client   *http.Client
 	log      zerolog.Logger
-	queue    chan api.Event
+	queue    chan api.Event                                // the manager's own and the handoffs'
+	reports  chan api.Event                                // the shims' reports (api.ShimEventKind)
 	describe func(context.Context, api.Event) Notification // the payload, built in the sender (it reads state)
 	timeout  time.Duration                                 // notifyTimeout; tests shorten it
 	backoff  time.Duration                                 // notifyBackoff; tests shorten it
@@ -66,6 +77,7 @@ type Sender struct {
 
 func New(url string, log zerolog.Logger, describe func(context.Context, api.Event) Notification) *Sender {
 	n := &Sender{url: url, client: &http.Client{}, log: log, queue: make(chan api.Event, notifyQueue),
+		reports:  make(chan api.Event, reportQueue),
 		describe: describe, timeout: notifyTimeout, backoff: notifyBackoff,
 		sent: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "vibe_notify_sent_total", Help: "Notifications VIBE_NOTIFY_URL accepted (a 2xx answer).",
@@ -80,16 +92,39 @@ func New(url string, log zerolog.Logger, describe func(context.Context, api.Even
 	return n
 }
 
-// enqueue hands ev to the sender without waiting; it drops ev when the queue is full.
+// Enqueue hands ev to the sender without waiting, in the shims' reports' queue or the other; it drops ev
+// when that queue is full.
 func (n *Sender) Enqueue(ev api.Event) {
 	if n.url == "" || !notifyKinds[ev.Kind] {
 		return
 	}
+	q := n.queue
+	if api.ShimEventKind(ev.Kind) {
+		q = n.reports
+	}
 	select {
-	case n.queue <- ev:
+	case q <- ev:
 	default:
 		n.failures.WithLabelValues("queue_full").Inc()
-		n.log.Error().Str("kind", ev.Kind).Int("queue", notifyQueue).Msg("notification dropped: the queue to VIBE_NOTIFY_URL is full")
+		n.log.Error().Str("kind", ev.Kind).Int("queue", cap(q)).Msg("notification dropped: the queue to VIBE_NOTIFY_URL is full")
+	}
+}
+
+// next is the next notification to send: the manager's own and the handoffs' first, a shim's report only
+// when none of them waits; ok is false once ctx ends.
+func (n *Sender) next(ctx context.Context) (ev api.Event, ok bool) {
+	select {
+	case ev := <-n.queue:
+		return ev, true
+	default:
+	}
+	select {
+	case ev := <-n.queue:
+		return ev, true
+	case ev := <-n.reports:
+		return ev, true
+	case <-ctx.Done():
+		return api.Event{}, false
 	}
 }
 
@@ -99,15 +134,14 @@ func (n *Sender) Run(ctx context.Context) {
 		return
 	}
 	for {
-		select {
-		case <-ctx.Done():
-			if left := len(n.queue); left > 0 {
+		ev, ok := n.next(ctx)
+		if !ok {
+			if left := len(n.queue) + len(n.reports); left > 0 {
 				n.log.Warn().Int("dropped", left).Msg("the manager is stopping: queued notifications are not sent")
 			}
 			return
-		case ev := <-n.queue:
-			n.send(ctx, n.describe(ctx, ev))
 		}
+		n.send(ctx, n.describe(ctx, ev))
 	}
 }
 

@@ -184,7 +184,22 @@ func entryView(e state.TimelineEntry) (api.Entry, error) {
 	if v.Shot != nil {
 		v.Shot.Bytes = e.Bytes // 0 once the size cap dropped its file
 	}
+	v.From = from(v)
 	return v, nil
+}
+
+// from is whose words entry v holds: a call's report is the agent's, and so are the faults it told and a
+// handoff's question; a handoff's note is the person's.
+func from(v api.Entry) string {
+	switch {
+	case v.Call != nil,
+		v.Fault != nil && (v.Fault.What == api.FaultTimeout || v.Fault.What == api.FaultWedge),
+		v.Handoff != nil && v.Handoff.Question != "":
+		return api.FromAgent
+	case v.Handoff != nil && v.Handoff.Note != "":
+		return api.FromPerson
+	}
+	return api.FromManager
 }
 
 // fill sets an entry's kind field to a new value and returns it, for the entry's JSON to be read into.
