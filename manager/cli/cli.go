@@ -65,13 +65,23 @@ func (g *globals) client() *api.Client {
 
 // printJSON writes v indented, for --json output.
 func (g *globals) printJSON(v any) error {
-	enc := json.NewEncoder(g.stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = g.stdout.Write(append(safeJSON(b), '\n'))
+	return err
 }
 
 // printJSONLine prints v as one line of JSON (a stream of them is JSON Lines).
-func (g *globals) printJSONLine(v any) error { return json.NewEncoder(g.stdout).Encode(v) }
+func (g *globals) printJSONLine(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = g.stdout.Write(append(safeJSON(b), '\n'))
+	return err
+}
 
 // Run parses args and runs the command, returning the process exit code. Errors are printed once, as one
 // line on stderr.
@@ -156,5 +166,5 @@ func oneLine(err error) string {
 	if errors.As(err, &apiErr) {
 		msg = apiErr.Message
 	}
-	return strings.Join(strings.Fields(msg), " ")
+	return safeText(strings.Join(strings.Fields(msg), " ")) // a refusal may quote what an agent sent
 }

@@ -67,8 +67,9 @@ func printHandoffs(out io.Writer, hs []api.Handoff, answered bool) {
 	w.Flush()
 }
 
-// oneLineText is s with its runs of white space (newlines and tabs included: a note may have them) as one space.
-func oneLineText(s string) string { return strings.Join(strings.Fields(s), " ") }
+// oneLineText is s with its runs of white space (newlines and tabs included: a note may have them) as one
+// space, and its control characters escaped (an agent wrote the reason).
+func oneLineText(s string) string { return safeText(strings.Join(strings.Fields(s), " ")) }
 
 // HandoffDoneCmd answers a handoff.
 type HandoffDoneCmd struct {

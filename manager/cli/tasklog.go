@@ -28,7 +28,7 @@ func (c *TaskLogCmd) Run(g *globals) error {
 		return g.printJSON(tl)
 	}
 	if !c.JSON {
-		fmt.Fprintf(g.stdout, "task %s (%s) on %s: %s\n", tl.Task.ID, tl.Task.Status, storeName(tl.Task), modeLine(tl))
+		fmt.Fprintln(g.stdout, safeText(fmt.Sprintf("task %s (%s) on %s: %s", tl.Task.ID, tl.Task.Status, storeName(tl.Task), modeLine(tl))))
 	}
 	var last int64
 	for {
@@ -73,7 +73,8 @@ func modeLine(tl api.Timeline) string {
 	return "every step, with code, output and shots"
 }
 
-// entryLine is one entry in the human form: time, kind, the gist.
+// entryLine is one entry in the human form: time, kind, the gist; an agent's words are said to be its own,
+// and every control character in them, or in what its pages named, is escaped (safeText).
 func entryLine(e api.Entry) string {
 	gist := ""
 	switch {
@@ -84,9 +85,9 @@ func entryLine(e api.Entry) string {
 			gist = "worker " + strconv.Itoa(e.Slot) + ": " + gist
 		}
 		if code := firstLine(c.Code); code != "" {
-			gist += ": " + code
+			gist += ": the agent's code: " + code
 		} else if c.Rule != "" {
-			gist += ": " + firstLine(c.Rule)
+			gist += ": agent says: " + firstLine(c.Rule)
 		}
 	case e.Shot != nil:
 		gist = fmt.Sprintf("tab %s, %d×%d, %s", short(e.Shot.Tab), e.Shot.Width, e.Shot.Height, e.Shot.URL)
@@ -105,7 +106,7 @@ func entryLine(e api.Entry) string {
 	case e.Handoff != nil:
 		gist = e.Handoff.Status
 		if e.Handoff.Question != "" {
-			gist = "asked: " + e.Handoff.Question
+			gist = "the agent asked: " + e.Handoff.Question
 		} else if e.Handoff.Note != "" {
 			gist += ": " + e.Handoff.Note
 		}
@@ -113,11 +114,13 @@ func entryLine(e api.Entry) string {
 		gist = strings.TrimSpace(e.Takeover.Event + " tab " + short(e.Takeover.Tab) + " " + byWhom(e.Takeover))
 	case e.Fault != nil:
 		gist = e.Fault.What
-		if e.Fault.Message != "" {
+		if e.Fault.Message != "" && e.From == api.FromAgent {
+			gist += ": agent says: " + firstLine(e.Fault.Message)
+		} else if e.Fault.Message != "" {
 			gist += ": " + firstLine(e.Fault.Message)
 		}
 	}
-	return fmt.Sprintf("%s  %-8s  %s", e.At.Local().Format("15:04:05.000"), e.Kind, gist)
+	return safeText(fmt.Sprintf("%s  %-8s  %s", e.At.Local().Format("15:04:05.000"), e.Kind, gist))
 }
 
 func byWhom(t *api.TakeoverEntry) string {
