@@ -15,7 +15,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"vibebrowser/mux/clientid"
-	"vibebrowser/sockowner"
+	"vibebrowser/mux/sockowner"
 )
 
 // Door is the access rule and the discovery answers of one mux endpoint, with or without a running mux

@@ -5,7 +5,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"vibebrowser/sockowner"
+	"vibebrowser/mux/sockowner"
 )
 
 // ownerListener accepts only connections whose socket belongs to uid (sockowner.Of); uid < 0 accepts all.
