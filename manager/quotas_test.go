@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/api"
@@ -94,5 +96,63 @@ func TestTaskOpenHandoffs(t *testing.T) {
 	}
 	if n := quotaHits(t, d, "open_handoffs"); n != 1 {
 		t.Errorf("vibe_quota_hits_total{quota=open_handoffs} = %d; want 1", n)
+	}
+}
+
+// A call report is cut to SPEC §15's bounds whatever the agent sends (1 MB of code keeps its first 64 KiB,
+// marked), and a task's timeline stops taking its calls at VIBE_TIMELINE_MAX_MB with 429 naming the knob,
+// said once in the timeline, while another task's calls are still recorded.
+func TestCallReportsAreCutAndBoundedPerTask(t *testing.T) {
+	d := startDaemon(t, map[string]string{"VIBE_TIMELINE_MAX_MB": "1"}, true)
+	const task, other = "a1b2c3d4-0001", "b2c3d4e5-0002"
+	_, _, tok := twoStores(t, d, task)
+	a := &api.Client{Socket: filepath.Join(d.home, api.AgentSocketRel), Token: tok.Token}
+	huge := api.CallReport{Client: task, Session: "acme-a1b2c3d4", Outcome: api.CallOK,
+		Code: strings.Repeat("x", 1_000_000), Stdout: strings.Repeat("o", 20_000), Stderr: "short"} // within the API's 1 MiB body
+	if err := a.ReportCall(bg, task, huge); err != nil {
+		t.Fatalf("a report of 1 MB of code: %v", err)
+	}
+	var tl api.Timeline
+	testkit.WaitFor(t, 10*time.Second, "the call's entry", func() bool {
+		var err error
+		tl, err = d.client.Timeline(bg, task, 0, false)
+		return err == nil && len(tl.Entries) > 0
+	})
+	c := tl.Entries[0].Call
+	if c == nil || len(c.Code) != api.CallCodeMax || !c.CodeCut || len(c.Stdout) != api.CallOutputMax || !c.StdoutCut ||
+		c.Stderr != "short" || c.StderrCut || tl.Entries[0].From != api.FromAgent {
+		t.Fatalf("the entry of 1 MB of code: %+v; want %d bytes of code and %d of stdout, each marked cut, from the agent",
+			tl.Entries[0], api.CallCodeMax, api.CallOutputMax)
+	}
+	if n := quotaHits(t, d, "call_report_cut"); n != 1 {
+		t.Errorf("vibe_quota_hits_total{quota=call_report_cut} = %d; want 1", n)
+	}
+
+	var refused error
+	for i := 0; i < 40 && refused == nil; i++ {
+		refused = a.ReportCall(bg, task, huge)
+	}
+	wantAPIError(t, refused, http.StatusTooManyRequests, "its quota (VIBE_TIMELINE_MAX_MB=1)")
+	if _, err := d.client.MintTaskToken(bg, other, "acme"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.client.ReportCall(bg, other, api.CallReport{Client: other, Outcome: api.CallOK, Code: "print(1)"}); err != nil {
+		t.Errorf("another task's call: %v", err)
+	}
+	if n := quotaHits(t, d, "timeline_bytes"); n < 1 {
+		t.Errorf("vibe_quota_hits_total{quota=timeline_bytes} = %d; want the refusal counted", n)
+	}
+	tl, err := d.client.Timeline(bg, task, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	faults := 0
+	for _, e := range tl.Entries {
+		if e.Fault != nil && e.Fault.What == api.FaultQuota {
+			faults++
+		}
+	}
+	if faults != 1 || len(tl.Entries) > 20 {
+		t.Errorf("%d entries, %d quota faults; want the calls up to 1 MiB and the fault said once", len(tl.Entries), faults)
 	}
 }

@@ -29,7 +29,8 @@ const timelineFollow = 25 * time.Second
 func (m *Manager) newTimeline() *timeline.Recorder {
 	return timeline.New(timeline.Config{DB: m.db, Dir: m.cfg.path("timeline"),
 		MaxBytes: int64(m.cfg.TimelineMaxMB) << 20, Keep: time.Duration(m.cfg.TimelineKeepDays) * 24 * time.Hour,
-		Log: m.root.With().Str("component", "timeline").Logger()})
+		Full: func(string, string) { m.metrics.quotaHit(quotaTimeline) },
+		Log:  m.root.With().Str("component", "timeline").Logger()})
 }
 
 // timelineMode is what sp's browser records, and where that comes from: the store's own setting, else
@@ -162,12 +163,20 @@ func (m *Manager) agentTaskCall(r *http.Request, c agentCall) (any, error) {
 	return m.recordCall(r.Context(), task, storeID, rep)
 }
 
-// recordCall checks a call report and hands it to the recorder, with the call's running browser.
+// recordCall checks a call report, cuts it to SPEC §15's bounds (it comes from the agent's side, whatever
+// the shim keeps) and hands it to the recorder, with the call's running browser; a task whose timeline is
+// full (VIBE_TIMELINE_MAX_MB) is refused, naming the quota.
 func (m *Manager) recordCall(ctx context.Context, task, storeID string, rep api.CallReport) (any, error) {
 	// A task's calls on its store's aux session (SPEC §20: its token opens it) are its calls too.
 	if clientid.OwnerDir(rep.Client) != task && rep.Client != api.AuxClient {
 		return nil, fmt.Errorf("%w: client %q is not task %s's: a task reports its own calls (client %s, %s-wN or %s)",
 			apierr.ErrBadRequest, rep.Client, task, task, task, api.AuxClient)
+	}
+	if rep.Session != "" && !api.ValidBUName(rep.Session) {
+		return nil, fmt.Errorf("%w: session %q must match [A-Za-z0-9_-]{1,64}", apierr.ErrBadRequest, rep.Session)
+	}
+	if rep.Cut() {
+		m.metrics.quotaHit(quotaReportCut)
 	}
 	sp, err := m.specOf(ctx, storeID)
 	if err != nil {
@@ -177,7 +186,11 @@ func (m *Manager) recordCall(ctx context.Context, task, storeID string, rep api.
 	if in := m.fleet.Current(sp.Key); in != nil {
 		b = in.Mux()
 	}
-	m.timeline.Call(m.where(sp), task, rep, b)
+	if err := m.timeline.Call(m.where(sp), task, rep, b); errors.Is(err, timeline.ErrFull) {
+		return nil, fmt.Errorf("%w: %w", apierr.ErrQuota, err)
+	} else if err != nil {
+		return nil, err
+	}
 	return struct{}{}, nil
 }
 

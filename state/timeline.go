@@ -117,13 +117,27 @@ func (db *DB) PruneTimeline(ctx context.Context, cutoff time.Time) ([]string, er
 	return files, nil
 }
 
-// CapTimelineShots drops task's oldest shots until its shots take at most maxBytes, and returns the files
-// dropped, for the caller to remove. The entries stay, without their file: the step happened.
-func (db *DB) CapTimelineShots(ctx context.Context, taskID string, maxBytes int64) ([]string, error) {
+// timelineBytes is what task's timeline takes: its entries' data and its shots' files.
+const timelineBytes = "SELECT COALESCE(SUM(octet_length(data) + bytes), 0) FROM timeline WHERE task_id = ?"
+
+// TimelineBytes is the bytes task's timeline takes (VIBE_TIMELINE_MAX_MB bounds them): its entries' data
+// and its shots' files.
+func (db *DB) TimelineBytes(ctx context.Context, taskID string) (int64, error) {
+	var n int64
+	if err := db.sql.QueryRowContext(ctx, timelineBytes, taskID).Scan(&n); err != nil {
+		return 0, fmt.Errorf("size the timeline of task %s: %w", taskID, err)
+	}
+	return n, nil
+}
+
+// CapTimelineShots drops task's oldest shots until its timeline (TimelineBytes) takes at most maxBytes,
+// or no shot is left, and returns the files dropped, for the caller to remove, and the bytes the timeline
+// takes then. The entries stay, without their file: the step happened.
+func (db *DB) CapTimelineShots(ctx context.Context, taskID string, maxBytes int64) ([]string, int64, error) {
 	var files []string
+	var total int64
 	err := db.write(ctx, func(tx *sql.Tx) error {
-		var total int64
-		if err := tx.QueryRowContext(ctx, "SELECT COALESCE(SUM(bytes), 0) FROM timeline WHERE task_id = ?", taskID).Scan(&total); err != nil {
+		if err := tx.QueryRowContext(ctx, timelineBytes, taskID).Scan(&total); err != nil {
 			return err
 		}
 		if total <= maxBytes {
@@ -155,7 +169,7 @@ func (db *DB) CapTimelineShots(ctx context.Context, taskID string, maxBytes int6
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("cap the shots of task %s: %w", taskID, err)
+		return nil, 0, fmt.Errorf("cap the shots of task %s: %w", taskID, err)
 	}
-	return files, nil
+	return files, total, nil
 }

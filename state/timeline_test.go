@@ -76,20 +76,30 @@ func TestTimelinePruneAndCap(t *testing.T) {
 	add(day.Add(49*time.Hour), TimelineShot, "c.jpg", 40)
 	add(day.Add(50*time.Hour), TimelineNav, "", 0)
 
-	dropped, err := db.CapTimelineShots(ctx, "t1", 90)
-	if err != nil || !slices.Equal(dropped, []string{"a.jpg"}) {
-		t.Fatalf("CapTimelineShots(90 of 120 bytes) = %v, %v; want the oldest shot dropped", dropped, err)
+	// Five entries of "{}" (10 bytes) and three shots of 40: 130 bytes.
+	if n, err := db.TimelineBytes(ctx, "t1"); err != nil || n != 130 {
+		t.Fatalf("TimelineBytes(t1) = %d, %v; want 130 (entries' data and shots' files)", n, err)
 	}
-	if dropped, err := db.CapTimelineShots(ctx, "t1", 80); err != nil || len(dropped) != 0 {
-		t.Errorf("CapTimelineShots at the cap = %v, %v; want nothing dropped", dropped, err)
+	dropped, total, err := db.CapTimelineShots(ctx, "t1", 90)
+	if err != nil || !slices.Equal(dropped, []string{"a.jpg"}) || total != 90 {
+		t.Fatalf("CapTimelineShots(90 of 130 bytes) = %v, %d, %v; want the oldest shot dropped, 90 left", dropped, total, err)
+	}
+	if dropped, total, err := db.CapTimelineShots(ctx, "t1", 90); err != nil || len(dropped) != 0 || total != 90 {
+		t.Errorf("CapTimelineShots at the cap = %v, %d, %v; want nothing dropped, 90", dropped, total, err)
+	}
+	if dropped, total, err := db.CapTimelineShots(ctx, "t1", 5); err != nil || len(dropped) != 2 || total != 10 {
+		t.Errorf("CapTimelineShots below the entries = %v, %d, %v; want every shot dropped, the entries' 10 bytes left", dropped, total, err)
 	}
 	es, _ := db.ListTimeline(ctx, "t1", 0, 0)
-	if len(es) != 5 || es[1].File != "" || es[1].Bytes != 0 || es[2].File != "b.jpg" {
-		t.Fatalf("after the cap: %+v; want every entry kept, the oldest shot's file gone", es)
+	if len(es) != 5 || es[1].File != "" || es[1].Bytes != 0 || es[2].File != "" {
+		t.Fatalf("after the cap: %+v; want every entry kept, the shots' files gone", es)
+	}
+	if _, err := db.AppendTimeline(ctx, TimelineEntry{TaskID: "t1", At: day.Add(time.Hour), Kind: TimelineShot, File: "d.jpg", Bytes: 40}); err != nil {
+		t.Fatal(err)
 	}
 
 	files, err := db.PruneTimeline(ctx, day.Add(48*time.Hour+30*time.Minute))
-	if err != nil || !slices.Equal(files, []string{"b.jpg"}) {
+	if err != nil || !slices.Equal(files, []string{"d.jpg"}) {
 		t.Fatalf("PruneTimeline = %v, %v; want the pruned entries' one remaining shot file", files, err)
 	}
 	es, _ = db.ListTimeline(ctx, "t1", 0, 0)

@@ -1,6 +1,9 @@
 package api
 
-import "time"
+import (
+	"time"
+	"unicode/utf8"
+)
 
 // The task timeline's routes (SPEC §15).
 const (
@@ -46,10 +49,15 @@ const (
 	CallAskHuman    = "ask-human"   // an --ask-human call (its handoff is an entry of its own)
 )
 
-// Bounds of what a call entry keeps (SPEC §15).
+// Bounds of what a call entry keeps (SPEC §15). The shim keeps no more, and the manager cuts a report that
+// holds more (CallReport.Cut): it comes from the agent's side.
 const (
 	CallCodeMax   = 64 << 10 // the code (stdin) kept, from its start; longer is cut and marked
 	CallOutputMax = 16 << 10 // the tail of stdout and of stderr kept
+	CallArgsMax   = 16 << 10 // the arguments kept, from the first; longer are cut and marked
+	CallRuleMax   = 4 << 10  // the shim's message kept, from its start
+	callUntoldMax = 3        // the streams a report may name untold: stdin, stdout, stderr
+	callWordMax   = 100      // the bytes of one of them
 )
 
 // CallReport is a shim's report of one call's end (POST PathTaskCalls), sent once, best effort.
@@ -57,7 +65,8 @@ type CallReport struct {
 	Client  string    `json:"client"`  // the mux client id (a --worker slot's is <task>-wN)
 	Session string    `json:"session"` // BU_NAME
 	Slot    int       `json:"slot,omitempty"`
-	Args    []string  `json:"args,omitempty"` // the arguments the agent gave browser-use
+	Args    []string  `json:"args,omitempty"` // the arguments the agent gave browser-use, at most CallArgsMax bytes
+	ArgsCut bool      `json:"args_cut,omitempty"`
 	Start   time.Time `json:"start"`
 	End     time.Time `json:"end"`
 	Exit    int       `json:"exit"` // the shim's exit status
@@ -74,6 +83,65 @@ type CallReport struct {
 	// Untold names what the shim did not see: "stdin", "stdout", "stderr" when that stream was a terminal
 	// (passed to the CLI as it was), or kept open by a process the CLI left behind.
 	Untold []string `json:"untold,omitempty"`
+}
+
+// Cut bounds what the report holds, as the shim would have: the code's first CallCodeMax bytes, each
+// output's last CallOutputMax, the arguments' first CallArgsMax, the message's first CallRuleMax (each cut
+// at a character and marked), and a few short untold names. It reports whether anything was cut.
+func (r *CallReport) Cut() bool {
+	cut := false
+	if len(r.Code) > CallCodeMax {
+		r.Code, r.CodeCut, cut = head(r.Code, CallCodeMax), true, true
+	}
+	if len(r.Stdout) > CallOutputMax {
+		r.Stdout, r.StdoutCut, cut = tail(r.Stdout, CallOutputMax), true, true
+	}
+	if len(r.Stderr) > CallOutputMax {
+		r.Stderr, r.StderrCut, cut = tail(r.Stderr, CallOutputMax), true, true
+	}
+	if len(r.Rule) > CallRuleMax {
+		r.Rule, cut = head(r.Rule, CallRuleMax-len(" [cut]"))+" [cut]", true
+	}
+	left := CallArgsMax
+	for i, a := range r.Args {
+		if len(a) > left {
+			r.Args, r.ArgsCut, cut = append(r.Args[:i:i], head(a, left)), true, true
+			break
+		}
+		left -= len(a)
+	}
+	if len(r.Untold) > callUntoldMax {
+		r.Untold, cut = r.Untold[:callUntoldMax], true
+	}
+	for i, u := range r.Untold {
+		if len(u) > callWordMax {
+			r.Untold[i], cut = head(u, callWordMax), true
+		}
+	}
+	return cut
+}
+
+// head is s's first n bytes at most, cut before a character that would not fit whole.
+func head(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// tail is s's last n bytes at most, cut after a character that would not fit whole.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := len(s) - n
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return s[i:]
 }
 
 // Timeline is a task's timeline as GET PathTaskTimeline answers it.
@@ -164,6 +232,7 @@ const (
 	FaultWedge    = "wedge"    // a session given up (75)
 	FaultCrash    = "crash"    // the browser died under the task
 	FaultRelaunch = "relaunch" // the browser was started again under the task
+	FaultQuota    = "quota"    // the task's timeline is full (VIBE_TIMELINE_MAX_MB): its calls are no longer kept
 )
 
 // FaultEntry is something that went wrong under the task.

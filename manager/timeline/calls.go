@@ -20,15 +20,22 @@ const Hidden = "[password hidden]"
 
 // Call records a shim's report of one of task's calls and then, in full mode, the shots of the tabs of
 // the call's client whose pixels changed. It returns at once: the recording goes on in the background, after
-// the call has returned, so the agent never waits for it. b is the call's running browser (nil: none).
-func (r *Recorder) Call(w Where, task string, rep api.CallReport, b Browser) {
+// the call has returned, so the agent never waits for it. b is the call's running browser (nil: none). A
+// task whose timeline is full gets an error wrapping ErrFull, and nothing is recorded.
+func (r *Recorder) Call(w Where, task string, rep api.CallReport, b Browser) error {
 	if w.Mode == api.TimelineOff {
-		return
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, passwordWait)
+	err := r.room(ctx, w, task, api.EntryCall)
+	cancel()
+	if err != nil {
+		return err
 	}
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
-		return
+		return nil
 	}
 	r.work.Add(1)
 	r.mu.Unlock()
@@ -38,6 +45,7 @@ func (r *Recorder) Call(w Where, task string, rep api.CallReport, b Browser) {
 		defer cancel()
 		r.call(ctx, w, task, rep, b)
 	}()
+	return nil
 }
 
 func (r *Recorder) call(ctx context.Context, w Where, task string, rep api.CallReport, b Browser) {

@@ -41,5 +41,9 @@ func (r *Recorder) Prune(ctx context.Context) {
 	if len(files) > 0 {
 		r.cfg.Log.Info().Int("shots", len(files)).Time("before", cutoff).Msg("timeline pruned")
 	}
+	r.mu.Lock()
+	clear(r.used) // each task's size is read again at its next step
+	clear(r.told)
+	r.mu.Unlock()
 	r.remove(files)
 }

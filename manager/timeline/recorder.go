@@ -32,8 +32,12 @@ type Browser interface {
 type Config struct {
 	DB  *state.DB
 	Dir string // <home>/timeline: the shots, in <slug>/<task>/
-	// MaxBytes bounds a task's shots (VIBE_TIMELINE_MAX_MB); beyond it the oldest are dropped.
+	// MaxBytes bounds a task's timeline, its entries and shots (VIBE_TIMELINE_MAX_MB): beyond it the oldest
+	// shots are dropped; once the entries alone fill it, an agent's steps (calls, navigations, tabs, shots)
+	// are no longer kept, while those a person needs (downloads, handoffs, takeovers, faults) still are.
 	MaxBytes int64
+	// Full, when set, is told each step not kept because its task's timeline is full.
+	Full func(task, kind string)
 	// Keep is how long entries are kept (VIBE_TIMELINE_KEEP_DAYS); 0 keeps them.
 	Keep time.Duration
 	Log  zerolog.Logger
@@ -58,6 +62,8 @@ type Recorder struct {
 	mu      sync.Mutex
 	changed chan struct{}       // closed at the next entry (Wait)
 	shots   map[string][32]byte // target id -> the hash of its last shot's pixels
+	used    map[string]int64    // task id -> the bytes its timeline takes (state.TimelineBytes), once read
+	told    map[string]bool     // task id -> its timeline's fault "full" is recorded
 	closed  bool
 }
 
@@ -67,7 +73,8 @@ func New(cfg Config) *Recorder {
 		cfg.Now = time.Now
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	return &Recorder{cfg: cfg, ctx: ctx, stop: stop, changed: make(chan struct{}), shots: map[string][32]byte{}}
+	return &Recorder{cfg: cfg, ctx: ctx, stop: stop, changed: make(chan struct{}), shots: map[string][32]byte{},
+		used: map[string]int64{}, told: map[string]bool{}}
 }
 
 // Close waits up to grace for the calls still being recorded, then ends them; calls after it are not
@@ -103,9 +110,74 @@ func (r *Recorder) Record(ctx context.Context, w Where, task, client, kind strin
 	if w.Mode == api.TimelineOff || task == "" {
 		return
 	}
+	if agents(kind) {
+		if err := r.room(ctx, w, task, kind); err != nil {
+			return
+		}
+	}
 	if _, err := r.append(ctx, w, task, client, kind, data, "", 0); err != nil {
 		r.cfg.Log.Error().Err(err).Str("task", task).Str("kind", kind).Msg("record a timeline entry")
 	}
+}
+
+// agents reports whether entries of kind come of what an agent does, as many as it likes: once its
+// timeline is full they are not kept. The others a person needs, and their numbers have bounds of their own.
+func agents(kind string) bool {
+	switch kind {
+	case api.EntryCall, api.EntryShot, api.EntryNav, api.EntryTab:
+		return true
+	}
+	return false
+}
+
+// ErrFull is the refusal of an agent's step of a task whose timeline takes its Config.MaxBytes.
+var ErrFull = errors.New("the task's timeline is full")
+
+// room checks that task's timeline has room for an agent's step of kind; when it has none it says so to
+// Config.Full and, the first time, in a fault entry of the timeline itself.
+func (r *Recorder) room(ctx context.Context, w Where, task, kind string) error {
+	r.mu.Lock()
+	n, known := r.used[task]
+	r.mu.Unlock()
+	if !known {
+		var err error
+		if n, err = r.cfg.DB.TimelineBytes(ctx, task); err != nil {
+			return err
+		}
+		r.mu.Lock()
+		if _, raced := r.used[task]; !raced {
+			r.used[task] = n
+		}
+		r.mu.Unlock()
+	}
+	if n >= r.cfg.MaxBytes {
+		// The oldest shots make room first, an eighth of it at a time; only entries that fill it alone
+		// stop an agent's steps.
+		files, total, err := r.cfg.DB.CapTimelineShots(ctx, task, r.cfg.MaxBytes-r.cfg.MaxBytes/8)
+		if err != nil {
+			return err
+		}
+		r.setUsed(task, total, files)
+		n = total
+	}
+	if n < r.cfg.MaxBytes {
+		return nil
+	}
+	if r.cfg.Full != nil {
+		r.cfg.Full(task, kind)
+	}
+	r.mu.Lock()
+	told := r.told[task]
+	r.told[task] = true
+	r.mu.Unlock()
+	if !told {
+		msg := fmt.Sprintf("this task's timeline holds %d MiB, its quota (VIBE_TIMELINE_MAX_MB=%d): its calls, "+
+			"navigations, tabs and shots are no longer kept; downloads, handoffs, takeovers and faults still are",
+			n>>20, r.cfg.MaxBytes>>20)
+		r.Record(ctx, w, task, "", api.EntryFault, api.FaultEntry{What: api.FaultQuota, Message: msg})
+	}
+	return fmt.Errorf("%w: task %s's timeline holds %d MiB, its quota (VIBE_TIMELINE_MAX_MB=%d): this %s is not kept",
+		ErrFull, task, n>>20, r.cfg.MaxBytes>>20, kind)
 }
 
 // append stores one entry and wakes the waiters.
@@ -124,6 +196,9 @@ func (r *Recorder) append(ctx context.Context, w Where, task, client, kind strin
 		return e, err
 	}
 	r.mu.Lock()
+	if n, known := r.used[task]; known {
+		r.used[task] = n + int64(len(e.Data)) + size
+	}
 	close(r.changed)
 	r.changed = make(chan struct{})
 	r.mu.Unlock()

@@ -3,11 +3,14 @@ package timeline
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"image"
 	"image/color"
 	"image/jpeg"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -148,21 +151,58 @@ func TestPasswordsAreHiddenAndMetaKeepsNoText(t *testing.T) {
 	}
 }
 
-func TestSizeCapAndRetentionPrune(t *testing.T) {
+// VIBE_TIMELINE_MAX_MB bounds a task's whole timeline (issue 37): the oldest shots go first, the entries
+// stay; once an agent's entries fill it alone, its calls are refused (ErrFull) and its navigations and
+// shots not kept, said once in a fault entry, while a handoff is still recorded.
+func TestSizeCapDropsShotsThenRefusesCalls(t *testing.T) {
 	b := &pictures{colour: map[string]color.RGBA{"T1": {200, 0, 0, 255}}}
-	r, _, now := recorder(t, 1) // every shot but the newest is over the cap
-	call(r, b, "one")
-	b.paint("T1", color.RGBA{0, 200, 0, 255})
-	call(r, b, "two")
-	es, _ := r.Entries(context.Background(), task, 0)
-	if len(es) != 4 || es[1].Shot.Bytes != 0 || es[3].Shot.Bytes != 0 {
-		t.Fatalf("entries %+v; want both shots' entries kept, their files dropped by the cap", es)
+	jpg, _ := b.Thumbnail(context.Background(), "T1", 0, 0)
+	r, db, _ := recorder(t, 1<<30)
+	var full []string
+	r.cfg.Full = func(_, kind string) { full = append(full, kind) }
+	for i, c := range []color.RGBA{{200, 0, 0, 255}, {0, 200, 0, 255}, {0, 0, 200, 255}, {200, 200, 0, 255}, {0, 200, 200, 255}} {
+		b.paint("T1", c)
+		call(r, b, fmt.Sprint("step ", i))
+		if i == 0 { // room for the five calls' entries and two and a half shots
+			n, _ := db.TimelineBytes(context.Background(), task)
+			r.cfg.MaxBytes = 5*(n-int64(len(jpg))) + 5*int64(len(jpg))/2
+		}
 	}
-	files, _ := filepath.Glob(filepath.Join(r.cfg.Dir, "*", task, "*.jpg"))
-	if len(files) != 0 {
-		t.Errorf("files left after the cap: %v", files)
+	es, _ := r.Entries(context.Background(), task, 0)
+	if got := kinds(t, r); got != "call shot call shot call shot call shot call shot" || es[1].Shot.Bytes != 0 || es[9].Shot.Bytes == 0 {
+		t.Fatalf("entries %q (first shot %+v, last %+v); want every entry kept, the oldest shots' files dropped", got, es[1].Shot, es[9].Shot)
+	}
+	if n, _ := db.TimelineBytes(context.Background(), task); n > r.cfg.MaxBytes || len(full) != 0 {
+		t.Errorf("the timeline takes %d bytes (cap %d), full told %v; want it within the cap, nothing refused", n, r.cfg.MaxBytes, full)
 	}
 
+	big := api.CallReport{Client: task, Code: strings.Repeat("x", int(r.cfg.MaxBytes)), Outcome: api.CallOK}
+	if err := r.Call(web, task, big, nil); err != nil {
+		t.Fatalf("a call while there is room: %v", err)
+	}
+	r.work.Wait()
+	err := r.Call(web, task, api.CallReport{Client: task, Code: "one more", Outcome: api.CallOK}, b)
+	if !errors.Is(err, ErrFull) || !strings.Contains(err.Error(), "VIBE_TIMELINE_MAX_MB") {
+		t.Fatalf("a call on a full timeline: %v; want ErrFull naming VIBE_TIMELINE_MAX_MB", err)
+	}
+	ctx := context.Background()
+	r.Record(ctx, web, task, task, api.EntryNav, api.NavEntry{Tab: "T1", URL: "https://shop.example/next"})
+	r.Record(ctx, web, task, task, api.EntryHandoff, api.HandoffEntry{ID: "h1", Status: api.HandoffPending, Question: "a captcha"})
+	got := kinds(t, r)
+	if !strings.HasSuffix(got, "call shot call fault handoff") {
+		t.Errorf("entries %q; want the big call, then one fault saying the timeline is full, then the handoff (no nav)", got)
+	}
+	es, _ = r.Entries(ctx, task, 0)
+	if f := es[len(es)-2].Fault; f == nil || f.What != api.FaultQuota || !strings.Contains(f.Message, "VIBE_TIMELINE_MAX_MB") {
+		t.Errorf("the fault %+v; want what %q naming VIBE_TIMELINE_MAX_MB", f, api.FaultQuota)
+	}
+	if want := []string{api.EntryCall, api.EntryNav}; !slices.Equal(full, want) {
+		t.Errorf("Config.Full told %v; want %v", full, want)
+	}
+}
+
+func TestRetentionPrune(t *testing.T) {
+	b := &pictures{colour: map[string]color.RGBA{"T1": {200, 0, 0, 255}}}
 	r2, _, now2 := recorder(t, 1<<30)
 	call(r2, b, "old")
 	*now2 = now2.Add(29 * 24 * time.Hour)
@@ -173,7 +213,7 @@ func TestSizeCapAndRetentionPrune(t *testing.T) {
 	if got := kinds(t, r2); got != "call shot" {
 		t.Errorf("after the prune: %q; want the second call and its shot only", got)
 	}
-	files, _ = filepath.Glob(filepath.Join(r2.cfg.Dir, "*", task, "*.jpg"))
+	files, _ := filepath.Glob(filepath.Join(r2.cfg.Dir, "*", task, "*.jpg"))
 	if len(files) != 1 {
 		t.Errorf("shot files after the prune: %v; want the newer one", files)
 	}
@@ -182,7 +222,6 @@ func TestSizeCapAndRetentionPrune(t *testing.T) {
 			t.Errorf("%s is %v; want 0600", f, fi.Mode())
 		}
 	}
-	_ = now
 }
 
 func TestSlot(t *testing.T) {

@@ -28,6 +28,9 @@ const (
 // shoot captures the pages of client after the call entry seq and records the changed ones.
 func (r *Recorder) shoot(ctx context.Context, w Where, task, client string, seq int64, b Browser) {
 	for _, tab := range pages(b.Clients(), client) {
+		if r.room(ctx, w, task, api.EntryShot) != nil {
+			break
+		}
 		jpg, err := b.Thumbnail(ctx, tab.ID, shotWidth, shotQuality)
 		if err != nil {
 			r.cfg.Log.Debug().Err(err).Str("task", task).Str("target", tab.ID).Msg("no shot of a tab")
@@ -45,11 +48,12 @@ func (r *Recorder) shoot(ctx context.Context, w Where, task, client string, seq 
 			r.cfg.Log.Error().Err(err).Str("task", task).Str("target", tab.ID).Msg("keep a shot")
 		}
 	}
-	files, err := r.cfg.DB.CapTimelineShots(ctx, task, r.cfg.MaxBytes)
+	files, total, err := r.cfg.DB.CapTimelineShots(ctx, task, r.cfg.MaxBytes)
 	if err != nil {
 		r.cfg.Log.Error().Err(err).Str("task", task).Msg("cap the task's shots")
+		return
 	}
-	r.remove(files)
+	r.setUsed(task, total, files)
 }
 
 // pages are client's page targets, in the order they appeared.
@@ -98,4 +102,13 @@ func (r *Recorder) remove(files []string) {
 		}
 		_ = os.Remove(filepath.Dir(path)) // fails while other shots are in it
 	}
+}
+
+// setUsed records what state counts of task's timeline after a cap (the running sum is set right), and
+// removes the shots' files the cap dropped.
+func (r *Recorder) setUsed(task string, total int64, dropped []string) {
+	r.mu.Lock()
+	r.used[task] = total
+	r.mu.Unlock()
+	r.remove(dropped)
 }
