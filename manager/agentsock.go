@@ -2,12 +2,17 @@ package manager
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/apierr"
@@ -299,12 +304,126 @@ func (m *Manager) agentDownloads(r *http.Request, c agentCall) (any, error) {
 // peer's uid (admitAgent decides).
 func listenAgents(path string) (net.Listener, error) { return bindSocket(path, 0o666) }
 
+// agentServer serves the agents' socket: a connection silent for VIBE_AGENT_IDLE_S between requests is
+// closed, as is one that has not sent its request's header within agentHeaderWait, so idle connections
+// hold no descriptor for long (capAgents bounds how many one uid holds at once).
+func (m *Manager) agentServer() *http.Server {
+	return &http.Server{Handler: m.agentRoutes(), ReadHeaderTimeout: min(agentHeaderWait, m.cfg.AgentIdle),
+		IdleTimeout: m.cfg.AgentIdle, ConnContext: peerContext}
+}
+
+// agentHeaderWait bounds the wait for a request's header on the agents' socket, as on the owner's.
+const agentHeaderWait = 10 * time.Second
+
+// capAgents bounds the connections each peer uid holds open to the agents' socket (VIBE_AGENT_CONN_MAX):
+// one past it is answered 429 naming the knob and closed at once, so that no uid (any local user may
+// connect) can take the manager's descriptors, and the other agent users and the owner's socket are served.
+// vibe_agent_connections shows the connections open.
+func (m *Manager) capAgents(ln net.Listener) net.Listener {
+	l := &agentListener{Listener: ln, max: m.cfg.AgentConnMax, open: map[int]int{},
+		refused: func() { m.metrics.quotaHit(quotaAgentConn) }}
+	m.metrics.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "vibe_agent_connections", Help: "Connections open to run/agent.sock (VIBE_AGENT_CONN_MAX bounds each peer uid's).",
+	}, func() float64 { return float64(l.total()) }))
+	return l
+}
+
+// agentListener counts each peer uid's open connections and refuses those past max.
+type agentListener struct {
+	net.Listener
+	max     int
+	refused func()
+
+	mu   sync.Mutex  // mu guards open
+	open map[int]int // peer uid -> its connections open
+}
+
+// agentConn is an admitted connection to the agents' socket and its peer's uid (-1 when it cannot be
+// read, which no agent user has).
+type agentConn struct {
+	net.Conn
+	uid     int
+	release sync.Once
+	l       *agentListener
+}
+
+func (c *agentConn) Close() error {
+	c.release.Do(func() { c.l.done(c.uid) })
+	return c.Conn.Close()
+}
+
+func (l *agentListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		uid := -1
+		if uc, ok := c.(*net.UnixConn); ok {
+			if id, err := peerUID(uc); err == nil {
+				uid = id
+			}
+		}
+		if l.take(uid) {
+			return &agentConn{Conn: c, uid: uid, l: l}, nil
+		}
+		l.refused()
+		refuseConn(c, fmt.Sprintf("%v: uid %d already holds %d connections to %s, its quota (VIBE_AGENT_CONN_MAX=%d): "+
+			"close the ones it keeps idle, or raise the knob", apierr.ErrQuota, uid, l.max, api.AgentSocketRel, l.max))
+	}
+}
+
+func (l *agentListener) take(uid int) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.open[uid] >= l.max {
+		return false
+	}
+	l.open[uid]++
+	return true
+}
+
+func (l *agentListener) done(uid int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.open[uid]--; l.open[uid] <= 0 {
+		delete(l.open, uid)
+	}
+}
+
+func (l *agentListener) total() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, k := range l.open {
+		n += k
+	}
+	return n
+}
+
+// refuseWrite bounds the write of a refusal to a connection that is closed at once: its peer may read
+// nothing.
+const refuseWrite = 100 * time.Millisecond
+
+// refuseConn answers a connection that is not served with 429 and msg, as the API's errors read, and
+// closes it.
+func refuseConn(c net.Conn, msg string) {
+	body, _ := json.Marshal(api.Error{Message: msg, Code: api.CodeQuota})
+	_ = c.SetWriteDeadline(time.Now().Add(refuseWrite))
+	_, _ = fmt.Fprintf(c, "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"+
+		"Connection: close\r\n\r\n%s", len(body), body)
+	c.Close()
+}
+
 // peerContext is the agents' server's ConnContext: the peer's uid (-1 when it cannot be read, which no
 // agent user has).
 func peerContext(ctx context.Context, c net.Conn) context.Context {
 	uid := -1
-	if uc, ok := c.(*net.UnixConn); ok {
-		if id, err := peerUID(uc); err == nil {
+	switch conn := c.(type) {
+	case *agentConn:
+		uid = conn.uid
+	case *net.UnixConn:
+		if id, err := peerUID(conn); err == nil {
 			uid = id
 		}
 	}

@@ -181,10 +181,10 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 		})
 	}
 	srv := &http.Server{Handler: m.routes(), ReadHeaderTimeout: 10 * time.Second}
-	agentSrv := &http.Server{Handler: m.agentRoutes(), ReadHeaderTimeout: 10 * time.Second, ConnContext: peerContext}
+	agentSrv := m.agentServer()
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(ln) }()
-	go func() { serveErr <- agentSrv.Serve(agentLn) }()
+	go func() { serveErr <- agentSrv.Serve(m.capAgents(agentLn)) }()
 	log.Info().Str("home", cfg.Home).Str("socket", cfg.socketPath()).Int("pid", os.Getpid()).
 		Str("browser_use", cfg.BrowserUse).Str("version", version).Str("ui", uiURL).Msg("manager ready")
 	_, _ = daemon.SdNotify(false, daemon.SdNotifyReady)

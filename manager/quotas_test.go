@@ -2,6 +2,8 @@ package manager_test
 
 import (
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"path/filepath"
 	"regexp"
@@ -154,5 +156,54 @@ func TestCallReportsAreCutAndBoundedPerTask(t *testing.T) {
 	}
 	if faults != 1 || len(tl.Entries) > 20 {
 		t.Errorf("%d entries, %d quota faults; want the calls up to 1 MiB and the fault said once", len(tl.Entries), faults)
+	}
+}
+
+// One uid holds at most VIBE_AGENT_CONN_MAX connections to agent.sock: one more is answered 429 naming the
+// knob and closed, while the owner's socket answers; connections that stay silent are closed after
+// VIBE_AGENT_IDLE_S, and then the task's own calls are served again.
+func TestAgentSocketConnectionsPerUID(t *testing.T) {
+	d := startDaemon(t, map[string]string{"VIBE_AGENT_CONN_MAX": "4", "VIBE_AGENT_IDLE_S": "1"}, true)
+	const task = "a1b2c3d4-0001"
+	acme, _, tok := twoStores(t, d, task)
+	sock := filepath.Join(d.home, api.AgentSocketRel)
+	var idle []net.Conn
+	for range 4 {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		idle = append(idle, c)
+	}
+	testkit.WaitFor(t, 5*time.Second, "the four to be counted", func() bool {
+		return strings.Contains(testkit.Metrics(t, filepath.Join(d.home, api.SocketRel)), "vibe_agent_connections 4")
+	})
+	over, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer over.Close()
+	over.SetReadDeadline(time.Now().Add(5 * time.Second))
+	answer, _ := io.ReadAll(over)
+	if !strings.HasPrefix(string(answer), "HTTP/1.1 429 ") || !strings.Contains(string(answer), "its quota (VIBE_AGENT_CONN_MAX=4)") {
+		t.Errorf("the fifth connection got %q; want 429 naming VIBE_AGENT_CONN_MAX, then closed", answer)
+	}
+	if _, err := d.client.Health(bg); err != nil {
+		t.Errorf("the owner's socket with agent.sock at its cap: %v", err)
+	}
+	if n := quotaHits(t, d, "agent_connections"); n != 1 {
+		t.Errorf("vibe_quota_hits_total{quota=agent_connections} = %d; want 1", n)
+	}
+	for _, c := range idle { // silent: the manager closes each within the idle time
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if n, err := c.Read(make([]byte, 1)); err != io.EOF {
+			t.Errorf("an idle connection read %d, %v; want it closed by the manager (EOF)", n, err)
+		}
+	}
+	a := &api.Client{Socket: sock, Token: tok.Token}
+	if err := a.ReportEvent(bg, api.Event{Kind: api.EventWedgeUnrecoverable, StoreID: acme.ID, TaskID: task,
+		BUName: "acme-a1b2c3d4"}); err != nil {
+		t.Errorf("the task's report once the idle ones were closed: %v", err)
 	}
 }
