@@ -3,11 +3,15 @@ package manager
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/browsers"
@@ -41,6 +45,72 @@ func (m *Manager) downloadDir(sp browsers.Spec, id string) string {
 	return dir
 }
 
+// downloadQuota counts what each owner folder's finished downloads take, for VIBE_DOWNLOAD_MAX_MB. The muxes
+// ask it under their locks (downloadRoom), so it answers from memory: read from state once at boot, then
+// kept with each download filed and each folder pruned.
+type downloadQuota struct {
+	mu   sync.Mutex // mu guards used
+	used map[state.DownloadOwner]int64
+}
+
+func (q *downloadQuota) load(ctx context.Context, db *state.DB) error {
+	used, err := db.DownloadBytes(ctx)
+	if err != nil {
+		return err
+	}
+	q.mu.Lock()
+	q.used = used
+	q.mu.Unlock()
+	return nil
+}
+
+// add counts n more bytes of o's.
+func (q *downloadQuota) add(o state.DownloadOwner, n int64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.used == nil {
+		q.used = map[state.DownloadOwner]int64{}
+	}
+	q.used[o] += n
+}
+
+// forget drops o's count: its folder was pruned, with its records.
+func (q *downloadQuota) forget(o state.DownloadOwner) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.used, o)
+}
+
+func (q *downloadQuota) of(o state.DownloadOwner) int64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.used[o]
+}
+
+// downloadRoom is the muxes' DownloadRoom: what a task's folder, or its store's aux folder (which every task
+// of the store may use), may still take under VIBE_DOWNLOAD_MAX_MB. The other folders (manual, human,
+// unattributed, discovery clients) are no agent task's: no bound.
+func (m *Manager) downloadRoom(sp browsers.Spec, dir string) int64 {
+	if dir != api.AuxClient && !api.ValidTaskID(dir) {
+		return -1
+	}
+	return max(0, int64(m.cfg.DownloadMaxMB)<<20-m.downloaded.of(state.DownloadOwner{Key: sp.Key, OwnerDir: dir}))
+}
+
+// downloadCut is the muxes' DownloadCut: a download cancelled at its task's quota is counted and said, in
+// the events and in the task's timeline (its client heard "canceled").
+func (m *Manager) downloadCut(sp browsers.Spec, d mux.Download) {
+	m.metrics.quotaHit(quotaDownloads)
+	task := ""
+	if api.ValidTaskID(d.OwnerDir) {
+		task = d.OwnerDir
+	}
+	msg := fmt.Sprintf("download %q from %q cancelled at %d MiB: the downloads of %s would pass their quota "+
+		"(VIBE_DOWNLOAD_MAX_MB=%d)", d.Name, d.URL, d.Size>>20, d.OwnerDir, m.cfg.DownloadMaxMB)
+	m.note(zerolog.WarnLevel, api.EventDownloadCancelled, sp.Key, api.Event{TaskID: task, Message: msg})
+	m.recordStep(sp.Key, task, d.ClientID, api.EntryFault, api.FaultEntry{What: api.FaultQuota, Message: msg})
+}
+
 // recordDownload is a mux's Downloaded hook: the finished download goes into state.
 func (m *Manager) recordDownload(sp browsers.Spec, d mux.Download) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -55,6 +125,7 @@ func (m *Manager) recordDownload(sp browsers.Spec, d mux.Download) {
 		m.log.Error().Err(err).Str("browser", sp.Key).Str("file", d.Path).Msg("record a finished download")
 		return
 	}
+	m.downloaded.add(state.DownloadOwner{Key: sp.Key, OwnerDir: d.OwnerDir}, d.Size)
 	if task != "" {
 		view := downloadView(rec, sp.Slug)
 		m.recordStep(sp.Key, task, d.ClientID, api.EntryDownload, &view)
@@ -195,6 +266,7 @@ func (m *Manager) pruneDownloads(ctx context.Context, now time.Time) {
 					if n, err = m.db.DeleteDownloads(ctx, key, o.Name()); err != nil {
 						return err
 					}
+					m.downloaded.forget(state.DownloadOwner{Key: key, OwnerDir: o.Name()})
 				}
 				m.log.Info().Str("dir", dir).Int64("records", n).Int("keep_days", m.cfg.DownloadKeepDays).
 					Msg("downloads folder pruned")

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -151,5 +152,61 @@ func TestRecordAndListDownloads(t *testing.T) {
 	}
 	if _, err := m.handleListDownloads(httptest.NewRequest("GET", api.PathDownloads+"?store=nosuch", nil)); err == nil {
 		t.Error("GET ?store=nosuch succeeded; want not found")
+	}
+}
+
+// VIBE_DOWNLOAD_MAX_MB bounds each task's folder and its store's aux folder (the muxes ask downloadRoom),
+// counted from state at boot and with each download filed, forgotten with a pruned folder; a download
+// cancelled at the quota is an event and a fault in the task's timeline, and counted.
+func TestDownloadQuota(t *testing.T) {
+	m := tempManager(t, map[string]string{"VIBE_DOWNLOAD_MAX_MB": "2"})
+	ctx := context.Background()
+	sp := storeSpec(t, m, "Shop")
+	const task = "a1b2c3d4-0000-4000-8000-000000000001"
+	if _, err := m.db.UpsertTask(ctx, state.Task{ID: task, StoreID: sp.Key, Status: state.TaskRunning, LeaseUntil: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.db.RecordDownload(ctx, state.Download{Key: sp.Key, TaskID: task, OwnerDir: task, GUID: "g0", Name: "before.bin",
+		Path: "/d/before.bin", Size: 1 << 20, At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.downloaded.load(ctx, m.db); err != nil { // as at boot
+		t.Fatal(err)
+	}
+	m.recordDownload(sp, mux.Download{GUID: "g1", ClientID: task, OwnerDir: task, Name: "r.csv", Path: "/d/r.csv", Size: 1000, At: time.Now()})
+	rooms := []struct {
+		dir  string
+		want int64
+	}{
+		{task, 1<<20 - 1000},
+		{api.AuxClient, 2 << 20},
+		{"b2c3d4e5-0000-4000-8000-000000000002", 2 << 20},
+		{"manual", -1},
+		{"human", -1},
+		{mux.UnattributedDir, -1},
+	}
+	for _, tt := range rooms {
+		if got := m.downloadRoom(sp, tt.dir); got != tt.want {
+			t.Errorf("downloadRoom(%s) = %d; want %d", tt.dir, got, tt.want)
+		}
+	}
+	m.downloadCut(sp, mux.Download{GUID: "g2", ClientID: task + "-w1", OwnerDir: task, URL: "http://x/big", Name: "big\u202e.iso", Size: 3 << 20})
+	evs := m.events.list()
+	if len(evs) != 1 || evs[0].Kind != api.EventDownloadCancelled || evs[0].TaskID != task ||
+		!strings.Contains(evs[0].Message, "VIBE_DOWNLOAD_MAX_MB=2") || !strings.Contains(evs[0].Message, `big\u202e.iso`) {
+		t.Errorf("events %+v; want one download_cancelled of the task naming the knob, the page's name quoted", evs)
+	}
+	tl, err := m.timeline.Entries(ctx, task, 0)
+	if err != nil || len(tl) == 0 || tl[len(tl)-1].Fault == nil || tl[len(tl)-1].Fault.What != api.FaultQuota {
+		t.Errorf("the task's timeline %+v, %v; want a quota fault last", tl, err)
+	}
+	scrape := httptest.NewRecorder()
+	m.metrics.handler().ServeHTTP(scrape, httptest.NewRequest("GET", api.PathMetrics, nil))
+	if want := `vibe_quota_hits_total{quota="download_bytes"} 1`; !strings.Contains(scrape.Body.String(), want) {
+		t.Errorf("/metrics has no %s", want)
+	}
+	m.downloaded.forget(state.DownloadOwner{Key: sp.Key, OwnerDir: task})
+	if got := m.downloadRoom(sp, task); got != 2<<20 {
+		t.Errorf("downloadRoom after its folder was pruned = %d; want the whole quota", got)
 	}
 }

@@ -51,6 +51,8 @@ type Manager struct {
 
 	exitIPs *exitIPs // each proxied store's exit IP, checked through its proxy (VIBE_PROXY_CHECK_URL)
 
+	downloaded downloadQuota // what each task's downloads take, for VIBE_DOWNLOAD_MAX_MB (downloads.go)
+
 	timeline *timeline.Recorder // what each task did (SPEC §15)
 }
 
@@ -61,7 +63,8 @@ func newManager(ctx context.Context, cfg *Config, root zerolog.Logger, db *state
 		version: version, ctx: ctx, leased: map[string]leaseMark{},
 		exitIPs: &exitIPs{ctx: ctx, url: cfg.ProxyCheckURL, seen: map[string]exitIP{}}}
 	m.fleet = browsers.New(ctx, cfg.browsers(), db, root, browsers.Hooks{Note: m.note,
-		Starting: m.writeWrapperFor, Downloaded: m.recordDownload, Timeline: m.tabStep})
+		Starting: m.writeWrapperFor, Downloaded: m.recordDownload, DownloadRoom: m.downloadRoom,
+		DownloadCut: m.downloadCut, Timeline: m.tabStep})
 	m.timeline = m.newTimeline()
 	m.metrics = newMetrics(m.fleet.Collectors()...)
 	m.handoffs = &handoffDesk{db: db, log: m.log, ctx: ctx, note: m.note, renew: m.touchTask, uiLink: m.uiLink}
@@ -224,6 +227,9 @@ func (m *Manager) quit() {
 // unfinished downloads and binds every endpoint (browsers.Fleet.Boot); wrappers are rewritten.
 func (m *Manager) boot(ctx context.Context) error {
 	if err := m.layOut(ctx); err != nil {
+		return err
+	}
+	if err := m.downloaded.load(ctx, m.db); err != nil { // before any mux asks for a task's room
 		return err
 	}
 	if err := m.fleet.Boot(ctx); err != nil {

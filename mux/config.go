@@ -109,6 +109,14 @@ type Hooks struct {
 	// Downloaded receives each download filed under DownloadDir, after its owner was told it completed.
 	// Calls come from the goroutine that filed it, never under the mux's lock.
 	Downloaded func(Download)
+	// DownloadRoom is how many more bytes the downloads of owner folder ownerDir may take (the manager's
+	// per-task quota less what the folder holds), or a negative number for no bound. A download that would
+	// take its owner's downloads in progress past it is cancelled: its owner hears "canceled", and
+	// DownloadCut is told. It is called under the mux's lock, so it must answer from memory.
+	DownloadRoom func(ownerDir string) int64
+	// DownloadCut receives each download cancelled for its owner's room (Size: the bytes it had), from a
+	// goroutine of its own, never under the mux's lock.
+	DownloadCut func(Download)
 	// Timeline receives each step of a client's tabs for the task timeline (SPEC §15): a page target created
 	// for it, a top-level navigation (URL, then the title once Chrome knows it), a page closed, a person's
 	// hold on it taken or given back. Calls come from one goroutine, in order, never under the mux's lock.

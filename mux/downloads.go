@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"vibebrowser/mux/clientid"
 )
 
 // Downloads, per owner (SPEC §12). Chrome's download behaviour is browser-wide, so the mux owns it: every
@@ -78,6 +80,8 @@ type download struct {
 	began                  []byte     // the downloadWillBegin held while resolving
 	progress               []byte     // the latest inProgress held while resolving
 	terminal               []byte     // the completed or canceled held while resolving
+	received               int64      // the bytes it has, by its latest progress
+	cut                    bool       // cancelled for its owner's room (Hooks.DownloadRoom)
 }
 
 // frameLookupTimeout bounds the search for the page that holds a download's subframe.
@@ -269,12 +273,55 @@ func (m *Mux) attributeDownloadLocked(d *download, owner *client) {
 	}
 	d.behavior = m.behaviorLocked(owner.conn, d.context)
 	if d.behavior.behavior == behaviorDeny && m.cfg.DownloadDir != "" {
-		p := append([]byte(`{"guid":`), appendJSONString(nil, d.guid)...)
-		if d.context != "" && !m.isDefaultContextLocked(d.context) {
-			p = append(append(p, `,"browserContextId":`...), appendJSONString(nil, d.context)...)
-		}
-		m.sendInternalLocked("Browser.cancelDownload", append(p, '}'), "", nil)
+		m.cancelLocked(d)
 	}
+}
+
+// cancelLocked asks Chrome to cancel d; its "canceled" then removes the partial file and tells the owner.
+func (m *Mux) cancelLocked(d *download) {
+	p := append([]byte(`{"guid":`), appendJSONString(nil, d.guid)...)
+	if d.context != "" && !m.isDefaultContextLocked(d.context) {
+		p = append(append(p, `,"browserContextId":`...), appendJSONString(nil, d.context)...)
+	}
+	m.sendInternalLocked("Browser.cancelDownload", append(p, '}'), "", nil)
+}
+
+// overRoomLocked reports whether d, now at received bytes, takes its owner's downloads in progress past
+// the owner's room (Hooks.DownloadRoom); if so it cancels d (unless it is complete: then it is only not
+// filed) and tells Hooks.DownloadCut.
+func (m *Mux) overRoomLocked(d *download, received int64, complete bool) bool {
+	room := m.cfg.Hooks.DownloadRoom
+	if d.cut || room == nil || d.owner == nil || m.cfg.DownloadDir == "" {
+		return d.cut
+	}
+	d.received = max(d.received, received)
+	dir := clientid.OwnerDir(d.owner.id)
+	left := room(dir)
+	if left < 0 {
+		return false
+	}
+	taking := d.received
+	for _, o := range m.dl.active {
+		if o != d && o.owner != nil && !o.cut && clientid.OwnerDir(o.owner.id) == dir {
+			taking += o.received
+		}
+	}
+	if taking <= left {
+		return false
+	}
+	d.cut = true
+	if !complete {
+		m.cancelLocked(d)
+	}
+	m.log.Warn().Str("guid", d.guid).Str("client", d.owner.id).Int64("bytes", d.received).Int64("room", left).
+		Msg("downloads: cancelled a download past its owner's room")
+	if cut := m.cfg.Hooks.DownloadCut; cut != nil && !m.closed {
+		dl := Download{GUID: d.guid, ClientID: d.owner.id, OwnerDir: dir, URL: d.url, Name: SanitizeName(d.name),
+			Size: d.received, At: time.Now()}
+		m.wg.Add(1) // under mu and before closed is set: Serve's Wait covers it
+		go func() { defer m.wg.Done(); cut(dl) }()
+	}
+	return true
 }
 
 // downloadEventLocked sends a download event to its owner, if the owner asked for download events.
@@ -317,14 +364,16 @@ func (m *Mux) downloadProgressLocked(b []byte) {
 func (m *Mux) progressLocked(d *download, ev dlEvent, b []byte) {
 	switch ev.Params.State {
 	case "completed":
-		delete(m.dl.active, d.guid)
 		if m.cfg.DownloadDir == "" { // nothing to file: Chrome put it where the client asked
+			delete(m.dl.active, d.guid)
 			m.downloadEventLocked(d, b)
 			return
 		}
-		if d.behavior.behavior == behaviorDeny {
-			// It completed before the cancel arrived (its subframe was still being looked up): the
-			// client that denies downloads still gets none.
+		over := m.overRoomLocked(d, int64(max(ev.Params.ReceivedBytes, ev.Params.TotalBytes)), true)
+		delete(m.dl.active, d.guid)
+		if d.behavior.behavior == behaviorDeny || over {
+			// It completed before the cancel arrived (its subframe was still being looked up, or it was
+			// past its owner's room at its first progress): the client still gets none.
 			m.removeIncomingLocked(d.guid)
 			m.downloadEventLocked(d, canceledEvent(d.guid))
 			return
@@ -343,6 +392,7 @@ func (m *Mux) progressLocked(d *download, ev dlEvent, b []byte) {
 		m.removeIncomingLocked(d.guid)
 		m.downloadEventLocked(d, b)
 	default:
+		m.overRoomLocked(d, int64(ev.Params.ReceivedBytes), false)
 		m.downloadEventLocked(d, b)
 	}
 }

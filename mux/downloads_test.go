@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -502,5 +503,70 @@ func TestCompletedEvent(t *testing.T) {
 	if back.Method != "Browser.downloadProgress" || p.GUID != "g<1>" || p.TotalBytes != "123456789012" ||
 		p.ReceivedBytes != "123456789012" || p.State != "completed" || p.FilePath != "/d/r<1>.csv" {
 		t.Errorf("completedEvent = %s; want Chrome's shape with integer byte counts", got)
+	}
+}
+
+// A download that would take its owner's downloads past the owner's room (the manager's per-task quota,
+// Hooks.DownloadRoom) is cancelled, in progress or at completion: nothing of it is filed, its owner hears
+// "canceled" and Hooks.DownloadCut is told; another owner's downloads, with room or none, go on.
+func TestDownloadPastItsOwnersRoom(t *testing.T) {
+	fb := newFakeBrowser(t)
+	root := t.TempDir()
+	room := map[string]int64{"small": 10, "tight": 8}
+	var mu sync.Mutex
+	var filed, cut []string
+	m := startMux(t, fb, Config{DownloadDir: root, Hooks: Hooks{
+		DownloadRoom: func(dir string) int64 {
+			if n, ok := room[dir]; ok {
+				return n
+			}
+			return -1
+		},
+		Downloaded: func(d Download) { mu.Lock(); filed = append(filed, d.GUID); mu.Unlock() },
+		DownloadCut: func(d Download) {
+			mu.Lock()
+			cut = append(cut, fmt.Sprintf("%s %s %d", d.GUID, d.OwnerDir, d.Size))
+			mu.Unlock()
+		},
+	}})
+	small, tight, free := newClient(t, m, "small"), newClient(t, m, "tight"), newClient(t, m, "free")
+	for _, c := range []*testClient{small, tight, free} {
+		c.call("Browser.setDownloadBehavior", `{"behavior":"default","eventsEnabled":true}`, "")
+	}
+	ps, pt, pf := small.createTarget("about:blank"), tight.createTarget("about:blank"), free.createTarget("about:blank")
+	testkit.WaitFor(t, 5*time.Second, "the mux's behavior in force", func() bool { return len(fb.downloadBehaviors()) == 1 })
+	fb.beginDownload(ps, "fits", "a.txt")    // 7 of 10
+	fb.beginDownload(ps, "over", "b.txt")    // 14 of 10, both in progress: cancelled
+	fb.beginDownload(pt, "late", "c.txt")    // 7 of 8 in progress, then 12 at completion
+	fb.beginDownload(pf, "unbound", "d.txt") // no room given: no bound
+	testkit.WaitFor(t, 5*time.Second, "the download past its room canceled at its owner", func() bool {
+		return len(progress(small, "over", "canceled")) == 1
+	})
+	fb.completeDownload("fits", "1234567")
+	fb.completeDownload("over", "never")
+	fb.completeDownload("late", "123456789012")
+	fb.completeDownload("unbound", strings.Repeat("x", 100))
+	testkit.WaitFor(t, 5*time.Second, "the two within their room filed", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(filed) == 2
+	})
+	testkit.WaitFor(t, 5*time.Second, "the late one canceled at its owner", func() bool { return len(progress(tight, "late", "canceled")) == 1 })
+	mu.Lock()
+	slices.Sort(filed)
+	slices.Sort(cut)
+	gotFiled, gotCut := slices.Clone(filed), slices.Clone(cut)
+	mu.Unlock()
+	if !slices.Equal(gotFiled, []string{"fits", "unbound"}) {
+		t.Errorf("filed %v; want fits and unbound", gotFiled)
+	}
+	if want := []string{"late tight 12", "over small 7"}; !slices.Equal(gotCut, want) {
+		t.Errorf("DownloadCut told %v; want %v", gotCut, want)
+	}
+	if files := testkit.Files(root); !slices.Equal(files, []string{filepath.Join("free", "d.txt"), filepath.Join("small", "a.txt")}) {
+		t.Errorf("files %q; want only the two filed", files)
+	}
+	if got := fb.got("Browser.cancelDownload"); len(got) != 1 || !strings.Contains(string(got[0].Params), `"over"`) {
+		t.Errorf("browser got cancelDownload %v; want one, for the download in progress past its room", got)
 	}
 }

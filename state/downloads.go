@@ -109,3 +109,29 @@ func (db *DB) DeleteDownloads(ctx context.Context, key, ownerDir string) (int64,
 	}
 	return res.RowsAffected()
 }
+
+// DownloadOwner is one owner folder of one browser's downloads: downloads/<slug>/<owner dir>.
+type DownloadOwner struct{ Key, OwnerDir string }
+
+// DownloadBytes sums the sizes of each owner folder's finished downloads (VIBE_DOWNLOAD_MAX_MB bounds a
+// task's).
+func (db *DB) DownloadBytes(ctx context.Context) (map[DownloadOwner]int64, error) {
+	rows, err := db.sql.QueryContext(ctx, "SELECT browser_key, owner_dir, SUM(size) FROM downloads GROUP BY browser_key, owner_dir")
+	if err != nil {
+		return nil, fmt.Errorf("sum downloads: %w", err)
+	}
+	defer rows.Close()
+	out := map[DownloadOwner]int64{}
+	for rows.Next() {
+		var o DownloadOwner
+		var n int64
+		if err := rows.Scan(&o.Key, &o.OwnerDir, &n); err != nil {
+			return nil, fmt.Errorf("sum downloads: %w", err)
+		}
+		out[o] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sum downloads: %w", err)
+	}
+	return out, nil
+}

@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -61,6 +62,11 @@ func TestDownloads(t *testing.T) {
 				t.Errorf("ListDownloads(%+v) = %q; want %q", tt.f, got, tt.want)
 			}
 		})
+	}
+	sums, err := db.DownloadBytes(ctx)
+	want := map[DownloadOwner]int64{{s.ID, "a1b2c3d4"}: 6, {s.ID, "aux"}: 3, {webKey, "e5f6a7b8"}: 3}
+	if err != nil || !maps.Equal(sums, want) {
+		t.Errorf("DownloadBytes = %v, %v; want %v", sums, err, want)
 	}
 	ds, _ := db.ListDownloads(ctx, DownloadFilter{TaskID: "a1b2c3d4"})
 	if d := ds[1]; d != first {

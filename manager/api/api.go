@@ -348,6 +348,7 @@ const (
 	EventBrowserAdopted     = "browser_adopted"      // a browser a previous manager left running was taken over
 	EventStrayClosed        = "browser_stray_closed" // a browser left running that could not be adopted was closed
 	EventIdleStop           = "browser_idle_stopped"
+	EventDownloadCancelled  = "download_cancelled" // a task's download would have passed VIBE_DOWNLOAD_MAX_MB
 )
 
 // ShimEventKinds are the only kinds POST PathEvents takes: what a shim reports of its own session. Every

@@ -40,6 +40,12 @@ func (f *Fleet) attachMux(ctx context.Context, s *slot, sp Spec, be backend, h h
 	if f.hooks.Downloaded != nil {
 		hooks.Downloaded = func(d mux.Download) { f.hooks.Downloaded(sp, d) }
 	}
+	if f.hooks.DownloadRoom != nil {
+		hooks.DownloadRoom = func(dir string) int64 { return f.hooks.DownloadRoom(sp, dir) }
+	}
+	if f.hooks.DownloadCut != nil {
+		hooks.DownloadCut = func(d mux.Download) { f.hooks.DownloadCut(sp, d) }
+	}
 	if f.hooks.Timeline != nil {
 		hooks.Timeline = func(ev mux.TimelineEvent) { f.hooks.Timeline(sp, ev) }
 	}

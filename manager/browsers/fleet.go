@@ -79,6 +79,9 @@ type Hooks struct {
 	Starting func(ctx context.Context, sp Spec) error
 	// Downloaded files a download that the mux of sp's browser saw finish.
 	Downloaded func(sp Spec, d mux.Download)
+	// DownloadRoom and DownloadCut are the muxes' hooks of the same names (mux.Hooks), for sp's browser.
+	DownloadRoom func(sp Spec, ownerDir string) int64
+	DownloadCut  func(sp Spec, d mux.Download)
 	// Timeline takes a step of a task's tab that the mux of sp's browser saw (SPEC §15).
 	Timeline func(sp Spec, ev mux.TimelineEvent)
 }
