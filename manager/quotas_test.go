@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"vibebrowser/integration/testkit"
+	"vibebrowser/manager"
 	"vibebrowser/manager/api"
 )
 
@@ -205,5 +206,29 @@ func TestAgentSocketConnectionsPerUID(t *testing.T) {
 	if err := a.ReportEvent(bg, api.Event{Kind: api.EventWedgeUnrecoverable, StoreID: acme.ID, TaskID: task,
 		BUName: "acme-a1b2c3d4"}); err != nil {
 		t.Errorf("the task's report once the idle ones were closed: %v", err)
+	}
+}
+
+func TestQuotaKnobs(t *testing.T) {
+	cfg, err := manager.FromEnv(func(k string) string { return map[string]string{"VIBE_HOME": t.TempDir()}[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.TimelineMaxMB != 200 || cfg.DownloadMaxMB != 1024 || cfg.HandoffMax != 3 || cfg.TaskEventsPerMin != 20 ||
+		cfg.AgentConnMax != 64 || cfg.AgentIdle != 30*time.Second {
+		t.Errorf("quota defaults: timeline %d MB, downloads %d MB, handoffs %d, events %d/min, agent.sock %d per uid, idle %v",
+			cfg.TimelineMaxMB, cfg.DownloadMaxMB, cfg.HandoffMax, cfg.TaskEventsPerMin, cfg.AgentConnMax, cfg.AgentIdle)
+	}
+	for _, tt := range []struct{ name, value, want string }{
+		{"VIBE_DOWNLOAD_MAX_MB", "0", "from 1 to"},
+		{"VIBE_HANDOFF_MAX", "0", "from 1 to 1000"},
+		{"VIBE_TASK_EVENTS_PER_MIN", "lots", "integer"},
+		{"VIBE_AGENT_CONN_MAX", "0", "from 1 to"},
+		{"VIBE_AGENT_IDLE_S", "0", "from 1 to 3600"},
+	} {
+		_, err := manager.FromEnv(func(k string) string { return map[string]string{"VIBE_HOME": t.TempDir(), tt.name: tt.value}[k] })
+		if err == nil || !strings.Contains(err.Error(), tt.name) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("FromEnv(%s=%q) = %v; want an error naming %s and %q", tt.name, tt.value, err, tt.name, tt.want)
+		}
 	}
 }
