@@ -124,9 +124,6 @@ func (m *Manager) createHandoff(ctx context.Context, req api.HandoffRequest) (ap
 	default:
 		return api.Handoff{}, fmt.Errorf("%w: kind %q: want store or web", apierr.ErrBadRequest, req.Kind)
 	}
-	if err := m.countTask(req.TaskID, key, "handoff"); err != nil {
-		return api.Handoff{}, err
-	}
 	if req.TaskID != "" {
 		if err := m.touchTask(ctx, req.TaskID, storeID); err != nil {
 			return api.Handoff{}, err
@@ -137,7 +134,7 @@ func (m *Manager) createHandoff(ctx context.Context, req api.HandoffRequest) (ap
 		wait = api.DefaultHandoffWaitS * time.Second
 	}
 	wait = min(wait, m.cfg.HandoffWaitMax)
-	h, err := m.recordHandoff(ctx, state.Handoff{StoreID: storeID, TaskID: req.TaskID, ClientID: req.ClientID,
+	h, err := m.recordHandoff(ctx, key, state.Handoff{StoreID: storeID, TaskID: req.TaskID, ClientID: req.ClientID,
 		BUName: req.BUName, Reason: req.Reason, Deadline: time.Now().Add(wait)})
 	if err != nil {
 		return api.Handoff{}, err
@@ -148,9 +145,9 @@ func (m *Manager) createHandoff(ctx context.Context, req api.HandoffRequest) (ap
 	return m.handoffs.views(stores, []state.Handoff{h})[0], nil
 }
 
-// recordHandoff records a new pending handoff unless its task already has VIBE_HANDOFF_MAX of them: one
-// task's requests never bury another store's.
-func (m *Manager) recordHandoff(ctx context.Context, h state.Handoff) (state.Handoff, error) {
+// recordHandoff records a new pending handoff of browser key unless its task already has VIBE_HANDOFF_MAX of
+// them, or asked VIBE_TASK_EVENTS_PER_MIN this minute: one task's requests never bury another store's.
+func (m *Manager) recordHandoff(ctx context.Context, key string, h state.Handoff) (state.Handoff, error) {
 	d := m.handoffs
 	d.createMu.Lock()
 	defer d.createMu.Unlock()
@@ -164,6 +161,9 @@ func (m *Manager) recordHandoff(ctx context.Context, h state.Handoff) (state.Han
 			return state.Handoff{}, fmt.Errorf("%w: task %s already waits on %d handoffs, its quota (VIBE_HANDOFF_MAX=%d): "+
 				"wait for a person to answer one, or cancel one, before asking again", apierr.ErrQuota, h.TaskID, n, m.cfg.HandoffMax)
 		}
+	}
+	if err := m.countTask(h.TaskID, key, "handoff"); err != nil {
+		return state.Handoff{}, err
 	}
 	return d.db.CreateHandoff(ctx, h)
 }
