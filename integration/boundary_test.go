@@ -102,7 +102,9 @@ func TestStoreBoundary(t *testing.T) {
 	// Real clients, as each store's agent user, through vibe-browser agent: the fake browser-use through the
 	// shim, and puppeteer on the task's capability URL (vibe-browser endpoint).
 	const taskA2 = "a1a1a1a1-0000-4000-8000-0000000000a2"
-	js, _ := filepath.Abs(filepath.Join("js", "manager_connect.js"))
+	// The agent users run node scripts from a copy any user reads, never from the checkout (a private clone).
+	forAgents := testkit.ForOtherUsers(t, "js", "node_modules")
+	js := filepath.Join(forAgents, "js", "manager_connect.js")
 	for _, c := range []struct {
 		store, task string
 		user        *osuser.User
@@ -142,7 +144,7 @@ func TestStoreBoundary(t *testing.T) {
 	// agent user's own: the folder 0700, the file 0600.
 	const taskA3 = "a1a1a1a1-0000-4000-8000-0000000000a3"
 	dl := downloadSite(t)
-	pwjs, _ := filepath.Abs(filepath.Join("js", "downloads_playwright.js"))
+	pwjs := filepath.Join(forAgents, "js", "downloads_playwright.js")
 	out = m.cli("agent", "--store", "acme", "--task", taskA3, "--", "bash", "-c",
 		fmt.Sprintf("node %s \"$(%s endpoint --store acme --http)\" '%s/?who=playwright' </dev/null", pwjs, bins.vibe, dl.URL))
 	if !strings.Contains(out, `"pathBytes":"playwright report.csv\n","saveAsBytes":"playwright report.csv\n"`) {

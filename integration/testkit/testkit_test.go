@@ -63,3 +63,29 @@ func TestFilesListsFilesRelativeAndSorted(t *testing.T) {
 		t.Errorf("Files of a missing folder = %q; want none", got)
 	}
 }
+
+// ForOtherUsers gives everyone a readable copy and leaves the checkout's files as they were.
+func TestForOtherUsers(t *testing.T) {
+	for _, mode := range []os.FileMode{0o644, 0o600} {
+		src := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(src, "js", "lib"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		f := filepath.Join(src, "js", "lib", "a.js")
+		if err := os.WriteFile(f, []byte("x"), mode); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(f, mode)
+		t.Chdir(src)
+		root := ForOtherUsers(t, "js")
+		for _, p := range []string{filepath.Join(root, "js"), filepath.Join(root, "js", "lib"), filepath.Join(root, "js", "lib", "a.js")} {
+			fi, err := os.Stat(p)
+			if err != nil || fi.Mode().Perm()&0o004 == 0 {
+				t.Errorf("ForOtherUsers, a %04o file: %s is %v (%v); want it readable by others", mode, p, fi.Mode(), err)
+			}
+		}
+		if fi, _ := os.Stat(f); fi.Mode().Perm() != mode {
+			t.Errorf("ForOtherUsers changed the original %s to %v; want %04o", f, fi.Mode(), mode)
+		}
+	}
+}
