@@ -7,6 +7,7 @@ import (
 	"net/http/cookiejar"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -70,14 +71,15 @@ func TestUILoginRoute(t *testing.T) {
 	}
 	jar, _ := cookiejar.New(nil)
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Jar: jar}
-	resp, err := client.Get(login.URL) // follows the redirect to / with the cookie it set
+	resp, err := client.Get(login.URL) // follows the redirect to the session's overview with the cookie it set
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "acme-shop") || resp.Request.URL.Path != "/" {
-		t.Errorf("GET login URL = %d at %s; want the overview listing acme-shop", resp.StatusCode, resp.Request.URL)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "acme-shop") ||
+		!regexp.MustCompile(`^/s/[0-9a-f]{32}/$`).MatchString(resp.Request.URL.Path) {
+		t.Errorf("GET login URL = %d at %s; want the overview listing acme-shop, under the session's own path", resp.StatusCode, resp.Request.URL)
 	}
 	resp, err = client.Get(login.URL)
 	if err != nil {
@@ -143,7 +145,7 @@ func TestUIStorePagesThroughTheManager(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	base := strings.TrimSuffix(login.URL, "/login?code="+login.Code)
+	base := strings.TrimSuffix(resp.Request.URL.String(), "/") // the session's own pages
 	tests := []struct {
 		path   string
 		status int
@@ -151,8 +153,8 @@ func TestUIStorePagesThroughTheManager(t *testing.T) {
 	}{
 		{"/store/acme-shop", http.StatusOK, "The browser is stopped"},
 		{"/store/web", http.StatusOK, "The browser is stopped"},
-		{"/store/Acme%20Shop", http.StatusNotFound, "No store"}, // a name is no slug
-		{"/store/nope", http.StatusNotFound, "No store"},
+		{"/store/Acme%20Shop", http.StatusNotFound, "No such store"}, // a name is no slug
+		{"/store/nope", http.StatusNotFound, "No such store"},
 		{"/store/acme-shop/tab/T1", http.StatusConflict, "vibe-browser store start acme-shop"},
 	}
 	for _, tt := range tests {

@@ -22,10 +22,13 @@ var securityHeaders = map[string]string{
 	"X-Frame-Options":         "DENY",
 	"Referrer-Policy":         "no-referrer",
 	"X-Content-Type-Options":  "nosniff",
+	// Nothing of the UI loads into a page of another origin: a picture or a file of it is this origin's alone.
+	"Cross-Origin-Resource-Policy": "same-origin",
 }
 
-// guard applies the access rules, in this order: headers, Host, Origin (or a form's token), then the
-// session cookie (which /login hands out).
+// guard applies the access rules, in this order: headers, Host, the public assets, the peer's user
+// (peer.go), Origin (or a form's token), then the session (inSession): /login hands out a cookie scoped
+// to the session's own path, and every other request must come under that path with that cookie.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for k, v := range securityHeaders {
@@ -40,6 +43,16 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				" <the manager's machine>")
 			return
 		}
+		// The stylesheet and scripts are the binary's own files, the same for everyone: served before any
+		// rule, so that even a refusal's page reads well.
+		if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/assets/") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if err := s.peerErr(r); err != nil {
+			s.refusePeer(w, r, err)
+			return
+		}
 		if needsFormToken(r) && r.Body != nil {
 			r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 		}
@@ -51,11 +64,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if !s.validSession(r) {
-			s.unauthorized(w, r)
-			return
-		}
-		next.ServeHTTP(w, r)
+		s.inSession(w, r, next)
 	})
 }
 
@@ -66,8 +75,8 @@ func (s *Server) origin(r *http.Request) string { return "http://" + strings.ToL
 // method and every WebSocket upgrade must come from a page of this UI, which a browser says in one of two
 // ways no page can forge: Sec-Fetch-Site "same-origin", or our own Origin. The pages' forms are plain
 // forms: under the UI's no-referrer policy their POSTs carry "Origin: null", and their Sec-Fetch-Site
-// vouches for them. Refused: "same-site" (a page on another port of this host, to which SameSite=Strict
-// still sends our cookie), "cross-site" and "none". Browsers send Fetch Metadata to loopback and https://
+// vouches for them. Refused: "same-site" (a page on another port of this host, which SameSite counts as
+// ours: one that learnt a session's path would get its cookie sent), "cross-site" and "none". Browsers send Fetch Metadata to loopback and https://
 // addresses only, so plain HTTP to another address (VIBE_UI_ALLOW_REMOTE) leaves a form's POST with
 // "Origin: null" and nothing else: such a POST (or one with no Origin at all) passes only with the form's
 // token of the viewer's session (formTokenVouches), which a page of another site, same-site ones
@@ -89,6 +98,26 @@ func (s *Server) sameOrigin(r *http.Request) bool {
 		return own || needsFormToken(r) && s.formTokenVouches(r)
 	}
 	return false
+}
+
+// ownPagesOnly serves what the pages show of a task or a tab (a screenshot, a thumbnail, a download, an
+// export) only to the UI's own pages and to the person's own navigation (Sec-Fetch-Site same-origin or
+// none), never to a page of another port or site that would load it as its own picture or file. Browsers
+// send no Fetch Metadata over plain HTTP to an address other than a loopback one (VIBE_UI_ALLOW_REMOTE):
+// there the session's path and cookie are the rule.
+func ownPagesOnly(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		switch site := r.Header.Get("Sec-Fetch-Site"); site {
+		case "same-origin", "none", "":
+			h(w, r)
+		default:
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.Header().Set("Cache-Control", "no-store")
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = w.Write([]byte("forbidden: screenshots, thumbnails, downloads and exports go only to this UI's own pages " +
+				"(this request is Sec-Fetch-Site: " + site + "); open them from the task or store page\n"))
+		}
+	}
 }
 
 // isStrict reports whether r must come from a page of the UI: it changes something or opens a WebSocket.
@@ -161,24 +190,6 @@ func (s *Server) refusedOrigin(r *http.Request) string {
 	return msg
 }
 
-// validSession reports whether r carries a live session cookie, and renews its idle time.
-func (s *Server) validSession(r *http.Request) bool {
-	c, err := r.Cookie(sessionCookie)
-	if err != nil {
-		return false
-	}
-	now := s.cfg.Now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	last, ok := s.sessions[c.Value]
-	if !ok || now.Sub(last) >= sessionIdle {
-		delete(s.sessions, c.Value)
-		return false
-	}
-	s.sessions[c.Value] = now
-	return true
-}
-
 // viewerID names the person behind r's session for a takeover (mux.View.Hold): stable across their
 // reconnects, and not the cookie itself, which other viewers must never learn.
 func viewerID(r *http.Request) string {
@@ -196,8 +207,10 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 	next := "/"
 	if n, ok := r.URL.Query()["next"]; ok {
 		// Checked before the code is spent: a link someone tampered with costs the person nothing.
+		// Its words are never echoed: a link anyone wrote must not make the UI say them.
 		if err := SafeNext(n[0]); err != nil {
-			s.message(w, r, http.StatusBadRequest, "This login link is not valid", err.Error(),
+			s.message(w, r, http.StatusBadRequest, "This login link is not valid",
+				"Its next= is not a page of this UI, so the link was changed after vibe-browser printed it.",
 				"Use the link exactly as vibe-browser ui or vibe-browser store login printed it.", "")
 			return
 		}
@@ -210,12 +223,12 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 	var id string
 	if ok && now.Before(exp) {
 		id = randomHex()
-		for sid, last := range s.sessions {
-			if now.Sub(last) >= sessionIdle {
+		for sid, old := range s.sessions {
+			if now.Sub(old.last) >= sessionIdle {
 				delete(s.sessions, sid)
 			}
 		}
-		s.sessions[id] = now
+		s.sessions[id] = &session{last: now}
 	}
 	s.mu.Unlock()
 	if id == "" {
@@ -225,11 +238,12 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 			"Run vibe-browser ui (or vibe-browser ui --open) again in a terminal on the manager's machine for a new one.", "")
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", HttpOnly: true,
+	prefix := s.sessionPrefix(id)
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: prefix, HttpOnly: true,
 		SameSite: http.SameSiteStrictMode})
 	s.cfg.Log.Info().Msg("a person logged in to the web UI")
 	// 303 to a page of ours: the code leaves the address bar and the history.
-	http.Redirect(w, r, next, http.StatusSeeOther)
+	http.Redirect(w, r, prefix+next, http.StatusSeeOther)
 }
 
 // SafeNext accepts where a login may land: a path of this UI ("/store/shop/tab/ID"), never another
@@ -258,9 +272,10 @@ func SafeNext(next string) error {
 // unauthorized answers a request without a valid session: a page for people, a line for programs.
 func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request) {
 	if wantsHTML(r) {
-		s.message(w, r, http.StatusUnauthorized, "Log in to vibe-browser",
-			"This page needs a login from the manager's machine.",
-			"Run vibe-browser ui (or vibe-browser ui --open) in a terminal on the manager's machine and open the link it prints.", "")
+		// "resume": where this browser keeps a login, session.js opens the same page in it instead.
+		s.renderIn(w, http.StatusUnauthorized, "message", "", "resume", message{Title: "Log in to vibe-browser",
+			Text:   "This page needs a login from the manager's machine.",
+			Action: "Run vibe-browser ui (or vibe-browser ui --open) in a terminal on the manager's machine and open the link it prints."})
 		return
 	}
 	s.plain(w, http.StatusUnauthorized, "unauthorized: run `vibe-browser ui` on the manager's machine and open the link it prints")

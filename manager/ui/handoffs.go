@@ -38,7 +38,7 @@ func (s *Server) handoffRows(ctx context.Context, hs []api.Handoff, token string
 	rows := make([]handoffRow, 0, len(hs))
 	browsers := map[string]Browser{} // by slug; nil when not running
 	for _, h := range hs {
-		row := handoffRow{ID: h.ID, Store: h.Store, StoreHref: "/store/" + url.PathEscape(h.Store), Task: "–",
+		row := handoffRow{ID: h.ID, Store: h.Store, StoreHref: storeHref(h.Store), Task: "–",
 			Session: h.BUName, Reason: h.Reason, Asked: duration(now.Sub(h.CreatedAt)) + " ago", Tabs: []handoffTab{},
 			Token: token}
 		if h.TaskID != "" {
@@ -93,21 +93,14 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) {
 	h, err := s.cfg.Source.AnswerHandoff(r.Context(), id, r.FormValue("status"), r.FormValue("note"))
 	if err != nil {
 		s.message(w, r, http.StatusConflict, "This answer was not sent", err.Error(),
-			"Go back to the overview: it lists the handoffs still waiting for you.", "/")
+			"Go back to the overview: it lists the handoffs still waiting for you.", "./")
 		return
 	}
 	s.cfg.Log.Info().Str("handoff", h.ID).Str("status", h.Status).Msg("a person answered a handoff in the web UI")
-	http.Redirect(w, r, "/?answered="+url.QueryEscape(h.ID)+"&status="+url.QueryEscape(h.Status), http.StatusSeeOther)
-}
-
-// answeredBanner is the overview's confirmation after handleAnswer's redirect, from its query.
-func answeredBanner(q url.Values) string {
-	id := q.Get("answered")
-	if id == "" {
-		return ""
+	code, text := noticeDone, "Your answer reached the agent of handoff "+h.ID+": it goes on with its task."
+	if h.Status == api.HandoffCantHelp {
+		code, text = noticeCantHelp, "The agent of handoff "+h.ID+" now knows that you cannot help; it records the step as blocked."
 	}
-	if q.Get("status") == api.HandoffCantHelp {
-		return "The agent of handoff " + id + " now knows that you cannot help; it records the step as blocked."
-	}
-	return "Your answer reached the agent of handoff " + id + ": it goes on with its task."
+	s.remember(r, code, text)
+	s.redirect(w, r, noticeURL(code))
 }

@@ -103,10 +103,10 @@ func (s *Server) buildOverview(r *http.Request) overview {
 			row.Tabs += " · " + strconv.Itoa(b.Held) + " taken over"
 		}
 		if b.Key == api.WebKey {
-			row.Name, row.Slug, row.Backend, row.Href = "Web browser", api.WebSlug, "chrome", "/store/"+api.WebSlug
+			row.Name, row.Slug, row.Backend, row.Href = "Web browser", api.WebSlug, "chrome", storeHref(api.WebSlug)
 		} else {
 			store := stores[b.Key]
-			row.Name, row.Backend, row.Href = store.Name, store.Backend, "/store/"+b.Slug
+			row.Name, row.Backend, row.Href = store.Name, store.Backend, storeHref(b.Slug)
 		}
 		if b.Status == api.StatusRunning {
 			running++
@@ -131,7 +131,7 @@ func (s *Server) buildOverview(r *http.Request) overview {
 		row := taskRow{ID: t.ID, Page: taskHref(t.ID), Store: "–", Status: t.Status, Lease: "–"}
 		if t.Store != "" {
 			row.Store = slugOf(t.Store)
-			row.Href = "/store/" + row.Store
+			row.Href = storeHref(row.Store)
 		}
 		if !t.LeaseUntil.IsZero() && !slices.Contains([]string{"completed", "failed"}, t.Status) {
 			if left := t.LeaseUntil.Sub(now); left > 0 {
@@ -197,8 +197,8 @@ func duration(d time.Duration) string {
 
 func (s *Server) handleOverview(w http.ResponseWriter, r *http.Request) {
 	ov := s.buildOverview(r)
-	ov.Answered = answeredBanner(r.URL.Query())
-	s.render(w, http.StatusOK, "overview", ov)
+	ov.Answered = s.noticeFor(r, answeredParam)
+	s.render(w, r, http.StatusOK, "overview", ov)
 }
 
 // overviewParts are the overview's live parts (templates/overview.html, and the title of layout.html).

@@ -265,11 +265,11 @@ func TestStorePageListsClientsAndTabs(t *testing.T) {
 	}
 	for _, want := range []string{
 		`<section class="client task" data-id="` + task + `">`,
-		`worker slot 2 of task <a href="/task/` + task + `"><code>` + task + `</code></a>`,
+		`worker slot 2 of task <a href="task/` + task + `"><code>` + task + `</code></a>`,
 		`<section class="client aux"`, `<section class="client manual"`, `<section class="client discovery" data-id="anon-k9f3q2">`,
 		`<section class="client human"`,
-		`href="/store/shop/tab/T1"`, `data-src="/store/shop/tab/T1/thumb.jpg"`, "Orders", "https://shop.example/orders",
-		`href="/store/shop/tab/H1"`, "in grace", "New human tab",
+		`href="store/shop/tab/T1"`, `data-src="store/shop/tab/T1/thumb.jpg"`, "Orders", "https://shop.example/orders",
+		`href="store/shop/tab/H1"`, "in grace", "New human tab",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the store page lacks %q", want)
@@ -339,7 +339,7 @@ func TestStorePageOffersToStartAStoppedBrowser(t *testing.T) {
 	u, _ := storeUI(t)
 	cookie := u.login(t)
 	page := body(t, u.do(t, "GET", "/store/web", map[string]string{"Cookie": cookie, "Accept": "text/html"}))
-	if !strings.Contains(page, "The browser is stopped") || !strings.Contains(page, `action="/store/web/start"`) {
+	if !strings.Contains(page, "The browser is stopped") || !strings.Contains(page, `action="store/web/start"`) {
 		t.Errorf("the stopped web browser's page does not offer to start it:\n%s", page)
 	}
 	u.src.mu.Lock()
@@ -347,8 +347,13 @@ func TestStorePageOffersToStartAStoppedBrowser(t *testing.T) {
 	u.src.mu.Unlock()
 	resp := u.do(t, "POST", "/store/web/start", map[string]string{"Cookie": cookie, "Origin": "http://" + u.host})
 	body(t, resp)
-	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || !strings.Contains(loc, "budget") {
-		t.Errorf("a failed start = %d to %q; want 303 back to the page with the manager's words", resp.StatusCode, loc)
+	loc := resp.Header.Get("Location")
+	if want := u.scoped(cookie, "/store/web?error=start"); resp.StatusCode != http.StatusSeeOther || loc != want {
+		t.Errorf("a failed start = %d to %q; want 303 back to the page, %s", resp.StatusCode, loc, want)
+	}
+	back := body(t, u.do(t, "GET", "/store/web?error=start", map[string]string{"Cookie": cookie, "Accept": "text/html"}))
+	if !strings.Contains(back, `<p id="error" class="banner error">The browser did not start: the relaunch budget is spent</p>`) {
+		t.Errorf("the page after a failed start lacks the manager's words in its banner:\n%s", back)
 	}
 	if got := u.src.started; len(got) != 1 || got[0] != "web" {
 		t.Errorf("StartBrowser calls = %q; want [web]", got)
@@ -358,7 +363,7 @@ func TestStorePageOffersToStartAStoppedBrowser(t *testing.T) {
 func TestNewHumanTabGoesToItsPage(t *testing.T) {
 	u, fb := storeUI(t)
 	cookie := u.login(t)
-	req, _ := http.NewRequest("POST", u.hs.URL+"/store/shop/tabs", strings.NewReader("url=shop.example%2Flogin"))
+	req, _ := http.NewRequest("POST", u.hs.URL+u.scoped(cookie, "/store/shop/tabs"), strings.NewReader("url=shop.example%2Flogin"))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Cookie", cookie)
 	req.Header.Set("Origin", "http://"+u.host)
@@ -368,8 +373,8 @@ func TestNewHumanTabGoesToItsPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	body(t, resp)
-	if loc := resp.Header.Get("Location"); loc != "/store/shop/tab/NEWTAB" {
-		t.Errorf("new human tab redirects to %q; want /store/shop/tab/NEWTAB", loc)
+	if loc, want := resp.Header.Get("Location"), u.scoped(cookie, "/store/shop/tab/NEWTAB"); loc != want {
+		t.Errorf("new human tab redirects to %q; want %s", loc, want)
 	}
 	if fb.newTabURL != "https://shop.example/login" {
 		t.Errorf("NewHumanTab url = %q; want https://shop.example/login", fb.newTabURL)
@@ -427,7 +432,7 @@ func TestThumbnailIsBoundedAndKnowsItsTabs(t *testing.T) {
 // dialTab opens a tab's live view socket.
 func dialTab(t *testing.T, u *uiUnderTest, id string, hdr http.Header) (*websocket.Conn, *http.Response, error) {
 	t.Helper()
-	c, resp, err := websocket.DefaultDialer.Dial("ws://"+u.host+"/store/shop/tab/"+id+"/ws?w=640", hdr)
+	c, resp, err := websocket.DefaultDialer.Dial("ws://"+u.host+u.scoped(hdr.Get("Cookie"), "/store/shop/tab/"+id+"/ws?w=640"), hdr)
 	if c != nil {
 		t.Cleanup(func() { c.Close() })
 	}
@@ -598,8 +603,8 @@ func TestLoginLandsOnNext(t *testing.T) {
 	path := strings.TrimPrefix(l.URL, u.srv.URL())
 	resp = u.do(t, "GET", path, nil)
 	body(t, resp)
-	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || loc != "/store/shop/tab/H1" {
-		t.Errorf("login = %d to %q; want 303 to /store/shop/tab/H1", resp.StatusCode, loc)
+	if loc, want := resp.Header.Get("Location"), resp.Cookies()[0].Path+"/store/shop/tab/H1"; resp.StatusCode != http.StatusSeeOther || loc != want {
+		t.Errorf("login = %d to %q; want 303 to %s", resp.StatusCode, loc, want)
 	}
 	resp = u.do(t, "GET", path, nil)
 	if body(t, resp); resp.StatusCode != http.StatusUnauthorized {
@@ -640,7 +645,7 @@ func TestLiveStoreSendsChanges(t *testing.T) {
 	addHumanTab(fb, "H2")
 	next := readEvent(t, r, "parts")
 	human := next[strings.Index(next, `<section class="client human"`):]
-	if !strings.Contains(human, `href="/store/shop/tab/H2"`) || !strings.Contains(human, `id="thumb-H2" data-keep`) {
+	if !strings.Contains(human, `href="store/shop/tab/H2"`) || !strings.Contains(human, `id="thumb-H2" data-keep`) {
 		t.Errorf("store message after a new human tab = %s; want H2 listed with its thumbnail", next)
 	}
 	if strings.Contains(next, "downloads-section") {
@@ -659,7 +664,7 @@ func TestLiveStoreIsChangeDriven(t *testing.T) {
 		{"a new tab", func(u *uiUnderTest, fb *fakeBrowser) {
 			addHumanTab(fb, "H2")
 			u.src.set(func(*api.Status) {}) // the mux's ownership hook writes the tab's owner
-		}, `href="/store/shop/tab/H2"`},
+		}, `href="store/shop/tab/H2"`},
 		{"a new task", func(u *uiUnderTest, fb *fakeBrowser) {
 			u.src.set(func(st *api.Status) { st.Tasks = append(st.Tasks, api.Task{ID: "anon-k9f3q2", Status: "running"}) })
 		}, `<section class="client task" data-id="anon-k9f3q2">`},
@@ -862,9 +867,9 @@ func TestEveryPostFormCarriesTheToken(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		path  string
-		posts int // the answer to the handoff; start and new tab; close tab
+		posts int // the answer to the handoff; start and new tab; close tab; a takeover's human tab
 	}{
-		{"/", 1}, {"/store/shop", 2}, {"/store/web", 2}, {"/store/shop/tab/H1", 1}, {"/store/shop/tab/T1", 0},
+		{"/", 1}, {"/store/shop", 2}, {"/store/web", 2}, {"/store/shop/tab/H1", 1}, {"/store/shop/tab/T1", 1},
 	} {
 		resp := u.do(t, "GET", tt.path, map[string]string{"Cookie": cookie, "Accept": "text/html"})
 		page := body(t, resp)
@@ -893,7 +898,7 @@ func TestEveryPostFormCarriesTheToken(t *testing.T) {
 func TestEveryTaskIDLinksToItsPage(t *testing.T) {
 	u := handoffUI(t)
 	cookie := u.login(t)
-	named := regexp.MustCompile(`(<a href="/task/` + task + `"[^>]*>)?<code[^>]*>` + task + `</code>`)
+	named := regexp.MustCompile(`(<a href="task/` + task + `"[^>]*>)?<code[^>]*>` + task + `</code>`)
 	for _, tt := range []struct {
 		path  string
 		links int // the task ids shown

@@ -229,7 +229,7 @@ func (s *Server) storeView(f storeFacts) storePage {
 			if t.Type != "page" {
 				continue
 			}
-			href := "/store/" + url.PathEscape(page.Slug) + "/tab/" + url.PathEscape(t.ID)
+			href := tabHref(page.Slug, t.ID)
 			tr := tabRow{ID: t.ID, Title: t.Title, URL: t.URL, Href: href, Thumb: href + "/thumb.jpg",
 				LastUsed: "never", Human: t.Human, Held: t.HeldBy != ""}
 			if !t.LastUsed.IsZero() {
@@ -246,29 +246,36 @@ func (s *Server) storeView(f storeFacts) storePage {
 	return page
 }
 
-// forViewer is page for the viewer of r: their form token, and the error a redirect to the page carried
-// (?error=, handleStart and handleNewTab) unless the page has its own.
+// forViewer is page for the viewer of r: their form token, and the banner a redirect to the page asked
+// for (?error=CODE: handleStart, handleNewTab, handleCloseTab; notices.go) unless the page has its own.
 func (s *Server) forViewer(page storePage, r *http.Request) storePage {
 	page.Token = s.formToken(r)
-	if msg := r.URL.Query().Get("error"); msg != "" && page.Error == "" {
+	if msg := s.noticeFor(r, errorParam); msg != "" && page.Error == "" {
 		page.Error = msg
 	}
 	return page
 }
 
-func (s *Server) noStore(w http.ResponseWriter, r *http.Request, slug string) {
-	s.message(w, r, http.StatusNotFound, "No store "+quote(slug),
-		"The manager has no store with the slug "+quote(slug)+" (it may have been deleted).",
-		"Go to the overview for the stores there are; vibe-browser store list prints them too.", "/")
+// storeHref is the store page of slug, relative to the session's base (session.go).
+func storeHref(slug string) string { return "store/" + url.PathEscape(slug) }
+
+// tabHref is the tab page of a tab of slug's browser.
+func tabHref(slug, id string) string { return storeHref(slug) + "/tab/" + url.PathEscape(id) }
+
+func (s *Server) noStore(w http.ResponseWriter, r *http.Request) {
+	// The slug is the URL's: never echoed (notices.go says why).
+	s.message(w, r, http.StatusNotFound, "No such store",
+		"The manager has no store with the slug this address names (it may have been deleted).",
+		"Go to the overview for the stores there are; vibe-browser store list prints them too.", "./")
 }
 
 func (s *Server) handleStore(w http.ResponseWriter, r *http.Request) {
 	f := s.readStore(r.Context(), r.PathValue("slug"))
 	if !f.found {
-		s.noStore(w, r, r.PathValue("slug"))
+		s.noStore(w, r)
 		return
 	}
-	s.render(w, http.StatusOK, "store", s.forViewer(s.storeView(f), r))
+	s.render(w, r, http.StatusOK, "store", s.forViewer(s.storeView(f), r))
 }
 
 // storeParts are the store page's live parts (templates/store.html).
@@ -285,7 +292,7 @@ func (s *Server) handleStoreLive(w http.ResponseWriter, r *http.Request) {
 		data: func() any {
 			page := s.storeView(f)
 			if !f.found {
-				page.Error = "The store " + quote(slug) + " is gone: it was deleted. Go to the overview."
+				page.Error = "This store is gone: it was deleted. Go to the overview."
 			}
 			return s.forViewer(page, r)
 		}})
@@ -295,25 +302,27 @@ func (s *Server) handleStoreLive(w http.ResponseWriter, r *http.Request) {
 // manager's words when it could not.
 func (s *Server) handleStart(w http.ResponseWriter, r *http.Request) {
 	slug := r.PathValue("slug")
-	back := "/store/" + url.PathEscape(slug)
+	back := storeHref(slug)
 	if err := s.cfg.Source.StartBrowser(r.Context(), slug); err != nil {
 		if errors.Is(err, ErrNoStore) {
-			s.noStore(w, r, slug)
+			s.noStore(w, r)
 			return
 		}
-		http.Redirect(w, r, back+"?error="+url.QueryEscape("The browser did not start: "+err.Error()), http.StatusSeeOther)
+		s.remember(r, noticeStart, "The browser did not start: "+err.Error())
+		s.redirect(w, r, back+noticeURL(noticeStart))
 		return
 	}
-	http.Redirect(w, r, back, http.StatusSeeOther)
+	s.redirect(w, r, back)
 }
 
 // handleNewTab opens a human tab (at the form's optional URL) and goes to its tab page.
 func (s *Server) handleNewTab(w http.ResponseWriter, r *http.Request) {
 	slug := r.PathValue("slug")
-	back := "/store/" + url.PathEscape(slug)
+	back := storeHref(slug)
 	target, err := TabURL(r.FormValue("url"))
 	if err != nil {
-		http.Redirect(w, r, back+"?error="+url.QueryEscape(err.Error()), http.StatusSeeOther)
+		s.remember(r, noticeAddress, sentence(err.Error()))
+		s.redirect(w, r, back+noticeURL(noticeAddress))
 		return
 	}
 	br, ok := s.browser(w, r, slug)
@@ -324,10 +333,11 @@ func (s *Server) handleNewTab(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	id, err := br.NewHumanTab(ctx, target)
 	if err != nil {
-		http.Redirect(w, r, back+"?error="+url.QueryEscape("The tab did not open: "+err.Error()), http.StatusSeeOther)
+		s.remember(r, noticeOpenTab, "The tab did not open: "+err.Error())
+		s.redirect(w, r, back+noticeURL(noticeOpenTab))
 		return
 	}
-	http.Redirect(w, r, back+"/tab/"+url.PathEscape(id), http.StatusSeeOther)
+	s.redirect(w, r, tabHref(slug, id))
 }
 
 // TabURL is the address a person typed for a new tab or the address bar: empty is about:blank, a bare
@@ -354,16 +364,16 @@ func (s *Server) browser(w http.ResponseWriter, r *http.Request, slug string) (B
 	br, err := s.cfg.Source.Browser(r.Context(), slug)
 	switch {
 	case errors.Is(err, ErrNoStore):
-		s.noStore(w, r, slug)
+		s.noStore(w, r)
 		return nil, false
 	case errors.Is(err, ErrStopped):
 		s.message(w, r, http.StatusConflict, "The browser is stopped",
 			"The browser of "+quote(slug)+" is not running, so it has no tabs to show.",
-			"Start it from the store page (or run vibe-browser store start "+slug+").", "/store/"+url.PathEscape(slug))
+			"Start it from the store page (or run vibe-browser store start "+slug+").", storeHref(slug))
 		return nil, false
 	case err != nil:
 		s.message(w, r, http.StatusServiceUnavailable, "The browser is not available", err.Error(),
-			"Try again; the manager's log says more.", "/store/"+url.PathEscape(slug))
+			"Try again; the manager's log says more.", storeHref(slug))
 		return nil, false
 	}
 	return br, true
@@ -391,7 +401,7 @@ func (s *Server) handleThumb(w http.ResponseWriter, r *http.Request) {
 	}
 	id := r.PathValue("id")
 	if _, ok := findTab(br, id); !ok {
-		s.plain(w, http.StatusNotFound, "no thumbnail: the browser has no page tab "+quote(id))
+		s.plain(w, http.StatusNotFound, "no thumbnail: the browser has no such page tab (it was closed)")
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), thumbTimeout)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
 	"time"
 
@@ -38,6 +37,7 @@ type tabPage struct {
 	Human                                         bool
 	Hold                                          string // "you", "other" or "" (viewMeta.Hold)
 	StoreHref, Socket, Close                      string
+	NewTab                                        string // the store's form that opens a human tab
 	TaskHref                                      string // the task page of a task's or worker slot's tab
 	Token                                         string // the viewer's form token (formToken), for Close tab
 }
@@ -49,11 +49,11 @@ func (s *Server) handleTab(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t, ok := findTab(br, id)
-	storeHref := "/store/" + url.PathEscape(slug)
+	back := storeHref(slug)
 	if !ok {
 		s.message(w, r, http.StatusNotFound, "This tab is gone",
-			"The browser of "+quote(slug)+" has no tab "+quote(id)+": it was closed, or the browser restarted.",
-			"Go back to the store page for the tabs it has now.", storeHref)
+			"The browser of "+quote(slug)+" has no tab of this address: it was closed, or the browser restarted.",
+			"Go back to the store page for the tabs it has now.", back)
 		return
 	}
 	name, tasks := slug, map[string]bool{}
@@ -76,10 +76,11 @@ func (s *Server) handleTab(w http.ResponseWriter, r *http.Request) {
 	case "worker":
 		taskPage = taskHref(workerSlot.FindStringSubmatch(t.Owner)[1])
 	}
-	href := storeHref + "/tab/" + url.PathEscape(id)
-	s.render(w, http.StatusOK, "tab", tabPage{Slug: slug, StoreName: name, ID: id, Title: t.Title, URL: t.URL,
+	href := tabHref(slug, id)
+	s.render(w, r, http.StatusOK, "tab", tabPage{Slug: slug, StoreName: name, ID: id, Title: t.Title, URL: t.URL,
 		Owner: t.Owner, Label: label, Human: t.Human, Hold: holdState(t.HeldBy, viewerID(r)),
-		StoreHref: storeHref, Socket: href + "/ws", Close: href + "/close", Token: s.formToken(r), TaskHref: taskPage})
+		StoreHref: back, Socket: href + "/ws", Close: href + "/close", NewTab: back + "/tabs", Token: s.formToken(r),
+		TaskHref: taskPage})
 }
 
 func (s *Server) handleCloseTab(w http.ResponseWriter, r *http.Request) {
@@ -88,12 +89,13 @@ func (s *Server) handleCloseTab(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	storeHref := "/store/" + url.PathEscape(slug)
+	back := storeHref(slug)
 	if err := br.CloseHumanTab(id); err != nil {
-		http.Redirect(w, r, storeHref+"?error="+url.QueryEscape("The tab was not closed: "+err.Error()), http.StatusSeeOther)
+		s.remember(r, noticeCloseTab, "The tab was not closed: "+err.Error())
+		s.redirect(w, r, back+noticeURL(noticeCloseTab))
 		return
 	}
-	http.Redirect(w, r, storeHref, http.StatusSeeOther)
+	s.redirect(w, r, back)
 }
 
 // metaEvery is how often the live view asks the browser for the tab's URL and title, besides on navigation
@@ -163,7 +165,7 @@ func (s *Server) handleTabSocket(w http.ResponseWriter, r *http.Request) {
 	}
 	tab, ok := findTab(br, id)
 	if !ok {
-		s.plain(w, http.StatusNotFound, "no live view: the browser has no page tab "+quote(id))
+		s.plain(w, http.StatusNotFound, "no live view: the browser has no such page tab (it was closed)")
 		return
 	}
 	opt := LiveView

@@ -27,7 +27,8 @@ import (
 const taskPollEvery = 2000
 
 // taskHref is the task page of id.
-func taskHref(id string) string { return "/task/" + url.PathEscape(id) }
+// taskHref is the task page of id, relative to the session's base (session.go).
+func taskHref(id string) string { return "task/" + url.PathEscape(id) }
 
 // taskPage is the task page's data, and the export's (Export): the head (templates "task-head") and the
 // steps ("timeline"). Every link is "" in the export, which names nothing on the network.
@@ -273,7 +274,7 @@ func (b stepBuilder) step(e api.Entry) step {
 		case api.HandoffPending:
 			st.What, st.Detail, st.Alert = "Asked a person for help:", h.Question, true
 			if !b.export {
-				st.Href = "/#handoff-" + url.PathEscape(h.ID)
+				st.Href = "./#handoff-" + url.PathEscape(h.ID)
 			}
 		case api.HandoffDone:
 			st.What, st.Detail = "A person answered: done.", h.Note
@@ -452,7 +453,7 @@ func (s *Server) taskPage(ctx context.Context, tl api.Timeline, after int64) tas
 	p.modeFacts(tl)
 	live := map[string]string{}
 	if p.Store != "" {
-		p.StoreHref = "/store/" + url.PathEscape(p.Store)
+		p.StoreHref = storeHref(p.Store)
 		p.OpenTabs = s.openTabs(ctx, p.Store, id, live)
 	}
 	p.Steps = stepBuilder{task: id, mode: tl.Mode, live: live}.steps(tl.Entries)
@@ -482,7 +483,7 @@ func (s *Server) openTabs(ctx context.Context, slug, task string, live map[strin
 			if t.Type != "page" {
 				continue
 			}
-			href := "/store/" + url.PathEscape(slug) + "/tab/" + url.PathEscape(t.ID)
+			href := tabHref(slug, t.ID)
 			live[t.ID] = href
 			title := t.Title
 			if title == "" {
@@ -494,11 +495,12 @@ func (s *Server) openTabs(ctx context.Context, slug, task string, live map[strin
 	return tabs
 }
 
-func (s *Server) noTask(w http.ResponseWriter, r *http.Request, id string) {
-	s.message(w, r, http.StatusNotFound, "No task "+quote(id),
-		"The manager knows no task "+quote(id)+": the id may be mistyped, or the task and its timeline are older than "+
+func (s *Server) noTask(w http.ResponseWriter, r *http.Request) {
+	// The id is the URL's: never echoed (notices.go says why).
+	s.message(w, r, http.StatusNotFound, "No such task",
+		"The manager knows no task of this address: its id may be mistyped, or the task and its timeline are older than "+
 			"VIBE_TIMELINE_KEEP_DAYS and were pruned.",
-		"Go to the overview for the tasks there are; vibe-browser task log ID prints a task's steps in a terminal.", "/")
+		"Go to the overview for the tasks there are; vibe-browser task log ID prints a task's steps in a terminal.", "./")
 }
 
 // timeline reads id's timeline after after, or answers why it cannot.
@@ -506,11 +508,11 @@ func (s *Server) timeline(w http.ResponseWriter, r *http.Request, id string, aft
 	tl, err := s.cfg.Source.Timeline(r.Context(), id, after)
 	switch {
 	case errors.Is(err, ErrNoTask):
-		s.noTask(w, r, id)
+		s.noTask(w, r)
 		return tl, false
 	case err != nil:
 		s.message(w, r, http.StatusServiceUnavailable, "The task's timeline could not be read", err.Error(),
-			"Reload the page; the manager's log says more.", "/")
+			"Reload the page; the manager's log says more.", "./")
 		return tl, false
 	}
 	if tl.Task.ID == "" {
@@ -524,7 +526,7 @@ func (s *Server) handleTask(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	s.render(w, http.StatusOK, "task", s.taskPage(r.Context(), tl, 0))
+	s.render(w, r, http.StatusOK, "task", s.taskPage(r.Context(), tl, 0))
 }
 
 // handleTaskEntries is the live task page's poll: the head again, and the steps after ?after=SEQ, drawn by
@@ -555,7 +557,7 @@ func (s *Server) handleShot(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	seq, err := strconv.ParseInt(r.PathValue("seq"), 10, 64)
 	if err != nil {
-		s.plain(w, http.StatusNotFound, "no shot: "+quote(r.PathValue("seq"))+" is not a step's number")
+		s.plain(w, http.StatusNotFound, "no shot: this address names no step's number")
 		return
 	}
 	jpeg, err := s.cfg.Source.Shot(r.Context(), id, seq)
@@ -580,11 +582,11 @@ func (s *Server) handleTaskDownload(w http.ResponseWriter, r *http.Request) {
 	id, raw := r.PathValue("id"), r.PathValue("did")
 	noFile := func(why string) {
 		s.message(w, r, http.StatusNotFound, "No such download", why,
-			"Go back to the task page for its downloads; vibe-browser downloads --task "+id+" lists them.", "")
+			"Go back to the task page for its downloads; vibe-browser downloads --task ID lists them.", "")
 	}
 	did, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil {
-		noFile(quote(raw) + " is not a download's number.")
+		noFile("This address names no download's number.")
 		return
 	}
 	f, d, err := s.cfg.Source.DownloadFile(r.Context(), did)
@@ -599,7 +601,7 @@ func (s *Server) handleTaskDownload(w http.ResponseWriter, r *http.Request) {
 	}
 	defer f.Close()
 	if d.Task != id {
-		noFile("The task " + quote(id) + " has no download " + raw + ".")
+		noFile("This task has no download of that number.")
 		return
 	}
 	disposition := mime.FormatMediaType("attachment", map[string]string{"filename": d.Name})

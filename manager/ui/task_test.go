@@ -245,24 +245,24 @@ func TestTaskPageShowsTheSteps(t *testing.T) {
 	}
 	wantSecurityHeaders(t, "the task page", resp)
 	wantInOrder(t, "the task page", page,
-		`<a href="/">Overview</a> › <a href="/store/shop">Shop</a>`,
+		`<a href="./">Overview</a> › <a href="store/shop">Shop</a>`,
 		`Task <code class="task-id">`+task+`</code> <span class="pill running">running</span>`,
 		"is the manager&#39;s VIBE_TIMELINE", "vibe-browser store set shop --timeline full|meta|off",
-		`Open now:`, `<a class="watch" href="/store/shop/tab/T1"`,
-		`<div class="step line k-tab" id="step-1">`, "Opened a tab", `<a class="watch" href="/store/shop/tab/T1">watch live</a>`,
+		`Open now:`, `<a class="watch" href="store/shop/tab/T1"`,
+		`<div class="step line k-tab" id="step-1">`, "Opened a tab", `<a class="watch" href="store/shop/tab/T1">watch live</a>`,
 		// The first call, its output, and its shot inside its card.
 		`<article class="step k-call" id="step-2">`, `<span class="pill outcome ok">ok · exit 0</span>`,
 		"browser-use open https://shop.example/orders", "session <code>shop-01234567</code> · 1.2 s",
-		"Opened https://shop.example/orders", `id="shots-2"`, `<img src="/task/`+task+`/shot/4"`, `width="1280" height="800"`,
-		`href="/task/`+task+`/shot/4"`, "</article>",
+		"Opened https://shop.example/orders", `id="shots-2"`, `<img src="task/`+task+`/shot/4"`, `width="1280" height="800"`,
+		`href="task/`+task+`/shot/4"`, "</article>",
 		`<div class="step line k-nav" id="step-3">`, "Went to", "https://shop.example/orders", `<p class="detail">Orders</p>`,
 		// The worker slot's failed call: marked, its code folded, its cut stderr and untold stdin said.
 		`<article class="step k-call bad" id="step-5">`, `<span class="pill outcome bad">failed · exit 1</span>`,
 		`<span class="slot">worker 2</span>`, "browser-use (code on stdin)", `<details class="code"><summary>Code`, "3 lines",
 		"page = browser.new_page()", `<div class="output stdout">`, "loading payouts…",
 		`<div class="output stderr">`, "earlier output was cut", "TimeoutError", "Not recorded: stdin.",
-		`<img src="/task/`+task+`/shot/6"`, "</article>",
-		`<div class="step line k-download" id="step-7">`, "orders.csv", "16 B", `href="/task/`+task+`/download/7" download>Download</a>`,
+		`<img src="task/`+task+`/shot/6"`, "</article>",
+		`<div class="step line k-download" id="step-7">`, "orders.csv", "16 B", `href="task/`+task+`/download/7" download>Download</a>`,
 		"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
 		`<div class="step line k-handoff alert" id="step-8">`, "Asked a person for help:", "Solve the &lt;captcha&gt; on the sign-in page",
 		`<div class="step line k-takeover alert" id="step-9">`, "took the tab over", "Taken by a person in the web UI",
@@ -285,12 +285,12 @@ func TestTaskPageShowsTheSteps(t *testing.T) {
 		t.Errorf("the page of a running task is not live (no task.js, no live badge)")
 	}
 
-	// An ended task's page is not: no script, no badge.
+	// An ended task's page is not: no poll, no badge (session.js, on every page, keeps the session's path).
 	tl := u.src.timelines[task]
 	tl.Live, tl.Task.Status = false, "completed"
 	u.src.setTimeline(tl)
 	page = body(t, u.do(t, "GET", "/task/"+task, map[string]string{"Cookie": cookie, "Accept": "text/html"}))
-	if strings.Contains(page, "<script") || strings.Contains(page, `id="live"`) || !strings.Contains(page, `data-live="false"`) {
+	if strings.Contains(page, "task.js") || strings.Contains(page, `id="live"`) || !strings.Contains(page, `data-live="false"`) {
 		t.Errorf("the page of an ended task polls for steps")
 	}
 }
@@ -303,9 +303,9 @@ func TestTaskPageOfTheWebBrowserAndAGoneStore(t *testing.T) {
 		store, slug string
 		want, not   []string
 	}{
-		{"web", "", "", []string{`<a href="/store/web">Web browser</a>`, "VIBE_TIMELINE=full|meta|off"}, []string{"store set"}},
+		{"web", "", "", []string{`<a href="store/web">Web browser</a>`, "VIBE_TIMELINE=full|meta|off"}, []string{"store set"}},
 		{"a removed store", "S-gone", "", []string{"store <strong>S-gone</strong>", "vibe-browser store set STORE"},
-			[]string{`href="/store/`, "watch live"}},
+			[]string{`href="store/`, "watch live"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tl, _, _ := taskTimeline(t, t.TempDir())
@@ -343,13 +343,13 @@ func TestTaskShotsAndDownloads(t *testing.T) {
 		t.Errorf("GET the download 7 = %d %v %q; want 200, the file as an attachment, nosniff", resp.StatusCode, resp.Header, b)
 	}
 	for _, tt := range []struct{ name, path, text string }{
-		{"another task's download", "/task/" + task + "/download/8", "has no download 8"},
-		{"a download of this task through another's page", "/task/ffffffff-other/download/7", "has no download 7"},
+		{"another task's download", "/task/" + task + "/download/8", "has no download of that number"},
+		{"a download of this task through another's page", "/task/ffffffff-other/download/7", "has no download of that number"},
 		{"no such download", "/task/" + task + "/download/99", "not there"},
-		{"not a download's number", "/task/" + task + "/download/x", "not a download"},
+		{"not a download's number", "/task/" + task + "/download/x", "names no download"},
 		{"a dropped shot", "/task/" + task + "/shot/14", "no such shot"},
 		{"another task's shot", "/task/ffffffff-other/shot/4", "no such shot"},
-		{"not a step's number", "/task/" + task + "/shot/x", "not a step"},
+		{"not a step's number", "/task/" + task + "/shot/x", "names no step"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			resp := u.do(t, "GET", tt.path, hdr)
@@ -411,8 +411,8 @@ func TestUnknownTaskIs404(t *testing.T) {
 	cookie := u.login(t)
 	for _, path := range []string{"/task/deadbeef-nope", "/task/deadbeef-nope/entries?after=0", "/task/deadbeef-nope/export"} {
 		resp := u.do(t, "GET", path, map[string]string{"Cookie": cookie, "Accept": "text/html"})
-		if b := body(t, resp); resp.StatusCode != http.StatusNotFound || !strings.Contains(b, "No task &#34;deadbeef-nope&#34;") ||
-			!strings.Contains(b, "vibe-browser task log ID") || !strings.Contains(b, `href="/"`) {
+		if b := body(t, resp); resp.StatusCode != http.StatusNotFound || !strings.Contains(b, "No such task") ||
+			strings.Contains(b, "deadbeef-nope") || !strings.Contains(b, "vibe-browser task log ID") || !strings.Contains(b, `href="./"`) {
 			t.Errorf("GET %s = %d; want 404 saying there is no such task and what to do:\n%s", path, resp.StatusCode, b)
 		}
 	}
@@ -445,7 +445,7 @@ func TestTaskEntriesAreTheNewSteps(t *testing.T) {
 	}
 	got = body(t, u.do(t, "GET", "/task/"+task+"/entries?after=5", hdr))
 	if !strings.Contains(got, `<div class="step k-shot" id="step-6" data-after-of="5">`) ||
-		!strings.Contains(got, `<img src="/task/`+task+`/shot/6"`) {
+		!strings.Contains(got, `<img src="task/`+task+`/shot/6"`) {
 		t.Errorf("the entries after 5 do not bring the shot 6 on its own, for the call 5's card:\n%s", got)
 	}
 	got = body(t, u.do(t, "GET", "/task/"+task+"/entries?after=14", hdr))

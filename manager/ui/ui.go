@@ -114,6 +114,10 @@ type Config struct {
 	Port   int    // the port actually bound (VIBE_UI_ADDR may say 0)
 	Source Source
 	Log    zerolog.Logger
+	// AllowUser decides whether the local user uid at the other end of a connection may use the UI (SPEC
+	// §11; peer.go reads the uid from the kernel): nil when it may, else why not, written for a person. Nil
+	// serves every user.
+	AllowUser func(uid int) error
 	// Now is the clock of login codes and sessions; nil means time.Now. Tests move it.
 	Now func() time.Time
 	// PollEvery is how often a live page's stream looks at what has no change signal (500 ms): the
@@ -146,11 +150,11 @@ type Server struct {
 	routes    http.Handler
 	pollEvery time.Duration
 	heartbeat time.Duration
-	formKey   [32]byte // the key of the forms' tokens (formToken): new at each start, as the sessions are
+	formKey   [32]byte // the key of the forms' tokens and the sessions' paths (formToken, sessionPrefix): new at each start, as the sessions are
 
 	mu       sync.Mutex           // mu guards the fields below
 	codes    map[string]time.Time // login code -> expiry
-	sessions map[string]time.Time // session id -> last use
+	sessions map[string]*session  // session id -> its session
 }
 
 // New builds the UI server; Serve or Handler puts it to work.
@@ -159,7 +163,7 @@ func New(cfg Config) *Server {
 		cfg.Now = time.Now
 	}
 	s := &Server{cfg: cfg, pollEvery: cfg.PollEvery, heartbeat: cfg.Heartbeat,
-		codes: map[string]time.Time{}, sessions: map[string]time.Time{}, ownHosts: map[string]bool{}}
+		codes: map[string]time.Time{}, sessions: map[string]*session{}, ownHosts: map[string]bool{}}
 	_, _ = rand.Read(s.formKey[:]) // crypto/rand.Read never fails (it panics instead)
 	if s.pollEvery == 0 {
 		s.pollEvery = 500 * time.Millisecond
@@ -226,20 +230,20 @@ func (s *Server) newRoutes() http.Handler {
 	routes.HandleFunc("GET /live/store/{slug}", s.handleStoreLive)
 	routes.HandleFunc("POST /store/{slug}/start", s.handleStart)
 	routes.HandleFunc("POST /store/{slug}/tabs", s.handleNewTab)
-	routes.HandleFunc("GET /store/{slug}/tab/{id}/thumb.jpg", s.handleThumb)
+	routes.HandleFunc("GET /store/{slug}/tab/{id}/thumb.jpg", ownPagesOnly(s.handleThumb))
 	routes.HandleFunc("GET /store/{slug}/tab/{id}", s.handleTab)
 	routes.HandleFunc("GET /store/{slug}/tab/{id}/ws", s.handleTabSocket)
 	routes.HandleFunc("POST /store/{slug}/tab/{id}/close", s.handleCloseTab)
 	routes.HandleFunc("POST /handoffs/{id}/answer", s.handleAnswer)
 	routes.HandleFunc("GET /task/{id}", s.handleTask)
 	routes.HandleFunc("GET /task/{id}/entries", s.handleTaskEntries)
-	routes.HandleFunc("GET /task/{id}/shot/{seq}", s.handleShot)
-	routes.HandleFunc("GET /task/{id}/download/{did}", s.handleTaskDownload)
-	routes.HandleFunc("GET /task/{id}/export", s.handleTaskExport)
+	routes.HandleFunc("GET /task/{id}/shot/{seq}", ownPagesOnly(s.handleShot))
+	routes.HandleFunc("GET /task/{id}/download/{did}", ownPagesOnly(s.handleTaskDownload))
+	routes.HandleFunc("GET /task/{id}/export", ownPagesOnly(s.handleTaskExport))
 	routes.Handle("GET /assets/", s.assets)
 	routes.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.message(w, r, http.StatusNotFound, "Not found",
-			"There is no page at "+r.URL.Path+".", "Go to the overview to see every store, browser and task.", "/")
+			"There is no page at this address.", "Go to the overview to see every store, browser and task.", "./")
 	})
 	return routes
 }
@@ -248,7 +252,7 @@ func (s *Server) newRoutes() http.Handler {
 // so the shutdown does not wait for them.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second,
-		BaseContext: func(net.Listener) context.Context { return ctx },
+		BaseContext: func(net.Listener) context.Context { return ctx }, ConnContext: peerContext,
 		// net/http's own complaints become JSON lines of the daemon's log, like everything else it logs.
 		ErrorLog: stdlog.New(warnWriter{s.cfg.Log}, "", 0)}
 	done := make(chan error, 1)

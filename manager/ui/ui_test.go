@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -202,6 +203,9 @@ type uiUnderTest struct {
 	src   *fakeSource
 	clock *clock
 	host  string // 127.0.0.1:<port> of hs
+
+	mu       sync.Mutex        // mu guards the field below
+	prefixes map[string]string // a login's cookie ("name=value") -> its session's path, /s/<key>
 }
 
 func startUI(t *testing.T, src *fakeSource) *uiUnderTest {
@@ -217,7 +221,7 @@ func startUIWith(t *testing.T, src *fakeSource, pollEvery, heartbeat time.Durati
 			Browsers: []api.Browser{{Key: api.WebKey, Slug: api.WebKey, Status: api.StatusStopped}}}}
 	}
 	c := &clock{now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
-	u := &uiUnderTest{src: src, clock: c}
+	u := &uiUnderTest{src: src, clock: c, prefixes: map[string]string{}}
 	hs := httptest.NewUnstartedServer(nil)
 	port := hs.Listener.Addr().(*net.TCPAddr).Port
 	u.srv = New(Config{Host: "127.0.0.1", Port: port, Source: src, Log: zerolog.Nop(), Now: c.Now,
@@ -229,13 +233,18 @@ func startUIWith(t *testing.T, src *fakeSource, pollEvery, heartbeat time.Durati
 	return u
 }
 
-// do sends one request without following redirects or keeping the connection. Two keys of hdr are not
-// headers: "Host" is the request's Host, "Form" its body, an urlencoded form.
+// do sends one request without following redirects or keeping the connection. Three keys of hdr are not
+// headers: "Host" is the request's Host, "Form" its body, an urlencoded form; and a path is under the
+// session's own path (/s/<key>) when hdr's Cookie is a login's, as a browser of that login sends it, unless
+// "Unscoped" is set (a cookie taken elsewhere).
 func (u *uiUnderTest) do(t *testing.T, method, path string, hdr map[string]string) *http.Response {
 	t.Helper()
 	var form io.Reader
 	if f, ok := hdr["Form"]; ok {
 		form = strings.NewReader(f)
+	}
+	if _, raw := hdr["Unscoped"]; !raw {
+		path = u.scoped(hdr["Cookie"], path)
 	}
 	req, err := http.NewRequest(method, u.hs.URL+path, form)
 	if err != nil {
@@ -247,6 +256,7 @@ func (u *uiUnderTest) do(t *testing.T, method, path string, hdr map[string]strin
 			req.Host = v
 		case "Form":
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		case "Unscoped":
 		default:
 			req.Header.Set(k, v)
 		}
@@ -270,7 +280,8 @@ func body(t *testing.T, resp *http.Response) string {
 	return string(b)
 }
 
-// login spends a fresh code and returns the session cookie header value.
+// login spends a fresh code and returns the session cookie header value; the session's path is kept for
+// scoped.
 func (u *uiUnderTest) login(t *testing.T) string {
 	t.Helper()
 	l := u.srv.NewLogin()
@@ -278,11 +289,27 @@ func (u *uiUnderTest) login(t *testing.T) string {
 	body(t, resp)
 	for _, c := range resp.Cookies() {
 		if c.Name == sessionCookie {
-			return c.Name + "=" + c.Value
+			cookie := c.Name + "=" + c.Value
+			u.mu.Lock()
+			u.prefixes[cookie] = c.Path
+			u.mu.Unlock()
+			return cookie
 		}
 	}
 	t.Fatalf("login with a fresh code set no %s cookie (status %d)", sessionCookie, resp.StatusCode)
 	return ""
+}
+
+// scoped is path under the session path of cookie (a login's), as that login's pages name it; path as it
+// is for another cookie, and for /login and /assets/, which live outside every session.
+func (u *uiUnderTest) scoped(cookie, path string) string {
+	u.mu.Lock()
+	prefix := u.prefixes[cookie]
+	u.mu.Unlock()
+	if prefix == "" || strings.HasPrefix(path, "/login") || strings.HasPrefix(path, "/assets/") {
+		return path
+	}
+	return prefix + path
 }
 
 // token is the form token of the session cookie (a "name=value" header value), as the pages render it.
@@ -326,18 +353,18 @@ func TestLoginCodeIsSingleUseAndExpires(t *testing.T) {
 	l := u.srv.NewLogin()
 	resp := u.do(t, "GET", "/login?code="+l.Code, map[string]string{"Accept": "text/html"})
 	body(t, resp)
-	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" {
-		t.Fatalf("first use: %d to %q; want 303 to /", resp.StatusCode, resp.Header.Get("Location"))
-	}
 	var session *http.Cookie
 	for _, c := range resp.Cookies() {
 		if c.Name == sessionCookie {
 			session = c
 		}
 	}
-	if session == nil || !session.HttpOnly || session.SameSite != http.SameSiteStrictMode || session.Path != "/" ||
-		len(session.Value) != 32 {
-		t.Fatalf("session cookie %+v; want HttpOnly, SameSite=Strict, Path=/, 128 random bits", session)
+	if session == nil || !session.HttpOnly || session.SameSite != http.SameSiteStrictMode || len(session.Value) != 32 ||
+		!regexp.MustCompile(`^/s/[0-9a-f]{32}$`).MatchString(session.Path) {
+		t.Fatalf("session cookie %+v; want HttpOnly, SameSite=Strict, 128 random bits, scoped to the session's /s/<128 bits>", session)
+	}
+	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || loc != session.Path+"/" {
+		t.Fatalf("first use: %d to %q; want 303 to the session's own overview, %s/", resp.StatusCode, loc, session.Path)
 	}
 	wantSecurityHeaders(t, "login", resp)
 
@@ -394,7 +421,8 @@ func TestAccessRules(t *testing.T) {
 	}{
 		{"page without cookie", "GET", "/", map[string]string{"Accept": "text/html"}, 401, "vibe-browser ui"},
 		{"page with a wrong cookie", "GET", "/", map[string]string{"Accept": "text/html", "Cookie": sessionCookie + "=00"}, 401, "vibe-browser ui --open"},
-		{"asset without cookie", "GET", "/assets/ui.css", nil, 401, "vibe-browser ui"},
+		// The binary's own files, the same for everyone: a refusal's page reads well too.
+		{"asset without cookie", "GET", "/assets/ui.css", nil, 200, "--accent"},
 		{"stream without cookie", "GET", "/live/overview", map[string]string{"Accept": "text/event-stream"}, 401, "unauthorized"},
 		{"page with cookie", "GET", "/", map[string]string{"Cookie": cookie}, 200, "Stores and the web browser"},
 		{"localhost is our host too", "GET", "/", map[string]string{"Cookie": cookie, "Host": "localhost:" + port}, 200, "Tasks"},
@@ -495,7 +523,7 @@ func readEvent(t *testing.T, r *bufio.Reader, event string) string {
 func TestLiveOverviewSendsChangesAndHeartbeats(t *testing.T) {
 	u := startUI(t, nil)
 	cookie := u.login(t)
-	req, _ := http.NewRequest("GET", u.hs.URL+"/live/overview", nil)
+	req, _ := http.NewRequest("GET", u.hs.URL+u.scoped(cookie, "/live/overview"), nil)
 	req.Header.Set("Cookie", cookie)
 	req.Header.Set("Origin", "http://"+u.host) // a same-origin EventSource may send it
 	tr := &http.Transport{DisableKeepAlives: true}
@@ -569,7 +597,7 @@ func TestOverviewRendersTheSource(t *testing.T) {
 	page := body(t, u.do(t, "GET", "/", map[string]string{"Cookie": cookie}))
 	for _, want := range []string{
 		"v1.2.3", "/srv/vibe",
-		`<a href="/store/acme-shop">Acme Shop</a>`, "Zin &lt;b&gt;", // escaped, never markup
+		`<a href="store/acme-shop">Acme Shop</a>`, "Zin &lt;b&gt;", // escaped, never markup
 		`<td class="pid num">4242</td>`, `<td class="uptime">1 h 30 min</td>`, `<td class="relaunches">2 of 3</td>`,
 		`<td class="relaunches spent">spent</td>`, `<td class="relaunches">no limit</td>`,
 		`<td class="clients num">3</td>`, `<td class="tabs num">7</td>`, "Web browser",
@@ -645,7 +673,7 @@ func TestServeEndsLiveStreamsOnShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	req, _ := http.NewRequest("GET", s.URL()+"/live/overview", nil)
+	req, _ := http.NewRequest("GET", s.URL()+resp.Cookies()[0].Path+"/live/overview", nil)
 	req.AddCookie(resp.Cookies()[0])
 	stream, err := client.Do(req)
 	if err != nil {

@@ -61,6 +61,9 @@ function onMeta(m) {
     document.getElementById('url').textContent = m.url;
     setHold(m.hold);
   }
+  // The takeover's human tab opens where this tab is now.
+  const humanURL = document.getElementById('human-url');
+  if (humanURL) humanURL.value = m.url;
   const address = document.getElementById('address');
   // The address bar follows the tab unless the person is typing in it.
   if (m.url !== lastURL && document.activeElement !== address) address.value = m.url;
@@ -85,8 +88,10 @@ function setHold(state) {
 function connect() {
   // The frames are scaled to what this page shows, never wider than 1280 device pixels.
   const w = Math.min(1280, Math.round(screen.parentElement.clientWidth * (window.devicePixelRatio || 1)));
-  const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
-  ws = new WebSocket(proto + '//' + location.host + root.dataset.socket + '?w=' + w);
+  // The socket's path is relative to the session's base, as every link of the page is.
+  const url = new URL(root.dataset.socket + '?w=' + w, document.baseURI);
+  url.protocol = location.protocol === 'https:' ? 'wss:' : 'ws:';
+  ws = new WebSocket(url);
   ws.binaryType = 'blob';
   let ended = false;
   ws.addEventListener('open', () => show('ok', 'live'));
