@@ -48,6 +48,7 @@ type Config struct {
 	ZiniaoClient      []string      // VIBE_ZINIAO_CLIENT, else the system's way (macOS: open -a ziniao); nil = never started
 	UIAddr            string        // VIBE_UI_ADDR (127.0.0.1:9399): the web UI's host:port; "" = off
 	UIAllowRemote     bool          // VIBE_UI_ALLOW_REMOTE: a non-loopback UIAddr is allowed
+	UIUsers           []string      // VIBE_UI_USERS: users besides the manager's own and root who may use the web UI (comma-separated); never a store's agent or browser user
 	HandoffWaitMax    time.Duration // VIBE_HANDOFF_WAIT_MAX_S (3600): the longest an --ask-human waits
 	NotifyURL         string        // VIBE_NOTIFY_URL: where handoffs and alerts are POSTed; "" = nowhere
 	ProxyCheckURL     string        // VIBE_PROXY_CHECK_URL: a what-is-my-IP URL fetched through each store's proxy; "" = none
@@ -145,6 +146,9 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		}
 	}
 	if err := checkUIAddr(c.UIAddr, c.UIAllowRemote); err != nil {
+		return nil, err
+	}
+	if c.UIUsers, err = parseUIUsers(getenv("VIBE_UI_USERS"), c.AgentUser); err != nil {
 		return nil, err
 	}
 	c.BrowserUse, c.BrowserUseProblem = findBrowserUse(getenv("VIBE_BROWSER_USE"), getenv("PATH"), c.Home)

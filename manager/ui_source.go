@@ -165,5 +165,5 @@ func listenUI(cfg *Config) (net.Listener, error) {
 func (m *Manager) newUI(ln net.Listener) *ui.Server {
 	host, _, _ := net.SplitHostPort(m.cfg.UIAddr)
 	return ui.New(ui.Config{Host: host, Port: ln.Addr().(*net.TCPAddr).Port, Source: uiSource{m},
-		Log: m.root.With().Str("component", "ui").Logger()})
+		AllowUser: m.newUIUsers().allow, Log: m.root.With().Str("component", "ui").Logger()})
 }

@@ -1,0 +1,152 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/user"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Who may use the web UI (SPEC §11, issue 37): the manager's own user, root, and the users VIBE_UI_USERS
+// names; never a store's agent or browser user, even one VIBE_UI_USERS names, since whoever holds the UI
+// watches and drives every store's tabs. The UI reads each connection's user from the kernel (ui/peer.go).
+
+// parseUIUsers reads VIBE_UI_USERS: user names, comma-separated, each a user of this machine. The agents'
+// default user (VIBE_AGENT_USER) is refused at once; a store's own agent or browser user is refused when it
+// connects (uiUsers.allow), since stores change while the manager runs.
+func parseUIUsers(raw, agentUser string) ([]string, error) {
+	var names []string
+	for _, n := range strings.Split(raw, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" || slices.Contains(names, n) {
+			continue
+		}
+		if n == agentUser {
+			return nil, fmt.Errorf("VIBE_UI_USERS=%q names %s, the agents' user (VIBE_AGENT_USER): the web UI never serves "+
+				"an agent, since it would watch and drive every store's tabs; name the people's users only", raw, n)
+		}
+		if _, err := user.Lookup(n); err != nil {
+			return nil, fmt.Errorf("VIBE_UI_USERS=%q: %s is no user of this machine (%v); name existing users, "+
+				"comma-separated (the manager's own user and root need no naming)", raw, n, err)
+		}
+		names = append(names, n)
+	}
+	return names, nil
+}
+
+// uiUsers decides who may use the web UI.
+type uiUsers struct {
+	own   int            // the manager's uid
+	named map[int]string // VIBE_UI_USERS, by uid
+	// storeUsers names every store's agent and browser users (and the web browser's), each with what it
+	// is ("store acme's agent user"), as the manager would start them now.
+	storeUsers func(ctx context.Context) (map[string]string, error)
+}
+
+// newUIUsers is the manager's rule, with VIBE_UI_USERS looked up now (FromEnv checked that each exists).
+func (m *Manager) newUIUsers() uiUsers {
+	u := uiUsers{own: os.Getuid(), named: map[int]string{}, storeUsers: m.storeUserNames}
+	for _, n := range m.cfg.UIUsers {
+		if found, err := user.Lookup(n); err == nil {
+			if id, err := strconv.Atoi(found.Uid); err == nil {
+				u.named[id] = n
+			}
+		}
+	}
+	return u
+}
+
+// storeUserNames names the users the manager runs stores' agents and browsers as: VIBE_AGENT_USER, and each
+// store's (the web browser's too) own or made-for-it agent and browser users.
+func (m *Manager) storeUserNames(ctx context.Context) (map[string]string, error) {
+	out := map[string]string{}
+	if m.cfg.AgentUser != "" {
+		out[m.cfg.AgentUser] = "the agents' user (VIBE_AGENT_USER)"
+	}
+	stores, err := m.db.ListStores(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range stores {
+		agent, browser, err := m.cfg.StoreUsers(s)
+		if err != nil {
+			continue // a store whose users cannot be named runs nothing as them
+		}
+		if agent != "" {
+			out[agent] = "store " + s.Slug + "'s agent user"
+		}
+		if browser != "" {
+			out[browser] = "store " + s.Slug + "'s browser user"
+		}
+	}
+	if web, err := m.fleet.WebSpec(ctx); err == nil {
+		bc := m.cfg.browsers()
+		agent, browser := bc.UserNames(web)
+		if agent != "" {
+			out[agent] = "the web browser's agent user"
+		}
+		if browser != "" {
+			out[browser] = "the web browser's browser user"
+		}
+	}
+	return out, nil
+}
+
+// allow is nil when uid may use the UI, else why not, for the person at the refused end.
+func (u uiUsers) allow(uid int) error {
+	who := "uid " + strconv.Itoa(uid)
+	name := ""
+	if found, err := user.LookupId(strconv.Itoa(uid)); err == nil {
+		name = found.Username
+		who = name + " (uid " + strconv.Itoa(uid) + ")"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	stores, err := u.storeUsers(ctx)
+	if err != nil {
+		return fmt.Errorf("this connection comes from %s, and the manager could not list its stores' users to check it: %v. "+
+			"Try again; the manager's log says more", who, err)
+	}
+	if role, ok := stores[name]; ok && name != "" {
+		also := ""
+		if _, listed := u.named[uid]; listed {
+			also = " (VIBE_UI_USERS names this one, which changes nothing)"
+		}
+		return fmt.Errorf("this connection comes from %s, %s. The web UI never serves a store's agent or browser user%s: "+
+			"whoever holds the UI watches and drives every store's tabs", who, role, also)
+	}
+	if uid == u.own || uid == 0 {
+		return nil
+	}
+	if _, ok := u.named[uid]; ok {
+		return nil
+	}
+	return fmt.Errorf("this connection comes from %s. The web UI serves only the manager's own user (%s), root and the users "+
+		"VIBE_UI_USERS names (%s). To let %s in, add it to VIBE_UI_USERS in the manager's environment and restart the manager",
+		who, userName(u.own), u.namedList(), name)
+}
+
+// namedList is VIBE_UI_USERS for a person: "alice, bob", or "none".
+func (u uiUsers) namedList() string {
+	names := make([]string, 0, len(u.named))
+	for _, n := range u.named {
+		names = append(names, n)
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
+}
+
+// userName is uid's name, or "uid N" for one without.
+func userName(uid int) string {
+	if found, err := user.LookupId(strconv.Itoa(uid)); err == nil {
+		return found.Username
+	}
+	return "uid " + strconv.Itoa(uid)
+}
