@@ -17,8 +17,8 @@ import (
 // TestWebUIFormsWorkInARealBrowser presses the store and tab pages' buttons that change something in a
 // real Chromium. They are plain forms: under the UI's no-referrer policy their POSTs carry "Origin: null",
 // and the browser's Sec-Fetch-Site: same-origin is what the UI accepts them by; each must do what it says.
-// The same form on a page of another port of this host (same-site: the session cookie goes with it) is
-// refused, whether its Origin is its own or "null".
+// The same form on a page of another port of this host (same-site) is refused, whether its Origin is its
+// own or "null"; it carries no session cookie either, which goes only to its own session's path.
 func TestWebUIFormsWorkInARealBrowser(t *testing.T) {
 	m := startManager(t)
 	web := site(t)
@@ -39,9 +39,9 @@ func TestWebUIFormsWorkInARealBrowser(t *testing.T) {
 		got := page.expect("forged")
 		posts, _ := got["posts"].([]any)
 		if got["status"] != float64(403) || !strings.Contains(got["text"].(string), "forbidden") || len(posts) != 1 ||
-			posts[0].(map[string]any)["site"] != "same-site" {
-			t.Errorf("a form of %s (Referrer-Policy %s) posting to the UI: %v; want one same-site POST, refused with 403",
-				forger.URL, policy, got)
+			posts[0].(map[string]any)["site"] != "same-site" || posts[0].(map[string]any)["cookie"] != false {
+			t.Errorf("a form of %s (Referrer-Policy %s) posting to the UI: %v; want one same-site POST without the session cookie, "+
+				"refused with 403", forger.URL, policy, got)
 		}
 	}
 	if st, err := m.client.GetStore(t.Context(), "acme-shop"); err != nil || st.Browser.Status == api.StatusRunning {
@@ -77,8 +77,9 @@ func TestWebUIFormsWorkInARealBrowser(t *testing.T) {
 // TestWebUIFormsWorkOverPlainHTTPOnTheNetwork presses the same buttons in a real Chromium with the UI on
 // a non-loopback address of this machine over plain HTTP (VIBE_UI_ALLOW_REMOTE=1). Browsers send no Fetch
 // Metadata there, so each form's POST says only "Origin: null": its token of the session is what the UI
-// takes it by. A form on a page of another port of the same address (same-site: the session cookie goes
-// with it, and neither Origin nor Fetch Metadata tells it from ours) and one of another site are refused.
+// takes it by. A form on a page of another port of the same address (same-site: neither Origin nor Fetch
+// Metadata tells it from ours) and one of another site are refused; neither carries the session's cookie,
+// which goes only to its own session's path.
 func TestWebUIFormsWorkOverPlainHTTPOnTheNetwork(t *testing.T) {
 	ip := nonLoopbackIP(t)
 	addr := net.JoinHostPort(ip, freePort(t, ip))
@@ -115,8 +116,8 @@ func TestWebUIFormsWorkOverPlainHTTPOnTheNetwork(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		forger *httptest.Server
-		cookie bool // SameSite=Strict sends the session cookie with a same-site form
-	}{{sameSite, true}, {crossSite, false}} {
+		cookie bool // whether the session cookie went with the form
+	}{{sameSite, false}, {crossSite, false}} {
 		for _, policy := range []string{"no-referrer", "strict-origin-when-cross-origin"} {
 			page.send("forge " + tt.forger.URL + "/?policy=" + policy)
 			got := page.expect("forged")

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -61,8 +62,17 @@ func TestWebUITakeover(t *testing.T) {
 		t.Fatalf("the live view of A's tab shows %v", got)
 	}
 	page.send("hold")
-	if held := page.expect("hold"); held["ok"] != true {
+	held := page.expect("hold")
+	if held["ok"] != true {
 		t.Fatalf("Take over did not show the tab as taken over: %v", held["text"])
+	}
+	// It tells the truth: the agent reads what the person types in its tab; a human tab is the place for
+	// a password.
+	for _, want := range []string{"The agent can read what you type in this tab", "password or a one-time code",
+		"human tab", "no agent sees it", "Open this page in a human tab"} {
+		if !strings.Contains(held["text"].(string), want) {
+			t.Errorf("the taken-over tab page says %q; want it to say %q", held["text"], want)
+		}
 	}
 	var st api.Status
 	if err := json.Unmarshal([]byte(m.cli("status", "--json")), &st); err != nil {
@@ -121,6 +131,22 @@ func TestWebUITakeover(t *testing.T) {
 	})
 	if d := time.Since(left); d < mux.DefaultHoldGrace-5*time.Second {
 		t.Errorf("the hold ended %v after the holder left; want about %v", d, mux.DefaultHoldGrace)
+	}
+
+	// The takeover banner's button opens the page in a human tab, which no agent sees.
+	page.send("tab /store/acme-shop/tab/" + ta + " 240,200,40")
+	page.expect("tab")
+	page.send("hold")
+	page.expect("hold")
+	page.send("open-human")
+	human := page.expect("human")
+	tab, ok := strings.CutPrefix(human["url"].(string), "http://"+m.uiAddr+"/store/acme-shop/tab/")
+	if !ok || tab == ta || !strings.Contains(human["text"].(string), "No agent sees this tab") ||
+		human["address"] != site.URL+"/captcha" {
+		t.Fatalf("Open this page in a human tab ended on %v (address %v): %q; want a human tab of the same page", human["url"], human["address"], human["text"])
+	}
+	if ids := a.targetIDs(true); slices.Contains(ids, tab) {
+		t.Errorf("the agent's getTargets lists the human tab %s: %q", tab, ids)
 	}
 	page.send("close")
 	page.expect("closed")

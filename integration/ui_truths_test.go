@@ -12,6 +12,7 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,8 +28,9 @@ const stripePage = `<!doctype html><title>Stripe page</title>
 <script>window.seen = [];
 for (const e of ['visibilitychange', 'resize', 'focus', 'blur']) addEventListener(e, () => seen.push(e), true);</script>`
 
-// uiClient is an HTTP client logged in to the manager's UI (a fresh login code).
-func uiClient(t *testing.T, m *managed) *http.Client {
+// uiClient is an HTTP client logged in to the manager's UI (a fresh login code), with where its session's
+// pages live: the UI's address and the session's path, to which the UI's paths are appended.
+func uiClient(t *testing.T, m *managed) (*http.Client, string) {
 	t.Helper()
 	jar, err := cookiejar.New(nil)
 	if err != nil {
@@ -43,7 +45,7 @@ func uiClient(t *testing.T, m *managed) *http.Client {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("log in to the UI: %s", resp.Status)
 	}
-	return c
+	return c, strings.TrimSuffix(resp.Request.URL.String(), "/")
 }
 
 // TestWebUIShowsABrowserUseTabAsItIs opens a tab the way browser-use 0.13 does (about:blank in the
@@ -112,8 +114,8 @@ func TestWebUIShowsABrowserUseTabAsItIs(t *testing.T) {
 
 	// The thumbnail, three times, the page repainted in between: each capture answered in time (a stale
 	// one shows at 55% opacity), each showing the new colour, the whole stripe and the whole viewport.
-	ui := uiClient(t, m)
-	thumbURL := "http://" + m.uiAddr + "/store/acme-shop/tab/" + ct.TargetID + "/thumb.jpg"
+	ui, base := uiClient(t, m)
+	thumbURL := base + "/store/acme-shop/tab/" + ct.TargetID + "/thumb.jpg"
 	for i, rgb := range [][3]int{{20, 160, 220}, {140, 60, 200}, {240, 120, 20}} {
 		agent.must("Runtime.evaluate", map[string]any{"expression": fmt.Sprintf(
 			"document.body.style.background = 'rgb(%d,%d,%d)'", rgb[0], rgb[1], rgb[2])}, at.SessionID, nil)

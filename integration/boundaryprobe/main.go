@@ -8,6 +8,10 @@
 //	boundaryprobe files URL PATH                    on the CDP URL, hand PATH to a page's file input
 //	boundaryprobe raw URL FRAME                     on the CDP URL, send FRAME as one text frame as it is
 //	boundaryprobe flip SECONDS KIND:PATH:TARGETS…   re-point PATH at each target in turn (symlink or hardlink)
+//	boundaryprobe get URL [NAME:VALUE…]             one HTTP GET with those headers (a cookie taken elsewhere)
+//	boundaryprobe serve                             a loopback HTTP server, as an agent's page would be: prints its
+//	                                                address, then each request's path and Cookie header, one JSON
+//	                                                line each, until it is killed
 package main
 
 import (
@@ -15,12 +19,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -41,8 +47,12 @@ func main() {
 	defer cancel()
 	var r result
 	args := os.Args[1:]
+	if len(args) == 1 && args[0] == "serve" {
+		serve()
+		return
+	}
 	if len(args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: boundaryprobe read|dial|call|ws|files|raw|flip …")
+		fmt.Fprintln(os.Stderr, "usage: boundaryprobe read|dial|call|ws|files|raw|flip|get|serve …")
 		os.Exit(2)
 	}
 	switch args[0] {
@@ -72,6 +82,8 @@ func main() {
 		r = rawFrame(args[1], args[2])
 	case "flip":
 		r = flip(args[1], args[2:])
+	case "get":
+		r = get(ctx, args[1], args[2:])
 	default:
 		fmt.Fprintln(os.Stderr, "unknown probe", args[0])
 		os.Exit(2)
@@ -80,6 +92,51 @@ func main() {
 }
 
 func failed(err error) result { return result{Error: err.Error()} }
+
+// get sends one GET to url with the headers given as NAME:VALUE, following no redirect.
+func get(ctx context.Context, url string, headers []string) result {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return failed(err)
+	}
+	for _, h := range headers {
+		name, value, _ := strings.Cut(h, ":")
+		req.Header.Set(name, value)
+	}
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Do(req)
+	if err != nil {
+		return failed(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return result{OK: resp.StatusCode < 400, Status: resp.StatusCode, Body: string(body)}
+}
+
+// serve is a page an agent serves on a loopback port: it records what a person's browser sends it (the
+// cookies above all) and answers a page; with ?img=URL the page shows that picture, as a page that wants
+// another origin's screenshots would.
+func serve() {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		json.NewEncoder(os.Stdout).Encode(failed(err))
+		os.Exit(1)
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.Encode(result{OK: true, Body: "http://" + ln.Addr().String()})
+	var mu sync.Mutex // mu guards enc: requests come on goroutines of their own
+	_ = http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		enc.Encode(map[string]string{"path": r.URL.RequestURI(), "cookie": r.Header.Get("Cookie")})
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		img := ""
+		if u := r.URL.Query().Get("img"); u != "" {
+			img = `<img id="stolen" src="` + html.EscapeString(u) + `">`
+		}
+		fmt.Fprintf(w, "<!doctype html><title>An agent's page</title><p>an agent's page</p>%s", img)
+	}))
+}
 
 func read(path string) result {
 	fi, err := os.Stat(path)

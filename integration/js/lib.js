@@ -56,16 +56,29 @@ async function shoot(page, path, problems) {
   return { scrollWidth, problems: problems.slice() };
 }
 
+// A login's pages live under its own path, /s/<key>/ (manager/ui/session.go): sessionBase is that of a
+// page's URL (its origin with the path, no final slash; "" for a page outside a session), unscoped the URL
+// without it, as the UI's paths are named elsewhere ("http://127.0.0.1:9399/store/acme").
+const sessionPath = /^(https?:\/\/[^/]+)(\/s\/[0-9a-f]{32})(?=\/|$)/;
+function sessionBase(url) {
+  const m = sessionPath.exec(url);
+  return m ? m[1] + m[2] : '';
+}
+function unscoped(url) {
+  return url.replace(sessionPath, '$1');
+}
+
 // openLoggedIn starts Chromium and opens the UI's login link in a page whose problems (script errors,
-// failed loads) are collected; it returns what a script needs of that.
+// failed loads) are collected; it returns what a script needs of that. Its origin is where the UI's paths
+// start for this login: the UI's origin and the session's path, so that origin + '/store/acme' opens a page.
 async function openLoggedIn(loginURL) {
-  const origin = new URL(loginURL).origin;
   const { browser, context } = await launchChromium();
   const page = await context.newPage();
   const problems = [];
   watchProblems(page, problems);
   const resp = await page.goto(loginURL);
+  const origin = sessionBase(page.url()) || new URL(loginURL).origin;
   return { origin, browser, context, page, problems, resp };
 }
 
-module.exports = { command, out, main, launchChromium, watchProblems, shoot, openLoggedIn };
+module.exports = { command, out, main, launchChromium, watchProblems, shoot, openLoggedIn, sessionBase, unscoped };

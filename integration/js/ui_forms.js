@@ -4,11 +4,10 @@
 // "forge URL" opens another site's page and presses its #go button, a form posting to the UI;
 // "screenshot PATH" screenshots the page where the last press ended (a live view once it shows a frame).
 'use strict';
-const { command, out, main, launchChromium, shoot } = require('./lib');
+const { command, out, main, launchChromium, shoot, sessionBase, unscoped } = require('./lib');
 
 main(async () => {
   const [loginURL] = process.argv.slice(2);
-  const origin = new URL(loginURL).origin;
   const { browser, context } = await launchChromium();
   const page = await context.newPage();
   const problems = [];
@@ -23,6 +22,7 @@ main(async () => {
     }
   });
   await page.goto(loginURL);
+  const origin = sessionBase(page.url()); // the login's own pages
   out({ event: 'ready' });
   for (;;) {
     const [cmd, path, selector, input, ...words] = (await command()).split(' ');
@@ -64,7 +64,7 @@ main(async () => {
         throw err;
       }
     }
-    out({ event: 'pressed', url: page.url(), banner, posts: posts.splice(0), problems: problems.splice(0) });
+    out({ event: 'pressed', url: unscoped(page.url()), banner, posts: posts.splice(0), problems: problems.splice(0) });
   }
   out({ event: 'closed' });
   await browser.close();

@@ -2,7 +2,7 @@
 // Logs in, waits on command for a handoff to appear on the live overview, reports its card, takes
 // screenshots, and answers it: a note typed while the page keeps updating, then Done or Can't help.
 'use strict';
-const { command, out, main, launchChromium, watchProblems, shoot } = require('./lib');
+const { command, out, main, launchChromium, watchProblems, shoot, unscoped } = require('./lib');
 
 // card reads a handoff's card as the person sees it.
 async function card(page, id) {
@@ -15,9 +15,11 @@ async function card(page, id) {
     return {
       reason: art.querySelector('.reason').textContent,
       store: art.querySelector('a.store').textContent,
-      storeHref: art.querySelector('a.store').getAttribute('href'),
+      // Links as paths of the UI, without the session's (the test's unscoped).
+      storeHref: new URL(art.querySelector('a.store').href).pathname.replace(/^\/s\/[0-9a-f]{32}/, ''),
       task: art.querySelector('.task').textContent,
-      tabs: [...art.querySelectorAll('.handoff-tabs a')].map((a) => ({ title: a.textContent, href: a.getAttribute('href') })),
+      tabs: [...art.querySelectorAll('.handoff-tabs a')].map((a) => ({ title: a.textContent,
+        href: new URL(a.href).pathname.replace(/^\/s\/[0-9a-f]{32}/, '') })),
       first: section.top < browsers.top,
       width: rect.width,
       title: document.title,
@@ -33,7 +35,7 @@ main(async () => {
   watchProblems(page, problems);
   const resp = await page.goto(loginURL);
   await page.waitForSelector('#live.ok', { timeout: 10000 });
-  out({ event: 'ready', status: resp.status(), url: page.url() });
+  out({ event: 'ready', status: resp.status(), url: unscoped(page.url()) });
 
   for (;;) {
     const [cmd, ...rest] = (await command()).split(' ');
@@ -78,7 +80,7 @@ main(async () => {
         const b = document.getElementById('answered');
         return b.hidden ? '' : b.textContent;
       });
-      out({ event: 'answered', kept, refused, url: page.url(), banner, still: !!(await card(page, id)) });
+      out({ event: 'answered', kept, refused, url: unscoped(page.url()), banner, still: !!(await card(page, id)) });
       continue;
     }
     throw new Error('unknown command ' + cmd);

@@ -2,7 +2,7 @@
 // Logs in with the one-time URL, reports what the overview lists, waits for live changes on command and
 // checks that a reused code and a missing cookie are refused.
 'use strict';
-const { command, out, main, shoot, openLoggedIn } = require('./lib');
+const { command, out, main, shoot, openLoggedIn, unscoped } = require('./lib');
 
 // rows reads the overview's tables as the person sees them.
 async function rows(page) {
@@ -30,7 +30,7 @@ main(async () => {
   const [loginURL] = process.argv.slice(2);
   const { origin, browser, context, page, problems, resp } = await openLoggedIn(loginURL);
   await page.waitForSelector('#live.ok', { timeout: 10000 });
-  out({ event: 'ready', status: resp.status(), url: page.url(), ...(await rows(page)) });
+  out({ event: 'ready', status: resp.status(), url: unscoped(page.url()), ...(await rows(page)) });
 
   for (;;) {
     const [cmd, ...rest] = (await command()).split(' ');

@@ -1,9 +1,9 @@
 // The store and tab pages in a real browser: usage node ui_pages.js <login url>
 // Commands (one a line): store PATH SHOT, tab PATH SHOT, login URL, click X Y, type TEXT, shot SHOT,
-// viewers PATH N, hold, release, leave, close-tab, close. Colours are read off the pixels the page shows (drawn into a canvas),
+// viewers PATH N, hold, release, open-human, leave, close-tab, close. Colours are read off the pixels the page shows (drawn into a canvas),
 // never off the DOM.
 'use strict';
-const { command, out, main, launchChromium, watchProblems, shoot } = require('./lib');
+const { command, out, main, launchChromium, watchProblems, shoot, sessionBase, unscoped } = require('./lib');
 
 // colourOf draws an <img> into a canvas and returns the colour at (fx, fy), fractions of its size.
 function colourOf(page, selector, fx, fy) {
@@ -34,14 +34,15 @@ async function waitColour(page, selector, want) {
 
 main(async () => {
   const [loginURL] = process.argv.slice(2);
-  const origin = new URL(loginURL).origin;
   const { browser, context } = await launchChromium();
   let page = await context.newPage();
   const problems = [];
   const watch = (p) => watchProblems(p, problems);
   watch(page);
   const resp = await page.goto(loginURL);
-  out({ event: 'ready', status: resp.status(), url: page.url() });
+  // The UI's paths start at the login's own (its session's path); URLs are reported without it.
+  let origin = sessionBase(page.url());
+  out({ event: 'ready', status: resp.status(), url: unscoped(page.url()) });
 
   let watcher = null; // a store page kept open, to see live changes
   for (;;) {
@@ -80,14 +81,14 @@ main(async () => {
         const id = document.querySelector('p.identity');
         return { error: e && !e.hidden ? e.innerText : '', identity: id ? id.innerText : '' };
       });
-      out({ event: 'store', colour, clients, downloads, url: page.url(), error: banner.error, identity: banner.identity });
+      out({ event: 'store', colour, clients, downloads, url: unscoped(page.url()), error: banner.error, identity: banner.identity });
       continue;
     }
     if (cmd === 'tab') { // tab PATH R,G,B
       await page.goto(origin + rest[0]);
       const colour = await waitColour(page, '#screen', rest[1].split(',').map(Number));
       const text = await page.evaluate(() => document.querySelector('main').innerText);
-      out({ event: 'tab', colour, text, url: page.url() });
+      out({ event: 'tab', colour, text, url: unscoped(page.url()) });
       continue;
     }
     if (cmd === 'login') { // login URL: the link of store login, in a fresh browser context
@@ -99,7 +100,8 @@ main(async () => {
         const s = document.getElementById('screen');
         return s && s.complete && s.naturalWidth > 0 && s.dataset.width > 0;
       }, null, { timeout: 15000 });
-      out({ event: 'login', status: r.status(), url: page.url() });
+      origin = sessionBase(page.url()); // the fresh login's own
+      out({ event: 'login', status: r.status(), url: unscoped(page.url()) });
       continue;
     }
     if (cmd === 'click') { // click X Y: a point of the tab, in its CSS pixels, clicked on the picture
@@ -184,6 +186,17 @@ main(async () => {
       } catch (e) { ok = false; }
       const text = await page.evaluate(() => document.querySelector('main').innerText);
       out({ event: cmd, ok, text });
+      continue;
+    }
+    if (cmd === 'open-human') { // the takeover banner's button: the page in a human tab, once it shows a frame
+      await Promise.all([page.waitForNavigation(), page.click('#open-human')]);
+      await page.waitForFunction(() => {
+        const t = document.getElementById('tab');
+        const s = document.getElementById('screen');
+        return t && t.dataset.human === 'true' && s.complete && s.naturalWidth > 0;
+      }, null, { timeout: 15000 });
+      const text = await page.evaluate(() => document.querySelector('main').innerText);
+      out({ event: 'human', url: unscoped(page.url()), text, address: await page.inputValue('#address') });
       continue;
     }
     if (cmd === 'leave') { // the tab page goes away: its socket closes

@@ -2,7 +2,7 @@
 // Commands (one a line): "wait-tab ID ASPECT" until the open page lists the tab and shows its thumbnail,
 // reporting how the picture reads at the edges of what the card shows; "shot PATH"; "close".
 'use strict';
-const { command, out, main, launchChromium, watchProblems, shoot } = require('./lib');
+const { command, out, main, launchChromium, watchProblems, shoot, sessionBase } = require('./lib');
 
 // edges reads a PNG of a thumbnail as drawn (an element screenshot) in the page: the picture's box
 // inside the card (whatever is not the letterbox's colour), and the colour runs at its edges.
@@ -52,7 +52,7 @@ main(async () => {
   const problems = [];
   watchProblems(page, problems);
   await page.goto(loginURL);
-  await page.goto(new URL(loginURL).origin + path);
+  await page.goto(sessionBase(page.url()) + path); // the login's own pages
   await page.waitForSelector('#live.ok', { timeout: 10000 });
   out({ event: 'ready' });
   for (;;) {

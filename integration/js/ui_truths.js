@@ -2,12 +2,12 @@
 // Commands (one a line): open PATH, wait-text TEXT, tab PATH, shot FILE, close. Text is read off the page
 // as a person reads it (innerText), never off the data the page was sent.
 'use strict';
-const { command, out, main, shoot, openLoggedIn } = require('./lib');
+const { command, out, main, shoot, openLoggedIn, unscoped } = require('./lib');
 
 main(async () => {
   const [loginURL] = process.argv.slice(2);
   const { origin, browser, context, page, problems, resp } = await openLoggedIn(loginURL);
-  out({ event: 'ready', status: resp.status(), url: page.url() });
+  out({ event: 'ready', status: resp.status(), url: unscoped(page.url()) });
   for (;;) {
     const [cmd, ...rest] = (await command()).split(' ');
     if (cmd === 'close') break;
