@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -304,16 +305,13 @@ func (m *Manager) agentDownloads(r *http.Request, c agentCall) (any, error) {
 // peer's uid (admitAgent decides).
 func listenAgents(path string) (net.Listener, error) { return bindSocket(path, 0o666) }
 
-// agentServer serves the agents' socket: a connection silent for VIBE_AGENT_IDLE_S between requests is
-// closed, as is one that has not sent its request's header within agentHeaderWait, so idle connections
-// hold no descriptor for long (capAgents bounds how many one uid holds at once).
+// agentServer serves the agents' socket: a connection silent for VIBE_AGENT_IDLE_S, before its first request
+// (or its header) or between requests, is closed, so idle connections hold no descriptor for long
+// (capAgents bounds how many one uid holds at once).
 func (m *Manager) agentServer() *http.Server {
-	return &http.Server{Handler: m.agentRoutes(), ReadHeaderTimeout: min(agentHeaderWait, m.cfg.AgentIdle),
-		IdleTimeout: m.cfg.AgentIdle, ConnContext: peerContext}
+	return &http.Server{Handler: m.agentRoutes(), ReadHeaderTimeout: m.cfg.AgentIdle, IdleTimeout: m.cfg.AgentIdle,
+		ConnContext: peerContext}
 }
-
-// agentHeaderWait bounds the wait for a request's header on the agents' socket, as on the owner's.
-const agentHeaderWait = 10 * time.Second
 
 // capAgents bounds the connections each peer uid holds open to the agents' socket (VIBE_AGENT_CONN_MAX):
 // one past it is answered 429 naming the knob and closed at once, so that no uid (any local user may
@@ -321,7 +319,7 @@ const agentHeaderWait = 10 * time.Second
 // vibe_agent_connections shows the connections open.
 func (m *Manager) capAgents(ln net.Listener) net.Listener {
 	l := &agentListener{Listener: ln, max: m.cfg.AgentConnMax, open: map[int]int{},
-		refused: func() { m.metrics.quotaHit(quotaAgentConn) }}
+		refused: func() { m.metrics.quotaHit(quotaAgentConn) }, refusing: make(chan struct{}, agentRefusals)}
 	m.metrics.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "vibe_agent_connections", Help: "Connections open to run/agent.sock (VIBE_AGENT_CONN_MAX bounds each peer uid's).",
 	}, func() float64 { return float64(l.total()) }))
@@ -334,9 +332,17 @@ type agentListener struct {
 	max     int
 	refused func()
 
-	mu   sync.Mutex  // mu guards open
-	open map[int]int // peer uid -> its connections open
+	refusing chan struct{}  // a slot per refusal being said (capacity agentRefusals)
+	said     sync.WaitGroup // the refusals being said: Close waits for them
+
+	mu     sync.Mutex  // mu guards the fields below
+	open   map[int]int // peer uid -> its connections open
+	closed bool        // no refusal starts once Close waits for them
 }
+
+// agentRefusals bounds the refusals said at once, each for at most refuseLinger: past it a connection over
+// its uid's cap is closed unanswered, so that a flood costs the manager no more descriptors than this.
+const agentRefusals = 32
 
 // agentConn is an admitted connection to the agents' socket and its peer's uid (-1 when it cannot be
 // read, which no agent user has).
@@ -368,9 +374,39 @@ func (l *agentListener) Accept() (net.Conn, error) {
 			return &agentConn{Conn: c, uid: uid, l: l}, nil
 		}
 		l.refused()
-		refuseConn(c, fmt.Sprintf("%v: uid %d already holds %d connections to %s, its quota (VIBE_AGENT_CONN_MAX=%d): "+
+		l.refuse(c, fmt.Sprintf("%v: uid %d already holds %d connections to %s, its quota (VIBE_AGENT_CONN_MAX=%d): "+
 			"close the ones it keeps idle, or raise the knob", apierr.ErrQuota, uid, l.max, api.AgentSocketRel, l.max))
 	}
+}
+
+// refuse says msg to c from a goroutine of its own, while fewer than agentRefusals are being said, else
+// closes c unanswered.
+func (l *agentListener) refuse(c net.Conn, msg string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	select {
+	case l.refusing <- struct{}{}:
+		if !l.closed {
+			l.said.Go(func() {
+				defer func() { <-l.refusing }()
+				refuseConn(c, msg)
+			})
+			return
+		}
+		<-l.refusing
+	default:
+	}
+	c.Close()
+}
+
+// Close stops accepting and waits for the refusals being said.
+func (l *agentListener) Close() error {
+	err := l.Listener.Close()
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	l.said.Wait()
+	return err
 }
 
 func (l *agentListener) take(uid int) bool {
@@ -401,18 +437,22 @@ func (l *agentListener) total() int {
 	return n
 }
 
-// refuseWrite bounds the write of a refusal to a connection that is closed at once: its peer may read
-// nothing.
-const refuseWrite = 100 * time.Millisecond
+// refuseLinger bounds a refusal: its write, and the wait for what the peer sends meanwhile.
+const refuseLinger = 100 * time.Millisecond
 
-// refuseConn answers a connection that is not served with 429 and msg, as the API's errors read, and
-// closes it.
+// refuseConn answers a connection that is not served with 429 and msg, as the API's errors read, and closes
+// it. Its request is read and dropped until the peer is done or refuseLinger passes, so that a client that
+// sends it just after connecting gets the answer rather than a broken pipe.
 func refuseConn(c net.Conn, msg string) {
+	defer c.Close()
 	body, _ := json.Marshal(api.Error{Message: msg, Code: api.CodeQuota})
-	_ = c.SetWriteDeadline(time.Now().Add(refuseWrite))
+	_ = c.SetDeadline(time.Now().Add(refuseLinger))
 	_, _ = fmt.Fprintf(c, "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"+
 		"Connection: close\r\n\r\n%s", len(body), body)
-	c.Close()
+	if uc, ok := c.(*net.UnixConn); ok {
+		_ = uc.CloseWrite()
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(c, 1<<20))
 }
 
 // peerContext is the agents' server's ConnContext: the peer's uid (-1 when it cannot be read, which no
