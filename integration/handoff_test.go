@@ -333,12 +333,12 @@ func TestNotifyURLGetsHandoffsAndWedges(t *testing.T) {
 		t.Fatalf("VIBE_NOTIFY_URL got %+v; want the handoff and the wedge", got)
 	}
 	if n := got[0]; n.Kind != api.EventHandoffRequested || n.Store != "acme-shop" || n.Task != taskA ||
-		n.Reason != "pick the shipping carrier" || n.Handoff != h.ID || n.URL != h.URL {
-		t.Errorf("the handoff's notification %+v; want kind, store slug, task, reason, handoff and its UI link %s", n, h.URL)
+		n.Reason != "agent says: pick the shipping carrier" || n.From != api.FromAgent || n.Handoff != h.ID || n.URL != h.URL {
+		t.Errorf("the handoff's notification %+v; want kind, store slug, task, the reason as the agent's, handoff and its UI link %s", n, h.URL)
 	}
-	if n := got[1]; n.Kind != api.EventWedgeUnrecoverable || n.Store != "acme-shop" || n.Task != taskB ||
-		!strings.Contains(n.Reason, "unrecoverable") || n.URL != "http://"+m.uiAddr+"/store/acme-shop" {
-		t.Errorf("the wedge's notification %+v; want the store, task, the shim's message and the store page", n)
+	if n := got[1]; n.Kind != api.EventWedgeUnrecoverable || n.Store != "acme-shop" || n.Task != taskB || n.From != api.FromAgent ||
+		!strings.HasPrefix(n.Reason, "agent says: ") || !strings.Contains(n.Reason, "unrecoverable") || n.URL != "http://"+m.uiAddr+"/store/acme-shop" {
+		t.Errorf("the wedge's notification %+v; want the store, task, the shim's message as the agent's and the store page", n)
 	}
 	m.cli("handoff", "done", h.ID)
 	if code := agent.exit(t, 10*time.Second); code != 0 || agent.stdout.String() != "(the person left no note)\n" {
