@@ -301,8 +301,8 @@ func Scan(b []byte) (Message, error) {
 	return info.message(b), nil
 }
 
-// ScanCommand reads the same of b, a client's command, in any key order (the walk the mux gives its own
-// clients' messages). On an error, what was read before it is returned with it: the id of a message cut
+// ScanCommand reads the same of b, a command the mux sends its browser (the keeper relays it), in any key order (a
+// walk that skips values undecoded). On an error, what was read before it is returned with it: the id of a message cut
 // short, when it came first.
 func ScanCommand(b []byte) (Message, error) {
 	info, err := scanFull(b)
