@@ -182,6 +182,10 @@ func TestWebUIIsThePersons(t *testing.T) {
 				t.Errorf("the agent's page at %s got cookies %q; want the control's shared=1, which goes to every port", r["path"], r["cookie"])
 			}
 		}
+		// Back on the UI while the agent's server still answers: a late request of its page (Chrome fetches
+		// the favicon after the load) must not be refused into the next page's console.
+		page.send("ui /")
+		page.expect("ui")
 	})
 
 	t.Run("a stolen cookie opens nothing", func(t *testing.T) {
