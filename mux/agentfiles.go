@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"vibebrowser/osuser"
 )
 
 // Downloads for a store with an agent user (SPEC §14): the mux may run as root, Chrome as the browser user
@@ -111,17 +113,25 @@ func (m *Mux) partialIn(root *os.Root, in io.Reader) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	a := m.cfg.Agent
-	err = out.Chown(a.UID, a.GID) // created 0600: a umask only takes bits away
-	if err == nil {
-		_, err = io.Copy(out, m.stoppable(in))
-	}
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := m.fillFile(out, m.cfg.Agent, in); err != nil {
 		root.Remove(name)
 		return "", fmt.Errorf("copy into the client's download folder: %w", err)
 	}
 	return name, nil
+}
+
+// fillFile gives out, a file the mux just created 0600, to owner (nil: the mux's own; a umask only takes bits
+// away), copies src into it unless the mux closes meanwhile, and closes it.
+func (m *Mux) fillFile(out *os.File, owner *osuser.User, src io.Reader) error {
+	var err error
+	if owner != nil {
+		err = out.Chown(owner.UID, owner.GID)
+	}
+	if err == nil {
+		_, err = io.Copy(out, m.stoppable(src))
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

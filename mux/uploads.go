@@ -68,16 +68,7 @@ func (m *Mux) copyForBrowser(id, name string, src io.Reader) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if b := m.cfg.Browser; b != nil {
-		err = out.Chown(b.UID, b.GID)
-	}
-	if err == nil {
-		_, err = io.Copy(out, m.stoppable(src))
-	}
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := m.fillFile(out, m.cfg.Browser, src); err != nil {
 		os.RemoveAll(dir)
 		return "", fmt.Errorf("copy for the browser: %w", err)
 	}
