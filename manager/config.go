@@ -14,6 +14,7 @@ import (
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/browsers"
 	"vibebrowser/manager/chrome"
+	"vibebrowser/manager/seal"
 	"vibebrowser/manager/ziniao"
 	"vibebrowser/mux"
 	"vibebrowser/state"
@@ -62,6 +63,11 @@ type Config struct {
 	TaskEventsPerMin  int           // VIBE_TASK_EVENTS_PER_MIN (20): a task's reported events and handoffs asked, per minute
 	AgentConnMax      int           // VIBE_AGENT_CONN_MAX (64): open connections to run/agent.sock per peer uid
 	AgentIdle         time.Duration // VIBE_AGENT_IDLE_S (30): an agent.sock connection silent this long is closed
+	LoginCheckpoint   time.Duration // VIBE_LOGIN_CHECKPOINT_S (2): the most often a running browser's cookie jar is checkpointed (SPEC §18); 0 = never
+	SnapshotEvery     time.Duration // VIBE_SNAPSHOT_EVERY (6h): how often a browser that keeps running is snapshotted; 0 = only at clean stops
+	SnapshotKeep      int           // VIBE_SNAPSHOT_KEEP (5): snapshots kept per store, newest first
+	SnapshotDir       string        // VIBE_SNAPSHOT_DIR ($VIBE_HOME/snapshots): where snapshots are kept (absolute)
+	SnapshotKey       string        // VIBE_SNAPSHOT_KEY: the key that seals checkpoints and snapshots; "" = $VIBE_HOME/snapshot.key (made once)
 
 	// muxTiming overrides the muxes' keepalive and reconnect timing; only tests set it.
 	muxTiming browsers.MuxTiming
@@ -81,6 +87,7 @@ type knob struct {
 	webURL   *string // an http(s) URL, or "" for none
 	choice   *string // one of choices; the first is the default
 	choices  []string
+	every    *time.Duration // a Go duration (90m, 6h); def, lo and hi in seconds; 0 = off
 }
 
 // DefaultUIAddr is where the web UI listens unless VIBE_UI_ADDR says otherwise.
@@ -139,11 +146,17 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		{name: "VIBE_TASK_EVENTS_PER_MIN", def: 20, lo: 1, hi: 100000, integer: &c.TaskEventsPerMin},
 		{name: "VIBE_AGENT_CONN_MAX", def: 64, lo: 1, hi: 100000, integer: &c.AgentConnMax},
 		{name: "VIBE_AGENT_IDLE_S", def: 30, lo: 1, hi: 3600, seconds: &c.AgentIdle},
+		{name: "VIBE_LOGIN_CHECKPOINT_S", def: 2, lo: 0, hi: 3600, seconds: &c.LoginCheckpoint},
+		{name: "VIBE_SNAPSHOT_EVERY", def: int(6 * time.Hour / time.Second), lo: 0, hi: 30 * 86400, every: &c.SnapshotEvery},
+		{name: "VIBE_SNAPSHOT_KEEP", def: 5, lo: 1, hi: 1000, integer: &c.SnapshotKeep},
 	}
 	for _, k := range knobs {
 		if err := k.parse(getenv(k.name)); err != nil {
 			return nil, err
 		}
+	}
+	if err := c.snapshotPlaces(getenv); err != nil {
+		return nil, err
 	}
 	if err := checkUIAddr(c.UIAddr, c.UIAllowRemote); err != nil {
 		return nil, err
@@ -190,6 +203,9 @@ func (k knob) parse(raw string) error {
 		}
 		return nil
 	}
+	if k.every != nil {
+		return k.parseEvery(raw)
+	}
 	if k.boolean != nil || k.optional != nil {
 		if raw == "" {
 			return nil
@@ -217,6 +233,45 @@ func (k knob) parse(raw string) error {
 		*k.seconds = time.Duration(v) * time.Second
 	} else {
 		*k.integer = v
+	}
+	return nil
+}
+
+// parseEvery reads a duration knob written the Go way (90m, 6h, 1h30m); 0 turns off what it paces.
+func (k knob) parseEvery(raw string) error {
+	if raw == "" {
+		*k.every = time.Duration(k.def) * time.Second
+		return nil
+	}
+	d, err := time.ParseDuration(raw)
+	if raw == "0" {
+		d, err = 0, nil
+	}
+	if err != nil || d < time.Duration(k.lo)*time.Second || d > time.Duration(k.hi)*time.Second ||
+		d != 0 && d < time.Minute {
+		return fmt.Errorf("%s=%q: want a duration such as 90m or 6h, from 1m to %s, or 0 for never (default %s)",
+			k.name, raw, time.Duration(k.hi)*time.Second, time.Duration(k.def)*time.Second)
+	}
+	*k.every = d
+	return nil
+}
+
+// snapshotPlaces reads where snapshots go and the key that seals them (SPEC §18). The key is checked now,
+// so a bad one stops the start naming the knob, and never logged.
+func (c *Config) snapshotPlaces(getenv func(string) string) error {
+	c.SnapshotDir = strings.TrimSpace(getenv("VIBE_SNAPSHOT_DIR"))
+	switch {
+	case c.SnapshotDir == "":
+		c.SnapshotDir = filepath.Join(c.Home, "snapshots")
+	case !filepath.IsAbs(c.SnapshotDir):
+		return fmt.Errorf("VIBE_SNAPSHOT_DIR=%q: want an absolute path (default $VIBE_HOME/snapshots)", c.SnapshotDir)
+	}
+	c.SnapshotDir = filepath.Clean(c.SnapshotDir)
+	c.SnapshotKey = strings.TrimSpace(getenv("VIBE_SNAPSHOT_KEY"))
+	if c.SnapshotKey != "" {
+		if _, err := seal.ParseKey(c.SnapshotKey); err != nil {
+			return fmt.Errorf("VIBE_SNAPSHOT_KEY: %w", err)
+		}
 	}
 	return nil
 }
@@ -337,7 +392,8 @@ func (c *Config) browsers() browsers.Config {
 	return browsers.Config{Home: c.Home, Chrome: c.Chrome, ChromeTransport: chrome.Transport(c.ChromeTransport), Headless: c.Headless, ZiniaoClient: c.ZiniaoClient,
 		ProxyPortBase: c.ProxyPortBase, StartTimeout: c.StartTimeout, RelaunchMax: c.RelaunchMax,
 		RelaunchWindow: c.RelaunchWindow, TabCap: c.TabCap, MuxMaxClients: c.MuxMaxClients, MuxGrace: c.MuxGrace,
-		Idle: c.Idle, MuxTiming: c.muxTiming, AgentUser: c.AgentUser}
+		Idle: c.Idle, MuxTiming: c.muxTiming, AgentUser: c.AgentUser, LoginCheckpoint: c.LoginCheckpoint,
+		SnapshotEvery: c.SnapshotEvery, SnapshotKeep: c.SnapshotKeep, SnapshotDir: c.SnapshotDir, SnapshotKey: c.SnapshotKey}
 }
 
 // StoreFacts decides store s's facts the way starting its browser would.

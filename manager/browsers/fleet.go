@@ -16,6 +16,7 @@ import (
 
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/chrome"
+	"vibebrowser/manager/seal"
 	"vibebrowser/mux"
 	"vibebrowser/state"
 )
@@ -43,6 +44,12 @@ type Config struct {
 	// AgentUser is VIBE_AGENT_USER (SPEC §14): a store's agent user unless it names its own ("" = none). Its
 	// browser user is its own setting or one the manager makes for it (UserNames).
 	AgentUser string
+	// SPEC §18: the login's checkpoints and snapshots.
+	LoginCheckpoint time.Duration // VIBE_LOGIN_CHECKPOINT_S: the most often a jar is checkpointed; 0 = never
+	SnapshotEvery   time.Duration // VIBE_SNAPSHOT_EVERY: snapshots of a browser that keeps running; 0 = at clean stops only
+	SnapshotKeep    int           // VIBE_SNAPSHOT_KEEP: snapshots kept per store
+	SnapshotDir     string        // VIBE_SNAPSHOT_DIR: where snapshots are kept
+	SnapshotKey     string        // VIBE_SNAPSHOT_KEY; "" = the home's key file (seal.LoadKey)
 }
 
 // MuxTiming overrides how fast a mux gives up on a hung browser; zero values keep the mux's defaults.
@@ -105,6 +112,17 @@ type Fleet struct {
 	starts, startFailures *prometheus.CounterVec
 
 	wg sync.WaitGroup // every mux goroutine, endpoint and death watcher
+
+	keyOnce sync.Once
+	key     *seal.Key // the seal of checkpoints and snapshots (SPEC §18), read on first use
+	keyErr  error
+}
+
+// sealKey is the key that seals the stores' checkpoints and snapshots: VIBE_SNAPSHOT_KEY, else the home's
+// key file, made on first use.
+func (f *Fleet) sealKey() (*seal.Key, error) {
+	f.keyOnce.Do(func() { f.key, f.keyErr = seal.LoadKey(f.cfg.Home, f.cfg.SnapshotKey) })
+	return f.key, f.keyErr
 }
 
 // New assembles the fleet of a daemon whose life is ctx, on its open state database. root is the daemon's
