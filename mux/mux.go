@@ -71,6 +71,7 @@ type Mux struct {
 	uploads    string
 	ownUploads bool
 	op         operatorState
+	personPw   personPasswords // what people typed into password fields of agents' tabs (personpasswords.go)
 	dl         downloadState
 	tl         timelineState
 }

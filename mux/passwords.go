@@ -110,21 +110,22 @@ func (m *Mux) runPasswordCheck(cl *client, ck *passwordCheck) {
 }
 
 // PasswordTexts returns the texts client clientID typed through Input.insertText into a password field,
-// for the manager to redact from what it stores of the client's calls: the newest 64 (1 MiB at most), in
+// and those people typed into password fields of this browser's agents' tabs (personpasswords.go), for
+// the manager to redact from what it stores of the client's calls: the newest 64 (1 MiB at most), in
 // the order their checks ended, a text that could not be checked included. It first waits, bounded by ctx,
 // for the checks of the texts the client has sent; a text whose check has not ended when ctx does is
-// returned too. A client the mux has forgotten (its grace period ended) has none.
+// returned too. A client the mux has forgotten (its grace period ended) has only the people's.
 func (m *Mux) PasswordTexts(ctx context.Context, clientID string) []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for {
 		cl := m.clients[clientID]
 		if cl == nil {
-			return nil
+			return m.personPw.texts()
 		}
 		idle := cl.pw.idle
 		if idle == nil {
-			return append([]string(nil), cl.pw.texts...)
+			return append(m.personPw.texts(), cl.pw.texts...)
 		}
 		m.mu.Unlock()
 		select {
@@ -132,7 +133,7 @@ func (m *Mux) PasswordTexts(ctx context.Context, clientID string) []string {
 			m.mu.Lock()
 		case <-ctx.Done():
 			m.mu.Lock()
-			out := append([]string(nil), cl.pw.texts...)
+			out := append(m.personPw.texts(), cl.pw.texts...)
 			for ck := range cl.pw.checks {
 				out = append(out, ck.text)
 			}

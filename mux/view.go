@@ -181,6 +181,7 @@ func (v *View) endLocked(err error) {
 	m := v.m
 	v.ended, v.err = true, err
 	m.op.views--
+	m.personPw.settleLocked(v)
 	v.unholdLocked()
 	if v.castT != nil {
 		v.castT.Stop()
@@ -547,12 +548,18 @@ func (v *View) Key(ctx context.Context, e KeyEvent) error {
 		p["windowsVirtualKeyCode"], p["nativeVirtualKeyCode"] = e.WindowsVirtualKeyCode, e.WindowsVirtualKeyCode
 	}
 	_, err := v.call(ctx, "Input.dispatchKeyEvent", p)
+	if err == nil && (e.Type == "keyDown" || e.Type == "rawKeyDown") {
+		v.notePersonInput(ctx, "")
+	}
 	return err
 }
 
 // InsertText types text at the focus as one input, like a paste or an IME (Input.insertText).
 func (v *View) InsertText(ctx context.Context, text string) error {
 	_, err := v.call(ctx, "Input.insertText", map[string]any{"text": text})
+	if err == nil {
+		v.notePersonInput(ctx, text)
+	}
 	return err
 }
 
