@@ -14,6 +14,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/untrusted"
 )
 
 // Version is the build's version, set by the linker (-X vibebrowser/manager/cli.Version=...).
@@ -69,7 +70,7 @@ func (g *globals) printJSON(v any) error {
 	if err != nil {
 		return err
 	}
-	_, err = g.stdout.Write(append(safeJSON(b), '\n'))
+	_, err = g.stdout.Write(append(untrusted.JSON(b), '\n'))
 	return err
 }
 
@@ -79,7 +80,7 @@ func (g *globals) printJSONLine(v any) error {
 	if err != nil {
 		return err
 	}
-	_, err = g.stdout.Write(append(safeJSON(b), '\n'))
+	_, err = g.stdout.Write(append(untrusted.JSON(b), '\n'))
 	return err
 }
 
@@ -166,5 +167,5 @@ func oneLine(err error) string {
 	if errors.As(err, &apiErr) {
 		msg = apiErr.Message
 	}
-	return safeText(strings.Join(strings.Fields(msg), " ")) // a refusal may quote what an agent sent
+	return untrusted.Terminal(strings.Join(strings.Fields(msg), " ")) // a refusal may quote what an agent sent
 }

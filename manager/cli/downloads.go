@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/untrusted"
 	"vibebrowser/mux/clientid"
 )
 
@@ -33,7 +34,7 @@ func (c *DownloadsCmd) Run(g *globals) error {
 	fmt.Fprintln(w, "TIME\tSTORE\tOWNER\tSIZE\tSHA256\tPATH")
 	for _, d := range ds {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%.12s\t%s\n", d.At.Local().Format("2006-01-02 15:04:05"), orDash(d.Slug),
-			owner(d), d.Size, d.SHA256, safeText(d.Path)) // a page names the file
+			owner(d), d.Size, d.SHA256, untrusted.Terminal(d.Path)) // a page names the file
 	}
 	return w.Flush()
 }

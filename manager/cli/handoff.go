@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/untrusted"
 )
 
 // HandoffCmd lists and answers agents' requests for a person's help (browser-use --ask-human).
@@ -69,7 +70,7 @@ func printHandoffs(out io.Writer, hs []api.Handoff, answered bool) {
 
 // oneLineText is s with its runs of white space (newlines and tabs included: a note may have them) as one
 // space, and its control characters escaped (an agent wrote the reason).
-func oneLineText(s string) string { return safeText(strings.Join(strings.Fields(s), " ")) }
+func oneLineText(s string) string { return untrusted.Terminal(strings.Join(strings.Fields(s), " ")) }
 
 // HandoffDoneCmd answers a handoff.
 type HandoffDoneCmd struct {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/untrusted"
 )
 
 // TaskLogCmd prints a task's timeline (SPEC §15).
@@ -28,7 +29,7 @@ func (c *TaskLogCmd) Run(g *globals) error {
 		return g.printJSON(tl)
 	}
 	if !c.JSON {
-		fmt.Fprintln(g.stdout, safeText(fmt.Sprintf("task %s (%s) on %s: %s", tl.Task.ID, tl.Task.Status, storeName(tl.Task), modeLine(tl))))
+		fmt.Fprintln(g.stdout, untrusted.Terminal(fmt.Sprintf("task %s (%s) on %s: %s", tl.Task.ID, tl.Task.Status, storeName(tl.Task), modeLine(tl))))
 	}
 	var last int64
 	for {
@@ -74,7 +75,7 @@ func modeLine(tl api.Timeline) string {
 }
 
 // entryLine is one entry in the human form: time, kind, the gist; an agent's words are said to be its own,
-// and every control character in them, or in what its pages named, is escaped (safeText).
+// and every control character in them, or in what its pages named, is escaped (untrusted.Terminal).
 func entryLine(e api.Entry) string {
 	gist := ""
 	switch {
@@ -120,7 +121,7 @@ func entryLine(e api.Entry) string {
 			gist += ": " + firstLine(e.Fault.Message)
 		}
 	}
-	return safeText(fmt.Sprintf("%s  %-8s  %s", e.At.Local().Format("15:04:05.000"), e.Kind, gist))
+	return untrusted.Terminal(fmt.Sprintf("%s  %-8s  %s", e.At.Local().Format("15:04:05.000"), e.Kind, gist))
 }
 
 func byWhom(t *api.TakeoverEntry) string {

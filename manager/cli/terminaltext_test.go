@@ -1,47 +1,14 @@
 package cli
 
 import (
-	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/untrusted"
 )
-
-func TestSafeText(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"print('hello, 世界')", "print('hello, 世界')"},
-		{"\x1b[2J\x1b[H", `\x1b[2J\x1b[H`},
-		{"\x1b]0;owned\x07", `\x1b]0;owned\x07`},
-		{"a\nb\tc\rd", `a\nb\tc\rd`},
-		{"del\x7f", `del\x7f`},
-		{"csi\u009b31m nel\u0085", `csi\u009b31m nel\u0085`},
-		{"invoice\u202efdp.exe", `invoice\u202efdp.exe`},
-		{"\u202a\u202b\u202c\u202d \u2066\u2067\u2068\u2069 \u200e\u200f\u061c \u2028\u2029", `\u202a\u202b\u202c\u202d \u2066\u2067\u2068\u2069 \u200e\u200f\u061c \u2028\u2029`},
-		{"bad \xff\xfe utf-8", `bad \xff\xfe utf-8`},
-		{"keeps \\x1b as typed, and U+FFFD \ufffd", "keeps \\x1b as typed, and U+FFFD \ufffd"},
-	}
-	for _, tt := range tests {
-		if got := safeText(tt.in); got != tt.want {
-			t.Errorf("safeText(%q) = %q; want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
-func TestSafeJSONIsTheSameJSON(t *testing.T) {
-	v := map[string]string{"code": "\x1b[2J\u202e\u0085 tail", "plain": "ok"}
-	b, _ := json.MarshalIndent(v, "", "  ")
-	got := safeJSON(b)
-	if strings.ContainsFunc(string(got), func(r rune) bool { return r != '\n' && escaped(r) }) {
-		t.Errorf("safeJSON left a control character: %q", got)
-	}
-	var back map[string]string
-	if err := json.Unmarshal(got, &back); err != nil || back["code"] != v["code"] || back["plain"] != "ok" {
-		t.Errorf("safeJSON(%s) = %s, reads back as %q, %v; want the same values", b, got, back, err)
-	}
-}
 
 // An agent's code, a page's title and a handoff's reason reach the person's terminal escaped (issue 37):
 // task log, its --json, and handoff list. The control: the same commands print plain text as it is.
@@ -67,7 +34,7 @@ func TestTaskLogAndHandoffsEscapeControls(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%v: exit %d (%s)", args, code, errOut)
 		}
-		if strings.ContainsFunc(out, func(r rune) bool { return r != '\n' && escaped(r) }) {
+		if strings.ContainsFunc(out, func(r rune) bool { return r != '\n' && untrusted.Escaped(r) }) {
 			t.Errorf("%v printed a control character raw:\n%q", args, out)
 		}
 		switch args[len(args)-1] {
