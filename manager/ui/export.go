@@ -10,7 +10,7 @@ import (
 )
 
 // exportTemplate draws the exported timeline: templates/export.html around the task page's own steps.
-var exportTemplate = template.Must(template.New("export.html").ParseFS(templateFS,
+var exportTemplate = template.Must(template.New("export.html").Funcs(funcs).ParseFS(templateFS,
 	"templates/export.html", "templates/steps.html"))
 
 // exportCSS is the UI's stylesheet, inline in every export.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"slices"
+	"time"
 
 	"vibebrowser/manager/api"
 	"vibebrowser/mux/clientid"
@@ -23,12 +25,50 @@ type handoffRow struct {
 	Tabs      []handoffTab
 	NoTabs    string // why no tab is listed, for a person
 	Token     string // the viewer's form token (formToken), for the answer's form
+	asked     time.Time
 }
 
 type handoffTab struct {
 	Title string
 	URL   string
 	Href  string
+}
+
+// handoffGroup is one task's pending handoffs: its newest first, shown whole, and the earlier ones folded
+// under it, so that no task's questions push another's down the page.
+type handoffGroup struct {
+	Newest  handoffRow
+	Earlier []handoffRow
+	More    string // "2 earlier requests of this task"
+}
+
+// handoffGroups groups rows by task (a handoff of no task is a group of its own), the group whose newest
+// request is newest first, and in each group the newest request first (issue 37).
+func handoffGroups(rows []handoffRow) []handoffGroup {
+	byTask := map[string][]handoffRow{}
+	var order []string
+	for _, r := range rows {
+		key := r.Store + "\x00" + r.TaskHref
+		if r.TaskHref == "" {
+			key += "\x00" + r.ID
+		}
+		if _, ok := byTask[key]; !ok {
+			order = append(order, key)
+		}
+		byTask[key] = append(byTask[key], r)
+	}
+	groups := make([]handoffGroup, 0, len(order))
+	for _, key := range order {
+		rs := byTask[key]
+		slices.SortStableFunc(rs, func(a, b handoffRow) int { return b.asked.Compare(a.asked) })
+		g := handoffGroup{Newest: rs[0], Earlier: rs[1:]}
+		if n := len(g.Earlier); n > 0 {
+			g.More = plural(n, "earlier request") + " of this task"
+		}
+		groups = append(groups, g)
+	}
+	slices.SortStableFunc(groups, func(a, b handoffGroup) int { return b.Newest.asked.Compare(a.Newest.asked) })
+	return groups
 }
 
 // handoffRows are the status's pending handoffs, each with the page tabs of the asking task's clients
@@ -40,7 +80,7 @@ func (s *Server) handoffRows(ctx context.Context, hs []api.Handoff, token string
 	for _, h := range hs {
 		row := handoffRow{ID: h.ID, Store: h.Store, StoreHref: storeHref(h.Store), Task: "–",
 			Session: h.BUName, Reason: h.Reason, Asked: duration(now.Sub(h.CreatedAt)) + " ago", Tabs: []handoffTab{},
-			Token: token}
+			Token: token, asked: h.CreatedAt}
 		if h.TaskID != "" {
 			row.Task, row.TaskHref = h.TaskID, taskHref(h.TaskID)
 		}

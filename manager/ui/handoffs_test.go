@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +39,7 @@ func TestOverviewShowsPendingHandoffsFirst(t *testing.T) {
 		"Solve the &lt;captcha&gt; on the sign-in page", // escaped: the reason is the agent's text
 		`href="store/shop"`, "5 min ago", "10 min left",
 		// The tabs of the task's clients (its worker slot asked): the main client's page, not its worker.
-		`<a href="store/shop/tab/T1">Orders</a>`,
+		`<a href="store/shop/tab/T1" title="Orders"><bdi>Orders</bdi></a>`,
 		`action="handoffs/3f9a2c1b0d4e/answer"`, `name="status" value="done"`, `name="status" value="cant_help"`,
 		`name="note"`,
 	} {
@@ -162,4 +163,34 @@ func (u *uiUnderTest) post(t *testing.T, path, form, cookie, origin string) *htt
 		t.Fatal(err)
 	}
 	return resp
+}
+
+// Open handoffs are grouped by task, the group with the newest request first and in each group its newest
+// request first: a task that asks again and again keeps one card's place (issue 37).
+func TestHandoffGroups(t *testing.T) {
+	at := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	row := func(id, store, task string, min int) handoffRow {
+		r := handoffRow{ID: id, Store: store, asked: at.Add(time.Duration(min) * time.Minute)}
+		if task != "" {
+			r.TaskHref = taskHref(task)
+		}
+		return r
+	}
+	rows := []handoffRow{
+		row("a1", "shop-a", "flood", 1), row("b1", "shop-b", "victim", 2), row("a2", "shop-a", "flood", 3),
+		row("a3", "shop-a", "flood", 4), row("n1", "shop-b", "", 5), row("n2", "shop-b", "", 0),
+		row("c1", "shop-c", "flood", 6), // the same task id on another store is another task
+	}
+	var got []string
+	for _, g := range handoffGroups(rows) {
+		ids := g.Newest.ID
+		for _, e := range g.Earlier {
+			ids += "," + e.ID
+		}
+		got = append(got, ids+" ("+g.More+")")
+	}
+	want := []string{"c1 ()", "n1 ()", "a3,a2,a1 (2 earlier requests of this task)", "b1 ()", "n2 ()"}
+	if !slices.Equal(got, want) {
+		t.Errorf("handoffGroups = %q; want %q", got, want)
+	}
 }

@@ -27,7 +27,8 @@ type overview struct {
 	Summary   string       // "2 stores · 1 browser running"
 	Attention int          // listed events that need a person
 	Latest    string       // the newest of them, in words
-	Handoffs  []handoffRow // pending: agents waiting for a person, first on the page
+	Handoffs  []handoffRow   // pending: agents waiting for a person, first on the page
+	Groups    []handoffGroup // the same, by task (handoffGroups)
 	Answered  string       // the confirmation after a person's answer (handleAnswer)
 	Browsers  []browserRow
 	Tasks     []taskRow
@@ -63,6 +64,7 @@ type eventRow struct {
 	Kind    string
 	Store   string
 	Message string
+	Agent   bool // Message holds an agent's words (api.FromAgent), said so beside it
 	Alert   bool
 }
 
@@ -85,6 +87,7 @@ func (s *Server) buildOverview(r *http.Request) overview {
 	}
 	ov.Stores = len(st.Stores)
 	ov.Handoffs = s.handoffRows(r.Context(), st.Handoffs, ov.Token)
+	ov.Groups = handoffGroups(ov.Handoffs)
 	running := 0
 	// slugOf names a browser key's store; events of the web browser carry no store id.
 	slugOf := func(id string) string {
@@ -155,7 +158,7 @@ func (s *Server) buildOverview(r *http.Request) overview {
 	for i := len(events) - 1; i >= 0 && len(ov.Events) < maxEvents; i-- {
 		ev := events[i]
 		row := eventRow{Time: ev.At.Local().Format("Jan 2 15:04:05"), Kind: ev.Kind, Store: slugOf(ev.StoreID),
-			Message: ev.Message, Alert: needsPerson[ev.Kind]}
+			Message: ev.Message, Agent: ev.From == api.FromAgent, Alert: needsPerson[ev.Kind]}
 		if row.Alert {
 			if ov.Attention == 0 {
 				ov.Latest = row.Kind + " on " + row.Store + " at " + row.Time

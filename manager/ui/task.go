@@ -75,6 +75,8 @@ type step struct {
 	Tab    string // the start of the step's tab's id (shortID), enough to tell the task's tabs apart
 	TabID  string // the whole id
 	Detail string // a second line: a page's title, a person's note, a fault's message
+	Short  bool   // Detail is a page's title: one line on screen, the whole on hover
+	Says   string // whose words Detail holds when they are an agent's ("the agent asks:")
 	Live   string // the tab's live view while the tab exists
 	Href   string // where to act on the step (a pending handoff's card on the overview)
 	// AfterOf is, for a shot step, the call it follows: the live page moves it into that call's card when
@@ -247,7 +249,7 @@ func (b stepBuilder) step(e api.Entry) step {
 		st.Label, st.AfterOf = "shot", e.Shot.AfterOf
 		st.Shots = []shotView{b.shotView(e)}
 	case e.Nav != nil:
-		st.Label, st.What, st.URL, st.Detail = "page", "Went to", e.Nav.URL, e.Nav.Title
+		st.Label, st.What, st.URL, st.Detail, st.Short = "page", "Went to", e.Nav.URL, e.Nav.Title, true
 		tab(e.Nav.Tab)
 	case e.Tab != nil:
 		st.Label, st.URL = "tab", e.Tab.URL
@@ -272,7 +274,7 @@ func (b stepBuilder) step(e api.Entry) step {
 		st.Label, st.handoff = "person", h.ID
 		switch h.Status {
 		case api.HandoffPending:
-			st.What, st.Detail, st.Alert = "Asked a person for help:", h.Question, true
+			st.What, st.Detail, st.Alert, st.Says = "Asked a person for help.", h.Question, true, "The agent asks:"
 			if !b.export {
 				st.Href = "./#handoff-" + url.PathEscape(h.ID)
 			}
@@ -310,6 +312,9 @@ func (b stepBuilder) step(e api.Entry) step {
 		}
 	case e.Fault != nil:
 		st.Label, st.Bad, st.Detail = "fault", true, e.Fault.Message
+		if e.From == api.FromAgent {
+			st.Says = "The agent's report:"
+		}
 		st.What = faultWhat[e.Fault.What]
 		if st.What == "" {
 			st.What = "Fault: " + e.Fault.What

@@ -255,7 +255,7 @@ func TestTaskPageShowsTheSteps(t *testing.T) {
 		"browser-use open https://shop.example/orders", "session <code>shop-01234567</code> · 1.2 s",
 		"Opened https://shop.example/orders", `id="shots-2"`, `<img src="task/`+task+`/shot/4"`, `width="1280" height="800"`,
 		`href="task/`+task+`/shot/4"`, "</article>",
-		`<div class="step line k-nav" id="step-3">`, "Went to", "https://shop.example/orders", `<p class="detail">Orders</p>`,
+		`<div class="step line k-nav" id="step-3">`, "Went to", "https://shop.example/orders", `<p class="detail short" title="Orders"><bdi>Orders</bdi></p>`,
 		// The worker slot's failed call: marked, its code folded, its cut stderr and untold stdin said.
 		`<article class="step k-call bad" id="step-5">`, `<span class="pill outcome bad">failed · exit 1</span>`,
 		`<span class="slot">worker 2</span>`, "browser-use (code on stdin)", `<details class="code"><summary>Code`, "3 lines",
@@ -264,13 +264,13 @@ func TestTaskPageShowsTheSteps(t *testing.T) {
 		`<img src="task/`+task+`/shot/6"`, "</article>",
 		`<div class="step line k-download" id="step-7">`, "orders.csv", "16 B", `href="task/`+task+`/download/7" download>Download</a>`,
 		"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
-		`<div class="step line k-handoff alert" id="step-8">`, "Asked a person for help:", "Solve the &lt;captcha&gt; on the sign-in page",
+		`<div class="step line k-handoff alert" id="step-8">`, "Asked a person for help.", `<span class="says">The agent asks:</span>`, "Solve the &lt;captcha&gt; on the sign-in page",
 		`<div class="step line k-takeover alert" id="step-9">`, "took the tab over", "Taken by a person in the web UI",
 		`<div class="step line k-takeover" id="step-10">`, "given back to the agent",
 		`<div class="step line k-handoff" id="step-11">`, "A person answered: done.", "Note: Solved it; you are logged in.",
 		`<div class="step line k-fault bad" id="step-12">`, "timed out (exit 142)", "did not answer within 120 s",
 		`<article class="step k-call bad" id="step-13">`, `refused · exit 2`, `<span class="slot">worker 3</span>`,
-		"browser-use --worker 3 state", `<p class="rule">--worker 3 is more than VIBE_WORKERS_MAX (2) allows</p>`,
+		"browser-use --worker 3 state", `<p class="rule" dir="auto">--worker 3 is more than VIBE_WORKERS_MAX (2) allows</p>`,
 		"No code on stdin and no output.", "picture was dropped", "</article>",
 	)
 	for _, not := range []string{`id="step-4"`, `id="step-6"`, `id="step-14"`, "/store/shop/tab/T2",
@@ -476,7 +476,7 @@ func TestExportIsSelfContained(t *testing.T) {
 		"<style>", ".step.k-call", // the UI's stylesheet, inline
 		`<img src="` + inline(shots[4]) + `"`, `<img src="` + inline(shots[6]) + `"`,
 		"browser-use open https://shop.example/orders", "page = browser.new_page()", "TimeoutError",
-		`<strong class="file">orders.csv</strong> <span class="size">16 B</span>`,
+		`<strong class="file" dir="auto">orders.csv</strong> <span class="size">16 B</span>`,
 		"sha256 <code>9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08</code>",
 		"Solve the &lt;captcha&gt;", "took the tab over", "given back", "Solved it; you are logged in.",
 		"timed out (exit 142)", "picture was dropped", "store <strong>shop</strong>",

@@ -21,6 +21,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/untrusted"
 	"vibebrowser/mux"
 )
 
@@ -198,6 +199,9 @@ func New(cfg Config) *Server {
 	return s
 }
 
+// funcs are the templates' own functions: text shows what a page or an agent wrote (untrusted.HTML).
+var funcs = template.FuncMap{"text": untrusted.HTML}
+
 // parsePages makes one template set per page, each with the shared layout: a page defines "title",
 // "main" and "script"; the layout places them.
 func parsePages() map[string]*template.Template {
@@ -207,7 +211,7 @@ func parsePages() map[string]*template.Template {
 		if page == "task" {
 			files = append(files, "templates/steps.html") // the steps, which Export draws too
 		}
-		t := template.New("layout.html")
+		t := template.New("layout.html").Funcs(funcs)
 		pages[page] = template.Must(t.ParseFS(templateFS, files...))
 	}
 	return pages
