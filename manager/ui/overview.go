@@ -21,15 +21,15 @@ var needsPerson = map[string]bool{api.EventBudgetSpent: true, api.EventWedgeUnre
 type overview struct {
 	Version   string
 	Home      string
-	Token     string       // the viewer's form token (formToken), for the handoffs' forms
-	Error     string       // the manager could not say its status
-	Stores    int          // stores, without the web browser
-	Summary   string       // "2 stores · 1 browser running"
-	Attention int          // listed events that need a person
-	Latest    string       // the newest of them, in words
+	Token     string         // the viewer's form token (formToken), for the handoffs' forms
+	Error     string         // the manager could not say its status
+	Stores    int            // stores, without the web browser
+	Summary   string         // "2 stores · 1 browser running"
+	Attention int            // listed events that need a person
+	Latest    string         // the newest of them, in words
 	Handoffs  []handoffRow   // pending: agents waiting for a person, first on the page
 	Groups    []handoffGroup // the same, by task (handoffGroups)
-	Answered  string       // the confirmation after a person's answer (handleAnswer)
+	Answered  string         // the confirmation after a person's answer (handleAnswer)
 	Browsers  []browserRow
 	Tasks     []taskRow
 	Events    []eventRow
