@@ -21,6 +21,8 @@ import (
 //	open URL     navigate this call's tab to URL and wait for the load
 //	eval EXPR    print the JSON value of EXPR in this call's tab
 //	targets      print the URLs of the page targets this client sees, one per line
+//	tab TEXT     go on in the client's page whose URL holds TEXT (an earlier call's tab), as an agent
+//	             that comes back to a tab does
 //	type TEXT    insert TEXT where the tab's focus is (Input.insertText, as browser-use types)
 //	sleep DUR    wait (a Go duration)
 //	env NAME     print the value of environment variable NAME (what the shim injected)
@@ -89,6 +91,30 @@ func drive(script []byte, out io.Writer, marker string) error {
 				if t.Type == "page" {
 					fmt.Fprintln(out, t.URL)
 				}
+			}
+		case "tab":
+			var res struct {
+				TargetInfos []struct{ TargetID, Type, URL string }
+			}
+			if err := c.into(&res, "Target.getTargets", nil, ""); err != nil {
+				return err
+			}
+			found := ""
+			for _, t := range res.TargetInfos {
+				if t.Type == "page" && strings.Contains(t.URL, arg) {
+					found = t.TargetID
+				}
+			}
+			if found == "" {
+				return fmt.Errorf("tab: no page of this client's holds %q in its URL", arg)
+			}
+			var at struct{ SessionID string }
+			if err := c.into(&at, "Target.attachToTarget", map[string]any{"targetId": found, "flatten": true}, ""); err != nil {
+				return err
+			}
+			session = at.SessionID
+			if _, err := c.call("Runtime.enable", nil, session); err != nil {
+				return err
 			}
 		case "type":
 			if _, err := c.call("Input.insertText", map[string]any{"text": arg}, session); err != nil {

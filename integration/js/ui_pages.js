@@ -1,5 +1,5 @@
 // The store and tab pages in a real browser: usage node ui_pages.js <login url>
-// Commands (one a line): store PATH SHOT, tab PATH SHOT, login URL, click X Y, type TEXT, shot SHOT,
+// Commands (one a line): store PATH SHOT, tab PATH SHOT, login URL, click X Y, type TEXT, paste TEXT, shot SHOT,
 // viewers PATH N, hold, release, open-human, leave, close-tab, close. Colours are read off the pixels the page shows (drawn into a canvas),
 // never off the DOM.
 'use strict';
@@ -149,6 +149,17 @@ main(async () => {
     if (cmd === 'type') {
       await page.keyboard.type(rest.join(' '), { delay: 20 });
       out({ event: 'typed' });
+      continue;
+    }
+    if (cmd === 'paste') { // paste TEXT: a paste on the picture, as the browser fires it for Ctrl+V
+      await page.focus('#screen');
+      await page.evaluate((text) => {
+        const dt = new DataTransfer();
+        dt.setData('text/plain', text);
+        document.dispatchEvent(new ClipboardEvent('paste', { clipboardData: dt, bubbles: true, cancelable: true }));
+      }, rest.join(' '));
+      await page.waitForTimeout(300);
+      out({ event: 'pasted' });
       continue;
     }
     if (cmd === 'shot') {
