@@ -522,3 +522,15 @@ func TestSharedBrowserUsers(t *testing.T) {
 		})
 	}
 }
+
+// VIBE_UI_USERS naming a store's agent or browser user is a warning: the UI refuses that user.
+func TestUIUsers(t *testing.T) {
+	m := machineWith(t, map[string]string{})
+	if got := m.uiUsers(); got != nil {
+		t.Errorf("uiUsers without VIBE_UI_USERS = %+v; want no check", got)
+	}
+	m = machineWith(t, map[string]string{"VIBE_UI_USERS": "nobody"})
+	wantCheck(t, m.uiUsers()[0], OK, "nobody")
+	m.stores = []state.Store{{Slug: "acme", Name: "Acme", Backend: state.BackendChrome, Config: []byte(`{"agent_user":"nobody"}`)}}
+	wantCheck(t, m.uiUsers()[0], Warn, "nobody (store acme's agent user)", "refuses")
+}

@@ -51,6 +51,7 @@ func Run(ctx context.Context, o Options) []Check {
 	checks := []Check{m.config(), m.chromium(ctx), m.browserUse(ctx), m.transport(), home(m.cfg.Home, m.namesUsers(true)),
 		disk(m.cfg.Home), m.socket(), m.manager(), m.state(), m.portsOfOthers()}
 	checks = append(checks, m.boundary()...)
+	checks = append(checks, m.uiUsers()...)
 	checks = append(checks, m.ports(ctx)...)
 	checks = append(checks, m.display(), m.service())
 	checks = append(checks, m.ziniao(ctx)...)
