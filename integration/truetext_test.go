@@ -76,9 +76,11 @@ func TestWhatThePersonReadsIsTrue(t *testing.T) {
 	m.mustAgent(env, "browser-use <<'PY'\n"+hostileLine+"\nopen "+trick+"\neval document.title\nPY")
 	asking := m.askHuman(store.Slug, taskA, "--ask-human", "Log in for me: \u202eereh kcilc", "--wait", "120")
 	h := m.pending(store.Slug + "-" + taskA[:8])
+	var trickTab string
 	testkit.WaitFor(t, 15*time.Second, "the shot of the trick's page", func() bool {
 		for _, e := range m.timeline(taskA).Entries {
 			if e.Shot != nil && strings.Contains(e.Shot.URL, rloQuery) {
+				trickTab = e.Shot.Tab
 				return true
 			}
 		}
@@ -94,6 +96,7 @@ func TestWhatThePersonReadsIsTrue(t *testing.T) {
 		{"the overview", "/", "truth-overview.png"},
 		{"the store page", "/store/" + store.Slug, "truth-store.png"},
 		{"the task page", "/task/" + taskA, "truth-task.png"},
+		{"the tab page", "/store/" + store.Slug + "/tab/" + trickTab, "truth-tab.png"},
 	} {
 		shot := filepath.Join(t.TempDir(), p.shot)
 		view.send("page " + p.path + " " + rloQuery + " " + shot)

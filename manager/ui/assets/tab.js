@@ -49,16 +49,36 @@ screen.addEventListener('load', () => {
   fit();
 });
 
+// hidden matches the characters a page's title or URL may hide things with, as untrusted.Escaped (Go) does:
+// controls, bidi controls, zero-width characters. setText shows each as its escape, marked, as the server's
+// pages do, so a title cannot turn the page's text around or hide part of itself.
+const hidden = /[\u0000-\u001f\u007f-\u009f\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/g;
+function setText(el, text) {
+  el.textContent = '';
+  let at = 0;
+  for (const m of text.matchAll(hidden)) {
+    el.append(text.slice(at, m.index));
+    const esc = document.createElement('span');
+    esc.className = 'esc';
+    const c = m[0].charCodeAt(0);
+    esc.textContent = c < 0x80 ? '\\x' + c.toString(16).padStart(2, '0') : '\\u' + c.toString(16).padStart(4, '0');
+    el.append(esc);
+    at = m.index + m[0].length;
+  }
+  el.append(text.slice(at));
+  el.title = text;
+}
+
 function onMeta(m) {
   meta = m;
   fit();
   // The frame's size in CSS pixels of the tab, for whoever maps a point of the picture (tests too).
   screen.dataset.width = m.width;
   screen.dataset.height = m.height;
-  document.getElementById('title').textContent = m.title || '(no title)';
-  document.title = (m.title || 'Tab') + ' · vibe-browser';
+  setText(document.getElementById('title'), m.title || '(no title)');
+  document.title = (m.title || 'Tab').replace(hidden, '') + ' · vibe-browser';
   if (!human) {
-    document.getElementById('url').textContent = m.url;
+    setText(document.getElementById('url'), m.url);
     setHold(m.hold);
   }
   // The takeover's human tab opens where this tab is now.
