@@ -15,7 +15,9 @@ import (
 // bytes) and the last api.CallOutputMax bytes of each output stream, passing every byte on as it comes. A
 // regular file on stdin (an older shell's heredoc) is read where the CLI will read it, with pread, so the
 // CLI still gets it itself, untouched; a pipe or socket on any stream is relayed through a pipe of the
-// shim's; a terminal or another device is handed to the CLI as it is and named untold.
+// shim's; a regular file on stdout or stderr (output sent to a file) is handed to the CLI as it is, its
+// offset noted, and what the call wrote to it read back afterwards with pread (fileTail); a terminal or
+// another device is handed to the CLI as it is and named untold.
 
 // outputGrace is how long the shim waits, after the CLI exited, for the end of its output: a process the
 // CLI left behind may keep the stream open, and the shim does not wait for it.
@@ -26,6 +28,7 @@ type taps struct {
 	stdio           [3]*os.File
 	stdin           *headTap
 	out             [2]*tailTap
+	files           [2]*fileTail
 	untold          []string
 	closeAfterStart []*os.File // the CLI's ends of the shim's pipes: closed here once it has them
 }
@@ -49,7 +52,9 @@ func startTaps(in [3]*os.File, off bool) *taps {
 		case i == 0 && fi.Mode().IsRegular():
 			t.stdin = preadHead(f)
 		case i > 0 && fi.Mode().IsRegular():
-			t.untold = append(t.untold, names[i]) // a file the agent reads afterwards itself
+			if t.files[i-1] = startFileTail(f); t.files[i-1] == nil {
+				t.untold = append(t.untold, names[i])
+			}
 		case !relay:
 			t.untold = append(t.untold, names[i])
 		case i == 0:
@@ -108,6 +113,20 @@ func (t *taps) finish(rep *api.CallReport) {
 	}
 	if t.out[1] != nil {
 		rep.Stderr, rep.StderrCut = t.out[1].kept()
+	}
+	for i, ft := range t.files {
+		if ft == nil {
+			continue
+		}
+		tail, cut, why := ft.kept()
+		switch {
+		case why != "":
+			rep.Untold = append(rep.Untold, names[i]+" ("+why+")")
+		case i == 0:
+			rep.Stdout, rep.StdoutCut = tail, cut
+		default:
+			rep.Stderr, rep.StderrCut = tail, cut
+		}
 	}
 	rep.Untold = append(rep.Untold, t.untold...)
 }
@@ -211,4 +230,75 @@ func (t *tailTap) kept() (string, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.tail), t.cut
+}
+
+// fileTail is an output stream that is a regular file: the CLI writes to it itself, through the same open
+// file (and so the same offset) as the shim's, and the shim reads back what the call wrote, from the
+// offset at its start to the offset at its end. It reads through a file of its own (the agent's is often
+// write-only), with pread: the agent's offset never moves.
+type fileTail struct {
+	f     *os.File
+	start int64
+}
+
+// startFileTail notes where the call's output will start: f's offset, or its end when it appends (>>:
+// every write lands at the end, wherever the offset is); nil when it has none (then the stream is untold).
+func startFileTail(f *os.File) *fileTail {
+	off, err := unix.Seek(int(f.Fd()), 0, io.SeekCurrent)
+	if err != nil {
+		return nil
+	}
+	if fl, err := unix.FcntlInt(f.Fd(), unix.F_GETFL, 0); err == nil && fl&unix.O_APPEND != 0 {
+		var st unix.Stat_t
+		if unix.Fstat(int(f.Fd()), &st) == nil {
+			off = max(off, st.Size)
+		}
+	}
+	return &fileTail{f: f, start: off}
+}
+
+// kept is the last api.CallOutputMax bytes the call wrote, and whether earlier ones were cut; or why they
+// cannot be told: the file was truncated, rewound, deleted or replaced during the call, so what lies past
+// the offset at the start is not (all) the call's.
+func (t *fileTail) kept() (tail string, cut bool, why string) {
+	end, err := unix.Seek(int(t.f.Fd()), 0, io.SeekCurrent)
+	if err != nil {
+		return "", false, "its offset could not be read"
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(t.f.Fd()), &st); err != nil {
+		return "", false, "the file could not be read"
+	}
+	switch {
+	case end < t.start:
+		return "", false, "the file was truncated or rewound during the call"
+	case st.Size < end:
+		return "", false, "the file was truncated during the call"
+	case st.Nlink == 0:
+		return "", false, "the file was deleted or replaced during the call"
+	}
+	r, err := reopenForRead(t.f, &st)
+	if err != nil {
+		return "", false, "the shim could not read it back: " + err.Error()
+	}
+	defer r.Close()
+	// A hole in what the call wrote: the file was cut short and then written past its new end.
+	if hole, err := unix.Seek(int(r.Fd()), t.start, unix.SEEK_HOLE); err == nil && hole < end && end > t.start {
+		return "", false, "the file was truncated during the call"
+	}
+	// Or a gap of zeros where the call's output starts: cut short and written past within a block (best
+	// effort: a CLI's output does not start with NUL; a cut further on goes unseen).
+	if end > t.start {
+		var first [1]byte
+		if n, _ := r.ReadAt(first[:], t.start); n == 1 && first[0] == 0 {
+			return "", false, "the file was truncated during the call"
+		}
+	}
+	from := max(t.start, end-api.CallOutputMax)
+	buf := make([]byte, end-from)
+	n, err := r.ReadAt(buf, from)
+	if err != nil && n < len(buf) {
+		return "", false, "the shim could not read it back: " + err.Error()
+	}
+	return string(buf[:n]), from > t.start, ""
 }
