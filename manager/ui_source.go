@@ -91,6 +91,10 @@ func (s uiSource) Timeline(ctx context.Context, taskID string, after int64) (api
 	return tl, err
 }
 
+func (s uiSource) CallSteps(ctx context.Context, taskID string, seq int64) ([]api.Entry, error) {
+	return s.m.timeline.CallSteps(ctx, taskID, seq)
+}
+
 func (s uiSource) Shot(ctx context.Context, taskID string, seq int64) ([]byte, error) {
 	b, err := s.m.timeline.Shot(ctx, taskID, seq)
 	if errors.Is(err, timeline.ErrNoShot) {

@@ -237,6 +237,19 @@ INSERT INTO task_tokens (hash, task_id, store_id, created_at)
 			}
 		},
 	},
+	6: {
+		insert: `
+INSERT INTO stores (id, name, slug, backend, config, token, created_at, updated_at)
+	VALUES ('s1', 'Shop', 'shop', 'chrome', '{}', 'tok', 1, 2);
+INSERT INTO timeline (task_id, seq, store_id, client_id, at, kind, data)
+	VALUES ('t1', 1, 's1', 't1', 5, 'nav', '{"tab":"T1","url":"https://shop.example/"}');`,
+		check: func(t *testing.T, db *DB) {
+			es, err := db.ListTimeline(context.Background(), "t1", 0, 0)
+			if err != nil || len(es) != 1 || es[0].Kind != TimelineNav || es[0].InCall != 0 {
+				t.Errorf("ListTimeline(t1) = %+v, %v; want the fixture's nav, in no call", es, err)
+			}
+		},
+	},
 }
 
 func TestMigrateFromEveryVersion(t *testing.T) {

@@ -156,4 +156,10 @@ CREATE TABLE timeline (
 ) STRICT;
 CREATE INDEX timeline_at ON timeline (at);
 `,
+	// 7: a step's call (issue 35): the seq of the task's call that was running when the step (a nav, tab,
+	// download or fault of the call's client) happened; 0 for a step outside any call.
+	`
+ALTER TABLE timeline ADD COLUMN in_call INTEGER NOT NULL DEFAULT 0 CHECK (in_call >= 0);
+CREATE INDEX timeline_in_call ON timeline (task_id, in_call) WHERE in_call > 0;
+`,
 }

@@ -36,6 +36,7 @@ type TimelineEntry struct {
 	Data     json.RawMessage
 	File     string
 	Bytes    int64
+	InCall   int64 // the seq of the client's call that was running when the step happened; 0 for none
 }
 
 // AppendTimeline records e as its task's next entry (its Seq and, when zero, At are set) and returns it.
@@ -53,9 +54,9 @@ func (db *DB) AppendTimeline(ctx context.Context, e TimelineEntry) (TimelineEntr
 		if err := tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(seq), 0) + 1 FROM timeline WHERE task_id = ?", e.TaskID).Scan(&e.Seq); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO timeline (task_id, seq, store_id, client_id, at, kind, data, file, bytes)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, e.TaskID, e.Seq, nullString(e.StoreID), e.ClientID, e.At.UnixNano(),
-			string(e.Kind), string(e.Data), e.File, e.Bytes)
+		_, err := tx.ExecContext(ctx, `INSERT INTO timeline (task_id, seq, store_id, client_id, at, kind, data, file, bytes, in_call)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, e.TaskID, e.Seq, nullString(e.StoreID), e.ClientID, e.At.UnixNano(),
+			string(e.Kind), string(e.Data), e.File, e.Bytes, e.InCall)
 		return err
 	})
 	if err != nil {
@@ -69,8 +70,20 @@ func (db *DB) ListTimeline(ctx context.Context, taskID string, after int64, limi
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	rows, err := db.sql.QueryContext(ctx, `SELECT task_id, seq, store_id, client_id, at, kind, data, file, bytes
-		FROM timeline WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?`, taskID, after, limit)
+	return db.listTimeline(ctx, taskID, `SELECT `+timelineColumns+` FROM timeline WHERE task_id = ? AND seq > ?
+		ORDER BY seq LIMIT ?`, taskID, after, limit)
+}
+
+// TimelineOfCall returns the steps of task's call seq call (those whose InCall it is), in order.
+func (db *DB) TimelineOfCall(ctx context.Context, taskID string, call int64) ([]TimelineEntry, error) {
+	return db.listTimeline(ctx, taskID, `SELECT `+timelineColumns+` FROM timeline WHERE task_id = ? AND in_call = ?
+		AND in_call > 0 ORDER BY seq`, taskID, call)
+}
+
+const timelineColumns = "task_id, seq, store_id, client_id, at, kind, data, file, bytes, in_call"
+
+func (db *DB) listTimeline(ctx context.Context, taskID, query string, args ...any) ([]TimelineEntry, error) {
+	rows, err := db.sql.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("timeline of task %s: %w", taskID, err)
 	}
@@ -81,13 +94,28 @@ func (db *DB) ListTimeline(ctx context.Context, taskID string, after int64, limi
 		var store sql.NullString
 		var at int64
 		var data string
-		if err := rows.Scan(&e.TaskID, &e.Seq, &store, &e.ClientID, &at, &e.Kind, &data, &e.File, &e.Bytes); err != nil {
+		if err := rows.Scan(&e.TaskID, &e.Seq, &store, &e.ClientID, &at, &e.Kind, &data, &e.File, &e.Bytes, &e.InCall); err != nil {
 			return nil, fmt.Errorf("timeline of task %s: %w", taskID, err)
 		}
 		e.StoreID, e.At, e.Data = store.String, time.Unix(0, at), json.RawMessage(data)
 		out = append(out, e)
 	}
 	return out, rows.Err()
+}
+
+// LinkTimelineCall gives call (the seq of one of task's calls, by client) the steps of that client that
+// happened from from to to and belong to no call yet: navigations, tabs, downloads and faults.
+func (db *DB) LinkTimelineCall(ctx context.Context, taskID, clientID string, from, to time.Time, call int64) error {
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE timeline SET in_call = ? WHERE task_id = ? AND client_id = ? AND in_call = 0
+			AND seq < ? AND at >= ? AND at <= ? AND kind IN ('nav', 'tab', 'download', 'fault')`,
+			call, taskID, clientID, call, from.UnixNano(), to.UnixNano())
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("link the steps of call %d of task %s: %w", call, taskID, err)
+	}
+	return nil
 }
 
 // PruneTimeline removes every entry recorded before cutoff and returns the shot files they named, for the

@@ -110,3 +110,46 @@ func TestTimelinePruneAndCap(t *testing.T) {
 		t.Errorf("the next entry after a prune = %+v, %v; want seq 6 (numbers are never reused while entries remain)", e, err)
 	}
 }
+
+// A call takes the steps of its client that happened while it ran and belong to no call yet; another
+// client's, a person's, and those before or after it stay outside.
+func TestLinkTimelineCall(t *testing.T) {
+	db, ctx := openTest(t), context.Background()
+	t0 := time.Unix(1000, 0)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	for _, e := range []TimelineEntry{
+		{ClientID: "t1", Kind: TimelineNav, At: at(0)},      // 1: before the call
+		{ClientID: "t1", Kind: TimelineTab, At: at(2)},      // 2: in it
+		{ClientID: "t1-w2", Kind: TimelineNav, At: at(3)},   // 3: another slot's
+		{ClientID: "t1", Kind: TimelineNav, At: at(4)},      // 4: in it
+		{ClientID: "", Kind: TimelineTakeover, At: at(4)},   // 5: a person's
+		{ClientID: "t1", Kind: TimelineCall, At: at(6)},     // 6: the call, 1 s to 5 s
+		{ClientID: "t1", Kind: TimelineDownload, At: at(9)}, // 7: after it
+		{ClientID: "t1", Kind: TimelineFault, At: at(2), InCall: 6},
+	} {
+		e.TaskID = "t1"
+		if _, err := db.AppendTimeline(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.LinkTimelineCall(ctx, "t1", "t1", at(1), at(5), 6); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.TimelineOfCall(ctx, "t1", 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []int64
+	for _, e := range got {
+		seqs = append(seqs, e.Seq)
+	}
+	if !slices.Equal(seqs, []int64{2, 4, 8}) {
+		t.Errorf("TimelineOfCall(6) = %v; want steps 2 and 4 (linked) and 8 (recorded in it)", seqs)
+	}
+	all, _ := db.ListTimeline(ctx, "t1", 0, 0)
+	for _, e := range all {
+		if want := slices.Contains([]int64{2, 4, 8}, e.Seq); (e.InCall == 6) != want {
+			t.Errorf("entry %d (%s) in call %d; want in call 6: %v", e.Seq, e.Kind, e.InCall, want)
+		}
+	}
+}

@@ -166,6 +166,9 @@ type Entry struct {
 	// From is FromAgent for an entry that holds an agent's words (a call's report: its code, arguments,
 	// output and message; a fault a report told; a handoff's question), else FromManager.
 	From string `json:"from,omitempty"`
+	// InCall is, for a step (nav, tab, download, fault) of the client's that happened while one of its calls
+	// ran, that call's seq; 0 for a step outside any call (a person's takeover, a handoff).
+	InCall int64 `json:"in_call,omitempty"`
 
 	Call     *CallReport    `json:"call,omitempty"`
 	Shot     *ShotEntry     `json:"shot,omitempty"`

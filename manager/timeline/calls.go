@@ -58,16 +58,17 @@ func (r *Recorder) call(ctx context.Context, w Where, task string, rep api.CallR
 	} else {
 		rep.Args, rep.Code, rep.CodeCut, rep.Stdout, rep.StdoutCut, rep.Stderr, rep.StderrCut = nil, "", false, "", false, "", false
 	}
-	e, err := r.append(ctx, w, task, rep.Client, api.EntryCall, rep, "", 0)
+	e, err := r.append(ctx, w, task, rep.Client, api.EntryCall, rep, "", 0, 0)
 	if err != nil {
 		r.cfg.Log.Error().Err(err).Str("task", task).Msg("record a call")
 		return
 	}
+	r.linkCall(ctx, task, rep, e.Seq)
 	switch rep.Outcome {
 	case api.CallTimeout:
-		r.Record(ctx, w, task, rep.Client, api.EntryFault, api.FaultEntry{What: api.FaultTimeout, Message: rep.Rule})
+		r.record(ctx, w, task, rep.Client, api.EntryFault, api.FaultEntry{What: api.FaultTimeout, Message: rep.Rule}, e.Seq)
 	case api.CallWedged:
-		r.Record(ctx, w, task, rep.Client, api.EntryFault, api.FaultEntry{What: api.FaultWedge, Message: rep.Rule})
+		r.record(ctx, w, task, rep.Client, api.EntryFault, api.FaultEntry{What: api.FaultWedge, Message: rep.Rule}, e.Seq)
 	}
 	if w.Mode == api.TimelineFull && b != nil {
 		r.shoot(ctx, w, task, rep.Client, e.Seq, b)

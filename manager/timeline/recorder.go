@@ -64,6 +64,7 @@ type Recorder struct {
 	shots   map[string][32]byte // target id -> the hash of its last shot's pixels
 	used    map[string]int64    // task id -> the bytes its timeline takes (state.TimelineBytes), once read
 	told    map[string]bool     // task id -> its timeline's fault "full" is recorded
+	windows map[string]window   // task and client -> its newest call (callsteps.go)
 	closed  bool
 }
 
@@ -74,7 +75,7 @@ func New(cfg Config) *Recorder {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	return &Recorder{cfg: cfg, ctx: ctx, stop: stop, changed: make(chan struct{}), shots: map[string][32]byte{},
-		used: map[string]int64{}, told: map[string]bool{}}
+		used: map[string]int64{}, told: map[string]bool{}, windows: map[string]window{}}
 }
 
 // Close waits up to grace for the calls still being recorded, then ends them; calls after it are not
@@ -107,6 +108,15 @@ func (r *Recorder) TabClosed(tab string) {
 // Record appends one step other than a call (a nav, tab, download, handoff, takeover or fault) to task's
 // timeline; data is the kind's entry (api.NavEntry, …). Nothing is recorded when w's mode is off.
 func (r *Recorder) Record(ctx context.Context, w Where, task, client, kind string, data any) {
+	var call int64
+	if linked(kind) {
+		call = r.callAt(task, client, r.cfg.Now())
+	}
+	r.record(ctx, w, task, client, kind, data, call)
+}
+
+// record is Record of a step that belongs to call (0: to none).
+func (r *Recorder) record(ctx context.Context, w Where, task, client, kind string, data any, call int64) {
 	if w.Mode == api.TimelineOff || task == "" {
 		return
 	}
@@ -115,7 +125,7 @@ func (r *Recorder) Record(ctx context.Context, w Where, task, client, kind strin
 			return
 		}
 	}
-	if _, err := r.append(ctx, w, task, client, kind, data, "", 0); err != nil {
+	if _, err := r.append(ctx, w, task, client, kind, data, "", 0, call); err != nil {
 		r.cfg.Log.Error().Err(err).Str("task", task).Str("kind", kind).Msg("record a timeline entry")
 	}
 }
@@ -181,7 +191,7 @@ func (r *Recorder) room(ctx context.Context, w Where, task, kind string) error {
 }
 
 // append stores one entry and wakes the waiters.
-func (r *Recorder) append(ctx context.Context, w Where, task, client, kind string, data any, file string, size int64) (state.TimelineEntry, error) {
+func (r *Recorder) append(ctx context.Context, w Where, task, client, kind string, data any, file string, size, call int64) (state.TimelineEntry, error) {
 	b, err := json.Marshal(data)
 	if err != nil {
 		return state.TimelineEntry{}, err
@@ -191,7 +201,7 @@ func (r *Recorder) append(ctx context.Context, w Where, task, client, kind strin
 		store = ""
 	}
 	e, err := r.cfg.DB.AppendTimeline(ctx, state.TimelineEntry{TaskID: task, StoreID: store, ClientID: client,
-		At: r.cfg.Now(), Kind: state.TimelineKind(kind), Data: b, File: file, Bytes: size})
+		At: r.cfg.Now(), Kind: state.TimelineKind(kind), Data: b, File: file, Bytes: size, InCall: call})
 	if err != nil {
 		return e, err
 	}
@@ -218,6 +228,19 @@ func (r *Recorder) Entries(ctx context.Context, task string, after int64) ([]api
 	if err != nil {
 		return nil, err
 	}
+	return views(es)
+}
+
+// CallSteps returns the steps of task's call seq (those whose InCall it is), as the API prints them.
+func (r *Recorder) CallSteps(ctx context.Context, task string, seq int64) ([]api.Entry, error) {
+	es, err := r.cfg.DB.TimelineOfCall(ctx, task, seq)
+	if err != nil {
+		return nil, err
+	}
+	return views(es)
+}
+
+func views(es []state.TimelineEntry) ([]api.Entry, error) {
 	out := make([]api.Entry, 0, len(es))
 	for _, e := range es {
 		v, err := entryView(e)
@@ -231,7 +254,8 @@ func (r *Recorder) Entries(ctx context.Context, task string, after int64) ([]api
 
 // entryView is a stored entry as the API prints it.
 func entryView(e state.TimelineEntry) (api.Entry, error) {
-	v := api.Entry{Seq: e.Seq, At: e.At, Kind: string(e.Kind), Client: e.ClientID, Slot: Slot(e.TaskID, e.ClientID)}
+	v := api.Entry{Seq: e.Seq, At: e.At, Kind: string(e.Kind), Client: e.ClientID, Slot: Slot(e.TaskID, e.ClientID),
+		InCall: e.InCall}
 	var dst any
 	switch v.Kind {
 	case api.EntryCall:

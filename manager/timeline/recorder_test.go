@@ -231,3 +231,58 @@ func TestSlot(t *testing.T) {
 		}
 	}
 }
+
+// A step of a call's client from within the call's time is the call's: those recorded before its report
+// (linked by it), a late one after it, and the timeout fault the report tells. A worker slot's step, a
+// person's, and one after the call's lag are not.
+func TestStepsBelongToTheirCall(t *testing.T) {
+	r, _, now := recorder(t, 1<<30)
+	ctx := context.Background()
+	start := *now
+	step := func(client, kind string, data any, after time.Duration) {
+		*now = start.Add(after)
+		r.Record(ctx, web, task, client, kind, data)
+	}
+	step(task, api.EntryNav, api.NavEntry{Tab: "T1", URL: "https://a.example/"}, 1*time.Second)
+	step(task+"-w2", api.EntryNav, api.NavEntry{Tab: "W1", URL: "https://w.example/"}, 2*time.Second)
+	step("", api.EntryTakeover, api.TakeoverEntry{Tab: "T1", Event: api.TakeoverTook}, 2*time.Second)
+	step(task, api.EntryTab, api.TabEntry{Tab: "T2", Event: api.TabCreated}, 3*time.Second)
+	*now = start.Add(4 * time.Second)
+	r.Call(web, task, api.CallReport{Client: task, Outcome: api.CallTimeout, Rule: "timed out", Start: start,
+		End: start.Add(4 * time.Second)}, nil)
+	r.work.Wait()
+	step(task, api.EntryNav, api.NavEntry{Tab: "T2", URL: "https://late.example/"}, 4*time.Second+100*time.Millisecond)
+	step(task, api.EntryNav, api.NavEntry{Tab: "T2", URL: "https://after.example/"}, 6*time.Second)
+
+	es, err := r.Entries(ctx, task, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var callSeq int64
+	for _, e := range es {
+		if e.Call != nil {
+			callSeq = e.Seq
+		}
+	}
+	var got []string
+	for _, e := range es {
+		if e.InCall != 0 {
+			if e.InCall != callSeq {
+				t.Errorf("entry %d is in call %d; the call is %d", e.Seq, e.InCall, callSeq)
+			}
+			what := e.Kind
+			if e.Nav != nil {
+				what += " " + e.Nav.URL
+			}
+			got = append(got, what)
+		}
+	}
+	want := []string{"nav https://a.example/", "tab", "fault", "nav https://late.example/"}
+	if !slices.Equal(got, want) {
+		t.Errorf("the call's steps = %q; want %q", got, want)
+	}
+	steps, err := r.CallSteps(ctx, task, callSeq)
+	if err != nil || len(steps) != len(want) {
+		t.Errorf("CallSteps = %d steps, %v; want %d", len(steps), err, len(want))
+	}
+}

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -81,7 +83,10 @@ type step struct {
 	Href   string // where to act on the step (a pending handoff's card on the overview)
 	// AfterOf is, for a shot step, the call it follows: the live page moves it into that call's card when
 	// the card is there.
-	AfterOf  int64
+	AfterOf int64
+	// InCall is the call a step happened in; Inner, for a call, those steps, drawn inside its card.
+	InCall   int64
+	Inner    []step
 	Call     *callStep
 	Shots    []shotView // a call's shots, or a shot step's one
 	Download *downloadStep
@@ -191,10 +196,17 @@ type stepBuilder struct {
 	live map[string]string
 }
 
-// steps formats entries, oldest first, each shot inside the card of the call it follows when that call is
-// among them.
+// steps formats entries, oldest first, each shot inside the card of the call it follows and each step
+// inside the card of the call it happened in, when that call is among them.
 func (b stepBuilder) steps(entries []api.Entry) []step {
-	calls := map[int64]int{} // call seq -> its index in out
+	present := map[int64]bool{}
+	for _, e := range entries {
+		if e.Call != nil {
+			present[e.Seq] = true
+		}
+	}
+	calls := map[int64]int{}    // call seq -> its index in out
+	inner := map[int64][]step{} // call seq -> the steps that happened in it
 	out := make([]step, 0, len(entries))
 	for _, e := range entries {
 		if e.Kind == api.EntryShot && e.Shot != nil {
@@ -204,10 +216,18 @@ func (b stepBuilder) steps(entries []api.Entry) []step {
 			}
 		}
 		st := b.step(e)
+		if e.InCall != 0 && present[e.InCall] {
+			st.Time = e.At.Local().Format("15:04:05") // its card says the day
+			inner[e.InCall] = append(inner[e.InCall], st)
+			continue
+		}
 		if e.Kind == api.EntryCall {
 			calls[e.Seq] = len(out)
 		}
 		out = append(out, st)
+	}
+	for seq, i := range calls {
+		out[i].Inner = inner[seq]
 	}
 	// A handoff answered further down needs no link to its card on the overview any more.
 	answered := map[string]bool{}
@@ -226,7 +246,8 @@ func (b stepBuilder) steps(entries []api.Entry) []step {
 
 // step formats one entry (a shot: a step of its own).
 func (b stepBuilder) step(e api.Entry) step {
-	st := step{Seq: e.Seq, Kind: e.Kind, Label: e.Kind, Time: stamp(e.At), Stamp: e.At.Format("2006-01-02T15:04:05Z07:00")}
+	st := step{Seq: e.Seq, Kind: e.Kind, Label: e.Kind, Time: stamp(e.At), Stamp: e.At.Format("2006-01-02T15:04:05Z07:00"),
+		InCall: e.InCall}
 	slot := e.Slot
 	if slot == 0 && e.Call != nil {
 		slot = e.Call.Slot
@@ -461,11 +482,41 @@ func (s *Server) taskPage(ctx context.Context, tl api.Timeline, after int64) tas
 		p.StoreHref = storeHref(p.Store)
 		p.OpenTabs = s.openTabs(ctx, p.Store, id, live)
 	}
-	p.Steps = stepBuilder{task: id, mode: tl.Mode, live: live}.steps(tl.Entries)
+	p.Steps = stepBuilder{task: id, mode: tl.Mode, live: live}.steps(s.withEarlierSteps(ctx, id, tl.Entries, after))
 	if n := len(tl.Entries); n > 0 {
 		p.Last = max(after, tl.Entries[n-1].Seq)
 	}
 	return p
+}
+
+// withEarlierSteps is entries after seq after with, in front of them, the steps of their calls that came
+// before after: the live page drew those between the cards while the call ran, and draws them again inside
+// the call's card now that it is there (task.js takes the old ones away).
+func (s *Server) withEarlierSteps(ctx context.Context, task string, entries []api.Entry, after int64) []api.Entry {
+	if after == 0 {
+		return entries
+	}
+	var earlier []api.Entry
+	for _, e := range entries {
+		if e.Call == nil {
+			continue
+		}
+		steps, err := s.cfg.Source.CallSteps(ctx, task, e.Seq)
+		if err != nil {
+			s.cfg.Log.Warn().Err(err).Str("task", task).Msg("read a call's steps")
+			continue
+		}
+		for _, st := range steps {
+			if st.Seq <= after {
+				earlier = append(earlier, st)
+			}
+		}
+	}
+	if len(earlier) == 0 {
+		return entries
+	}
+	slices.SortFunc(earlier, func(a, b api.Entry) int { return cmp.Compare(a.Seq, b.Seq) })
+	return append(earlier, entries...)
 }
 
 // openTabs are the page tabs of task's clients (its --worker slots included) in slug's running browser;

@@ -457,6 +457,44 @@ func TestTaskEntriesAreTheNewSteps(t *testing.T) {
 	}
 }
 
+// TestCallCardHoldsItsSteps: the steps that happened in a call are drawn inside its card, under its output
+// and above its shots, in order; a step outside any call stands between the cards. The live page's poll,
+// once the call has come, draws them in its card again, for the page to take the old ones away.
+func TestCallCardHoldsItsSteps(t *testing.T) {
+	u, _ := taskUI(t)
+	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	when := func(s int) time.Time { return at.Add(time.Duration(s) * time.Second) }
+	const id = "c0ffee00-1111-4222-8333-444444444444"
+	u.src.setTimeline(api.Timeline{Task: api.Task{ID: id, Store: "S1", StoreSlug: "shop", Status: "running"},
+		Mode: api.TimelineFull, Live: true, Entries: []api.Entry{
+			{Seq: 1, At: when(1), Kind: api.EntryTab, Client: id, InCall: 4, Tab: &api.TabEntry{Tab: "T1", Event: api.TabCreated, URL: "about:blank"}},
+			{Seq: 2, At: when(2), Kind: api.EntryNav, Client: id, InCall: 4, Nav: &api.NavEntry{Tab: "T1", URL: "https://shop.example/a", Title: "Page A"}},
+			{Seq: 3, At: when(2), Kind: api.EntryTakeover, Takeover: &api.TakeoverEntry{Tab: "T9", Event: api.TakeoverTook}},
+			{Seq: 4, At: when(3), Kind: api.EntryCall, Client: id, Call: &api.CallReport{Client: id, Outcome: api.CallOK,
+				Start: when(0), End: when(3), Stdout: "done\n"}},
+			{Seq: 5, At: when(4), Kind: api.EntryShot, Client: id, Shot: &api.ShotEntry{Tab: "T1", AfterOf: 4, Width: 10, Height: 10, Bytes: 1}},
+			{Seq: 6, At: when(5), Kind: api.EntryNav, Client: id, Nav: &api.NavEntry{Tab: "T1", URL: "https://shop.example/b"}},
+		}})
+	cookie := u.login(t)
+	hdr := map[string]string{"Cookie": cookie, "Accept": "text/html"}
+	page := body(t, u.do(t, "GET", "/task/"+id, hdr))
+	wantInOrder(t, "the task page", page,
+		`id="step-3"`, // the takeover, between the cards
+		`<article class="step k-call" id="step-4">`, "done",
+		`<div class="call-steps" id="call-steps-4">`, `id="step-1" data-in-call="4"`, "Opened a tab",
+		`id="step-2" data-in-call="4"`, "https://shop.example/a", `<div class="shots" id="shots-4">`, `id="shot-5"`,
+		"</article>", `id="step-6"`)
+	if strings.Count(page, `id="step-1"`) != 1 {
+		t.Errorf("the task page draws step 1 %d times; want once, in its call's card", strings.Count(page, `id="step-1"`))
+	}
+	got := body(t, u.do(t, "GET", "/task/"+id+"/entries?after=3", hdr))
+	wantInOrder(t, "the entries after 3", got, `<article class="step k-call" id="step-4">`,
+		`<div class="call-steps" id="call-steps-4">`, `id="step-1" data-in-call="4"`, `id="step-2" data-in-call="4"`, "</article>")
+	if strings.Contains(got, `id="step-3"`) {
+		t.Errorf("the entries after 3 draw the takeover 3 again")
+	}
+}
+
 // TestExportIsSelfContained: the export is one file that needs nothing else: no script, nothing fetched or
 // linked, the shots inline, the downloads named with their sums.
 func TestExportIsSelfContained(t *testing.T) {

@@ -47,6 +47,8 @@ type Source interface {
 	// Timeline is a task's timeline with its entries after seq after (GET /v1/tasks/{id}/timeline). Its
 	// error wraps ErrNoTask for an unknown task.
 	Timeline(ctx context.Context, taskID string, after int64) (api.Timeline, error)
+	// CallSteps are the steps of the task's call seq: those that happened while it ran (api.Entry.InCall).
+	CallSteps(ctx context.Context, taskID string, seq int64) ([]api.Entry, error)
 	// Shot is the JPEG of the task's shot entry seq. Its error wraps ErrNoShot when there is none (its
 	// file may have been dropped by the size cap or the retention).
 	Shot(ctx context.Context, taskID string, seq int64) ([]byte, error)

@@ -137,6 +137,18 @@ func (f *fakeSource) Timeline(_ context.Context, taskID string, after int64) (ap
 	return tl, nil
 }
 
+func (f *fakeSource) CallSteps(_ context.Context, taskID string, seq int64) ([]api.Entry, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var steps []api.Entry
+	for _, e := range f.timelines[taskID].Entries {
+		if e.InCall == seq {
+			steps = append(steps, e)
+		}
+	}
+	return steps, nil
+}
+
 func (f *fakeSource) Shot(_ context.Context, taskID string, seq int64) ([]byte, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

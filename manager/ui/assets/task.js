@@ -1,6 +1,8 @@
 // The task page while its task runs: every data-every ms (while the page is visible) it asks for the
 // steps after the last one shown, drawn by the page's own templates, and puts them in place: the head
-// again, each new step at the end, and a shot of a call already shown into that call's card.
+// again, each new step at the end, a shot of a call already shown into that call's card, and a step that
+// happened in a call already shown into that card's steps. A new call's card holds the steps that happened
+// in it, which the page showed between the cards while it ran: those go.
 'use strict';
 (() => {
   const page = document.getElementById('task');
@@ -19,10 +21,18 @@
     const steps = document.getElementById('steps');
     for (const step of [...got.querySelector('.new-steps').children]) {
       const card = step.dataset.afterOf && document.getElementById('shots-' + step.dataset.afterOf);
+      const within = step.dataset.inCall && document.getElementById('call-steps-' + step.dataset.inCall);
       if (card) {
         card.append(...step.querySelectorAll('figure.shot'));
         card.hidden = false;
+      } else if (within) {
+        within.append(step);
+        within.hidden = false;
       } else {
+        for (const old of step.querySelectorAll('.call-steps > [id]')) {
+          const shown = document.getElementById(old.id);
+          if (shown) shown.remove();
+        }
         steps.append(step);
       }
     }
