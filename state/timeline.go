@@ -104,12 +104,13 @@ func (db *DB) listTimeline(ctx context.Context, taskID, query string, args ...an
 }
 
 // LinkTimelineCall gives call (the seq of one of task's calls, by client) the steps of that client that
-// happened from from to to and belong to no call yet: navigations, tabs, downloads and faults.
+// happened from from to to: navigations, tabs, downloads and faults that belong to no call yet, or to an
+// earlier one (whose window, stretched past its end for late steps, reached into this call's).
 func (db *DB) LinkTimelineCall(ctx context.Context, taskID, clientID string, from, to time.Time, call int64) error {
 	err := db.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE timeline SET in_call = ? WHERE task_id = ? AND client_id = ? AND in_call = 0
+		_, err := tx.ExecContext(ctx, `UPDATE timeline SET in_call = ? WHERE task_id = ? AND client_id = ? AND in_call < ?
 			AND seq < ? AND at >= ? AND at <= ? AND kind IN ('nav', 'tab', 'download', 'fault')`,
-			call, taskID, clientID, call, from.UnixNano(), to.UnixNano())
+			call, taskID, clientID, call, call, from.UnixNano(), to.UnixNano())
 		return err
 	})
 	if err != nil {

@@ -153,3 +153,28 @@ func TestLinkTimelineCall(t *testing.T) {
 		}
 	}
 }
+
+// A step an earlier call's window caught (its lag past its end) goes to the call that was running when it
+// happened, once that call reports.
+func TestLinkTimelineCallTakesFromTheLag(t *testing.T) {
+	db, ctx := openTest(t), context.Background()
+	t0 := time.Unix(1000, 0)
+	for _, e := range []TimelineEntry{
+		{ClientID: "t1", Kind: TimelineCall, At: t0},                                       // 1: ended at t0
+		{ClientID: "t1", Kind: TimelineTab, At: t0.Add(100 * time.Millisecond), InCall: 1}, // 2: in 1's lag
+		{ClientID: "t1", Kind: TimelineNav, At: t0.Add(-time.Second), InCall: 1},           // 3: 1's own
+		{ClientID: "t1", Kind: TimelineCall, At: t0.Add(3 * time.Second)},                  // 4: from t0+50ms
+	} {
+		e.TaskID = "t1"
+		if _, err := db.AppendTimeline(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.LinkTimelineCall(ctx, "t1", "t1", t0.Add(50*time.Millisecond), t0.Add(3*time.Second), 4); err != nil {
+		t.Fatal(err)
+	}
+	all, _ := db.ListTimeline(ctx, "t1", 0, 0)
+	if all[1].InCall != 4 || all[2].InCall != 1 {
+		t.Errorf("after the second call: the tab is in call %d, the nav in %d; want 4 and 1", all[1].InCall, all[2].InCall)
+	}
+}

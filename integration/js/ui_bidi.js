@@ -2,6 +2,7 @@
 // Commands (one a line):
 //   page PATH NEEDLE SHOT   a UI page, once NEEDLE shows on it: how each text holding NEEDLE is drawn, a screenshot
 //   file FILE NEEDLE SHOT   an exported file, opened with the network off: the same
+//   card PATH               a task page: how many steps the first call's card holds (inside it, issue 35)
 //   close
 // "How it is drawn" is read off the layout, not the DOM's order: for each text node holding NEEDLE, the x
 // of its first and its last character as the browser placed them (Range rectangles). Text drawn left to
@@ -51,6 +52,13 @@ main(async () => {
       await page.goto(origin + rest[0]);
       const got = await read(page, rest[1]);
       out({ event: 'page', ...got, ...(await shoot(page, rest[2], problems)) });
+      continue;
+    }
+    if (cmd === 'card') {
+      await page.goto(origin + rest[0]);
+      await page.waitForSelector('article.k-call', { timeout: 15000 });
+      const inner = await page.evaluate(() => document.querySelector('article.k-call .call-steps').children.length);
+      out({ event: 'card', inner });
       continue;
     }
     if (cmd === 'file') {

@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // AuxClient is the mux client id of a store's auxiliary session (--session <slug>-aux): one per store, which
@@ -48,4 +49,13 @@ func ParseWorker(value string, slots int) (int, error) {
 // WorkerForm is the allowed form of --worker, for messages.
 func WorkerForm(slots int) string {
 	return fmt.Sprintf("use --worker N with N a plain number from 1 to %d", slots)
+}
+
+// ClientSlot is the --worker slot of a task's client id (<task>-wN, SessionNames), 0 for the task's own.
+func ClientSlot(task, client string) int {
+	n, err := strconv.Atoi(strings.TrimPrefix(client, task+"-w"))
+	if err != nil || n < 1 || !strings.HasPrefix(client, task+"-w") {
+		return 0
+	}
+	return n
 }

@@ -62,9 +62,12 @@ const (
 
 // CallReport is a shim's report of one call's end (POST PathTaskCalls), sent once, best effort.
 type CallReport struct {
-	Client  string    `json:"client"`  // the mux client id (a --worker slot's is <task>-wN)
-	Session string    `json:"session"` // BU_NAME
-	Slot    int       `json:"slot,omitempty"`
+	Client  string `json:"client"`  // the mux client id (a --worker slot's is <task>-wN)
+	Session string `json:"session"` // BU_NAME
+	Slot    int    `json:"slot,omitempty"`
+	// Tool is the MCP tool of a call an MCP server answered (SPEC §17: `vibe-browser mcp` records each
+	// tools/call), "" for a browser-use call; its arguments are Code (JSON) and its result's text Stdout.
+	Tool    string    `json:"tool,omitempty"`
 	Args    []string  `json:"args,omitempty"` // the arguments the agent gave browser-use, at most CallArgsMax bytes
 	ArgsCut bool      `json:"args_cut,omitempty"`
 	Start   time.Time `json:"start"`
@@ -109,6 +112,9 @@ func (r *CallReport) Cut() bool {
 			break
 		}
 		left -= len(a)
+	}
+	if len(r.Tool) > callWordMax {
+		r.Tool, cut = head(r.Tool, callWordMax), true
 	}
 	if len(r.Untold) > callUntoldMax {
 		r.Untold, cut = r.Untold[:callUntoldMax], true

@@ -36,31 +36,40 @@ type agentTarget struct {
 	worker, via string
 }
 
+// ensured is the answer to an agent's ensure: the request made (its client id, session name), the
+// manager's answer, the manager client it went through, and the call that renews the task's lease.
+type ensured struct {
+	req    api.EnsureRequest
+	resp   api.EnsureResponse
+	client *api.Client
+	renew  func(context.Context) error
+}
+
 // ensure asks for the target's client as the shim would, and returns its answer and the call that renews
 // its task's lease (ensure again).
-func (at agentTarget) ensure(g *globals) (api.EnsureResponse, func(context.Context) error, error) {
+func (at agentTarget) ensure(g *globals) (ensured, error) {
 	if at.task == "" {
 		at.task = os.Getenv("VIBE_TASK_ID")
 	}
 	if at.task != "" && !api.ValidTaskID(at.task) {
-		return api.EnsureResponse{}, nil, &usageError{fmt.Sprintf("task id %q is not a task id: want %s", at.task, api.TaskIDForm)}
+		return ensured{}, &usageError{fmt.Sprintf("task id %q is not a task id: want %s", at.task, api.TaskIDForm)}
 	}
 	if at.worker != "" && at.task == "" {
-		return api.EnsureResponse{}, nil, &usageError{"--worker needs a task (--task or VIBE_TASK_ID): worker slots belong to a task; drop --worker"}
+		return ensured{}, &usageError{"--worker needs a task (--task or VIBE_TASK_ID): worker slots belong to a task; drop --worker"}
 	}
 	client, err := agentClient(g, at.task)
 	if err != nil {
-		return api.EnsureResponse{}, nil, err
+		return ensured{}, err
 	}
 	req, err := agentEnsureRequest(g, client, at)
 	if err != nil {
-		return api.EnsureResponse{}, nil, err
+		return ensured{}, err
 	}
 	resp, err := client.EnsureSession(g.ctx, req)
-	return resp, func(ctx context.Context) error {
+	return ensured{req: req, resp: resp, client: client, renew: func(ctx context.Context) error {
 		_, err := client.EnsureSession(ctx, req)
 		return err
-	}, err
+	}}, err
 }
 
 // agentEnsureRequest is the client's ensure call: the store (or web browser) with the worker rules of its

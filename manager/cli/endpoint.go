@@ -20,11 +20,11 @@ type EndpointCmd struct {
 // Run starts the browser if it sleeps, renews the task's lease, and prints the URL.
 func (c *EndpointCmd) Run(g *globals) error {
 	at := agentTarget{store: c.Store, web: c.Web, task: c.Task, worker: c.Worker, via: api.ViaCDP}
-	resp, _, err := at.ensure(g)
+	e, err := at.ensure(g)
 	if err != nil {
 		return err
 	}
-	url := resp.CDPWS
+	url := e.resp.CDPWS
 	if c.HTTP {
 		url = "http" + strings.TrimPrefix(url, "ws")
 	}

@@ -41,16 +41,24 @@ func (c *McpRunCmd) Run(g *globals) error {
 		return err
 	}
 	at := agentTarget{store: c.Store, web: c.Web, task: c.Task, worker: c.Worker, via: api.ViaMCP}
-	resp, renew, err := at.ensure(g)
+	if at.task == "" {
+		at.task = os.Getenv("VIBE_TASK_ID")
+	}
+	e, err := at.ensure(g)
 	if err != nil {
 		return fmt.Errorf("no browser for the MCP server: %w", err)
 	}
-	return runServer(g, cmd.with(resp.CDPWS), resp, renew)
+	return runServer(g, cmd.with(e.resp.CDPWS), e, at.task)
 }
 
+// mcpOutputDelay bounds how long the wrapper waits, after the server exited, for the end of its stdout (a
+// process it left behind may hold it open).
+const mcpOutputDelay = 5 * time.Second
+
 // runServer runs argv with the caller's stdio and environment plus the client's downloads folder (runChild),
-// renewing the task's lease well within it while it runs.
-func runServer(g *globals, argv []string, resp api.EnsureResponse, renew func(context.Context) error) error {
+// renewing the task's lease well within it while it runs. With a task whose store keeps a timeline, its
+// stdin and stdout pass through the wrapper, which records each tools/call (mcpcalls.go).
+func runServer(g *globals, argv []string, e ensured, task string) error {
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
 		return &exitCodeError{code: exitNoServer(g, argv[0], err)}
@@ -58,13 +66,49 @@ func runServer(g *globals, argv []string, resp api.EnsureResponse, renew func(co
 	child := exec.Command(path, argv[1:]...)
 	child.Stdin, child.Stdout, child.Stderr = os.Stdin, g.stdout, g.stderr
 	child.Env = os.Environ()
-	if resp.DownloadDir != "" {
-		child.Env = append(child.Env, "VIBE_DOWNLOAD_DIR="+resp.DownloadDir)
+	if e.resp.DownloadDir != "" {
+		child.Env = append(child.Env, "VIBE_DOWNLOAD_DIR="+e.resp.DownloadDir)
+	}
+	var calls *mcpCalls
+	if task != "" && (e.resp.Timeline == api.TimelineFull || e.resp.Timeline == api.TimelineMeta) {
+		calls = newMCPCalls(api.CallReport{Client: e.req.ClientID, Session: e.req.BUName,
+			Slot: api.ClientSlot(task, e.req.ClientID)}, e.resp.Timeline == api.TimelineFull)
+		// stdin through a pipe of the wrapper's (the server sees its end when the client's stdin ends), stdout
+		// through a writer exec copies into until the server's end, bounded by mcpOutputDelay.
+		r, w, err := os.Pipe()
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		go func() {
+			relayLines(os.Stdin, w, calls.fromClient)
+			w.Close()
+		}()
+		child.Stdin = r
+		child.Stdout = &tapWriter{dst: g.stdout, lines: lines{onLine: calls.fromServer}}
+		child.WaitDelay = mcpOutputDelay
+		reported := make(chan struct{})
+		go func() {
+			defer close(reported)
+			calls.report(func(rep api.CallReport) error {
+				ctx, cancel := context.WithTimeout(context.Background(), mcpReportTimeout)
+				defer cancel()
+				return e.client.ReportCall(ctx, task, rep)
+			})
+		}()
+		defer func() {
+			child.Stdout.(*tapWriter).lines.end()
+			calls.closeAll()
+			select {
+			case <-reported:
+			case <-time.After(mcpReportTimeout):
+			}
+		}()
 	}
 	return runChild(child, func(err error) error { return &exitCodeError{code: exitNoServer(g, argv[0], err)} },
 		func(ctx context.Context) {
-			if resp.LeaseS > 0 {
-				renewLease(ctx, g, max(time.Duration(resp.LeaseS)*time.Second/4, mcpLeaseMin), renew)
+			if e.resp.LeaseS > 0 {
+				renewLease(ctx, g, max(time.Duration(e.resp.LeaseS)*time.Second/4, mcpLeaseMin), e.renew)
 			}
 		})
 }

@@ -82,10 +82,15 @@ func entryLine(e api.Entry) string {
 	case e.Call != nil:
 		c := e.Call
 		gist = fmt.Sprintf("%s exit %d, %s", c.Outcome, c.Exit, c.End.Sub(c.Start).Round(time.Millisecond))
+		if c.Tool != "" {
+			gist = fmt.Sprintf("MCP tool %s %s, %s", c.Tool, c.Outcome, c.End.Sub(c.Start).Round(time.Millisecond))
+		}
 		if e.Slot > 0 {
 			gist = "worker " + strconv.Itoa(e.Slot) + ": " + gist
 		}
-		if code := firstLine(c.Code); code != "" {
+		if code := firstLine(c.Code); code != "" && c.Tool != "" {
+			gist += ": the agent's arguments: " + code
+		} else if code != "" {
 			gist += ": the agent's code: " + code
 		} else if c.Rule != "" {
 			gist += ": agent says: " + firstLine(c.Rule)

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -254,7 +252,7 @@ func views(es []state.TimelineEntry) ([]api.Entry, error) {
 
 // entryView is a stored entry as the API prints it.
 func entryView(e state.TimelineEntry) (api.Entry, error) {
-	v := api.Entry{Seq: e.Seq, At: e.At, Kind: string(e.Kind), Client: e.ClientID, Slot: Slot(e.TaskID, e.ClientID),
+	v := api.Entry{Seq: e.Seq, At: e.At, Kind: string(e.Kind), Client: e.ClientID, Slot: api.ClientSlot(e.TaskID, e.ClientID),
 		InCall: e.InCall}
 	var dst any
 	switch v.Kind {
@@ -305,15 +303,6 @@ func from(v api.Entry) string {
 func fill[T any](field **T) *T {
 	*field = new(T)
 	return *field
-}
-
-// Slot is the --worker slot of a task's client (<task>-wN), 0 for the task's own session.
-func Slot(task, client string) int {
-	n, err := strconv.Atoi(strings.TrimPrefix(client, task+"-w"))
-	if err != nil || n < 1 || !strings.HasPrefix(client, task+"-w") {
-		return 0
-	}
-	return n
 }
 
 // ErrNoShot is Shot's answer for an entry that is no shot, or whose file is gone.

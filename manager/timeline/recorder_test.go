@@ -226,7 +226,7 @@ func TestRetentionPrune(t *testing.T) {
 
 func TestSlot(t *testing.T) {
 	for client, want := range map[string]int{task: 0, task + "-w2": 2, task + "-w0": 0, task + "-wx": 0, "aux": 0} {
-		if got := Slot(task, client); got != want {
+		if got := api.ClientSlot(task, client); got != want {
 			t.Errorf("Slot(%s) = %d; want %d", client, got, want)
 		}
 	}

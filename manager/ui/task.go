@@ -102,6 +102,7 @@ type callStep struct {
 	Class    string // the outcome's pill: "ok" or "bad"
 	Rule     string // the shim's message for a refused or failed call
 	Code     string
+	CodeName string // "Code"; "Arguments" for an MCP tool's
 	CodeInfo string // "12 lines", and whether it was cut
 	Outputs  []callOutput
 	Untold   string // the streams the shim did not see
@@ -368,8 +369,11 @@ var outcomes = map[string]struct {
 }
 
 func (b stepBuilder) callStep(c api.CallReport) (*callStep, bool) {
-	cs := &callStep{Command: command(c.Args), Session: c.Session, Rule: c.Rule}
-	if len(c.Args) == 0 && c.Code != "" {
+	cs := &callStep{Command: command(c.Args), Session: c.Session, Rule: c.Rule, CodeName: "Code"}
+	switch {
+	case c.Tool != "":
+		cs.Command, cs.CodeName = "MCP tool "+c.Tool, "Arguments"
+	case len(c.Args) == 0 && c.Code != "":
 		cs.Command += " (code on stdin)"
 	}
 	if !c.Start.IsZero() && !c.End.IsZero() {
@@ -381,6 +385,9 @@ func (b stepBuilder) callStep(c api.CallReport) (*callStep, bool) {
 	}
 	bad := o.bad || c.Exit != 0
 	cs.Outcome = o.words + " · exit " + strconv.Itoa(c.Exit)
+	if c.Tool != "" {
+		cs.Outcome = o.words // an MCP tool has no exit status: ok, or failed
+	}
 	cs.Class = "ok"
 	if bad {
 		cs.Class = "bad"
@@ -392,14 +399,26 @@ func (b stepBuilder) callStep(c api.CallReport) (*callStep, bool) {
 			cs.CodeInfo += "; cut at " + byteSize(api.CallCodeMax) + ": the agent sent more"
 		}
 	}
-	for _, o := range []callOutput{{"stdout", c.Stdout, c.StdoutCut}, {"stderr", c.Stderr, c.StderrCut}} {
+	outs := []callOutput{{"stdout", c.Stdout, c.StdoutCut}, {"stderr", c.Stderr, c.StderrCut}}
+	if c.Tool != "" {
+		outs = outs[:1]
+		outs[0].Name = "result"
+	}
+	for _, o := range outs {
 		if o.Text != "" || o.Cut {
 			cs.Outputs = append(cs.Outputs, o)
 		}
 	}
 	if len(c.Untold) > 0 {
-		cs.Untold = "Not recorded: " + joinAnd(c.Untold) + ". The shim did not see " + them(len(c.Untold)) +
-			" (a terminal, passed to browser-use as it was, or kept open by a process browser-use left behind)."
+		// A bare stream's name was a terminal or a device; the others say why themselves.
+		why := make([]string, len(c.Untold))
+		for i, u := range c.Untold {
+			why[i] = u
+			if !strings.Contains(u, "(") {
+				why[i] += " (a terminal or device, passed to browser-use as it was)"
+			}
+		}
+		cs.Untold = "Not recorded: " + joinAnd(why) + "."
 	}
 	if cs.Code == "" && len(cs.Outputs) == 0 && cs.Untold == "" {
 		cs.NoText = "No code on stdin and no output."
@@ -408,13 +427,6 @@ func (b stepBuilder) callStep(c api.CallReport) (*callStep, bool) {
 		}
 	}
 	return cs, bad
-}
-
-func them(n int) string {
-	if n == 1 {
-		return "it"
-	}
-	return "them"
 }
 
 // shotView formats a shot entry: on the page its picture is a link of this UI, in the export inline.

@@ -260,7 +260,7 @@ func TestTaskPageShowsTheSteps(t *testing.T) {
 		`<article class="step k-call bad" id="step-5">`, `<span class="pill outcome bad">failed · exit 1</span>`,
 		`<span class="slot">worker 2</span>`, "browser-use (code on stdin)", `<details class="code"><summary>Code`, "3 lines",
 		"page = browser.new_page()", `<div class="output stdout">`, "loading payouts…",
-		`<div class="output stderr">`, "earlier output was cut", "TimeoutError", "Not recorded: stdin.",
+		`<div class="output stderr">`, "earlier output was cut", "TimeoutError", "Not recorded: stdin (a terminal or device, passed to browser-use as it was).",
 		`<img src="task/`+task+`/shot/6"`, "</article>",
 		`<div class="step line k-download" id="step-7">`, "orders.csv", "16 B", `href="task/`+task+`/download/7" download>Download</a>`,
 		"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
