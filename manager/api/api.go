@@ -144,6 +144,10 @@ type Store struct {
 	// "VIBE_TIMELINE" when the store names none).
 	Timeline     string `json:"timeline"`
 	TimelineFrom string `json:"timeline_from"`
+	// CheckpointAt is when the store's newest cookie checkpoint was written, SnapshotAt when its newest
+	// snapshot was taken (SPEC §18); zero when it has none.
+	CheckpointAt time.Time `json:"checkpoint_at,omitzero"`
+	SnapshotAt   time.Time `json:"snapshot_at,omitzero"`
 }
 
 // Browser is one running or known browser in the status.
