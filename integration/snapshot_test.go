@@ -13,11 +13,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/seal"
 )
 
 // loginSite is a marketplace in small: /set?v=V answers a login cookie (HttpOnly, as a login answer sets
@@ -238,4 +240,70 @@ func TestSnapshotsRebuildTheProfile(t *testing.T) {
 func fileThere(p string) bool {
 	_, err := os.Lstat(p)
 	return err == nil
+}
+
+// ownedBy fails t unless path is uid's with mode perm.
+func ownedBy(t *testing.T, path string, uid int, perm os.FileMode) {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Errorf("%s: %v", path, err)
+		return
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	if int(st.Uid) != uid || fi.Mode().Perm() != perm {
+		t.Errorf("%s: uid %d, mode %v; want uid %d, %v", path, st.Uid, fi.Mode().Perm(), uid, perm)
+	}
+}
+
+// TestSnapshotsKeepTheBrowserUsers: a store whose browser runs as its browser user (SPEC §14) gets its profile
+// back from a snapshot as that user's, 0700 folders and 0600 files, and a restore gives the checkpoint the
+// snapshot holds to that user too.
+func TestSnapshotsKeepTheBrowserUsers(t *testing.T) {
+	u := testkit.SystemUser(t, browserUserB)
+	m := startManagerWith(t, reachableBinaries(t), boundaryHome(t))
+	srv := loginSite(t)
+	m.cli("store", "add", "owned", "--browser-user", browserUserB)
+	profile := filepath.Join(m.home, "profiles", "owned")
+	want := loginState{item: "ls-u1", cookie: "login=cookie-u1"}
+	if got := m.visit("owned", srv.URL+"/set?v=u1"); got != want {
+		t.Fatalf("after /set?v=u1: %+v; want %+v", got, want)
+	}
+	m.stopAndSnapshot("owned")
+	if err := os.RemoveAll(profile); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.visit("owned", srv.URL+"/check"); got != want {
+		t.Errorf("after the profile folder was deleted: %+v; want %+v", got, want)
+	}
+	ownedBy(t, profile, u.UID, 0o700)
+	ownedBy(t, filepath.Join(profile, "Default", "Local Storage"), u.UID, 0o700)
+	ownedBy(t, filepath.Join(profile, "Default", "Cookies"), u.UID, 0o600)
+	m.stopAndSnapshot("owned")
+
+	// A checkpoint, as the checkpoint code writes it, carried by a snapshot taken while stopped and restored.
+	key, err := seal.LoadKey(m.home, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jar := filepath.Join(m.home, "logins", "owned", "jar")
+	os.MkdirAll(filepath.Dir(jar), 0o700)
+	if err := os.WriteFile(jar, key.Seal([]byte("opaque jar"), "jar:owned"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var snap api.Snapshot
+	json.Unmarshal([]byte(m.cli("store", "snapshot", "owned", "--json")), &snap)
+	if snap.Kind != "full" {
+		t.Errorf("store snapshot of a stopped browser = %+v; want a full one", snap)
+	}
+	os.Remove(jar)
+	m.cli("store", "restore", "owned", "--snapshot", snap.ID)
+	ownedBy(t, profile, u.UID, 0o700)
+	ownedBy(t, filepath.Join(profile, "Default", "Cookies"), u.UID, 0o600)
+	ownedBy(t, jar, u.UID, 0o600)
+	if b, err := os.ReadFile(jar); err != nil {
+		t.Error(err)
+	} else if plain, err := key.Open(b, "jar:owned"); err != nil || string(plain) != "opaque jar" {
+		t.Errorf("restored checkpoint opens to %q, %v; want the snapshot's", plain, err)
+	}
 }
