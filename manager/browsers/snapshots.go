@@ -247,6 +247,12 @@ func (f *Fleet) replaceProfile(sp Spec, id, profile string) (snapshot.Restored, 
 	if err := os.MkdirAll(filepath.Dir(profile), 0o700); err != nil {
 		return snapshot.Restored{}, "", err
 	}
+	// What a crash in the middle of one left (this store's lock and snapSem are held: nobody else's).
+	if stale, err := filepath.Glob(filepath.Join(filepath.Dir(profile), "."+sp.Slug+".restore-*")); err == nil {
+		for _, dir := range stale {
+			os.RemoveAll(dir)
+		}
+	}
 	r, err := f.snaps.Restore(sp.Slug, id, stage)
 	if err != nil {
 		return r, "", err
