@@ -54,7 +54,7 @@ var errorClasses = []struct {
 	{[]error{ErrForbidden}, http.StatusForbidden, api.CodeForbidden},
 	{[]error{ErrBadRequest, state.ErrInvalid, cdp.ErrBadURL}, http.StatusBadRequest, api.CodeBadRequest},
 	{[]error{state.ErrNotFound, snapshot.ErrNotFound}, http.StatusNotFound, api.CodeNotFound},
-	{[]error{state.ErrConflict, chrome.ErrProfileInUse, ziniao.ErrAccountBusy}, http.StatusConflict, api.CodeConflict},
+	{[]error{state.ErrConflict, chrome.ErrProfileInUse, ziniao.ErrAccountBusy, snapshot.ErrEmpty}, http.StatusConflict, api.CodeConflict},
 	{[]error{ErrBudget}, http.StatusTooManyRequests, api.CodeRelaunchBudget},
 	{[]error{ErrQuota}, http.StatusTooManyRequests, api.CodeQuota},
 	{[]error{ErrShuttingDown}, http.StatusServiceUnavailable, api.CodeShuttingDown},

@@ -58,6 +58,9 @@ func (f *Fleet) takeSnapshot(sp Spec, kind snapshot.Kind) (snapshot.Info, error)
 		log.Warn().Err(err).Msg("snapshot: the checkpoint does not open; the snapshot is taken without it")
 	}
 	info, err := f.snaps.Take(sp.Slug, f.profileDir(sp), jar, kind)
+	if errors.Is(err, snapshot.ErrEmpty) {
+		return info, err // a profile its browser never wrote: nothing lost
+	}
 	if err != nil && info.ID == "" {
 		f.note(zerolog.ErrorLevel, api.EventSnapshotFailed, sp.Key, api.Event{Message: fmt.Sprintf(
 			"%s: no snapshot of its profile was taken: %v", sp.Name, err)})

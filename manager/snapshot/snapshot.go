@@ -44,8 +44,14 @@ type Info struct {
 	Path string    `json:"path"`
 }
 
-// ErrNotFound: no snapshot of the store, or none with the ID asked for.
-var ErrNotFound = errors.New("no such snapshot")
+// Error classes.
+var (
+	// ErrNotFound: no snapshot of the store, or none with the ID asked for.
+	ErrNotFound = errors.New("no such snapshot")
+	// ErrEmpty: the profile holds nothing a snapshot keeps (its browser never ran), so no snapshot is taken:
+	// it would push a good one out.
+	ErrEmpty = errors.New("nothing to snapshot")
+)
 
 // Archive entries: the profile's kept files under profilePrefix, and the cookie checkpoint's content (opaque
 // bytes) as jarEntry.
@@ -245,7 +251,7 @@ func (st *Store) write(w io.Writer, key *seal.Key, slug, profile string, jar []b
 		n += carried
 	}
 	if n == 0 {
-		return fmt.Errorf("profile %s holds nothing a snapshot keeps", profile)
+		return fmt.Errorf("%w: profile %s holds nothing a snapshot keeps (has its browser run yet?)", ErrEmpty, profile)
 	}
 	if jar != nil {
 		if err := tw.WriteHeader(fileHeader(jarEntry, int64(len(jar)), time.Time{})); err != nil {
@@ -266,6 +272,9 @@ func fileHeader(name string, size int64, mod time.Time) *tar.Header {
 // FIFO or a device there is skipped, never followed or waited on. It returns how many it archived.
 func addProfile(tw *tar.Writer, profile string, kind Kind) (int, error) {
 	root, err := os.OpenRoot(profile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil // nothing in it
+	}
 	if err != nil {
 		return 0, fmt.Errorf("open the profile: %w", err)
 	}

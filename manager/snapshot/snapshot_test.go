@@ -412,8 +412,11 @@ func TestLiveKeepsTheDatabasesOfTheSnapshotBefore(t *testing.T) {
 
 func TestEmptyProfileIsNoSnapshot(t *testing.T) {
 	st := testStore(t, 5)
-	if _, err := st.Take("shop", writeProfile(t, map[string]string{"Default/Cache/x": "y"}), nil, Full); err == nil {
-		t.Error("Take of a profile with nothing kept succeeded; want it refused (it would prune a good one)")
+	if _, err := st.Take("shop", writeProfile(t, map[string]string{"Default/Cache/x": "y"}), nil, Full); !errors.Is(err, ErrEmpty) {
+		t.Errorf("Take of a profile with nothing kept = %v; want ErrEmpty (it would prune a good one)", err)
+	}
+	if _, err := st.Take("shop", filepath.Join(t.TempDir(), "never-made"), nil, Full); !errors.Is(err, ErrEmpty) {
+		t.Errorf("Take of a profile never made = %v; want ErrEmpty", err)
 	}
 	if _, err := st.Take("../x", writeProfile(t, profileFiles), nil, Full); err == nil {
 		t.Error("Take with slug ../x succeeded; want it refused")
