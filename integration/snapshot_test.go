@@ -307,3 +307,53 @@ func TestSnapshotsKeepTheBrowserUsers(t *testing.T) {
 		t.Errorf("restored checkpoint opens to %q, %v; want the snapshot's", plain, err)
 	}
 }
+
+// refusingChrome is Chromium behind a script that exits at start, as Chromium does on a profile it refuses
+// (status 21, its ProcessSingleton message), when the profile holds a file named REFUSED.
+func refusingChrome(t *testing.T) string {
+	t.Helper()
+	script := fmt.Sprintf(`#!/bin/bash
+for a in "$@"; do
+  case "$a" in
+    --user-data-dir=*) if [ -e "${a#--user-data-dir=}/REFUSED" ]; then
+        echo "Failed to create a ProcessSingleton for your profile directory. Aborting now to avoid profile corruption." >&2
+        exit 21
+      fi;;
+  esac
+done
+exec %s "$@"
+`, chromiumBinary(t))
+	p := filepath.Join(t.TempDir(), "chrome")
+	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestBrokenProfileChromiumExitsAtStart: Chromium exiting at start on the profile, through its keeper, is
+// retried once in a profile rebuilt from the newest snapshot, the refused one kept aside.
+func TestBrokenProfileChromiumExitsAtStart(t *testing.T) {
+	m := startManager(t, "VIBE_CHROME="+refusingChrome(t))
+	srv := loginSite(t)
+	m.cli("store", "add", "refused")
+	profile := filepath.Join(m.home, "profiles", "refused")
+	want := loginState{item: "ls-r1", cookie: "login=cookie-r1"}
+	if got := m.visit("refused", srv.URL+"/set?v=r1"); got != want {
+		t.Fatalf("after /set?v=r1: %+v; want %+v", got, want)
+	}
+	snap := m.stopAndSnapshot("refused")
+	if err := os.WriteFile(filepath.Join(profile, "REFUSED"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.visit("refused", srv.URL+"/check"); got != want {
+		t.Errorf("after Chromium refused the profile: %+v; want %+v from snapshot %s", got, want, snap.ID)
+	}
+	broken, _ := filepath.Glob(profile + ".broken-*")
+	if len(broken) != 1 || !fileThere(filepath.Join(broken[0], "REFUSED")) {
+		t.Fatalf("kept aside: %v; want the refused profile as profiles/refused.broken-<time>", broken)
+	}
+	ev, ok := m.eventOf(api.EventProfileBroken)
+	if !ok || !strings.Contains(ev.Message, broken[0]) || !strings.Contains(ev.Message, "exit status 21") {
+		t.Errorf("%s event = %+v, %v; want one naming %s and Chromium's exit", api.EventProfileBroken, ev, ok, broken[0])
+	}
+}

@@ -95,7 +95,7 @@ func (c *StoreListCmd) Run(g *globals) error {
 // StoreShowCmd shows one store.
 type StoreShowCmd struct {
 	Store string `arg:"" help:"Store name, slug or id."`
-	JSON  bool   `help:"Print JSON: {id,name,slug,backend,proxy_port,cdp_http,cdp_ws,browser:{status,pid}}."`
+	JSON  bool   `help:"Print JSON: {id,name,slug,backend,proxy_port,cdp_http,cdp_ws,browser:{status,pid},checkpoint_at,snapshot_at}."`
 }
 
 // Run prints the store.
