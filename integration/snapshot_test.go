@@ -20,6 +20,7 @@ import (
 	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/seal"
+	"vibebrowser/manager/snapshot"
 )
 
 // loginSite is a marketplace in small: /set?v=V answers a login cookie (HttpOnly, as a login answer sets
@@ -361,5 +362,28 @@ func TestBrokenProfileChromiumExitsAtStart(t *testing.T) {
 	ev, ok := m.eventOf(api.EventProfileBroken)
 	if !ok || !strings.Contains(ev.Message, broken[0]) || !strings.Contains(ev.Message, "exit status 21") {
 		t.Errorf("%s event = %+v, %v; want one naming %s and Chromium's exit", api.EventProfileBroken, ev, ok, broken[0])
+	}
+}
+
+// TestEveryCleanStopSnapshots: the idle sweep's stop and the manager's own stop (the quit barrier) each leave
+// a snapshot, as browser stop does; the barrier waits for it before the manager exits.
+func TestEveryCleanStopSnapshots(t *testing.T) {
+	m := startManager(t, "VIBE_BROWSER_IDLE_S=2")
+	srv := loginSite(t)
+	m.cli("store", "add", "sleepy")
+	m.cli("store", "add", "busy")
+	m.visit("sleepy", srv.URL+"/set?v=s1")
+	testkit.WaitFor(t, 30*time.Second, "the idle sweep's snapshot of sleepy", func() bool {
+		all, err := m.client.StoreSnapshots(context.Background(), "sleepy")
+		return err == nil && len(all) == 1
+	})
+	m.cli("task", "set", taskA, "--store", "busy", "--status", "running") // held: the sweep leaves it running
+	m.visit("busy", srv.URL+"/set?v=b1")
+	if err := m.stop(); err != nil {
+		t.Fatalf("manager exit: %v", err)
+	}
+	all, err := snapshot.List(filepath.Join(m.home, "snapshots"), "busy")
+	if err != nil || len(all) != 1 || all[0].Kind != snapshot.Full {
+		t.Errorf("busy's snapshots after the manager stopped = %+v, %v; want the quit barrier's full one", all, err)
 	}
 }
