@@ -188,10 +188,10 @@ func (f *Fleet) BeginQuit() { f.closing.Store(true) }
 func (f *Fleet) Quitting() bool { return f.closing.Load() }
 
 // quitBound is the quit barrier's overall bound; each browser gets stopBound inside it. The stops' snapshots
-// then get snapshotQuitBound.
+// then get snapshotQuitBound, within the service's 40 s (service.StopTimeoutSec) with the rest of the quit.
 const (
 	quitBound         = 20 * time.Second
-	snapshotQuitBound = 20 * time.Second
+	snapshotQuitBound = 15 * time.Second
 )
 
 // Quit is the quit barrier's part of the fleet: nothing starts any more; every browser is stopped, bounded,
