@@ -202,7 +202,7 @@ func (f *Fleet) Restore(ctx context.Context, sp Spec, id string) (snapshot.Resto
 	defer s.release()
 	if s.current() != nil {
 		return snapshot.Restored{}, fmt.Errorf("%w: %s's browser is running, and a restore replaces the profile it "+
-			"runs on: stop it first with vibe-browser browser stop %s, then restore", state.ErrConflict, sp.Name, sp.Slug)
+			"runs on: stop it first with %s, then restore", state.ErrConflict, sp.Name, stopCommand(sp))
 	}
 	if dead := s.cur.Load(); dead != nil { // died; its watcher has not cleaned up yet
 		f.buryLocked(s, dead)
@@ -232,6 +232,14 @@ func (f *Fleet) Restore(ctx context.Context, sp Spec, id string) (snapshot.Resto
 		"%s's profile and checkpoint were replaced by snapshot %s (taken %s, %s): its next launch is that state",
 		sp.Name, r.ID, r.At.Format(time.RFC3339), checkpointWords(r.Jar))})
 	return r, nil
+}
+
+// stopCommand is the command that stops sp's browser.
+func stopCommand(sp Spec) string {
+	if sp.Key == api.WebKey {
+		return "vibe-browser web stop"
+	}
+	return "vibe-browser browser stop " + sp.Slug
 }
 
 func checkpointWords(jar []byte) string {
