@@ -31,59 +31,6 @@ func (c *StoreSnapshotCmd) Run(g *globals) error {
 	return nil
 }
 
-// StoreSnapshotsCmd lists a store's snapshots.
-type StoreSnapshotsCmd struct {
-	Store string `arg:"" help:"Store name, slug or id, or web for the web browser."`
-	JSON  bool   `help:"Print JSON: [{id,at,kind,size,path}], newest first."`
-}
-
-// Run lists the snapshots, newest first.
-func (c *StoreSnapshotsCmd) Run(g *globals) error {
-	all, err := g.client().StoreSnapshots(g.ctx, c.Store)
-	if err != nil {
-		return err
-	}
-	if c.JSON {
-		return g.printJSON(all)
-	}
-	if len(all) == 0 {
-		fmt.Fprintf(g.stdout, "no snapshot of %s yet: one is taken at each clean stop of its browser, or now with "+
-			"vibe-browser store snapshot %s\n", c.Store, c.Store)
-		return nil
-	}
-	w := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tTAKEN\tAGE\tKIND\tSIZE")
-	for _, s := range all {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", s.ID, s.At.Local().Format(time.DateTime), ageWords(s.At), s.Kind, sizeWords(s.Size))
-	}
-	return w.Flush()
-}
-
-// StoreRestoreCmd replaces a stopped store's profile and checkpoint with a snapshot's.
-type StoreRestoreCmd struct {
-	Store    string `arg:"" help:"Store name, slug or id, or web for the web browser."`
-	Snapshot string `help:"The snapshot's ID (or the start of one) from vibe-browser store snapshots; default the newest." placeholder:"ID"`
-	JSON     bool   `help:"Print JSON: {snapshot,files,checkpoint,profile}."`
-}
-
-// Run restores the snapshot; the manager refuses while the store's browser runs.
-func (c *StoreRestoreCmd) Run(g *globals) error {
-	r, err := g.client().RestoreSnapshot(g.ctx, c.Store, c.Snapshot)
-	if err != nil {
-		return err
-	}
-	if c.JSON {
-		return g.printJSON(r)
-	}
-	cp := "with the cookie checkpoint it holds"
-	if !r.Checkpoint {
-		cp = "which holds no cookie checkpoint: the store has none now"
-	}
-	fmt.Fprintf(g.stdout, "restored snapshot %s (taken %s, %s ago) into %s: %d files, %s\nthe next start of the browser is that state\n",
-		r.Snapshot.ID, r.Snapshot.At.Local().Format(time.DateTime), ageWords(r.Snapshot.At), r.Profile, r.Files, cp)
-	return nil
-}
-
 // ageWords is how long ago t was, to the second (to the minute past an hour); "never" for the zero time.
 func ageWords(t time.Time) string {
 	if t.IsZero() {
