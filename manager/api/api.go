@@ -144,6 +144,10 @@ type Store struct {
 	// "VIBE_TIMELINE" when the store names none).
 	Timeline     string `json:"timeline"`
 	TimelineFrom string `json:"timeline_from"`
+	// CheckpointAt is when the store's newest cookie checkpoint was written, SnapshotAt when its newest
+	// snapshot was taken (SPEC §18); zero when it has none.
+	CheckpointAt time.Time `json:"checkpoint_at,omitzero"`
+	SnapshotAt   time.Time `json:"snapshot_at,omitzero"`
 }
 
 // Browser is one running or known browser in the status.
@@ -349,6 +353,11 @@ const (
 	EventStrayClosed        = "browser_stray_closed" // a browser left running that could not be adopted was closed
 	EventIdleStop           = "browser_idle_stopped"
 	EventDownloadCancelled  = "download_cancelled" // a task's download would have passed VIBE_DOWNLOAD_MAX_MB
+	// SPEC §18's snapshots of a store's profile.
+	EventSnapshotFailed  = "snapshot_failed"  // a snapshot, or a lost profile's rebuild, failed
+	EventProfileRebuilt  = "profile_rebuilt"  // a lost profile folder was rebuilt from the newest snapshot at a launch
+	EventProfileBroken   = "profile_broken"   // a profile Chromium would not start on was kept aside, the launch retried in a rebuilt one
+	EventProfileRestored = "profile_restored" // a person restored a snapshot (vibe-browser store restore)
 )
 
 // ShimEventKinds are the only kinds POST PathEvents takes: what a shim reports of its own session. Every

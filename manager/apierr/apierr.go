@@ -11,6 +11,7 @@ import (
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/cdp"
 	"vibebrowser/manager/chrome"
+	"vibebrowser/manager/snapshot"
 	"vibebrowser/manager/ziniao"
 	"vibebrowser/state"
 )
@@ -52,8 +53,8 @@ var errorClasses = []struct {
 	{[]error{ErrUnauthorized}, http.StatusUnauthorized, api.CodeUnauthorized},
 	{[]error{ErrForbidden}, http.StatusForbidden, api.CodeForbidden},
 	{[]error{ErrBadRequest, state.ErrInvalid, cdp.ErrBadURL}, http.StatusBadRequest, api.CodeBadRequest},
-	{[]error{state.ErrNotFound}, http.StatusNotFound, api.CodeNotFound},
-	{[]error{state.ErrConflict, chrome.ErrProfileInUse, ziniao.ErrAccountBusy}, http.StatusConflict, api.CodeConflict},
+	{[]error{state.ErrNotFound, snapshot.ErrNotFound}, http.StatusNotFound, api.CodeNotFound},
+	{[]error{state.ErrConflict, chrome.ErrProfileInUse, ziniao.ErrAccountBusy, snapshot.ErrEmpty}, http.StatusConflict, api.CodeConflict},
 	{[]error{ErrBudget}, http.StatusTooManyRequests, api.CodeRelaunchBudget},
 	{[]error{ErrQuota}, http.StatusTooManyRequests, api.CodeQuota},
 	{[]error{ErrShuttingDown}, http.StatusServiceUnavailable, api.CodeShuttingDown},

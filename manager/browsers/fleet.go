@@ -17,6 +17,7 @@ import (
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/chrome"
 	"vibebrowser/manager/seal"
+	"vibebrowser/manager/snapshot"
 	"vibebrowser/mux"
 	"vibebrowser/state"
 )
@@ -116,6 +117,9 @@ type Fleet struct {
 	keyOnce sync.Once
 	key     *seal.Key // the seal of checkpoints and snapshots (SPEC §18), read on first use
 	keyErr  error
+
+	snaps  *snapshot.Store // the stores' profile snapshots (SPEC §18)
+	snapWG sync.WaitGroup  // every snapshot of a stop being taken; the quit barrier waits for them
 }
 
 // sealKey is the key that seals the stores' checkpoints and snapshots: VIBE_SNAPSHOT_KEY, else the home's
@@ -136,6 +140,13 @@ func New(ctx context.Context, cfg Config, db *state.DB, root zerolog.Logger, hoo
 		startFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vibe_browser_start_failures_total", Help: "Browser starts that failed, by backend.",
 		}, []string{"backend"}),
+	}
+	f.snaps = &snapshot.Store{Dir: cfg.SnapshotDir, Keep: cfg.SnapshotKeep, Key: f.sealKey}
+	if f.snaps.Dir == "" {
+		f.snaps.Dir = f.cfg.path("snapshots")
+	}
+	if f.snaps.Keep <= 0 {
+		f.snaps.Keep = 5
 	}
 	f.backends = newBackends(&f.cfg, db, root)
 	for backend := range f.backends { // present at 0 from the start
@@ -176,8 +187,12 @@ func (f *Fleet) BeginQuit() { f.closing.Store(true) }
 // Quitting reports whether the quit barrier has begun.
 func (f *Fleet) Quitting() bool { return f.closing.Load() }
 
-// quitBound is the quit barrier's overall bound; each browser gets stopBound inside it.
-const quitBound = 20 * time.Second
+// quitBound is the quit barrier's overall bound; each browser gets stopBound inside it. The stops' snapshots
+// then get snapshotQuitBound, within the service's 40 s (service.StopTimeoutSec) with the rest of the quit.
+const (
+	quitBound         = 20 * time.Second
+	snapshotQuitBound = 15 * time.Second
+)
 
 // Quit is the quit barrier's part of the fleet: nothing starts any more; every browser is stopped, bounded,
 // or with keep left running for the next manager to adopt; every endpoint is unbound.
@@ -188,6 +203,13 @@ func (f *Fleet) Quit(keep bool) {
 		f.detachAll()
 	} else {
 		f.stopAll(quitBound)
+	}
+	snapped := make(chan struct{})
+	go func() { f.snapWG.Wait(); close(snapped) }()
+	select {
+	case <-snapped:
+	case <-time.After(snapshotQuitBound):
+		f.log.Error().Msg("quit: the stops' snapshots were not done in time; exiting anyway (the next stop takes one)")
 	}
 	f.closeEndpoints()
 	done := make(chan struct{})

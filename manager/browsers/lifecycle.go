@@ -86,6 +86,9 @@ func (f *Fleet) startLocked(s *slot, sp Spec) (*Instance, error) {
 			f.log.Warn().Err(err).Str("browser", sp.Key).Msg("before the start")
 		}
 	}
+	if err := f.readyProfileLocked(ctx, s, sp); err != nil {
+		return nil, err
+	}
 	for _, dir := range []string{f.cfg.path("profiles", sp.Slug), f.cfg.path("downloads", sp.Slug)} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, err
@@ -97,6 +100,9 @@ func (f *Fleet) startLocked(s *slot, sp Spec) (*Instance, error) {
 		return nil, err
 	}
 	h, err := be.launch(ctx, sp)
+	if err != nil && ownsProfile(sp) && profileFault(err) && ctx.Err() == nil {
+		h, err = f.launchInSnapshotLocked(ctx, sp, be, err)
+	}
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, fmt.Errorf("%w: %s was not ready within VIBE_BROWSER_START_TIMEOUT_S=%d; it was stopped: %v",
@@ -190,8 +196,12 @@ func (f *Fleet) teardownLocked(s *slot, in *Instance) {
 	<-in.served
 	ctx, cancel := context.WithTimeout(context.Background(), stopBound+time.Second)
 	defer cancel()
+	// A browser that died on its own (buried), or hung and is being retired, is no clean stop: no snapshot of it.
+	clean := !exited(in.browser) && s.retiring != in
 	if err := in.browser.Stop(ctx); err != nil {
 		f.log.Warn().Err(err).Str("browser", s.key).Msg("stop browser")
+	} else if clean {
+		f.snapshotAfterStopLocked(s, in.spec)
 	}
 	s.cur.CompareAndSwap(in, nil)
 	if s.retiring == in {

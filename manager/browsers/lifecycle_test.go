@@ -116,8 +116,9 @@ type fakeBackend struct {
 
 	mu       sync.Mutex
 	launched []*fakeHandle
-	failNext int         // launches to fail before the next success
-	events   []api.Event // what the fleet noted
+	failNext int              // launches to fail before the next success
+	events   []api.Event      // what the fleet noted
+	refuse   func(Spec) error // when set and not nil for a launch, that launch fails with it
 }
 
 var errFakeLaunch = errors.New("the fake browser refused to start")
@@ -128,6 +129,11 @@ func (b *fakeBackend) launch(ctx context.Context, sp Spec) (handle, error) {
 	if b.failNext > 0 {
 		b.failNext--
 		return nil, errFakeLaunch
+	}
+	if b.refuse != nil {
+		if err := b.refuse(sp); err != nil {
+			return nil, err
+		}
 	}
 	h := &fakeHandle{cdp: newFakeCDP(b.t), done: make(chan struct{})}
 	b.launched = append(b.launched, h)

@@ -22,6 +22,11 @@ type slot struct {
 	// under it when the store is removed and at quit; read without it by the endpoint's own front.
 	ep atomic.Pointer[endpoint]
 
+	// snapSem is held by whoever reads or replaces the profile for a snapshot (a stop's, taken after the lock
+	// is released; a running browser's, taken without it) or a restore; a start takes it, and lets go, before
+	// it touches the profile.
+	snapSem chan struct{}
+
 	// guarded by lock:
 	budget   relaunchBudget
 	retiring *Instance // its relaunch failed and its mux is ending: bury it, never relaunch it
@@ -76,7 +81,7 @@ func (f *Fleet) slot(key string) *slot {
 	defer f.mu.Unlock()
 	s := f.byKey[key]
 	if s == nil {
-		s = &slot{key: key, lock: make(chan struct{}, 1), budget: f.newBudget(key)}
+		s = &slot{key: key, lock: make(chan struct{}, 1), snapSem: make(chan struct{}, 1), budget: f.newBudget(key)}
 		f.byKey[key] = s
 	}
 	return s

@@ -498,14 +498,28 @@ exit 1
 `)
 	_, err := Launch(context.Background(), Options{Transport: TransportPort, Binary: bin, ProfileDir: filepath.Join(dir, "p"), ReadyTimeout: 5 * time.Second, Log: testkit.Log(t)})
 	var le *LaunchError
-	if !errors.As(err, &le) || le.Attempts != 3 || !errors.Is(err, ErrLaunch) {
-		t.Fatalf("Launch(exits) = %v; want LaunchError after 3 attempts", err)
+	if !errors.As(err, &le) || le.Attempts != 3 || !errors.Is(err, ErrLaunch) || !errors.Is(err, ErrExited) {
+		t.Fatalf("Launch(exits) = %v; want LaunchError (ErrExited) after 3 attempts", err)
 	}
 	if !strings.Contains(err.Error(), "boom: Missing X server") || !strings.Contains(err.Error(), "exit status 1") {
 		t.Errorf("error %q should include the exit status and stderr", err)
 	}
 	if n := len(readPIDs(t, starts)); n != 3 {
 		t.Errorf("attempts started = %d; want 3", n)
+	}
+}
+
+// A Singleton file that cannot be cleared is the profile's fault (ErrProfileUnready), not a live holder's.
+func TestLaunchProfileUnready(t *testing.T) {
+	dir := t.TempDir()
+	profile := filepath.Join(dir, "p")
+	if err := os.MkdirAll(filepath.Join(profile, "SingletonLock", "stuck"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	bin := writeScript(t, "exit 1\n")
+	_, err := Launch(context.Background(), Options{Transport: TransportPort, Binary: bin, ProfileDir: profile, ReadyTimeout: 5 * time.Second, Log: testkit.Log(t)})
+	if !errors.Is(err, ErrProfileUnready) || errors.Is(err, ErrProfileInUse) {
+		t.Fatalf("Launch(SingletonLock a folder) = %v; want ErrProfileUnready", err)
 	}
 }
 

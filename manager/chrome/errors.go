@@ -22,6 +22,13 @@ var (
 	ErrLaunch = errors.New("launch failed")
 	// ErrInvalid: the caller passed options Launch does not accept (a bug in the caller).
 	ErrInvalid = errors.New("invalid options")
+	// ErrExited: Chromium (or its keeper) exited before it was ready, as it does on a profile it refuses. A
+	// *LaunchError whose last attempt ended so wraps it.
+	ErrExited = errors.New("chromium exited")
+	// ErrProfileUnready: the profile could not be readied for a launch (a Singleton file that cannot be
+	// cleared, Preferences that cannot be written). With ErrExited, what the manager takes for a profile that
+	// no longer starts (SPEC §18).
+	ErrProfileUnready = errors.New("the profile could not be readied")
 )
 
 // ProfileInUseError says which live process holds a profile directory.

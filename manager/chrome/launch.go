@@ -134,7 +134,7 @@ func Launch(ctx context.Context, o Options) (*Process, error) {
 	}
 	moved, err := prepareProfile(profile, own)
 	if err != nil {
-		return nil, fmt.Errorf("launch: %w", err)
+		return nil, fmt.Errorf("launch: %w: %v", ErrProfileUnready, err)
 	}
 	if o.User != nil {
 		if err := ownDir(userHome(profile), *own); err != nil {
@@ -242,7 +242,7 @@ func launchOnce(ctx context.Context, o Options, args []string, log zerolog.Logge
 		// waiter takes our child out of the process table, so give it a moment before calling this a failure.
 		select {
 		case <-p.done:
-			return nil, p.Stderr(), fmt.Errorf("chromium exited at once: %v", exitText(p.exitErr))
+			return nil, p.Stderr(), fmt.Errorf("%w at once: %v", ErrExited, exitText(p.exitErr))
 		case <-time.After(reapedWait):
 			return fail(fmt.Errorf("read start time: %w", err))
 		}
@@ -282,7 +282,7 @@ func awaitReady(ctx context.Context, o Options, p *Process, fail func(error) (*P
 			}
 			return fail(fmt.Errorf("chromium not ready within %s (%s)", o.ReadyTimeout, missing))
 		case <-p.done:
-			return nil, p.Stderr(), fmt.Errorf("chromium exited before it was ready: %s%v", exited, exitText(p.exitErr))
+			return nil, p.Stderr(), fmt.Errorf("%w before it was ready: %s%v", ErrExited, exited, exitText(p.exitErr))
 		case <-t.C:
 		}
 		if ready(rctx) {

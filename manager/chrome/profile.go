@@ -50,7 +50,7 @@ func clearSingletons(profileDir string) error {
 	}
 	for _, name := range singletonFiles {
 		if err := os.Remove(filepath.Join(profileDir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("clear %s: %w", name, err)
+			return fmt.Errorf("%w: clear %s: %v", ErrProfileUnready, name, err)
 		}
 	}
 	return nil

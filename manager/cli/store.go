@@ -18,6 +18,10 @@ type StoreCmd struct {
 	Rm    StoreRmCmd    `cmd:"" help:"Remove a store: stop its browser, remove its wrapper and port."`
 	Login StoreLoginCmd `cmd:"" help:"Open a tab of your own in the store's browser and print the web UI link that shows it (log a store in on a headless machine)."`
 	Set   StoreSetCmd   `cmd:"" help:"Change a store's settings: its proxy, time zone, language, window mode, agent and browser users, timeline."`
+
+	Snapshot  StoreSnapshotCmd  `cmd:"" help:"Snapshot the store's profile now (sealed; also taken at each clean stop of its browser)."`
+	Snapshots StoreSnapshotsCmd `cmd:"" help:"List the store's profile snapshots, newest first."`
+	Restore   StoreRestoreCmd   `cmd:"" help:"Replace the store's profile and cookie checkpoint with a snapshot's (its browser stopped)."`
 }
 
 // StoreAddCmd adds a store.
@@ -91,7 +95,7 @@ func (c *StoreListCmd) Run(g *globals) error {
 // StoreShowCmd shows one store.
 type StoreShowCmd struct {
 	Store string `arg:"" help:"Store name, slug or id."`
-	JSON  bool   `help:"Print JSON: {id,name,slug,backend,proxy_port,cdp_http,cdp_ws,browser:{status,pid}}."`
+	JSON  bool   `help:"Print JSON: {id,name,slug,backend,proxy_port,cdp_http,cdp_ws,browser:{status,pid},checkpoint_at,snapshot_at}."`
 }
 
 // Run prints the store.
@@ -139,6 +143,7 @@ func printStore(g *globals, s api.Store, asJSON bool) error {
 		fmt.Fprintf(w, "browser user\t%s\n", orNone(s.BrowserUser, "the manager's"))
 	}
 	fmt.Fprintf(w, "timeline\t%s (from %s)\n", s.Timeline, s.TimelineFrom)
+	loginLines(w, s)
 	return w.Flush()
 }
 

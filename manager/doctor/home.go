@@ -19,7 +19,7 @@ var private = []struct {
 	mode fs.FileMode
 }{
 	{".", 0o700}, {"run", 0o700}, {"bin", 0o700}, {"profiles", 0o700}, {"downloads", 0o700}, {"bh-tmp", 0o700},
-	{"r", 0o700}, {"state.db", 0o600},
+	{"r", 0o700}, {"state.db", 0o600}, {"snapshots", 0o700}, {"snapshot.key", 0o600},
 }
 
 // sharedModes are the folders a home with bounded stores lets every user enter (SPEC §14: root's, 0711).

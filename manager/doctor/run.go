@@ -44,7 +44,7 @@ type machine struct {
 }
 
 // Run runs every check, always in the same order: the checks of the machine and of the store boundary, then
-// one per store's port,
+// one per store's port and one per chrome store's login (SPEC §18),
 // then the display and the service, then one per Ziniao store and one per store with a proxy.
 func Run(ctx context.Context, o Options) []Check {
 	m := gather(ctx, o)
@@ -53,6 +53,7 @@ func Run(ctx context.Context, o Options) []Check {
 	checks = append(checks, m.boundary()...)
 	checks = append(checks, m.uiUsers()...)
 	checks = append(checks, m.ports(ctx)...)
+	checks = append(checks, m.logins()...)
 	checks = append(checks, m.display(), m.service())
 	checks = append(checks, m.ziniao(ctx)...)
 	return append(checks, m.proxies(ctx)...)
