@@ -34,10 +34,13 @@ type storePage struct {
 	// Identity is the store's network identity in words (its proxy redacted, time zone, language); "" for
 	// none.
 	Identity string
-	Token    string // the viewer's form token (formToken), for the page's forms
-	Summary  string
-	Viewers  int // live views of this browser's tabs (the mux's Stats.Viewers)
-	Clients  []clientRow
+	// Login says how old the store's newest cookie checkpoint and snapshot are (SPEC §18), and what to do
+	// when it has none; "" for a store whose profile the manager does not keep (Ziniao, CDP).
+	Login, LoginFix string
+	Token           string // the viewer's form token (formToken), for the page's forms
+	Summary         string
+	Viewers         int // live views of this browser's tabs (the mux's Stats.Viewers)
+	Clients         []clientRow
 	// Downloads are the browser's finished downloads per owner folder (downloads.go), shown while it
 	// is stopped too.
 	Downloads     []downloadGroup
@@ -114,6 +117,22 @@ func browserOf(st api.Status, slug string) (api.Browser, api.Store, bool) {
 }
 
 // identityLine says how the store goes out, for its page: "through socks5://u:***@h:1080 · Asia/Tokyo · ja-JP".
+// loginLine says in words how safe the store's login is (SPEC §18): its newest checkpoint's and snapshot's
+// ages, and the command that makes a snapshot when it has none.
+func loginLine(s api.Store, now time.Time) (line, fix string) {
+	age := func(t time.Time, what string) string {
+		if t.IsZero() {
+			return "no " + what + " yet"
+		}
+		return "last " + what + " " + duration(now.Sub(t)) + " ago"
+	}
+	line = "Its login: " + age(s.CheckpointAt, "cookie checkpoint") + " · " + age(s.SnapshotAt, "profile snapshot") + "."
+	if s.SnapshotAt.IsZero() {
+		fix = "vibe-browser store snapshot " + s.Slug
+	}
+	return line, fix
+}
+
 func identityLine(s api.Store) string {
 	var parts []string
 	if s.Proxy != "" {
@@ -161,6 +180,9 @@ func (s *Server) readStore(ctx context.Context, slug string) storeFacts {
 	f.found = true
 	f.page.Name, f.page.Backend, f.page.Status = store.Name, store.Backend, b.Status
 	f.page.Identity = identityLine(store)
+	if store.Backend == "chrome" {
+		f.page.Login, f.page.LoginFix = loginLine(store, s.cfg.Now())
+	}
 	if store.ProxyError != "" {
 		f.page.Error = "The store's proxy " + store.Proxy + " fails, so its pages do not load: " + store.ProxyError +
 			". Check it with vibe-browser doctor, or change it: vibe-browser store set " + store.Slug + " --proxy URL."
