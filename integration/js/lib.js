@@ -81,4 +81,18 @@ async function openLoggedIn(loginURL) {
   return { origin, browser, context, page, problems, resp };
 }
 
-module.exports = { command, out, main, launchChromium, watchProblems, shoot, openLoggedIn, sessionBase, unscoped };
+// openOffline opens a file (an export) in a browser of its own with the network off, noting every request
+// that is not for a file: or data: URL, and the page's problems. The caller closes the browser.
+async function openOffline(file) {
+  const { browser, context } = await launchChromium();
+  await context.setOffline(true);
+  const requests = [];
+  context.on('request', (r) => { if (!r.url().startsWith('file:') && !r.url().startsWith('data:')) requests.push(r.url()); });
+  const page = await context.newPage();
+  const problems = [];
+  watchProblems(page, problems);
+  await page.goto('file://' + file);
+  return { browser, page, requests, problems };
+}
+
+module.exports = { command, out, main, launchChromium, watchProblems, shoot, openLoggedIn, openOffline, sessionBase, unscoped };

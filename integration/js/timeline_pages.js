@@ -5,7 +5,7 @@
 //   close
 // Colours are read off the pixels the page shows (each shot drawn into a canvas), never off the DOM.
 'use strict';
-const { command, out, main, launchChromium, watchProblems, shoot, openLoggedIn } = require('./lib');
+const { command, out, main, shoot, openLoggedIn, openOffline } = require('./lib');
 
 // shotsOf waits for the page's shot pictures and returns the colour at the middle of each.
 async function shotsOf(page) {
@@ -39,15 +39,8 @@ main(async () => {
       continue;
     }
     if (cmd === 'export') {
-      // A fresh context with the network off: the file must show everything from itself.
-      const { browser: b2, context } = await launchChromium();
-      await context.setOffline(true);
-      const requests = [];
-      context.on('request', (r) => { if (!r.url().startsWith('file:') && !r.url().startsWith('data:')) requests.push(r.url()); });
-      const p = await context.newPage();
-      const seen = [];
-      watchProblems(p, seen);
-      await p.goto('file://' + rest[0]);
+      // A fresh browser with the network off: the file must show everything from itself.
+      const { browser: b2, page: p, requests, problems: seen } = await openOffline(rest[0]);
       const colours = await shotsOf(p);
       const scripts = await p.locator('script').count();
       out({ event: 'export', colours, scripts, requests, ...(await shoot(p, rest[1], seen)) });

@@ -9,7 +9,7 @@
 // right has its first character left of its last; one that a bidi override reversed has it right.
 // body is the text of the page, its folded parts too. tallest is the height of the tallest one-line step of a task page (a long title must not make it tall).
 'use strict';
-const { command, out, main, launchChromium, watchProblems, shoot, openLoggedIn } = require('./lib');
+const { command, out, main, shoot, openLoggedIn, openOffline } = require('./lib');
 
 async function read(page, needle) {
   await page.waitForFunction((n) => document.body && document.body.innerText.includes(n), needle, { timeout: 15000 });
@@ -62,12 +62,7 @@ main(async () => {
       continue;
     }
     if (cmd === 'file') {
-      const { browser: b2, context } = await launchChromium();
-      await context.setOffline(true);
-      const p = await context.newPage();
-      const seen = [];
-      watchProblems(p, seen);
-      await p.goto('file://' + rest[0]);
+      const { browser: b2, page: p, problems: seen } = await openOffline(rest[0]);
       const got = await read(p, rest[1]);
       out({ event: 'file', ...got, ...(await shoot(p, rest[2], seen)) });
       await b2.close();
