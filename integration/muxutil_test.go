@@ -221,8 +221,24 @@ func (c *rawCDP) Events(method string) []cdpEvent {
 // and session ids.
 func (c *rawCDP) createPage(url string) (targetID, sessionID string) {
 	c.t.Helper()
+	return c.openPage(url, false)
+}
+
+// createBackgroundPage is createPage of a tab that opens behind the others (background: true), as an
+// agent's new tab does: it never has the window's focus.
+func (c *rawCDP) createBackgroundPage(url string) (targetID, sessionID string) {
+	c.t.Helper()
+	return c.openPage(url, true)
+}
+
+func (c *rawCDP) openPage(url string, background bool) (targetID, sessionID string) {
+	c.t.Helper()
 	var ct struct{ TargetID string }
-	c.must("Target.createTarget", map[string]any{"url": url}, "", &ct)
+	params := map[string]any{"url": url}
+	if background {
+		params["background"] = true
+	}
+	c.must("Target.createTarget", params, "", &ct)
 	var at struct{ SessionID string }
 	c.must("Target.attachToTarget", map[string]any{"targetId": ct.TargetID, "flatten": true}, "", &at)
 	if url != "" && !strings.HasPrefix(url, "about:") {

@@ -95,7 +95,9 @@ func TestTimelineOfATask(t *testing.T) {
 	// A page of the task's own client (the timeline photographs every tab of the call's client) notes any
 	// change of its visibility, focus or size. Its connection is the task's until the first call's takes
 	// the client id over; the tab stays the task's.
-	watchTarget, _ := dialRaw(t, m.storeWS(store.Slug, taskA)).createPage(site.URL + "/watch")
+	// It opens in the background, as an agent's tabs do: a tab in front gets the window's focus events
+	// whenever another opens or closes, which would hide what the shots do.
+	watchTarget, _ := dialRaw(t, m.storeWS(store.Slug, taskA)).createBackgroundPage(site.URL + "/watch")
 
 	out := m.mustAgent(env, "browser-use <<'PY'\nopen "+site.URL+"/red\neval document.title\nPY")
 	if !strings.Contains(out, `"page red"`) {
