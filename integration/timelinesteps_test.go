@@ -105,6 +105,15 @@ func TestTimelineStepsAndMCPCalls(t *testing.T) {
 		wantReadable(t, got, 1280)
 		keepScreenshot(t, shot, p.shot)
 	}
+	exported := filepath.Join(t.TempDir(), "steps.html")
+	m.cli("task", "export", taskA, "-o", exported)
+	shot := filepath.Join(t.TempDir(), "steps-export.png")
+	view.send("file " + exported + " /second " + shot)
+	got := view.expect("file")
+	keepScreenshot(t, shot, "steps-export.png")
+	if p := got["problems"].([]any); len(p) > 0 {
+		t.Errorf("the export logged errors: %q", p)
+	}
 	view.send("card /task/" + taskA)
 	card := view.expect("card")
 	if n, _ := card["inner"].(float64); n < 2 {
