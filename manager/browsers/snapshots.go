@@ -258,12 +258,7 @@ func (f *Fleet) replaceProfile(sp Spec, id, profile string) (snapshot.Restored, 
 	if err := os.MkdirAll(filepath.Dir(profile), 0o700); err != nil {
 		return snapshot.Restored{}, "", err
 	}
-	// What a crash in the middle of one left (this store's lock and snapSem are held: nobody else's).
-	if stale, err := filepath.Glob(filepath.Join(filepath.Dir(profile), "."+sp.Slug+".restore-*")); err == nil {
-		for _, dir := range stale {
-			os.RemoveAll(dir)
-		}
-	}
+	f.finishInterruptedRestore(sp, profile)
 	r, err := f.snaps.Restore(sp.Slug, id, stage)
 	if err != nil {
 		return r, "", err
@@ -294,6 +289,27 @@ func (f *Fleet) replaceProfile(sp Spec, id, profile string) (snapshot.Restored, 
 	return r, aside, nil
 }
 
+// finishInterruptedRestore clears what a restore a crash cut short left beside profile (the store's lock is
+// held: nobody else's): a profile moved aside whose replacement never took its place is put back, so the
+// launch is on the state the person had rather than a rebuild; a staged folder and a replaced one left over
+// go.
+func (f *Fleet) finishInterruptedRestore(sp Spec, profile string) {
+	dir := filepath.Dir(profile)
+	aside, _ := filepath.Glob(filepath.Join(dir, "."+sp.Slug+".replaced-*"))
+	if _, err := os.Lstat(profile); errors.Is(err, fs.ErrNotExist) && len(aside) == 1 {
+		if err := os.Rename(aside[0], profile); err == nil {
+			f.log.Warn().Str("browser", sp.Key).Str("profile", profile).
+				Msg("a restore was cut short before its profile took the old one's place: the old profile is back")
+			aside = nil
+			syncDir(dir)
+		}
+	}
+	stale, _ := filepath.Glob(filepath.Join(dir, "."+sp.Slug+".restore-*"))
+	for _, d := range append(stale, aside...) {
+		os.RemoveAll(d)
+	}
+}
+
 // readyProfileLocked is what a start of sp does to its profile first: wait for its last stop's snapshot, then
 // rebuild it from the newest snapshot when its folder was lost (missing, or holding nothing of Chromium's).
 // A rebuild that fails is an event; the launch goes on, on what there is. The caller holds s's lock.
@@ -305,6 +321,7 @@ func (f *Fleet) readyProfileLocked(ctx context.Context, s *slot, sp Spec) error 
 		return err
 	}
 	profile := f.profileDir(sp)
+	f.finishInterruptedRestore(sp, profile)
 	if !profileLost(profile) {
 		return nil
 	}

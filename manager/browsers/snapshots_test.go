@@ -118,6 +118,35 @@ func TestLostProfileRebuiltAtLaunch(t *testing.T) {
 	}
 }
 
+// A restore cut short by a crash between moving the profile aside and putting the snapshot's in its place
+// leaves the old profile back at the next launch (not a rebuild), and no staged or replaced folder behind.
+func TestInterruptedRestoreIsUndone(t *testing.T) {
+	f, fb := fakeFleet(t, nil)
+	sp := fakeStore(t, f, "Shop")
+	runAndStop(t, f, sp, "snapshot's")
+	profile := f.profileDir(sp)
+	writeFakeProfile(t, profile, "the person's")
+	dir := filepath.Dir(profile)
+	if err := os.Rename(profile, filepath.Join(dir, "."+sp.Slug+".replaced-crashed1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "."+sp.Slug+".restore-crashed1", "Default"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Ensure(context.Background(), sp); err != nil {
+		t.Fatal(err)
+	}
+	if got := localStorageOf(t, profile); got != "the person's" {
+		t.Errorf("Local Storage after the interrupted restore = %q; want the profile that was moved aside", got)
+	}
+	if slices.Contains(fb.eventKinds(sp.Key), api.EventProfileRebuilt) {
+		t.Errorf("events = %v; want no rebuild", fb.eventKinds(sp.Key))
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "."+sp.Slug+".*")); len(left) != 0 {
+		t.Errorf("left beside the profile: %q", left)
+	}
+}
+
 // refuseMarked is a launch that fails as Chromium exiting at start does, on a profile holding a file named
 // REFUSED.
 func refuseMarked(f *Fleet) func(Spec) error {
