@@ -1,0 +1,115 @@
+package mux
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// The cookie jar, for the manager's login checkpoints (SPEC §18): the operator reads and sets the browser's
+// whole jar, and the mux counts what it saw that may have changed it, so the manager reads the jar only
+// when something happened. The reads and writes go on the mux's own root connection as internal commands,
+// whose answers come back to the mux alone: Storage.* raises no event, so a client sees nothing of them.
+
+// JarChanges counts what the mux has seen that may have changed the browser's cookies, so that a caller
+// that remembers the count reads the jar again only when it moved. The signals are those the mux really
+// sees (a page's own script, a timer's fetch, is invisible to it unless one of them follows):
+//   - a client's command on a page (any: a script, an input or a navigation may set a cookie) and its
+//     browser-level Storage.* and Network.* commands (cookies set or cleared directly);
+//   - a page's announcement of a navigation (Target.targetInfoChanged of a page, a person's in the window
+//     included), and a page created;
+//   - a response whose headers a client's Network domain reports (Network.responseReceivedExtraInfo,
+//     where a Set-Cookie would be);
+//   - a person's takeover of a tab ending (what they typed may have logged the store in).
+func (m *Mux) JarChanges() uint64 { return m.jarGen.Load() }
+
+// jarMayChangeCommand reports whether a client's command may change cookies (see JarChanges).
+func jarMayChangeCommand(method, sessionID string) bool {
+	if sessionID != "" {
+		return true
+	}
+	return len(method) > 8 && (method[:8] == "Storage." || method[:8] == "Network.")
+}
+
+// setCookieHeader is how a response's Set-Cookie shows in Network.responseReceivedExtraInfo's headers (HTTP/2
+// and HTTP/3 names are lower-case, HTTP/1.1 ones as the server wrote them, almost always Set-Cookie).
+var setCookieHeaders = [][]byte{[]byte(`"set-cookie"`), []byte(`"Set-Cookie"`)}
+
+// jarEventLocked counts a session event that may have changed cookies: a response that set one.
+func (m *Mux) jarEventLocked(method string, b []byte) {
+	if method != "Network.responseReceivedExtraInfo" {
+		return
+	}
+	for _, h := range setCookieHeaders {
+		if bytes.Contains(b, h) {
+			m.jarGen.Add(1)
+			return
+		}
+	}
+}
+
+// Cookies returns the browser's whole cookie jar as Chrome's JSON array of Network.Cookie: Storage.getCookies
+// on the browser (the default context), HttpOnly, partitioned and session cookies included.
+func (m *Mux) Cookies(ctx context.Context) (json.RawMessage, error) {
+	res, err := m.opCall(ctx, "Storage.getCookies", nil, "")
+	if err != nil {
+		return nil, err
+	}
+	var r struct {
+		Cookies json.RawMessage `json:"cookies"`
+	}
+	if err := json.Unmarshal(res, &r); err != nil || len(r.Cookies) == 0 {
+		return nil, fmt.Errorf("mux: Storage.getCookies: no cookies in the answer: %w", err)
+	}
+	return r.Cookies, nil
+}
+
+// SetCookies sets cookies, a JSON array of Network.CookieParam, in the browser's default context
+// (Storage.setCookies).
+func (m *Mux) SetCookies(ctx context.Context, cookies json.RawMessage) error {
+	_, err := m.opCall(ctx, "Storage.setCookies", struct {
+		Cookies json.RawMessage `json:"cookies"`
+	}{cookies}, "")
+	return err
+}
+
+// launchGateWait bounds how long clients' commands wait for Hooks.Launched: a hook that hangs delays them,
+// never stops them.
+const launchGateWait = 10 * time.Second
+
+// gate holds clients' commands back while Hooks.Launched runs on a freshly launched browser.
+type gate struct {
+	open chan struct{}
+	once sync.Once
+}
+
+func (g *gate) release() { g.once.Do(func() { close(g.open) }) }
+
+// launchedLocked runs Hooks.Launched on a freshly launched browser's connection, with clients' commands held
+// at the gate until it returns (or launchGateWait passes). The caller holds mu and has just set m.up. The
+// hook's calls end with the connection (pending calls fail as Browser disconnected) or with ctx.
+func (m *Mux) launchedLocked(ctx context.Context) {
+	g := &gate{open: make(chan struct{})}
+	m.gate.Store(g)
+	timer := time.AfterFunc(launchGateWait, func() {
+		m.log.Warn().Msg("the launch hook is still running: clients' commands go ahead")
+		g.release()
+	})
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		defer g.release()
+		defer timer.Stop()
+		m.cfg.Hooks.Launched(ctx)
+	}()
+}
+
+// waitGate holds a client's command while the launch hook runs (one atomic load otherwise).
+func (m *Mux) waitGate() {
+	if g := m.gate.Load(); g != nil {
+		<-g.open
+	}
+}

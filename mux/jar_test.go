@@ -1,0 +1,126 @@
+package mux
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"vibebrowser/integration/testkit"
+)
+
+// TestJarChromium: on a real Chromium, the launch hook's cookies are in the browser before a client's first
+// command (the client's commands wait at the gate while the hook runs); the operator reads the whole jar,
+// HttpOnly and partitioned cookies included, and a client sees nothing of those reads and writes; the
+// count of what may have changed the jar moves with a client's page command and a navigation, never with
+// the operator's own calls or while nothing happens.
+func TestJarChromium(t *testing.T) {
+	endpoint := startChromium(t)
+	var m *Mux
+	hookDone := make(chan time.Time, 1)
+	cfg := Config{Upstream: endpoint, FreshLaunch: true}
+	cfg.Hooks.Launched = func(ctx context.Context) {
+		time.Sleep(300 * time.Millisecond) // a slow restore: the client's first command must wait for it
+		err := m.SetCookies(ctx, json.RawMessage(`[
+			{"name":"sid","value":"restored-login","url":"http://127.0.0.1/","httpOnly":true},
+			{"name":"part","value":"p1","url":"https://shop.example/","secure":true,"sameSite":"None",
+			 "partitionKey":{"topLevelSite":"https://top.example","hasCrossSiteAncestor":false}}]`))
+		if err != nil {
+			t.Errorf("SetCookies in the launch hook: %v", err)
+		}
+		hookDone <- time.Now()
+	}
+	m = runMux(t, nil, cfg)
+	testkit.WaitFor(t, 10*time.Second, "mux connected", func() bool { return m.Stats().Upstream })
+	c := newClient(t, m, "agent")
+	page := c.createTarget("about:blank")
+	answered := time.Now()
+	select {
+	case at := <-hookDone:
+		if answered.Before(at) {
+			t.Errorf("the client's first command was answered %v before the launch hook returned", at.Sub(answered))
+		}
+	default:
+		t.Fatal("the client's first command was answered while the launch hook ran")
+	}
+	sess := c.attach(page)
+	r := result[struct {
+		Cookies []struct{ Name, Value string }
+	}](t, c.call("Network.getCookies", `{"urls":["http://127.0.0.1/"]}`, sess))
+	if len(r.Cookies) != 1 || r.Cookies[0].Value != "restored-login" {
+		t.Errorf("the client's first read of the jar = %+v; want the launch hook's sid=restored-login", r.Cookies)
+	}
+
+	ctx := testCtx(t)
+	time.Sleep(500 * time.Millisecond) // the announcements of the client's attach
+	before, gen := len(c.all()), m.JarChanges()
+	jar, err := m.Cookies(ctx)
+	if err != nil {
+		t.Fatalf("Cookies: %v", err)
+	}
+	var cookies []struct {
+		Name         string
+		HTTPOnly     bool `json:"httpOnly"`
+		PartitionKey json.RawMessage
+	}
+	if err := json.Unmarshal(jar, &cookies); err != nil {
+		t.Fatalf("Cookies = %s: %v", jar, err)
+	}
+	got := map[string]bool{}
+	for _, ck := range cookies {
+		got[ck.Name] = ck.Name == "sid" && ck.HTTPOnly || ck.Name == "part" && len(ck.PartitionKey) > 0
+	}
+	if !got["sid"] || !got["part"] {
+		t.Errorf("Cookies = %s; want the HttpOnly sid and the partitioned part", jar)
+	}
+	if err := m.SetCookies(ctx, json.RawMessage(`[{"name":"more","value":"1","url":"http://127.0.0.1/"}]`)); err != nil {
+		t.Fatalf("SetCookies: %v", err)
+	}
+	time.Sleep(300 * time.Millisecond) // anything the browser would have sent the client meanwhile
+	if extra := c.all()[before:]; len(extra) != 0 {
+		t.Errorf("the client got %d messages while the operator read and set the jar: %s", len(extra), extra)
+	}
+	if now := m.JarChanges(); now != gen {
+		t.Errorf("JarChanges moved from %d to %d with the operator's own calls; want it still", gen, now)
+	}
+
+	c.call("Runtime.evaluate", `{"expression":"document.cookie='js=1'"}`, sess)
+	if now := m.JarChanges(); now == gen {
+		t.Errorf("JarChanges = %d after a client's script on its page; want it moved", now)
+	}
+	gen = m.JarChanges()
+	c.call("Page.navigate", `{"url":"data:text/html,<title>x</title>"}`, sess)
+	testkit.WaitFor(t, 5*time.Second, "the navigation counted", func() bool { return m.JarChanges() > gen+1 })
+	time.Sleep(500 * time.Millisecond) // the navigation's last announcements
+	gen = m.JarChanges()
+	time.Sleep(time.Second)
+	if now := m.JarChanges(); now != gen {
+		t.Errorf("JarChanges moved from %d to %d while nothing happened", gen, now)
+	}
+}
+
+// TestJarCommandSignals: which clients' commands may change the jar.
+func TestJarCommandSignals(t *testing.T) {
+	tests := []struct {
+		method, session string
+		want            bool
+	}{
+		{"Runtime.evaluate", "S1", true},
+		{"Input.dispatchMouseEvent", "S1", true},
+		{"Network.setCookie", "S1", true},
+		{"Storage.setCookies", "", true},
+		{"Network.clearBrowserCookies", "", true},
+		{"Target.getTargets", "", false},
+		{"Target.createTarget", "", false}, // its page's navigation counts when Chrome announces it
+		{"Browser.getVersion", "", false},
+	}
+	for _, tt := range tests {
+		if got := jarMayChangeCommand(tt.method, tt.session); got != tt.want {
+			t.Errorf("jarMayChangeCommand(%q, %q) = %v; want %v", tt.method, tt.session, got, tt.want)
+		}
+	}
+	if !strings.HasPrefix(string(setCookieHeaders[0]), `"`) {
+		t.Error("the Set-Cookie needles must match a JSON key")
+	}
+}
