@@ -348,7 +348,9 @@ const (
 	EventBrowserAdopted     = "browser_adopted"      // a browser a previous manager left running was taken over
 	EventStrayClosed        = "browser_stray_closed" // a browser left running that could not be adopted was closed
 	EventIdleStop           = "browser_idle_stopped"
-	EventDownloadCancelled  = "download_cancelled" // a task's download would have passed VIBE_DOWNLOAD_MAX_MB
+	EventDownloadCancelled  = "download_cancelled"          // a task's download would have passed VIBE_DOWNLOAD_MAX_MB
+	EventLoginRestored      = "login_restored"              // a launch set back cookies its browser had lost from the login checkpoint
+	EventLoginUnreadable    = "login_checkpoint_unreadable" // a launch found a login checkpoint it could not open or read
 )
 
 // ShimEventKinds are the only kinds POST PathEvents takes: what a shim reports of its own session. Every

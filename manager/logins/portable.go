@@ -22,7 +22,7 @@ const PortableMarker = "vibe-portable"
 // on it (no Local State yet), in which case the marker is written now (owner's, as the profile is).
 // false is an older profile, to be carried over once by its checkpoint (MarkPortable after it).
 func PrepareProfile(dir string, owner *osuser.User) (bool, error) {
-	if _, err := os.Stat(filepath.Join(dir, PortableMarker)); err == nil {
+	if IsPortable(dir) {
 		return true, nil
 	}
 	if _, err := os.Stat(filepath.Join(dir, "Local State")); err == nil {
@@ -31,6 +31,12 @@ func PrepareProfile(dir string, owner *osuser.User) (bool, error) {
 		return false, fmt.Errorf("profile %s: %w", dir, err)
 	}
 	return true, MarkPortable(dir, owner)
+}
+
+// IsPortable reports whether the profile in dir has its marker: it launches portable.
+func IsPortable(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, PortableMarker))
+	return err == nil
 }
 
 // MarkPortable writes dir's PortableMarker (0600, owner's when owner is set).

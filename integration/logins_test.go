@@ -1,0 +1,215 @@
+//go:build integration
+
+package integration
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"vibebrowser/integration/testkit"
+	"vibebrowser/manager/api"
+	"vibebrowser/manager/logins"
+)
+
+// loginSite is a marketplace's login: /login answers with an HttpOnly login cookie (sid, persistent) and a
+// session cookie (cart), as a site's login answer sets them, each with the value of ?v=; /whoami shows the
+// cookies the browser sent.
+func loginSite(t *testing.T) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/login":
+			v := r.URL.Query().Get("v")
+			http.SetCookie(w, &http.Cookie{Name: "sid", Value: "sid-" + v, Path: "/", MaxAge: 86400, HttpOnly: true})
+			http.SetCookie(w, &http.Cookie{Name: "cart", Value: "cart-" + v, Path: "/"})
+			fmt.Fprint(w, "<!doctype html><title>logged in</title>welcome")
+		case "/whoami":
+			fmt.Fprintf(w, "<!doctype html><title>whoami</title><pre id=c>%s</pre>", r.Header.Get("Cookie"))
+		default:
+			fmt.Fprint(w, "<!doctype html><title>shop</title>")
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func randomValue(t *testing.T) string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// login logs client c in on the site with value v (its login answer sets the cookies) and sets a
+// partitioned cookie part=part-v through CDP, as a client may.
+func login(t *testing.T, c *rawCDP, site, v string) {
+	t.Helper()
+	_, s := c.createPage(site + "/login?v=" + v)
+	c.must("Network.setCookie", map[string]any{"name": "part", "value": "part-" + v, "url": "https://cdn.example/",
+		"secure": true, "sameSite": "None", "expires": time.Now().Add(time.Hour).Unix(),
+		"partitionKey": map[string]any{"topLevelSite": "https://top.example", "hasCrossSiteAncestor": false}}, s, nil)
+}
+
+// seesLogin reports what a new client (its first commands) finds of login v: the cookies its page sends to
+// the site, and the partitioned cookie in the jar.
+func seesLogin(t *testing.T, m *managed, slug, client, site, v string) error {
+	t.Helper()
+	c := dialRaw(t, m.storeWS(slug, client))
+	var jar struct {
+		Cookies []struct{ Name, Value string }
+	}
+	if err := c.callInto("Storage.getCookies", map[string]any{}, "", &jar); err != nil {
+		return err
+	}
+	part := false
+	for _, ck := range jar.Cookies {
+		part = part || ck.Name == "part" && ck.Value == "part-"+v
+	}
+	_, s := c.createPage(site + "/whoami")
+	got, err := c.evaluate(s, "document.getElementById('c').textContent")
+	if err != nil {
+		return err
+	}
+	var sent string
+	json.Unmarshal(got, &sent)
+	if !strings.Contains(sent, "sid=sid-"+v) || !strings.Contains(sent, "cart=cart-"+v) || !part {
+		return fmt.Errorf("client %s: the page sent %q and the jar holds the partitioned cookie: %v; want sid=sid-%s, "+
+			"cart=cart-%s and part=part-%s", client, sent, part, v, v, v)
+	}
+	return nil
+}
+
+func (c *rawCDP) callInto(method string, params any, session string, out any) error {
+	res, err := c.Call(method, params, session)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(res, out)
+}
+
+// restoredEvents counts the login_restored events so far.
+func (m *managed) restoredEvents() []api.Event {
+	m.t.Helper()
+	evs, err := m.client.Events(context.Background())
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	var out []api.Event
+	for _, ev := range evs {
+		if ev.Kind == api.EventLoginRestored {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// TestLoginSurvives (SPEC §18): a login whose cookies were set 3 s before (an HttpOnly login answer, a
+// session cookie, a partitioned cookie) is there for the next client after (a) Chromium killed -9, (b) a
+// power cut (keeper, Chromium and manager killed -9, a new manager), (c) its Cookies file overwritten with
+// garbage while stopped; each restore is a login_restored event and a step of the store's task; the
+// checkpoint on disk is sealed, 0600.
+func TestLoginSurvives(t *testing.T) {
+	m := startManager(t, "VIBE_BROWSER_IDLE_S=0")
+	site := loginSite(t).URL
+	m.cli("store", "add", "shop")
+	m.cli("task", "set", taskA, "--store", "shop", "--status", "running")
+	profile := filepath.Join(m.home, "profiles", "shop")
+	jarPath := logins.JarPath(m.home, "shop")
+
+	// (a) Chromium killed -9 3 s after the login; the manager relaunches it behind its mux.
+	v1 := randomValue(t)
+	login(t, dialRaw(t, m.storeWS("shop", "task-a")), site, v1)
+	if _, err := os.Stat(filepath.Join(profile, logins.PortableMarker)); err != nil {
+		t.Errorf("a new profile is not marked portable: %v", err)
+	}
+	time.Sleep(3 * time.Second) // the scenario: the kill comes 3 s after the login (VIBE_LOGIN_CHECKPOINT_S=2, + 1 s)
+	before := m.browserOf("shop")
+	if err := syscall.Kill(before.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 30*time.Second, "the killed browser relaunched", func() bool {
+		b := m.browserOf("shop")
+		return b.Status == api.StatusRunning && b.PID != before.PID && b.PID != 0
+	})
+	if err := seesLogin(t, m, "shop", "after-kill", site, v1); err != nil {
+		t.Errorf("after Chromium's kill -9: %v", err)
+	}
+	restored := len(m.restoredEvents())
+	if restored == 0 {
+		t.Errorf("no %s event after the kill -9 relaunch set the login back", api.EventLoginRestored)
+	}
+
+	// (b) The power cut: the keeper, Chromium and the manager killed -9 together, 3 s after a new login
+	// (the site rotated the cookies); a new manager, then the next client.
+	v2 := randomValue(t)
+	login(t, dialRaw(t, m.storeWS("shop", "task-a2")), site, v2)
+	time.Sleep(3 * time.Second)
+	b := m.browserOf("shop")
+	for _, pid := range []int{m.cmd.Process.Pid, b.KeeperPID, b.PID} {
+		if pid > 0 {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	syscall.Kill(-b.PID, syscall.SIGKILL) // its renderers too: the machine went dark
+	m.cmd.Wait()
+	m.start()
+	if err := seesLogin(t, m, "shop", "after-power-cut", site, v2); err != nil {
+		t.Errorf("after the power cut: %v", err)
+	}
+	if n := len(m.restoredEvents()); n == 0 { // the new manager's ring starts empty
+		t.Errorf("no %s event from the new manager after the power cut", api.EventLoginRestored)
+	}
+
+	// (c) The Cookies database overwritten with garbage while the browser is stopped: Chromium razes it at
+	// its next start, and the checkpoint brings the login back.
+	m.cli("browser", "stop", "shop")
+	restored = len(m.restoredEvents())
+	for _, name := range []string{"Cookies", "Cookies-journal"} {
+		if err := os.WriteFile(filepath.Join(profile, "Default", name), bytes.Repeat([]byte("garbage!"), 512), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := seesLogin(t, m, "shop", "after-garbage", site, v2); err != nil {
+		t.Errorf("after the Cookies file was overwritten: %v", err)
+	}
+	evs := m.restoredEvents()
+	if len(evs) <= restored || !strings.Contains(evs[len(evs)-1].Message, "cookies set back") {
+		t.Errorf("events %+v; want a %s saying how many cookies were set back", evs, api.EventLoginRestored)
+	}
+	steps := 0
+	for _, e := range m.timeline(taskA).Entries {
+		if e.Fault != nil && e.Fault.What == api.FaultLoginRestored {
+			steps++
+		}
+	}
+	if steps == 0 {
+		t.Errorf("task %s's timeline has no %s step", taskA, api.FaultLoginRestored)
+	}
+
+	// (f) The checkpoint holds no cookie name or value in the clear, and is 0600 in 0700 folders.
+	raw, err := os.ReadFile(jarPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, clear := range []string{v1, v2, "sid-", "cart", "part-", "127.0.0.1", "SQLite format", `"name"`} {
+		if bytes.Contains(raw, []byte(clear)) {
+			t.Errorf("the checkpoint %s holds %q in the clear", jarPath, clear)
+		}
+	}
+	for p, want := range map[string]os.FileMode{jarPath: 0o600, filepath.Dir(jarPath): 0o700} {
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != want {
+			t.Errorf("%s: mode %v (%v); want %v", p, fi.Mode().Perm(), err, want)
+		}
+	}
+}

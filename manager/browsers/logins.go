@@ -1,0 +1,213 @@
+package browsers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"vibebrowser/manager/api"
+	"vibebrowser/manager/logins"
+	"vibebrowser/mux"
+	"vibebrowser/osuser"
+	"vibebrowser/state"
+)
+
+// A store's login survives its browser (SPEC §18): while the browser runs its cookie jar is checkpointed to
+// logins/<slug>/jar whenever it may have changed, and every fresh launch sets back what the browser lost.
+
+// checkpointed reports whether the manager keeps sp's login: only where the profile is the manager's own
+// (chrome stores and the web browser). A Ziniao environment's profile is Ziniao's (its client syncs it) and
+// a cdp endpoint's is someone else's browser, which may serve other programs: the manager copies neither's
+// jar into its home nor writes cookies into them.
+func checkpointed(sp Spec) bool { return sp.Backend == state.BackendChrome }
+
+// lastCheckpointBound bounds the checkpoint at a clean stop, inside the stop's own bound.
+const lastCheckpointBound = 2 * time.Second
+
+// loginKeeper checkpoints one browser's cookie jar. It belongs to the browser's mux: made with it
+// (attachMux), handed on to a browser relaunched behind it, stopped before the mux is cancelled (close,
+// with a last checkpoint at a clean stop). Its loop is the fleet's goroutine.
+type loginKeeper struct {
+	f     *Fleet
+	sp    Spec
+	mx    *mux.Mux     // set before the mux serves
+	owner *osuser.User // the browser user, nil for the manager's own
+	log   zerolog.Logger
+	stop  chan struct{} // closed by close
+	done  chan struct{} // closed when run has returned
+	once  sync.Once
+
+	mu sync.Mutex
+	// mu serialises the checkpoints (the loop's, a carry-over's, the last) and guards the fields below.
+	seen   uint64   // mx.JarChanges() before the jar was last read
+	sum    [32]byte // the jar last written
+	wrote  bool     // sum is set
+	settle bool     // the last read found a change: read once more, a Set-Cookie may land after its signal
+	failed string   // the last checkpoint's error, logged once until it changes
+}
+
+func (f *Fleet) newLoginKeeper(sp Spec, owner *osuser.User) *loginKeeper {
+	return &loginKeeper{f: f, sp: sp, owner: owner, stop: make(chan struct{}), done: make(chan struct{}),
+		log: f.log.With().Str("browser", sp.Key).Logger()}
+}
+
+// run checkpoints the jar every LoginCheckpoint at most, and only when the mux saw something that may have
+// changed it since the last read (mux.JarChanges), until close or the mux's end.
+func (k *loginKeeper) run(served <-chan struct{}) {
+	defer close(k.done)
+	tick := time.NewTicker(k.f.cfg.LoginCheckpoint)
+	defer tick.Stop()
+	for {
+		select {
+		case <-k.stop:
+			return
+		case <-served:
+			return
+		case <-tick.C:
+		}
+		k.mu.Lock()
+		due := k.settle || k.mx.JarChanges() != k.seen
+		k.mu.Unlock()
+		if due {
+			ctx, cancel := context.WithTimeout(context.Background(), k.f.cfg.LoginCheckpoint+lastCheckpointBound)
+			k.checkpointLogged(ctx)
+			cancel()
+		}
+	}
+}
+
+// close stops the loop; with last (a clean stop of a live browser) it checkpoints the jar once more.
+func (k *loginKeeper) close(last bool) {
+	k.once.Do(func() { close(k.stop) })
+	<-k.done
+	if last {
+		ctx, cancel := context.WithTimeout(context.Background(), lastCheckpointBound)
+		defer cancel()
+		k.checkpointLogged(ctx)
+	}
+}
+
+func (k *loginKeeper) checkpointLogged(ctx context.Context) {
+	_, err := k.checkpoint(ctx)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	switch {
+	case err == nil && k.failed != "":
+		k.log.Info().Msg("login checkpoints written again")
+		k.failed = ""
+	case err != nil && err.Error() != k.failed:
+		k.log.Warn().Err(err).Msg("login checkpoint")
+		k.failed = err.Error()
+	}
+}
+
+// checkpoint reads the whole jar through the mux and writes it unless it is the one last written; it
+// reports the bytes written (0: unchanged).
+func (k *loginKeeper) checkpoint(ctx context.Context) (int, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	gen := k.mx.JarChanges()
+	raw, err := k.mx.Cookies(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("read the cookie jar: %w", err)
+	}
+	cookies, err := logins.ParseCookies(raw)
+	if err != nil {
+		return 0, err
+	}
+	k.seen = gen
+	sum := logins.Sum(cookies)
+	if k.wrote && sum == k.sum {
+		k.settle = false
+		return 0, nil
+	}
+	key, err := k.f.sealKey()
+	if err != nil {
+		return 0, err
+	}
+	content := logins.Encode(cookies, time.Now())
+	if err := logins.WriteJar(key, k.f.cfg.Home, k.sp.Slug, content, k.owner); err != nil {
+		return 0, err
+	}
+	k.sum, k.wrote, k.settle = sum, true, true
+	return len(content), nil
+}
+
+// launched is the mux's Launched hook: on a freshly launched browser, before any client's first command,
+// the cookies of the newest checkpoint that the browser lacks (or holds with another value or expiry) are
+// set back; then a profile launched before it was portable is carried over (its jar checkpointed now, its
+// marker written, so the next launch, portable, sets the cookies back). Nothing here fails the launch: what
+// goes wrong is logged, and a checkpoint that does not open is an event.
+func (k *loginKeeper) launched(ctx context.Context) {
+	n, age, err := k.restore(ctx)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		k.log.Warn().Err(err).Msg("login not restored")
+		k.f.note(zerolog.WarnLevel, api.EventLoginUnreadable, k.sp.Key, api.Event{Message: fmt.Sprintf(
+			"%s: its login checkpoint could not be used, so nothing was set back at this launch (%v); "+
+				"the next checkpoint replaces it", k.sp.Name, err)})
+	case n > 0:
+		k.f.note(zerolog.InfoLevel, api.EventLoginRestored, k.sp.Key, api.Event{Message: fmt.Sprintf(
+			"%s: %d cookies set back from its login checkpoint of %s ago", k.sp.Name, n, age.Round(time.Second))})
+	}
+	profile := k.f.cfg.path("profiles", k.sp.Slug)
+	if logins.IsPortable(profile) {
+		return
+	}
+	if _, err := k.checkpoint(ctx); err != nil {
+		k.log.Warn().Err(err).Msg("carrying the profile over to the portable password store: its jar was not read; next launch again")
+		return
+	}
+	if err := logins.MarkPortable(profile, k.owner); err != nil {
+		k.log.Warn().Err(err).Msg("carrying the profile over to the portable password store")
+		return
+	}
+	k.log.Info().Msg("profile checkpointed before its switch to the portable password store: the next launch sets its cookies back")
+}
+
+// restore sets back what the browser lacks of the newest checkpoint: how many cookies, and the checkpoint's
+// age. No checkpoint yet is an error that errors.Is os.ErrNotExist.
+func (k *loginKeeper) restore(ctx context.Context) (int, time.Duration, error) {
+	key, err := k.f.sealKey()
+	if err != nil {
+		return 0, 0, err
+	}
+	content, _, err := logins.ReadJar(key, k.f.cfg.Home, k.sp.Slug)
+	if err != nil {
+		return 0, 0, err
+	}
+	jar, err := logins.Decode(content)
+	if err != nil {
+		return 0, 0, err
+	}
+	raw, err := k.mx.Cookies(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("read the cookie jar: %w", err)
+	}
+	have, err := logins.ParseCookies(raw)
+	if err != nil {
+		return 0, 0, err
+	}
+	missing := logins.Missing(jar.Cookies, have, time.Now())
+	if len(missing) == 0 {
+		return 0, 0, nil
+	}
+	n := len(missing)
+	if err := k.mx.SetCookies(ctx, logins.Params(missing)); err != nil {
+		// Chrome refuses the whole batch for one cookie it will not take: set them one by one.
+		n = 0
+		for _, c := range missing {
+			if k.mx.SetCookies(ctx, logins.Params([]logins.Cookie{c})) == nil {
+				n++
+			}
+		}
+		k.log.Warn().Err(err).Int("set", n).Int("of", len(missing)).Msg("some checkpointed cookies were refused by the browser")
+	}
+	return n, time.Since(jar.Taken), nil
+}
