@@ -213,3 +213,134 @@ func TestLoginSurvives(t *testing.T) {
 		}
 	}
 }
+
+// checkpointReads is vibe_login_checkpoints_total by result.
+func (m *managed) checkpointReads() map[string]int {
+	m.t.Helper()
+	out := map[string]int{}
+	for _, line := range strings.Split(testkit.Metrics(m.t, filepath.Join(m.home, api.SocketRel)), "\n") {
+		var result string
+		var n int
+		if rest, ok := strings.CutPrefix(line, `vibe_login_checkpoints_total{result="`); ok {
+			if i := strings.Index(rest, `"} `); i > 0 {
+				result = rest[:i]
+				fmt.Sscan(rest[i+3:], &n)
+				out[result] = n
+				out["all"] += n
+			}
+		}
+	}
+	return out
+}
+
+// TestLoginCheckpointsInvisible: checkpoints read the jar only after something may have changed it, at most
+// every VIBE_LOGIN_CHECKPOINT_S, never while nothing happens; and a client on the same browser (its page's
+// Network and Page domains on, discovering targets) sees no trace of them: no event, no target.
+func TestLoginCheckpointsInvisible(t *testing.T) {
+	m := startManager(t, "VIBE_BROWSER_IDLE_S=0", "VIBE_LOGIN_CHECKPOINT_S=1")
+	site := loginSite(t).URL
+	m.cli("store", "add", "quiet")
+	watcher := dialRaw(t, m.storeWS("quiet", "watcher"))
+	watcher.must("Target.setDiscoverTargets", map[string]any{"discover": true}, "", nil)
+	_, ws := watcher.createPage(site + "/")
+	for _, domain := range []string{"Network.enable", "Page.enable", "Runtime.enable"} {
+		watcher.must(domain, map[string]any{}, ws, nil)
+	}
+	targets := watcher.targetIDs(true)
+
+	// Quiet: after the settling read of the watcher's own traffic, no read at all.
+	var quiet map[string]int
+	testkit.WaitFor(t, 15*time.Second, "the checkpoints to settle", func() bool {
+		before := m.checkpointReads()["all"]
+		time.Sleep(2500 * time.Millisecond) // over two intervals with nothing happening
+		quiet = m.checkpointReads()
+		return quiet["all"] == before && quiet["written"] > 0
+	})
+	seen := len(watcher.Events(""))
+	time.Sleep(3 * time.Second)
+	if now := m.checkpointReads(); now["all"] != quiet["all"] {
+		t.Errorf("the jar was read %d times while nothing happened; want none", now["all"]-quiet["all"])
+	}
+
+	// Busy: another client changes a cookie every 100 ms for 5 s: at most one read a second (and the
+	// trailing one), each a new jar written.
+	driver := dialRaw(t, m.storeWS("quiet", "driver"))
+	_, ds := driver.createPage(site + "/")
+	began := time.Now()
+	for i := 0; time.Since(began) < 5*time.Second; i++ {
+		if _, err := driver.evaluate(ds, fmt.Sprintf("document.cookie = 'n=%d; max-age=3600'", i)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	testkit.WaitFor(t, 5*time.Second, "the last change checkpointed", func() bool {
+		before := m.checkpointReads()["all"]
+		time.Sleep(2500 * time.Millisecond)
+		return m.checkpointReads()["all"] == before
+	})
+	busy := m.checkpointReads()
+	elapsed := time.Since(began)
+	reads, written := busy["all"]-quiet["all"], busy["written"]-quiet["written"]
+	if max := int(elapsed/time.Second) + 2; reads > max || written < 3 {
+		t.Errorf("%d reads (%d written) in %v of changes; want at most %d (one a second and the trailing one), at least 3 written",
+			reads, written, elapsed.Round(time.Millisecond), max)
+	}
+	if extra := watcher.Events("")[seen:]; len(extra) != 0 {
+		t.Errorf("the watcher got %d events while the jar was checkpointed: %+v", len(extra), extra)
+	}
+	if got := watcher.targetIDs(true); strings.Join(got, ",") != strings.Join(targets, ",") {
+		t.Errorf("the watcher's targets went from %v to %v", targets, got)
+	}
+}
+
+// cmdline is a process's command line.
+func cmdline(t *testing.T, pid int) string {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
+}
+
+// TestLoginCarriedOverToPortable: a profile made before the portable password store (no marker, no
+// checkpoint) launches once as it was; its jar is checkpointed and it is marked; the next launch is
+// portable and sets back the cookies its keyring-encrypted database no longer gives (here: overwritten).
+func TestLoginCarriedOverToPortable(t *testing.T) {
+	m := startManager(t, "VIBE_BROWSER_IDLE_S=0")
+	site := loginSite(t).URL
+	m.cli("store", "add", "old")
+	v := randomValue(t)
+	login(t, dialRaw(t, m.storeWS("old", "task-a")), site, v)
+	m.cli("browser", "stop", "old")
+	profile := filepath.Join(m.home, "profiles", "old")
+	marker := filepath.Join(profile, logins.PortableMarker)
+	for _, p := range []string{marker, logins.JarPath(m.home, "old")} { // a profile of an older manager
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	if err := seesLogin(t, m, "old", "first", site, v); err != nil {
+		t.Errorf("the older profile's own launch: %v", err)
+	}
+	if line := cmdline(t, m.browserOf("old").PID); strings.Contains(line, "--password-store=basic") {
+		t.Errorf("the older profile's first launch was portable already: %s", line)
+	}
+	testkit.WaitFor(t, 10*time.Second, "the older profile checkpointed and marked", func() bool {
+		_, errM := os.Stat(marker)
+		_, errJ := os.Stat(logins.JarPath(m.home, "old"))
+		return errM == nil && errJ == nil
+	})
+	m.cli("browser", "stop", "old")
+	// Its cookies were encrypted with the keyring's key, which the portable launch does not use.
+	for _, name := range []string{"Cookies", "Cookies-journal"} {
+		os.WriteFile(filepath.Join(profile, "Default", name), bytes.Repeat([]byte("keyring!"), 512), 0o600)
+	}
+	if err := seesLogin(t, m, "old", "portable", site, v); err != nil {
+		t.Errorf("the portable launch: %v", err)
+	}
+	if line := cmdline(t, m.browserOf("old").PID); !strings.Contains(line, "--password-store=basic") {
+		t.Errorf("the launch after the carry-over is not portable: %s", line)
+	}
+}

@@ -26,6 +26,13 @@ import (
 // jar into its home nor writes cookies into them.
 func checkpointed(sp Spec) bool { return sp.Backend == state.BackendChrome }
 
+// The results of a checkpoint, for vibe_login_checkpoints_total.
+const (
+	checkpointWritten   = "written"
+	checkpointUnchanged = "unchanged"
+	checkpointFailed    = "failed"
+)
+
 // lastCheckpointBound bounds the checkpoint at a clean stop, inside the stop's own bound.
 const lastCheckpointBound = 2 * time.Second
 
@@ -108,9 +115,19 @@ func (k *loginKeeper) checkpointLogged(ctx context.Context) {
 
 // checkpoint reads the whole jar through the mux and writes it unless it is the one last written; it
 // reports the bytes written (0: unchanged).
-func (k *loginKeeper) checkpoint(ctx context.Context) (int, error) {
+func (k *loginKeeper) checkpoint(ctx context.Context) (n int, err error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	defer func() {
+		result := checkpointWritten
+		switch {
+		case err != nil:
+			result = checkpointFailed
+		case n == 0:
+			result = checkpointUnchanged
+		}
+		k.f.checkpoints.WithLabelValues(result).Inc()
+	}()
 	gen := k.mx.JarChanges()
 	raw, err := k.mx.Cookies(ctx)
 	if err != nil {
