@@ -21,6 +21,7 @@ import (
 	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/logins"
+	"vibebrowser/manager/seal"
 )
 
 // loginSite is a marketplace's login: /login answers with an HttpOnly login cookie (sid, persistent) and a
@@ -117,8 +118,9 @@ func (m *managed) restoredEvents() []api.Event {
 // TestLoginSurvives (SPEC §18): a login whose cookies were set 3 s before (an HttpOnly login answer, a
 // session cookie, a partitioned cookie) is there for the next client after (a) Chromium killed -9, (b) a
 // power cut (keeper, Chromium and manager killed -9, a new manager), (c) its Cookies file overwritten with
-// garbage while stopped; each restore is a login_restored event and a step of the store's task; the
-// checkpoint on disk is sealed, 0600.
+// garbage while stopped; each restore is a login_restored event and a step of the store's task; (d) a
+// checkpoint that does not open is an event, not a failed launch, and is replaced; (f) the checkpoint on
+// disk is sealed, 0600.
 func TestLoginSurvives(t *testing.T) {
 	m := startManager(t, "VIBE_BROWSER_IDLE_S=0")
 	site := loginSite(t).URL
@@ -171,8 +173,37 @@ func TestLoginSurvives(t *testing.T) {
 		t.Errorf("no %s event from the new manager after the power cut", api.EventLoginRestored)
 	}
 
+	// (d) A checkpoint that does not open (here: altered) is an event at the next launch, never fatal to
+	// it (the login is in the profile after a clean stop), and the next checkpoint replaces it.
+	m.cli("browser", "stop", "shop")
+	raw, err := os.ReadFile(jarPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(jarPath, append(raw[:len(raw)-1], raw[len(raw)-1]^1), 0o600)
+	if err := seesLogin(t, m, "shop", "after-bad-jar", site, v2); err != nil {
+		t.Errorf("after the checkpoint was altered: %v", err)
+	}
+	all, _ := m.client.Events(context.Background())
+	unreadable := false
+	for _, ev := range all {
+		unreadable = unreadable || ev.Kind == api.EventLoginUnreadable && strings.Contains(ev.Message, "could not be used")
+	}
+	if !unreadable {
+		t.Errorf("no %s event for an altered checkpoint", api.EventLoginUnreadable)
+	}
+	key, err := seal.LoadKey(m.home, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 10*time.Second, "the altered checkpoint replaced", func() bool {
+		_, _, err := logins.ReadJar(key, m.home, "shop")
+		return err == nil
+	})
+
 	// (c) The Cookies database overwritten with garbage while the browser is stopped: Chromium razes it at
-	// its next start, and the checkpoint brings the login back.
+	// its next start (and keeps that session's cookies in memory only), and the checkpoint brings the login
+	// back.
 	m.cli("browser", "stop", "shop")
 	restored = len(m.restoredEvents())
 	for _, name := range []string{"Cookies", "Cookies-journal"} {
@@ -198,7 +229,7 @@ func TestLoginSurvives(t *testing.T) {
 	}
 
 	// (f) The checkpoint holds no cookie name or value in the clear, and is 0600 in 0700 folders.
-	raw, err := os.ReadFile(jarPath)
+	raw, err = os.ReadFile(jarPath)
 	if err != nil {
 		t.Fatal(err)
 	}

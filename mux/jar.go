@@ -26,6 +26,11 @@ import (
 //   - a person's takeover of a tab ending (what they typed may have logged the store in).
 func (m *Mux) JarChanges() uint64 { return m.jarGen.Load() }
 
+// Launches counts the connections to a freshly launched browser on which Hooks.Launched has run or runs. It
+// moves before the connection serves anything, so a caller that read it before a call and finds it moved
+// after knows the answer may come from a browser whose launch hook has not finished (a jar not restored yet).
+func (m *Mux) Launches() uint64 { return m.launches.Load() }
+
 // jarMayChangeCommand reports whether a client's command may change cookies (see JarChanges).
 func jarMayChangeCommand(method, sessionID string) bool {
 	if sessionID != "" {
@@ -92,6 +97,7 @@ func (g *gate) release() { g.once.Do(func() { close(g.open) }) }
 // at the gate until it returns (or launchGateWait passes). The caller holds mu and has just set m.up. The
 // hook's calls end with the connection (pending calls fail as Browser disconnected) or with ctx.
 func (m *Mux) launchedLocked(ctx context.Context) {
+	m.launches.Add(1)
 	g := &gate{open: make(chan struct{})}
 	m.gate.Store(g)
 	timer := time.AfterFunc(launchGateWait, func() {

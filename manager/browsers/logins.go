@@ -33,8 +33,12 @@ const (
 	checkpointFailed    = "failed"
 )
 
-// lastCheckpointBound bounds the checkpoint at a clean stop, inside the stop's own bound.
-const lastCheckpointBound = 2 * time.Second
+// Bounds of the calls through the mux: k.mu is held across them, and a stop waits for the loop's.
+const (
+	checkpointBound     = 5 * time.Second // one checkpoint of the loop
+	lastCheckpointBound = 2 * time.Second // the checkpoint at a clean stop, inside the stop's own bound
+	launchedBound       = 8 * time.Second // the restore at a launch, inside the mux's gate (10 s)
+)
 
 // loginKeeper checkpoints one browser's cookie jar. It belongs to the browser's mux: made with it
 // (attachMux), handed on to a browser relaunched behind it, stopped before the mux is cancelled (close,
@@ -50,7 +54,10 @@ type loginKeeper struct {
 	once  sync.Once
 
 	mu sync.Mutex
-	// mu serialises the checkpoints (the loop's, a carry-over's, the last) and guards the fields below.
+	// mu serialises the checkpoints (the loop's, the last) and a launch's restore, and guards the fields below.
+	// launch is the mux's Launches() whose restore is done: a jar read from a browser launched since is the
+	// jar that lost what the restore is about to set back, never a checkpoint.
+	launch uint64
 	seen   uint64   // mx.JarChanges() before the jar was last read
 	sum    [32]byte // the jar last written
 	wrote  bool     // sum is set
@@ -81,7 +88,7 @@ func (k *loginKeeper) run(served <-chan struct{}) {
 		due := k.settle || k.mx.JarChanges() != k.seen
 		k.mu.Unlock()
 		if due {
-			ctx, cancel := context.WithTimeout(context.Background(), k.f.cfg.LoginCheckpoint+lastCheckpointBound)
+			ctx, cancel := context.WithTimeout(context.Background(), checkpointBound)
 			k.checkpointLogged(ctx)
 			cancel()
 		}
@@ -115,9 +122,20 @@ func (k *loginKeeper) checkpointLogged(ctx context.Context) {
 
 // checkpoint reads the whole jar through the mux and writes it unless it is the one last written; it
 // reports the bytes written (0: unchanged).
-func (k *loginKeeper) checkpoint(ctx context.Context) (n int, err error) {
+func (k *loginKeeper) checkpoint(ctx context.Context) (int, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	return k.checkpointLocked(ctx)
+}
+
+// errRestoreDue: the browser was launched since the last restore, which has not run yet.
+var errRestoreDue = errors.New("the browser was launched again and its login is not restored yet")
+
+func (k *loginKeeper) checkpointLocked(ctx context.Context) (n int, err error) {
+	launch := k.mx.Launches()
+	if launch != k.launch {
+		return 0, nil // its restore comes first, then reads again (settle)
+	}
 	defer func() {
 		result := checkpointWritten
 		switch {
@@ -132,6 +150,9 @@ func (k *loginKeeper) checkpoint(ctx context.Context) (n int, err error) {
 	raw, err := k.mx.Cookies(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("read the cookie jar: %w", err)
+	}
+	if k.mx.Launches() != launch {
+		return 0, errRestoreDue
 	}
 	cookies, err := logins.ParseCookies(raw)
 	if err != nil {
@@ -161,7 +182,15 @@ func (k *loginKeeper) checkpoint(ctx context.Context) (n int, err error) {
 // marker written, so the next launch, portable, sets the cookies back). Nothing here fails the launch: what
 // goes wrong is logged, and a checkpoint that does not open is an event.
 func (k *loginKeeper) launched(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, launchedBound)
+	defer cancel()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	launch := k.mx.Launches()
 	n, age, err := k.restore(ctx)
+	// Checkpoints go on from this browser's jar, read again at once: the restore's cookies are in it now, and
+	// a checkpoint that does not open is replaced by it.
+	k.launch, k.settle = launch, true
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
@@ -177,7 +206,7 @@ func (k *loginKeeper) launched(ctx context.Context) {
 	if logins.IsPortable(profile) {
 		return
 	}
-	if _, err := k.checkpoint(ctx); err != nil {
+	if _, err := k.checkpointLocked(ctx); err != nil {
 		k.log.Warn().Err(err).Msg("carrying the profile over to the portable password store: its jar was not read; next launch again")
 		return
 	}
