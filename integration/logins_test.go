@@ -66,7 +66,13 @@ func login(t *testing.T, c *rawCDP, site, v string) {
 // the site, and the partitioned cookie in the jar.
 func seesLogin(t *testing.T, m *managed, slug, client, site, v string) error {
 	t.Helper()
-	c := dialRaw(t, m.storeWS(slug, client))
+	return seesLoginAt(t, m.storeWS(slug, client), site, v)
+}
+
+// seesLoginAt is seesLogin of the client at url.
+func seesLoginAt(t *testing.T, url, site, v string) error {
+	t.Helper()
+	c := dialRaw(t, url)
 	var jar struct {
 		Cookies []struct{ Name, Value string }
 	}
@@ -86,7 +92,7 @@ func seesLogin(t *testing.T, m *managed, slug, client, site, v string) error {
 	json.Unmarshal(got, &sent)
 	if !strings.Contains(sent, "sid=sid-"+v) || !strings.Contains(sent, "cart=cart-"+v) || !part {
 		return fmt.Errorf("client %s: the page sent %q and the jar holds the partitioned cookie: %v; want sid=sid-%s, "+
-			"cart=cart-%s and part=part-%s", client, sent, part, v, v, v)
+			"cart=cart-%s and part=part-%s", url[strings.LastIndex(url, "/")+1:], sent, part, v, v, v)
 	}
 	return nil
 }
@@ -373,5 +379,60 @@ func TestLoginCarriedOverToPortable(t *testing.T) {
 	}
 	if line := cmdline(t, m.browserOf("old").PID); !strings.Contains(line, "--password-store=basic") {
 		t.Errorf("the launch after the carry-over is not portable: %s", line)
+	}
+}
+
+// TestLoginCheckpointOfABoundStore (SPEC §14): a store with an agent user runs its browser as its browser
+// user, whose checkpoint (and folder) it is, 0600 and 0700, which the agent user cannot read; and it comes
+// back after a kill -9 as any store's does.
+func TestLoginCheckpointOfABoundStore(t *testing.T) {
+	agent := testkit.SystemUser(t, agentUserA)
+	browser := testkit.SystemUser(t, browserUser)
+	m := startManagerWith(t, reachableBinaries(t), boundaryHome(t), "VIBE_BROWSER_IDLE_S=0")
+	site := loginSite(t).URL
+	m.cli("store", "add", "Acme", "--agent-user", agentUserA, "--browser-user", browserUser)
+	st, err := m.client.GetStore(context.Background(), "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	capWS := func(client string) string { // a bound store's clients connect by their capability (SPEC §14)
+		resp, err := m.client.EnsureSession(context.Background(), api.EnsureRequest{Kind: api.KindStore, StoreID: st.ID,
+			ClientID: client, BUName: "acme-" + client, TaskID: taskA})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.CDPWS
+	}
+	v := randomValue(t)
+	login(t, dialRaw(t, capWS(taskA)), site, v)
+	jarPath := logins.JarPath(m.home, "acme")
+	testkit.WaitFor(t, 10*time.Second, "the checkpoint written", func() bool {
+		_, err := os.Stat(jarPath)
+		return err == nil
+	})
+	for p, want := range map[string]os.FileMode{jarPath: 0o600, filepath.Dir(jarPath): 0o700} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if fi.Mode().Perm() != want || int(st.Uid) != browser.UID {
+			t.Errorf("%s: mode %v, uid %d; want %v, the browser user's (%d)", p, fi.Mode().Perm(), st.Uid, want, browser.UID)
+		}
+	}
+	if err := agent.MayRead(jarPath); err == nil {
+		t.Errorf("the agent user %s may read the checkpoint %s", agentUserA, jarPath)
+	}
+	time.Sleep(3 * time.Second)
+	before := m.browserOf("acme")
+	if err := syscall.Kill(before.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 30*time.Second, "the killed browser relaunched", func() bool {
+		b := m.browserOf("acme")
+		return b.Status == api.StatusRunning && b.PID != before.PID && b.PID != 0
+	})
+	if err := seesLoginAt(t, capWS(taskA+"-w2"), site, v); err != nil {
+		t.Errorf("after Chromium's kill -9: %v", err)
 	}
 }
