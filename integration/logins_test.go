@@ -270,9 +270,10 @@ func (m *managed) checkpointReads() map[string]int {
 	return out
 }
 
-// TestLoginCheckpointsInvisible: checkpoints read the jar only after something may have changed it, at most
-// every VIBE_LOGIN_CHECKPOINT_S, never while nothing happens; and a client on the same browser (its page's
-// Network and Page domains on, discovering targets) sees no trace of them: no event, no target.
+// TestLoginCheckpointsInvisible: checkpoints read the jar only after something may have changed it (here
+// login answers, each a navigation), at most every VIBE_LOGIN_CHECKPOINT_S, never while nothing happens; and
+// a client on the same browser (its page's Network and Page domains on, discovering targets) sees no trace of
+// them: no event, no target.
 func TestLoginCheckpointsInvisible(t *testing.T) {
 	m := startManager(t, "VIBE_BROWSER_IDLE_S=0", "VIBE_LOGIN_CHECKPOINT_S=1")
 	site := loginSite(t).URL
@@ -299,16 +300,14 @@ func TestLoginCheckpointsInvisible(t *testing.T) {
 		t.Errorf("the jar was read %d times while nothing happened; want none", now["all"]-quiet["all"])
 	}
 
-	// Busy: another client changes a cookie every 100 ms for 5 s: at most one read a second (and the
-	// trailing one), each a new jar written.
+	// Busy: another client logs in again every 200 ms for 5 s (each login answer a new cookie, each a
+	// navigation): at most one read a second (and the trailing one), each a new jar written.
 	driver := dialRaw(t, m.storeWS("quiet", "driver"))
 	_, ds := driver.createPage(site + "/")
 	began := time.Now()
 	for i := 0; time.Since(began) < 5*time.Second; i++ {
-		if _, err := driver.evaluate(ds, fmt.Sprintf("document.cookie = 'n=%d; max-age=3600'", i)); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(100 * time.Millisecond)
+		driver.must("Page.navigate", map[string]any{"url": fmt.Sprintf("%s/login?v=%d", site, i)}, ds, nil)
+		time.Sleep(200 * time.Millisecond)
 	}
 	testkit.WaitFor(t, 5*time.Second, "the last change checkpointed", func() bool {
 		before := m.checkpointReads()["all"]

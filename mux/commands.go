@@ -74,9 +74,7 @@ func (m *Mux) handleClient(c *conn, b []byte) {
 	}
 	c.cl.active = time.Now()
 	m.touchActivityLocked()
-	if jarMayChangeCommand(cmd.method, cmd.sessionID) {
-		m.jarGen.Add(1)
-	}
+	m.countJarCommand(cmd.method, cmd.sessionID)
 	m.upQuiet = true
 	m.routeLocked(c, b, info, id, tp)
 	m.upQuiet = false

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
@@ -15,28 +16,44 @@ import (
 // whose answers come back to the mux alone: Storage.* raises no event, so a client sees nothing of them.
 
 // JarChanges counts what the mux has seen that may have changed the browser's cookies, so that a caller
-// that remembers the count reads the jar again only when it moved. The signals are those the mux really
-// sees (a page's own script, a timer's fetch, is invisible to it unless one of them follows):
-//   - a client's command on a page (any: a script, an input or a navigation may set a cookie) and its
-//     browser-level Storage.* and Network.* commands (cookies set or cleared directly);
-//   - a page's announcement of a navigation (Target.targetInfoChanged of a page, a person's in the window
-//     included), and a page created;
-//   - a response whose headers a client's Network domain reports (Network.responseReceivedExtraInfo,
-//     where a Set-Cookie would be);
+// that remembers the count reads the jar again only when it moved. The signals are those the mux really sees
+// (SPEC §18: a response that set a cookie, a navigation, a takeover's end):
+//   - a response whose headers a client's Network domain reports with a Set-Cookie
+//     (Network.responseReceivedExtraInfo: a login answer, an XHR that rotates a session);
+//   - a page created, or announcing a navigation (Target.targetCreated/targetInfoChanged of a page, a
+//     person's in the window included);
+//   - a client's cookie command (Network.setCookie(s), deleteCookies, clearBrowserCookies, Storage.*Cookies,
+//     Storage.clearDataFor*);
 //   - a person's takeover of a tab ending (what they typed may have logged the store in).
+//
+// A page's own script or timer is invisible to the mux unless one of these follows.
 func (m *Mux) JarChanges() uint64 { return m.jarGen.Load() }
+
+// JarScripts counts the clients' other commands on pages: any of them may run a script that sets
+// document.cookie, but agents send them without end, so they are a weaker signal than JarChanges (the
+// manager reads the jar for them at a slower pace).
+func (m *Mux) JarScripts() uint64 { return m.jarScripts.Load() }
 
 // Launches counts the connections to a freshly launched browser on which Hooks.Launched has run or runs. It
 // moves before the connection serves anything, so a caller that read it before a call and finds it moved
 // after knows the answer may come from a browser whose launch hook has not finished (a jar not restored yet).
 func (m *Mux) Launches() uint64 { return m.launches.Load() }
 
-// jarMayChangeCommand reports whether a client's command may change cookies (see JarChanges).
-func jarMayChangeCommand(method, sessionID string) bool {
-	if sessionID != "" {
-		return true
+// countJarCommand counts a client's command that may change cookies (JarChanges, JarScripts).
+func (m *Mux) countJarCommand(method, sessionID string) {
+	switch {
+	case cookieCommand(method):
+		m.jarGen.Add(1)
+	case sessionID != "":
+		m.jarScripts.Add(1)
 	}
-	return len(method) > 8 && (method[:8] == "Storage." || method[:8] == "Network.")
+}
+
+// cookieCommand reports whether a command sets or clears cookies directly.
+func cookieCommand(method string) bool {
+	domain, name, _ := strings.Cut(method, ".")
+	return (domain == "Network" || domain == "Storage") && strings.Contains(name, "Cookie") && !strings.HasPrefix(name, "get") ||
+		strings.HasPrefix(method, "Storage.clearDataFor")
 }
 
 // setCookieHeader is how a response's Set-Cookie shows in Network.responseReceivedExtraInfo's headers (HTTP/2

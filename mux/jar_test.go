@@ -85,39 +85,50 @@ func TestJarChromium(t *testing.T) {
 		t.Errorf("JarChanges moved from %d to %d with the operator's own calls; want it still", gen, now)
 	}
 
+	scripts := m.JarScripts()
 	c.call("Runtime.evaluate", `{"expression":"document.cookie='js=1'"}`, sess)
+	if now := m.JarScripts(); now == scripts {
+		t.Errorf("JarScripts = %d after a client's script on its page; want it moved", now)
+	}
+	c.call("Network.setCookie", `{"name":"n","value":"1","url":"http://127.0.0.1/"}`, sess)
 	if now := m.JarChanges(); now == gen {
-		t.Errorf("JarChanges = %d after a client's script on its page; want it moved", now)
+		t.Errorf("JarChanges = %d after a client's Network.setCookie; want it moved", now)
 	}
 	gen = m.JarChanges()
 	c.call("Page.navigate", `{"url":"data:text/html,<title>x</title>"}`, sess)
-	testkit.WaitFor(t, 5*time.Second, "the navigation counted", func() bool { return m.JarChanges() > gen+1 })
+	testkit.WaitFor(t, 5*time.Second, "the navigation counted", func() bool { return m.JarChanges() > gen })
 	time.Sleep(500 * time.Millisecond) // the navigation's last announcements
-	gen = m.JarChanges()
+	gen, scripts = m.JarChanges(), m.JarScripts()
 	time.Sleep(time.Second)
-	if now := m.JarChanges(); now != gen {
-		t.Errorf("JarChanges moved from %d to %d while nothing happened", gen, now)
+	if now, nowScripts := m.JarChanges(), m.JarScripts(); now != gen || nowScripts != scripts {
+		t.Errorf("JarChanges, JarScripts moved from %d, %d to %d, %d while nothing happened", gen, scripts, now, nowScripts)
 	}
 }
 
-// TestJarCommandSignals: which clients' commands may change the jar.
+// TestJarCommandSignals: which clients' commands may change the jar, directly or through a script.
 func TestJarCommandSignals(t *testing.T) {
 	tests := []struct {
 		method, session string
-		want            bool
+		change, script  bool
 	}{
-		{"Runtime.evaluate", "S1", true},
-		{"Input.dispatchMouseEvent", "S1", true},
-		{"Network.setCookie", "S1", true},
-		{"Storage.setCookies", "", true},
-		{"Network.clearBrowserCookies", "", true},
-		{"Target.getTargets", "", false},
-		{"Target.createTarget", "", false}, // its page's navigation counts when Chrome announces it
-		{"Browser.getVersion", "", false},
+		{"Runtime.evaluate", "S1", false, true},
+		{"Input.dispatchMouseEvent", "S1", false, true},
+		{"Network.setCookie", "S1", true, false},
+		{"Network.setCookies", "", true, false},
+		{"Network.getCookies", "S1", false, true},
+		{"Network.deleteCookies", "S1", true, false},
+		{"Network.clearBrowserCookies", "", true, false},
+		{"Storage.setCookies", "", true, false},
+		{"Storage.getCookies", "", false, false},
+		{"Storage.clearDataForOrigin", "", true, false},
+		{"Target.getTargets", "", false, false},
+		{"Target.createTarget", "", false, false}, // its page counts when Chrome announces it
 	}
 	for _, tt := range tests {
-		if got := jarMayChangeCommand(tt.method, tt.session); got != tt.want {
-			t.Errorf("jarMayChangeCommand(%q, %q) = %v; want %v", tt.method, tt.session, got, tt.want)
+		var m Mux
+		m.countJarCommand(tt.method, tt.session)
+		if change, script := m.JarChanges() == 1, m.JarScripts() == 1; change != tt.change || script != tt.script {
+			t.Errorf("countJarCommand(%q, %q): change %v, script %v; want %v, %v", tt.method, tt.session, change, script, tt.change, tt.script)
 		}
 	}
 	if !strings.HasPrefix(string(setCookieHeaders[0]), `"`) {

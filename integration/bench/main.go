@@ -54,6 +54,7 @@ var groups = []group{
 	{"pipe", benchPipe},
 	{"proxy", benchProxy},
 	{"call", benchCall},
+	{"logins", benchLogins},
 }
 
 func main() {

@@ -58,20 +58,19 @@ type loginKeeper struct {
 	// launch is the mux's Launches() whose restore is done: a jar read from a browser launched since is the
 	// jar that lost what the restore is about to set back, never a checkpoint.
 	launch uint64
-	seen   uint64   // mx.JarChanges() before the jar was last read
-	sum    [32]byte // the jar last written
-	wrote  bool     // sum is set
-	settle bool     // the last read found a change: read once more, a Set-Cookie may land after its signal
-	failed string   // the last checkpoint's error, logged once until it changes
+	pace   logins.Pace
+	cp     logins.Checkpointer // its Key is set at the first checkpoint (Fleet.sealKey)
+	failed string              // the last checkpoint's error, logged once until it changes
 }
 
 func (f *Fleet) newLoginKeeper(sp Spec, owner *osuser.User) *loginKeeper {
 	return &loginKeeper{f: f, sp: sp, owner: owner, stop: make(chan struct{}), done: make(chan struct{}),
-		log: f.log.With().Str("browser", sp.Key).Logger()}
+		log: f.log.With().Str("browser", sp.Key).Logger(),
+		cp:  logins.Checkpointer{Home: f.cfg.Home, Slug: sp.Slug, Owner: owner}}
 }
 
 // run checkpoints the jar every LoginCheckpoint at most, and only when the mux saw something that may have
-// changed it since the last read (mux.JarChanges), until close or the mux's end.
+// changed it since the last read (logins.Pace), until close or the mux's end.
 func (k *loginKeeper) run(served <-chan struct{}) {
 	defer close(k.done)
 	tick := time.NewTicker(k.f.cfg.LoginCheckpoint)
@@ -85,7 +84,7 @@ func (k *loginKeeper) run(served <-chan struct{}) {
 		case <-tick.C:
 		}
 		k.mu.Lock()
-		due := k.settle || k.mx.JarChanges() != k.seen
+		due := k.pace.Due(time.Now(), k.f.cfg.LoginCheckpoint, k.mx.JarChanges(), k.mx.JarScripts())
 		k.mu.Unlock()
 		if due {
 			ctx, cancel := context.WithTimeout(context.Background(), checkpointBound)
@@ -146,7 +145,7 @@ func (k *loginKeeper) checkpointLocked(ctx context.Context) (n int, err error) {
 		}
 		k.f.checkpoints.WithLabelValues(result).Inc()
 	}()
-	gen := k.mx.JarChanges()
+	changes, scripts := k.mx.JarChanges(), k.mx.JarScripts()
 	raw, err := k.mx.Cookies(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("read the cookie jar: %w", err)
@@ -154,26 +153,16 @@ func (k *loginKeeper) checkpointLocked(ctx context.Context) (n int, err error) {
 	if k.mx.Launches() != launch {
 		return 0, errRestoreDue
 	}
-	cookies, err := logins.ParseCookies(raw)
-	if err != nil {
-		return 0, err
+	if k.cp.Key == nil {
+		if k.cp.Key, err = k.f.sealKey(); err != nil {
+			return 0, err
+		}
 	}
-	k.seen = gen
-	sum := logins.Sum(cookies)
-	if k.wrote && sum == k.sum {
-		k.settle = false
-		return 0, nil
+	n, err = k.cp.Take(raw, time.Now())
+	if err == nil {
+		k.pace.Read(time.Now(), changes, scripts, n > 0)
 	}
-	key, err := k.f.sealKey()
-	if err != nil {
-		return 0, err
-	}
-	content := logins.Encode(cookies, time.Now())
-	if err := logins.WriteJar(key, k.f.cfg.Home, k.sp.Slug, content, k.owner); err != nil {
-		return 0, err
-	}
-	k.sum, k.wrote, k.settle = sum, true, true
-	return len(content), nil
+	return n, err
 }
 
 // launched is the mux's Launched hook: on a freshly launched browser, before any client's first command,
@@ -190,7 +179,8 @@ func (k *loginKeeper) launched(ctx context.Context) {
 	n, age, err := k.restore(ctx)
 	// Checkpoints go on from this browser's jar, read again at once: the restore's cookies are in it now, and
 	// a checkpoint that does not open is replaced by it.
-	k.launch, k.settle = launch, true
+	k.launch = launch
+	k.pace.Again()
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:

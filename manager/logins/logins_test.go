@@ -188,3 +188,72 @@ func TestPrepareProfile(t *testing.T) {
 		t.Errorf("PrepareProfile(a profile carried over) = %v, %v; want portable", portable, err)
 	}
 }
+
+// TestPace: a jar is read only after something may have changed it, a script's command at a slower pace,
+// once more after a read that found a change, and never while nothing happens.
+func TestPace(t *testing.T) {
+	const every = 2 * time.Second
+	t0 := time.Unix(1_000_000, 0)
+	var p Pace
+	p.Read(t0, 5, 7, false)
+	tests := []struct {
+		name             string
+		after            time.Duration
+		changes, scripts uint64
+		want             bool
+	}{
+		{"nothing happened", every, 5, 7, false},
+		{"nothing happened for long", time.Hour, 5, 7, false},
+		{"a navigation or a Set-Cookie", every, 6, 7, true},
+		{"scripts ran, soon after the read", every, 5, 9, false},
+		{"scripts ran, ScriptEvery intervals after the read", ScriptEvery * every, 5, 9, true},
+	}
+	for _, tt := range tests {
+		if got := p.Due(t0.Add(tt.after), every, tt.changes, tt.scripts); got != tt.want {
+			t.Errorf("Due(%s) = %v; want %v", tt.name, got, tt.want)
+		}
+	}
+	p.Read(t0, 6, 7, true)
+	if !p.Due(t0.Add(every), every, 6, 7) {
+		t.Error("Due after a read that found a change = false; want one more read (a Set-Cookie may land after its signal)")
+	}
+	p.Read(t0.Add(every), 6, 7, false)
+	if p.Due(t0.Add(2*every), every, 6, 7) {
+		t.Error("Due after a read that found nothing new = true; want quiet")
+	}
+	p.Again()
+	if !p.Due(t0.Add(2*every), every, 6, 7) {
+		t.Error("Due after Again = false; want a read")
+	}
+}
+
+func TestCheckpointerWritesOnlyChanges(t *testing.T) {
+	home := t.TempDir()
+	c := Checkpointer{Key: testKey(t, 3), Home: home, Slug: "shop"}
+	a := `{"name":"a","value":"1","domain":"x","path":"/","expires":-1,"session":true}`
+	b := `{"name":"b","value":"2","domain":"x","path":"/","expires":-1,"session":true}`
+	b3 := `{"name":"b","value":"3","domain":"x","path":"/","expires":-1,"session":true}`
+	tests := []struct {
+		name    string
+		raw     string
+		written bool
+	}{
+		{"the first", "[" + a + "," + b + "]", true},
+		{"the same bytes", "[" + a + "," + b + "]", false},
+		{"the same jar in another order", "[" + b + "," + a + "]", false},
+		{"a value changed", "[" + a + "," + b3 + "]", true},
+	}
+	for _, tt := range tests {
+		n, err := c.Take([]byte(tt.raw), time.Now())
+		if err != nil || (n > 0) != tt.written {
+			t.Errorf("Take(%s) = %d, %v; want written %v", tt.name, n, err, tt.written)
+		}
+	}
+	content, _, err := ReadJar(c.Key, home, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if jar, err := Decode(content); err != nil || len(jar.Cookies) != 2 || jar.Cookies[1].Value != "3" {
+		t.Errorf("the checkpoint holds %+v, %v; want a=1, b=3", jar.Cookies, err)
+	}
+}
