@@ -435,3 +435,34 @@ func TestLoginCheckpointOfABoundStore(t *testing.T) {
 		t.Errorf("after Chromium's kill -9: %v", err)
 	}
 }
+
+// TestLoginCheckpointsOfAnAdoptedBrowser: a browser a restarted manager adopted is checkpointed as its own
+// launch was: a login 3 s before its kill -9 is there at the next launch.
+func TestLoginCheckpointsOfAnAdoptedBrowser(t *testing.T) {
+	m := startManager(t, "VIBE_BROWSER_IDLE_S=0")
+	site := loginSite(t).URL
+	m.cli("store", "add", "kept")
+	login(t, dialRaw(t, m.storeWS("kept", "task-a")), site, randomValue(t))
+	pid := m.browserOf("kept").PID
+	if err := m.cmd.Process.Signal(syscall.SIGKILL); err != nil { // the manager alone: its browser runs on
+		t.Fatal(err)
+	}
+	m.cmd.Wait()
+	m.start()
+	if b := m.browserOf("kept"); b.PID != pid || b.Status != api.StatusRunning {
+		t.Fatalf("after the restart: %+v; want pid %d adopted", b, pid)
+	}
+	v := randomValue(t)
+	login(t, dialRaw(t, m.storeWS("kept", "task-b")), site, v)
+	time.Sleep(3 * time.Second) // the scenario: the kill comes 3 s after the login
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 30*time.Second, "the adopted browser's death noticed", func() bool {
+		b := m.browserOf("kept")
+		return b.Status != api.StatusRunning || b.PID != pid
+	})
+	if err := seesLogin(t, m, "kept", "after-kill", site, v); err != nil {
+		t.Errorf("after the adopted browser's kill -9: %v", err)
+	}
+}
