@@ -339,8 +339,8 @@ func cmdline(t *testing.T, pid int) string {
 	return string(bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
 }
 
-// TestLoginCarriedOverToPortable: a profile made before the portable password store (no marker, no
-// checkpoint) launches once as it was; its jar is checkpointed and it is marked; the next launch is
+// TestLoginCarriedOverToPortable: after a clean stop a launch sets nothing back; a profile made before the
+// portable password store (no marker, no checkpoint) launches once as it was; its jar is checkpointed and it is marked; the next launch is
 // portable and sets back the cookies its keyring-encrypted database no longer gives (here: overwritten).
 func TestLoginCarriedOverToPortable(t *testing.T) {
 	m := startManager(t, "VIBE_BROWSER_IDLE_S=0")
@@ -348,6 +348,14 @@ func TestLoginCarriedOverToPortable(t *testing.T) {
 	m.cli("store", "add", "old")
 	v := randomValue(t)
 	login(t, dialRaw(t, m.storeWS("old", "task-a")), site, v)
+	m.cli("browser", "stop", "old")
+	// After a clean stop the profile has it all: the next launch sets nothing back, and says nothing.
+	if err := seesLogin(t, m, "old", "after-clean-stop", site, v); err != nil {
+		t.Errorf("after a clean stop: %v", err)
+	}
+	if evs := m.restoredEvents(); len(evs) != 0 {
+		t.Errorf("a launch after a clean stop restored cookies: %+v", evs)
+	}
 	m.cli("browser", "stop", "old")
 	profile := filepath.Join(m.home, "profiles", "old")
 	marker := filepath.Join(profile, logins.PortableMarker)
