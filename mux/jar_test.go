@@ -135,3 +135,27 @@ func TestJarCommandSignals(t *testing.T) {
 		t.Error("the Set-Cookie needles must match a JSON key")
 	}
 }
+
+// TestJarChangesAtTakeoverEnd: what a person typed in a tab they held may have logged the store in: the end
+// of the hold counts.
+func TestJarChangesAtTakeoverEnd(t *testing.T) {
+	fb := newFakeBrowser(t)
+	m := startMux(t, fb, Config{})
+	a := newClient(t, m, "a")
+	pa := a.createTarget("https://a.example/")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	v, err := m.View(ctx, pa, ViewOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	if err := v.Hold("alice"); err != nil {
+		t.Fatal(err)
+	}
+	held := m.JarChanges()
+	v.Release()
+	if got := m.JarChanges(); got != held+1 {
+		t.Errorf("JarChanges = %d after the hold ended; want %d", got, held+1)
+	}
+}
