@@ -3,6 +3,9 @@ package mux
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -53,7 +56,11 @@ func TestJarChromium(t *testing.T) {
 	}
 
 	ctx := testCtx(t)
-	time.Sleep(500 * time.Millisecond) // the announcements of the client's attach
+	testkit.WaitFor(t, 10*time.Second, "the announcements of the client's page to end", func() bool {
+		gen := m.JarChanges()
+		time.Sleep(700 * time.Millisecond)
+		return m.JarChanges() == gen
+	})
 	before, gen := len(c.all()), m.JarChanges()
 	jar, err := m.Cookies(ctx)
 	if err != nil {
@@ -102,6 +109,30 @@ func TestJarChromium(t *testing.T) {
 	time.Sleep(time.Second)
 	if now, nowScripts := m.JarChanges(), m.JarScripts(); now != gen || nowScripts != scripts {
 		t.Errorf("JarChanges, JarScripts moved from %d, %d to %d, %d while nothing happened", gen, scripts, now, nowScripts)
+	}
+
+	// A fetch whose answer sets a cookie, seen by a client's Network domain, is a change; one that sets
+	// none is not.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/set" {
+			http.SetCookie(w, &http.Cookie{Name: "rotated", Value: "r2", Path: "/"})
+		}
+		w.Write([]byte("<title>site</title>"))
+	}))
+	defer srv.Close()
+	c.call("Page.navigate", fmt.Sprintf(`{"url":%q}`, srv.URL+"/"), sess)
+	c.call("Network.enable", "", sess)
+	time.Sleep(500 * time.Millisecond)
+	for _, tt := range []struct {
+		path string
+		want bool
+	}{{"/plain", false}, {"/set", true}} {
+		gen := m.JarChanges()
+		result[json.RawMessage](t, c.call("Runtime.evaluate", fmt.Sprintf(`{"expression":"fetch('%s').then(r => r.text())","awaitPromise":true}`, tt.path), sess))
+		time.Sleep(300 * time.Millisecond) // the response's extra info
+		if moved := m.JarChanges() != gen; moved != tt.want {
+			t.Errorf("fetch(%s): JarChanges moved %v; want %v", tt.path, moved, tt.want)
+		}
 	}
 }
 
