@@ -13,6 +13,7 @@ import (
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/logins"
 	"vibebrowser/mux"
+	"vibebrowser/mux/devtools"
 	"vibebrowser/osuser"
 	"vibebrowser/state"
 )
@@ -183,6 +184,8 @@ func (k *loginKeeper) launched(ctx context.Context) {
 	k.pace.Again()
 	switch {
 	case errors.Is(err, os.ErrNotExist):
+	case errors.Is(err, errBrowserCall):
+		k.log.Warn().Err(err).Msg("login not restored")
 	case err != nil:
 		k.log.Warn().Err(err).Msg("login not restored")
 		k.f.note(zerolog.WarnLevel, api.EventLoginUnreadable, k.sp.Key, api.Event{Message: fmt.Sprintf(
@@ -207,6 +210,9 @@ func (k *loginKeeper) launched(ctx context.Context) {
 	k.log.Info().Msg("profile checkpointed before its switch to the portable password store: the next launch sets its cookies back")
 }
 
+// errBrowserCall: the browser did not answer a restore's call (it died, or hangs); the checkpoint is not at fault.
+var errBrowserCall = errors.New("the browser did not answer")
+
 // restore sets back what the browser lacks of the newest checkpoint: how many cookies, and the checkpoint's
 // age. No checkpoint yet is an error that errors.Is os.ErrNotExist.
 func (k *loginKeeper) restore(ctx context.Context) (int, time.Duration, error) {
@@ -224,7 +230,7 @@ func (k *loginKeeper) restore(ctx context.Context) (int, time.Duration, error) {
 	}
 	raw, err := k.mx.Cookies(ctx)
 	if err != nil {
-		return 0, 0, fmt.Errorf("read the cookie jar: %w", err)
+		return 0, 0, fmt.Errorf("%w: read the cookie jar: %w", errBrowserCall, err)
 	}
 	have, err := logins.ParseCookies(raw)
 	if err != nil {
@@ -234,16 +240,27 @@ func (k *loginKeeper) restore(ctx context.Context) (int, time.Duration, error) {
 	if len(missing) == 0 {
 		return 0, 0, nil
 	}
-	n := len(missing)
 	if err := k.mx.SetCookies(ctx, logins.Params(missing)); err != nil {
-		// Chrome refuses the whole batch for one cookie it will not take: set them one by one.
-		n = 0
-		for _, c := range missing {
-			if k.mx.SetCookies(ctx, logins.Params([]logins.Cookie{c})) == nil {
-				n++
-			}
+		if !errors.As(err, new(*devtools.CallError)) {
+			return 0, 0, fmt.Errorf("%w: set the cookies back: %w", errBrowserCall, err)
 		}
-		k.log.Warn().Err(err).Int("set", n).Int("of", len(missing)).Msg("some checkpointed cookies were refused by the browser")
+		// Chrome refuses the whole batch for one cookie it cannot parse: set them one by one.
+		for _, c := range missing {
+			k.mx.SetCookies(ctx, logins.Params([]logins.Cookie{c}))
+		}
 	}
+	// Chrome drops a cookie it will not take (SameSite=None without Secure, say) without a word: count what
+	// the jar holds now.
+	if raw, err = k.mx.Cookies(ctx); err != nil {
+		return 0, 0, fmt.Errorf("%w: read the cookie jar: %w", errBrowserCall, err)
+	}
+	if have, err = logins.ParseCookies(raw); err != nil {
+		return 0, 0, err
+	}
+	still := logins.Missing(missing, have, time.Now())
+	if len(still) > 0 {
+		k.log.Warn().Int("refused", len(still)).Int("of", len(missing)).Msg("the browser did not take some checkpointed cookies back")
+	}
+	n := len(missing) - len(still)
 	return n, time.Since(jar.Taken), nil
 }
