@@ -23,9 +23,9 @@ import (
 	"vibebrowser/manager/snapshot"
 )
 
-// loginSite is a marketplace in small: /set?v=V answers a login cookie (HttpOnly, as a login answer sets
+// storageSite is a marketplace in small (loginSite's twin with a localStorage item): /set?v=V answers a login cookie (HttpOnly, as a login answer sets
 // it) and its page stores a localStorage item; /check sets nothing and shows what the browser sends.
-func loginSite(t *testing.T) *httptest.Server {
+func storageSite(t *testing.T) *httptest.Server {
 	t.Helper()
 	mx := http.NewServeMux()
 	mx.HandleFunc("/set", func(w http.ResponseWriter, r *http.Request) {
@@ -104,7 +104,7 @@ func (m *managed) eventOf(kind string) (api.Event, bool) {
 // while the browser runs.
 func TestSnapshotsRebuildTheProfile(t *testing.T) {
 	m := startManager(t)
-	srv := loginSite(t)
+	srv := storageSite(t)
 	m.cli("store", "add", "snap")
 	profile := filepath.Join(m.home, "profiles", "snap")
 	want1 := loginState{item: "ls-v1", cookie: "login=cookie-v1"}
@@ -269,7 +269,7 @@ func ownedBy(t *testing.T, path string, uid int, perm os.FileMode) {
 func TestSnapshotsKeepTheBrowserUsers(t *testing.T) {
 	u := testkit.SystemUser(t, browserUserB)
 	m := startManagerWith(t, reachableBinaries(t), boundaryHome(t))
-	srv := loginSite(t)
+	srv := storageSite(t)
 	m.cli("store", "add", "owned", "--browser-user", browserUserB)
 	profile := filepath.Join(m.home, "profiles", "owned")
 	want := loginState{item: "ls-u1", cookie: "login=cookie-u1"}
@@ -341,7 +341,7 @@ exec %s "$@"
 // retried once in a profile rebuilt from the newest snapshot, the refused one kept aside.
 func TestBrokenProfileChromiumExitsAtStart(t *testing.T) {
 	m := startManager(t, "VIBE_CHROME="+refusingChrome(t))
-	srv := loginSite(t)
+	srv := storageSite(t)
 	m.cli("store", "add", "refused")
 	profile := filepath.Join(m.home, "profiles", "refused")
 	want := loginState{item: "ls-r1", cookie: "login=cookie-r1"}
@@ -369,7 +369,7 @@ func TestBrokenProfileChromiumExitsAtStart(t *testing.T) {
 // a snapshot, as browser stop does; the barrier waits for it before the manager exits.
 func TestEveryCleanStopSnapshots(t *testing.T) {
 	m := startManager(t, "VIBE_BROWSER_IDLE_S=2")
-	srv := loginSite(t)
+	srv := storageSite(t)
 	m.cli("store", "add", "sleepy")
 	m.cli("store", "add", "busy")
 	m.visit("sleepy", srv.URL+"/set?v=s1")

@@ -107,7 +107,7 @@ func (m *Manager) tabStep(sp browsers.Spec, ev mux.TimelineEvent) {
 }
 
 // eventStep puts the events that hit a task into its timeline: its handoffs, and its browser's death or
-// relaunch under it.
+// relaunch under it, or its login set back at a launch.
 func (m *Manager) eventStep(kind, key string, ev api.Event) {
 	switch kind {
 	case api.EventHandoffRequested, api.EventHandoffAnswered, api.EventHandoffTimedOut, api.EventHandoffCancelled:
@@ -120,10 +120,13 @@ func (m *Manager) eventStep(kind, key string, ev api.Event) {
 			entry.Question = h.Reason
 		}
 		m.recordStep(key, h.TaskID, h.ClientID, api.EntryHandoff, entry)
-	case api.EventBrowserDied, api.EventBrowserRelaunched:
+	case api.EventBrowserDied, api.EventBrowserRelaunched, api.EventLoginRestored:
 		what := api.FaultCrash
-		if kind == api.EventBrowserRelaunched {
+		switch kind {
+		case api.EventBrowserRelaunched:
 			what = api.FaultRelaunch
+		case api.EventLoginRestored:
+			what = api.FaultLoginRestored
 		}
 		tasks, err := m.db.ListActiveTasks(m.ctx, time.Now())
 		if err != nil {

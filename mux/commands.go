@@ -66,6 +66,7 @@ func (m *Mux) handleClient(c *conn, b []byte) {
 		tp = k.tp
 	}
 	id := append([]byte(nil), cmd.id...)
+	m.waitGate()
 	m.mu.Lock()
 	if c.closed() || c.cl.conn != c {
 		m.mu.Unlock()
@@ -73,6 +74,7 @@ func (m *Mux) handleClient(c *conn, b []byte) {
 	}
 	c.cl.active = time.Now()
 	m.touchActivityLocked()
+	m.countJarCommand(cmd.method, cmd.sessionID)
 	m.upQuiet = true
 	m.routeLocked(c, b, info, id, tp)
 	m.upQuiet = false

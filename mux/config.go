@@ -121,6 +121,11 @@ type Hooks struct {
 	// for it, a top-level navigation (URL, then the title once Chrome knows it), a page closed, a person's
 	// hold on it taken or given back. Calls come from one goroutine, in order, never under the mux's lock.
 	Timeline func(TimelineEvent)
+	// Launched runs on each connection to a freshly launched browser (FreshLaunch, Relaunched, after
+	// Relaunch), once the mux is connected, in a goroutine of its own; clients' commands wait until it
+	// returns (at most launchGateWait), so what it sets through the operator (SetCookies) is in the browser
+	// before any client's first command. ctx ends with the mux.
+	Launched func(ctx context.Context)
 }
 
 // Defaults of the Config fields the manager exposes as VIBE_* knobs (its knob table reads them).

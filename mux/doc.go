@@ -34,7 +34,10 @@
 // history), NewHumanTab and CloseHumanTab manage the tabs of the reserved client HumanClient. Operator sessions hang off a browser session of the mux's own,
 // are in no client's tables and touch no client's LRU, activity or tab cap; Chrome's "attached" flag is
 // shown to an owner as if the operator were not there. Human tabs are hidden from agents by ownership,
-// have no tab cap and are kept while watched and for the grace period after.
+// have no tab cap and are kept while watched and for the grace period after. Cookies and SetCookies read
+// and set the whole cookie jar (the manager's login checkpoints), which no client sees; JarChanges and
+// JarScripts count what may have changed it; Hooks.Launched runs on a freshly launched browser while
+// clients' commands wait at a gate, so what it sets is in before any client's first command.
 //
 // Downloads (Config.DownloadDir): the browser-wide download behaviour is the mux's (allowAndName into
 // DownloadDir/.incoming); a client's own setDownloadBehavior is recorded for it and answered {}. Each

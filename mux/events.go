@@ -84,6 +84,9 @@ func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
 	if strings.HasPrefix(method, "Target.") {
 		m.touchActivityLocked()
 	}
+	if ti.Type == "page" {
+		m.jarGen.Add(1) // a page created or navigating (JarChanges)
+	}
 	switch method {
 	case "Target.targetCreated", "Target.targetInfoChanged":
 		t := m.targets[ti.TargetID]
@@ -170,6 +173,9 @@ func (m *Mux) sessionEventLocked(b []byte, info msgInfo) {
 	// Operator sessions are never in m.sessions: a client's event pays only this nil check for them.
 	if s == nil && m.operatorEventLocked(b, info) {
 		return
+	}
+	if s != nil {
+		m.jarEventLocked(info.method, b)
 	}
 	switch info.method {
 	case "Target.attachedToTarget":

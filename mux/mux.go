@@ -37,6 +37,10 @@ type Mux struct {
 	wg         sync.WaitGroup
 
 	msgsIn, msgsOut, bytesIn, bytesOut atomic.Uint64
+	jarGen                             atomic.Uint64        // JarChanges (jar.go)
+	gate                               atomic.Pointer[gate] // clients' commands wait while Hooks.Launched runs (jar.go)
+	launches                           atomic.Uint64        // Launches (jar.go)
+	jarScripts                         atomic.Uint64        // JarScripts (jar.go)
 
 	mu sync.Mutex
 	// mu guards the fields below: the routing tables, owned by whichever goroutine holds it. It is never

@@ -132,6 +132,7 @@ func (m *Mux) endHoldLocked(t *target, why string) {
 		h.grace.Stop()
 	}
 	t.hold = nil
+	m.jarGen.Add(1) // what the person typed may have logged the store in (JarChanges)
 	m.log.Info().Str("target", t.id).Str("owner", ownerID(t)).Str("why", why).Msg("tab given back by a person")
 	if why == released {
 		why = "" // the timeline says why only when the holder did not let go

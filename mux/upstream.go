@@ -108,7 +108,7 @@ func (m *Mux) runUpstream(ctx context.Context) {
 		up, version, err := m.dial(ctx, endpoint)
 		if err == nil {
 			tries, delay = 0, m.cfg.ReconnectMin
-			m.runConnection(up, version)
+			m.runConnection(ctx, up, version)
 			continue
 		}
 		tries++
@@ -213,7 +213,7 @@ func (m *Mux) dial(ctx context.Context, endpoint string) (*upstream, map[string]
 }
 
 // runConnection serves one upstream connection until it is lost.
-func (m *Mux) runConnection(up *upstream, version map[string]any) {
+func (m *Mux) runConnection(ctx context.Context, up *upstream, version map[string]any) {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -221,6 +221,9 @@ func (m *Mux) runConnection(up *upstream, version map[string]any) {
 		return
 	}
 	m.up = up
+	if m.fresh && m.cfg.Hooks.Launched != nil {
+		m.launchedLocked(ctx)
+	}
 	if version != nil {
 		m.version = version
 	}

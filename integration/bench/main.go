@@ -55,6 +55,7 @@ var groups = []group{
 	{"proxy", benchProxy},
 	{"call", benchCall},
 	{"snapshot", benchSnapshot},
+	{"logins", benchLogins},
 }
 
 func main() {

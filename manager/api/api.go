@@ -354,10 +354,12 @@ const (
 	EventIdleStop           = "browser_idle_stopped"
 	EventDownloadCancelled  = "download_cancelled" // a task's download would have passed VIBE_DOWNLOAD_MAX_MB
 	// SPEC §18's snapshots of a store's profile.
-	EventSnapshotFailed  = "snapshot_failed"  // a snapshot, or a lost profile's rebuild, failed
-	EventProfileRebuilt  = "profile_rebuilt"  // a lost profile folder was rebuilt from the newest snapshot at a launch
-	EventProfileBroken   = "profile_broken"   // a profile Chromium would not start on was kept aside, the launch retried in a rebuilt one
-	EventProfileRestored = "profile_restored" // a person restored a snapshot (vibe-browser store restore)
+	EventSnapshotFailed  = "snapshot_failed"             // a snapshot, or a lost profile's rebuild, failed
+	EventProfileRebuilt  = "profile_rebuilt"             // a lost profile folder was rebuilt from the newest snapshot at a launch
+	EventProfileBroken   = "profile_broken"              // a profile Chromium would not start on was kept aside, the launch retried in a rebuilt one
+	EventProfileRestored = "profile_restored"            // a person restored a snapshot (vibe-browser store restore)
+	EventLoginRestored   = "login_restored"              // a launch set back cookies its browser had lost from the login checkpoint
+	EventLoginUnreadable = "login_checkpoint_unreadable" // a launch found a login checkpoint it could not open or read
 )
 
 // ShimEventKinds are the only kinds POST PathEvents takes: what a shim reports of its own session. Every

@@ -242,6 +242,9 @@ const (
 	FaultCrash    = "crash"    // the browser died under the task
 	FaultRelaunch = "relaunch" // the browser was started again under the task
 	FaultQuota    = "quota"    // the task's timeline is full (VIBE_TIMELINE_MAX_MB): its calls are no longer kept
+	// FaultLoginRestored: the browser had lost cookies (a crash, a razed cookie database) and its launch set
+	// them back from the login checkpoint (SPEC §18).
+	FaultLoginRestored = "login_restored"
 )
 
 // FaultEntry is something that went wrong under the task.

@@ -49,6 +49,12 @@ func (f *Fleet) attachMux(ctx context.Context, s *slot, sp Spec, be backend, h h
 	if f.hooks.Timeline != nil {
 		hooks.Timeline = func(ev mux.TimelineEvent) { f.hooks.Timeline(sp, ev) }
 	}
+	var lk *loginKeeper
+	if f.cfg.LoginCheckpoint > 0 && checkpointed(sp) {
+		// With checkpoints off nothing is set back either: an old checkpoint would bring back stale values.
+		lk = f.newLoginKeeper(sp, browserUser)
+		hooks.Launched = lk.launched
+	}
 	var mx *mux.Mux
 	if be.relaunchable() {
 		hooks.Relaunch = func(ctx context.Context) (string, error) { return f.relaunchHung(ctx, s, mx) }
@@ -89,8 +95,12 @@ func (f *Fleet) attachMux(ctx context.Context, s *slot, sp Spec, be backend, h h
 	if err != nil {
 		return nil, fmt.Errorf("mux for %s: %w", sp.Name, err)
 	}
+	if lk != nil {
+		lk.mx = mx
+	}
 	muxCtx, cancel := context.WithCancel(context.Background())
-	in := &Instance{spec: sp, browser: h, mux: mx, port: ep.port, startedAt: time.Now(), cancel: cancel, served: make(chan struct{})}
+	in := &Instance{spec: sp, browser: h, mux: mx, port: ep.port, startedAt: time.Now(), cancel: cancel, served: make(chan struct{}),
+		logins: lk}
 	f.wg.Go(func() {
 		defer close(in.served)
 		if err := mx.Serve(muxCtx); err != nil && muxCtx.Err() == nil {
@@ -110,6 +120,9 @@ func (f *Fleet) attachMux(ctx context.Context, s *slot, sp Spec, be backend, h h
 		return nil, err
 	}
 	f.saveVersion(sp.Key, mx)
+	if lk != nil {
+		f.wg.Go(func() { lk.run(in.served) })
+	}
 	return in, nil
 }
 

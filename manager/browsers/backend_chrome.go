@@ -10,6 +10,7 @@ import (
 
 	"vibebrowser/manager/apierr"
 	"vibebrowser/manager/chrome"
+	"vibebrowser/manager/logins"
 	"vibebrowser/state"
 )
 
@@ -52,10 +53,17 @@ func (b *chromeBackend) launch(ctx context.Context, sp Spec) (handle, error) {
 	if err != nil {
 		return nil, err
 	}
+	profile := b.cfg.path("profiles", sp.Slug)
+	portable, err := logins.PrepareProfile(profile, users.Browser)
+	if err != nil {
+		b.log.Warn().Err(err).Str("browser", sp.Key).Msg("launching portable")
+		portable = true
+	}
 	return chrome.Launch(ctx, chrome.Options{
 		Identity:   id,
 		Binary:     bin,
-		ProfileDir: b.cfg.path("profiles", sp.Slug),
+		ProfileDir: profile,
+		Portable:   portable,
 		Headless:   b.cfg.headless(sp.Opts.Headless),
 		// As root Chromium's sandbox cannot start; as its browser user it keeps it (user namespaces).
 		NoSandbox: os.Geteuid() == 0 && users.Browser == nil,

@@ -111,6 +111,7 @@ type Fleet struct {
 	byKey map[string]*slot
 
 	starts, startFailures *prometheus.CounterVec
+	checkpoints           *prometheus.CounterVec // reads of a jar by result (loginKeeper.checkpoint)
 
 	wg sync.WaitGroup // every mux goroutine, endpoint and death watcher
 
@@ -140,6 +141,13 @@ func New(ctx context.Context, cfg Config, db *state.DB, root zerolog.Logger, hoo
 		startFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vibe_browser_start_failures_total", Help: "Browser starts that failed, by backend.",
 		}, []string{"backend"}),
+		checkpoints: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vibe_login_checkpoints_total",
+			Help: "Reads of a browser's cookie jar for its login checkpoint (SPEC §18), by result: written, unchanged (not rewritten), failed.",
+		}, []string{"result"}),
+	}
+	for _, r := range []string{checkpointWritten, checkpointUnchanged, checkpointFailed} {
+		f.checkpoints.WithLabelValues(r)
 	}
 	f.snaps = &snapshot.Store{Dir: cfg.SnapshotDir, Keep: cfg.SnapshotKeep, Key: f.sealKey}
 	if f.snaps.Dir == "" {
@@ -171,7 +179,7 @@ func (f *Fleet) Collectors() []prometheus.Collector {
 		}
 		return float64(n)
 	})
-	return []prometheus.Collector{f.starts, f.startFailures, running, clients}
+	return []prometheus.Collector{f.starts, f.startFailures, f.checkpoints, running, clients}
 }
 
 // note records an event through the daemon's hook.

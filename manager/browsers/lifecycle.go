@@ -192,6 +192,9 @@ func (f *Fleet) Remove(ctx context.Context, key string, remove func(context.Cont
 // connected), for the endpoint to answer discovery from while the browser sleeps.
 func (f *Fleet) teardownLocked(s *slot, in *Instance) {
 	f.saveVersion(s.key, in.mux)
+	if in.logins != nil {
+		in.logins.close(in.healthy()) // a live browser's jar is checkpointed once more, through its mux
+	}
 	in.cancel()
 	<-in.served
 	ctx, cancel := context.WithTimeout(context.Background(), stopBound+time.Second)
@@ -246,6 +249,9 @@ func (f *Fleet) stopAll(overall time.Duration) {
 func (f *Fleet) detachAll() {
 	for _, s := range f.slots() {
 		if in := s.cur.Load(); in != nil {
+			if in.logins != nil {
+				in.logins.close(in.healthy())
+			}
 			in.cancel()
 			<-in.served
 			in.browser.Release() // stop watching the browser without stopping it

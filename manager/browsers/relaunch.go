@@ -131,7 +131,7 @@ func (f *Fleet) relaunchLocked(ctx context.Context, s *slot, old *Instance, why 
 		return nil, err
 	}
 	next := &Instance{spec: sp, browser: h, mux: old.mux, port: old.port, startedAt: time.Now(), cancel: old.cancel,
-		served: old.served}
+		served: old.served, logins: old.logins}
 	next.lastEnsure.Store(old.lastEnsure.Load())
 	if err := f.recordRunning(ctx, sp, h, next.startedAt); err != nil {
 		f.abandonRelaunchLocked(s, next)

@@ -115,6 +115,7 @@ type Instance struct {
 	startedAt time.Time
 	cancel    context.CancelFunc // ends the mux's Serve
 	served    chan struct{}      // closed when Serve has returned
+	logins    *loginKeeper       // its login's checkpoints (SPEC §18), nil when not kept; the mux's, like served
 
 	// lastEnsure is the last ensure that handed this browser out (unix nanos). A shim connects right after
 	// its ensure, so the idle sweep counts a recent ensure as activity.

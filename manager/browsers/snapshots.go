@@ -16,6 +16,7 @@ import (
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/apierr"
 	"vibebrowser/manager/chrome"
+	"vibebrowser/manager/logins"
 	"vibebrowser/manager/snapshot"
 	"vibebrowser/state"
 )
@@ -170,7 +171,7 @@ func (f *Fleet) Snapshots(sp Spec) ([]snapshot.Info, error) {
 // LoginTimes are when slug's newest checkpoint was written (its jar's time) and its newest snapshot taken;
 // zero when there is none.
 func (f *Fleet) LoginTimes(slug string) (checkpoint, snap time.Time) {
-	if fi, err := os.Stat(f.cfg.jarPath(slug)); err == nil {
+	if fi, err := os.Lstat(logins.JarPath(f.cfg.Home, slug)); err == nil {
 		checkpoint = fi.ModTime()
 	}
 	if in, err := snapshot.Find(f.snaps.Dir, slug, ""); err == nil {

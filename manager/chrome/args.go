@@ -2,6 +2,7 @@ package chrome
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 )
 
@@ -15,6 +16,13 @@ var baseFlags = []string{
 	"--disable-sync",
 	"--disable-popup-blocking",
 }
+
+// portableFlags keep a profile's cookies under Chromium's own key, not the OS keyring's (which ties them to
+// one user on one machine), so a profile restores anywhere (SPEC §18, Options.Portable).
+var portableFlags = map[string][]string{
+	"linux":  {"--password-store=basic"},
+	"darwin": {"--use-mock-keychain"},
+}[runtime.GOOS]
 
 // reservedFlags may not appear in Options.ExtraArgs: the package owns them.
 var reservedFlags = []string{"--enable-automation", "--user-data-dir", "--remote-debugging-port", "--remote-debugging-pipe"}
@@ -36,6 +44,9 @@ func buildArgs(o Options) ([]string, error) {
 		args = append(args, "--remote-debugging-pipe")
 	}
 	args = append(args, baseFlags...)
+	if o.Portable {
+		args = append(args, portableFlags...)
+	}
 	if o.Headless {
 		args = append(args, "--headless", "--disable-gpu")
 	}

@@ -145,6 +145,8 @@ func TestBuildArgs(t *testing.T) {
 		{name: "headed on a port", o: Options{ProfileDir: "/p", Transport: TransportPort}, want: []string{"--user-data-dir=/p", "--remote-debugging-port=0", "--no-first-run", "--no-default-browser-check", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-popup-blocking"}, wantNot: []string{"--headless", "--no-sandbox", "--enable-automation", "--remote-debugging-pipe"}},
 		{name: "headless", o: Options{ProfileDir: "/p", Headless: true}, want: []string{"--headless", "--disable-gpu"}, wantNot: []string{"--no-sandbox", "--enable-automation"}},
 		{name: "no-sandbox", o: Options{ProfileDir: "/p", NoSandbox: true}, want: []string{"--no-sandbox"}, wantNot: []string{"--headless", "--enable-automation"}},
+		{name: "portable", o: Options{ProfileDir: "/p", Portable: true}, want: portableFlags},
+		{name: "older profile", o: Options{ProfileDir: "/p"}, wantNot: []string{"--password-store", "--use-mock-keychain"}},
 		{name: "extra", o: Options{ProfileDir: "/p", ExtraArgs: []string{"--lang=de"}}, want: []string{"--lang=de"}, wantNot: []string{"--enable-automation"}},
 		{name: "identity", o: Options{ProfileDir: "/p", Identity: Identity{Proxy: "socks5://u:pw@h:1", ForwardPort: 9411, Timezone: "Europe/Berlin", Lang: "de-DE"}},
 			want:    []string{"--proxy-server=http://127.0.0.1:9411", "--proxy-bypass-list=<-loopback>", "--force-webrtc-ip-handling-policy=disable_non_proxied_udp", "--lang=de-DE", "--accept-lang=de-DE"},

@@ -64,6 +64,9 @@ type Options struct {
 	// ExtraArgs are appended to the command line. --user-data-dir, --remote-debugging-port(-pipe) and
 	// --enable-automation are refused (ErrInvalid): the package owns them.
 	ExtraArgs []string
+	// Portable launches with Chromium's own password store rather than the OS keyring (portableFlags); false
+	// only for a profile made before, launched once as it was (logins.PrepareProfile).
+	Portable bool
 	// ReadyTimeout bounds each attempt: on the pipe until the keeper's identity file names it (Chromium
 	// answered a Browser.getVersion), on a port until DevToolsActivePort names a port whose /json/version
 	// answers. Zero means DefaultReadyTimeout.

@@ -16,6 +16,7 @@ var (
 		"Local State",
 		"Default/Preferences",
 		"Default/Secure Preferences",
+		portableMarker,
 	}, []string{
 		"Default/Cookies",
 		"Default/Network/Cookies", // where newer versions and other platforms keep it
@@ -37,8 +38,12 @@ var (
 	// liveFiles are what a running browser's snapshot reads from its profile: JSON files Chromium replaces
 	// whole (a temp file and a rename), so a copy is consistent while it runs. Its databases are open and
 	// written in place; they come from the snapshot before.
-	liveFiles = []string{"Local State", "Default/Preferences", "Default/Secure Preferences"}
+	liveFiles = []string{"Local State", "Default/Preferences", "Default/Secure Preferences", portableMarker}
 )
+
+// portableMarker is logins.PortableMarker: a profile that launches with Chromium's own password store (its
+// cookies readable on any machine) says so, and a profile made from a snapshot must say it too.
+const portableMarker = "vibe-portable"
 
 func withJournals(plain, databases []string) []string {
 	out := slices.Clone(plain)

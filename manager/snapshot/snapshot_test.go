@@ -7,10 +7,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"vibebrowser/manager/logins"
 	"vibebrowser/manager/seal"
 )
 
@@ -420,5 +422,13 @@ func TestEmptyProfileIsNoSnapshot(t *testing.T) {
 	}
 	if _, err := st.Take("../x", writeProfile(t, profileFiles), nil, Full); err == nil {
 		t.Error("Take with slug ../x succeeded; want it refused")
+	}
+}
+
+// The portable marker a snapshot keeps is the one the logins package writes.
+func TestKeepsThePortableMarker(t *testing.T) {
+	if portableMarker != logins.PortableMarker || !slices.Contains(keptFiles, logins.PortableMarker) ||
+		!slices.Contains(liveFiles, logins.PortableMarker) {
+		t.Errorf("the snapshot keeps %q; the logins package marks a portable profile with %q", portableMarker, logins.PortableMarker)
 	}
 }

@@ -333,7 +333,10 @@ func (b stepBuilder) step(e api.Entry) step {
 			st.What = "Takeover " + t.Event
 		}
 	case e.Fault != nil:
-		st.Label, st.Bad, st.Detail = "fault", true, e.Fault.Message
+		st.Label, st.Bad, st.Detail = "fault", e.Fault.What != api.FaultLoginRestored, e.Fault.Message
+		if !st.Bad {
+			st.Label = "login"
+		}
 		if e.From == api.FromAgent {
 			st.Says = "The agent's report:"
 		}
@@ -352,6 +355,9 @@ var faultWhat = map[string]string{
 	api.FaultWedge:    "A session was given up after timing out twice (exit 75).",
 	api.FaultCrash:    "The browser died under the task.",
 	api.FaultRelaunch: "The browser was started again under the task.",
+	api.FaultQuota:    "The task's timeline is full: its next steps are not kept.",
+	// Not a fault of the task's: its login was saved (SPEC §18).
+	api.FaultLoginRestored: "The browser came back with its login: cookies it had lost were set back from the store's checkpoint.",
 }
 
 // outcomes say a call's outcome in words; a bad one is marked.
