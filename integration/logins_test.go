@@ -474,3 +474,45 @@ func TestLoginCheckpointsOfAnAdoptedBrowser(t *testing.T) {
 		t.Errorf("after the adopted browser's kill -9: %v", err)
 	}
 }
+
+// TestLoginOfARemoteBrowser (issue 31, item 6): a cdp store's browser is someone else's, but its login is
+// checkpointed through the mux all the same; when the manager connects to it again, the cookies it lost come
+// back, and a cookie it holds with another value (a person logged in there directly since) is left as it is.
+func TestLoginOfARemoteBrowser(t *testing.T) {
+	remote := startChromium(t)
+	m := startManager(t, "VIBE_BROWSER_IDLE_S=0")
+	site := loginSite(t).URL
+	m.cli("store", "add", "remote", "--backend", "cdp", "--cdp-url", remote.HTTP)
+	v := randomValue(t)
+	c := dialRaw(t, m.storeWS("remote", "task-r"))
+	c.createPage(site + "/login?v=" + v)
+	jarPath := logins.JarPath(m.home, "remote")
+	testkit.WaitFor(t, 10*time.Second, "the remote browser's checkpoint", func() bool {
+		_, err := os.Stat(jarPath)
+		return err == nil
+	})
+	time.Sleep(3 * time.Second) // the checkpoint after the login's answer (VIBE_LOGIN_CHECKPOINT_S=2, + 1 s)
+
+	// The store is stopped (the manager lets go of the browser, which runs on); meanwhile the remote browser
+	// loses the login cookie, and a person sets the cart there themselves. The next client connects again.
+	m.cli("browser", "stop", "remote")
+	direct := dialRaw(t, remote.WS)
+	_, ds := direct.createPage("about:blank")
+	direct.must("Network.deleteCookies", map[string]any{"name": "sid", "url": site + "/"}, ds, nil)
+	direct.must("Network.setCookie", map[string]any{"name": "cart", "value": "the-person's", "url": site + "/"}, ds, nil)
+	c = dialRaw(t, m.storeWS("remote", "task-r2"))
+	_, s := c.createPage(site + "/whoami")
+	got, err := c.evaluate(s, "document.getElementById('c').textContent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent string
+	json.Unmarshal(got, &sent)
+	if !strings.Contains(sent, "sid=sid-"+v) || !strings.Contains(sent, "cart=the-person's") || strings.Contains(sent, "cart=cart-"+v) {
+		t.Errorf("the remote browser's page sends %q; want the lost sid-%s back and the person's cart kept", sent, v)
+	}
+	snaps, err := m.client.StoreSnapshots(context.Background(), "remote")
+	if err == nil && len(snaps) > 0 {
+		t.Errorf("a cdp store has snapshots %+v; its profile is not the manager's", snaps)
+	}
+}

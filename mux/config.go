@@ -62,6 +62,10 @@ type Config struct {
 	// FreshLaunch runs the startup cleanup of orphan http(s) tabs. Set it only for a browser this
 	// manager just launched, never when adopting a running one.
 	FreshLaunch bool
+	// LaunchedEachConnection runs Hooks.Launched on every connection to the browser, not only a fresh
+	// launch's: for a browser the manager does not launch (a Ziniao environment, a cdp endpoint), which may
+	// have been restarted or used elsewhere between two connections.
+	LaunchedEachConnection bool
 	// KeepLastPage never closes the browser's last page (closing it kills a Ziniao environment); the
 	// page is disowned instead.
 	KeepLastPage bool

@@ -221,7 +221,7 @@ func (m *Mux) runConnection(ctx context.Context, up *upstream, version map[strin
 		return
 	}
 	m.up = up
-	if m.fresh && m.cfg.Hooks.Launched != nil {
+	if (m.fresh || m.cfg.LaunchedEachConnection) && m.cfg.Hooks.Launched != nil {
 		m.launchedLocked(ctx)
 	}
 	if version != nil {

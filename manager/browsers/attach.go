@@ -82,8 +82,11 @@ func (f *Fleet) attachMux(ctx context.Context, s *slot, sp Spec, be backend, h h
 		MaxClients:  f.cfg.MuxMaxClients,
 		Grace:       grace,
 		FreshLaunch: !h.Adopted(),
-		Ownership:   ownership,
-		Hooks:       hooks,
+		// A browser whose profile is not the manager's may have been restarted or used elsewhere since the
+		// last connection: its login's restore (lacking cookies only, loginKeeper.restore) runs at each.
+		LaunchedEachConnection: !ownsProfile(sp),
+		Ownership:              ownership,
+		Hooks:                  hooks,
 		// Zero unless a test shortened them:
 		PingInterval:   t.PingInterval,
 		PongTimeout:    t.PongTimeout,

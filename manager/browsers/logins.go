@@ -15,17 +15,17 @@ import (
 	"vibebrowser/mux"
 	"vibebrowser/mux/devtools"
 	"vibebrowser/osuser"
-	"vibebrowser/state"
 )
 
 // A store's login survives its browser (SPEC §18): while the browser runs its cookie jar is checkpointed to
 // logins/<slug>/jar whenever it may have changed, and every fresh launch sets back what the browser lost.
 
-// checkpointed reports whether the manager keeps sp's login: only where the profile is the manager's own
-// (chrome stores and the web browser). A Ziniao environment's profile is Ziniao's (its client syncs it) and
-// a cdp endpoint's is someone else's browser, which may serve other programs: the manager copies neither's
-// jar into its home nor writes cookies into them.
-func checkpointed(sp Spec) bool { return sp.Backend == state.BackendChrome }
+// checkpointed reports whether the manager keeps sp's login: every store's, through its mux (SPEC §18, the
+// issue's item 6). Where the profile is not the manager's (a Ziniao environment's is Ziniao's, a cdp
+// endpoint's someone else's browser), a launch sets back only the cookies the browser lacks, never one it
+// holds with another value: a person may have logged in there outside the manager since (restore), and no
+// snapshot is taken (ownsProfile).
+func checkpointed(Spec) bool { return true }
 
 // The results of a checkpoint, for vibe_login_checkpoints_total.
 const (
@@ -196,7 +196,7 @@ func (k *loginKeeper) launched(ctx context.Context) {
 			"%s: %d cookies set back from its login checkpoint of %s ago", k.sp.Name, n, age.Round(time.Second))})
 	}
 	profile := k.f.cfg.path("profiles", k.sp.Slug)
-	if logins.IsPortable(profile) {
+	if !ownsProfile(k.sp) || logins.IsPortable(profile) {
 		return
 	}
 	if _, err := k.checkpointLocked(ctx); err != nil {
@@ -237,6 +237,9 @@ func (k *loginKeeper) restore(ctx context.Context) (int, time.Duration, error) {
 		return 0, 0, err
 	}
 	missing := logins.Missing(jar.Cookies, have, time.Now())
+	if !ownsProfile(k.sp) {
+		missing = logins.Lacking(jar.Cookies, have, time.Now())
+	}
 	if len(missing) == 0 {
 		return 0, 0, nil
 	}

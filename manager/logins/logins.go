@@ -223,6 +223,16 @@ func (c Cookie) same(b Cookie) bool {
 // Missing is what a launch sets back from a checkpoint: each of its cookies, unexpired at now, that the
 // browser (holding have) lacks or holds with another value, expiry or attributes.
 func Missing(checkpoint, have []Cookie, now time.Time) []Cookie {
+	return missing(checkpoint, have, now, true)
+}
+
+// Lacking is the unexpired cookies of checkpoint that have has none of (by name, domain, path and
+// partition): a browser whose profile is not the manager's keeps the value it holds, however it differs.
+func Lacking(checkpoint, have []Cookie, now time.Time) []Cookie {
+	return missing(checkpoint, have, now, false)
+}
+
+func missing(checkpoint, have []Cookie, now time.Time, differing bool) []Cookie {
 	held := make(map[string]Cookie, len(have))
 	for _, c := range have {
 		held[c.key()] = c
@@ -232,7 +242,7 @@ func Missing(checkpoint, have []Cookie, now time.Time) []Cookie {
 		if c.expired(now) {
 			continue
 		}
-		if b, ok := held[c.key()]; ok && c.same(b) {
+		if b, ok := held[c.key()]; ok && (!differing || c.same(b)) {
 			continue
 		}
 		out = append(out, c)

@@ -144,6 +144,25 @@ func TestMissing(t *testing.T) {
 			}
 		})
 	}
+	// A browser whose profile is not the manager's keeps what it holds: only the cookies it lacks come back.
+	for _, tt := range []struct {
+		name       string
+		checkpoint []Cookie
+		have       []Cookie
+		want       []string
+	}{
+		{"the browser lacks it", []Cookie{login, expired}, nil, []string{"new"}},
+		{"the browser holds another value", []Cookie{login}, []Cookie{older}, nil},
+		{"another partition", []Cookie{part}, []Cookie{partElsewhere}, []string{"1"}},
+	} {
+		var got []string
+		for _, c := range Lacking(tt.checkpoint, tt.have, now) {
+			got = append(got, c.Value)
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("Lacking(%s) = %q; want %q", tt.name, got, tt.want)
+		}
+	}
 }
 
 func TestParams(t *testing.T) {
