@@ -34,8 +34,8 @@ type storePage struct {
 	// Identity is the store's network identity in words (its proxy redacted, time zone, language); "" for
 	// none.
 	Identity string
-	// Login says how old the store's newest cookie checkpoint and snapshot are (SPEC §18), and what to do
-	// when it has none; "" for a store whose profile the manager does not keep (Ziniao, CDP).
+	// Login says how old the store's newest cookie checkpoint and snapshot are (SPEC §18), and LoginFix
+	// what to run when it has no snapshot yet.
 	Login, LoginFix string
 	Token           string // the viewer's form token (formToken), for the page's forms
 	Summary         string
@@ -126,6 +126,10 @@ func loginLine(s api.Store, now time.Time) (line, fix string) {
 		}
 		return "last " + what + " " + duration(now.Sub(t)) + " ago"
 	}
+	if s.Backend != "chrome" && s.Slug != api.WebSlug {
+		return "Its login: " + age(s.CheckpointAt, "cookie checkpoint") + " (its profile is the " + s.Backend +
+			" browser's: the manager sets back the cookies it lacks, and takes no snapshot of it).", ""
+	}
 	line = "Its login: " + age(s.CheckpointAt, "cookie checkpoint") + " · " + age(s.SnapshotAt, "profile snapshot") + "."
 	if s.SnapshotAt.IsZero() {
 		fix = "vibe-browser store snapshot " + s.Slug
@@ -180,9 +184,7 @@ func (s *Server) readStore(ctx context.Context, slug string) storeFacts {
 	f.found = true
 	f.page.Name, f.page.Backend, f.page.Status = store.Name, store.Backend, b.Status
 	f.page.Identity = identityLine(store)
-	if store.Backend == "chrome" {
-		f.page.Login, f.page.LoginFix = loginLine(store, s.cfg.Now())
-	}
+	f.page.Login, f.page.LoginFix = loginLine(store, s.cfg.Now())
 	if store.ProxyError != "" {
 		f.page.Error = "The store's proxy " + store.Proxy + " fails, so its pages do not load: " + store.ProxyError +
 			". Check it with vibe-browser doctor, or change it: vibe-browser store set " + store.Slug + " --proxy URL."
