@@ -48,6 +48,14 @@ func (r *Recorder) shoot(ctx context.Context, w Where, task, client string, seq 
 			r.cfg.Log.Error().Err(err).Str("task", task).Str("target", tab.ID).Msg("keep a shot")
 		}
 	}
+	// The cap reads the whole timeline's size in a write transaction: only when the running sum says the
+	// task may have passed it.
+	r.mu.Lock()
+	n, known := r.used[task]
+	r.mu.Unlock()
+	if known && n <= r.cfg.MaxBytes {
+		return
+	}
 	files, total, err := r.cfg.DB.CapTimelineShots(ctx, task, r.cfg.MaxBytes)
 	if err != nil {
 		r.cfg.Log.Error().Err(err).Str("task", task).Msg("cap the task's shots")
