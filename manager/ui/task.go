@@ -137,7 +137,7 @@ type downloadStep struct {
 
 // The mode's words (taskPage.ModeWhat).
 var modeWhat = map[string]string{
-	api.TimelineFull: "Recorded: each browser-use call with its code and output, shots of the task's tabs after each call, and the steps between.",
+	api.TimelineFull: "Recorded: each browser-use call and MCP tool call with its code (or arguments) and output, shots of the task's tabs after each call, and the steps in and between them.",
 	api.TimelineMeta: "Recorded: the steps only (each call's time and outcome, navigations, tabs, downloads, handoffs, takeovers), no code, output or shots.",
 	api.TimelineOff:  "Nothing is recorded for this task's store now.",
 }
