@@ -1,13 +1,11 @@
 package api
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -88,21 +86,53 @@ func LoadShimConfig(path string) (*ShimConfig, error) {
 	return cfg, nil
 }
 
-// ParseShimConfig decodes and validates a shim config strictly.
+// ParseShimConfig decodes and validates a shim config strictly: one JSON object, field names matched as
+// encoding/json matches them, no unknown field and nothing after it.
 func ParseShimConfig(data []byte) (*ShimConfig, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	var cfg ShimConfig
-	if err := dec.Decode(&cfg); err != nil {
+	if err := cfg.decode(data); err != nil {
 		return nil, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("trailing data after the JSON object")
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	return &cfg, nil
+}
+
+// decode reads the config without encoding/json (litejson.go): it runs on every agent call.
+func (c *ShimConfig) decode(data []byte) error {
+	r := &jsonReader{data: data}
+	strs := []struct {
+		name string
+		dst  *string
+	}{{"kind", &c.Kind}, {"store_id", &c.StoreID}, {"slug", &c.Slug}, {"manager_socket", &c.ManagerSocket},
+		{"agent_socket", &c.AgentSocket}, {"real_bu", &c.RealBU}, {"runtime_dir", &c.RuntimeDir}, {"tmp_dir", &c.TmpDir}}
+	ints := []struct {
+		name string
+		dst  *int
+	}{{"format", &c.Format}, {"worker_slots", &c.WorkerSlots}, {"call_timeout_s", &c.CallTimeoutS},
+		{"kill_grace_s", &c.KillGraceS}, {"reload_timeout_s", &c.ReloadTimeoutS}, {"ensure_timeout_s", &c.EnsureTimeoutS}}
+	err := r.object(func(name string) error {
+		// encoding/json takes a field whose name differs only in case, and these differ in more.
+		for _, f := range strs {
+			if strings.EqualFold(name, f.name) {
+				return r.stringField(f.dst)
+			}
+		}
+		for _, f := range ints {
+			if strings.EqualFold(name, f.name) {
+				return r.intField(f.dst)
+			}
+		}
+		return fmt.Errorf("json: unknown field %q", name)
+	})
+	if err != nil {
+		return err
+	}
+	if err := r.end(); err != nil {
+		return errors.New("trailing data after the JSON object")
+	}
+	return nil
 }
 
 // Validate checks the fields a shim of this kind needs.
