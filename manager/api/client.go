@@ -156,7 +156,7 @@ func (c *Client) Health(ctx context.Context) (Health, error) {
 // shim's call on every agent call, so its JSON is written and read by hand (shimwire.go).
 func (c *Client) EnsureSession(ctx context.Context, req EnsureRequest) (EnsureResponse, error) {
 	var out EnsureResponse
-	data, err := c.send(ctx, MethodPost, PathSessionEnsure, req.appendJSON(nil))
+	data, err := c.send(ctx, MethodPost, PathSessionEnsure, req.appendJSON(make([]byte, 0, 256)))
 	if err != nil || len(data) == 0 {
 		return out, err
 	}

@@ -12,7 +12,8 @@ func taskPath(route, id string) string { return strings.Replace(route, "{id}", p
 // ReportCall tells the manager how one of task's browser-use calls ended (the shim's one report). Its JSON
 // is written by hand (shimwire.go): the shim sends it on every call of a task.
 func (c *Client) ReportCall(ctx context.Context, task string, rep CallReport) error {
-	payload, err := rep.appendJSON(nil)
+	// Sized once: growing through the allocator's size classes would touch a fresh span at each.
+	payload, err := rep.appendJSON(make([]byte, 0, 512+len(rep.Code)+len(rep.Stdout)+len(rep.Stderr)+len(rep.Rule)))
 	if err != nil {
 		return err
 	}
