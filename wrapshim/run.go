@@ -269,7 +269,7 @@ func (s *shim) reload(env []string) (int, bool) {
 
 // runBounded starts the real CLI in its own process group with the taps' stdio as its descriptors 0, 1 and 2,
 // and waits for it. The forwarder relays INT/TERM/HUP to the group meanwhile; at timeout the group gets
-// SIGTERM, then SIGKILL after the kill grace. It returns the exit code (128+signal for a signalled child)
+// SIGTERM, then SIGKILL after the kill grace (deadline). It returns the exit code (128+signal for a signalled child)
 // and whether the timeout fired.
 //
 // It forks with syscall.ForkExec and waits with waitid/wait4 rather than through os/exec: os.StartProcess's
@@ -294,26 +294,9 @@ func (s *shim) runBounded(args, env []string, t *taps, timeout time.Duration) (c
 		fmt.Fprintf(s.stderr, "browser-use: cannot start %s: %v\n", path, &os.PathError{Op: "fork/exec", Path: path, Err: err})
 		return ExitNoRealCLI, false
 	}
-	pgid := pid
-	exited := make(chan struct{})
-	go func() {
-		waitExited(pid)
-		close(exited)
-	}()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	select {
-	case <-exited:
-	case <-timer.C:
-		timedOut = true
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(s.cfg.KillGrace()):
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			<-exited
-		}
-	}
+	d := startDeadline(pid, timeout, s.cfg.KillGrace()) // Setpgid with a zero Pgid: the group is the child's pid
+	waitExited(pid)
+	timedOut = d.stop()
 	s.clock.mark("child")
 	s.fw.release()
 	ws, err := reap(pid)
