@@ -269,8 +269,8 @@ func (s *shim) reload(env []string) (int, bool) {
 
 // runBounded starts the real CLI in its own process group with the taps' stdio as its descriptors 0, 1 and 2,
 // and waits for it. The forwarder relays INT/TERM/HUP to the group meanwhile; at timeout the group gets
-// SIGTERM, then SIGKILL after the kill grace (deadline). It returns the exit code (128+signal for a signalled child)
-// and whether the timeout fired.
+// SIGTERM, then SIGKILL after the kill grace (deadline). It returns the exit code (128+signal for a
+// signalled child) and whether the timeout fired.
 //
 // It forks with syscall.ForkExec and waits with waitid/wait4 rather than through os/exec: os.StartProcess's
 // first call forks and reaps a throwaway child to probe pidfd support, which this one child, signalled

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -16,8 +17,20 @@ import (
 
 // jsonReader reads one JSON text from data.
 type jsonReader struct {
-	data []byte
-	pos  int
+	data  []byte
+	pos   int
+	depth int // of nested objects and arrays
+}
+
+// maxJSONDepth bounds nesting, as encoding/json does.
+const maxJSONDepth = 10000
+
+// nest enters an object or array.
+func (r *jsonReader) nest() error {
+	if r.depth++; r.depth > maxJSONDepth {
+		return errors.New("exceeded max depth")
+	}
+	return nil
 }
 
 // errJSONEnd is a text cut short, as encoding/json's Decoder reports it.
@@ -76,6 +89,10 @@ func (r *jsonReader) object(field func(name string) error) error {
 	if r.peek() != '{' {
 		return r.typeError("object")
 	}
+	if err := r.nest(); err != nil {
+		return err
+	}
+	defer func() { r.depth-- }()
 	r.pos++
 	if r.peek() == '}' {
 		r.pos++
@@ -200,6 +217,10 @@ func (r *jsonReader) skip() error {
 	case c == '{':
 		return r.object(func(string) error { return r.skip() })
 	case c == '[':
+		if err := r.nest(); err != nil {
+			return err
+		}
+		defer func() { r.depth-- }()
 		r.pos++
 		if r.peek() == ']' {
 			r.pos++

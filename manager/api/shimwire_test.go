@@ -182,3 +182,10 @@ func TestJSONReaderMessages(t *testing.T) {
 		}
 	}
 }
+
+func TestJSONReaderDepth(t *testing.T) {
+	for _, depth := range []int{maxJSONDepth - 1, maxJSONDepth + 1} {
+		in := `{"x":` + strings.Repeat("[", depth) + strings.Repeat("]", depth) + `}`
+		checkEnsureDecode(t, in)
+	}
+}
