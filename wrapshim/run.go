@@ -27,6 +27,8 @@ const eventTimeout = 2 * time.Second
 // Main runs the shim: it reads the config beside the executable, applies the rules, asks the manager for a
 // browser and runs the real CLI. It returns the process exit code.
 func Main(args []string) int {
+	environ := os.Environ()
+	clock := startPhases(environ)
 	// The forwarder registers its signals while the config is read and the manager answers; --ask-human
 	// handles signals its own way (they cancel the handoff).
 	var fw *forwarder
@@ -48,14 +50,18 @@ func Main(args []string) int {
 		}
 		return ExitConfig
 	}
-	s := &shim{cfg: cfg, stderr: os.Stderr, fw: fw}
-	return s.run(args, os.Environ())
+	clock.mark("config")
+	s := &shim{cfg: cfg, stderr: os.Stderr, fw: fw, clock: clock}
+	code := s.run(args, environ)
+	clock.print()
+	return code
 }
 
 type shim struct {
 	cfg    *api.ShimConfig
 	stderr *os.File
 	fw     *forwarder // nil for --ask-human, which starts no child
+	clock  *phaseClock
 }
 
 func (s *shim) fail(code int, format string, args ...any) int {
@@ -92,27 +98,33 @@ func (s *shim) run(args, environ []string) int {
 		s.send(report, ExitNoRealCLI, api.CallUnavailable, msg)
 		return s.fail(ExitNoRealCLI, "%s", msg)
 	}
+	s.clock.mark("plan")
 	resp, err := s.ensure(call)
 	if err != nil {
 		msg := fmt.Sprintf("no browser for session %s: %v", call.BUName, err)
 		s.send(report, ExitUnavailable, api.CallUnavailable, msg)
 		return s.fail(ExitUnavailable, "%s", msg)
 	}
+	s.clock.mark("ensure")
 	report.mode = resp.Timeline
 	env := childEnv(environ, cfg, call.BUName, resp)
 	t := startTaps([3]*os.File{os.Stdin, os.Stdout, s.stderr}, !report.full())
+	s.clock.mark("taps")
 	code, timedOut := s.runBounded(call.Args, env, t, cfg.CallTimeout())
 	t.finish(&report.rep)
+	s.clock.mark("finish")
 	counter := wedgeCounter{path: filepath.Join(cfg.RuntimeDir, "wedge-"+call.BUName+".n")}
 	if !timedOut {
 		if err := counter.reset(); err != nil {
 			fmt.Fprintf(s.stderr, "browser-use: warning: cannot reset the wedge counter: %v\n", err)
 		}
+		s.clock.mark("wedge")
 		outcome := api.CallOK
 		if code != 0 {
 			outcome = api.CallFailed
 		}
 		s.send(report, code, outcome, "")
+		s.clock.mark("report")
 		return code
 	}
 	code, outcome, msg := s.escalate(call, env, &counter)
@@ -257,8 +269,8 @@ func (s *shim) reload(env []string) (int, bool) {
 
 // runBounded starts the real CLI in its own process group with the taps' stdio as its descriptors 0, 1 and 2,
 // and waits for it. The forwarder relays INT/TERM/HUP to the group meanwhile; at timeout the group gets
-// SIGTERM, then SIGKILL after the kill grace. It returns the exit code (128+signal for a signalled child)
-// and whether the timeout fired.
+// SIGTERM, then SIGKILL after the kill grace (deadline). It returns the exit code (128+signal for a
+// signalled child) and whether the timeout fired.
 //
 // It forks with syscall.ForkExec and waits with waitid/wait4 rather than through os/exec: os.StartProcess's
 // first call forks and reaps a throwaway child to probe pidfd support, which this one child, signalled
@@ -276,31 +288,16 @@ func (s *shim) runBounded(args, env []string, t *taps, timeout time.Duration) (c
 		Sys: &syscall.SysProcAttr{Setpgid: true}}
 	pid, err := s.fw.start(path, append([]string{path}, args...), attr)
 	runtime.KeepAlive(stdio)
+	s.clock.mark("fork")
 	t.started()
 	if err != nil {
 		fmt.Fprintf(s.stderr, "browser-use: cannot start %s: %v\n", path, &os.PathError{Op: "fork/exec", Path: path, Err: err})
 		return ExitNoRealCLI, false
 	}
-	pgid := pid
-	exited := make(chan struct{})
-	go func() {
-		waitExited(pid)
-		close(exited)
-	}()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	select {
-	case <-exited:
-	case <-timer.C:
-		timedOut = true
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(s.cfg.KillGrace()):
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			<-exited
-		}
-	}
+	d := startDeadline(pid, timeout, s.cfg.KillGrace()) // Setpgid with a zero Pgid: the group is the child's pid
+	waitExited(pid)
+	timedOut = d.stop()
+	s.clock.mark("child")
 	s.fw.release()
 	ws, err := reap(pid)
 	if err != nil { // only if something else reaped it: the runtime's SIGCHLD handler rules out the kernel

@@ -85,7 +85,14 @@ const (
 // Do sends method path with body encoded as JSON (nil for none) and decodes a 2xx answer into out (nil to
 // discard it). A non-2xx answer is returned as *Error; a failed dial wraps ErrUnreachable.
 func (c *Client) Do(ctx context.Context, method, path string, body, out any) error {
-	data, err := c.send(ctx, method, path, body)
+	var payload []byte
+	if body != nil {
+		var err error
+		if payload, err = json.Marshal(body); err != nil {
+			return fmt.Errorf("encode %s: %w", path, err)
+		}
+	}
+	data, err := c.send(ctx, method, path, payload)
 	if err != nil {
 		return err
 	}
@@ -104,20 +111,13 @@ func (c *Client) Raw(ctx context.Context, path string) ([]byte, error) {
 	return c.send(ctx, MethodGet, path, nil)
 }
 
-// send is one call: the answer's body when its status is 2xx.
-func (c *Client) send(ctx context.Context, method, path string, body any) ([]byte, error) {
+// send is one call with payload as its JSON body (nil for none): the answer's body when its status is 2xx.
+func (c *Client) send(ctx context.Context, method, path string, payload []byte) ([]byte, error) {
 	if c.Timeout > 0 {
 		if _, ok := ctx.Deadline(); !ok {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, c.Timeout)
 			defer cancel()
-		}
-	}
-	var payload []byte
-	if body != nil {
-		var err error
-		if payload, err = json.Marshal(body); err != nil {
-			return nil, fmt.Errorf("encode %s: %w", path, err)
 		}
 	}
 	conn, err := dialUnix(ctx, c.socket())
@@ -152,11 +152,18 @@ func (c *Client) Health(ctx context.Context) (Health, error) {
 	return h, err
 }
 
-// EnsureSession makes the requested browser ready and returns the endpoint the caller must use.
+// EnsureSession makes the requested browser ready and returns the endpoint the caller must use. It is the
+// shim's call on every agent call, so its JSON is written and read by hand (shimwire.go).
 func (c *Client) EnsureSession(ctx context.Context, req EnsureRequest) (EnsureResponse, error) {
 	var out EnsureResponse
-	err := c.Do(ctx, MethodPost, PathSessionEnsure, req, &out)
-	return out, err
+	data, err := c.send(ctx, MethodPost, PathSessionEnsure, req.appendJSON(make([]byte, 0, 256)))
+	if err != nil || len(data) == 0 {
+		return out, err
+	}
+	if err := out.decode(data); err != nil {
+		return EnsureResponse{}, fmt.Errorf("%s %s: decode answer: %w", MethodPost, PathSessionEnsure, err)
+	}
+	return out, nil
 }
 
 // ReportEvent sends ev to the manager.

@@ -2,12 +2,14 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -189,5 +191,49 @@ func TestListDownloadsQuery(t *testing.T) {
 		if len(got) != 1 || got[0].Encode() != tt.want.Encode() {
 			t.Errorf("ListDownloads(%q, %q) asked %v; want %v", tt.task, tt.store, got, tt.want)
 		}
+	}
+}
+
+// TestShimCallsOverTheWire: ensure and the call report, written and read by hand, reach a net/http server
+// that decodes them with encoding/json, and ensure's answer comes back whole.
+func TestShimCallsOverTheWire(t *testing.T) {
+	start := time.Date(2026, 12, 5, 1, 2, 3, 4, time.FixedZone("here", 3600))
+	sent := CallReport{Client: "a1b2c3d4", Session: "acme-a1b2c3d4", Args: []string{"-c", "<x>"}, Start: start,
+		End: start.Add(time.Second), Outcome: CallOK, Stdout: "ok \xff\n", Untold: []string{"stdin"}}
+	var gotReq EnsureRequest
+	var gotRep CallReport
+	c := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case PathSessionEnsure:
+			if err := json.NewDecoder(r.Body).Decode(&gotReq); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			w.Write([]byte(`{"cdp_ws":"ws://127.0.0.1:1/c/x/client-a","download_dir":"/d","lease_s":30,"timeline":"full","new":[1]}`))
+		case taskPath(PathTaskCalls, "a1b2c3d4"):
+			if err := json.NewDecoder(r.Body).Decode(&gotRep); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			w.Write([]byte(`{}`))
+		}
+	})
+	ctx := context.Background()
+	req := EnsureRequest{Kind: KindStore, StoreID: "0d1c", ClientID: "a1b2c3d4", BUName: "acme-a1b2c3d4", TaskID: "a1b2c3d4"}
+	resp, err := c.EnsureSession(ctx, req)
+	want := EnsureResponse{CDPWS: "ws://127.0.0.1:1/c/x/client-a", DownloadDir: "/d", LeaseS: 30, Timeline: TimelineFull}
+	if err != nil || resp != want || gotReq != req {
+		t.Errorf("EnsureSession(%+v) = %+v, %v (the manager read %+v); want %+v", req, resp, err, gotReq, want)
+	}
+	if err := c.ReportCall(ctx, "a1b2c3d4", sent); err != nil {
+		t.Fatalf("ReportCall() = %v", err)
+	}
+	sent.Stdout = "ok \uFFFD\n" // encoding/json's repair of invalid UTF-8, as json.Marshal would have sent it
+	if !gotRep.Start.Equal(sent.Start) || !gotRep.End.Equal(sent.End) {
+		t.Errorf("the manager read start %v, end %v; want %v, %v", gotRep.Start, gotRep.End, sent.Start, sent.End)
+	}
+	gotRep.Start, gotRep.End, sent.Start, sent.End = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	if !reflect.DeepEqual(gotRep, sent) {
+		t.Errorf("the manager read %+v; want %+v", gotRep, sent)
 	}
 }

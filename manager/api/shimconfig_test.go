@@ -79,3 +79,24 @@ func TestLoadShimConfig(t *testing.T) {
 		t.Errorf("LoadShimConfig(broken) = %v; want a broken-config error that is not ErrNoShimConfig", err)
 	}
 }
+
+// TestLoadShimConfigReadsItWhole: the config is read to its end, however it grows past the first read, and
+// a file far beyond any config is refused.
+func TestLoadShimConfigReadsItWhole(t *testing.T) {
+	dir := t.TempDir()
+	long := filepath.Join(dir, "long.json")
+	padded := `{"format":1,` + strings.Repeat(" ", 70000) + `"kind":"guard"}`
+	if err := os.WriteFile(long, []byte(padded), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err := LoadShimConfig(long); err != nil || cfg.Kind != ShimKindGuard {
+		t.Errorf("LoadShimConfig(%d bytes) = %+v, %v; want the guard config", len(padded), cfg, err)
+	}
+	huge := filepath.Join(dir, "huge.json")
+	if err := os.WriteFile(huge, make([]byte, maxShimConfig+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadShimConfig(huge); err == nil || !strings.Contains(err.Error(), "over") {
+		t.Errorf("LoadShimConfig(%d bytes) = %v; want it refused as too big", maxShimConfig+1, err)
+	}
+}

@@ -9,9 +9,16 @@ import (
 // taskPath fills a task route's {id}.
 func taskPath(route, id string) string { return strings.Replace(route, "{id}", pathSegment(id), 1) }
 
-// ReportCall tells the manager how one of task's browser-use calls ended (the shim's one report).
+// ReportCall tells the manager how one of task's browser-use calls ended (the shim's one report). Its JSON
+// is written by hand (shimwire.go): the shim sends it on every call of a task.
 func (c *Client) ReportCall(ctx context.Context, task string, rep CallReport) error {
-	return c.Do(ctx, MethodPost, taskPath(PathTaskCalls, task), rep, nil)
+	// Sized once: growing through the allocator's size classes would touch a fresh span at each.
+	payload, err := rep.appendJSON(make([]byte, 0, 512+len(rep.Code)+len(rep.Stdout)+len(rep.Stderr)+len(rep.Rule)))
+	if err != nil {
+		return err
+	}
+	_, err = c.send(ctx, MethodPost, taskPath(PathTaskCalls, task), payload)
+	return err
 }
 
 // Timeline returns task's timeline with its entries after seq after; wait holds the answer until there is a

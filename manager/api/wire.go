@@ -94,18 +94,20 @@ func (c *unixConn) Close() error {
 // roundTrip sends one HTTP/1.1 request (Connection: close) and reads the status and the body of the answer,
 // whether it is framed by Content-Length, chunked, or ended by the close.
 func (c *unixConn) roundTrip(method, path, token string, body []byte) (int, []byte, error) {
-	var req strings.Builder
-	fmt.Fprintf(&req, "%s %s HTTP/1.1\r\nHost: manager\r\nUser-Agent: vibe-browser\r\nConnection: close\r\n", method, path)
+	req := make([]byte, 0, 256+len(body))
+	req = append(req, method+" "+path+" HTTP/1.1\r\nHost: manager\r\nUser-Agent: vibe-browser\r\nConnection: close\r\n"...)
 	if token != "" {
-		fmt.Fprintf(&req, "Authorization: Bearer %s\r\n", token)
+		req = append(req, "Authorization: Bearer "+token+"\r\n"...)
 	}
 	if body != nil {
-		fmt.Fprintf(&req, "Content-Type: application/json\r\nContent-Length: %d\r\n", len(body))
+		req = append(req, "Content-Type: application/json\r\nContent-Length: "...)
+		req = strconv.AppendInt(req, int64(len(body)), 10)
+		req = append(req, "\r\n"...)
 	}
-	req.WriteString("\r\n")
-	req.Write(body)
+	req = append(req, "\r\n"...)
+	req = append(req, body...)
 	// A server may answer (and close) before reading the whole request; its answer is still read.
-	_, writeErr := io.WriteString(c, req.String())
+	_, writeErr := c.Write(req)
 	r := bufio.NewReader(c)
 	statusLine, err := readLine(r)
 	if err != nil {

@@ -1,0 +1,89 @@
+package wrapshim
+
+import (
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// startSleeper starts sleep(1) for secs in a process group of its own, as runBounded starts the CLI.
+func startSleeper(t *testing.T, secs string) int {
+	t.Helper()
+	pid, err := syscall.ForkExec("/bin/sleep", []string{"sleep", secs},
+		&syscall.ProcAttr{Sys: &syscall.SysProcAttr{Setpgid: true}})
+	if err != nil {
+		t.Skipf("cannot start /bin/sleep: %v", err)
+	}
+	t.Cleanup(func() { // a child the test did not reap is still ours: its group id cannot be a stranger's
+		var info unix.Siginfo
+		if unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil) != nil {
+			return // reaped
+		}
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		_, _ = reap(pid)
+	})
+	return pid
+}
+
+func TestDeadline(t *testing.T) {
+	tests := []struct {
+		name         string
+		sleep        string
+		timeout      time.Duration
+		wantTimedOut bool
+		wantSignal   syscall.Signal // how the child ended; 0 for an exit
+	}{
+		{"ends in time", "0", time.Minute, false, 0},
+		{"overruns: SIGTERM", "60", 50 * time.Millisecond, true, syscall.SIGTERM},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pid := startSleeper(t, tt.sleep)
+			d := startDeadline(pid, tt.timeout, time.Minute)
+			waitExited(pid)
+			if got := d.stop(); got != tt.wantTimedOut {
+				t.Errorf("deadline(%v).stop() = %v; want %v", tt.timeout, got, tt.wantTimedOut)
+			}
+			ws, err := reap(pid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := ws.Signal(); ws.Signaled() != (tt.wantSignal != 0) || ws.Signaled() && got != tt.wantSignal {
+				t.Errorf("child ended with %v; want signal %v", ws, tt.wantSignal)
+			}
+		})
+	}
+}
+
+// TestDeadlineKillsAfterGrace: a group that outlives SIGTERM gets SIGKILL once the grace is over.
+func TestDeadlineKillsAfterGrace(t *testing.T) {
+	pid := startSleeper(t, "60")
+	// Stopped, the child holds SIGTERM pending and unhandled; only SIGKILL ends it.
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	d := startDeadline(pid, 10*time.Millisecond, 50*time.Millisecond)
+	waitExited(pid)
+	if !d.stop() {
+		t.Error("stop() = false after SIGKILL; want true")
+	}
+	if ws, err := reap(pid); err != nil || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Errorf("child ended with %v, %v; want SIGKILL", ws, err)
+	}
+}
+
+// TestDeadlineStoppedNeverKills: once stop returned, the timers are spent: the child, still unreaped, is
+// never signalled.
+func TestDeadlineStoppedNeverKills(t *testing.T) {
+	pid := startSleeper(t, "0.2")
+	d := startDeadline(pid, 100*time.Millisecond, time.Millisecond)
+	if d.stop() {
+		t.Fatal("stop() = true before the timeout; want false")
+	}
+	waitExited(pid)
+	if ws, err := reap(pid); err != nil || ws.Signaled() || ws.ExitStatus() != 0 {
+		t.Errorf("child ended with %v, %v; want a clean exit, unsignalled", ws, err)
+	}
+}
