@@ -40,7 +40,7 @@ func chromiumBinary(t testing.TB) string {
 			return p
 		}
 	}
-	t.Skip("no Chromium installed (set VIBE_CHROME)")
+	testkit.Missing(t, "no Chromium installed (set VIBE_CHROME)")
 	return ""
 }
 

@@ -184,10 +184,10 @@ func startNodeScript(t *testing.T, script string, args ...string) *nodeScript {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Skip("node is not installed")
+		testkit.Missing(t, "node is not installed")
 	}
 	if _, err := os.Stat(filepath.Join("node_modules", "puppeteer-core")); err != nil {
-		t.Skip("integration/node_modules missing: run `go tool task deps:node`")
+		testkit.Missing(t, "integration/node_modules missing: run `go tool task deps:node`")
 	}
 	cmd := exec.Command(node, append([]string{filepath.Join("js", script)}, args...)...)
 	var stderr strings.Builder
