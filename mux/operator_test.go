@@ -465,8 +465,7 @@ func TestThumbnail(t *testing.T) {
 	}{
 		{"scaled", false, 320, 50, image.Pt(320, 180), thumbQuality},
 		{"scaled from a background tab", true, 320, 50, image.Pt(320, 180), thumbQuality},
-		// Its width is known from the captures before: no scaling, so captured at the quality asked (0: 60).
-		{"narrower than the limit", false, 2000, 0, image.Pt(fakeWidth, fakeHeight), 60},
+		{"narrower than the limit", false, 2000, 0, image.Pt(fakeWidth, fakeHeight), thumbQuality},
 		{"unscaled", true, 0, 70, image.Pt(fakeWidth, fakeHeight), 70},
 	}
 	for _, tt := range tests {

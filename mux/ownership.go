@@ -38,9 +38,6 @@ type target struct {
 	closeOnRelease bool
 	// line is what the task timeline was told of it (timeline.go).
 	line tabLine
-	// capWidth is the width of its last capture's picture (thumbnail.go): one no wider than what a caller
-	// asks for needs no scaling, so the next is captured at the caller's quality.
-	capWidth int
 }
 
 // session is a flat CDP session, owned by whoever attached (or by the owner of its parent session).

@@ -44,10 +44,10 @@ func (m *Mux) Thumbnail(ctx context.Context, targetID string, maxWidth, quality 
 	}
 	defer m.closeOpSession(s)
 	q := quality
-	m.mu.Lock()
-	if t := m.targets[targetID]; maxWidth > 0 && (t == nil || t.capWidth == 0 || t.capWidth > maxWidth) {
-		q = max(quality, thumbQuality) // it will be scaled: captured finer first
+	if maxWidth > 0 {
+		q = max(quality, thumbQuality)
 	}
+	m.mu.Lock()
 	m.sendInternalLocked("Page.startScreencast", thumbCast, s.id, nil) // its frames go nowhere (s has no view)
 	m.mu.Unlock()
 	res, err := m.opCall(ctx, "Page.captureScreenshot", json.RawMessage(fmt.Sprintf(`{"format":"jpeg","quality":%d}`, q)), s.id)
@@ -64,13 +64,6 @@ func (m *Mux) Thumbnail(ctx context.Context, targetID string, maxWidth, quality 
 	}
 	if err := json.Unmarshal(res, &shot); err != nil {
 		return nil, fmt.Errorf("mux: Page.captureScreenshot: %w", err)
-	}
-	if cfg, err := jpeg.DecodeConfig(bytes.NewReader(shot.Data)); err == nil {
-		m.mu.Lock()
-		if t := m.targets[targetID]; t != nil {
-			t.capWidth = cfg.Width
-		}
-		m.mu.Unlock()
 	}
 	return scaleJPEG(shot.Data, maxWidth, quality)
 }
