@@ -74,8 +74,20 @@ func TestWhatThePersonReadsIsTrue(t *testing.T) {
 
 	m.mustAgent(env, "browser-use <<'PY'\nopen "+site.URL+"/long\nPY")
 	m.mustAgent(env, "browser-use <<'PY'\n"+hostileLine+"\nopen "+trick+"\neval document.title\nPY")
-	asking := m.askHuman(store.Slug, taskA, "--ask-human", "Log in for me: \u202eereh kcilc", "--wait", "120")
+	asking1 := m.askHuman(store.Slug, taskA, "--ask-human", "Log in for me: \u202eereh kcilc", "--wait", "120")
 	h := m.pending(store.Slug + "-" + taskA[:8])
+	// A second question of the same task (its worker slot): the overview groups the two, the newest first.
+	asking2 := m.askHuman(store.Slug, taskA, "--worker", "2", "--ask-human", "Then press Pay", "--wait", "120")
+	var h2 api.Handoff
+	testkit.WaitFor(t, 10*time.Second, "the second handoff of the task", func() bool {
+		hs, err := m.client.ListHandoffs(context.Background(), api.HandoffPending)
+		for _, x := range hs {
+			if x.ID != h.ID {
+				h2 = x
+			}
+		}
+		return err == nil && h2.ID != ""
+	})
 	var trickTab string
 	testkit.WaitFor(t, 15*time.Second, "the shot of the trick's page", func() bool {
 		for _, e := range m.timeline(taskA).Entries {
@@ -113,6 +125,10 @@ func TestWhatThePersonReadsIsTrue(t *testing.T) {
 			if !strings.Contains(body, "The agent asks:") {
 				t.Errorf("the overview does not say the handoff's reason is the agent's:\n%.2000s", body)
 			}
+			if i, j := strings.Index(body, "Then press Pay"), strings.Index(body, "1 earlier request of this task"); i < 0 || j < i ||
+				!strings.Contains(body[j:], "Log in for me") {
+				t.Errorf("the overview does not show the task's newest question first with its earlier one folded under it:\n%.3000s", body)
+			}
 		case "the task page":
 			wantDrawnInOrder(t, p.name, got, 3) // the navigation, the tab's step, the shot's caption
 			if tallest := got["tallest"].(float64); tallest > 80 {
@@ -128,8 +144,13 @@ func TestWhatThePersonReadsIsTrue(t *testing.T) {
 	if _, err := m.client.AnswerHandoff(context.Background(), h.ID, api.HandoffAnswer{Status: api.HandoffDone}); err != nil {
 		t.Fatal(err)
 	}
-	if code := asking.exit(t, 10*time.Second); code != 0 {
-		t.Fatalf("--ask-human exited %d", code)
+	if _, err := m.client.AnswerHandoff(context.Background(), h2.ID, api.HandoffAnswer{Status: api.HandoffDone}); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []*asking{asking1, asking2} {
+		if code := a.exit(t, 10*time.Second); code != 0 {
+			t.Fatalf("--ask-human exited %d", code)
+		}
 	}
 	exported := filepath.Join(t.TempDir(), "task.html")
 	m.cli("task", "export", taskA, "-o", exported)
