@@ -32,3 +32,12 @@ func WriteFrom(path string, r io.Reader, mode os.FileMode) error {
 	}
 	return err
 }
+
+// SyncDir makes the entries changed in dir (a rename into it) durable: a power cut after it leaves them.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	return errors.Join(d.Sync(), d.Close())
+}

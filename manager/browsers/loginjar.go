@@ -3,7 +3,6 @@ package browsers
 import (
 	"errors"
 	"io/fs"
-	"os"
 
 	"vibebrowser/manager/logins"
 	"vibebrowser/osuser"
@@ -40,12 +39,4 @@ func (f *Fleet) writeJar(slug string, content []byte, own *fileOwner) error {
 		owner = &osuser.User{UID: own.uid, GID: own.gid}
 	}
 	return logins.WriteJar(key, f.cfg.Home, slug, content, owner)
-}
-
-// syncDir syncs a folder whose entries changed (a rename), so the change survives a power cut.
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/apierr"
+	"vibebrowser/manager/atomicfile"
 	"vibebrowser/manager/chrome"
 	"vibebrowser/manager/logins"
 	"vibebrowser/manager/snapshot"
@@ -286,7 +287,7 @@ func (f *Fleet) replaceProfile(sp Spec, id, profile string) (snapshot.Restored, 
 		}
 		return r, "", fmt.Errorf("restore %s: %w", sp.Name, err)
 	}
-	syncDir(filepath.Dir(profile))
+	atomicfile.SyncDir(filepath.Dir(profile))
 	return r, aside, nil
 }
 
@@ -302,7 +303,7 @@ func (f *Fleet) finishInterruptedRestore(sp Spec, profile string) {
 			f.log.Warn().Str("browser", sp.Key).Str("profile", profile).
 				Msg("a restore was cut short before its profile took the old one's place: the old profile is back")
 			aside = nil
-			syncDir(dir)
+			atomicfile.SyncDir(dir)
 		}
 	}
 	stale, _ := filepath.Glob(filepath.Join(dir, "."+sp.Slug+".restore-*"))

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"vibebrowser/manager/atomicfile"
 	"vibebrowser/manager/seal"
 	"vibebrowser/osuser"
 )
@@ -66,7 +67,7 @@ func WriteJar(key *seal.Key, home, slug string, content []byte, owner *osuser.Us
 		err = os.Rename(tmp.Name(), path)
 	}
 	if err == nil {
-		err = syncDir(dir)
+		err = atomicfile.SyncDir(dir)
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
@@ -118,14 +119,6 @@ func writeSynced(f *os.File, b []byte, owner *osuser.User) error {
 		err = f.Sync()
 	}
 	return errors.Join(err, f.Close())
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	return errors.Join(d.Sync(), d.Close())
 }
 
 // Version is the content format Encode writes.

@@ -2,10 +2,11 @@ package snapshot
 
 import (
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"time"
+
+	"vibebrowser/manager/atomicfile"
 )
 
 // Why a profile was made from a snapshot.
@@ -38,19 +39,7 @@ func (st *Store) NoteRebuild(slug string, r Rebuild) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, ".rebuilt-*.tmp")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(b)
-	err = errors.Join(err, tmp.Sync(), tmp.Close())
-	if err == nil {
-		err = os.Rename(tmp.Name(), filepath.Join(dir, rebuildFile))
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
-	return err
+	return atomicfile.Write(filepath.Join(dir, rebuildFile), b, 0o600)
 }
 
 // LastRebuild is slug's last rebuild under dir; false when there was none.

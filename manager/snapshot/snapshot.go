@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"vibebrowser/manager/atomicfile"
 	"vibebrowser/manager/seal"
 )
 
@@ -221,7 +222,7 @@ func (st *Store) Take(slug, profile string, jar []byte, kind Kind) (Info, error)
 		os.Remove(tmp.Name())
 		return Info{}, fmt.Errorf("snapshot of %s: %w", slug, err)
 	}
-	syncDir(dir)
+	atomicfile.SyncDir(dir)
 	info := Info{ID: strings.TrimSuffix(name, ext), At: at, Kind: kind, Path: filepath.Join(dir, name)}
 	if fi, err := os.Stat(info.Path); err == nil {
 		info.Size = fi.Size()
@@ -484,7 +485,7 @@ func extract(key *seal.Key, slug, path, dest string, out *Restored) error {
 	if err != nil {
 		return err
 	}
-	syncDir(dest)
+	atomicfile.SyncDir(dest)
 	return nil
 }
 
@@ -517,12 +518,4 @@ func (st *Store) pruneLocked(slug string) error {
 func fileExists(p string) bool {
 	_, err := os.Lstat(p)
 	return err == nil
-}
-
-// syncDir makes a rename in dir durable.
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
 }
