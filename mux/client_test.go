@@ -136,3 +136,31 @@ func TestKeepalive(t *testing.T) {
 		t.Fatal(r.Error)
 	}
 }
+
+// TestAnIdleClientsNextAnswerIsWritten: a client silent for longer than the write timeout (an agent thinking
+// between two steps) gets its next answer. The upstream reader writes small answers to the socket itself,
+// and a socket write past a stale deadline fails at once: the answer must re-arm the deadline, not hang up.
+func TestAnIdleClientsNextAnswerIsWritten(t *testing.T) {
+	fb := newFakeBrowser(t)
+	m := startMux(t, fb, Config{WriteTimeout: 200 * time.Millisecond, PingInterval: time.Minute, PongTimeout: time.Minute})
+	ws, _, err := dialMux(t, m, "/tok/client-thinker", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &testClient{t: t, ws: ws}
+	t.Cleanup(func() { ws.Close() })
+	go c.read()
+	for i := range 3 {
+		// A ping's pong goes out through the writer goroutine, which arms the write deadline.
+		if err := ws.WriteControl(websocket.PingMessage, []byte("hi"), time.Now().Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond) // past the write deadline the pong armed
+		if r := c.call("Browser.getVersion", "", ""); r.Error != nil {
+			t.Fatalf("call %d: %v", i, r.Error)
+		}
+	}
+	if done, err := c.closed(); done {
+		t.Fatalf("the mux hung up on a client that was only quiet: %v", err)
+	}
+}

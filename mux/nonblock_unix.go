@@ -3,12 +3,16 @@
 package mux
 
 import (
+	"errors"
 	"net"
+	"os"
 	"syscall"
 )
 
 // writeNonBlocking writes as much of b as the socket takes at once and never waits: the upstream
-// reader's inline write must not stall on a slow client. It reports how much went out.
+// reader's inline write must not stall on a slow client. It reports how much went out. A write deadline
+// that an earlier blocking write armed and that has passed since (the client was quiet for longer than the
+// write timeout) is not this write's: the bytes are left to the writer goroutine, which re-arms it.
 func writeNonBlocking(nc net.Conn, b []byte) (int, error) {
 	sc, ok := nc.(syscall.Conn)
 	if !ok {
@@ -38,6 +42,9 @@ func writeNonBlocking(nc net.Conn, b []byte) (int, error) {
 		}
 		return true // done either way: never park waiting for the socket
 	})
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return 0, nil
+	}
 	if err == nil {
 		err = werr
 	}
