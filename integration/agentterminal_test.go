@@ -35,6 +35,7 @@ const legacyTIOCSTI = "/proc/sys/dev/tty/legacy_tiocsti"
 var pushedElsewhere = regexp.MustCompile(`TIOCSTI /dev/pts/[0-9]+: done`)
 
 func TestAgentTerminal(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("the terminal probe runs vibe-browser agent as root with a store's agent user; CI runs as root")
 	}

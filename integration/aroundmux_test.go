@@ -78,6 +78,7 @@ func wantRefused(t *testing.T, what string, err error, rule, named string) {
 // new user would, with raw CDP and puppeteer on one store's own mux URL while another task has a tab open:
 // no browser pages, no local files, and nothing of the manager's home handed to a page.
 func TestNothingAroundTheMuxFromInsideTheBrowser(t *testing.T) {
+	t.Parallel()
 	m := startManager(t, onPort)
 	web := aroundSite(t)
 	var acme, bolt api.Store
@@ -209,6 +210,7 @@ func chromiumTargets(t *testing.T, m *managed, slug string) []string {
 // and stays open; an agent's tab whose load fails shows Chrome's error page and is not mistaken for one that
 // reached a browser page.
 func TestBrowserPagesStayThePersons(t *testing.T) {
+	t.Parallel()
 	chr := startChromium(t)
 	m := startMuxOn(t, chr.HTTP, mux.Config{Home: t.TempDir()})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

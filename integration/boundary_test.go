@@ -76,6 +76,7 @@ func runAs(u *osuser.User, env []string, name string, args ...string) (string, e
 }
 
 func TestStoreBoundary(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("the store boundary needs a root manager; CI runs as root")
 	}
@@ -306,6 +307,7 @@ func TestStoreBoundary(t *testing.T) {
 
 // A manager that is not root refuses to start with an agent user configured, saying why.
 func TestNonRootServeRefusesAgentUsers(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run the manager as another user")
 	}

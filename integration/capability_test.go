@@ -15,6 +15,7 @@ import (
 // puppeteer (WebSocket) and playwright (HTTP discovery) work and see only that client's pages; the URL holds no
 // store token, and it opens neither another client id nor another store's mux.
 func TestCapabilityURLs(t *testing.T) {
+	t.Parallel()
 	m := startManager(t)
 	web := site(t)
 	acme, bolt := m.addStore("Acme"), m.addStore("Bolt")

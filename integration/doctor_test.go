@@ -83,6 +83,7 @@ func wantDoctorFails(t *testing.T, r doctorRun, name string, fragments ...string
 }
 
 func TestDoctor(t *testing.T) {
+	t.Parallel()
 	m := startManager(t)
 	port := m.addStore("Acme Shop").ProxyPort
 	if port == 0 {

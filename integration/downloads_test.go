@@ -126,6 +126,7 @@ func sha(s string) string {
 // new user drives it (connectOverCDP to cdp_http), gets path() and saveAs() holding the served bytes, and a
 // download it cancels leaves nothing behind.
 func TestDownloadPlaywrightAndAgent(t *testing.T) {
+	t.Parallel()
 	m := startManager(t)
 	site := downloadSite(t)
 	store := m.addStore("Dl Shop")
@@ -213,6 +214,7 @@ func TestDownloadPlaywrightAndAgent(t *testing.T) {
 // download from a popup belongs to the popup's opener's task, one from a subframe to the page's; a client
 // that denies downloads gets none while another's still works.
 func TestDownloadSameNameTwoTasks(t *testing.T) {
+	t.Parallel()
 	m := startManager(t)
 	site := downloadSite(t)
 	m.cli("store", "add", "Two Tasks")
@@ -285,6 +287,7 @@ func TestDownloadSameNameTwoTasks(t *testing.T) {
 // Chrome's partial file behind; the next manager's boot sweep removes it, and no file ever appears under a
 // final name.
 func TestDownloadRestartMidDownload(t *testing.T) {
+	t.Parallel()
 	m := startManager(t, "VIBE_BROWSER_IDLE_S=0")
 	site := downloadSite(t)
 	m.cli("store", "add", "Mid")

@@ -81,6 +81,7 @@ func dialStatus(url string) (int, string, error) {
 // TestWebShowPrintsEndpointsThatAnswer: `web show` prints the web browser's endpoints while it sleeps,
 // starting nothing; puppeteer on the printed cdp_ws starts it, and `web show` then says it runs.
 func TestWebShowPrintsEndpointsThatAnswer(t *testing.T) {
+	t.Parallel()
 	m := startManager(t)
 	site := site(t)
 	show := func() api.WebBrowser {
@@ -110,6 +111,7 @@ func TestWebShowPrintsEndpointsThatAnswer(t *testing.T) {
 // after the idle stop a probe of /json/version answers from state and starts nothing, a wrong token is 401
 // and starts nothing, and playwright on cdp_http wakes the browser again.
 func TestPrintedEndpointsWakeTheBrowser(t *testing.T) {
+	t.Parallel()
 	chrome, launches := countingChrome(t)
 	m := startManager(t, "VIBE_CHROME="+chrome, "VIBE_BROWSER_IDLE_S=2")
 	web := site(t)
@@ -165,6 +167,7 @@ func TestPrintedEndpointsWakeTheBrowser(t *testing.T) {
 // TestClientsAtOnceWakeOneBrowser: clients connecting at the same moment to a sleeping store start one
 // browser between them, and all of them are served by it.
 func TestClientsAtOnceWakeOneBrowser(t *testing.T) {
+	t.Parallel()
 	chrome, launches := countingChrome(t)
 	m := startManager(t, "VIBE_CHROME="+chrome, "VIBE_BROWSER_IDLE_S=0")
 	store := m.addStore("Crowd")
@@ -190,6 +193,7 @@ func TestClientsAtOnceWakeOneBrowser(t *testing.T) {
 // TestSleepingStoreOverBudgetAnswers429: a store whose browser cannot start answers each client with the
 // manager's error before the upgrade, and once its relaunch budget is spent, 429 with what to do.
 func TestSleepingStoreOverBudgetAnswers429(t *testing.T) {
+	t.Parallel()
 	m := startManager(t, "VIBE_CHROME="+faultyChrome(t, "unused"), "VIBE_BROWSER_RELAUNCH_MAX=1")
 	store := m.addStore("doomed")
 	for i, want := range []struct {
@@ -214,6 +218,7 @@ func TestSleepingStoreOverBudgetAnswers429(t *testing.T) {
 // TestVersionAnswersFromStateAfterARestart: a manager that never ran the browser still answers its
 // /json/version from what the previous manager's mux knew, without starting it.
 func TestVersionAnswersFromStateAfterARestart(t *testing.T) {
+	t.Parallel()
 	chrome, launches := countingChrome(t)
 	m := startManager(t, "VIBE_CHROME="+chrome, "VIBE_BROWSER_IDLE_S=0")
 	store := m.addStore("Remembered")

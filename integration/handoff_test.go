@@ -101,6 +101,7 @@ func (m *managed) handoff(id string) api.Handoff {
 // prints the note and exits 0. Nobody in time is exit 79, "can't help" exit 80, and a SIGTERM to the
 // shim withdraws its handoff.
 func TestHandoffThroughTheWrapper(t *testing.T) {
+	t.Parallel()
 	m := startManager(t)
 	web := site(t)
 	m.cli("store", "add", "Acme Shop")
@@ -234,6 +235,7 @@ func TestHandoffThroughTheWrapper(t *testing.T) {
 // TestHandoffSurvivesManagerKill: kill -9 of the manager while an agent waits; the restarted manager still
 // has the handoff, and the person's answer still reaches the same shim.
 func TestHandoffSurvivesManagerKill(t *testing.T) {
+	t.Parallel()
 	m := startManager(t)
 	m.cli("store", "add", "Acme Shop")
 	agent := m.askHuman("acme-shop", taskB, "--ask-human", "confirm it's you on the bank page", "--wait", "120")
@@ -315,6 +317,7 @@ func (m *managed) wedge(task string) {
 }
 
 func TestNotifyURLGetsHandoffsAndWedges(t *testing.T) {
+	t.Parallel()
 	rec := &notifyReceiver{}
 	srv := httptest.NewServer(rec)
 	t.Cleanup(srv.Close)
@@ -353,6 +356,7 @@ func TestNotifyURLGetsHandoffsAndWedges(t *testing.T) {
 // the agents nothing: the handoff is registered and the wedged session gives up in their usual time, and
 // the failures are counted.
 func TestNotifyURLThatHangsOrFailsNeverDelaysTheAgent(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct{ name string }{{"hangs"}, {"500"}} {
 		t.Run(tt.name, func(t *testing.T) {
 			release := make(chan struct{}) // closed when the test ends: the hanging receiver lets go
@@ -401,6 +405,7 @@ func TestNotifyURLThatHangsOrFailsNeverDelaysTheAgent(t *testing.T) {
 }
 
 func TestNotifyURLInvalidStopsStartUp(t *testing.T) {
+	t.Parallel()
 	bins := builtBinaries(t)
 	home := t.TempDir()
 	cmd := exec.Command(bins.vibe, "serve")

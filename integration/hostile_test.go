@@ -90,6 +90,7 @@ type hostile struct {
 // TestHostileAgent walks SPEC §20's tricks, each beside its control, then checks that the victim's tab is
 // untouched, that its URL never reached the hostile client, and that a well-behaved client still works.
 func TestHostileAgent(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("the hostile agent needs a root manager and real users; CI runs as root")
 	}

@@ -50,6 +50,7 @@ func (m *managed) storeWS(ref, client string) string {
 }
 
 func TestIdleSweep(t *testing.T) {
+	t.Parallel()
 	m := startManager(t, "VIBE_BROWSER_IDLE_S=2")
 	for _, name := range []string{"idle", "held", "client", "busy"} {
 		m.cli("store", "add", name)
@@ -111,6 +112,7 @@ func TestIdleSweep(t *testing.T) {
 }
 
 func TestIdleSweepNeverCutsOffAnEnsure(t *testing.T) {
+	t.Parallel()
 	m := startManager(t, "VIBE_BROWSER_IDLE_S=1") // a sweep every 500 ms
 	m.cli("store", "add", "racy")
 	for i := range 8 {
@@ -123,6 +125,7 @@ func TestIdleSweepNeverCutsOffAnEnsure(t *testing.T) {
 }
 
 func TestIdleSweepDisabled(t *testing.T) {
+	t.Parallel()
 	m := startManager(t, "VIBE_BROWSER_IDLE_S=0")
 	m.cli("store", "add", "forever")
 	if err := ensureStore(m, "forever"); err != nil {
@@ -135,6 +138,7 @@ func TestIdleSweepDisabled(t *testing.T) {
 }
 
 func TestRestartAdoptsLiveBrowsers(t *testing.T) {
+	t.Parallel()
 	m := startManager(t, "VIBE_BROWSER_IDLE_S=0")
 	web := site(t)
 	m.cli("store", "add", "one")
@@ -175,6 +179,7 @@ func TestRestartAdoptsLiveBrowsers(t *testing.T) {
 }
 
 func TestKeepBrowsersOnExitThenAdopt(t *testing.T) {
+	t.Parallel()
 	m := startManager(t, "VIBE_KEEP_BROWSERS_ON_EXIT=1", "VIBE_BROWSER_IDLE_S=0")
 	m.cli("store", "add", "kept")
 	if err := ensureStore(m, "kept"); err != nil {
@@ -195,6 +200,7 @@ func TestKeepBrowsersOnExitThenAdopt(t *testing.T) {
 }
 
 func TestQuitBarrierIsBounded(t *testing.T) {
+	t.Parallel()
 	m := startManager(t)
 	m.cli("store", "add", "frozen")
 	if err := ensureStore(m, "frozen"); err != nil {
@@ -238,6 +244,7 @@ func isZombieGroup(pgid int) bool {
 }
 
 func TestSecondSignalExitsAtOnce(t *testing.T) {
+	t.Parallel()
 	m := startManager(t)
 	m.cli("store", "add", "stuck")
 	if err := ensureStore(m, "stuck"); err != nil {
@@ -287,6 +294,7 @@ func gone(pid int) bool {
 }
 
 func TestReaperStopsDaemonsOfEndedTasks(t *testing.T) {
+	t.Parallel()
 	m := startManager(t, "VIBE_BROWSER_IDLE_S=0")
 	m.env = append(m.env, "FAKEBU_DAEMON=1")
 	m.cli("store", "add", "shop")
@@ -332,6 +340,7 @@ func TestReaperStopsDaemonsOfEndedTasks(t *testing.T) {
 }
 
 func TestReaperKillSwitch(t *testing.T) {
+	t.Parallel()
 	m := startManager(t, "VIBE_DISABLE_DAEMON_SWEEP=1", "VIBE_BROWSER_IDLE_S=0")
 	m.env = append(m.env, "FAKEBU_DAEMON=1")
 	m.cli("store", "add", "shop")
@@ -345,6 +354,7 @@ func TestReaperKillSwitch(t *testing.T) {
 }
 
 func TestClosedBrowserIsBuriedAndRelaunched(t *testing.T) {
+	t.Parallel()
 	m := startManager(t, "VIBE_BROWSER_IDLE_S=0")
 	m.cli("store", "add", "closer")
 	if err := ensureStore(m, "closer"); err != nil {
@@ -369,6 +379,7 @@ func TestClosedBrowserIsBuriedAndRelaunched(t *testing.T) {
 }
 
 func TestCrashedBrowserComesBackWithItsTabs(t *testing.T) {
+	t.Parallel()
 	m := startManager(t, "VIBE_BROWSER_IDLE_S=0", "VIBE_BROWSER_RELAUNCH_MAX=1")
 	m.cli("store", "add", "crashy")
 	if err := ensureStore(m, "crashy"); err != nil {
@@ -423,6 +434,7 @@ func TestCrashedBrowserComesBackWithItsTabs(t *testing.T) {
 }
 
 func TestExpiredLeaseStopsDaemons(t *testing.T) {
+	t.Parallel()
 	m := startManager(t, "VIBE_TASK_LEASE_S=3", "VIBE_BROWSER_IDLE_S=0")
 	m.env = append(m.env, "FAKEBU_DAEMON=1")
 	m.cli("store", "add", "shop")
@@ -436,6 +448,7 @@ func TestExpiredLeaseStopsDaemons(t *testing.T) {
 }
 
 func TestReadOnlyStateRefusesAndLosesNothing(t *testing.T) {
+	t.Parallel()
 	m := startManager(t)
 	m.cli("store", "add", "keep me")
 	if err := m.stop(); err != nil {
@@ -488,6 +501,7 @@ func TestReadOnlyStateRefusesAndLosesNothing(t *testing.T) {
 }
 
 func TestWedgedRendererEscalates(t *testing.T) {
+	t.Parallel()
 	m := startManager(t, "VIBE_CALL_TIMEOUT_S=6", "VIBE_BROWSER_IDLE_S=0") // room for the healthy call on a loaded machine
 	m.cli("store", "add", "shop")
 	if err := ensureStore(m, "shop"); err != nil { // so the timeouts below time the page, not a cold start
@@ -526,6 +540,7 @@ func TestWedgedRendererEscalates(t *testing.T) {
 }
 
 func TestFullDiskRefusesWritesAndRecovers(t *testing.T) {
+	t.Parallel()
 	// The home on a 4 MiB tmpfs, unmounted after the manager has stopped (cleanups run last first).
 	home := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", home).CombinedOutput(); err != nil {
@@ -620,6 +635,7 @@ func (m *managed) chromiumPages(slug string) []string {
 // TestNoGraceClosesADisconnectedClientsTabsAtOnce: VIBE_MUX_GRACE_S=0 is documented as "no grace"; it once
 // became the 480 s default on its way into the mux.
 func TestNoGraceClosesADisconnectedClientsTabsAtOnce(t *testing.T) {
+	t.Parallel()
 	srv := site(t)
 	hasPage := func(pages []string, path string) bool {
 		for _, p := range pages {

@@ -97,6 +97,7 @@ func skipValue(dec *json.Decoder) error {
 }
 
 func TestLogCheckerRefusesWhatPipelinesMisread(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		line string
 		ok   bool

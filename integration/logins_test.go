@@ -128,6 +128,7 @@ func (m *managed) restoredEvents() []api.Event {
 // checkpoint that does not open is an event, not a failed launch, and is replaced; (f) the checkpoint on
 // disk is sealed, 0600.
 func TestLoginSurvives(t *testing.T) {
+	t.Parallel()
 	m := startManager(t, "VIBE_BROWSER_IDLE_S=0")
 	site := loginSite(t).URL
 	m.cli("store", "add", "shop")
@@ -275,6 +276,7 @@ func (m *managed) checkpointReads() map[string]int {
 // a client on the same browser (its page's Network and Page domains on, discovering targets) sees no trace of
 // them: no event, no target.
 func TestLoginCheckpointsInvisible(t *testing.T) {
+	t.Parallel()
 	m := startManager(t, "VIBE_BROWSER_IDLE_S=0", "VIBE_LOGIN_CHECKPOINT_S=1")
 	site := loginSite(t).URL
 	m.cli("store", "add", "quiet")
@@ -343,6 +345,7 @@ func cmdline(t *testing.T, pid int) string {
 // portable password store (no marker, no checkpoint) launches once as it was; its jar is checkpointed and it is marked; the next launch is
 // portable and sets back the cookies its keyring-encrypted database no longer gives (here: overwritten).
 func TestLoginCarriedOverToPortable(t *testing.T) {
+	t.Parallel()
 	m := startManager(t, "VIBE_BROWSER_IDLE_S=0")
 	site := loginSite(t).URL
 	m.cli("store", "add", "old")
@@ -393,6 +396,7 @@ func TestLoginCarriedOverToPortable(t *testing.T) {
 // user, whose checkpoint (and folder) it is, 0600 and 0700, which the agent user cannot read; and it comes
 // back after a kill -9 as any store's does.
 func TestLoginCheckpointOfABoundStore(t *testing.T) {
+	t.Parallel()
 	agent := testkit.SystemUser(t, agentUserA)
 	browser := testkit.SystemUser(t, browserUser)
 	m := startManagerWith(t, reachableBinaries(t), boundaryHome(t), "VIBE_BROWSER_IDLE_S=0")
@@ -447,6 +451,7 @@ func TestLoginCheckpointOfABoundStore(t *testing.T) {
 // TestLoginCheckpointsOfAnAdoptedBrowser: a browser a restarted manager adopted is checkpointed as its own
 // launch was: a login 3 s before its kill -9 is there at the next launch.
 func TestLoginCheckpointsOfAnAdoptedBrowser(t *testing.T) {
+	t.Parallel()
 	m := startManager(t, "VIBE_BROWSER_IDLE_S=0")
 	site := loginSite(t).URL
 	m.cli("store", "add", "kept")
@@ -479,6 +484,7 @@ func TestLoginCheckpointsOfAnAdoptedBrowser(t *testing.T) {
 // checkpointed through the mux all the same; when the manager connects to it again, the cookies it lost come
 // back, and a cookie it holds with another value (a person logged in there directly since) is left as it is.
 func TestLoginOfARemoteBrowser(t *testing.T) {
+	t.Parallel()
 	remote := startChromium(t)
 	m := startManager(t, "VIBE_BROWSER_IDLE_S=0")
 	site := loginSite(t).URL

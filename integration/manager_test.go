@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -105,15 +106,36 @@ func startManagerIn(t *testing.T, home string, extra ...string) *managed {
 	return startManagerWith(t, builtBinaries(t), home, extra...)
 }
 
+// portRange is the ports a manager of a test may use: its UI's just below the base, its stores' from the
+// base up. The ranges stay below Linux's ephemeral ports (32768 and up): a restarted manager must find its
+// ports free, not taken by some connection's local end meanwhile.
+const (
+	portsLow, portsHigh = 10000, 32000
+	portRange           = 100
+)
+
+// lastPortRange is the range the last manager of this test binary was given: tests run in parallel, and
+// two managers on one range would take each other's ports. It starts at a random range, so a second test
+// binary running beside this one (another package's) most likely starts elsewhere.
+var lastPortRange = func() *atomic.Int64 {
+	var n atomic.Int64
+	n.Store(int64(rand.IntN((portsHigh - portsLow) / portRange)))
+	return &n
+}()
+
+// portBase is a registry base no other manager of this test binary has been given.
+func portBase() int {
+	n := lastPortRange.Add(1) % ((portsHigh - portsLow) / portRange)
+	return portsLow + 1 + int(n)*portRange
+}
+
 // startManagerWith is startManagerIn running bins.vibe, for serve and the CLI (an installed copy).
 func startManagerWith(t *testing.T, bins binaries, home string, extra ...string) *managed {
 	t.Helper()
 	// Every manager serves its web UI, so every test starts it and checks its log lines; its port is just
-	// below the test's random registry range, which the registry never hands out (it counts up from the
-	// base), so parallel tests never meet on the default 9399. The range stays below Linux's ephemeral
-	// ports (32768 and up): a restarted manager must find its ports free, not taken by some connection's
-	// local end meanwhile.
-	base := 10000 + rand.IntN(22000)
+	// below the manager's registry range, which the registry never hands out (it counts up from the base),
+	// so parallel tests never meet on the default 9399.
+	base := portBase()
 	uiAddr := fmt.Sprintf("127.0.0.1:%d", base-1)
 	env := []string{"HOME=" + home, "PATH=/usr/local/bin:/usr/bin:/bin", "VIBE_HOME=" + home,
 		"VIBE_BROWSER_USE=" + bins.fakeBU, "VIBE_SHIM=" + bins.shim, "VIBE_HEADLESS=1",
@@ -221,6 +243,7 @@ const (
 )
 
 func TestManagerAgentFlow(t *testing.T) {
+	t.Parallel()
 	m := startManager(t)
 	t.Cleanup(func() { wantNoRefusals(t, m.log.String()) })
 	web := site(t)
@@ -356,6 +379,7 @@ func ensureStore(m *managed, ref string) error {
 // browser the person and the other tenants see, unless BH_TAB_MARKER=0, which the shim sets. The title is read
 // from Chromium's own target list, past the mux.
 func TestAgentTabTitleCarriesNoMarker(t *testing.T) {
+	t.Parallel()
 	for _, harness := range []string{"0.1.9", "0.1.12"} {
 		t.Run("harness "+harness, func(t *testing.T) {
 			m := startManager(t, onPort)
@@ -386,6 +410,7 @@ func TestAgentTabTitleCarriesNoMarker(t *testing.T) {
 }
 
 func TestRelaunchBudgetIsPerStore(t *testing.T) {
+	t.Parallel()
 	m := startManager(t, "VIBE_CHROME="+faultyChrome(t, "unused"), "VIBE_BROWSER_RELAUNCH_MAX=2")
 	m.cli("store", "add", "doomed")
 	m.cli("store", "add", "fine")
@@ -419,6 +444,7 @@ func processesNamed(marker string) []string {
 }
 
 func TestStartTimeoutKillsTheLauncherGroup(t *testing.T) {
+	t.Parallel()
 	marker := fmt.Sprintf("vibe-hang-marker-%d", rand.IntN(1e9))
 	m := startManager(t, "VIBE_CHROME="+faultyChrome(t, marker), "VIBE_BROWSER_START_TIMEOUT_S=3")
 	m.cli("store", "add", "hang")
@@ -436,6 +462,7 @@ func TestStartTimeoutKillsTheLauncherGroup(t *testing.T) {
 }
 
 func TestStoresStartConcurrently(t *testing.T) {
+	t.Parallel()
 	m := startManager(t, "VIBE_CHROME="+faultyChrome(t, "unused"))
 	m.cli("store", "add", "slow-a")
 	m.cli("store", "add", "slow-b")
@@ -459,6 +486,7 @@ func TestStoresStartConcurrently(t *testing.T) {
 }
 
 func TestQuitStopsBrowsers(t *testing.T) {
+	t.Parallel()
 	m := startManager(t)
 	m.cli("store", "add", "shop")
 	if err := ensureStore(m, "shop"); err != nil {
@@ -482,6 +510,7 @@ func TestQuitStopsBrowsers(t *testing.T) {
 // TestTakenPortIsReallocated: a store's port is bound from store add on, so another program can take it
 // only while no manager runs; the next manager gives it up for a fresh one.
 func TestTakenPortIsReallocated(t *testing.T) {
+	t.Parallel()
 	m := startManager(t)
 	var s api.Store
 	if err := json.Unmarshal([]byte(m.cli("store", "add", "squatted", "--json")), &s); err != nil {

@@ -174,6 +174,7 @@ func (c *mcpClient) end(within time.Duration) int {
 // for a task of its own on one store, see only their own tabs, while a browser-use call of a third task on
 // the same store is unaffected; the refusals and the exit status pass as SPEC §17 says.
 func TestMCPServersShareAStoreIsolated(t *testing.T) {
+	t.Parallel()
 	m := startManager(t)
 	t.Cleanup(func() { wantNoRefusals(t, m.log.String()) })
 	web := site(t)

@@ -78,6 +78,7 @@ func pageTargets(t *testing.T, ctx context.Context) []string {
 }
 
 func TestMuxChromedpIsolation(t *testing.T) {
+	t.Parallel()
 	chr := startChromium(t)
 	m := startMuxOn(t, chr.HTTP, mux.Config{})
 	site := muxSite(t)
@@ -147,6 +148,7 @@ func TestMuxChromedpIsolation(t *testing.T) {
 }
 
 func TestMuxSessionOwnershipOnChromium(t *testing.T) {
+	t.Parallel()
 	chr := startChromium(t)
 	m := startMuxOn(t, chr.HTTP, mux.Config{})
 	m.ProbesRefusals = true // Browser.crash, below
@@ -275,6 +277,7 @@ func strs(v any) []string {
 }
 
 func TestMuxNodeClientsWithChromedp(t *testing.T) {
+	t.Parallel()
 	chr := startChromium(t)
 	m := startMuxOn(t, chr.HTTP, mux.Config{})
 	site := muxSite(t)
@@ -358,6 +361,7 @@ func TestMuxNodeClientsWithChromedp(t *testing.T) {
 }
 
 func TestMuxPopupOwnedByOpener(t *testing.T) {
+	t.Parallel()
 	chr := startChromium(t, "--disable-popup-blocking")
 	m := startMuxOn(t, chr.HTTP, mux.Config{})
 	site := muxSite(t)
@@ -408,6 +412,7 @@ func TestMuxPopupOwnedByOpener(t *testing.T) {
 // playwright's own browser context through the mux: newContext().newPage() needs the page auto-attached
 // to it paused, as Chrome does (before new pages came paused, playwright failed on "_page" of undefined).
 func TestMuxPlaywrightOwnContext(t *testing.T) {
+	t.Parallel()
 	chr := startChromium(t)
 	m := startMuxOn(t, chr.HTTP, mux.Config{})
 	site := muxSite(t)
@@ -430,6 +435,7 @@ func TestMuxPlaywrightOwnContext(t *testing.T) {
 // as on Chrome: the popup's document is not even requested before the client resumes it. Without the
 // pause a popup can load before its client is listening, and playwright's waitForLoadState never ends.
 func TestMuxPopupWaitsForItsClient(t *testing.T) {
+	t.Parallel()
 	chr := startChromium(t, "--disable-popup-blocking")
 	m := startMuxOn(t, chr.HTTP, mux.Config{})
 	var popupRequests atomic.Int32
@@ -475,6 +481,7 @@ func TestMuxPopupWaitsForItsClient(t *testing.T) {
 }
 
 func TestMuxOOPIFChildSessions(t *testing.T) {
+	t.Parallel()
 	chr := startChromium(t, "--site-per-process")
 	m := startMuxOn(t, chr.HTTP, mux.Config{})
 	frame := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -534,6 +541,7 @@ func TestMuxOOPIFChildSessions(t *testing.T) {
 }
 
 func TestMuxDownload(t *testing.T) {
+	t.Parallel()
 	chr := startChromium(t)
 	dir := t.TempDir()
 	m := startMuxOn(t, chr.HTTP, mux.Config{DownloadDir: dir})
@@ -589,6 +597,7 @@ func TestMuxDownload(t *testing.T) {
 }
 
 func TestMuxTabCapLRU(t *testing.T) {
+	t.Parallel()
 	chr := startChromium(t)
 	m := startMuxOn(t, chr.HTTP, mux.Config{TabCap: 2})
 	c := dialRaw(t, m.WSBase+"/client-c")
@@ -609,6 +618,7 @@ func TestMuxTabCapLRU(t *testing.T) {
 }
 
 func TestMuxKillBrowserAndRelaunch(t *testing.T) {
+	t.Parallel()
 	profile := t.TempDir()
 	chr := startChromiumProfile(t, profile)
 	site := muxSite(t)
@@ -741,6 +751,7 @@ func muxRestorePrefs(profile string) error {
 // TestMuxBrowserUseAndAgentBrowserFlows replays the connect-time traffic of browser-use 0.13 and of
 // agent-browser (SPEC §5) side by side through the mux.
 func TestMuxBrowserUseAndAgentBrowserFlows(t *testing.T) {
+	t.Parallel()
 	chr := startChromium(t)
 	m := startMuxOn(t, chr.HTTP, mux.Config{})
 	site := muxSite(t)
@@ -790,6 +801,7 @@ func TestMuxBrowserUseAndAgentBrowserFlows(t *testing.T) {
 // victim's client id gets its tabs back when it reconnects within the grace period, and once the grace
 // runs out with nobody back its tabs are closed in the browser.
 func TestMuxClientKilled(t *testing.T) {
+	t.Parallel()
 	chr := startChromium(t)
 	// The grace is long enough for a node process to start and reconnect on a loaded machine.
 	m := startMuxOn(t, chr.HTTP, mux.Config{Grace: 12 * time.Second})

@@ -88,6 +88,7 @@ func loadThroughTab(t *testing.T, m *managed, slug, client, url string) (pageIde
 // wrapper config (SPEC §16). Under a root manager each proxied store's browser runs as a browser user the
 // manager made for it, and its forwarder serves that user only: not root, not the other store's (SPEC §20).
 func TestStoresGoOutThroughTheirOwnProxies(t *testing.T) {
+	t.Parallel()
 	site := identitySite(t)
 	port := site.URL[strings.LastIndex(site.URL, ":")+1:]
 	// The browsers' users must reach the binaries (the keeper is vibe-browser keep).

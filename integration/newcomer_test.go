@@ -15,6 +15,7 @@ import (
 // vibe-browser runs, and its serve (with no VIBE_SHIM) copies the wrapshim beside it into wrappers that reach
 // a browser.
 func TestInstallTask(t *testing.T) {
+	t.Parallel()
 	prefix := filepath.Join(t.TempDir(), "prefix")
 	task := exec.Command("go", "tool", "task", "install", "PREFIX="+prefix)
 	task.Dir = ".." // the module root, where Taskfile.yml is
@@ -50,6 +51,7 @@ func TestInstallTask(t *testing.T) {
 // TestServiceInstallFromACheckoutRefuses: a vibe-browser in a checkout's bin (what task build makes) is no
 // binary for a service; the refusal names task install, and --force installs it anyway.
 func TestServiceInstallFromACheckoutRefuses(t *testing.T) {
+	t.Parallel()
 	checkout := t.TempDir()
 	if err := os.Mkdir(filepath.Join(checkout, ".git"), 0o755); err != nil {
 		t.Fatal(err)

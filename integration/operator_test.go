@@ -42,6 +42,7 @@ func near(got, want [3]int) bool {
 // in a real Chromium, and a human tab of another: frames and thumbnails show those colours, and the agent
 // sees neither the operator's sessions nor the human tab.
 func TestOperatorScreencastRealPixels(t *testing.T) {
+	t.Parallel()
 	chr := startChromium(t)
 	m := startMuxOn(t, chr.HTTP, mux.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -101,6 +101,7 @@ func keepersOf(key string) int { return len(processesNamed("keep --key " + key +
 // TestLaunchedBrowsersListenOnNoPort: a store's Chromium and the web browser, with every process of their
 // groups and their keepers, hold no listening TCP socket, and no DevToolsActivePort is written.
 func TestLaunchedBrowsersListenOnNoPort(t *testing.T) {
+	t.Parallel()
 	m := startManager(t, "VIBE_BROWSER_IDLE_S=0")
 	m.cli("store", "add", "sealed")
 	out := m.mustAgent("--store sealed --task "+taskA, "browser-use <<'PY'\neval 6*7\nPY")
@@ -138,6 +139,7 @@ func TestLaunchedBrowsersListenOnNoPort(t *testing.T) {
 // TestKeeperKilledRecoversOnNextCall: kill -9 of a keeper takes its Chromium with it; the next call starts one
 // browser again, and its task's tabs are its own.
 func TestKeeperKilledRecoversOnNextCall(t *testing.T) {
+	t.Parallel()
 	m := startManager(t, "VIBE_BROWSER_IDLE_S=0")
 	m.cli("store", "add", "kept")
 	web := site(t)
@@ -165,6 +167,7 @@ func TestKeeperKilledRecoversOnNextCall(t *testing.T) {
 // TestRestartAdoptsOverTheKeeper: manager kill -9 and a new manager adopt the browser through its keeper;
 // the old manager's sessions were detached, so a client attaching again gets its tab's events once.
 func TestRestartAdoptsOverTheKeeper(t *testing.T) {
+	t.Parallel()
 	m := startManager(t, "VIBE_BROWSER_IDLE_S=0")
 	m.cli("store", "add", "restart")
 	web := site(t)
@@ -197,6 +200,7 @@ func TestRestartAdoptsOverTheKeeper(t *testing.T) {
 
 // TestPortTransportStillWorks: VIBE_CHROME_TRANSPORT=port launches on a loopback port as before, with no keeper.
 func TestPortTransportStillWorks(t *testing.T) {
+	t.Parallel()
 	m := startManager(t, onPort, "VIBE_BROWSER_IDLE_S=0")
 	m.cli("store", "add", "ported")
 	out := m.mustAgent("--store ported --task "+taskA, "browser-use <<'PY'\neval 6*7\nPY")
@@ -215,6 +219,7 @@ func TestPortTransportStillWorks(t *testing.T) {
 // TestPortBrowserAdoptedAfterUpgrade: a browser an older manager started on a port is adopted by a manager on
 // the pipe, not killed, and moves to the pipe at its next start.
 func TestPortBrowserAdoptedAfterUpgrade(t *testing.T) {
+	t.Parallel()
 	home := settledTempDir(t)
 	old := startManagerIn(t, home, onPort, "VIBE_BROWSER_IDLE_S=0")
 	old.cli("store", "add", "upgraded")

@@ -126,9 +126,21 @@ func quotaHitsOf(metrics, q string) int {
 type slowReceiver struct {
 	notifyReceiver
 	delay time.Duration
+	// held, when set, holds each notification until it is closed, or for at most heldAtMost (under the
+	// manager's 5 s bound of one POST, so no attempt is retried): how long the test takes to reach its next
+	// step on a loaded machine does not decide what is still queued then.
+	held chan struct{}
 }
 
+const heldAtMost = 4 * time.Second
+
 func (r *slowReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if r.held != nil {
+		select {
+		case <-r.held:
+		case <-time.After(heldAtMost):
+		}
+	}
 	time.Sleep(r.delay)
 	r.notifyReceiver.ServeHTTP(w, req)
 }
@@ -145,6 +157,7 @@ const forgedText = "Paste your Seller Central password into the agent's tab"
 // and so is a wedge on another task's session; the shim's own report of its wedged session (exit 75) still
 // reaches the overview and VIBE_NOTIFY_URL, marked as the agent's words. Nothing the agent forged does.
 func TestAgentCannotSpeakForTheManager(t *testing.T) {
+	t.Parallel()
 	rec := &slowReceiver{}
 	srv := httptest.NewServer(rec)
 	t.Cleanup(srv.Close)
@@ -214,7 +227,8 @@ func TestAgentCannotSpeakForTheManager(t *testing.T) {
 // (VIBE_TASK_EVENTS_PER_MIN), 100 handoffs (VIBE_HANDOFF_MAX), call reports of 1 MB of code each (cut to 64
 // KiB, then VIBE_TIMELINE_MAX_MB), and downloads through its real client (VIBE_DOWNLOAD_MAX_MB).
 func TestFloodsStopAtTheirQuotas(t *testing.T) {
-	rec := &slowReceiver{delay: 300 * time.Millisecond}
+	t.Parallel()
+	rec := &slowReceiver{delay: 300 * time.Millisecond, held: make(chan struct{})}
 	srv := httptest.NewServer(rec)
 	t.Cleanup(srv.Close)
 	m, acme, bolt, a, b := quotaManager(t, "VIBE_NOTIFY_URL="+srv.URL, "VIBE_TIMELINE_MAX_MB=1", "VIBE_DOWNLOAD_MAX_MB=1")
@@ -239,6 +253,7 @@ func TestFloodsStopAtTheirQuotas(t *testing.T) {
 	if victim.First.Status != http.StatusOK || json.Unmarshal([]byte(victim.First.Body), &victimH) != nil {
 		t.Fatalf("Bolt's handoff: %d %s", victim.First.Status, victim.First.Body)
 	}
+	close(rec.held) // A's reports, held until now, are still queued behind the one being sent
 
 	// 100 handoffs of one task: 3 wait at once.
 	ask := api.HandoffRequest{Kind: api.KindStore, StoreID: acme.ID, ClientID: tHandoffs, BUName: "acme-a1a1a1a1", TaskID: tHandoffs,
@@ -427,6 +442,7 @@ type holdSummary struct {
 // 429 naming the knob, and those it holds silent are closed after VIBE_AGENT_IDLE_S, after which its own
 // task is served again.
 func TestIdleConnectionsLeaveTheManagerAnswering(t *testing.T) {
+	t.Parallel()
 	m, _, _, a, b := quotaManager(t, "VIBE_AGENT_IDLE_S=20") // past the holders' connecting and the checks
 	tokA, tokB := m.token(taskA, "acme"), m.token(taskB, "bolt")
 	const holders, each = 4, 5000
@@ -508,6 +524,7 @@ func TestIdleConnectionsLeaveTheManagerAnswering(t *testing.T) {
 // `task log` prints an agent's code with its control characters escaped: ESC[2J and U+202E as \x1b[2J and
 // \u202e, never raw into the person's terminal; the control, plain code, prints as it is.
 func TestTaskLogEscapesControlCharacters(t *testing.T) {
+	t.Parallel()
 	m := startManager(t)
 	m.cli("store", "add", "Acme")
 	const plain = "# print('plain')"

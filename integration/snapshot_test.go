@@ -103,6 +103,7 @@ func (m *managed) eventOf(kind string) (api.Event, bool) {
 // with the site's localStorage and login; an old snapshot restored is the older state; a restore is refused
 // while the browser runs.
 func TestSnapshotsRebuildTheProfile(t *testing.T) {
+	t.Parallel()
 	m := startManager(t)
 	srv := storageSite(t)
 	m.cli("store", "add", "snap")
@@ -267,6 +268,7 @@ func ownedBy(t *testing.T, path string, uid int, perm os.FileMode) {
 // back from a snapshot as that user's, 0700 folders and 0600 files, and a restore gives the checkpoint the
 // snapshot holds to that user too.
 func TestSnapshotsKeepTheBrowserUsers(t *testing.T) {
+	t.Parallel()
 	u := testkit.SystemUser(t, browserUserB)
 	m := startManagerWith(t, reachableBinaries(t), boundaryHome(t))
 	srv := storageSite(t)
@@ -340,6 +342,7 @@ exec %s "$@"
 // TestBrokenProfileChromiumExitsAtStart: Chromium exiting at start on the profile, through its keeper, is
 // retried once in a profile rebuilt from the newest snapshot, the refused one kept aside.
 func TestBrokenProfileChromiumExitsAtStart(t *testing.T) {
+	t.Parallel()
 	m := startManager(t, "VIBE_CHROME="+refusingChrome(t))
 	srv := storageSite(t)
 	m.cli("store", "add", "refused")
@@ -368,6 +371,7 @@ func TestBrokenProfileChromiumExitsAtStart(t *testing.T) {
 // TestEveryCleanStopSnapshots: the idle sweep's stop and the manager's own stop (the quit barrier) each leave
 // a snapshot, as browser stop does; the barrier waits for it before the manager exits.
 func TestEveryCleanStopSnapshots(t *testing.T) {
+	t.Parallel()
 	m := startManager(t, "VIBE_BROWSER_IDLE_S=2")
 	srv := storageSite(t)
 	m.cli("store", "add", "sleepy")

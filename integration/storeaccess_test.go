@@ -19,6 +19,7 @@ import (
 // A task's token opens its store's aux session (SPEC §3, §20): the real shim, run with the task's id and
 // token as vibe-browser env sets them, connects the aux client on --session <slug>-aux.
 func TestAuxSessionUnderATaskToken(t *testing.T) {
+	t.Parallel()
 	m := startManager(t)
 	m.cli("store", "add", "shop")
 	out := m.mustAgent("--store shop --task "+taskA, `test -n "$VIBE_TASK_TOKEN"
@@ -38,6 +39,7 @@ PY`)
 // user is refused with 403 before any upgrade, naming the rule and the capability URL to use; a capability URL
 // it holds opens its client.
 func TestStoreTokenURLsServeOnlyTheManagerAndRoot(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run a probe as another user")
 	}

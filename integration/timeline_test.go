@@ -85,6 +85,7 @@ func (m *managed) shotColour(task string, seq int64) [3]int {
 // the navigations, and never the password; the page photographed sees nothing of it; `task log`, the UI's
 // task page and the exported file (opened with the network off) show it all.
 func TestTimelineOfATask(t *testing.T) {
+	t.Parallel()
 	m := startManager(t)
 	site := timelineSite(t)
 	dl := downloadSite(t)
@@ -351,6 +352,7 @@ func wantColours(t *testing.T, what string, v any) {
 // TestTimelineOff: a store set to off records nothing of its tasks and keeps no file; meta keeps the steps
 // without code, output or shots.
 func TestTimelineOff(t *testing.T) {
+	t.Parallel()
 	m := startManager(t)
 	site := timelineSite(t)
 	quiet := m.addStore("Quiet Shop")

@@ -18,6 +18,7 @@ import (
 // steps a call made are its own, drawn inside its card; output sent to a file is kept, and a file cut
 // short during the call is said to be.
 func TestTimelineStepsAndMCPCalls(t *testing.T) {
+	t.Parallel()
 	m := startManager(t)
 	web := site(t)
 	store := m.addStore("Steps Shop")

@@ -65,6 +65,7 @@ func wantDrawnInOrder(t *testing.T, what string, got map[string]any, atLeast int
 }
 
 func TestWhatThePersonReadsIsTrue(t *testing.T) {
+	t.Parallel()
 	m := startManager(t)
 	site := truthSite(t)
 	store := m.addStore("True Shop")

@@ -20,6 +20,7 @@ import (
 // The same form on a page of another port of this host (same-site) is refused, whether its Origin is its
 // own or "null"; it carries no session cookie either, which goes only to its own session's path.
 func TestWebUIFormsWorkInARealBrowser(t *testing.T) {
+	t.Parallel()
 	m := startManager(t)
 	web := site(t)
 	m.cli("store", "add", "Acme Shop")
@@ -81,6 +82,7 @@ func TestWebUIFormsWorkInARealBrowser(t *testing.T) {
 // Metadata tells it from ours) and one of another site are refused; neither carries the session's cookie,
 // which goes only to its own session's path.
 func TestWebUIFormsWorkOverPlainHTTPOnTheNetwork(t *testing.T) {
+	t.Parallel()
 	ip := nonLoopbackIP(t)
 	addr := net.JoinHostPort(ip, freePort(t, ip))
 	m := startManager(t, "VIBE_UI_ADDR="+addr, "VIBE_UI_ALLOW_REMOTE=1")

@@ -68,6 +68,7 @@ func shootAtBothWidths(t *testing.T, page *nodeScript, name, what string) {
 }
 
 func TestWebUIStoreAndTabPages(t *testing.T) {
+	t.Parallel()
 	m := startManager(t, onPort)
 	m.cli("store", "add", "Acme Shop")
 	m.cli("store", "add", "Bolt Store")

@@ -112,6 +112,7 @@ func keepPage(t *testing.T, name, body string) string {
 }
 
 func TestWebUIIsThePersons(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("agent users need a root manager; CI runs as root")
 	}

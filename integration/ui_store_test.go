@@ -21,6 +21,7 @@ div{position:fixed}%23l{left:0;top:0;bottom:0;width:6vw;background:rgb(255,0,0)}
 // liveWithin, and its thumbnail is the tab's whole viewport, scaled into the card: a wide page's edge
 // stripes all show, whole (object-fit cover cut "Orders" at a wide tab's left edge to "rders").
 func TestWebUIStorePageLiveThumbnailWhole(t *testing.T) {
+	t.Parallel()
 	m := startManager(t)
 	m.cli("store", "add", "Acme Shop")
 	m.cli("browser", "start", "acme-shop")

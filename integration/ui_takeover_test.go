@@ -32,6 +32,7 @@ func heldErr(err error) bool {
 }
 
 func TestWebUITakeover(t *testing.T) {
+	t.Parallel()
 	m := startManager(t)
 	m.cli("store", "add", "Acme Shop")
 	m.cli("browser", "start", "acme-shop")

@@ -110,6 +110,7 @@ func uiLogin(t *testing.T, m *managed) api.UILogin {
 }
 
 func TestWebUIOverview(t *testing.T) {
+	t.Parallel()
 	m := startManager(t)
 	m.cli("store", "add", "Acme Shop")
 	m.cli("store", "add", "Bolt Store")
@@ -221,6 +222,7 @@ func TestWebUIOverview(t *testing.T) {
 }
 
 func TestWebUIOffAndOpen(t *testing.T) {
+	t.Parallel()
 	m := startManager(t, "VIBE_UI_ADDR=off")
 	out, err := m.cliErr("ui")
 	if err == nil || !strings.Contains(out, "VIBE_UI_ADDR") {

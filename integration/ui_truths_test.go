@@ -54,6 +54,7 @@ func uiClient(t *testing.T, m *managed) (*http.Client, string) {
 // its thumbnail fresh and the whole viewport (the stripe at its left edge whole), and its live view never
 // larger than its own pixels; and that the page noticed none of it.
 func TestWebUIShowsABrowserUseTabAsItIs(t *testing.T) {
+	t.Parallel()
 	m := startManager(t)
 	m.cli("store", "add", "Acme Shop")
 	m.cli("browser", "start", "acme-shop")

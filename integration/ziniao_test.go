@@ -28,6 +28,7 @@ func (m *managed) addZiniaoStore(name, browser, username string, port int) {
 }
 
 func TestZiniaoStores(t *testing.T) {
+	t.Parallel()
 	fake, err := fakeziniao.New(fakeziniao.Options{Company: "acme", Username: "u1", Password: "pw",
 		Chrome: chromiumBinary(t), Log: zerolog.Nop(), Browsers: []fakeziniao.Browser{
 			{Oauth: "oauth-a", Name: "A"}, {ID: "1001", Name: "B"}, {Oauth: "oauth-c", Name: "C"}}})
@@ -92,6 +93,7 @@ func TestZiniaoStores(t *testing.T) {
 }
 
 func TestZiniaoClientStartedWhenNotRunning(t *testing.T) {
+	t.Parallel()
 	bins := builtBinaries(t)
 	port := fakeziniao.DeadPortFor(t)
 	pidfile := filepath.Join(t.TempDir(), "client.pid")
