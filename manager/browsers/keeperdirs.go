@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"vibebrowser/manager/keeper"
-	"vibebrowser/osuser"
+	"vibebrowser/mux/sys/osuser"
 )
 
 // Where keepers live (SPEC §13, §14). A browser of the manager's own user has its keeper's files in run/; a

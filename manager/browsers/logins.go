@@ -14,7 +14,7 @@ import (
 	"vibebrowser/manager/logins"
 	"vibebrowser/mux"
 	"vibebrowser/mux/devtools"
-	"vibebrowser/osuser"
+	"vibebrowser/mux/sys/osuser"
 )
 
 // A store's login survives its browser (SPEC §18): while the browser runs its cookie jar is checkpointed to

@@ -14,8 +14,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"vibebrowser/manager/keeper"
-	"vibebrowser/manager/procid"
 	"vibebrowser/mux/pipewire"
+	"vibebrowser/mux/sys/procid"
 )
 
 // A browser on the pipe (TransportPipe) is held by its keeper (package keeper): the keeper is the manager's

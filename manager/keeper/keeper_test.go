@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"vibebrowser/manager/procid"
 	"vibebrowser/mux/pipewire"
+	"vibebrowser/mux/sys/procid"
 )
 
 func TestReadyWritesTheIdentity(t *testing.T) {

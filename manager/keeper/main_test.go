@@ -21,8 +21,8 @@ import (
 	"go.uber.org/goleak"
 
 	"vibebrowser/manager/netid"
-	"vibebrowser/manager/procid"
 	"vibebrowser/mux/pipewire"
+	"vibebrowser/mux/sys/procid"
 )
 
 // TestMain is also the fake browser, the keeper as a process and the fake's helper: the test binary run
