@@ -1,5 +1,6 @@
-// Package cdp is the cdp backend: a browser someone else runs, reached at its CDP endpoint.
-package cdp
+// Package remote is the remote-endpoint backend (a store's "cdp" backend): a browser someone else runs, reached at
+// its CDP endpoint.
+package remote
 
 import (
 	"context"
