@@ -9,7 +9,7 @@ import (
 	"sort"
 	"time"
 
-	"vibebrowser/mux/devtools"
+	"vibebrowser/mux/cdpwire"
 )
 
 // The operator: the vibe-browser UI driving a Mux in process (a Go API, no WebSocket, no token). It lists
@@ -19,7 +19,7 @@ import (
 // attachedToTarget would be; they are not in Mux.sessions, so no client can address them, and nothing the
 // operator does touches a client's LRU, activity or tab cap.
 
-// Errors of the operator API. A call the browser answered with an error returns it as a *devtools.CallError.
+// Errors of the operator API. A call the browser answered with an error returns it as a *cdpwire.CallError.
 var (
 	// ErrNoTarget: the target does not exist (or is closing).
 	ErrNoTarget = errors.New("mux: no such target")
@@ -184,7 +184,7 @@ func (m *Mux) opSendLocked(method string, params any, sid string, done func(res 
 			done(nil, ErrDisconnected) // failed without an answer: the connection went
 			return
 		}
-		done(nil, &devtools.CallError{Method: method, Code: e.Code, Message: e.Message})
+		done(nil, &cdpwire.CallError{Method: method, Code: e.Code, Message: e.Message})
 	})
 }
 

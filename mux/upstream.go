@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"vibebrowser/mux/devtools"
+	"vibebrowser/mux/cdpwire"
 )
 
 // The upstream connection's lifecycle: dial, serve, probe a silent browser, and on loss fail what was
@@ -196,7 +196,7 @@ func (m *Mux) dial(ctx context.Context, endpoint string) (*upstream, map[string]
 	} else {
 		wsURL := endpoint
 		if strings.HasPrefix(endpoint, "http") {
-			v, err := devtools.FetchVersion(ctx, endpoint)
+			v, err := cdpwire.FetchVersion(ctx, endpoint)
 			if err != nil {
 				return nil, nil, fmt.Errorf("browser version: %w", err)
 			}

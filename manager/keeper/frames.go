@@ -6,14 +6,14 @@ import (
 	"errors"
 	"io"
 
-	"vibebrowser/mux/pipewire"
+	"vibebrowser/mux/cdpwire"
 )
 
 // keepBig is the largest scratch buffer a frameReader keeps between long messages: a screenshot's worth,
 // so a stream of them is read with no allocation, while one 200 MB answer is not held for the keeper's life.
 const keepBig = 4 << 20
 
-// frameReader reads NUL-ended messages the way pipewire.ReadMessage does, without its copy when it can: a
+// frameReader reads NUL-ended messages the way cdpwire.ReadMessage does, without its copy when it can: a
 // message that fits in the reader's buffer is returned as a slice of that buffer (the relay's one copy is
 // then the write into the other side's writer), and a longer one is gathered in a reused scratch buffer.
 // Either way the message is valid only until the next call to next.
@@ -32,7 +32,7 @@ func newFrameReader(r io.Reader, size, limit int) *frameReader {
 }
 
 // next returns the next message without its NUL. A message longer than the limit is consumed to its NUL and
-// returned as its first pipewire.OverPrefix bytes with over=true, so the stream survives it. The stream
+// returned as its first cdpwire.OverPrefix bytes with over=true, so the stream survives it. The stream
 // ending between messages is io.EOF; ending inside one is io.ErrUnexpectedEOF.
 func (r *frameReader) next() (msg []byte, over bool, err error) {
 	if r.consumed > 0 {
@@ -81,7 +81,7 @@ func (r *frameReader) inBuffer(n int) ([]byte, bool, error) {
 	buf, _ := r.br.Peek(n + 1)
 	r.consumed = n + 1
 	if n > r.limit {
-		return buf[:min(n, pipewire.OverPrefix)], true, nil
+		return buf[:min(n, cdpwire.OverPrefix)], true, nil
 	}
 	return buf[:n], false, nil
 }
@@ -105,7 +105,7 @@ func (r *frameReader) long() ([]byte, bool, error) {
 			over = true
 		}
 		if over {
-			chunk = chunk[:min(len(chunk), max(0, pipewire.OverPrefix-len(msg)))]
+			chunk = chunk[:min(len(chunk), max(0, cdpwire.OverPrefix-len(msg)))]
 		}
 		if len(msg)+len(chunk) > cap(msg) {
 			grown := make([]byte, len(msg), max(2*cap(msg), len(msg)+len(chunk), 2*r.br.Size()))
@@ -116,7 +116,7 @@ func (r *frameReader) long() ([]byte, bool, error) {
 		if err == nil {
 			r.big = msg
 			if over {
-				msg = msg[:min(len(msg), pipewire.OverPrefix)]
+				msg = msg[:min(len(msg), cdpwire.OverPrefix)]
 			}
 			return msg, over, nil
 		}

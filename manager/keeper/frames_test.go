@@ -9,7 +9,7 @@ import (
 	"testing"
 	"testing/iotest"
 
-	"vibebrowser/mux/pipewire"
+	"vibebrowser/mux/cdpwire"
 )
 
 type frame struct {
@@ -36,17 +36,17 @@ func readFrames(stream []byte, size, limit int, slow bool) ([]frame, error) {
 	}
 }
 
-// readOracle is the same through pipewire.ReadMessage, whose behaviour frameReader keeps.
+// readOracle is the same through cdpwire.ReadMessage, whose behaviour frameReader keeps.
 func readOracle(stream []byte, size, limit int) ([]frame, error) {
 	br := bufio.NewReaderSize(bytes.NewReader(stream), size)
 	var got []frame
 	for {
-		m, over, err := pipewire.ReadMessage(br, limit)
+		m, over, err := cdpwire.ReadMessage(br, limit)
 		if err != nil {
 			return got, err
 		}
 		if over {
-			m = m[:min(len(m), pipewire.OverPrefix)]
+			m = m[:min(len(m), cdpwire.OverPrefix)]
 		}
 		got = append(got, frame{string(m), over})
 	}
@@ -54,7 +54,7 @@ func readOracle(stream []byte, size, limit int) ([]frame, error) {
 
 func TestFrameReader(t *testing.T) {
 	long := `{"id":1,"result":{"data":"` + strings.Repeat("x", 100) + `"}}`
-	huge := `{"id":9,"result":{"data":"` + strings.Repeat("y", pipewire.OverPrefix+100) + `"}}`
+	huge := `{"id":9,"result":{"data":"` + strings.Repeat("y", cdpwire.OverPrefix+100) + `"}}`
 	tests := []struct {
 		name   string
 		stream string
@@ -68,7 +68,7 @@ func TestFrameReader(t *testing.T) {
 		{"at the limit", long + "\x00", 1024, len(long), []frame{{long, false}}, io.EOF},
 		{"over the limit in the buffer", long + "\x00{\"id\":2}\x00", 1024, len(long) - 1, []frame{{long, true}, {`{"id":2}`, false}}, io.EOF},
 		{"over the limit, longer than the buffer", long + "\x00{\"id\":2}\x00", 16, len(long) - 1, []frame{{long, true}, {`{"id":2}`, false}}, io.EOF},
-		{"over the limit, cut to its first bytes", huge + "\x00", 16, 1000, []frame{{huge[:pipewire.OverPrefix], true}}, io.EOF},
+		{"over the limit, cut to its first bytes", huge + "\x00", 16, 1000, []frame{{huge[:cdpwire.OverPrefix], true}}, io.EOF},
 		{"empty message", "\x00{\"id\":3}\x00", 16, 1 << 20, []frame{{"", false}, {`{"id":3}`, false}}, io.EOF},
 		{"cut inside a message", "{\"id\":1}\x00{\"id\"", 16, 1 << 20, []frame{{`{"id":1}`, false}}, io.ErrUnexpectedEOF},
 		{"cut inside a long one", "{\"id\":1}\x00" + long, 16, 1 << 20, []frame{{`{"id":1}`, false}}, io.ErrUnexpectedEOF},
@@ -127,14 +127,14 @@ func FuzzFrameReader(f *testing.F) {
 		want, wantErr := readOracle(stream, sz, int(limit))
 		got, err := readFrames(stream, sz, int(limit), false)
 		if !errors.Is(err, wantErr) && !(errors.Is(err, io.ErrUnexpectedEOF) && errors.Is(wantErr, io.ErrUnexpectedEOF)) {
-			t.Fatalf("ended with %v; pipewire.ReadMessage with %v", err, wantErr)
+			t.Fatalf("ended with %v; cdpwire.ReadMessage with %v", err, wantErr)
 		}
 		if len(got) != len(want) {
-			t.Fatalf("%d messages; pipewire.ReadMessage read %d", len(got), len(want))
+			t.Fatalf("%d messages; cdpwire.ReadMessage read %d", len(got), len(want))
 		}
 		for i := range got {
 			if got[i] != want[i] {
-				t.Fatalf("message %d = %q over=%v; pipewire.ReadMessage %q over=%v", i, got[i].msg, got[i].over, want[i].msg, want[i].over)
+				t.Fatalf("message %d = %q over=%v; cdpwire.ReadMessage %q over=%v", i, got[i].msg, got[i].over, want[i].msg, want[i].over)
 			}
 		}
 	})

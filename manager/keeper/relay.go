@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	"vibebrowser/mux"
-	"vibebrowser/mux/pipewire"
+	"vibebrowser/mux/cdpwire"
 )
 
 // The relay, both ways. Each direction is one goroutine that reads a message, looks at its first bytes
@@ -32,7 +32,7 @@ type client struct {
 func (c *client) send(msg []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	if err := pipewire.WriteMessage(c.bw, msg); err != nil {
+	if err := cdpwire.WriteMessage(c.bw, msg); err != nil {
 		return err
 	}
 	return c.bw.Flush()
@@ -72,7 +72,7 @@ func (k *keeper) writePipe(msg []byte, flush bool) error {
 	k.wmu.Lock()
 	defer k.wmu.Unlock()
 	if msg != nil {
-		if err := pipewire.WriteMessage(k.pw, msg); err != nil {
+		if err := cdpwire.WriteMessage(k.pw, msg); err != nil {
 			return err
 		}
 	}
@@ -140,7 +140,7 @@ func (k *keeper) relayFromBrowser() {
 		}
 		if to != nil {
 			to.wmu.Lock()
-			err := pipewire.WriteMessage(to.bw, msg)
+			err := cdpwire.WriteMessage(to.bw, msg)
 			to.wmu.Unlock()
 			if err != nil {
 				to.nc.Close() // its relay ends, its reset runs

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	"vibebrowser/mux/devtools"
+	"vibebrowser/mux/cdpwire"
 )
 
 // ErrBadURL is the class of ValidateURL's (and Connect's) error for an endpoint that is not an http(s) or
@@ -54,8 +54,8 @@ func Connect(ctx context.Context, endpoint string) (*Endpoint, error) {
 		return nil, err
 	}
 	if strings.HasPrefix(endpoint, "http") {
-		if _, err := devtools.FetchVersion(ctx, endpoint); err != nil {
-			var se *devtools.StatusError
+		if _, err := cdpwire.FetchVersion(ctx, endpoint); err != nil {
+			var se *cdpwire.StatusError
 			if errors.As(err, &se) {
 				return nil, fmt.Errorf("cdp endpoint %s answered /json/version with %s", endpoint, se.Status)
 			}

@@ -1,6 +1,4 @@
-// Package pipewire speaks the DevTools pipe: messages as Chromium's --remote-debugging-pipe frames them (JSON,
-// each ended by a NUL byte, which valid JSON never holds raw) and the hello of the keeper that holds the pipe.
-package pipewire
+package cdpwire
 
 import (
 	"bufio"
@@ -8,6 +6,9 @@ import (
 	"io"
 	"sync"
 )
+
+// The DevTools pipe's framing: messages as Chromium's --remote-debugging-pipe frames them (JSON, each ended by a
+// NUL byte, which valid JSON never holds raw).
 
 // OverPrefix is how much of an over-limit message ReadMessage keeps, enough to find its id.
 const OverPrefix = 64 << 10
