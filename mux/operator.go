@@ -374,12 +374,12 @@ func (m *Mux) operatorBrowserEventLocked(method, sid string, info json.RawMessag
 // operatorEventLocked routes an event on a session no client owns: the operator's browser session (the
 // detach of one of its page sessions) or a page session (screencast frames; everything else is dropped).
 // It reports whether the event was the operator's.
-func (m *Mux) operatorEventLocked(b []byte, info msgInfo) bool {
+func (m *Mux) operatorEventLocked(b []byte, info cdpwire.Info) bool {
 	if m.op.browser == "" {
 		return false
 	}
-	if info.sessionID == m.op.browser {
-		if info.method == "Target.detachedFromTarget" {
+	if info.SessionID == m.op.browser {
+		if info.Method == "Target.detachedFromTarget" {
 			var ev upEvent
 			if json.Unmarshal(b, &ev) == nil {
 				if s := m.op.sessions[ev.Params.SessionID]; s != nil {
@@ -389,12 +389,12 @@ func (m *Mux) operatorEventLocked(b []byte, info msgInfo) bool {
 		}
 		return true
 	}
-	s := m.op.sessions[info.sessionID]
+	s := m.op.sessions[info.SessionID]
 	if s == nil {
 		return false
 	}
 	if s.view != nil {
-		s.view.eventLocked(info.method, b)
+		s.view.eventLocked(info.Method, b)
 	}
 	return true
 }

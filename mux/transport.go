@@ -90,8 +90,8 @@ func (m *Mux) dialKeeper(ctx context.Context, socket string) (net.Conn, *bufio.R
 			nc.Close()
 			return nil, nil, nil, fmt.Errorf("keeper %s: no Browser.getVersion answer: %w", socket, err)
 		}
-		info, err := scanUpstream(b)
-		if over || err != nil || !info.hasID() || info.hasMethod || string(b[info.idStart:info.idEnd]) != id {
+		info, err := cdpwire.Scan(b)
+		if over || err != nil || !info.HasID() || info.HasMethod || string(b[info.IDStart:info.IDEnd]) != id {
 			continue // sent before the answer: the rebuild that follows the connect replays what matters
 		}
 		var r struct {

@@ -341,7 +341,7 @@ func (m *Mux) upstreamLostLocked(up *upstream) {
 			continue
 		}
 		if q.c.cl.conn == q.c {
-			m.sendLocked(q.c, errorFrame(q.msg[q.info.idStart:q.info.idEnd], q.info.sessionID, codeInternal, "Browser disconnected"))
+			m.sendLocked(q.c, errorFrame(q.msg[q.info.IDStart:q.info.IDEnd], q.info.SessionID, codeInternal, "Browser disconnected"))
 		}
 	}
 	m.createQ = nil
