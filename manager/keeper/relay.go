@@ -40,10 +40,10 @@ func (c *client) send(msg []byte) error {
 // relayFromClient relays the client's messages to Chromium until the client goes (the error says how) or
 // the pipe fails.
 func (k *keeper) relayFromClient(c *client) error {
-	fr := newFrameReader(c.nc, bufSize, k.cfg.Limit)
+	fr := cdpwire.NewReader(bufio.NewReaderSize(c.nc, bufSize), k.cfg.Limit)
 	unflushed := false // the pipe's writer holds what this client sent since its last flush
 	for {
-		msg, over, err := fr.next()
+		msg, over, err := fr.Next()
 		if err != nil {
 			if unflushed {
 				k.writePipe(nil, true) // what the client sent before it went still goes
@@ -56,7 +56,7 @@ func (k *keeper) relayFromClient(c *client) error {
 		} else if !k.admitCommand(c, msg) {
 			msg = nil
 		}
-		flush := !fr.whole()
+		flush := !fr.Whole()
 		if msg != nil || unflushed && flush {
 			if err := k.writePipe(msg, flush); err != nil {
 				return fmt.Errorf("pipe to chromium: %w", err)
@@ -121,10 +121,10 @@ func (k *keeper) refuseOversized(c *client, prefix []byte) {
 // to the keeper's commands are consumed, answers to a gone client's ids and events with no client are
 // dropped, and the sessions they attach and detach are tracked either way.
 func (k *keeper) relayFromBrowser() {
-	fr := newFrameReader(k.br.fromBrowser, bufSize, upstreamLimit)
+	fr := cdpwire.NewReader(bufio.NewReaderSize(k.br.fromBrowser, bufSize), upstreamLimit)
 	var unflushed *client // the client whose writer holds what was forwarded since its last flush
 	for {
-		msg, over, err := fr.next()
+		msg, over, err := fr.Next()
 		if err != nil {
 			return // EOF: Chromium has gone; the waiter says how
 		}
@@ -148,7 +148,7 @@ func (k *keeper) relayFromBrowser() {
 				unflushed = to
 			}
 		}
-		if unflushed != nil && !fr.whole() {
+		if unflushed != nil && !fr.Whole() {
 			unflushed.flush()
 			unflushed = nil
 		}
