@@ -16,10 +16,17 @@ var shimMayImport = map[string]bool{"vibebrowser/manager/api": true, "vibebrowse
 var browsersMayNot = []string{"vibebrowser/manager/ui", "vibebrowser/manager/cli", "vibebrowser/manager/doctor",
 	"vibebrowser/manager/service", "vibebrowser/manager/wrapper", "vibebrowser/manager/notify", "vibebrowser/manager/reaper"}
 
+// isWireLeaf reports whether pkg is one of the leaves under the mux that the keeper and the backends link
+// without the mux: the CDP wire and the small system helpers.
+func isWireLeaf(pkg string) bool {
+	return pkg == "vibebrowser/mux/cdpwire" || strings.HasPrefix(pkg, "vibebrowser/mux/sys/")
+}
+
 // TestImportGraph keeps the arrows pointing one way: the manager never imports the shim, the shim imports
 // only the API contract and leaf packages, the mux knows nothing of the manager or its state, the browser
 // lifecycle knows nothing of the daemon around it, and state is a leaf: the daemon's storage knows no
-// package of the daemon's.
+// package of the daemon's. The keeper, which must outlive the manager, links neither the mux core nor the
+// manager's root, and the wire and system leaves under the mux import nothing of the module but each other.
 func TestImportGraph(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}{{range .Deps}} {{.}}{{end}}", "vibebrowser/...").Output()
 	if err != nil {
@@ -34,6 +41,7 @@ func TestImportGraph(t *testing.T) {
 		isMux := pkg == "vibebrowser/mux" || strings.HasPrefix(pkg, "vibebrowser/mux/")
 		isState := pkg == "vibebrowser/state"
 		isBrowsers := pkg == "vibebrowser/manager/browsers"
+		isKeeper := pkg == "vibebrowser/manager/keeper"
 		if isShim || isManager {
 			seen++
 		}
@@ -46,6 +54,12 @@ func TestImportGraph(t *testing.T) {
 			}
 			if isBrowsers && slices.Contains(browsersMayNot, dep) {
 				t.Errorf("%s imports %s; the browser lifecycle knows the daemon only through its hooks", pkg, dep)
+			}
+			if isKeeper && (dep == "vibebrowser/mux" || dep == "vibebrowser/manager") {
+				t.Errorf("%s imports %s; the keeper links neither the mux core nor the manager (the wire is mux/cdpwire)", pkg, dep)
+			}
+			if isWireLeaf(pkg) && strings.HasPrefix(dep, "vibebrowser/") && !isWireLeaf(dep) {
+				t.Errorf("%s imports %s; mux/cdpwire and mux/sys import nothing of the module but each other", pkg, dep)
 			}
 			if isState && strings.HasPrefix(dep, "vibebrowser/") {
 				t.Errorf("%s imports %s; state must import nothing of this module", pkg, dep)

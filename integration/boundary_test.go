@@ -19,7 +19,7 @@ import (
 
 	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/api"
-	"vibebrowser/osuser"
+	"vibebrowser/mux/sys/osuser"
 )
 
 // The store boundary (SPEC §14, §20): two stores with agent users of their own (Acme's browser user the one

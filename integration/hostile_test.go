@@ -26,7 +26,7 @@ import (
 
 	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/api"
-	"vibebrowser/osuser"
+	"vibebrowser/mux/sys/osuser"
 )
 
 // The hostile agent (SPEC §20): the tricks that walked around the checks of §5, §13 and §14, tried as an agent

@@ -19,7 +19,7 @@ import (
 
 	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/forward/fakeproxy"
-	"vibebrowser/osuser"
+	"vibebrowser/mux/sys/osuser"
 )
 
 // cliIn is cli with stdin, for a secret a command reads there.

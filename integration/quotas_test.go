@@ -24,7 +24,7 @@ import (
 	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/notify"
-	"vibebrowser/osuser"
+	"vibebrowser/mux/sys/osuser"
 )
 
 // The manager's voice and the quotas (issue 37), tried as a hostile agent would, from its store's agent user

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"vibebrowser/integration/testkit"
-	"vibebrowser/osuser"
+	"vibebrowser/mux/sys/osuser"
 )
 
 // The web UI is the person's (issue 37): tried as an agent would, from its own agent user and the pages it

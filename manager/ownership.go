@@ -9,7 +9,7 @@ import (
 
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/browsers"
-	"vibebrowser/osuser"
+	"vibebrowser/mux/sys/osuser"
 )
 
 // Ownership on disk (SPEC §14). Where a store is an OS boundary (it has an agent user, under a root manager),

@@ -10,8 +10,8 @@ import (
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/apierr"
 	"vibebrowser/manager/browsers"
-	"vibebrowser/manager/cdp"
 	"vibebrowser/manager/netid"
+	"vibebrowser/manager/remote"
 	"vibebrowser/state"
 )
 
@@ -49,7 +49,7 @@ func (m *Manager) createStore(ctx context.Context, in api.StoreSpec) (state.Stor
 		if in.CDPURL == "" {
 			return state.Store{}, fmt.Errorf("%w: a cdp store needs --cdp-url (http://host:port or ws://host:port/devtools/browser/<id>)", apierr.ErrBadRequest)
 		}
-		if err := cdp.ValidateURL(in.CDPURL); err != nil {
+		if err := remote.ValidateURL(in.CDPURL); err != nil {
 			return state.Store{}, fmt.Errorf("%w: %w", apierr.ErrBadRequest, err)
 		}
 	default:
@@ -117,7 +117,7 @@ func (m *Manager) updateStore(ctx context.Context, ref string, u api.StoreUpdate
 			if s.Backend != state.BackendCDP {
 				return fmt.Errorf("%w: cdp_url is only for the cdp backend", apierr.ErrBadRequest)
 			}
-			if err := cdp.ValidateURL(*u.CDPURL); err != nil {
+			if err := remote.ValidateURL(*u.CDPURL); err != nil {
 				return fmt.Errorf("%w: %w", apierr.ErrBadRequest, err)
 			}
 			opts.CDPURL = *u.CDPURL

@@ -7,7 +7,7 @@ import (
 
 	"vibebrowser/manager/apierr"
 	"vibebrowser/manager/browsers"
-	"vibebrowser/osuser"
+	"vibebrowser/mux/sys/osuser"
 	"vibebrowser/state"
 )
 

@@ -10,7 +10,7 @@ import (
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/apierr"
 	"vibebrowser/manager/browsers"
-	"vibebrowser/osuser"
+	"vibebrowser/mux/sys/osuser"
 	"vibebrowser/state"
 )
 

@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"vibebrowser/osuser"
+	"vibebrowser/mux/sys/osuser"
 )
 
 // Downloads for a store with an agent user (SPEC §14): the mux may run as root, Chrome as the browser user

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"vibebrowser/integration/testkit"
-	"vibebrowser/osuser"
+	"vibebrowser/mux/sys/osuser"
 )
 
 // ownedBy fails the test unless path is owned by u with mode perm.

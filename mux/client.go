@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"vibebrowser/mux/cdpwire"
 )
 
 // A client: its id's state (which outlives connections) and each connection's read and write loops.
@@ -242,7 +244,7 @@ func (c *conn) readLoop() {
 		m.msgsIn.Add(1)
 		m.bytesIn.Add(uint64(len(b)))
 		if over {
-			id := looseID(b)
+			id := cdpwire.LooseID(b)
 			c.send(errorFrame(id, "", -32000, "message exceeds the mux's client message limit"))
 			continue
 		}

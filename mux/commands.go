@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"vibebrowser/mux/cdpwire"
 )
 
 // Commands from clients: checking and routing each one, forwarding it upstream under a fresh id (the
@@ -17,7 +19,7 @@ func (m *Mux) handleClient(c *conn, b []byte) {
 	if err != nil {
 		id := cmd.id
 		if id == nil {
-			id = looseID(b)
+			id = cdpwire.LooseID(b)
 		}
 		code := codeInvalid
 		if se, ok := err.(*errStrict); ok && se.parse {
@@ -59,7 +61,7 @@ func (m *Mux) handleClient(c *conn, b []byte) {
 		c.send(errorFrame(cmd.id, cmd.sessionID, codeServer, refusedMessage(cmd.method, refused, reason)))
 		return
 	}
-	info := msgInfo{idStart: cmd.idStart, idEnd: cmd.idEnd, method: cmd.method, sessionID: cmd.sessionID, hasMethod: true}
+	info := cdpwire.Info{IDStart: cmd.idStart, IDEnd: cmd.idEnd, Method: cmd.method, SessionID: cmd.sessionID, HasMethod: true}
 	var tp *cmdParams
 	if k != nil {
 		b, info = encodeCommand(&k.cmd, k.ps)
@@ -86,9 +88,9 @@ func (m *Mux) handleClient(c *conn, b []byte) {
 }
 
 // routeLocked routes a command the table let through; p is its Target.* or Browser.* params, as judged.
-func (m *Mux) routeLocked(c *conn, b []byte, info msgInfo, id []byte, p *cmdParams) {
-	sid := info.sessionID
-	method := info.method
+func (m *Mux) routeLocked(c *conn, b []byte, info cdpwire.Info, id []byte, p *cmdParams) {
+	sid := info.SessionID
+	method := info.Method
 	var sess *session
 	if sid != "" {
 		sess = m.sessions[sid]
@@ -220,18 +222,18 @@ const (
 )
 
 // forwardLocked sends a client command upstream under a fresh id.
-func (m *Mux) forwardLocked(c *conn, b []byte, info msgInfo, id []byte, kind pendKind, park *parked) bool {
+func (m *Mux) forwardLocked(c *conn, b []byte, info cdpwire.Info, id []byte, kind pendKind, park *parked) bool {
 	nid := m.newIDLocked()
-	f := frame{head: b[:info.idStart], mid: strconv.AppendInt(nil, int64(nid), 10), tail: b[info.idEnd:]}
+	f := frame{head: b[:info.IDStart], mid: strconv.AppendInt(nil, int64(nid), 10), tail: b[info.IDEnd:]}
 	push := m.up.q.push
 	if m.upQuiet {
 		push = m.up.q.pushQuiet
 	}
 	if !push(f) {
-		m.replyErrLocked(c, id, info.sessionID, codeServer, "mux upstream queue full; retry")
+		m.replyErrLocked(c, id, info.SessionID, codeServer, "mux upstream queue full; retry")
 		return false
 	}
-	m.pending[nid] = &pending{c: c, origID: id, sessionID: info.sessionID, kind: kind, park: park}
+	m.pending[nid] = &pending{c: c, origID: id, sessionID: info.SessionID, kind: kind, park: park}
 	return true
 }
 
@@ -277,11 +279,11 @@ func (m *Mux) sendInternalLocked(method string, params []byte, sessionID string,
 type queuedCreate struct {
 	c     *conn
 	msg   []byte
-	info  msgInfo
+	info  cdpwire.Info
 	human *humanCreate // set instead of c for NewHumanTab
 }
 
-func (m *Mux) startCreateLocked(c *conn, b []byte, info msgInfo, id []byte) {
+func (m *Mux) startCreateLocked(c *conn, b []byte, info cdpwire.Info, id []byte) {
 	rec := &createRec{c: c, cl: c.cl, park: &parked{c: c}}
 	m.creating = rec
 	if !m.forwardLocked(c, b, info, id, kindCreate, rec.park) {
@@ -308,9 +310,9 @@ func (m *Mux) nextCreateLocked() {
 		if q.c.closed() || q.c.cl.conn != q.c {
 			continue
 		}
-		id := append([]byte(nil), q.msg[q.info.idStart:q.info.idEnd]...)
+		id := append([]byte(nil), q.msg[q.info.IDStart:q.info.IDEnd]...)
 		if m.up == nil {
-			m.replyErrLocked(q.c, id, q.info.sessionID, codeInternal, "Browser disconnected")
+			m.replyErrLocked(q.c, id, q.info.SessionID, codeInternal, "Browser disconnected")
 			continue
 		}
 		m.startCreateLocked(q.c, q.msg, q.info, id)
@@ -349,8 +351,8 @@ func (m *Mux) releaseLocked(p *parked) {
 	}
 }
 
-func (m *Mux) responseLocked(b []byte, info msgInfo) {
-	id64, err := strconv.ParseInt(string(b[info.idStart:info.idEnd]), 10, 32)
+func (m *Mux) responseLocked(b []byte, info cdpwire.Info) {
+	id64, err := strconv.ParseInt(string(b[info.IDStart:info.IDEnd]), 10, 32)
 	if err != nil {
 		return
 	}
@@ -374,7 +376,7 @@ func (m *Mux) responseLocked(b []byte, info msgInfo) {
 		}
 		return
 	}
-	spliced := frame{head: b[:info.idStart], mid: p.origID, tail: b[info.idEnd:]}
+	spliced := frame{head: b[:info.IDStart], mid: p.origID, tail: b[info.IDEnd:]}
 	switch p.kind {
 	case kindGetTargets:
 		if f, ok := m.filterTargetsLocked(p, b); ok {
@@ -523,11 +525,11 @@ func (m *Mux) failPendingLocked(p *pending, code int, msg string) {
 // connection lives on.
 func (m *Mux) upstreamOversized(up *upstream, prefix []byte) {
 	m.log.Warn().Int("limit", m.cfg.UpstreamMessageLimit).Msg("browser message over the limit: dropped")
-	info, _ := scanUpstream(prefix)
-	if !info.hasID() {
+	info, _ := cdpwire.Scan(prefix)
+	if !info.HasID() {
 		return
 	}
-	id, err := strconv.ParseInt(string(prefix[info.idStart:info.idEnd]), 10, 32)
+	id, err := strconv.ParseInt(string(prefix[info.IDStart:info.IDEnd]), 10, 32)
 	if err != nil {
 		return
 	}

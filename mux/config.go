@@ -12,7 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"vibebrowser/mux/clientid"
-	"vibebrowser/osuser"
+	"vibebrowser/mux/sys/osuser"
 )
 
 // Config configures a Mux. The zero value of every field means its documented default; a field that can

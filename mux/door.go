@@ -15,7 +15,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"vibebrowser/mux/clientid"
-	"vibebrowser/mux/sockowner"
+	"vibebrowser/mux/sys/sockowner"
 )
 
 // Door is the access rule and the discovery answers of one mux endpoint, with or without a running mux

@@ -3,6 +3,8 @@ package mux
 import (
 	"encoding/json"
 	"strings"
+
+	"vibebrowser/mux/cdpwire"
 )
 
 // Events from the browser: every message the upstream reader reads is dispatched here, and each event
@@ -30,7 +32,7 @@ type targetInfo struct {
 
 // handleUpstream routes one browser message.
 func (m *Mux) handleUpstream(up *upstream, b []byte) {
-	info, err := scanUpstream(b)
+	info, err := cdpwire.Scan(b)
 	if err != nil {
 		m.log.Debug().Err(err).Msg("unreadable browser message dropped")
 		return
@@ -42,9 +44,9 @@ func (m *Mux) handleUpstream(up *upstream, b []byte) {
 	}
 	m.batching = true
 	switch {
-	case info.hasID() && !info.hasMethod:
+	case info.HasID() && !info.HasMethod:
 		m.responseLocked(b, info)
-	case info.sessionID != "":
+	case info.SessionID != "":
 		m.sessionEventLocked(b, info)
 	default:
 		m.browserEventLocked(b, info)
@@ -58,8 +60,8 @@ func (m *Mux) handleUpstream(up *upstream, b []byte) {
 	m.kicked = m.kicked[:0]
 }
 
-func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
-	method := info.method
+func (m *Mux) browserEventLocked(b []byte, info cdpwire.Info) {
+	method := info.Method
 	if !strings.HasPrefix(method, "Target.") && !strings.HasPrefix(method, "Browser.download") {
 		return // nothing else browser-level belongs to a client
 	}
@@ -168,16 +170,16 @@ func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
 
 // sessionEventLocked routes an event on a session to the session's owner. Child sessions (OOPIFs,
 // workers) announced inside an owned session become that owner's.
-func (m *Mux) sessionEventLocked(b []byte, info msgInfo) {
-	s := m.sessions[info.sessionID]
+func (m *Mux) sessionEventLocked(b []byte, info cdpwire.Info) {
+	s := m.sessions[info.SessionID]
 	// Operator sessions are never in m.sessions: a client's event pays only this nil check for them.
 	if s == nil && m.operatorEventLocked(b, info) {
 		return
 	}
 	if s != nil {
-		m.jarEventLocked(info.method, b)
+		m.jarEventLocked(info.Method, b)
 	}
-	switch info.method {
+	switch info.Method {
 	case "Target.attachedToTarget":
 		var ev upEvent
 		if json.Unmarshal(b, &ev) != nil {
@@ -192,7 +194,7 @@ func (m *Mux) sessionEventLocked(b []byte, info msgInfo) {
 		t := m.targets[ti.TargetID]
 		if t != nil && t.owner != nil && t.owner != s.owner {
 			// Never hand one client a session to another's target (a tab wrongly attributed).
-			m.letGoLocked(t, ev.Params.SessionID, ev.Params.WaitingForDebugger, info.sessionID)
+			m.letGoLocked(t, ev.Params.SessionID, ev.Params.WaitingForDebugger, info.SessionID)
 			return
 		}
 		if t != nil && t.owner == nil && !t.closing {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"vibebrowser/mux/pipewire"
+	"vibebrowser/mux/cdpwire"
 )
 
 // upTransport is how a test's mux reaches its fake browser.
@@ -101,17 +101,17 @@ func (kp *fakeKeeper) serve(nc net.Conn) {
 	case fb.link != nil: // one client at a time
 		fb.refusals++
 		fb.mu.Unlock()
-		writeFakeHello(nc, pipewire.Hello{Refused: "another client is connected"})
+		writeFakeHello(nc, cdpwire.Hello{Refused: "another client is connected"})
 		nc.Close()
 		return
 	}
 	l := &fakeKeeperLink{nc: nc}
-	writeFakeHello(nc, pipewire.Hello{Format: pipewire.Format, PID: os.Getpid(), BrowserPID: os.Getpid()})
+	writeFakeHello(nc, cdpwire.Hello{Format: cdpwire.Format, PID: os.Getpid(), BrowserPID: os.Getpid()})
 	fb.connectLocked(l)
 	fb.mu.Unlock()
 	br := bufio.NewReader(nc)
 	for {
-		b, _, err := pipewire.ReadMessage(br, 1<<30)
+		b, _, err := cdpwire.ReadMessage(br, 1<<30)
 		if err != nil {
 			fb.disconnected(l)
 			nc.Close()
@@ -126,8 +126,8 @@ func (kp *fakeKeeper) serve(nc net.Conn) {
 	}
 }
 
-func writeFakeHello(nc net.Conn, h pipewire.Hello) {
-	b, _ := json.Marshal(map[string]pipewire.Hello{"keeper": h})
+func writeFakeHello(nc net.Conn, h cdpwire.Hello) {
+	b, _ := json.Marshal(map[string]cdpwire.Hello{"keeper": h})
 	nc.Write(append(b, 0))
 }
 

@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"vibebrowser/osuser"
+	"vibebrowser/mux/sys/osuser"
 )
 
 // walkDirFlags open the folders of a path walked one by one: a path only (search permission, not read).

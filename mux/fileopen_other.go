@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"vibebrowser/osuser"
+	"vibebrowser/mux/sys/osuser"
 )
 
 // walkDirFlags open the folders of a path walked one by one (no O_PATH here: they must be readable).

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"vibebrowser/osuser"
+	"vibebrowser/mux/sys/osuser"
 )
 
 // openWalk opens path one component at a time from /, each with O_NOFOLLOW, so no symlink on the way is

@@ -6,7 +6,8 @@ import (
 	"math"
 	"strconv"
 	"testing"
-	"unicode/utf8"
+
+	"vibebrowser/mux/cdpwire"
 )
 
 // routingHarness is a mux with its tables and queues but no sockets: client "f" owns PAGEF with session
@@ -70,11 +71,11 @@ func FuzzRouting(f *testing.F) {
 				t.Fatalf("reply to %q is invalid JSON: %s", data, b)
 			}
 		}
-		info, scanErr := scanFull(data)
+		info, scanErr := cdpwire.ScanCommand(data)
 		valid := scanErr == nil && json.Valid(data)
 		var idTok []byte
-		if valid && info.hasID() {
-			idTok = data[info.idStart:info.idEnd]
+		if valid && info.HasID() {
+			idTok = data[info.IDStart:info.IDEnd]
 		}
 		if len(up) == 0 && len(replies) == 0 {
 			// Only Target.createTarget may wait (one is in flight), and only Browser.close/virtual calls
@@ -84,7 +85,7 @@ func FuzzRouting(f *testing.F) {
 			}
 			return
 		}
-		if len(replies) > 0 && idTok != nil && isInteger(idTok) && m.creating == nil {
+		if len(replies) > 0 && idTok != nil && cdpwire.IsInteger(idTok) && m.creating == nil {
 			var last struct {
 				ID json.RawMessage `json:"id"`
 			}
@@ -98,15 +99,15 @@ func FuzzRouting(f *testing.F) {
 			if !json.Valid(b) {
 				t.Fatalf("forward of %q is invalid JSON: %s", data, b)
 			}
-			fi, err := scanFull(b)
-			if err != nil || !fi.hasID() {
+			fi, err := cdpwire.ScanCommand(b)
+			if err != nil || !fi.HasID() {
 				t.Fatalf("forward of %q unreadable: %s", data, b)
 			}
-			id, err := strconv.ParseInt(string(b[fi.idStart:fi.idEnd]), 10, 64)
+			id, err := strconv.ParseInt(string(b[fi.IDStart:fi.IDEnd]), 10, 64)
 			if err != nil || id < 1 || id > math.MaxInt32 {
 				t.Fatalf("forward of %q has a non-int32 id: %s", data, b)
 			}
-			if fi.sessionID == "SO" {
+			if fi.SessionID == "SO" {
 				t.Fatalf("%q was forwarded on another client's session", data)
 			}
 			p := m.pending[int32(id)]
@@ -118,90 +119,6 @@ func FuzzRouting(f *testing.F) {
 			}
 		}
 	})
-}
-
-// FuzzScan checks the byte scanners against encoding/json on any well-formed object.
-func FuzzScan(f *testing.F) {
-	for _, s := range []string{
-		`{"id":1,"result":{}}`,
-		`{"method":"Network.dataReceived","params":{"a":"b"},"sessionId":"S1"}`,
-		`{"method":"Target.attachedToTarget","params":{"sessionId":"X"}}`,
-		`{"method":"A","params":{"x":",\"sessionId\":\"Z\"}"}}`,
-		`{"method":"A","params":{},"sessionId":"a\"b"}`,
-		`{"id":5,"method":"x","sessionId":"S"}`,
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		var probe map[string]json.RawMessage
-		if json.Unmarshal(data, &probe) != nil || !utf8.Valid(data) || hasDupKeys(data) {
-			return
-		}
-		var method, sessionID *string
-		for key, dst := range map[string]**string{"method": &method, "sessionId": &sessionID} {
-			if raw, ok := probe[key]; ok {
-				var s string
-				if json.Unmarshal(raw, &s) != nil {
-					return // not a string: not a CDP message
-				}
-				*dst = &s
-			}
-		}
-		scanners := map[string]func([]byte) (msgInfo, error){"scanFull": scanFull}
-		if _, hasID := probe["id"]; !bytes.Contains(data, []byte(`\u`)) && (!hasID || method == nil) {
-			// scanUpstream reads Chrome's output, which never escapes a key and never sends a message
-			// that is both a response and an event.
-			scanners["scanUpstream"] = scanUpstream
-		}
-		for name, scan := range scanners {
-			info, err := scan(data)
-			if err != nil {
-				t.Fatalf("%s(%q): %v", name, data, err)
-			}
-			if method != nil && (!info.hasMethod || info.method != *method) {
-				t.Fatalf("%s(%q) method %q; want %q", name, data, info.method, *method)
-			}
-			if name == "scanUpstream" && info.hasID() && !info.hasMethod {
-				continue // a response: its sessionId is not read
-			}
-			want := ""
-			if sessionID != nil {
-				want = *sessionID
-			}
-			if info.sessionID != want {
-				t.Fatalf("%s(%q) sessionId %q; want %q", name, data, info.sessionID, want)
-			}
-			if id, ok := probe["id"]; ok && (!info.hasID() || !bytes.Equal(bytes.TrimSpace(data[info.idStart:info.idEnd]), id)) {
-				t.Fatalf("%s(%q) id span wrong; want %s", name, data, id)
-			}
-		}
-	})
-}
-
-// hasDupKeys reports duplicate top-level keys, where encoding/json (last wins) and a first-match scanner
-// may legitimately differ.
-func hasDupKeys(data []byte) bool {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if _, err := dec.Token(); err != nil {
-		return true
-	}
-	seen := map[string]bool{}
-	for dec.More() {
-		k, err := dec.Token()
-		if err != nil {
-			return true
-		}
-		ks, _ := k.(string)
-		if seen[ks] {
-			return true
-		}
-		seen[ks] = true
-		var skip json.RawMessage
-		if dec.Decode(&skip) != nil {
-			return true
-		}
-	}
-	return false
 }
 
 func join(f frame) []byte {

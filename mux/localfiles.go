@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"vibebrowser/osuser"
+	"vibebrowser/mux/sys/osuser"
 )
 
 // The home part of the local-file rule of SPEC §13 (uploads.go opens the file): a file a client hands the

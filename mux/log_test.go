@@ -76,7 +76,7 @@ func TestLogLines(t *testing.T) {
 		if err := json.Unmarshal([]byte(line), &fields); err != nil {
 			t.Fatalf("log line is not a JSON object: %v\n%s", err, line)
 		}
-		if hasDupKeys([]byte(line)) {
+		if testkit.HasDupKeys([]byte(line)) {
 			t.Fatalf("log line has a duplicate key:\n%s", line)
 		}
 		if n := strings.Count(line, `"component":`); n != 1 || fields["component"] != "mux" {

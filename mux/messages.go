@@ -1,6 +1,9 @@
 package mux
 
-import "strconv"
+import (
+	"encoding/json"
+	"strconv"
+)
 
 // CDP messages the mux writes itself (errors, results, events), built as bytes: a json.Marshal of a
 // json.RawMessage would HTML-escape what it splices.
@@ -80,4 +83,11 @@ func targetInfoParams(info []byte) []byte {
 	b = append(b, `{"targetInfo":`...)
 	b = append(b, info...)
 	return append(b, '}')
+}
+
+// appendJSONString appends s as a JSON string. Used only for text the mux writes itself (error messages,
+// ids, paths), never to re-encode what a peer sent.
+func appendJSONString(dst []byte, s string) []byte {
+	enc, _ := json.Marshal(s)
+	return append(dst, enc...)
 }

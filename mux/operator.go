@@ -9,7 +9,7 @@ import (
 	"sort"
 	"time"
 
-	"vibebrowser/mux/devtools"
+	"vibebrowser/mux/cdpwire"
 )
 
 // The operator: the vibe-browser UI driving a Mux in process (a Go API, no WebSocket, no token). It lists
@@ -19,7 +19,7 @@ import (
 // attachedToTarget would be; they are not in Mux.sessions, so no client can address them, and nothing the
 // operator does touches a client's LRU, activity or tab cap.
 
-// Errors of the operator API. A call the browser answered with an error returns it as a *devtools.CallError.
+// Errors of the operator API. A call the browser answered with an error returns it as a *cdpwire.CallError.
 var (
 	// ErrNoTarget: the target does not exist (or is closing).
 	ErrNoTarget = errors.New("mux: no such target")
@@ -184,7 +184,7 @@ func (m *Mux) opSendLocked(method string, params any, sid string, done func(res 
 			done(nil, ErrDisconnected) // failed without an answer: the connection went
 			return
 		}
-		done(nil, &devtools.CallError{Method: method, Code: e.Code, Message: e.Message})
+		done(nil, &cdpwire.CallError{Method: method, Code: e.Code, Message: e.Message})
 	})
 }
 
@@ -374,12 +374,12 @@ func (m *Mux) operatorBrowserEventLocked(method, sid string, info json.RawMessag
 // operatorEventLocked routes an event on a session no client owns: the operator's browser session (the
 // detach of one of its page sessions) or a page session (screencast frames; everything else is dropped).
 // It reports whether the event was the operator's.
-func (m *Mux) operatorEventLocked(b []byte, info msgInfo) bool {
+func (m *Mux) operatorEventLocked(b []byte, info cdpwire.Info) bool {
 	if m.op.browser == "" {
 		return false
 	}
-	if info.sessionID == m.op.browser {
-		if info.method == "Target.detachedFromTarget" {
+	if info.SessionID == m.op.browser {
+		if info.Method == "Target.detachedFromTarget" {
 			var ev upEvent
 			if json.Unmarshal(b, &ev) == nil {
 				if s := m.op.sessions[ev.Params.SessionID]; s != nil {
@@ -389,12 +389,12 @@ func (m *Mux) operatorEventLocked(b []byte, info msgInfo) bool {
 		}
 		return true
 	}
-	s := m.op.sessions[info.sessionID]
+	s := m.op.sessions[info.SessionID]
 	if s == nil {
 		return false
 	}
 	if s.view != nil {
-		s.view.eventLocked(info.method, b)
+		s.view.eventLocked(info.Method, b)
 	}
 	return true
 }

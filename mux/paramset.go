@@ -6,6 +6,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"vibebrowser/mux/cdpwire"
 )
 
 // paramSet is a judged command's params, decoded member by member. What the mux forwards for such a command
@@ -156,12 +158,12 @@ func (ps *paramSet) appendTo(b []byte) []byte {
 
 // encodeCommand is the message the mux sends for a judged command: built from what the strict read and the
 // judges decoded, never the client's bytes. Its id is at [idStart, idEnd) for the splice of the upstream id.
-func encodeCommand(cmd *command, ps *paramSet) (b []byte, info msgInfo) {
+func encodeCommand(cmd *command, ps *paramSet) (b []byte, info cdpwire.Info) {
 	b = make([]byte, 0, 64+len(cmd.method)+len(cmd.sessionID)+len(cmd.params))
 	b = append(b, `{"id":`...)
-	info.idStart = len(b)
+	info.IDStart = len(b)
 	b = append(b, cmd.id...)
-	info.idEnd = len(b)
+	info.IDEnd = len(b)
 	b = append(b, `,"method":`...)
 	b, _ = jsontext.AppendQuote(b, cmd.method)
 	if cmd.sessionID != "" {
@@ -173,7 +175,7 @@ func encodeCommand(cmd *command, ps *paramSet) (b []byte, info msgInfo) {
 		b = ps.appendTo(b)
 	}
 	b = append(b, '}')
-	info.method, info.hasMethod, info.sessionID = cmd.method, true, cmd.sessionID
+	info.Method, info.HasMethod, info.SessionID = cmd.method, true, cmd.sessionID
 	return b, info
 }
 

@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"vibebrowser/mux/cdpwire"
 )
 
 // One parse, one truth (SPEC §20): a client's message is read once, strictly, and what the mux judged is
@@ -95,7 +97,7 @@ func (s *strictReader) read(b []byte) (cmd command, err error) {
 			end := int(d.InputOffset())
 			cmd.idStart, cmd.idEnd = end-len(v), end
 			cmd.id = b[cmd.idStart:cmd.idEnd] // echoed with an error even when it is no integer, to route it
-			if v.Kind() != '0' || !isInteger(v) {
+			if v.Kind() != '0' || !cdpwire.IsInteger(v) {
 				return cmd, strictErr("id %s is not an integer", v)
 			}
 		case "method", "sessionId":

@@ -176,8 +176,8 @@ func FuzzStrictAgreesWithChromium(f *testing.F) {
 		if !ok {
 			t.Fatalf("%q re-encoded as %q, which is no JSON object", msg, out)
 		}
-		if string(out[info.idStart:info.idEnd]) != string(cmd.id) {
-			t.Fatalf("%q re-encoded with id %s; want %s", msg, out[info.idStart:info.idEnd], cmd.id)
+		if string(out[info.IDStart:info.IDEnd]) != string(cmd.id) {
+			t.Fatalf("%q re-encoded with id %s; want %s", msg, out[info.IDStart:info.IDEnd], cmd.id)
 		}
 		for _, p := range judgedFields {
 			a, aok := dig(chrome, append([]string{"params"}, p...)...)

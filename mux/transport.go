@@ -14,7 +14,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"vibebrowser/mux/pipewire"
+	"vibebrowser/mux/cdpwire"
 )
 
 // The upstream's two transports: the browser's own DevTools WebSocket (a debugging port), and a keeper's
@@ -46,7 +46,7 @@ func (t *wsTransport) read(br *bufio.Reader, limit int) ([]byte, bool, error) {
 	return readWireMessage(br, limit, t.pong)
 }
 
-// keeperTransport is a keeper's socket: pipewire's messages, each ended by a NUL. It has no control
+// keeperTransport is a keeper's socket: cdpwire's messages, each ended by a NUL. It has no control
 // frames, so there is no ping to answer and no pong is ever written.
 type keeperTransport struct{}
 
@@ -54,11 +54,11 @@ func (keeperTransport) write(bw *bufio.Writer, f frame) error {
 	if f.op != 0 {
 		return nil // a WebSocket control frame has no form on a pipe; only wsTransport queues one
 	}
-	return pipewire.WriteMessage(bw, f.head, f.mid, f.tail)
+	return cdpwire.WriteMessage(bw, f.head, f.mid, f.tail)
 }
 
 func (keeperTransport) read(br *bufio.Reader, limit int) ([]byte, bool, error) {
-	return pipewire.ReadMessage(br, limit)
+	return cdpwire.ReadMessage(br, limit)
 }
 
 // dialKeeper connects to the keeper at socket, reads its hello, then asks the browser behind it for
@@ -66,9 +66,9 @@ func (keeperTransport) read(br *bufio.Reader, limit int) ([]byte, bool, error) {
 // keeper says hello for a hung browser too, so only the browser's answer makes the dial good: a browser
 // that does not answer within PongTimeout (and ctx) is a failed dial, as a debugging port that does not
 // answer /json/version is, and failed dials end in the relaunch hook. A refused hello (another client holds the
-// keeper) is a failed dial like any other (pipewire.ErrRefused).
+// keeper) is a failed dial like any other (cdpwire.ErrRefused).
 func (m *Mux) dialKeeper(ctx context.Context, socket string) (net.Conn, *bufio.Reader, map[string]any, error) {
-	nc, br, _, err := pipewire.Dial(ctx, socket)
+	nc, br, _, err := cdpwire.Dial(ctx, socket)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -85,13 +85,13 @@ func (m *Mux) dialKeeper(ctx context.Context, socket string) (net.Conn, *bufio.R
 		return nil, nil, nil, fmt.Errorf("keeper %s: %w", socket, err)
 	}
 	for {
-		b, over, err := pipewire.ReadMessage(br, m.cfg.UpstreamMessageLimit)
+		b, over, err := cdpwire.ReadMessage(br, m.cfg.UpstreamMessageLimit)
 		if err != nil {
 			nc.Close()
 			return nil, nil, nil, fmt.Errorf("keeper %s: no Browser.getVersion answer: %w", socket, err)
 		}
-		info, err := scanUpstream(b)
-		if over || err != nil || !info.hasID() || info.hasMethod || string(b[info.idStart:info.idEnd]) != id {
+		info, err := cdpwire.Scan(b)
+		if over || err != nil || !info.HasID() || info.HasMethod || string(b[info.IDStart:info.IDEnd]) != id {
 			continue // sent before the answer: the rebuild that follows the connect replays what matters
 		}
 		var r struct {

@@ -16,7 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"vibebrowser/integration/testkit"
-	"vibebrowser/mux/pipewire"
+	"vibebrowser/mux/cdpwire"
 )
 
 // TestKeeperRefusedIsRetried: while another client holds the keeper its hello refuses the mux, which
@@ -26,7 +26,7 @@ func TestKeeperRefusedIsRetried(t *testing.T) {
 	fb := newFakeBrowserOn(t, overKeeper)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	holder, _, _, err := pipewire.Dial(ctx, fb.kp.socket) // another client, connected first
+	holder, _, _, err := cdpwire.Dial(ctx, fb.kp.socket) // another client, connected first
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestKeeperRefusedIsRetried(t *testing.T) {
 	if m.Stats().Upstream {
 		t.Fatal("the mux counts a refused keeper as connected")
 	}
-	if !logs.has("browser connection failed") || !logs.has(pipewire.ErrRefused.Error()) || !logs.has("another client is connected") {
+	if !logs.has("browser connection failed") || !logs.has(cdpwire.ErrRefused.Error()) || !logs.has("another client is connected") {
 		t.Fatalf("log of a refused dial:\n%s", strings.Join(logs.lines(), "\n"))
 	}
 	holder.Close()

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"vibebrowser/mux/devtools"
+	"vibebrowser/mux/cdpwire"
 )
 
 // The upstream connection's lifecycle: dial, serve, probe a silent browser, and on loss fail what was
@@ -196,7 +196,7 @@ func (m *Mux) dial(ctx context.Context, endpoint string) (*upstream, map[string]
 	} else {
 		wsURL := endpoint
 		if strings.HasPrefix(endpoint, "http") {
-			v, err := devtools.FetchVersion(ctx, endpoint)
+			v, err := cdpwire.FetchVersion(ctx, endpoint)
 			if err != nil {
 				return nil, nil, fmt.Errorf("browser version: %w", err)
 			}
@@ -341,7 +341,7 @@ func (m *Mux) upstreamLostLocked(up *upstream) {
 			continue
 		}
 		if q.c.cl.conn == q.c {
-			m.sendLocked(q.c, errorFrame(q.msg[q.info.idStart:q.info.idEnd], q.info.sessionID, codeInternal, "Browser disconnected"))
+			m.sendLocked(q.c, errorFrame(q.msg[q.info.IDStart:q.info.IDEnd], q.info.SessionID, codeInternal, "Browser disconnected"))
 		}
 	}
 	m.createQ = nil

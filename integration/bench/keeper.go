@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 
-	"vibebrowser/mux/pipewire"
+	"vibebrowser/mux/cdpwire"
 )
 
 // benchFakeKeeper is benchFakeBrowser behind a keeper's socket (SPEC §13): on each connection the keeper's
@@ -64,7 +64,7 @@ func benchFakeKeeper() (string, func(), error) {
 // in one buffered write per burst, as benchFakeBrowser does.
 func benchServeKeeper(nc net.Conn) {
 	defer nc.Close()
-	hello, _ := json.Marshal(map[string]pipewire.Hello{"keeper": {Format: pipewire.Format, PID: os.Getpid(), BrowserPID: os.Getpid()}})
+	hello, _ := json.Marshal(map[string]cdpwire.Hello{"keeper": {Format: cdpwire.Format, PID: os.Getpid(), BrowserPID: os.Getpid()}})
 	if _, err := nc.Write(append(hello, 0)); err != nil {
 		return
 	}
@@ -74,7 +74,7 @@ func benchServeKeeper(nc net.Conn) {
 		defer close(done)
 		bw := bufio.NewWriterSize(nc, 64<<10)
 		for b := range out {
-			pipewire.WriteMessage(bw, b)
+			cdpwire.WriteMessage(bw, b)
 			if len(out) == 0 && bw.Flush() != nil {
 				nc.Close()
 				for range out { // the reader ends once the socket is closed
@@ -85,7 +85,7 @@ func benchServeKeeper(nc net.Conn) {
 	}()
 	br := bufio.NewReaderSize(nc, 64<<10)
 	for {
-		b, _, err := pipewire.ReadMessage(br, 256<<20)
+		b, _, err := cdpwire.ReadMessage(br, 256<<20)
 		if err != nil {
 			break
 		}

@@ -32,7 +32,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"vibebrowser/manager/api"
-	"vibebrowser/mux/pipewire"
+	"vibebrowser/mux/cdpwire"
 )
 
 type result struct {
@@ -61,7 +61,7 @@ func main() {
 	case "dial":
 		// A keeper's socket path may be too long for a socket address: name it through its folder, as the
 		// manager does (the connect then needs what a short path would).
-		addr, release, err := pipewire.SockAddr(args[1])
+		addr, release, err := cdpwire.SockAddr(args[1])
 		if err != nil {
 			r = failed(err)
 			break

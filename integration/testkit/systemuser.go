@@ -6,7 +6,7 @@ import (
 	"syscall"
 	"testing"
 
-	"vibebrowser/osuser"
+	"vibebrowser/mux/sys/osuser"
 )
 
 // SystemUser makes (once per machine, idempotently) and looks up an unprivileged system user, as the store

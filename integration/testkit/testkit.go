@@ -1,5 +1,5 @@
 // Package testkit holds the helpers every test package shares: waiting for a condition, a test logger,
-// listing the files a test left in a folder and reading a manager's metrics.
+// listing the files a test left in a folder, reading a manager's metrics and checking a JSON object's keys.
 package testkit
 
 import (

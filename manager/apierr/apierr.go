@@ -9,8 +9,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"vibebrowser/manager/api"
-	"vibebrowser/manager/cdp"
 	"vibebrowser/manager/chrome"
+	"vibebrowser/manager/remote"
 	"vibebrowser/manager/snapshot"
 	"vibebrowser/manager/ziniao"
 	"vibebrowser/state"
@@ -52,7 +52,7 @@ var errorClasses = []struct {
 	{[]error{ErrNoRoute}, http.StatusNotFound, api.CodeNoRoute},
 	{[]error{ErrUnauthorized}, http.StatusUnauthorized, api.CodeUnauthorized},
 	{[]error{ErrForbidden}, http.StatusForbidden, api.CodeForbidden},
-	{[]error{ErrBadRequest, state.ErrInvalid, cdp.ErrBadURL}, http.StatusBadRequest, api.CodeBadRequest},
+	{[]error{ErrBadRequest, state.ErrInvalid, remote.ErrBadURL}, http.StatusBadRequest, api.CodeBadRequest},
 	{[]error{state.ErrNotFound, snapshot.ErrNotFound}, http.StatusNotFound, api.CodeNotFound},
 	{[]error{state.ErrConflict, chrome.ErrProfileInUse, ziniao.ErrAccountBusy, snapshot.ErrEmpty}, http.StatusConflict, api.CodeConflict},
 	{[]error{ErrBudget}, http.StatusTooManyRequests, api.CodeRelaunchBudget},

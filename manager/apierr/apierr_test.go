@@ -12,8 +12,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"vibebrowser/manager/api"
-	"vibebrowser/manager/cdp"
 	"vibebrowser/manager/chrome"
+	"vibebrowser/manager/remote"
 	"vibebrowser/manager/ziniao"
 	"vibebrowser/state"
 )
@@ -33,7 +33,7 @@ func TestErrorClassesReachTheClient(t *testing.T) {
 		{state.ErrConflict, 409, api.CodeConflict},
 		{chrome.ErrProfileInUse, 409, api.CodeConflict},
 		{ziniao.ErrAccountBusy, 409, api.CodeConflict},
-		{cdp.ErrBadURL, 400, api.CodeBadRequest},
+		{remote.ErrBadURL, 400, api.CodeBadRequest},
 		{ErrBudget, 429, api.CodeRelaunchBudget},
 		{ErrQuota, 429, api.CodeQuota},
 		{ErrShuttingDown, 503, api.CodeShuttingDown},

@@ -10,7 +10,7 @@ import (
 
 	"vibebrowser/manager/apierr"
 	"vibebrowser/mux"
-	"vibebrowser/osuser"
+	"vibebrowser/mux/sys/osuser"
 	"vibebrowser/state"
 )
 

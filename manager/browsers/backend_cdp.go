@@ -3,7 +3,7 @@ package browsers
 import (
 	"context"
 
-	"vibebrowser/manager/cdp"
+	"vibebrowser/manager/remote"
 	"vibebrowser/state"
 )
 
@@ -12,11 +12,11 @@ import (
 type cdpBackend struct{}
 
 func (cdpBackend) launch(ctx context.Context, sp Spec) (handle, error) {
-	return cdp.Connect(ctx, sp.Opts.CDPURL)
+	return remote.Connect(ctx, sp.Opts.CDPURL)
 }
 
 func (cdpBackend) adopt(ctx context.Context, sp Spec, _ state.BrowserSession) (handle, error) {
-	return cdp.Connect(ctx, sp.Opts.CDPURL)
+	return remote.Connect(ctx, sp.Opts.CDPURL)
 }
 
 func (cdpBackend) crashed(handle) bool { return false }

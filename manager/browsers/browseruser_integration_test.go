@@ -15,7 +15,7 @@ import (
 
 	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/chrome"
-	"vibebrowser/osuser"
+	"vibebrowser/mux/sys/osuser"
 )
 
 // testBrowserUser is the unprivileged user these tests run Chromium as (the chrome package's tests use it too).

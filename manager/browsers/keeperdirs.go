@@ -8,10 +8,9 @@ import (
 	"strings"
 	"syscall"
 
-	"golang.org/x/sys/unix"
-
 	"vibebrowser/manager/keeper"
-	"vibebrowser/osuser"
+	"vibebrowser/mux/sys/atomicfile"
+	"vibebrowser/mux/sys/osuser"
 )
 
 // Where keepers live (SPEC §13, §14). A browser of the manager's own user has its keeper's files in run/; a
@@ -91,18 +90,9 @@ func (c *Config) layOutBrowser(sp Spec, u *osuser.User) (string, error) {
 	return dir, errors.Join(errs...)
 }
 
-// openDir opens dir itself, refusing a symlink.
-func openDir(dir string) (*os.File, error) {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("%s must be a folder of its own, not a symlink: %w", dir, err)
-	}
-	return os.NewFile(uintptr(fd), dir), nil
-}
-
 // enterable lets every user enter dir (o+x, and g+x with it), keeping its owner and the rest of its mode.
 func enterable(dir string) error {
-	f, err := openDir(dir)
+	f, err := atomicfile.OpenDir(dir)
 	if err != nil {
 		return err
 	}
@@ -121,7 +111,7 @@ func enterable(dir string) error {
 
 // rootsEnterable makes dir the manager's, 0711: enterable by every user, listable and changed by none.
 func rootsEnterable(dir string) error {
-	f, err := openDir(dir)
+	f, err := atomicfile.OpenDir(dir)
 	if err != nil {
 		return err
 	}

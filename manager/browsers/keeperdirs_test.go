@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"vibebrowser/manager/keeper"
-	"vibebrowser/osuser"
+	"vibebrowser/mux/sys/osuser"
 	"vibebrowser/state"
 )
 

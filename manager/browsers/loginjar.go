@@ -5,7 +5,7 @@ import (
 	"io/fs"
 
 	"vibebrowser/manager/logins"
-	"vibebrowser/osuser"
+	"vibebrowser/mux/sys/osuser"
 )
 
 // The cookie checkpoint as snapshots see it (SPEC §18): its content is opaque here; a snapshot carries it,

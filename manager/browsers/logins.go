@@ -13,8 +13,8 @@ import (
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/logins"
 	"vibebrowser/mux"
-	"vibebrowser/mux/devtools"
-	"vibebrowser/osuser"
+	"vibebrowser/mux/cdpwire"
+	"vibebrowser/mux/sys/osuser"
 )
 
 // A store's login survives its browser (SPEC §18): while the browser runs its cookie jar is checkpointed to
@@ -244,7 +244,7 @@ func (k *loginKeeper) restore(ctx context.Context) (int, time.Duration, error) {
 		return 0, 0, nil
 	}
 	if err := k.mx.SetCookies(ctx, logins.Params(missing)); err != nil {
-		if !errors.As(err, new(*devtools.CallError)) {
+		if !errors.As(err, new(*cdpwire.CallError)) {
 			return 0, 0, fmt.Errorf("%w: set the cookies back: %w", errBrowserCall, err)
 		}
 		// Chrome refuses the whole batch for one cookie it cannot parse: set them one by one.

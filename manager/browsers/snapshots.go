@@ -15,10 +15,10 @@ import (
 
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/apierr"
-	"vibebrowser/manager/atomicfile"
 	"vibebrowser/manager/chrome"
 	"vibebrowser/manager/logins"
 	"vibebrowser/manager/snapshot"
+	"vibebrowser/mux/sys/atomicfile"
 	"vibebrowser/state"
 )
 

@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"vibebrowser/osuser"
+	"vibebrowser/mux/sys/osuser"
 	"vibebrowser/state"
 )
 

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"vibebrowser/manager/procid"
+	"vibebrowser/mux/sys/procid"
 
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"

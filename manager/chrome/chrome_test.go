@@ -19,7 +19,7 @@ import (
 
 	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/keeper"
-	"vibebrowser/manager/procid"
+	"vibebrowser/mux/sys/procid"
 
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"

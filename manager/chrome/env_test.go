@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"vibebrowser/integration/testkit"
-	"vibebrowser/osuser"
+	"vibebrowser/mux/sys/osuser"
 )
 
 func TestBrowserEnv(t *testing.T) {

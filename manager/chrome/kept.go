@@ -14,8 +14,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"vibebrowser/manager/keeper"
-	"vibebrowser/manager/procid"
-	"vibebrowser/mux/pipewire"
+	"vibebrowser/mux/cdpwire"
+	"vibebrowser/mux/sys/procid"
 )
 
 // A browser on the pipe (TransportPipe) is held by its keeper (package keeper): the keeper is the manager's
@@ -255,7 +255,7 @@ func AdoptKept(ctx context.Context, runDir, key string, pid int, startTime int64
 	if err := keptBrowser(ctx, id, uids); err != nil {
 		return nil, notAdoptable("%v", err)
 	}
-	nc, _, hello, err := pipewire.Dial(ctx, socket)
+	nc, _, hello, err := cdpwire.Dial(ctx, socket)
 	if err != nil {
 		return nil, notAdoptable("keeper socket: %v", err)
 	}

@@ -14,7 +14,7 @@ import (
 
 	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/keeper"
-	"vibebrowser/mux/pipewire"
+	"vibebrowser/mux/cdpwire"
 )
 
 // launchKeptChromium launches the real Chromium on the pipe, its keeper this test binary (TestMain runs
@@ -59,7 +59,7 @@ func getVersion(t *testing.T, socket string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	nc, br, _, err := pipewire.Dial(ctx, socket)
+	nc, br, _, err := cdpwire.Dial(ctx, socket)
 	if err != nil {
 		t.Fatalf("Dial(%s): %v", socket, err)
 	}
@@ -68,7 +68,7 @@ func getVersion(t *testing.T, socket string) string {
 		t.Fatal(err)
 	}
 	nc.SetReadDeadline(time.Now().Add(10 * time.Second))
-	b, _, err := pipewire.ReadMessage(br, 1<<20)
+	b, _, err := cdpwire.ReadMessage(br, 1<<20)
 	if err != nil {
 		t.Fatalf("no answer through the keeper: %v", err)
 	}

@@ -21,8 +21,8 @@ import (
 
 	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/keeper"
-	"vibebrowser/manager/procid"
-	"vibebrowser/osuser"
+	"vibebrowser/mux/sys/osuser"
+	"vibebrowser/mux/sys/procid"
 )
 
 // testBrowserUser is the unprivileged user the browser-user tests run Chromium as.

@@ -13,8 +13,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"vibebrowser/manager/procid"
-	"vibebrowser/osuser"
+	"vibebrowser/mux/sys/osuser"
+	"vibebrowser/mux/sys/procid"
 )
 
 // Launch defaults.

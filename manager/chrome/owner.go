@@ -7,28 +7,19 @@ import (
 	"os"
 	"syscall"
 
-	"golang.org/x/sys/unix"
+	"vibebrowser/mux/sys/atomicfile"
 )
 
 // Giving folders to the browser user. The manager is root and the folders are, or become, another user's:
 // each is opened without following a symlink and changed through that descriptor, and a profile's files are
 // changed from inside it (os.Root), so nothing its user plants there leads the manager anywhere else.
 
-// openDir opens dir itself, refusing a symlink or anything else that is not a folder.
-func openDir(dir string) (*os.File, error) {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("%s must be a folder of its own, not a symlink: %w", dir, err)
-	}
-	return os.NewFile(uintptr(fd), dir), nil
-}
-
 // ownDir makes dir (creating it and its parents) o's, 0700.
 func ownDir(dir string, o owner) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	f, err := openDir(dir)
+	f, err := atomicfile.OpenDir(dir)
 	if err != nil {
 		return err
 	}
@@ -54,7 +45,7 @@ func dirOwner(dir string) (int, error) {
 // first so nothing of its changes the tree meanwhile; symlinks are changed themselves, never followed. A
 // file hard-linked from outside is refused, not given away: it is another file too.
 func ownProfile(profile string, o owner) error {
-	f, err := openDir(profile)
+	f, err := atomicfile.OpenDir(profile)
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"vibebrowser/manager/procid"
+	"vibebrowser/mux/sys/procid"
 
 	"github.com/rs/zerolog"
 )

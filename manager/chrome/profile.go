@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"vibebrowser/manager/procid"
+	"vibebrowser/mux/sys/procid"
 )
 
 // singletonFiles are Chromium's per-profile instance markers. SingletonLock is a symlink to "<host>-<pid>".

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"syscall"
 
-	"vibebrowser/osuser"
+	"vibebrowser/mux/sys/osuser"
 )
 
 // A browser run as a store's browser user (SPEC §14, Options.User): the manager is root, the keeper and

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"vibebrowser/osuser"
+	"vibebrowser/mux/sys/osuser"
 )
 
 func TestUserEnv(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"vibebrowser/manager/api"
-	"vibebrowser/osuser"
+	"vibebrowser/mux/sys/osuser"
 )
 
 // AgentCmd is the one line an agent launcher needs (SPEC §14): it registers the task, mints its token, and

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"vibebrowser/manager/api"
-	"vibebrowser/osuser"
+	"vibebrowser/mux/sys/osuser"
 )
 
 // TestAgentEnvDropsSecrets: the launcher's environment reaches the agent less what vibe-browser agent sets

@@ -7,7 +7,7 @@ import (
 	"os"
 	"os/exec"
 
-	"vibebrowser/osuser"
+	"vibebrowser/mux/sys/osuser"
 )
 
 // agentTerminal is the agent's own pty, opened on Linux only: elsewhere the agent's new session alone keeps

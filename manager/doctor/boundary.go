@@ -12,7 +12,7 @@ import (
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/browsers"
 	"vibebrowser/manager/service"
-	"vibebrowser/osuser"
+	"vibebrowser/mux/sys/osuser"
 	"vibebrowser/state"
 )
 

@@ -17,8 +17,8 @@ import (
 	"vibebrowser/manager"
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/keeper"
-	"vibebrowser/manager/procid"
 	"vibebrowser/manager/service"
+	"vibebrowser/mux/sys/procid"
 	"vibebrowser/state"
 )
 

@@ -12,7 +12,7 @@ import (
 	psnet "github.com/shirou/gopsutil/v4/net"
 
 	"vibebrowser/manager/api"
-	"vibebrowser/manager/procid"
+	"vibebrowser/mux/sys/procid"
 )
 
 // ports checks every port of the registry (one per store, and the web browser's): free, held by the running

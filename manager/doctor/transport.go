@@ -9,7 +9,7 @@ import (
 
 	"vibebrowser/manager/chrome"
 	"vibebrowser/manager/keeper"
-	"vibebrowser/manager/procid"
+	"vibebrowser/mux/sys/procid"
 	"vibebrowser/state"
 )
 

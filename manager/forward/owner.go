@@ -5,7 +5,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"vibebrowser/mux/sockowner"
+	"vibebrowser/mux/sys/sockowner"
 )
 
 // ownerListener accepts only connections whose socket belongs to uid (sockowner.Of); uid < 0 accepts all.

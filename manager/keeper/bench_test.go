@@ -12,7 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"vibebrowser/mux/pipewire"
+	"vibebrowser/mux/cdpwire"
 )
 
 // benchKeeper is a keeper whose "Chromium" is a goroutine in this process answering every command at once
@@ -55,7 +55,7 @@ func benchKeeper(b *testing.B) (socket string) {
 				return
 			}
 			id := msg[len(`{"id":`):bytes.IndexByte(msg, ',')]
-			pipewire.WriteMessage(bw, []byte(`{"id":`), id, []byte(`,"result":{"value":"ok"}}`))
+			cdpwire.WriteMessage(bw, []byte(`{"id":`), id, []byte(`,"result":{"value":"ok"}}`))
 			if br.Buffered() == 0 {
 				bw.Flush()
 			}
@@ -79,7 +79,7 @@ func benchKeeper(b *testing.B) (socket string) {
 // BenchmarkRelayRoundTrip: commands pipelined 64 deep through the keeper, each answered.
 func BenchmarkRelayRoundTrip(b *testing.B) {
 	socket := benchKeeper(b)
-	nc, br, _, err := pipewire.Dial(context.Background(), socket)
+	nc, br, _, err := cdpwire.Dial(context.Background(), socket)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func BenchmarkPlainRelayRoundTrip(b *testing.B) {
 				return
 			}
 			id := msg[len(`{"id":`):bytes.IndexByte(msg, ',')]
-			pipewire.WriteMessage(bw, []byte(`{"id":`), id, []byte(`,"result":{"value":"ok"}}`))
+			cdpwire.WriteMessage(bw, []byte(`{"id":`), id, []byte(`,"result":{"value":"ok"}}`))
 			if br.Buffered() == 0 {
 				bw.Flush()
 			}
@@ -152,7 +152,7 @@ func bench(b *testing.B, nc net.Conn, br *bufio.Reader) {
 	for got < b.N {
 		for sent < b.N && sent-got < depth {
 			sent++
-			pipewire.WriteMessage(bw, msg(sent))
+			cdpwire.WriteMessage(bw, msg(sent))
 		}
 		bw.Flush()
 		for got < sent && (got < sent-depth/2 || sent == b.N) {

@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"time"
 
-	"vibebrowser/manager/procid"
+	"vibebrowser/mux/sys/procid"
 )
 
 // browser is the Chromium the keeper started: its pipe's two ends and its exit.

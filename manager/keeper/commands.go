@@ -6,7 +6,7 @@ import (
 	"math"
 	"strconv"
 
-	"vibebrowser/mux/pipewire"
+	"vibebrowser/mux/cdpwire"
 )
 
 // firstCallID is the first id of the keeper's own commands. Clients count from 1 (the mux does), so the two
@@ -31,7 +31,7 @@ func (k *keeper) call(method string, params any, sessionID string, answered func
 	k.mu.Unlock()
 	msg := commandMessage(id, method, p, sessionID)
 	k.wmu.Lock()
-	err := pipewire.WriteMessage(k.pw, msg)
+	err := cdpwire.WriteMessage(k.pw, msg)
 	if err == nil {
 		err = k.pw.Flush()
 	}

@@ -2,7 +2,7 @@
 // has no debugging port and still outlives the manager that started it (SPEC §13).
 //
 // `vibe-browser keep` (Main) is Chromium's parent, in its own session; Chromium runs in its own process group
-// with --remote-debugging-pipe, reading fd 3 and writing fd 4 (pipewire's NUL-ended JSON). The keeper
+// with --remote-debugging-pipe, reading fd 3 and writing fd 4 (cdpwire's NUL-ended JSON). The keeper
 // listens on run/keep-<key>.sock (0600) and serves one client at a time, the store's mux:
 //
 //   - on accept it writes one message, its hello: {"keeper":{"format":1,"pid":P,"browser_pid":B}}; a second

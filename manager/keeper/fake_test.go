@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"vibebrowser/mux/pipewire"
+	"vibebrowser/mux/cdpwire"
 )
 
 // The fake Chromium: the test binary run again as "fake-browser ARGS…" (TestMain), speaking the DevTools
@@ -96,7 +96,7 @@ func fakeBrowser(args []string) int {
 	go f.writeLoop(out)
 	br := bufio.NewReaderSize(in, 64<<10)
 	for {
-		msg, _, err := pipewire.ReadMessage(br, 1<<30)
+		msg, _, err := cdpwire.ReadMessage(br, 1<<30)
 		if err != nil {
 			f.record("EOF")
 			return 0
@@ -129,7 +129,7 @@ func (f *fake) writeLoop(w *os.File) {
 			o.exit()
 			continue
 		}
-		pipewire.WriteMessage(bw, o.msg)
+		cdpwire.WriteMessage(bw, o.msg)
 		if len(f.out) == 0 {
 			bw.Flush()
 		}

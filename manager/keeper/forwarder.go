@@ -14,9 +14,9 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"vibebrowser/manager/atomicfile"
 	"vibebrowser/manager/forward"
 	"vibebrowser/manager/netid"
+	"vibebrowser/mux/sys/atomicfile"
 )
 
 // maxProxyLine bounds what the keeper reads of its stdin for the upstream's URL.

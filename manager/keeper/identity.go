@@ -9,12 +9,12 @@ import (
 	"strconv"
 	"time"
 
-	"vibebrowser/mux/pipewire"
+	"vibebrowser/mux/cdpwire"
 )
 
-// Format is the version of the identity file and of the hello (pipewire.Format): a keeper of another format
+// Format is the version of the identity file and of the hello (cdpwire.Format): a keeper of another format
 // is never adopted.
-const Format = pipewire.Format
+const Format = cdpwire.Format
 
 // Identity is run/keep-<key>.json: who holds the pipe and whose browser it is.
 type Identity struct {

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"vibebrowser/manager/procid"
-	"vibebrowser/mux/pipewire"
+	"vibebrowser/mux/cdpwire"
+	"vibebrowser/mux/sys/procid"
 )
 
 func TestReadyWritesTheIdentity(t *testing.T) {
@@ -57,7 +57,7 @@ func TestHello(t *testing.T) {
 	h := startKeeper(t, 0)
 	id := h.ready()
 	c := h.dial()
-	want := pipewire.Hello{Format: Format, PID: os.Getpid(), BrowserPID: id.BrowserPID}
+	want := cdpwire.Hello{Format: Format, PID: os.Getpid(), BrowserPID: id.BrowserPID}
 	if c.hello != want {
 		t.Errorf("hello = %+v; want %+v", c.hello, want)
 	}
@@ -72,8 +72,8 @@ func TestOneClientAtATime(t *testing.T) {
 	first := h.dial()
 	first.call(1, "Test.echo", "")
 
-	_, _, _, err := pipewire.Dial(context.Background(), h.socket())
-	if !errors.Is(err, pipewire.ErrRefused) || !strings.Contains(err.Error(), refusedBusy) {
+	_, _, _, err := cdpwire.Dial(context.Background(), h.socket())
+	if !errors.Is(err, cdpwire.ErrRefused) || !strings.Contains(err.Error(), refusedBusy) {
 		t.Fatalf("second Dial = %v; want ErrRefused naming %q", err, refusedBusy)
 	}
 	if r := first.call(2, "Test.echo", ""); r.Error != nil {

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"vibebrowser/mux/pipewire"
+	"vibebrowser/mux/cdpwire"
 )
 
 // The keeper's socket: one client at a time, each greeted by the hello; a second connection while one is
@@ -30,7 +30,7 @@ func (k *keeper) listen() error {
 		if fi.Mode()&os.ModeSocket == 0 {
 			return fmt.Errorf("%s exists and is not a socket: the keeper removes only a stale socket", path)
 		}
-		if addr, release, err := pipewire.SockAddr(path); err == nil {
+		if addr, release, err := cdpwire.SockAddr(path); err == nil {
 			nc, err := net.DialTimeout("unix", addr, time.Second)
 			release()
 			if err == nil {
@@ -50,7 +50,7 @@ func (k *keeper) listen() error {
 	syscall.CloseOnExec(fd) // no child of the keeper's inherits it
 	f := os.NewFile(uintptr(fd), path)
 	defer f.Close() // net.FileListener dups the descriptor
-	addr, release, err := pipewire.SockAddr(path)
+	addr, release, err := cdpwire.SockAddr(path)
 	if err != nil {
 		return err
 	}
@@ -176,8 +176,8 @@ func (k *keeper) greet(nc net.Conn) (*client, error) {
 		bw:       bufio.NewWriterSize(nc, bufSize),
 	}
 	hello, _ := json.Marshal(struct {
-		Keeper pipewire.Hello `json:"keeper"`
-	}{pipewire.Hello{Format: Format, PID: os.Getpid(), BrowserPID: k.br.pid}})
+		Keeper cdpwire.Hello `json:"keeper"`
+	}{cdpwire.Hello{Format: Format, PID: os.Getpid(), BrowserPID: k.br.pid}})
 	nc.SetWriteDeadline(time.Now().Add(greetBound))
 	if err := c.send(hello); err != nil {
 		return nil, err

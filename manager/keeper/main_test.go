@@ -21,8 +21,8 @@ import (
 	"go.uber.org/goleak"
 
 	"vibebrowser/manager/netid"
-	"vibebrowser/manager/procid"
-	"vibebrowser/mux/pipewire"
+	"vibebrowser/mux/cdpwire"
+	"vibebrowser/mux/sys/procid"
 )
 
 // TestMain is also the fake browser, the keeper as a process and the fake's helper: the test binary run
@@ -219,7 +219,7 @@ type testClient struct {
 	t     *testing.T
 	nc    net.Conn
 	br    *bufio.Reader
-	hello pipewire.Hello
+	hello cdpwire.Hello
 }
 
 // dial connects to the keeper, waiting (bounded) for the keeper to finish a gone client's reset.
@@ -227,7 +227,7 @@ func (h *harness) dial() *testClient {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	nc, br, hello, err := pipewire.Dial(ctx, h.socket())
+	nc, br, hello, err := cdpwire.Dial(ctx, h.socket())
 	if err != nil {
 		h.t.Fatalf("Dial(%s): %v", h.socket(), err)
 	}
@@ -252,7 +252,7 @@ func (c *testClient) write(msgs ...string) {
 func (c *testClient) read() []byte {
 	c.t.Helper()
 	c.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
-	m, _, err := pipewire.ReadMessage(c.br, 512<<20)
+	m, _, err := cdpwire.ReadMessage(c.br, 512<<20)
 	if err != nil {
 		c.t.Fatalf("read: %v", err)
 	}

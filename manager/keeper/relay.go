@@ -6,12 +6,11 @@ import (
 	"net"
 	"sync"
 
-	"vibebrowser/mux"
-	"vibebrowser/mux/pipewire"
+	"vibebrowser/mux/cdpwire"
 )
 
 // The relay, both ways. Each direction is one goroutine that reads a message, looks at its first bytes
-// (mux.Scan), writes it to the other side's buffered writer and flushes only when its reader holds no whole
+// (cdpwire.Scan), writes it to the other side's buffered writer and flushes only when its reader holds no whole
 // message more: a burst goes out in few writes, a lone message at once. A slow reader on either side blocks
 // the goroutine writing to it (bounded buffers, no queue); nothing is copied but into the writer.
 
@@ -32,7 +31,7 @@ type client struct {
 func (c *client) send(msg []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	if err := pipewire.WriteMessage(c.bw, msg); err != nil {
+	if err := cdpwire.WriteMessage(c.bw, msg); err != nil {
 		return err
 	}
 	return c.bw.Flush()
@@ -41,10 +40,10 @@ func (c *client) send(msg []byte) error {
 // relayFromClient relays the client's messages to Chromium until the client goes (the error says how) or
 // the pipe fails.
 func (k *keeper) relayFromClient(c *client) error {
-	fr := newFrameReader(c.nc, bufSize, k.cfg.Limit)
+	fr := cdpwire.NewReader(bufio.NewReaderSize(c.nc, bufSize), k.cfg.Limit)
 	unflushed := false // the pipe's writer holds what this client sent since its last flush
 	for {
-		msg, over, err := fr.next()
+		msg, over, err := fr.Next()
 		if err != nil {
 			if unflushed {
 				k.writePipe(nil, true) // what the client sent before it went still goes
@@ -57,7 +56,7 @@ func (k *keeper) relayFromClient(c *client) error {
 		} else if !k.admitCommand(c, msg) {
 			msg = nil
 		}
-		flush := !fr.whole()
+		flush := !fr.Whole()
 		if msg != nil || unflushed && flush {
 			if err := k.writePipe(msg, flush); err != nil {
 				return fmt.Errorf("pipe to chromium: %w", err)
@@ -72,7 +71,7 @@ func (k *keeper) writePipe(msg []byte, flush bool) error {
 	k.wmu.Lock()
 	defer k.wmu.Unlock()
 	if msg != nil {
-		if err := pipewire.WriteMessage(k.pw, msg); err != nil {
+		if err := cdpwire.WriteMessage(k.pw, msg); err != nil {
 			return err
 		}
 	}
@@ -86,11 +85,12 @@ func (k *keeper) writePipe(msg []byte, flush bool) error {
 // answered here. A message with no id the keeper can read goes as it is, untracked: Chrome answers it
 // with an error of its own, which no client is waiting for by id.
 func (k *keeper) admitCommand(c *client, msg []byte) bool {
-	m, err := mux.ScanCommand(msg)
+	m, err := cdpwire.ScanCommand(msg)
 	if err != nil {
 		return true
 	}
-	id, ok := parseID(m.ID)
+	idBytes := m.ID(msg)
+	id, ok := parseID(idBytes)
 	if !ok {
 		return true
 	}
@@ -99,21 +99,21 @@ func (k *keeper) admitCommand(c *client, msg []byte) bool {
 		return true
 	}
 	k.log.Warn().Int("conn", c.num).Int64("id", id).Msg(refusal)
-	c.send(errorMessage(m.ID, m.SessionID, refusal)) // a client gone meanwhile ends its relay on the next read
+	c.send(errorMessage(idBytes, m.SessionID, refusal)) // a client gone meanwhile ends its relay on the next read
 	return false
 }
 
 // refuseOversized answers a client's message over the limit with an error to its id, read from the message's
 // first bytes; it never reaches Chromium, and the connection lives on.
 func (k *keeper) refuseOversized(c *client, prefix []byte) {
-	m, _ := mux.ScanCommand(prefix) // cut short: its id, when it came first
-	if m.ID == nil {
+	m, _ := cdpwire.ScanCommand(prefix) // cut short: its id, when it came first
+	if !m.HasID() {
 		k.log.Warn().Int("conn", c.num).Int("limit", k.cfg.Limit).
 			Msg("client message over the limit with no id in its first bytes: dropped")
 		return
 	}
-	k.log.Warn().Int("conn", c.num).Int("limit", k.cfg.Limit).Bytes("id", m.ID).Msg("client message over the limit: refused")
-	c.send(errorMessage(m.ID, m.SessionID, fmt.Sprintf(
+	k.log.Warn().Int("conn", c.num).Int("limit", k.cfg.Limit).Bytes("id", m.ID(prefix)).Msg("client message over the limit: refused")
+	c.send(errorMessage(m.ID(prefix), m.SessionID, fmt.Sprintf(
 		"keeper: message over the client message limit of %d bytes: not sent to the browser", k.cfg.Limit)))
 }
 
@@ -121,10 +121,10 @@ func (k *keeper) refuseOversized(c *client, prefix []byte) {
 // to the keeper's commands are consumed, answers to a gone client's ids and events with no client are
 // dropped, and the sessions they attach and detach are tracked either way.
 func (k *keeper) relayFromBrowser() {
-	fr := newFrameReader(k.br.fromBrowser, bufSize, upstreamLimit)
+	fr := cdpwire.NewReader(bufio.NewReaderSize(k.br.fromBrowser, bufSize), upstreamLimit)
 	var unflushed *client // the client whose writer holds what was forwarded since its last flush
 	for {
-		msg, over, err := fr.next()
+		msg, over, err := fr.Next()
 		if err != nil {
 			return // EOF: Chromium has gone; the waiter says how
 		}
@@ -140,7 +140,7 @@ func (k *keeper) relayFromBrowser() {
 		}
 		if to != nil {
 			to.wmu.Lock()
-			err := pipewire.WriteMessage(to.bw, msg)
+			err := cdpwire.WriteMessage(to.bw, msg)
 			to.wmu.Unlock()
 			if err != nil {
 				to.nc.Close() // its relay ends, its reset runs
@@ -148,7 +148,7 @@ func (k *keeper) relayFromBrowser() {
 				unflushed = to
 			}
 		}
-		if unflushed != nil && !fr.whole() {
+		if unflushed != nil && !fr.Whole() {
 			unflushed.flush()
 			unflushed = nil
 		}
@@ -168,12 +168,12 @@ func (c *client) flush() {
 
 // route reads an answer's id or an event's method and returns the client to forward the message to.
 func (k *keeper) route(msg []byte) *client {
-	m, err := mux.Scan(msg)
+	m, err := cdpwire.Scan(msg)
 	switch {
 	case err != nil:
 		return k.current() // not a message the scan reads: the client gets it as it is
-	case m.ID != nil:
-		return k.routeAnswer(m.ID, msg)
+	case m.HasID():
+		return k.routeAnswer(m.ID(msg), msg)
 	default:
 		return k.routeEvent(m.Method, m.SessionID, msg)
 	}
@@ -183,12 +183,13 @@ func (k *keeper) route(msg []byte) *client {
 // client gets an error instead, so it does not wait forever.
 func (k *keeper) browserOversized(prefix []byte) {
 	k.log.Warn().Int("limit", upstreamLimit).Msg("chromium message over the limit: dropped")
-	m, err := mux.Scan(prefix)
-	if err != nil || m.ID == nil {
+	m, err := cdpwire.Scan(prefix)
+	if err != nil || !m.HasID() {
 		return
 	}
-	if to := k.routeAnswer(m.ID, prefix); to != nil {
-		to.send(errorMessage(m.ID, "", fmt.Sprintf(
+	id := m.ID(prefix)
+	if to := k.routeAnswer(id, prefix); to != nil {
+		to.send(errorMessage(id, "", fmt.Sprintf(
 			"keeper: the browser's answer is over the limit of %d bytes: dropped", upstreamLimit)))
 	}
 }

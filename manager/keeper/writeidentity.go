@@ -8,8 +8,8 @@ import (
 	"syscall"
 	"time"
 
-	"vibebrowser/manager/atomicfile"
-	"vibebrowser/manager/procid"
+	"vibebrowser/mux/sys/atomicfile"
+	"vibebrowser/mux/sys/procid"
 )
 
 // writeIdentity writes the identity file, atomically and 0600: the launcher's sign that the keeper is ready,

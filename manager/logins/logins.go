@@ -16,9 +16,9 @@ import (
 	"syscall"
 	"time"
 
-	"vibebrowser/manager/atomicfile"
 	"vibebrowser/manager/seal"
-	"vibebrowser/osuser"
+	"vibebrowser/mux/sys/atomicfile"
+	"vibebrowser/mux/sys/osuser"
 )
 
 // JarPath is the checkpoint of slug's cookie jar in home: logins/<slug>/jar.

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"vibebrowser/manager/seal"
-	"vibebrowser/osuser"
+	"vibebrowser/mux/sys/osuser"
 )
 
 // ScriptEvery is how many checkpoint intervals apart a jar is read when only scripts ran: a client's

@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"vibebrowser/osuser"
+	"vibebrowser/mux/sys/osuser"
 )
 
 // Portable profiles (SPEC §18): Chromium encrypts cookie values with a key from the OS keyring where one

@@ -9,7 +9,7 @@ import (
 
 	"github.com/shirou/gopsutil/v4/process"
 
-	"vibebrowser/manager/procid"
+	"vibebrowser/mux/sys/procid"
 )
 
 // daemonMarker is what every browser-use 0.13 daemon's command line contains (python -m browser_harness.daemon).

@@ -17,7 +17,7 @@ import (
 	"strconv"
 	"strings"
 
-	"vibebrowser/manager/atomicfile"
+	"vibebrowser/mux/sys/atomicfile"
 )
 
 // Names the files and the service go by.

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"vibebrowser/manager/atomicfile"
+	"vibebrowser/mux/sys/atomicfile"
 )
 
 // Why a profile was made from a snapshot.

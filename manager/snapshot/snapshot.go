@@ -20,8 +20,8 @@ import (
 	"syscall"
 	"time"
 
-	"vibebrowser/manager/atomicfile"
 	"vibebrowser/manager/seal"
+	"vibebrowser/mux/sys/atomicfile"
 )
 
 // Kind says how a snapshot was taken.

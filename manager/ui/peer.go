@@ -11,7 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"vibebrowser/mux/sockowner"
+	"vibebrowser/mux/sys/sockowner"
 )
 
 // The UI is the person's, never an agent's (SPEC §11, §14): every connection's peer is the local user the

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 
 	"vibebrowser/manager/api"
-	"vibebrowser/manager/atomicfile"
+	"vibebrowser/mux/sys/atomicfile"
 )
 
 // BinaryName is the name agents call; every installed shim copy has it.

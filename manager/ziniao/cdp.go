@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"time"
 
-	"vibebrowser/mux/devtools"
+	"vibebrowser/mux/cdpwire"
 )
 
 // probeBound bounds one CDP probe (an HTTP request, or a websocket evaluation): a live local environment
@@ -31,14 +31,14 @@ type cdpTarget struct {
 func cdpGet(ctx context.Context, method, host string, port int, path string, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, probeBound)
 	defer cancel()
-	return devtools.GetJSON(ctx, method, cdpBase(host, port)+path, out)
+	return cdpwire.GetJSON(ctx, method, cdpBase(host, port)+path, out)
 }
 
 // cdpAnswers reports whether the debugging port answers /json/version with a browser websocket.
 func cdpAnswers(ctx context.Context, host string, port int) error {
 	ctx, cancel := context.WithTimeout(ctx, probeBound)
 	defer cancel()
-	_, err := devtools.FetchVersion(ctx, cdpBase(host, port))
+	_, err := cdpwire.FetchVersion(ctx, cdpBase(host, port))
 	return err
 }
 
@@ -94,7 +94,7 @@ func instrumentationLive(ctx context.Context, host string, port int) error {
 func evaluate(ctx context.Context, wsURL, expression string) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(ctx, probeBound)
 	defer cancel()
-	res, err := devtools.Call(ctx, wsURL, "Runtime.evaluate", map[string]any{"expression": expression, "returnByValue": true})
+	res, err := cdpwire.Call(ctx, wsURL, "Runtime.evaluate", map[string]any{"expression": expression, "returnByValue": true})
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package pipewire
+package cdpwire
 
 // maxSunPath is the longest socket path every supported system takes in a sockaddr_un: 104 bytes on macOS
 // (108 on Linux), less the terminating NUL.

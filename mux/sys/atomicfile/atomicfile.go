@@ -1,5 +1,6 @@
 // Package atomicfile writes files that other processes read through a synced temp file in the same directory
-// and a rename, so a reader sees the old file or the new one, never half of one.
+// and a rename, so a reader sees the old file or the new one, never half of one, and opens folders without
+// following a symlink.
 package atomicfile
 
 import (

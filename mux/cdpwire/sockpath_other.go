@@ -1,6 +1,6 @@
 //go:build !linux
 
-package pipewire
+package cdpwire
 
 import "fmt"
 

@@ -1,4 +1,4 @@
-package mux
+package cdpwire
 
 import (
 	"bytes"
@@ -6,16 +6,25 @@ import (
 	"errors"
 )
 
-// msgInfo is what the router needs from a CDP message: byte spans into the message, never a decoded copy.
-// The hot path reads only these three top-level fields; params and results stay opaque bytes.
-type msgInfo struct {
-	idStart, idEnd int // span of the id value; idStart < 0 when there is no id
-	method         string
-	sessionID      string
-	hasMethod      bool
+// Info is what routing needs of a CDP message: byte spans into the message, never a decoded copy. The hot
+// path reads only these three top-level fields; params and results stay opaque bytes.
+type Info struct {
+	IDStart, IDEnd int // span of the id value; IDStart < 0 when there is none
+	Method         string
+	SessionID      string
+	HasMethod      bool
 }
 
-func (i *msgInfo) hasID() bool { return i.idStart >= 0 }
+// HasID reports whether the message has a top-level id.
+func (i *Info) HasID() bool { return i.IDStart >= 0 }
+
+// ID returns the top-level id's bytes in b, the message scanned, aliasing it; nil when there is none.
+func (i *Info) ID(b []byte) []byte {
+	if !i.HasID() {
+		return nil
+	}
+	return b[i.IDStart:i.IDEnd]
+}
 
 var (
 	errNotObject = errors.New("message is not a JSON object")
@@ -23,11 +32,12 @@ var (
 	errBadSyntax = errors.New("invalid JSON syntax")
 )
 
-// scanUpstream reads Chrome's messages. Chrome writes responses as {"id":N,... and events as
-// {"method":"M","params":{...}[,"sessionId":"S"]}, so both are answered from the first bytes and the last
-// bytes without walking a multi-megabyte result; anything else falls back to the full scan.
-func scanUpstream(b []byte) (msgInfo, error) {
-	info := msgInfo{idStart: -1}
+// Scan reads the top-level id, method and sessionId of b, a message from Chrome. Chrome writes responses as
+// {"id":N,... and events as {"method":"M","params":{...}[,"sessionId":"S"]}, so both are answered from the
+// first bytes and the last bytes without walking a multi-megabyte result; anything else falls back to
+// ScanCommand's walk. A response's sessionId is not read: it is not needed to route it.
+func Scan(b []byte) (Info, error) {
+	info := Info{IDStart: -1}
 	if bytes.HasPrefix(b, []byte(`{"id":`)) {
 		s := len(`{"id":`)
 		e := s
@@ -36,16 +46,16 @@ func scanUpstream(b []byte) (msgInfo, error) {
 		}
 		if e > s && e < len(b) && (b[e] == ',' || b[e] == '}') {
 			// A response: Chrome never puts "method" in one, and its sessionId is not needed to route it.
-			info.idStart, info.idEnd = s, e
+			info.IDStart, info.IDEnd = s, e
 			return info, nil
 		}
 	}
 	if bytes.HasPrefix(b, []byte(`{"method":"`)) {
 		s := len(`{"method":"`)
 		if q := bytes.IndexByte(b[s:], '"'); q > 0 && bytes.IndexByte(b[s:s+q], '\\') < 0 {
-			info.method, info.hasMethod = string(b[s:s+q]), true
+			info.Method, info.HasMethod = string(b[s:s+q]), true
 			if sid, ok := tailSessionID(b); ok {
-				info.sessionID = sid
+				info.SessionID = sid
 				return info, nil
 			}
 			if bytes.HasSuffix(b, []byte(`}}`)) && !bytes.Contains(b[s+q:], []byte(`"sessionId"`)) {
@@ -54,7 +64,7 @@ func scanUpstream(b []byte) (msgInfo, error) {
 			}
 		}
 	}
-	return scanFull(b)
+	return ScanCommand(b)
 }
 
 // tailSessionID recognises a message ending in ,"sessionId":"S"} where S has no quote or backslash. The
@@ -81,10 +91,12 @@ func tailSessionID(b []byte) (string, bool) {
 	return string(val), true
 }
 
-// scanFull walks the top-level object of any well-formed message in any key order. It skips values
-// without decoding them and does not validate what it skips; client messages are validated separately.
-func scanFull(b []byte) (msgInfo, error) {
-	info := msgInfo{idStart: -1}
+// ScanCommand reads the same of b, any well-formed message (a command a client sends, which the keeper relays),
+// in any key order: a walk of the top-level object that skips values without decoding them and does not
+// validate what it skips (client messages are validated separately). On an error, what was read before it is
+// returned with it: the id of a message cut short, when it came first.
+func ScanCommand(b []byte) (Info, error) {
+	info := Info{IDStart: -1}
 	i := skipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return info, errNotObject
@@ -121,19 +133,19 @@ func scanFull(b []byte) (msgInfo, error) {
 		}
 		switch string(key) {
 		case "id":
-			info.idStart, info.idEnd = vs, ve
+			info.IDStart, info.IDEnd = vs, ve
 		case "method":
 			s, ok := decodeString(b[vs:ve])
 			if !ok {
 				return info, errBadSyntax
 			}
-			info.method, info.hasMethod = s, true
+			info.Method, info.HasMethod = s, true
 		case "sessionId":
 			s, ok := decodeString(b[vs:ve])
 			if !ok {
 				return info, errBadSyntax
 			}
-			info.sessionID = s
+			info.SessionID = s
 		}
 		i = skipWS(b, ve)
 		if i >= len(b) {
@@ -237,8 +249,8 @@ func skipValue(b []byte, i int) (int, error) {
 	}
 }
 
-// isInteger reports whether a JSON number token is an integer (no fraction, no exponent).
-func isInteger(tok []byte) bool {
+// IsInteger reports whether a JSON number token is an integer (no fraction, no exponent).
+func IsInteger(tok []byte) bool {
 	if len(tok) > 0 && tok[0] == '-' {
 		tok = tok[1:]
 	}
@@ -253,8 +265,8 @@ func isInteger(tok []byte) bool {
 	return true
 }
 
-// looseID digs a readable integer id out of a message that failed to parse, so the error can be routed.
-func looseID(b []byte) []byte {
+// LooseID digs a readable integer id out of a message that failed to parse, so the error can be routed.
+func LooseID(b []byte) []byte {
 	k := bytes.Index(b, []byte(`"id"`))
 	if k < 0 {
 		return nil
@@ -271,48 +283,8 @@ func looseID(b []byte) []byte {
 	for j < len(b) && b[j] >= '0' && b[j] <= '9' {
 		j++
 	}
-	if !isInteger(b[i:j]) {
+	if !IsInteger(b[i:j]) {
 		return nil
 	}
 	return b[i:j]
-}
-
-// appendJSONString appends s as a JSON string. Used only for text the mux writes itself (error messages,
-// ids, paths), never to re-encode what a peer sent.
-func appendJSONString(dst []byte, s string) []byte {
-	enc, _ := json.Marshal(s)
-	return append(dst, enc...)
-}
-
-// Message is what a relay of CDP messages needs of one without decoding it (the keeper, SPEC §13).
-type Message struct {
-	ID        []byte // the top-level id's bytes, aliasing the message; nil when there is none
-	Method    string // empty when there is none
-	SessionID string
-}
-
-// Scan reads the top-level id, method and sessionId of b, a message from Chrome, with the mux's own scanner:
-// Chrome's shapes from their first and last bytes, anything else by a walk that skips values undecoded.
-func Scan(b []byte) (Message, error) {
-	info, err := scanUpstream(b)
-	if err != nil {
-		return Message{}, err
-	}
-	return info.message(b), nil
-}
-
-// ScanCommand reads the same of b, a command the mux sends its browser (the keeper relays it), in any key order (a
-// walk that skips values undecoded). On an error, what was read before it is returned with it: the id of a message cut
-// short, when it came first.
-func ScanCommand(b []byte) (Message, error) {
-	info, err := scanFull(b)
-	return info.message(b), err
-}
-
-func (i *msgInfo) message(b []byte) Message {
-	m := Message{Method: i.method, SessionID: i.sessionID}
-	if i.hasID() {
-		m.ID = b[i.idStart:i.idEnd]
-	}
-	return m
 }

@@ -1,5 +1,4 @@
-// Package devtools fetches a browser's DevTools discovery endpoints and makes one-shot CDP calls, for code that needs no mux.
-package devtools
+package cdpwire
 
 import (
 	"context"
@@ -15,6 +14,8 @@ import (
 
 	"github.com/gorilla/websocket"
 )
+
+// The DevTools discovery endpoints (/json/version, /json/list, …) and one-shot CDP calls, for code that needs no mux.
 
 // Answer bounds: /json/version is a few hundred bytes; /json/list grows with the tabs a browser has open.
 const (

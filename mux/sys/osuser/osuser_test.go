@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"vibebrowser/integration/testkit"
-	"vibebrowser/osuser"
+	"vibebrowser/mux/sys/osuser"
 )
 
 func TestLookupUnknownNamesTheFix(t *testing.T) {

@@ -1,5 +1,6 @@
-// Package cdp is the cdp backend: a browser someone else runs, reached at its CDP endpoint.
-package cdp
+// Package remote is the remote-endpoint backend (a store's "cdp" backend): a browser someone else runs, reached at
+// its CDP endpoint.
+package remote
 
 import (
 	"context"
@@ -9,7 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	"vibebrowser/mux/devtools"
+	"vibebrowser/mux/cdpwire"
 )
 
 // ErrBadURL is the class of ValidateURL's (and Connect's) error for an endpoint that is not an http(s) or
@@ -53,8 +54,8 @@ func Connect(ctx context.Context, endpoint string) (*Endpoint, error) {
 		return nil, err
 	}
 	if strings.HasPrefix(endpoint, "http") {
-		if _, err := devtools.FetchVersion(ctx, endpoint); err != nil {
-			var se *devtools.StatusError
+		if _, err := cdpwire.FetchVersion(ctx, endpoint); err != nil {
+			var se *cdpwire.StatusError
 			if errors.As(err, &se) {
 				return nil, fmt.Errorf("cdp endpoint %s answered /json/version with %s", endpoint, se.Status)
 			}

@@ -1,4 +1,4 @@
-package pipewire
+package cdpwire
 
 import (
 	"bufio"
