@@ -12,6 +12,7 @@ import (
 	"vibebrowser/manager/browsers"
 	"vibebrowser/manager/cdp"
 	"vibebrowser/manager/netid"
+	"vibebrowser/mux/errdefs"
 	"vibebrowser/state"
 )
 
@@ -234,8 +235,8 @@ func (m *Manager) deleteStore(ctx context.Context, ref string) error {
 // findStore resolves a store named by name, slug or id.
 func (m *Manager) findStore(ctx context.Context, ref string) (state.Store, error) {
 	s, err := m.db.FindStore(ctx, ref)
-	if errors.Is(err, state.ErrNotFound) {
-		return s, fmt.Errorf("no store named %q (by name, slug or id; see vibe-browser store list): %w", ref, state.ErrNotFound)
+	if errors.Is(err, errdefs.ErrNotFound) {
+		return s, fmt.Errorf("no store named %q (by name, slug or id; see vibe-browser store list): %w", ref, errdefs.ErrNotFound)
 	}
 	return s, err
 }

@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"sync"
 	"time"
 
-	"vibebrowser/manager/apierr"
-	"vibebrowser/state"
+	"vibebrowser/mux/errdefs"
 )
 
 // stopBound is the per-browser bound of a stop: Browser.close, SIGTERM, SIGKILL of the group all fit in it.
@@ -28,7 +26,7 @@ func (f *Fleet) Ensure(ctx context.Context, sp Spec) (*Instance, error) {
 // a browser for it.
 func (f *Fleet) ensureIn(ctx context.Context, s *slot, load func(context.Context) (Spec, error)) (*Instance, error) {
 	if f.closing.Load() {
-		return nil, apierr.ErrShuttingDown
+		return nil, errdefs.ErrShuttingDown
 	}
 	// Even the fast path takes the store's lock: the idle sweep decides under it, so a browser handed out
 	// here is never stopped by a sweep that began before the caller connected.
@@ -37,10 +35,10 @@ func (f *Fleet) ensureIn(ctx context.Context, s *slot, load func(context.Context
 	}
 	defer s.release()
 	if f.closing.Load() {
-		return nil, apierr.ErrShuttingDown
+		return nil, errdefs.ErrShuttingDown
 	}
 	if s.gone {
-		return nil, fmt.Errorf("the store was removed: %w", state.ErrNotFound)
+		return nil, fmt.Errorf("the store was removed: %w", errdefs.ErrNotFound)
 	}
 	if in := s.current(); in != nil {
 		in.lastEnsure.Store(time.Now().UnixNano())
@@ -106,12 +104,12 @@ func (f *Fleet) startLocked(s *slot, sp Spec) (*Instance, error) {
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, fmt.Errorf("%w: %s was not ready within VIBE_BROWSER_START_TIMEOUT_S=%d; it was stopped: %v",
-				apierr.ErrStartTimeout, sp.Name, int(f.cfg.StartTimeout.Seconds()), err)
+				errdefs.ErrStartTimeout, sp.Name, int(f.cfg.StartTimeout.Seconds()), err)
 		}
-		if status, _ := apierr.Status(err); status != http.StatusInternalServerError {
+		if errdefs.Class(err) != nil {
 			return nil, fmt.Errorf("start %s: %w", sp.Name, err) // a class the API answers as it is
 		}
-		return nil, fmt.Errorf("%w: %s: %v", apierr.ErrStartFailed, sp.Name, err)
+		return nil, fmt.Errorf("%w: %s: %v", errdefs.ErrStartFailed, sp.Name, err)
 	}
 	in, err := f.attachMux(ctx, s, sp, be, h, nil)
 	if err != nil {
@@ -210,10 +208,10 @@ func (f *Fleet) teardownLocked(s *slot, in *Instance) {
 	if s.retiring == in {
 		s.retiring = nil
 	}
-	if err := f.db.MarkBrowserStopped(ctx, s.key, time.Now()); err != nil && !errors.Is(err, state.ErrNotFound) {
+	if err := f.db.MarkBrowserStopped(ctx, s.key, time.Now()); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
 		f.log.Error().Err(err).Str("browser", s.key).Msg("record browser stopped")
 	}
-	if err := f.db.ReplaceOwnership(ctx, s.key, nil); err != nil && !errors.Is(err, state.ErrNotFound) {
+	if err := f.db.ReplaceOwnership(ctx, s.key, nil); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
 		f.log.Error().Err(err).Str("browser", s.key).Msg("clear tab ownership")
 	}
 	f.log.Info().Str("browser", s.key).Msg("browser stopped")
