@@ -171,44 +171,28 @@ func (s *shim) escalate(call *Call, env []string, counter *wedgeCounter) (Ending
 func (s *shim) ensure(call *Call) (api.EnsureResponse, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.EnsureTimeout())
 	defer cancel()
-	req := api.EnsureRequest{Kind: api.KindStore, StoreID: s.cfg.StoreID, ClientID: call.ClientID,
-		BUName: call.BUName, TaskID: call.TaskID}
+	storeID := s.cfg.StoreID
 	if s.cfg.Kind == api.ShimKindWeb {
-		req.Kind, req.StoreID = api.KindWeb, ""
+		storeID = ""
 	}
-	client := s.cfg.Client(call.Token)
-	var resp api.EnsureResponse
-	err := dialRetry(func() (err error) {
-		resp, err = client.EnsureSession(ctx, req)
-		return err
-	})
-	if err != nil {
-		return resp, err
-	}
-	if resp.CDPWS == "" {
-		return resp, errors.New("the manager answered without an endpoint")
-	}
-	return resp, nil
+	req := api.AgentRequest(storeID, call.TaskID, call.BUName, call.ClientID, "")
+	resp, err := s.cfg.Client(call.Token).EnsureAgent(ctx, req, managerDialWindow)
+	return resp, refusal(err)
 }
 
 // dialRetry runs call, again while the manager is unreachable, for managerDialWindow. The manager's own
 // refusal is returned as its message alone.
 func dialRetry(call func() error) error {
-	deadline := time.Now().Add(managerDialWindow)
-	for delay := 25 * time.Millisecond; ; delay = min(2*delay, 500*time.Millisecond) {
-		err := call()
-		if err == nil {
-			return nil
-		}
-		var apiErr *api.Error
-		if errors.As(err, &apiErr) {
-			return errors.New(apiErr.Message)
-		}
-		if !errors.Is(err, api.ErrUnreachable) || time.Now().Add(delay).After(deadline) {
-			return err
-		}
-		time.Sleep(delay)
+	return refusal(api.RetryUnreachable(managerDialWindow, call))
+}
+
+// refusal is the manager's own refusal as its message alone; any other error as it is.
+func refusal(err error) error {
+	var apiErr *api.Error
+	if errors.As(err, &apiErr) {
+		return errors.New(apiErr.Message)
 	}
+	return err
 }
 
 // scrubbed variables would send the daemon's CDP traffic through a proxy, spend the user's cloud key or let
