@@ -37,10 +37,11 @@ func (f *Fleet) ensureIn(ctx context.Context, s *slot, load func(context.Context
 	if f.closing.Load() {
 		return nil, errdefs.ErrShuttingDown
 	}
-	if s.gone {
+	in := s.cur.Load()
+	switch s.stateLocked(in) {
+	case slotGone:
 		return nil, fmt.Errorf("the store was removed: %w", errdefs.ErrNotFound)
-	}
-	if in := s.current(); in != nil {
+	case slotRunning, slotRetiring:
 		in.lastEnsure.Store(time.Now().UnixNano())
 		return in, nil
 	}
@@ -48,13 +49,13 @@ func (f *Fleet) ensureIn(ctx context.Context, s *slot, load func(context.Context
 	if err != nil {
 		return nil, err
 	}
-	if dead := s.cur.Load(); dead != nil { // died; its watcher has not cleaned up yet
-		f.buryLocked(s, dead)
+	if in != nil { // died; its watcher has not cleaned up yet
+		f.buryLocked(s, in)
 	}
 	if err := f.spend(ctx, s, sp); err != nil {
 		return nil, err
 	}
-	in, err := f.startLocked(s, sp)
+	in, err = f.startLocked(s, sp)
 	s.budget.startDone(err == nil)
 	if err != nil {
 		f.startFailures.WithLabelValues(string(sp.Backend)).Inc()
@@ -124,9 +125,9 @@ func (f *Fleet) startLocked(s *slot, sp Spec) (*Instance, error) {
 	return in, nil
 }
 
-// install makes in s's running Instance and starts its death watcher.
+// install makes in s's running Instance and starts its death watcher. The caller holds s's lock.
 func (f *Fleet) install(s *slot, in *Instance) {
-	s.cur.Store(in)
+	s.installLocked(in)
 	f.wg.Go(func() { f.watch(s, in) })
 }
 
@@ -171,7 +172,7 @@ func (f *Fleet) Remove(ctx context.Context, key string, remove func(context.Cont
 	err := remove(ctx)
 	var ep *endpoint
 	if err == nil {
-		s.gone = true
+		s.removeLocked()
 		ep = s.ep.Swap(nil)
 	}
 	s.release()
@@ -198,16 +199,13 @@ func (f *Fleet) teardownLocked(s *slot, in *Instance) {
 	ctx, cancel := context.WithTimeout(context.Background(), stopBound+time.Second)
 	defer cancel()
 	// A browser that died on its own (buried), or hung and is being retired, is no clean stop: no snapshot of it.
-	clean := !exited(in.browser) && s.retiring != in
+	clean := !exited(in.browser) && !s.retiringLocked(in)
 	if err := in.browser.Stop(ctx); err != nil {
 		f.log.Warn().Err(err).Str("browser", s.key).Msg("stop browser")
 	} else if clean {
 		f.snapshotAfterStopLocked(s, in.spec)
 	}
-	s.cur.CompareAndSwap(in, nil)
-	if s.retiring == in {
-		s.retiring = nil
-	}
+	s.clearLocked(in)
 	if err := f.db.MarkBrowserStopped(ctx, s.key, time.Now()); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
 		f.log.Error().Err(err).Str("browser", s.key).Msg("record browser stopped")
 	}
