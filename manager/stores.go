@@ -29,7 +29,7 @@ func (m *Manager) createStore(ctx context.Context, in api.StoreSpec) (state.Stor
 	if err != nil {
 		return state.Store{}, err
 	}
-	opts := browsers.Options{CDPURL: in.CDPURL, Headless: in.Headless}
+	opts := browsers.Options{StoreSettings: api.StoreSettings{CDPURL: in.CDPURL, Headless: in.Headless}}
 	store := state.Store{Name: in.Name, Backend: backend}
 	if in.Ziniao != nil && backend != state.BackendZiniao {
 		return state.Store{}, fmt.Errorf("%w: ziniao settings are only for the ziniao backend", apierr.ErrBadRequest)
