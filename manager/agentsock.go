@@ -19,6 +19,7 @@ import (
 	"vibebrowser/manager/apierr"
 	"vibebrowser/manager/browsers"
 	"vibebrowser/mux/clientid"
+	"vibebrowser/mux/errdefs"
 	"vibebrowser/state"
 )
 
@@ -91,7 +92,7 @@ func (m *Manager) admitAgent(r *http.Request) (agentCall, error) {
 			"token vibe-browser agent gives the task", apierr.ErrUnauthorized, api.AgentSocketRel, api.TaskTokenEnv)
 	}
 	tt, err := m.db.LookupTaskToken(r.Context(), token)
-	if errors.Is(err, state.ErrNotFound) {
+	if errors.Is(err, errdefs.ErrNotFound) {
 		return agentCall{}, fmt.Errorf("%w: this task token was never minted, or its task has ended: start the "+
 			"task again with vibe-browser agent", apierr.ErrUnauthorized)
 	}
@@ -291,7 +292,7 @@ func (m *Manager) agentDownloads(r *http.Request, c agentCall) (any, error) {
 	if ref := q.Get("store"); ref != "" {
 		// A store that does not exist is refused alike: the answer tells nothing of which stores exist.
 		k, err := m.browserKey(r.Context(), ref)
-		if err != nil && !errors.Is(err, state.ErrNotFound) {
+		if err != nil && !errors.Is(err, errdefs.ErrNotFound) {
 			return nil, err
 		}
 		if k != key {

@@ -91,7 +91,7 @@ func TestAgentSocketPeerMustBeTheAgentUser(t *testing.T) {
 	const user = "vbtest-agent-a"
 	testkit.SystemUser(t, user)
 	d := startDaemon(t, nil, true)
-	acme, err := d.client.CreateStore(bg, api.StoreSpec{Name: "Acme", AgentUser: user})
+	acme, err := d.client.CreateStore(bg, api.StoreSpec{Name: "Acme", StoreSettings: api.StoreSettings{AgentUser: user}})
 	if err != nil {
 		t.Fatal(err)
 	}

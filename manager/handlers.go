@@ -13,6 +13,7 @@ import (
 	"vibebrowser/manager/browsers"
 	"vibebrowser/manager/ui"
 	"vibebrowser/mux/clientid"
+	"vibebrowser/mux/errdefs"
 	"vibebrowser/state"
 )
 
@@ -189,9 +190,9 @@ func checkShimCaller(clientID, buName, taskID string) error {
 // shimStore is the store a shim's baked config names; one that is gone means the wrapper is stale.
 func (m *Manager) shimStore(ctx context.Context, id string) (state.Store, error) {
 	s, err := m.db.GetStore(ctx, id)
-	if errors.Is(err, state.ErrNotFound) {
+	if errors.Is(err, errdefs.ErrNotFound) {
 		err = fmt.Errorf("store %s no longer exists; this wrapper is stale (restart the manager to clean it up): %w",
-			id, state.ErrNotFound)
+			id, errdefs.ErrNotFound)
 	}
 	return s, err
 }

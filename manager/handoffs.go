@@ -14,6 +14,7 @@ import (
 
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/apierr"
+	"vibebrowser/mux/errdefs"
 	"vibebrowser/state"
 )
 
@@ -213,8 +214,8 @@ func (d *handoffDesk) cancel(ctx context.Context, id string) (api.Handoff, error
 // conflict saying what became of it.
 func (d *handoffDesk) finish(ctx context.Context, id string, to state.HandoffStatus, note string) (state.Handoff, error) {
 	h, err := d.db.FinishHandoff(ctx, id, to, note, time.Now())
-	if errors.Is(err, state.ErrConflict) {
-		return state.Handoff{}, fmt.Errorf("handoff %s is no longer pending: %s: %w", id, handoffOutcome(h), state.ErrConflict)
+	if errors.Is(err, errdefs.ErrConflict) {
+		return state.Handoff{}, fmt.Errorf("handoff %s is no longer pending: %s: %w", id, handoffOutcome(h), errdefs.ErrConflict)
 	}
 	if err != nil {
 		return state.Handoff{}, err
@@ -351,7 +352,7 @@ func (d *handoffDesk) view(ctx context.Context, h state.Handoff) (api.Handoff, e
 	var stores []state.Store
 	if h.StoreID != "" {
 		s, err := d.db.GetStore(ctx, h.StoreID)
-		if err != nil && !errors.Is(err, state.ErrNotFound) {
+		if err != nil && !errors.Is(err, errdefs.ErrNotFound) {
 			return api.Handoff{}, err
 		}
 		stores = append(stores, s)

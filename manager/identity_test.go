@@ -16,8 +16,10 @@ import (
 func TestStoreNetworkIdentity(t *testing.T) {
 	d := startDaemon(t, nil, true)
 	const pw = "s3cret-pw"
-	s, err := d.client.CreateStore(bg, api.StoreSpec{Name: "Berlin", Proxy: "socks5://anna:" + pw + "@proxy.example:1080",
-		Timezone: "Europe/Berlin", Lang: "de-de"})
+	s, err := d.client.CreateStore(bg, api.StoreSpec{
+		Name:          "Berlin",
+		StoreSettings: api.StoreSettings{Proxy: "socks5://anna:" + pw + "@proxy.example:1080", Timezone: "Europe/Berlin", Lang: "de-de"},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,10 +43,10 @@ func TestStoreNetworkIdentity(t *testing.T) {
 		u    api.StoreUpdate
 		want string
 	}{
-		{"bad scheme", api.StoreUpdate{Proxy: ptr("ftp://h:1")}, "not supported"},
-		{"no port", api.StoreUpdate{Proxy: ptr("http://u:" + pw + "@h")}, "needs a port"},
-		{"bad zone", api.StoreUpdate{Timezone: ptr("Mars/Base")}, "Europe/Berlin"},
-		{"bad lang", api.StoreUpdate{Lang: ptr("deutsch!")}, "BCP 47"},
+		{"bad scheme", api.StoreUpdate{StoreChanges: api.StoreChanges{Proxy: ptr("ftp://h:1")}}, "not supported"},
+		{"no port", api.StoreUpdate{StoreChanges: api.StoreChanges{Proxy: ptr("http://u:" + pw + "@h")}}, "needs a port"},
+		{"bad zone", api.StoreUpdate{StoreChanges: api.StoreChanges{Timezone: ptr("Mars/Base")}}, "Europe/Berlin"},
+		{"bad lang", api.StoreUpdate{StoreChanges: api.StoreChanges{Lang: ptr("deutsch!")}}, "BCP 47"},
 	} {
 		_, err := d.client.UpdateStore(bg, s.ID, tc.u)
 		wantAPIError(t, err, http.StatusBadRequest, tc.want)
@@ -52,11 +54,11 @@ func TestStoreNetworkIdentity(t *testing.T) {
 			t.Errorf("%s: the refusal %q shows the password", tc.name, err)
 		}
 	}
-	u, err := d.client.UpdateStore(bg, s.ID, api.StoreUpdate{Proxy: ptr(api.NoIdentity), Lang: ptr("pt-BR")})
+	u, err := d.client.UpdateStore(bg, s.ID, api.StoreUpdate{StoreChanges: api.StoreChanges{Proxy: ptr(api.NoIdentity), Lang: ptr("pt-BR")}})
 	if err != nil || u.Proxy != "" || u.Timezone != "Europe/Berlin" || u.Lang != "pt-BR" {
 		t.Errorf("update = %+v, %v; want no proxy, the zone kept, pt-BR", u, err)
 	}
-	_, err = d.client.CreateStore(bg, api.StoreSpec{Name: "Remote", Backend: "cdp", CDPURL: "http://127.0.0.1:1", Timezone: "UTC"})
+	_, err = d.client.CreateStore(bg, api.StoreSpec{Name: "Remote", Backend: "cdp", StoreSettings: api.StoreSettings{CDPURL: "http://127.0.0.1:1", Timezone: "UTC"}})
 	wantAPIError(t, err, http.StatusBadRequest, "for chrome stores")
 }
 

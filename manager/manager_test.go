@@ -313,7 +313,7 @@ func TestStoresAPI(t *testing.T) {
 	wantAPIError(t, err, http.StatusBadRequest, "want chrome, ziniao or cdp")
 	_, err = c.CreateStore(bg, api.StoreSpec{Name: "remote", Backend: "cdp"})
 	wantAPIError(t, err, http.StatusBadRequest, "needs --cdp-url")
-	_, err = c.CreateStore(bg, api.StoreSpec{Name: "remote", Backend: "cdp", CDPURL: "ftp://x"})
+	_, err = c.CreateStore(bg, api.StoreSpec{Name: "remote", Backend: "cdp", StoreSettings: api.StoreSettings{CDPURL: "ftp://x"}})
 	wantAPIError(t, err, http.StatusBadRequest, "scheme")
 	err = c.Do(bg, http.MethodPost, api.PathStores, map[string]any{"name": "x", "colour": "red"}, nil)
 	wantAPIError(t, err, http.StatusBadRequest, "unknown field")

@@ -48,7 +48,7 @@ func TestSnapshotsAPI(t *testing.T) {
 	_, err = c.RestoreSnapshot(bg, s.Slug, "1999")
 	wantAPIError(t, err, http.StatusNotFound, "no snapshot \"1999\"")
 
-	cdp, err := c.CreateStore(bg, api.StoreSpec{Name: "Remote", Backend: "cdp", CDPURL: "http://127.0.0.1:9"})
+	cdp, err := c.CreateStore(bg, api.StoreSpec{Name: "Remote", Backend: "cdp", StoreSettings: api.StoreSettings{CDPURL: "http://127.0.0.1:9"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"vibebrowser/manager/browsers"
 	"vibebrowser/manager/netid"
 	"vibebrowser/manager/remote"
+	"vibebrowser/mux/errdefs"
 	"vibebrowser/state"
 )
 
@@ -28,7 +29,7 @@ func (m *Manager) createStore(ctx context.Context, in api.StoreSpec) (state.Stor
 	if err != nil {
 		return state.Store{}, err
 	}
-	opts := browsers.Options{CDPURL: in.CDPURL, Headless: in.Headless}
+	opts := browsers.Options{StoreSettings: api.StoreSettings{CDPURL: in.CDPURL, Headless: in.Headless}}
 	store := state.Store{Name: in.Name, Backend: backend}
 	if in.Ziniao != nil && backend != state.BackendZiniao {
 		return state.Store{}, fmt.Errorf("%w: ziniao settings are only for the ziniao backend", apierr.ErrBadRequest)
@@ -234,8 +235,8 @@ func (m *Manager) deleteStore(ctx context.Context, ref string) error {
 // findStore resolves a store named by name, slug or id.
 func (m *Manager) findStore(ctx context.Context, ref string) (state.Store, error) {
 	s, err := m.db.FindStore(ctx, ref)
-	if errors.Is(err, state.ErrNotFound) {
-		return s, fmt.Errorf("no store named %q (by name, slug or id; see vibe-browser store list): %w", ref, state.ErrNotFound)
+	if errors.Is(err, errdefs.ErrNotFound) {
+		return s, fmt.Errorf("no store named %q (by name, slug or id; see vibe-browser store list): %w", ref, errdefs.ErrNotFound)
 	}
 	return s, err
 }

@@ -13,7 +13,7 @@ import (
 func TestStoreUsersAreChecked(t *testing.T) {
 	d := startDaemon(t, nil, true)
 	if os.Geteuid() != 0 {
-		_, err := d.client.CreateStore(bg, api.StoreSpec{Name: "Acme", AgentUser: "nobody"})
+		_, err := d.client.CreateStore(bg, api.StoreSpec{Name: "Acme", StoreSettings: api.StoreSettings{AgentUser: "nobody"}})
 		wantAPIError(t, err, http.StatusBadRequest, "need the manager to run as root")
 		return
 	}
@@ -29,7 +29,7 @@ func TestStoreUsersAreChecked(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := d.client.CreateStore(bg, api.StoreSpec{Name: "Acme " + tt.name, AgentUser: tt.agent, BrowserUser: tt.browse})
+			_, err := d.client.CreateStore(bg, api.StoreSpec{Name: "Acme " + tt.name, StoreSettings: api.StoreSettings{AgentUser: tt.agent, BrowserUser: tt.browse}})
 			wantAPIError(t, err, http.StatusBadRequest, tt.want)
 		})
 	}
@@ -38,7 +38,7 @@ func TestStoreUsersAreChecked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s, err = d.client.UpdateStore(bg, s.Slug, api.StoreUpdate{AgentUser: &none}); err != nil || s.AgentUser != "" {
+	if s, err = d.client.UpdateStore(bg, s.Slug, api.StoreUpdate{StoreChanges: api.StoreChanges{AgentUser: &none}}); err != nil || s.AgentUser != "" {
 		t.Errorf("store set --agent-user none: %+v, %v; want no agent user", s, err)
 	}
 }

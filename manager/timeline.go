@@ -15,7 +15,7 @@ import (
 	"vibebrowser/manager/ui"
 	"vibebrowser/mux"
 	"vibebrowser/mux/clientid"
-	"vibebrowser/state"
+	"vibebrowser/mux/errdefs"
 )
 
 // The task timeline (SPEC §15): the shims report each call's end, the muxes each tab's steps, the manager
@@ -265,7 +265,7 @@ func (m *Manager) handleShot(w http.ResponseWriter, r *http.Request) {
 	}
 	b, err := m.timeline.Shot(r.Context(), r.PathValue("id"), seq)
 	if errors.Is(err, timeline.ErrNoShot) {
-		err = fmt.Errorf("%w: %w", state.ErrNotFound, err)
+		err = fmt.Errorf("%w: %w", errdefs.ErrNotFound, err)
 	}
 	if err != nil {
 		m.writeError(w, r, err)

@@ -13,6 +13,7 @@ import (
 	"vibebrowser/manager/timeline"
 	"vibebrowser/manager/ui"
 	"vibebrowser/mux"
+	"vibebrowser/mux/errdefs"
 	"vibebrowser/state"
 )
 
@@ -34,7 +35,7 @@ func (s uiSource) spec(ctx context.Context, slug string) (browsers.Spec, error) 
 		return s.m.fleet.WebSpec(ctx)
 	}
 	st, err := s.m.db.FindStore(ctx, slug)
-	if errors.Is(err, state.ErrNotFound) || err == nil && st.Slug != slug {
+	if errors.Is(err, errdefs.ErrNotFound) || err == nil && st.Slug != slug {
 		return browsers.Spec{}, fmt.Errorf("%w: %q", ui.ErrNoStore, slug)
 	}
 	if err != nil {
@@ -85,7 +86,7 @@ func (s uiSource) Downloads(ctx context.Context, slug string, limit int) ([]api.
 
 func (s uiSource) Timeline(ctx context.Context, taskID string, after int64) (api.Timeline, error) {
 	tl, err := s.m.taskTimeline(ctx, taskID, after)
-	if errors.Is(err, state.ErrNotFound) {
+	if errors.Is(err, errdefs.ErrNotFound) {
 		err = fmt.Errorf("task %q: %w", taskID, ui.ErrNoTask)
 	}
 	return tl, err

@@ -17,11 +17,11 @@ func TestStorePatchKeepsWhatItWasNotGiven(t *testing.T) {
 	d := startDaemon(t, nil, true)
 	c := d.client
 	yes, no := true, false
-	chrome, err := c.CreateStore(bg, api.StoreSpec{Name: "Headless Shop", Headless: &yes})
+	chrome, err := c.CreateStore(bg, api.StoreSpec{Name: "Headless Shop", StoreSettings: api.StoreSettings{Headless: &yes}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	remote, err := c.CreateStore(bg, api.StoreSpec{Name: "Remote", Backend: "cdp", CDPURL: "http://10.0.0.7:9222"})
+	remote, err := c.CreateStore(bg, api.StoreSpec{Name: "Remote", Backend: "cdp", StoreSettings: api.StoreSettings{CDPURL: "http://10.0.0.7:9222"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,12 +39,12 @@ func TestStorePatchKeepsWhatItWasNotGiven(t *testing.T) {
 	}{
 		{"rename keeps headless", chrome.ID, api.StoreUpdate{Name: name("Renamed Shop")},
 			func(b api.Store) api.Store { b.Name = "Renamed Shop"; return b }},
-		{"headless keeps the name", chrome.ID, api.StoreUpdate{Headless: &no},
+		{"headless keeps the name", chrome.ID, api.StoreUpdate{StoreChanges: api.StoreChanges{Headless: &no}},
 			func(b api.Store) api.Store { b.Headless = &no; return b }},
 		{"nothing changes nothing", chrome.ID, api.StoreUpdate{}, func(b api.Store) api.Store { return b }},
 		{"rename keeps the cdp url", remote.ID, api.StoreUpdate{Name: name("Remote 2")},
 			func(b api.Store) api.Store { b.Name = "Remote 2"; return b }},
-		{"cdp url keeps the name", remote.ID, api.StoreUpdate{CDPURL: name("ws://10.0.0.8:9222/devtools/browser/x")},
+		{"cdp url keeps the name", remote.ID, api.StoreUpdate{StoreChanges: api.StoreChanges{CDPURL: name("ws://10.0.0.8:9222/devtools/browser/x")}},
 			func(b api.Store) api.Store { b.CDPURL = "ws://10.0.0.8:9222/devtools/browser/x"; return b }},
 		{"rename keeps the ziniao environment and account", zin.ID, api.StoreUpdate{Name: name("Zin 2")},
 			func(b api.Store) api.Store { b.Name = "Zin 2"; return b }},

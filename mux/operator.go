@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"vibebrowser/mux/cdpwire"
+	"vibebrowser/mux/errdefs"
 )
 
 // The operator: the vibe-browser UI driving a Mux in process (a Go API, no WebSocket, no token). It lists
@@ -19,18 +20,19 @@ import (
 // attachedToTarget would be; they are not in Mux.sessions, so no client can address them, and nothing the
 // operator does touches a client's LRU, activity or tab cap.
 
-// Errors of the operator API. A call the browser answered with an error returns it as a *cdpwire.CallError.
+// Errors of the operator API; those a caller may answer with are of an errdefs class. A call the browser
+// answered with an error returns it as a *cdpwire.CallError.
 var (
 	// ErrNoTarget: the target does not exist (or is closing).
-	ErrNoTarget = errors.New("mux: no such target")
+	ErrNoTarget = errdefs.NotFound("mux: no such target")
 	// ErrNotPage: the operator watches, captures and drives pages only.
-	ErrNotPage = errors.New("mux: target is not a page")
+	ErrNotPage = errdefs.Invalid("mux: target is not a page")
 	// ErrNotHumanTab: CloseHumanTab of a tab the human client does not own.
 	ErrNotHumanTab = errors.New("mux: not a human tab")
 	// ErrDisconnected: the browser connection is down (or went down during the call).
-	ErrDisconnected = errors.New("mux: browser disconnected")
+	ErrDisconnected = errdefs.Unavailable("mux: browser disconnected")
 	// ErrTargetClosed: the watched tab closed, or the browser let go of the operator's session.
-	ErrTargetClosed = errors.New("mux: target closed")
+	ErrTargetClosed = errdefs.NotFound("mux: target closed")
 	// ErrViewClosed: the View was closed (Close, or its context ended).
 	ErrViewClosed = errors.New("mux: view closed")
 )

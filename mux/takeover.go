@@ -1,8 +1,9 @@
 package mux
 
 import (
-	"errors"
 	"time"
+
+	"vibebrowser/mux/errdefs"
 )
 
 // Takeover: a person holds a client's tab through a View (SPEC §11). While a tab is held, every command
@@ -16,8 +17,8 @@ import (
 // HeldMessage is the CDP error (code -32000) a client's command on a held tab gets.
 const HeldMessage = "a person is controlling this tab in vibe-browser; wait for them to release it"
 
-// ErrHeldByOther: Hold of a tab another holder holds.
-var ErrHeldByOther = errors.New("mux: this tab is held by another viewer")
+// ErrHeldByOther: Hold of a tab another holder holds; of class errdefs.ErrConflict.
+var ErrHeldByOther = errdefs.Conflict("mux: this tab is held by another viewer")
 
 // released is why a hold ends on its holder's Release (endHoldLocked).
 const released = "released"

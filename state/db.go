@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/mattn/go-sqlite3"
+
+	"vibebrowser/mux/errdefs"
 )
 
 // busyTimeout bounds how long a writer waits for another writer (this process or another
@@ -273,7 +275,7 @@ func checkKey(ctx context.Context, q queryer, key string) error {
 	var one int
 	err := q.QueryRowContext(ctx, "SELECT 1 FROM stores WHERE id = ?", key).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("browser key %q is neither reserved (%q…) nor a store id: %w", key, ReservedKeyPrefix, ErrNotFound)
+		return fmt.Errorf("browser key %q is neither reserved (%q…) nor a store id: %w", key, ReservedKeyPrefix, errdefs.ErrNotFound)
 	}
 	return err
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"vibebrowser/mux/errdefs"
 )
 
 // Download is one finished download (SPEC §12): which browser, task and client it belongs to, and the file.
@@ -35,7 +37,7 @@ type DownloadFilter struct {
 // RecordDownload stores d and returns it with its id. d.Key must name the web browser or an existing store.
 func (db *DB) RecordDownload(ctx context.Context, d Download) (Download, error) {
 	if d.OwnerDir == "" || d.Name == "" || d.Path == "" || d.GUID == "" || d.Size < 0 || d.At.IsZero() {
-		return Download{}, fmt.Errorf("record download %q: owner folder, name, path, guid, time and a size >= 0 are required: %w", d.Name, ErrInvalid)
+		return Download{}, fmt.Errorf("record download %q: owner folder, name, path, guid, time and a size >= 0 are required: %w", d.Name, errdefs.ErrInvalid)
 	}
 	err := db.write(ctx, func(tx *sql.Tx) error {
 		if err := checkKey(ctx, tx, d.Key); err != nil {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"vibebrowser/mux/errdefs"
 )
 
 func TestDownloads(t *testing.T) {
@@ -79,12 +81,12 @@ func TestDownloads(t *testing.T) {
 		t.Errorf("after DeleteDownloads: %q", got)
 	}
 	for _, key := range []string{"nosuch", ReservedKeyPrefix} {
-		if _, err := db.RecordDownload(ctx, Download{Key: key, OwnerDir: "x", GUID: "g", Name: "n", Path: "/p", At: at}); !errors.Is(err, ErrNotFound) {
-			t.Errorf("RecordDownload for key %q = %v; want ErrNotFound (neither a store nor a reserved key)", key, err)
+		if _, err := db.RecordDownload(ctx, Download{Key: key, OwnerDir: "x", GUID: "g", Name: "n", Path: "/p", At: at}); !errors.Is(err, errdefs.ErrNotFound) {
+			t.Errorf("RecordDownload for key %q = %v; want errdefs.ErrNotFound (neither a store nor a reserved key)", key, err)
 		}
 	}
-	if _, err := db.RecordDownload(ctx, Download{Key: s.ID, OwnerDir: "x", GUID: "g", Path: "/p", At: at}); !errors.Is(err, ErrInvalid) {
-		t.Errorf("RecordDownload without a name = %v; want ErrInvalid", err)
+	if _, err := db.RecordDownload(ctx, Download{Key: s.ID, OwnerDir: "x", GUID: "g", Path: "/p", At: at}); !errors.Is(err, errdefs.ErrInvalid) {
+		t.Errorf("RecordDownload without a name = %v; want errdefs.ErrInvalid", err)
 	}
 	if err := db.DeleteStore(ctx, s.ID); err != nil {
 		t.Fatal(err)

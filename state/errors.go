@@ -3,19 +3,16 @@ package state
 import (
 	"errors"
 	"fmt"
+
+	"vibebrowser/mux/errdefs"
 )
 
-// Error classes. Callers check them with errors.Is; the API maps them to HTTP statuses.
+// State's errors wrap the classes of errdefs: errdefs.ErrNotFound (the store, browser session, task, port or
+// setting does not exist), errdefs.ErrConflict (a unique name, slug or id is held by another store, or the
+// slug is reserved: a *ConflictError naming the holder), errdefs.ErrInvalid (a value the schema does not
+// accept: name, slug, backend, status…) and errdefs.ErrUnavailable (no port at or above the base passed the
+// caller's bind test). The two below are state's own: they say what is wrong with the file.
 var (
-	// ErrNotFound: the store, browser session, task, port or setting does not exist.
-	ErrNotFound = errors.New("not found")
-	// ErrConflict: a unique name, slug or id is held by another store, or the slug is reserved.
-	// The error is a *ConflictError naming the holder.
-	ErrConflict = errors.New("conflict")
-	// ErrInvalid: the caller passed a value the schema does not accept (name, slug, backend, status…).
-	ErrInvalid = errors.New("invalid argument")
-	// ErrExhausted: no port at or above the base passed the caller's bind test.
-	ErrExhausted = errors.New("exhausted")
 	// ErrForeignFile: the state file is not SQLite, or is SQLite written by another application.
 	// Open never re-creates such a file: the user moves it aside.
 	ErrForeignFile = errors.New("not a vibe-browser state database")
@@ -24,7 +21,7 @@ var (
 )
 
 // ConflictError says which unique value collided and who holds it.
-// errors.Is(err, ErrConflict) reports true for it.
+// errors.Is(err, errdefs.ErrConflict) reports true for it.
 type ConflictError struct {
 	What      string // the contested field: "name", "slug" or "id"
 	Value     string // the contested value
@@ -44,5 +41,5 @@ func (e *ConflictError) Error() string {
 	}
 }
 
-// Is makes errors.Is(err, ErrConflict) true.
-func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+// Is makes errors.Is(err, errdefs.ErrConflict) true.
+func (e *ConflictError) Is(target error) bool { return target == errdefs.ErrConflict }

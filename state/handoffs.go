@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/mattn/go-sqlite3"
+
+	"vibebrowser/mux/errdefs"
 )
 
 // HandoffStatus is where an agent's request for a person's help stands. A handoff is pending until a
@@ -65,13 +67,13 @@ func newHandoffID() string {
 }
 
 // CreateHandoff records a new pending handoff and returns it with its id. A non-empty StoreID must name
-// an existing store (ErrNotFound); ClientID, BUName, Reason and Deadline are required (ErrInvalid).
+// an existing store (errdefs.ErrNotFound); ClientID, BUName, Reason and Deadline are required (errdefs.ErrInvalid).
 func (db *DB) CreateHandoff(ctx context.Context, h Handoff) (Handoff, error) {
 	switch {
 	case h.ClientID == "" || h.BUName == "" || h.Reason == "":
-		return Handoff{}, fmt.Errorf("record handoff: client id, session name and reason are required: %w", ErrInvalid)
+		return Handoff{}, fmt.Errorf("record handoff: client id, session name and reason are required: %w", errdefs.ErrInvalid)
 	case h.Deadline.IsZero():
-		return Handoff{}, fmt.Errorf("record handoff: zero deadline: %w", ErrInvalid)
+		return Handoff{}, fmt.Errorf("record handoff: zero deadline: %w", errdefs.ErrInvalid)
 	case h.TaskID != "":
 		if err := checkTaskID(h.TaskID); err != nil {
 			return Handoff{}, fmt.Errorf("record handoff: %w", err)
@@ -116,7 +118,7 @@ func (db *DB) GetHandoff(ctx context.Context, id string) (Handoff, error) {
 func getHandoff(ctx context.Context, q queryer, id string) (Handoff, error) {
 	h, err := scanHandoff(q.QueryRowContext(ctx, "SELECT "+handoffColumns+" FROM handoffs WHERE id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Handoff{}, ErrNotFound
+		return Handoff{}, errdefs.ErrNotFound
 	}
 	return h, err
 }
@@ -145,12 +147,12 @@ func (db *DB) ListHandoffs(ctx context.Context, status HandoffStatus) ([]Handoff
 }
 
 // FinishHandoff moves a pending handoff to done, cant_help or cancelled with the person's note, at at.
-// A handoff that is no longer pending is left as it is: the error wraps ErrConflict and the handoff
+// A handoff that is no longer pending is left as it is: the error wraps errdefs.ErrConflict and the handoff
 // returned is its current state, so the caller can say what happened to it instead.
 func (db *DB) FinishHandoff(ctx context.Context, id string, to HandoffStatus, note string, at time.Time) (Handoff, error) {
 	if to != HandoffDone && to != HandoffCantHelp && to != HandoffCancelled {
 		return Handoff{}, fmt.Errorf("finish handoff %s: status %q: want done, cant_help or cancelled (timeouts are ExpireHandoffs'): %w",
-			id, to, ErrInvalid)
+			id, to, errdefs.ErrInvalid)
 	}
 	var h Handoff
 	var closed bool
@@ -172,7 +174,7 @@ func (db *DB) FinishHandoff(ctx context.Context, id string, to HandoffStatus, no
 	case err != nil:
 		return Handoff{}, fmt.Errorf("finish handoff %s: %w", id, err)
 	case closed:
-		return h, fmt.Errorf("handoff %s is already %s: %w", id, h.Status, ErrConflict)
+		return h, fmt.Errorf("handoff %s is already %s: %w", id, h.Status, errdefs.ErrConflict)
 	}
 	return h, nil
 }

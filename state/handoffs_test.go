@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"vibebrowser/mux/errdefs"
 )
 
 func mustHandoff(t *testing.T, db *DB, storeID string, deadline time.Time) Handoff {
@@ -39,11 +41,11 @@ func TestCreateHandoff(t *testing.T) {
 		in   Handoff
 		want error
 	}{
-		{"unknown store", Handoff{StoreID: "nope", ClientID: "c", BUName: "b", Reason: "r", Deadline: deadline}, ErrNotFound},
-		{"no reason", Handoff{ClientID: "c", BUName: "b", Deadline: deadline}, ErrInvalid},
-		{"no client", Handoff{BUName: "b", Reason: "r", Deadline: deadline}, ErrInvalid},
-		{"no deadline", Handoff{ClientID: "c", BUName: "b", Reason: "r"}, ErrInvalid},
-		{"bad task id", Handoff{TaskID: "a b", ClientID: "c", BUName: "b", Reason: "r", Deadline: deadline}, ErrInvalid},
+		{"unknown store", Handoff{StoreID: "nope", ClientID: "c", BUName: "b", Reason: "r", Deadline: deadline}, errdefs.ErrNotFound},
+		{"no reason", Handoff{ClientID: "c", BUName: "b", Deadline: deadline}, errdefs.ErrInvalid},
+		{"no client", Handoff{BUName: "b", Reason: "r", Deadline: deadline}, errdefs.ErrInvalid},
+		{"no deadline", Handoff{ClientID: "c", BUName: "b", Reason: "r"}, errdefs.ErrInvalid},
+		{"bad task id", Handoff{TaskID: "a b", ClientID: "c", BUName: "b", Reason: "r", Deadline: deadline}, errdefs.ErrInvalid},
 	}
 	for _, tt := range refusals {
 		t.Run(tt.name, func(t *testing.T) {
@@ -52,14 +54,14 @@ func TestCreateHandoff(t *testing.T) {
 			}
 		})
 	}
-	if _, err := db.GetHandoff(ctx, "000000000000"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("GetHandoff(unknown) = %v; want ErrNotFound", err)
+	if _, err := db.GetHandoff(ctx, "000000000000"); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("GetHandoff(unknown) = %v; want errdefs.ErrNotFound", err)
 	}
 	if err := db.DeleteStore(ctx, s.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.GetHandoff(ctx, h.ID); !errors.Is(err, ErrNotFound) {
-		t.Errorf("GetHandoff after its store was deleted = %v; want ErrNotFound (it goes with the store)", err)
+	if _, err := db.GetHandoff(ctx, h.ID); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("GetHandoff after its store was deleted = %v; want errdefs.ErrNotFound (it goes with the store)", err)
 	}
 }
 
@@ -101,8 +103,8 @@ func TestHandoffTransitions(t *testing.T) {
 				t.Fatalf("after the first transition: %+v; want %s with an answer time", first, tt.first)
 			}
 			got, err := db.FinishHandoff(ctx, h.ID, tt.second, "second note", at.Add(time.Second))
-			if !errors.Is(err, ErrConflict) {
-				t.Fatalf("FinishHandoff(%s → %s) = %v; want ErrConflict", tt.first, tt.second, err)
+			if !errors.Is(err, errdefs.ErrConflict) {
+				t.Fatalf("FinishHandoff(%s → %s) = %v; want errdefs.ErrConflict", tt.first, tt.second, err)
 			}
 			if got.Status != tt.first || got.Note != first.Note {
 				t.Errorf("FinishHandoff(%s → %s) returned %+v; want it unchanged", tt.first, tt.second, got)
@@ -119,12 +121,12 @@ func TestHandoffTransitions(t *testing.T) {
 		db := openTest(t)
 		h := mustHandoff(t, db, "", time.Now().Add(time.Minute))
 		for _, to := range []HandoffStatus{HandoffPending, HandoffTimedOut, "later"} {
-			if _, err := db.FinishHandoff(context.Background(), h.ID, to, "", time.Now()); !errors.Is(err, ErrInvalid) {
-				t.Errorf("FinishHandoff(→ %q) = %v; want ErrInvalid", to, err)
+			if _, err := db.FinishHandoff(context.Background(), h.ID, to, "", time.Now()); !errors.Is(err, errdefs.ErrInvalid) {
+				t.Errorf("FinishHandoff(→ %q) = %v; want errdefs.ErrInvalid", to, err)
 			}
 		}
-		if _, err := db.FinishHandoff(context.Background(), "000000000000", HandoffDone, "", time.Now()); !errors.Is(err, ErrNotFound) {
-			t.Errorf("FinishHandoff(unknown) = %v; want ErrNotFound", err)
+		if _, err := db.FinishHandoff(context.Background(), "000000000000", HandoffDone, "", time.Now()); !errors.Is(err, errdefs.ErrNotFound) {
+			t.Errorf("FinishHandoff(unknown) = %v; want errdefs.ErrNotFound", err)
 		}
 	})
 }

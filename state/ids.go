@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+
+	"vibebrowser/mux/errdefs"
 )
 
 // Identities are generated here and nowhere else: store ids, slugs (Slug) and mux URL tokens.
@@ -35,7 +37,7 @@ const webTokenSetting = "web_token"
 // first uses agree: the first token stored wins and every caller reads that one.
 func (db *DB) WebToken(ctx context.Context) (string, error) {
 	token, err := db.GetSetting(ctx, webTokenSetting)
-	if !errors.Is(err, ErrNotFound) {
+	if !errors.Is(err, errdefs.ErrNotFound) {
 		return token, err
 	}
 	if _, err := db.exec(ctx, "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING",

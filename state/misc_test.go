@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"vibebrowser/mux/errdefs"
 )
 
 func TestOwnership(t *testing.T) {
@@ -47,10 +49,10 @@ func TestOwnership(t *testing.T) {
 		owners map[string][]string
 		want   error
 	}{
-		{"target under two clients", s.ID, map[string][]string{"a": {"T1"}, "b": {"T1"}}, ErrInvalid},
-		{"empty client", s.ID, map[string][]string{"": {"T1"}}, ErrInvalid},
-		{"empty target", s.ID, map[string][]string{"a": {""}}, ErrInvalid},
-		{"unknown key", "nope", map[string][]string{"a": {"T1"}}, ErrNotFound},
+		{"target under two clients", s.ID, map[string][]string{"a": {"T1"}, "b": {"T1"}}, errdefs.ErrInvalid},
+		{"empty client", s.ID, map[string][]string{"": {"T1"}}, errdefs.ErrInvalid},
+		{"empty target", s.ID, map[string][]string{"a": {""}}, errdefs.ErrInvalid},
+		{"unknown key", "nope", map[string][]string{"a": {"T1"}}, errdefs.ErrNotFound},
 	}
 	for _, tt := range refusals {
 		t.Run(tt.name, func(t *testing.T) {
@@ -113,16 +115,16 @@ func TestRelaunches(t *testing.T) {
 	if n, err := db.CountRelaunches(ctx, webKey, time.Time{}); err != nil || n != 1 {
 		t.Errorf("CountRelaunches(web) after clearing the store = %d, %v; want 1", n, err)
 	}
-	if err := db.RecordRelaunch(ctx, "nope", t0); !errors.Is(err, ErrNotFound) {
-		t.Errorf("RecordRelaunch(nope) = %v; want ErrNotFound", err)
+	if err := db.RecordRelaunch(ctx, "nope", t0); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("RecordRelaunch(nope) = %v; want errdefs.ErrNotFound", err)
 	}
 }
 
 func TestSettings(t *testing.T) {
 	db := openTest(t)
 	ctx := context.Background()
-	if _, err := db.GetSetting(ctx, "k"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("GetSetting(missing) = %v; want ErrNotFound", err)
+	if _, err := db.GetSetting(ctx, "k"); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Fatalf("GetSetting(missing) = %v; want errdefs.ErrNotFound", err)
 	}
 	for _, v := range []string{"v1", "", "v3 with\nnewline"} {
 		if err := db.SetSetting(ctx, "k", v); err != nil {
@@ -132,8 +134,8 @@ func TestSettings(t *testing.T) {
 			t.Fatalf("GetSetting(k) = %q, %v; want %q", got, err, v)
 		}
 	}
-	if err := db.SetSetting(ctx, "", "v"); !errors.Is(err, ErrInvalid) {
-		t.Errorf("SetSetting with an empty key = %v; want ErrInvalid", err)
+	if err := db.SetSetting(ctx, "", "v"); !errors.Is(err, errdefs.ErrInvalid) {
+		t.Errorf("SetSetting with an empty key = %v; want errdefs.ErrInvalid", err)
 	}
 }
 
@@ -151,8 +153,8 @@ func TestConflictErrorMessages(t *testing.T) {
 			if got := tt.err.Error(); got != tt.want {
 				t.Errorf("Error() = %q; want %q", got, tt.want)
 			}
-			if !errors.Is(fmt.Errorf("wrapped: %w", tt.err), ErrConflict) {
-				t.Errorf("errors.Is(%v, ErrConflict) = false", tt.err)
+			if !errors.Is(fmt.Errorf("wrapped: %w", tt.err), errdefs.ErrConflict) {
+				t.Errorf("errors.Is(%v, errdefs.ErrConflict) = false", tt.err)
 			}
 		})
 	}

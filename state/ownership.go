@@ -5,26 +5,28 @@ import (
 	"database/sql"
 	"fmt"
 	"sort"
+
+	"vibebrowser/mux/errdefs"
 )
 
 // ReplaceOwnership saves the mux's tab ownership of one browser (client id → its target ids, in the
 // mux's order), replacing what was saved before, so a manager that adopts the browser after a
 // restart gives every task its tabs back. The key must be reserved or a store id; a target listed
-// under two clients is ErrInvalid.
+// under two clients is errdefs.ErrInvalid.
 func (db *DB) ReplaceOwnership(ctx context.Context, key string, owners map[string][]string) error {
 	clients := make([]string, 0, len(owners))
 	seen := make(map[string]string)
 	for client, targets := range owners {
 		if client == "" {
-			return fmt.Errorf("save tab ownership of %s: empty client id: %w", key, ErrInvalid)
+			return fmt.Errorf("save tab ownership of %s: empty client id: %w", key, errdefs.ErrInvalid)
 		}
 		for _, target := range targets {
 			if target == "" {
-				return fmt.Errorf("save tab ownership of %s: empty target id of client %s: %w", key, client, ErrInvalid)
+				return fmt.Errorf("save tab ownership of %s: empty target id of client %s: %w", key, client, errdefs.ErrInvalid)
 			}
 			if other, dup := seen[target]; dup {
 				return fmt.Errorf("save tab ownership of %s: target %s listed under clients %s and %s: %w",
-					key, target, other, client, ErrInvalid)
+					key, target, other, client, errdefs.ErrInvalid)
 			}
 			seen[target] = client
 		}

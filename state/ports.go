@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"vibebrowser/mux/errdefs"
 )
 
 // ForwardKey is the registry key of store id's proxy forwarder (SPEC §16): reserved, so checkKey takes it,
@@ -19,7 +21,7 @@ func ForwardKey(storeID string) string { return ReservedKeyPrefix + "fwd-" + sto
 // returned as is, without calling free: its owner may be the one listening on it.
 func (db *DB) AllocatePort(ctx context.Context, key string, base int, free func(port int) bool) (int, error) {
 	if base < 1 || base > 65535 {
-		return 0, fmt.Errorf("allocate port for %s: base %d outside 1-65535: %w", key, base, ErrInvalid)
+		return 0, fmt.Errorf("allocate port for %s: base %d outside 1-65535: %w", key, base, errdefs.ErrInvalid)
 	}
 	var port int
 	err := db.write(ctx, func(tx *sql.Tx) error {
@@ -45,7 +47,7 @@ func (db *DB) AllocatePort(ctx context.Context, key string, base int, free func(
 			port = p
 			return nil
 		}
-		return fmt.Errorf("no free port in %d-65535: %w", base, ErrExhausted)
+		return fmt.Errorf("no free port in %d-65535: %w", base, errdefs.ErrUnavailable)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("allocate port for %s: %w", key, err)
@@ -83,7 +85,7 @@ func (db *DB) LookupPort(ctx context.Context, key string) (int, error) {
 	var port int
 	err := db.sql.QueryRowContext(ctx, "SELECT port FROM ports WHERE key = ?", key).Scan(&port)
 	if errors.Is(err, sql.ErrNoRows) {
-		err = ErrNotFound
+		err = errdefs.ErrNotFound
 	}
 	if err != nil {
 		return 0, fmt.Errorf("port of %s: %w", key, err)

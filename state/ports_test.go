@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"vibebrowser/mux/errdefs"
 )
 
 func allFree(int) bool { return true }
@@ -52,8 +54,8 @@ func TestAllocatePort(t *testing.T) {
 	if err := db.ReleasePort(ctx, a.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.LookupPort(ctx, a.ID); !errors.Is(err, ErrNotFound) {
-		t.Errorf("LookupPort after ReleasePort = %v; want ErrNotFound", err)
+	if _, err := db.LookupPort(ctx, a.ID); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("LookupPort after ReleasePort = %v; want errdefs.ErrNotFound", err)
 	}
 	if err := db.ReleasePort(ctx, a.ID); err != nil {
 		t.Errorf("ReleasePort twice = %v; want nil", err)
@@ -69,10 +71,10 @@ func TestAllocatePort(t *testing.T) {
 		free func(int) bool
 		want error
 	}{
-		{"unknown key", "nope", 9400, allFree, ErrNotFound},
-		{"base 0", a.ID, 0, allFree, ErrInvalid},
-		{"base too high", a.ID, 65536, allFree, ErrInvalid},
-		{"nothing free", a.ID, 65530, func(int) bool { return false }, ErrExhausted},
+		{"unknown key", "nope", 9400, allFree, errdefs.ErrNotFound},
+		{"base 0", a.ID, 0, allFree, errdefs.ErrInvalid},
+		{"base too high", a.ID, 65536, allFree, errdefs.ErrInvalid},
+		{"nothing free", a.ID, 65530, func(int) bool { return false }, errdefs.ErrUnavailable},
 	}
 	for _, tt := range refusals {
 		t.Run(tt.name, func(t *testing.T) {
@@ -81,7 +83,7 @@ func TestAllocatePort(t *testing.T) {
 			}
 		})
 	}
-	if _, err := db.LookupPort(ctx, a.ID); !errors.Is(err, ErrNotFound) {
+	if _, err := db.LookupPort(ctx, a.ID); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("a refused allocation registered a port: %v", err)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"vibebrowser/mux/errdefs"
 )
 
 // BrowserStatus is a browser session's recorded state.
@@ -48,13 +50,13 @@ func scanSession(row interface{ Scan(...any) error }) (BrowserSession, error) {
 }
 
 // UpsertBrowserSession records s as the browser of s.Key, replacing any earlier record. The key
-// must be reserved or an existing store id (ErrNotFound otherwise).
+// must be reserved or an existing store id (errdefs.ErrNotFound otherwise).
 func (db *DB) UpsertBrowserSession(ctx context.Context, s BrowserSession) (BrowserSession, error) {
 	if s.Status != BrowserRunning && s.Status != BrowserStopped {
-		return BrowserSession{}, fmt.Errorf("browser session %s: status %q: want running or stopped: %w", s.Key, s.Status, ErrInvalid)
+		return BrowserSession{}, fmt.Errorf("browser session %s: status %q: want running or stopped: %w", s.Key, s.Status, errdefs.ErrInvalid)
 	}
 	if s.PID < 0 {
-		return BrowserSession{}, fmt.Errorf("browser session %s: pid %d: %w", s.Key, s.PID, ErrInvalid)
+		return BrowserSession{}, fmt.Errorf("browser session %s: pid %d: %w", s.Key, s.PID, errdefs.ErrInvalid)
 	}
 	err := db.write(ctx, func(tx *sql.Tx) error {
 		if err := checkKey(ctx, tx, s.Key); err != nil {
@@ -88,7 +90,7 @@ func (db *DB) MarkBrowserStopped(ctx context.Context, key string, at time.Time) 
 	if err == nil {
 		var n int64
 		if n, err = res.RowsAffected(); err == nil && n == 0 {
-			err = ErrNotFound
+			err = errdefs.ErrNotFound
 		}
 	}
 	if err != nil {
@@ -130,7 +132,7 @@ func (db *DB) ListBrowserSessions(ctx context.Context) ([]BrowserSession, error)
 func getSession(ctx context.Context, q queryer, key string) (BrowserSession, error) {
 	s, err := scanSession(q.QueryRowContext(ctx, "SELECT "+sessionColumns+" FROM browser_sessions WHERE key = ?", key))
 	if errors.Is(err, sql.ErrNoRows) {
-		return BrowserSession{}, ErrNotFound
+		return BrowserSession{}, errdefs.ErrNotFound
 	}
 	return s, err
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"vibebrowser/mux/errdefs"
 )
 
 func equalSession(a, b BrowserSession) bool {
@@ -63,17 +65,17 @@ func TestBrowserSessions(t *testing.T) {
 		{"unknown key", func() error {
 			_, err := db.UpsertBrowserSession(ctx, BrowserSession{Key: "nope", Status: BrowserRunning})
 			return err
-		}(), ErrNotFound},
+		}(), errdefs.ErrNotFound},
 		{"bad status", func() error {
 			_, err := db.UpsertBrowserSession(ctx, BrowserSession{Key: s.ID, Status: "zombie"})
 			return err
-		}(), ErrInvalid},
+		}(), errdefs.ErrInvalid},
 		{"negative pid", func() error {
 			_, err := db.UpsertBrowserSession(ctx, BrowserSession{Key: s.ID, PID: -1, Status: BrowserRunning})
 			return err
-		}(), ErrInvalid},
-		{"stop unknown", db.MarkBrowserStopped(ctx, "nope", stoppedAt), ErrNotFound},
-		{"get unknown", func() error { _, err := db.GetBrowserSession(ctx, "nope"); return err }(), ErrNotFound},
+		}(), errdefs.ErrInvalid},
+		{"stop unknown", db.MarkBrowserStopped(ctx, "nope", stoppedAt), errdefs.ErrNotFound},
+		{"get unknown", func() error { _, err := db.GetBrowserSession(ctx, "nope"); return err }(), errdefs.ErrNotFound},
 	}
 	for _, tt := range refusals {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"vibebrowser/mux/errdefs"
 )
 
 // MaxSlugLen keeps "<slug>-<task8>-wNN" within browser-use's 64-character session names.
@@ -59,7 +61,7 @@ func sanitizeSlug(s string, limit int) string {
 }
 
 // ValidateSlug accepts exactly the slugs Slug can produce that are not reserved. Its error is
-// ErrInvalid for a malformed slug and a *ConflictError (ErrConflict) for a reserved one; both
+// errdefs.ErrInvalid for a malformed slug and a *ConflictError (errdefs.ErrConflict) for a reserved one; both
 // name the rule and the allowed form.
 func ValidateSlug(slug string) error {
 	if err := checkSlugForm(slug); err != nil {
@@ -70,7 +72,7 @@ func ValidateSlug(slug string) error {
 
 func checkSlugForm(slug string) error {
 	bad := func(why string) error {
-		return fmt.Errorf("slug %q %s; %s: %w", slug, why, slugForm, ErrInvalid)
+		return fmt.Errorf("slug %q %s; %s: %w", slug, why, slugForm, errdefs.ErrInvalid)
 	}
 	switch {
 	case slug == "":
@@ -128,7 +130,7 @@ func workerSuffix(s string) bool {
 // which could forge log lines or reorder text on screen).
 func ValidateName(name string) error {
 	bad := func(why string) error {
-		return fmt.Errorf("store name %q %s; a name is 1-%d printable characters: %w", name, why, MaxNameLen, ErrInvalid)
+		return fmt.Errorf("store name %q %s; a name is 1-%d printable characters: %w", name, why, MaxNameLen, errdefs.ErrInvalid)
 	}
 	switch {
 	case strings.TrimSpace(name) == "":

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"vibebrowser/mux/errdefs"
 )
 
 const testID = "0123abcd4567ef890123abcd4567ef89"
@@ -100,7 +102,7 @@ func TestSlugReserved(t *testing.T) {
 				return
 			}
 			var ce *ConflictError
-			if !errors.As(err, &ce) || !errors.Is(err, ErrConflict) || ce.Rule == "" || ce.Value != tt.slug {
+			if !errors.As(err, &ce) || !errors.Is(err, errdefs.ErrConflict) || ce.Rule == "" || ce.Value != tt.slug {
 				t.Fatalf("SlugReserved(%q) = %#v; want a *ConflictError with the rule", tt.slug, err)
 			}
 			if !strings.Contains(err.Error(), `must not be "web"`) {
@@ -119,18 +121,18 @@ func TestValidateSlug(t *testing.T) {
 		{"a", nil},
 		{"snake_case", nil},
 		{strings.Repeat("a", 40), nil},
-		{strings.Repeat("a", 41), ErrInvalid},
-		{"", ErrInvalid},
-		{"-shop", ErrInvalid},
-		{"shop-", ErrInvalid},
-		{"a--b", ErrInvalid},
-		{"Shop", ErrInvalid},
-		{"shop a", ErrInvalid},
-		{"店铺", ErrInvalid},
-		{"web", ErrConflict},
-		{"_web", ErrConflict},
-		{"shop-aux", ErrConflict},
-		{"shop-w3", ErrConflict},
+		{strings.Repeat("a", 41), errdefs.ErrInvalid},
+		{"", errdefs.ErrInvalid},
+		{"-shop", errdefs.ErrInvalid},
+		{"shop-", errdefs.ErrInvalid},
+		{"a--b", errdefs.ErrInvalid},
+		{"Shop", errdefs.ErrInvalid},
+		{"shop a", errdefs.ErrInvalid},
+		{"店铺", errdefs.ErrInvalid},
+		{"web", errdefs.ErrConflict},
+		{"_web", errdefs.ErrConflict},
+		{"shop-aux", errdefs.ErrConflict},
+		{"shop-w3", errdefs.ErrConflict},
 	}
 	for _, tt := range tests {
 		t.Run(tt.slug, func(t *testing.T) {
@@ -138,7 +140,7 @@ func TestValidateSlug(t *testing.T) {
 			if tt.want == nil && err != nil || tt.want != nil && !errors.Is(err, tt.want) {
 				t.Fatalf("ValidateSlug(%q) = %v; want %v", tt.slug, err, tt.want)
 			}
-			if errors.Is(err, ErrInvalid) && !strings.Contains(err.Error(), "1-40 characters") {
+			if errors.Is(err, errdefs.ErrInvalid) && !strings.Contains(err.Error(), "1-40 characters") {
 				t.Errorf("ValidateSlug(%q) = %q; want the allowed form in the message", tt.slug, err)
 			}
 		})
@@ -172,8 +174,8 @@ func TestValidateName(t *testing.T) {
 			if (err == nil) != tt.ok {
 				t.Fatalf("ValidateName(%q) = %v; want ok %v", tt.name, err, tt.ok)
 			}
-			if err != nil && !errors.Is(err, ErrInvalid) {
-				t.Fatalf("ValidateName(%q) = %v; want ErrInvalid", tt.name, err)
+			if err != nil && !errors.Is(err, errdefs.ErrInvalid) {
+				t.Fatalf("ValidateName(%q) = %v; want errdefs.ErrInvalid", tt.name, err)
 			}
 		})
 	}

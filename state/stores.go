@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"vibebrowser/mux/errdefs"
 )
 
 // Backend says how a store's browser is run (SPEC §4.6).
@@ -25,7 +27,7 @@ func ParseBackend(s string) (Backend, error) {
 	case BackendChrome, BackendZiniao, BackendCDP:
 		return b, nil
 	}
-	return "", fmt.Errorf("backend %q: want chrome, ziniao or cdp: %w", s, ErrInvalid)
+	return "", fmt.Errorf("backend %q: want chrome, ziniao or cdp: %w", s, errdefs.ErrInvalid)
 }
 
 // ZiniaoAccount is the Ziniao login a store's environment belongs to. Only one account may be
@@ -136,7 +138,7 @@ func (db *DB) UpdateStore(ctx context.Context, id string, fn func(*Store) error)
 			return err
 		}
 		if s.ID != id {
-			return fmt.Errorf("store id cannot change (%s → %s): %w", id, s.ID, ErrInvalid)
+			return fmt.Errorf("store id cannot change (%s → %s): %w", id, s.ID, errdefs.ErrInvalid)
 		}
 		if len(s.Config) == 0 {
 			s.Config = json.RawMessage("{}")
@@ -191,7 +193,7 @@ func (db *DB) DeleteStore(ctx context.Context, id string) error {
 		if n, err := res.RowsAffected(); err != nil {
 			return err
 		} else if n == 0 {
-			return ErrNotFound
+			return errdefs.ErrNotFound
 		}
 		return nil
 	})
@@ -233,11 +235,11 @@ func (db *DB) GetStoreByName(ctx context.Context, name string) (Store, error) {
 func (db *DB) FindStore(ctx context.Context, ref string) (Store, error) {
 	for _, col := range []string{"s.id", "s.slug", "s.name"} {
 		s, err := getStore(ctx, db.sql, col, ref)
-		if !errors.Is(err, ErrNotFound) {
+		if !errors.Is(err, errdefs.ErrNotFound) {
 			return s, err
 		}
 	}
-	return Store{}, fmt.Errorf("no store has id, slug or name %q: %w", ref, ErrNotFound)
+	return Store{}, fmt.Errorf("no store has id, slug or name %q: %w", ref, errdefs.ErrNotFound)
 }
 
 // ListStores returns every store, oldest first.
@@ -265,14 +267,14 @@ func (db *DB) ListStores(ctx context.Context) ([]Store, error) {
 func getStore(ctx context.Context, q queryer, column, value string) (Store, error) {
 	s, err := scanStore(q.QueryRowContext(ctx, "SELECT "+storeColumns+storeFrom+" WHERE "+column+" = ?", value))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Store{}, ErrNotFound
+		return Store{}, errdefs.ErrNotFound
 	}
 	return s, err
 }
 
 func (s *Store) validate() error {
 	if !validID(s.ID) {
-		return fmt.Errorf("store id %q: want 1-64 characters of A-Z, a-z, 0-9 and '-': %w", s.ID, ErrInvalid)
+		return fmt.Errorf("store id %q: want 1-64 characters of A-Z, a-z, 0-9 and '-': %w", s.ID, errdefs.ErrInvalid)
 	}
 	if err := ValidateName(s.Name); err != nil {
 		return err
@@ -284,11 +286,11 @@ func (s *Store) validate() error {
 		return err
 	}
 	if s.Token == "" {
-		return fmt.Errorf("store token is empty: %w", ErrInvalid)
+		return fmt.Errorf("store token is empty: %w", errdefs.ErrInvalid)
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(s.Config, &obj); err != nil || obj == nil {
-		return fmt.Errorf("store config %.80q is not a JSON object: %w", s.Config, ErrInvalid)
+		return fmt.Errorf("store config %.80q is not a JSON object: %w", s.Config, errdefs.ErrInvalid)
 	}
 	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"vibebrowser/mux/errdefs"
 )
 
 func mustStore(t *testing.T, db *DB, name string) Store {
@@ -103,8 +105,8 @@ func TestGetStoreEveryWay(t *testing.T) {
 	}
 	for _, g := range misses {
 		t.Run(g.name+" missing", func(t *testing.T) {
-			if _, err := g.get(); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "nope") {
-				t.Fatalf("%s(nope) = %v; want ErrNotFound naming it", g.name, err)
+			if _, err := g.get(); !errors.Is(err, errdefs.ErrNotFound) || !strings.Contains(err.Error(), "nope") {
+				t.Fatalf("%s(nope) = %v; want errdefs.ErrNotFound naming it", g.name, err)
 			}
 		})
 	}
@@ -148,23 +150,23 @@ func TestCreateStoreRefused(t *testing.T) {
 		// for conflicts
 		what, owner, rule string
 	}{
-		{name: "same name", in: Store{Name: "Shop A", Slug: "other"}, want: ErrConflict, what: "name", owner: owner.ID},
-		{name: "name reducing to a taken slug", in: Store{Name: "shop a!"}, want: ErrConflict, what: "slug", owner: owner.ID},
-		{name: "explicit taken slug", in: Store{Name: "B", Slug: "shop-a"}, want: ErrConflict, what: "slug", owner: owner.ID},
-		{name: "reserved web", in: Store{Name: "Web"}, want: ErrConflict, what: "slug", rule: `"web"`},
-		{name: "reserved aux", in: Store{Name: "Shop-Aux"}, want: ErrConflict, what: "slug", rule: "-aux"},
-		{name: "reserved worker", in: Store{Name: "Shop W12"}, want: ErrConflict, what: "slug", rule: "-w<digits>"},
-		{name: "reserved underscore", in: Store{Name: "_guard"}, want: ErrConflict, what: "slug", rule: "'_'"},
-		{name: "taken id", in: Store{ID: owner.ID, Name: "New"}, want: ErrConflict, what: "id", owner: owner.ID},
-		{name: "bad name", in: Store{Name: "a\nb"}, want: ErrInvalid},
-		{name: "blank name", in: Store{Name: " "}, want: ErrInvalid},
-		{name: "bad slug", in: Store{Name: "B", Slug: "B B"}, want: ErrInvalid},
-		{name: "bad backend", in: Store{Name: "B", Backend: "firefox"}, want: ErrInvalid},
-		{name: "config not JSON", in: Store{Name: "B", Config: json.RawMessage(`{`)}, want: ErrInvalid},
-		{name: "config not object", in: Store{Name: "B", Config: json.RawMessage(`[1]`)}, want: ErrInvalid},
-		{name: "config null", in: Store{Name: "B", Config: json.RawMessage(`null`)}, want: ErrInvalid},
-		{name: "id in reserved namespace", in: Store{ID: "_web", Name: "B"}, want: ErrInvalid},
-		{name: "id with slash", in: Store{ID: "a/b", Name: "B"}, want: ErrInvalid},
+		{name: "same name", in: Store{Name: "Shop A", Slug: "other"}, want: errdefs.ErrConflict, what: "name", owner: owner.ID},
+		{name: "name reducing to a taken slug", in: Store{Name: "shop a!"}, want: errdefs.ErrConflict, what: "slug", owner: owner.ID},
+		{name: "explicit taken slug", in: Store{Name: "B", Slug: "shop-a"}, want: errdefs.ErrConflict, what: "slug", owner: owner.ID},
+		{name: "reserved web", in: Store{Name: "Web"}, want: errdefs.ErrConflict, what: "slug", rule: `"web"`},
+		{name: "reserved aux", in: Store{Name: "Shop-Aux"}, want: errdefs.ErrConflict, what: "slug", rule: "-aux"},
+		{name: "reserved worker", in: Store{Name: "Shop W12"}, want: errdefs.ErrConflict, what: "slug", rule: "-w<digits>"},
+		{name: "reserved underscore", in: Store{Name: "_guard"}, want: errdefs.ErrConflict, what: "slug", rule: "'_'"},
+		{name: "taken id", in: Store{ID: owner.ID, Name: "New"}, want: errdefs.ErrConflict, what: "id", owner: owner.ID},
+		{name: "bad name", in: Store{Name: "a\nb"}, want: errdefs.ErrInvalid},
+		{name: "blank name", in: Store{Name: " "}, want: errdefs.ErrInvalid},
+		{name: "bad slug", in: Store{Name: "B", Slug: "B B"}, want: errdefs.ErrInvalid},
+		{name: "bad backend", in: Store{Name: "B", Backend: "firefox"}, want: errdefs.ErrInvalid},
+		{name: "config not JSON", in: Store{Name: "B", Config: json.RawMessage(`{`)}, want: errdefs.ErrInvalid},
+		{name: "config not object", in: Store{Name: "B", Config: json.RawMessage(`[1]`)}, want: errdefs.ErrInvalid},
+		{name: "config null", in: Store{Name: "B", Config: json.RawMessage(`null`)}, want: errdefs.ErrInvalid},
+		{name: "id in reserved namespace", in: Store{ID: "_web", Name: "B"}, want: errdefs.ErrInvalid},
+		{name: "id with slash", in: Store{ID: "a/b", Name: "B"}, want: errdefs.ErrInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -176,7 +178,7 @@ func TestCreateStoreRefused(t *testing.T) {
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("CreateStore(%+v) = %v; want %v", in, err, tt.want)
 			}
-			if tt.want != ErrConflict {
+			if tt.want != errdefs.ErrConflict {
 				return
 			}
 			var ce *ConflictError
@@ -240,12 +242,12 @@ func TestUpdateStore(t *testing.T) {
 		fn   func(*Store) error
 		want error
 	}{
-		{"other's name", func(s *Store) error { s.Name = other.Name; return nil }, ErrConflict},
-		{"other's slug", func(s *Store) error { s.Slug = other.Slug; return nil }, ErrConflict},
-		{"reserved slug", func(s *Store) error { s.Slug = "web"; return nil }, ErrConflict},
-		{"bad name", func(s *Store) error { s.Name = ""; return nil }, ErrInvalid},
-		{"id change", func(s *Store) error { s.ID = "x"; return nil }, ErrInvalid},
-		{"fn error", func(s *Store) error { s.Name = "Changed"; return ErrNotFound }, ErrNotFound},
+		{"other's name", func(s *Store) error { s.Name = other.Name; return nil }, errdefs.ErrConflict},
+		{"other's slug", func(s *Store) error { s.Slug = other.Slug; return nil }, errdefs.ErrConflict},
+		{"reserved slug", func(s *Store) error { s.Slug = "web"; return nil }, errdefs.ErrConflict},
+		{"bad name", func(s *Store) error { s.Name = ""; return nil }, errdefs.ErrInvalid},
+		{"id change", func(s *Store) error { s.ID = "x"; return nil }, errdefs.ErrInvalid},
+		{"fn error", func(s *Store) error { s.Name = "Changed"; return errdefs.ErrNotFound }, errdefs.ErrNotFound},
 	}
 	for _, tt := range refusals {
 		t.Run(tt.name, func(t *testing.T) {
@@ -266,8 +268,8 @@ func TestUpdateStore(t *testing.T) {
 	if _, err := db.UpdateStore(ctx, s.ID, func(*Store) error { return nil }); err != nil {
 		t.Errorf("UpdateStore with no change = %v", err)
 	}
-	if _, err := db.UpdateStore(ctx, "nope", func(*Store) error { return nil }); !errors.Is(err, ErrNotFound) {
-		t.Errorf("UpdateStore(nope) = %v; want ErrNotFound", err)
+	if _, err := db.UpdateStore(ctx, "nope", func(*Store) error { return nil }); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("UpdateStore(nope) = %v; want errdefs.ErrNotFound", err)
 	}
 }
 
@@ -342,10 +344,10 @@ func TestDeleteStoreCascades(t *testing.T) {
 			t.Fatal(errOwn, errRel)
 		}
 		for what, missing := range map[string]bool{
-			"store":      errors.Is(err, ErrNotFound),
-			"port":       errors.Is(errPort, ErrNotFound),
-			"session":    errors.Is(errSess, ErrNotFound),
-			"task":       errors.Is(errTask, ErrNotFound),
+			"store":      errors.Is(err, errdefs.ErrNotFound),
+			"port":       errors.Is(errPort, errdefs.ErrNotFound),
+			"session":    errors.Is(errSess, errdefs.ErrNotFound),
+			"task":       errors.Is(errTask, errdefs.ErrNotFound),
 			"ownership":  len(own) == 0,
 			"relaunches": n == 0,
 		} {
@@ -362,7 +364,7 @@ func TestDeleteStoreCascades(t *testing.T) {
 	if p, err := db.AllocatePort(ctx, s.ID, 9400, free); err != nil || p != port {
 		t.Errorf("AllocatePort after delete = %d, %v; want the freed %d", p, err, port)
 	}
-	if err := db.DeleteStore(ctx, gone.ID); !errors.Is(err, ErrNotFound) {
-		t.Errorf("DeleteStore twice = %v; want ErrNotFound", err)
+	if err := db.DeleteStore(ctx, gone.ID); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("DeleteStore twice = %v; want errdefs.ErrNotFound", err)
 	}
 }

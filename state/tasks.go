@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"vibebrowser/mux/errdefs"
 )
 
 // TaskStatus is a task's status as the app reports it (SPEC §4.5).
@@ -35,7 +37,7 @@ func ParseTaskStatus(s string) (TaskStatus, error) {
 			return st, nil
 		}
 	}
-	return "", fmt.Errorf("task status %q: want one of pending queued designing planned running waiting completed failed: %w", s, ErrInvalid)
+	return "", fmt.Errorf("task status %q: want one of pending queued designing planned running waiting completed failed: %w", s, errdefs.ErrInvalid)
 }
 
 // HoldsBrowser reports whether a task in this status holds its store's browser (keeps it from the idle stop).
@@ -99,7 +101,7 @@ func validID(id string) bool {
 
 func checkTaskID(id string) error {
 	if !validID(id) {
-		return fmt.Errorf("task id %q: want 1-64 characters of A-Z, a-z, 0-9 and '-': %w", id, ErrInvalid)
+		return fmt.Errorf("task id %q: want 1-64 characters of A-Z, a-z, 0-9 and '-': %w", id, errdefs.ErrInvalid)
 	}
 	return nil
 }
@@ -109,7 +111,7 @@ func nullString(s string) sql.NullString { return sql.NullString{String: s, Vali
 
 // UpsertTask records t (the app's report): inserts it, or replaces its status and lease and, when
 // t.StoreID is set, its store; a report without a store keeps the one the task has (a status update never
-// erases a field it was not given). A non-empty StoreID must name an existing store (ErrNotFound otherwise).
+// erases a field it was not given). A non-empty StoreID must name an existing store (errdefs.ErrNotFound otherwise).
 func (db *DB) UpsertTask(ctx context.Context, t Task) (Task, error) {
 	if err := checkTaskID(t.ID); err != nil {
 		return Task{}, fmt.Errorf("record task: %w", err)
@@ -152,7 +154,7 @@ func (db *DB) TouchTask(ctx context.Context, id, storeID string, leaseUntil time
 		return Task{}, fmt.Errorf("touch task: %w", err)
 	}
 	if leaseUntil.IsZero() {
-		return Task{}, fmt.Errorf("touch task %s: zero lease: %w", id, ErrInvalid)
+		return Task{}, fmt.Errorf("touch task %s: zero lease: %w", id, errdefs.ErrInvalid)
 	}
 	var t Task
 	err := db.write(ctx, func(tx *sql.Tx) error {
@@ -183,7 +185,7 @@ func (db *DB) RenewLease(ctx context.Context, id string, until time.Time) error 
 	if err == nil {
 		var n int64
 		if n, err = res.RowsAffected(); err == nil && n == 0 {
-			err = ErrNotFound
+			err = errdefs.ErrNotFound
 		}
 	}
 	if err != nil {
@@ -198,7 +200,7 @@ func (db *DB) DeleteTask(ctx context.Context, id string) error {
 	if err == nil {
 		var n int64
 		if n, err = res.RowsAffected(); err == nil && n == 0 {
-			err = ErrNotFound
+			err = errdefs.ErrNotFound
 		}
 	}
 	if err != nil {
@@ -253,7 +255,7 @@ func (db *DB) listTasks(ctx context.Context, query string, args ...any) ([]Task,
 func getTask(ctx context.Context, q queryer, id string) (Task, error) {
 	t, err := scanTask(q.QueryRowContext(ctx, "SELECT "+taskColumns+" FROM tasks WHERE id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Task{}, ErrNotFound
+		return Task{}, errdefs.ErrNotFound
 	}
 	return t, err
 }
@@ -265,7 +267,7 @@ func checkTaskStore(ctx context.Context, q queryer, storeID string) error {
 	var one int
 	err := q.QueryRowContext(ctx, "SELECT 1 FROM stores WHERE id = ?", storeID).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("store %s: %w", storeID, ErrNotFound)
+		return fmt.Errorf("store %s: %w", storeID, errdefs.ErrNotFound)
 	}
 	return err
 }

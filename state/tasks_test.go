@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"vibebrowser/mux/errdefs"
 )
 
 func TestUpsertTask(t *testing.T) {
@@ -46,11 +48,11 @@ func TestUpsertTask(t *testing.T) {
 		in   Task
 		want error
 	}{
-		{"unknown store", Task{ID: "t2", StoreID: "nope", Status: TaskRunning}, ErrNotFound},
-		{"bad status", Task{ID: "t2", Status: "done"}, ErrInvalid},
-		{"empty id", Task{Status: TaskRunning}, ErrInvalid},
-		{"id with space", Task{ID: "a b", Status: TaskRunning}, ErrInvalid},
-		{"id too long", Task{ID: string(make([]byte, 65)), Status: TaskRunning}, ErrInvalid},
+		{"unknown store", Task{ID: "t2", StoreID: "nope", Status: TaskRunning}, errdefs.ErrNotFound},
+		{"bad status", Task{ID: "t2", Status: "done"}, errdefs.ErrInvalid},
+		{"empty id", Task{Status: TaskRunning}, errdefs.ErrInvalid},
+		{"id with space", Task{ID: "a b", Status: TaskRunning}, errdefs.ErrInvalid},
+		{"id too long", Task{ID: string(make([]byte, 65)), Status: TaskRunning}, errdefs.ErrInvalid},
 	}
 	for _, tt := range refusals {
 		t.Run(tt.name, func(t *testing.T) {
@@ -94,8 +96,8 @@ func TestTouchTask(t *testing.T) {
 			t.Errorf("TouchTask with %s succeeded", name)
 		}
 	}
-	if _, err := db.GetTask(ctx, "deadbeef-3"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("GetTask after refused touches = %v; want ErrNotFound", err)
+	if _, err := db.GetTask(ctx, "deadbeef-3"); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("GetTask after refused touches = %v; want errdefs.ErrNotFound", err)
 	}
 }
 
@@ -112,17 +114,17 @@ func TestRenewAndDeleteTask(t *testing.T) {
 	if got, err := db.GetTask(ctx, "t1"); err != nil || !got.LeaseUntil.Equal(until) || got.Status != TaskRunning {
 		t.Fatalf("GetTask after RenewLease = %+v, %v; want lease %v", got, err, until)
 	}
-	if err := db.RenewLease(ctx, "nope", until); !errors.Is(err, ErrNotFound) {
-		t.Errorf("RenewLease(nope) = %v; want ErrNotFound", err)
+	if err := db.RenewLease(ctx, "nope", until); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("RenewLease(nope) = %v; want errdefs.ErrNotFound", err)
 	}
 	if err := db.DeleteTask(ctx, "t1"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.GetTask(ctx, "t1"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("GetTask after DeleteTask = %v; want ErrNotFound", err)
+	if _, err := db.GetTask(ctx, "t1"); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("GetTask after DeleteTask = %v; want errdefs.ErrNotFound", err)
 	}
-	if err := db.DeleteTask(ctx, "t1"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("DeleteTask twice = %v; want ErrNotFound", err)
+	if err := db.DeleteTask(ctx, "t1"); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("DeleteTask twice = %v; want errdefs.ErrNotFound", err)
 	}
 }
 

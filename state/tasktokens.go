@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"vibebrowser/mux/errdefs"
 )
 
 // TaskToken is what a task token stands for (SPEC §14): one task on one store ("" for the web browser).
@@ -31,7 +33,7 @@ func (db *DB) MintTaskToken(ctx context.Context, taskID, storeID string) (string
 			return err
 		}
 		if t.Status.Ended() {
-			return fmt.Errorf("task %s has ended (%s): a token is minted for a task that runs: %w", taskID, t.Status, ErrInvalid)
+			return fmt.Errorf("task %s has ended (%s): a token is minted for a task that runs: %w", taskID, t.Status, errdefs.ErrInvalid)
 		}
 		if err := checkTaskStore(ctx, tx, storeID); err != nil {
 			return err
@@ -46,7 +48,7 @@ func (db *DB) MintTaskToken(ctx context.Context, taskID, storeID string) (string
 	return token, nil
 }
 
-// LookupTaskToken returns what token stands for; ErrNotFound for a token never minted, or one of a task that
+// LookupTaskToken returns what token stands for; errdefs.ErrNotFound for a token never minted, or one of a task that
 // has ended or is gone (a token is dead with its task).
 func (db *DB) LookupTaskToken(ctx context.Context, token string) (TaskToken, error) {
 	var tt TaskToken
@@ -56,11 +58,11 @@ func (db *DB) LookupTaskToken(ctx context.Context, token string) (TaskToken, err
 		JOIN tasks t ON t.id = k.task_id WHERE k.hash = ?`, tokenHash(token)).Scan(&tt.TaskID, &store, &status)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return TaskToken{}, fmt.Errorf("task token: %w", ErrNotFound)
+		return TaskToken{}, fmt.Errorf("task token: %w", errdefs.ErrNotFound)
 	case err != nil:
 		return TaskToken{}, fmt.Errorf("task token: %w", err)
 	case status.Ended():
-		return TaskToken{}, fmt.Errorf("task token of task %s, which has ended: %w", tt.TaskID, ErrNotFound)
+		return TaskToken{}, fmt.Errorf("task token of task %s, which has ended: %w", tt.TaskID, errdefs.ErrNotFound)
 	}
 	tt.StoreID = store.String
 	return tt, nil

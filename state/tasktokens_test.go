@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"vibebrowser/mux/errdefs"
 )
 
 func TestTaskTokens(t *testing.T) {
@@ -38,24 +40,24 @@ func TestTaskTokens(t *testing.T) {
 		t.Errorf("task_tokens holds %q (%v); want only the hashes", kept, err)
 	}
 	for _, bad := range []string{"", "00000000000000000000000000000000", strings.ToUpper(tok), tok[:31]} {
-		if _, err := db.LookupTaskToken(ctx, bad); !errors.Is(err, ErrNotFound) {
-			t.Errorf("LookupTaskToken(%q) = %v; want ErrNotFound", bad, err)
+		if _, err := db.LookupTaskToken(ctx, bad); !errors.Is(err, errdefs.ErrNotFound) {
+			t.Errorf("LookupTaskToken(%q) = %v; want errdefs.ErrNotFound", bad, err)
 		}
 	}
-	if _, err := db.MintTaskToken(ctx, "ffffffff-0000-4000-8000-000000000009", s.ID); !errors.Is(err, ErrNotFound) {
-		t.Errorf("a token for an unknown task: %v; want ErrNotFound", err)
+	if _, err := db.MintTaskToken(ctx, "ffffffff-0000-4000-8000-000000000009", s.ID); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("a token for an unknown task: %v; want errdefs.ErrNotFound", err)
 	}
 	otherTok, _ := db.MintTaskToken(ctx, other, s.ID)
 	if _, err := db.UpsertTask(ctx, Task{ID: task, StoreID: s.ID, Status: TaskCompleted}); err != nil {
 		t.Fatal(err)
 	}
 	for _, dead := range []string{tok, again} {
-		if _, err := db.LookupTaskToken(ctx, dead); !errors.Is(err, ErrNotFound) {
-			t.Errorf("the token of an ended task: %v; want ErrNotFound", err)
+		if _, err := db.LookupTaskToken(ctx, dead); !errors.Is(err, errdefs.ErrNotFound) {
+			t.Errorf("the token of an ended task: %v; want errdefs.ErrNotFound", err)
 		}
 	}
-	if _, err := db.MintTaskToken(ctx, task, s.ID); !errors.Is(err, ErrInvalid) {
-		t.Errorf("a token for an ended task: %v; want ErrInvalid", err)
+	if _, err := db.MintTaskToken(ctx, task, s.ID); !errors.Is(err, errdefs.ErrInvalid) {
+		t.Errorf("a token for an ended task: %v; want errdefs.ErrInvalid", err)
 	}
 	if tt, err := db.LookupTaskToken(ctx, otherTok); err != nil || tt.TaskID != other {
 		t.Errorf("another task's token after the first ended = %+v, %v; want it alive", tt, err)
@@ -63,7 +65,7 @@ func TestTaskTokens(t *testing.T) {
 	if err := db.DeleteStore(ctx, s.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.LookupTaskToken(ctx, otherTok); !errors.Is(err, ErrNotFound) {
-		t.Errorf("a token of a removed store's task: %v; want ErrNotFound", err)
+	if _, err := db.LookupTaskToken(ctx, otherTok); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("a token of a removed store's task: %v; want errdefs.ErrNotFound", err)
 	}
 }

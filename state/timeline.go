@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"vibebrowser/mux/errdefs"
 )
 
 // TimelineKind is what a timeline entry records (SPEC §15).
@@ -42,7 +44,7 @@ type TimelineEntry struct {
 // AppendTimeline records e as its task's next entry (its Seq and, when zero, At are set) and returns it.
 func (db *DB) AppendTimeline(ctx context.Context, e TimelineEntry) (TimelineEntry, error) {
 	if e.TaskID == "" || e.Kind == "" {
-		return TimelineEntry{}, fmt.Errorf("a timeline entry needs a task and a kind: %w", ErrInvalid)
+		return TimelineEntry{}, fmt.Errorf("a timeline entry needs a task and a kind: %w", errdefs.ErrInvalid)
 	}
 	if e.At.IsZero() {
 		e.At = time.Now()

@@ -7,15 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"vibebrowser/mux/errdefs"
 )
 
 // SaveBrowserVersion records v as the version object (Chrome's /json/version, without its
 // webSocketDebuggerUrl) the browser of key last answered, replacing any earlier one. The key must be
-// a reserved key or an existing store id (ErrNotFound otherwise); v must be a JSON object (ErrInvalid).
+// a reserved key or an existing store id (errdefs.ErrNotFound otherwise); v must be a JSON object (errdefs.ErrInvalid).
 func (db *DB) SaveBrowserVersion(ctx context.Context, key string, v json.RawMessage) error {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(v, &obj); err != nil {
-		return fmt.Errorf("save browser version of %s: want a JSON object: %v: %w", key, err, ErrInvalid)
+		return fmt.Errorf("save browser version of %s: want a JSON object: %v: %w", key, err, errdefs.ErrInvalid)
 	}
 	err := db.write(ctx, func(tx *sql.Tx) error {
 		if err := checkKey(ctx, tx, key); err != nil {
@@ -32,13 +34,13 @@ func (db *DB) SaveBrowserVersion(ctx context.Context, key string, v json.RawMess
 	return nil
 }
 
-// BrowserVersion returns the version object the browser of key last answered; ErrNotFound when none was
+// BrowserVersion returns the version object the browser of key last answered; errdefs.ErrNotFound when none was
 // ever seen.
 func (db *DB) BrowserVersion(ctx context.Context, key string) (json.RawMessage, error) {
 	var v string
 	err := db.sql.QueryRowContext(ctx, "SELECT version FROM browser_versions WHERE key = ?", key).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
-		err = ErrNotFound
+		err = errdefs.ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("browser version of %s: %w", key, err)

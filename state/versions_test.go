@@ -5,14 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+
+	"vibebrowser/mux/errdefs"
 )
 
 func TestBrowserVersions(t *testing.T) {
 	db := openTest(t)
 	ctx := context.Background()
 	s := mustStore(t, db, "Shop")
-	if _, err := db.BrowserVersion(ctx, s.ID); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("BrowserVersion of a browser never seen = %v; want ErrNotFound", err)
+	if _, err := db.BrowserVersion(ctx, s.ID); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Fatalf("BrowserVersion of a browser never seen = %v; want errdefs.ErrNotFound", err)
 	}
 	for _, v := range []string{`{"Browser":"Chrome/140"}`, `{"Browser":"Chrome/141","Protocol-Version":"1.3"}`} {
 		if err := db.SaveBrowserVersion(ctx, s.ID, json.RawMessage(v)); err != nil {
@@ -32,9 +34,9 @@ func TestBrowserVersions(t *testing.T) {
 		v    string
 		want error
 	}{
-		{name: "not JSON", key: s.ID, v: `{"Browser":`, want: ErrInvalid},
-		{name: "not an object", key: s.ID, v: `["Chrome"]`, want: ErrInvalid},
-		{name: "unknown key", key: "no-such-store", v: `{}`, want: ErrNotFound},
+		{name: "not JSON", key: s.ID, v: `{"Browser":`, want: errdefs.ErrInvalid},
+		{name: "not an object", key: s.ID, v: `["Chrome"]`, want: errdefs.ErrInvalid},
+		{name: "unknown key", key: "no-such-store", v: `{}`, want: errdefs.ErrNotFound},
 	}
 	for _, tt := range refusals {
 		t.Run(tt.name, func(t *testing.T) {
@@ -47,8 +49,8 @@ func TestBrowserVersions(t *testing.T) {
 	if err := db.DeleteStore(ctx, s.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.BrowserVersion(ctx, s.ID); !errors.Is(err, ErrNotFound) {
-		t.Errorf("BrowserVersion of a removed store = %v; want ErrNotFound", err)
+	if _, err := db.BrowserVersion(ctx, s.ID); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("BrowserVersion of a removed store = %v; want errdefs.ErrNotFound", err)
 	}
 	if _, err := db.BrowserVersion(ctx, webKey); err != nil {
 		t.Errorf("BrowserVersion(web) after removing a store = %v; want it kept", err)

@@ -98,18 +98,18 @@ func parseAskHuman(args []string) (askRequest, error) {
 	return req, nil
 }
 
-// askHuman runs the verb and returns the exit code.
-func (s *shim) askHuman(args, environ []string) int {
+// askHuman runs the verb and returns how it ended.
+func (s *shim) askHuman(args, environ []string) Ending {
 	req, err := parseAskHuman(args)
 	if err != nil {
-		return s.fail(ExitUsage, "%v", err)
+		return s.fail(EndUsage, "%v", err)
 	}
 	call, err := Plan(s.cfg, req.rest, environ)
 	if err != nil {
-		return s.fail(ExitUsage, "%v", err)
+		return s.fail(EndUsage, "%v", err)
 	}
 	if len(call.Args) > 0 {
-		return s.fail(ExitUsage, "--ask-human runs no browser-use command, so it takes no other arguments (got %q): %s",
+		return s.fail(EndUsage, "--ask-human runs no browser-use command, so it takes no other arguments (got %q): %s",
 			strings.Join(call.Args, " "), askHumanForm)
 	}
 	// A signal from here on cancels the handoff: the agent is no longer there to get the answer.
@@ -147,7 +147,7 @@ func (s *shim) askHuman(args, environ []string) int {
 		if ctx.Err() != nil {
 			return signalCode(interrupted())
 		}
-		return s.fail(ExitUnavailable, "could not ask a person for help for session %s: %v", call.BUName, err)
+		return s.fail(EndUnavailable, "could not ask a person for help for session %s: %v", call.BUName, err)
 	}
 	where := `in "vibe-browser handoff list"`
 	if h.URL != "" {
@@ -158,9 +158,9 @@ func (s *shim) askHuman(args, environ []string) int {
 	return s.awaitAnswer(ctx, client, h, interrupted)
 }
 
-// awaitAnswer waits for the person's answer to h and turns it into the exit code. A manager that is
+// awaitAnswer waits for the person's answer to h and turns it into the call's Ending. A manager that is
 // restarting is asked again until h's deadline (the handoff is kept in its state); a signal cancels h.
-func (s *shim) awaitAnswer(ctx context.Context, client *api.Client, h api.Handoff, interrupted func() os.Signal) int {
+func (s *shim) awaitAnswer(ctx context.Context, client *api.Client, h api.Handoff, interrupted func() os.Signal) Ending {
 	deadline := time.Now().Add(time.Duration(h.WaitS) * time.Second)
 	lost := false
 	for {
@@ -178,7 +178,7 @@ func (s *shim) awaitAnswer(ctx context.Context, client *api.Client, h api.Handof
 		case err == nil && got.Status != api.HandoffPending:
 			return s.answered(got)
 		case errors.Is(err, api.ErrHandoffGone):
-			return s.fail(ExitUnavailable, "the manager no longer knows handoff %s (its store was deleted, or its "+
+			return s.fail(EndUnavailable, "the manager no longer knows handoff %s (its store was deleted, or its "+
 				"state was reset): nobody will answer it. Ask again with --ask-human if a person is still needed", h.ID)
 		case err != nil && !lost:
 			lost = true
@@ -198,9 +198,9 @@ func (s *shim) awaitAnswer(ctx context.Context, client *api.Client, h api.Handof
 	}
 }
 
-// answered turns a handoff that left pending into the exit code. The person's note goes to stdout: it
+// answered turns a handoff that left pending into the call's Ending. The person's note goes to stdout: it
 // is the answer, for the agent to read.
-func (s *shim) answered(h api.Handoff) int {
+func (s *shim) answered(h api.Handoff) Ending {
 	switch h.Status {
 	case api.HandoffDone:
 		note := h.Note
@@ -215,13 +215,13 @@ func (s *shim) answered(h api.Handoff) int {
 		if h.Note != "" {
 			fmt.Fprintln(os.Stdout, h.Note)
 		}
-		return s.fail(ExitCantHelp, "a person looked at handoff %s and cannot help%s. Do not ask again for this step: "+
+		return s.fail(EndCantHelp, "a person looked at handoff %s and cannot help%s. Do not ask again for this step: "+
 			"record it as blocked on a person (say what you asked) and go on with what does not need it",
 			h.ID, noteSuffix(h.Note))
 	case api.HandoffTimedOut:
 		return s.noAnswer(h, "")
 	}
-	return s.fail(ExitUnavailable, "handoff %s was %s before anyone answered; ask again with --ask-human if a "+
+	return s.fail(EndUnavailable, "handoff %s was %s before anyone answered; ask again with --ask-human if a "+
 		"person is still needed", h.ID, h.Status)
 }
 
@@ -232,14 +232,14 @@ func noteSuffix(note string) string {
 	return " (their note is on stdout)"
 }
 
-func (s *shim) noAnswer(h api.Handoff, why string) int {
-	return s.fail(ExitNoAnswer, "nobody answered handoff %s within %d s%s. Record this step as blocked on a person "+
+func (s *shim) noAnswer(h api.Handoff, why string) Ending {
+	return s.fail(EndNoAnswer, "nobody answered handoff %s within %d s%s. Record this step as blocked on a person "+
 		"(say what you asked: %q) and go on with what does not need it; do not ask again in a loop",
 		h.ID, h.WaitS, why, h.Reason)
 }
 
 // cancelled withdraws h after a signal (bounded: the shim is being stopped) and exits as signalled.
-func (s *shim) cancelled(client *api.Client, h api.Handoff, sig os.Signal) int {
+func (s *shim) cancelled(client *api.Client, h api.Handoff, sig os.Signal) Ending {
 	ctx, cancel := context.WithTimeout(context.Background(), cancelTimeout)
 	defer cancel()
 	_, err := client.CancelHandoff(ctx, h.ID)
@@ -256,9 +256,9 @@ func (s *shim) cancelled(client *api.Client, h api.Handoff, sig os.Signal) int {
 }
 
 // signalCode is the exit status of a process stopped by sig, as a shell reports it.
-func signalCode(sig os.Signal) int {
+func signalCode(sig os.Signal) Ending {
 	if ss, ok := sig.(syscall.Signal); ok {
-		return 128 + int(ss)
+		return Ending(128 + int(ss))
 	}
 	return 1
 }

@@ -2,13 +2,7 @@ package wrapshim
 
 import (
 	"errors"
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"os"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -84,55 +78,6 @@ func TestWantsHuman(t *testing.T) {
 	for _, tt := range tests {
 		if got := wantsHuman(tt.args); got != tt.want {
 			t.Errorf("wantsHuman(%q) = %v; want %v", tt.args, got, tt.want)
-		}
-	}
-}
-
-// pinnedExitCodes are the codes agents and prompts already depend on: never renumbered.
-var pinnedExitCodes = map[string]int{"ExitUsage": 2, "ExitUnavailable": 69, "ExitWedged": 75, "ExitConfig": 78,
-	"ExitNoRealCLI": 127, "ExitTimeout": 142, "ExitNoAnswer": 79, "ExitCantHelp": 80}
-
-// TestExitCodesAreOneList reads exitcodes.go, the one list: every code there is unique, the pinned ones
-// keep their numbers, the handoff codes are in it, and the README's table documents each.
-func TestExitCodesAreOneList(t *testing.T) {
-	f, err := parser.ParseFile(token.NewFileSet(), "exitcodes.go", nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	codes := map[string]int{}
-	byNumber := map[int]string{}
-	for _, decl := range f.Decls {
-		gen, ok := decl.(*ast.GenDecl)
-		if !ok || gen.Tok != token.CONST {
-			continue
-		}
-		for _, spec := range gen.Specs {
-			vs := spec.(*ast.ValueSpec)
-			for i, name := range vs.Names {
-				lit, ok := vs.Values[i].(*ast.BasicLit)
-				if !ok {
-					t.Fatalf("exit code %s is not a plain number", name.Name)
-				}
-				n, _ := strconv.Atoi(lit.Value)
-				if other, dup := byNumber[n]; dup {
-					t.Errorf("exit code %d is both %s and %s", n, other, name.Name)
-				}
-				codes[name.Name], byNumber[n] = n, name.Name
-			}
-		}
-	}
-	for name, n := range pinnedExitCodes {
-		if codes[name] != n {
-			t.Errorf("%s = %d in exitcodes.go; want %d (agents depend on it)", name, codes[name], n)
-		}
-	}
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, n := range codes {
-		if !regexp.MustCompile(`(?m)^\| ` + strconv.Itoa(n) + ` \|`).Match(readme) {
-			t.Errorf("the README's exit code table has no row for %d (%s)", n, name)
 		}
 	}
 }

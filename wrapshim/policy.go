@@ -7,7 +7,7 @@ import (
 	"vibebrowser/manager/api"
 )
 
-// RuleError is a refused call: the message names the rule and the allowed form. It maps to ExitUsage.
+// RuleError is a refused call: the message names the rule and the allowed form. It ends the call with EndUsage.
 type RuleError struct{ Msg string }
 
 func (e *RuleError) Error() string { return e.Msg }

@@ -35,13 +35,13 @@ func (r *callReport) forCall(c *Call) {
 // full reports whether the call's code and output are kept.
 func (r *callReport) full() bool { return r.mode == api.TimelineFull }
 
-// send reports the call's end with the shim's exit status code and its outcome (rule: the shim's message
+// send reports the call's end with its exit code and its outcome (rule: the shim's message
 // for a call it refused or could not run), unless the store records nothing.
-func (s *shim) send(r *callReport, code int, outcome, rule string) {
+func (s *shim) send(r *callReport, end Ending, outcome, rule string) {
 	if r.task == "" || r.mode == api.TimelineOff {
 		return // a call that never reached ensure, which tells the mode, is reported: the manager decides
 	}
-	r.rep.End, r.rep.Exit, r.rep.Outcome, r.rep.Rule = time.Now(), code, outcome, rule
+	r.rep.End, r.rep.Exit, r.rep.Outcome, r.rep.Rule = time.Now(), s.codes(end), outcome, rule
 	ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
 	defer cancel()
 	_ = s.cfg.Client(r.token).ReportCall(ctx, r.task, r.rep) // best effort: the status already says how it went

@@ -25,8 +25,9 @@ const managerDialWindow = 3 * time.Second
 const eventTimeout = 2 * time.Second
 
 // Main runs the shim: it reads the config beside the executable, applies the rules, asks the manager for a
-// browser and runs the real CLI. It returns the process exit code.
-func Main(args []string) int {
+// browser and runs the real CLI. It returns how the call ended; codes turns that into the exit code the call's
+// report to the manager carries, as the shim's main turns it into the process's.
+func Main(args []string, codes ExitCodes) Ending {
 	environ := os.Environ()
 	clock := startPhases(environ)
 	// The forwarder registers its signals while the config is read and the manager answers; --ask-human
@@ -38,7 +39,7 @@ func Main(args []string) int {
 	exe, err := os.Executable()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "browser-use: cannot locate the shim executable: %v\n", err)
-		return ExitConfig
+		return EndConfig
 	}
 	cfg, err := api.LoadShimConfig(filepath.Join(filepath.Dir(exe), api.ShimConfigName))
 	if err != nil {
@@ -48,10 +49,10 @@ func Main(args []string) int {
 		} else {
 			fmt.Fprintf(os.Stderr, "browser-use: %v; restart the vibe-browser manager to regenerate the wrapper\n", err)
 		}
-		return ExitConfig
+		return EndConfig
 	}
 	clock.mark("config")
-	s := &shim{cfg: cfg, stderr: os.Stderr, fw: fw, clock: clock}
+	s := &shim{cfg: cfg, stderr: os.Stderr, fw: fw, clock: clock, codes: codes}
 	code := s.run(args, environ)
 	clock.print()
 	return code
@@ -62,55 +63,56 @@ type shim struct {
 	stderr *os.File
 	fw     *forwarder // nil for --ask-human, which starts no child
 	clock  *phaseClock
+	codes  ExitCodes
 }
 
-func (s *shim) fail(code int, format string, args ...any) int {
+func (s *shim) fail(end Ending, format string, args ...any) Ending {
 	fmt.Fprintf(s.stderr, "browser-use: "+format+"\n", args...)
-	return code
+	return end
 }
 
-func (s *shim) run(args, environ []string) int {
+func (s *shim) run(args, environ []string) Ending {
 	cfg := s.cfg
 	if cfg.Kind == api.ShimKindGuard {
-		return s.fail(ExitUsage, "no managed browser-use wrapper is on PATH for this shell, so no browser is "+
+		return s.fail(EndUsage, "no managed browser-use wrapper is on PATH for this shell, so no browser is "+
 			"attached. Put the store's wrapper first on PATH with eval \"$(vibe-browser env --store STORE --task "+
 			"$VIBE_TASK_ID)\" (or --web for the store-less web browser), then call browser-use again")
 	}
 	if wantsHuman(args) {
 		task, token := taskEnv(environ)
 		report := newReport(task, token, args)
-		code := s.askHuman(args, environ)
-		s.send(report, code, api.CallAskHuman, "")
-		return code
+		end := s.askHuman(args, environ)
+		s.send(report, end, api.CallAskHuman, "")
+		return end
 	}
 	call, err := Plan(cfg, args, environ)
 	if err != nil {
 		task, token := taskEnv(environ)
 		report := newReport(task, token, args)
-		s.send(report, ExitUsage, api.CallRefused, err.Error())
-		return s.fail(ExitUsage, "%v", err)
+		s.send(report, EndUsage, api.CallRefused, err.Error())
+		return s.fail(EndUsage, "%v", err)
 	}
 	report := newReport(call.TaskID, call.Token, nil)
 	report.forCall(call)
 	if err := checkExecutable(cfg.RealBU); err != nil {
 		msg := fmt.Sprintf("the real browser-use CLI %v; install browser-use (0.13 or newer) and "+
 			"restart the vibe-browser manager so it bakes the new path", err)
-		s.send(report, ExitNoRealCLI, api.CallUnavailable, msg)
-		return s.fail(ExitNoRealCLI, "%s", msg)
+		s.send(report, EndNoRealCLI, api.CallUnavailable, msg)
+		return s.fail(EndNoRealCLI, "%s", msg)
 	}
 	s.clock.mark("plan")
 	resp, err := s.ensure(call)
 	if err != nil {
 		msg := fmt.Sprintf("no browser for session %s: %v", call.BUName, err)
-		s.send(report, ExitUnavailable, api.CallUnavailable, msg)
-		return s.fail(ExitUnavailable, "%s", msg)
+		s.send(report, EndUnavailable, api.CallUnavailable, msg)
+		return s.fail(EndUnavailable, "%s", msg)
 	}
 	s.clock.mark("ensure")
 	report.mode = resp.Timeline
 	env := childEnv(environ, cfg, call.BUName, resp)
 	t := startTaps([3]*os.File{os.Stdin, os.Stdout, s.stderr}, !report.full())
 	s.clock.mark("taps")
-	code, timedOut := s.runBounded(call.Args, env, t, cfg.CallTimeout())
+	end, timedOut := s.runBounded(call.Args, env, t, cfg.CallTimeout())
 	t.finish(&report.rep)
 	s.clock.mark("finish")
 	counter := wedgeCounter{path: filepath.Join(cfg.RuntimeDir, "wedge-"+call.BUName+".n")}
@@ -120,22 +122,22 @@ func (s *shim) run(args, environ []string) int {
 		}
 		s.clock.mark("wedge")
 		outcome := api.CallOK
-		if code != 0 {
+		if end != 0 {
 			outcome = api.CallFailed
 		}
-		s.send(report, code, outcome, "")
+		s.send(report, end, outcome, "")
 		s.clock.mark("report")
-		return code
+		return end
 	}
-	code, outcome, msg := s.escalate(call, env, &counter)
-	s.send(report, code, outcome, msg)
-	return s.fail(code, "%s", msg)
+	end, outcome, msg := s.escalate(call, env, &counter)
+	s.send(report, end, outcome, msg)
+	return s.fail(end, "%s", msg)
 }
 
 // escalate handles a timed-out call: the first consecutive timeout reloads the session's daemon (142), the
 // next ones give up on the session (75). The call itself is never retried: a heredoc may already have clicked.
-// It returns the exit status, the outcome and the message for the agent.
-func (s *shim) escalate(call *Call, env []string, counter *wedgeCounter) (int, string, string) {
+// It returns how the call ended, the outcome and the message for the agent.
+func (s *shim) escalate(call *Call, env []string, counter *wedgeCounter) (Ending, string, string) {
 	timeout := int(s.cfg.CallTimeout() / time.Second)
 	n, err := counter.increment()
 	if err != nil {
@@ -147,9 +149,9 @@ func (s *shim) escalate(call *Call, env []string, counter *wedgeCounter) (int, s
 		rc, reloadTimedOut := s.reload(env)
 		if reloadTimedOut || rc != 0 {
 			fmt.Fprintf(s.stderr, "browser-use: warning: the reload of session %s did not finish cleanly (exit %d)\n",
-				call.BUName, rc)
+				call.BUName, s.codes(rc))
 		}
-		return ExitTimeout, api.CallTimeout, fmt.Sprintf("browser-use timed out after %ds; reloaded the daemon for "+
+		return EndTimeout, api.CallTimeout, fmt.Sprintf("browser-use timed out after %ds; reloaded the daemon for "+
 			"session %s. The call was not retried (it may have acted on the page): check the page state, then "+
 			"re-issue it", timeout, call.BUName)
 	}
@@ -162,51 +164,35 @@ func (s *shim) escalate(call *Call, env []string, counter *wedgeCounter) (int, s
 	_ = client.ReportEvent(ctx, api.Event{ // best effort: the exit code already tells the caller
 		Kind: api.EventWedgeUnrecoverable, StoreID: s.cfg.StoreID, BUName: call.BUName, TaskID: call.TaskID, Message: msg,
 	})
-	return ExitWedged, api.CallWedged, msg
+	return EndWedged, api.CallWedged, msg
 }
 
 // ensure asks the manager for the session's endpoint, retrying an unreachable manager for a short window.
 func (s *shim) ensure(call *Call) (api.EnsureResponse, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.EnsureTimeout())
 	defer cancel()
-	req := api.EnsureRequest{Kind: api.KindStore, StoreID: s.cfg.StoreID, ClientID: call.ClientID,
-		BUName: call.BUName, TaskID: call.TaskID}
+	storeID := s.cfg.StoreID
 	if s.cfg.Kind == api.ShimKindWeb {
-		req.Kind, req.StoreID = api.KindWeb, ""
+		storeID = ""
 	}
-	client := s.cfg.Client(call.Token)
-	var resp api.EnsureResponse
-	err := dialRetry(func() (err error) {
-		resp, err = client.EnsureSession(ctx, req)
-		return err
-	})
-	if err != nil {
-		return resp, err
-	}
-	if resp.CDPWS == "" {
-		return resp, errors.New("the manager answered without an endpoint")
-	}
-	return resp, nil
+	req := api.AgentRequest(storeID, call.TaskID, call.BUName, call.ClientID, "")
+	resp, err := s.cfg.Client(call.Token).EnsureAgent(ctx, req, managerDialWindow)
+	return resp, refusal(err)
 }
 
 // dialRetry runs call, again while the manager is unreachable, for managerDialWindow. The manager's own
 // refusal is returned as its message alone.
 func dialRetry(call func() error) error {
-	deadline := time.Now().Add(managerDialWindow)
-	for delay := 25 * time.Millisecond; ; delay = min(2*delay, 500*time.Millisecond) {
-		err := call()
-		if err == nil {
-			return nil
-		}
-		var apiErr *api.Error
-		if errors.As(err, &apiErr) {
-			return errors.New(apiErr.Message)
-		}
-		if !errors.Is(err, api.ErrUnreachable) || time.Now().Add(delay).After(deadline) {
-			return err
-		}
-		time.Sleep(delay)
+	return refusal(api.RetryUnreachable(managerDialWindow, call))
+}
+
+// refusal is the manager's own refusal as its message alone; any other error as it is.
+func refusal(err error) error {
+	var apiErr *api.Error
+	if errors.As(err, &apiErr) {
+		return errors.New(apiErr.Message)
 	}
+	return err
 }
 
 // scrubbed variables would send the daemon's CDP traffic through a proxy, spend the user's cloud key or let
@@ -257,11 +243,11 @@ func checkExecutable(path string) error {
 
 // reload runs `real_bu --reload` for the timed-out session, bounded, its stdin empty (as os/exec gave it)
 // and its output on the shim's stderr.
-func (s *shim) reload(env []string) (int, bool) {
+func (s *shim) reload(env []string) (Ending, bool) {
 	null, err := os.Open(os.DevNull)
 	if err != nil {
 		fmt.Fprintf(s.stderr, "browser-use: cannot start %s: %v\n", s.cfg.RealBU, err)
-		return ExitNoRealCLI, false
+		return EndNoRealCLI, false
 	}
 	defer null.Close()
 	return s.runBounded([]string{"--reload"}, env, startTaps([3]*os.File{null, s.stderr, s.stderr}, true), s.cfg.ReloadTimeout())
@@ -269,19 +255,19 @@ func (s *shim) reload(env []string) (int, bool) {
 
 // runBounded starts the real CLI in its own process group with the taps' stdio as its descriptors 0, 1 and 2,
 // and waits for it. The forwarder relays INT/TERM/HUP to the group meanwhile; at timeout the group gets
-// SIGTERM, then SIGKILL after the kill grace (deadline). It returns the exit code (128+signal for a
-// signalled child) and whether the timeout fired.
+// SIGTERM, then SIGKILL after the kill grace (deadline). It returns the child's exit status (128+signal for a
+// signalled child), or EndNoRealCLI when it could not be run, and whether the timeout fired.
 //
 // It forks with syscall.ForkExec and waits with waitid/wait4 rather than through os/exec: os.StartProcess's
 // first call forks and reaps a throwaway child to probe pidfd support, which this one child, signalled
 // through its group, never needs.
-func (s *shim) runBounded(args, env []string, t *taps, timeout time.Duration) (code int, timedOut bool) {
+func (s *shim) runBounded(args, env []string, t *taps, timeout time.Duration) (end Ending, timedOut bool) {
 	stdio := t.stdio
 	path := s.cfg.RealBU
 	env, err := dedupEnv(env)
 	if err != nil {
 		fmt.Fprintf(s.stderr, "browser-use: cannot start %s: %v\n", path, err)
-		return ExitNoRealCLI, false
+		return EndNoRealCLI, false
 	}
 	// Fd puts a descriptor the runtime polls back into blocking mode, as os/exec does for its child.
 	attr := &syscall.ProcAttr{Env: env, Files: []uintptr{stdio[0].Fd(), stdio[1].Fd(), stdio[2].Fd()},
@@ -292,7 +278,7 @@ func (s *shim) runBounded(args, env []string, t *taps, timeout time.Duration) (c
 	t.started()
 	if err != nil {
 		fmt.Fprintf(s.stderr, "browser-use: cannot start %s: %v\n", path, &os.PathError{Op: "fork/exec", Path: path, Err: err})
-		return ExitNoRealCLI, false
+		return EndNoRealCLI, false
 	}
 	d := startDeadline(pid, timeout, s.cfg.KillGrace()) // Setpgid with a zero Pgid: the group is the child's pid
 	waitExited(pid)
@@ -302,12 +288,12 @@ func (s *shim) runBounded(args, env []string, t *taps, timeout time.Duration) (c
 	ws, err := reap(pid)
 	if err != nil { // only if something else reaped it: the runtime's SIGCHLD handler rules out the kernel
 		fmt.Fprintf(s.stderr, "browser-use: lost %s (pid %d): %v\n", path, pid, err)
-		return ExitNoRealCLI, timedOut
+		return EndNoRealCLI, timedOut
 	}
 	if ws.Signaled() {
-		return 128 + int(ws.Signal()), timedOut
+		return Ending(128 + int(ws.Signal())), timedOut
 	}
-	return ws.ExitStatus(), timedOut
+	return Ending(ws.ExitStatus()), timedOut
 }
 
 // waitExited returns once the child pid has exited, leaving it unreaped: until reap, its pid and group id

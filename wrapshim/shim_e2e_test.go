@@ -23,7 +23,16 @@ import (
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/wrapper"
 	"vibebrowser/mux/clientid"
-	"vibebrowser/wrapshim"
+)
+
+// The exit codes the agent sees, as the shim's main gives them (cmd/wrapshim/exitcodes.go, SPEC §3).
+const (
+	exitUsage       = 2
+	exitUnavailable = 69
+	exitWedged      = 75
+	exitConfig      = 78
+	exitNoRealCLI   = 127
+	exitTimeout     = 142
 )
 
 // Binaries built once for the whole package; each test copies the shim the way the manager does.
@@ -410,12 +419,12 @@ func testShimWedgeEscalation(t *testing.T, version string, closesTabs bool) {
 		counter string
 		msg     string
 	}{
-		{"first timeout reloads", wedged, wrapshim.ExitTimeout, 1, 0, "1", "timed out after 1s; reloaded the daemon for session acme-a1b2c3d4"},
-		{"second timeout gives up", wedged, wrapshim.ExitWedged, 1, 1, "2", "record the unfinished work as a gap"},
+		{"first timeout reloads", wedged, exitTimeout, 1, 0, "1", "timed out after 1s; reloaded the daemon for session acme-a1b2c3d4"},
+		{"second timeout gives up", wedged, exitWedged, 1, 1, "2", "record the unfinished work as a gap"},
 		{"success resets", healthy, 0, 1, 1, "0", ""},
-		{"timeout after reset reloads again", wedged, wrapshim.ExitTimeout, 2, 1, "1", "reloaded the daemon"},
+		{"timeout after reset reloads again", wedged, exitTimeout, 2, 1, "1", "reloaded the daemon"},
 		{"ordinary error resets", append(slices.Clone(healthy), "FAKEBU_EXIT=1"), 1, 2, 1, "0", ""},
-		{"and the next timeout is a first one", wedged, wrapshim.ExitTimeout, 3, 1, "1", "reloaded the daemon"},
+		{"and the next timeout is a first one", wedged, exitTimeout, 3, 1, "1", "reloaded the daemon"},
 	}
 	for _, st := range steps {
 		res := e.run(t, nil, st.env, []byte("click()"))
@@ -442,8 +451,8 @@ func testShimWedgeEscalation(t *testing.T, version string, closesTabs bool) {
 		t.Errorf("worker counter %q; want none", got)
 	}
 	res := e.run(t, []string{"--worker", "1"}, wedged, nil)
-	if res.code != wrapshim.ExitTimeout {
-		t.Errorf("worker's first timeout exit %d; want %d", res.code, wrapshim.ExitTimeout)
+	if res.code != exitTimeout {
+		t.Errorf("worker's first timeout exit %d; want %d", res.code, exitTimeout)
 	}
 }
 
@@ -455,8 +464,8 @@ func TestShimCorruptCounterCountsAsZero(t *testing.T) {
 		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if res := e.run(t, nil, []string{"FAKEBU_SLEEP=30s"}, nil); res.code != wrapshim.ExitTimeout {
-			t.Errorf("counter %q: exit %d; want %d (a first timeout)", content, res.code, wrapshim.ExitTimeout)
+		if res := e.run(t, nil, []string{"FAKEBU_SLEEP=30s"}, nil); res.code != exitTimeout {
+			t.Errorf("counter %q: exit %d; want %d (a first timeout)", content, res.code, exitTimeout)
 		}
 	}
 }
@@ -477,10 +486,10 @@ func TestShimConcurrentTimeoutsKeepCounterConsistent(t *testing.T) {
 		t.Errorf("counter after %d concurrent timeouts = %q; want %d", n, got, n)
 	}
 	sort.Ints(codes)
-	want := append([]int{wrapshim.ExitWedged, wrapshim.ExitWedged, wrapshim.ExitWedged, wrapshim.ExitWedged, wrapshim.ExitWedged}, wrapshim.ExitTimeout)
+	want := append([]int{exitWedged, exitWedged, exitWedged, exitWedged, exitWedged}, exitTimeout)
 	sort.Ints(want)
 	if !slices.Equal(codes, want) {
-		t.Errorf("exit codes %v; want exactly one %d and the rest %d", codes, wrapshim.ExitTimeout, wrapshim.ExitWedged)
+		t.Errorf("exit codes %v; want exactly one %d and the rest %d", codes, exitTimeout, exitWedged)
 	}
 }
 
@@ -490,8 +499,8 @@ func TestShimKillsChildIgnoringTerm(t *testing.T) {
 	e := newEnv(t, func(c *api.ShimConfig) { c.CallTimeoutS, c.KillGraceS = 1, 1 })
 	e.mgr.serve(t, e.cfg.ManagerSocket)
 	res := e.run(t, nil, []string{"FAKEBU_SLEEP=60s", "FAKEBU_IGNORE_TERM=1"}, nil)
-	if res.code != wrapshim.ExitTimeout {
-		t.Fatalf("exit %d; want %d (stderr %q)", res.code, wrapshim.ExitTimeout, res.stderr)
+	if res.code != exitTimeout {
+		t.Fatalf("exit %d; want %d (stderr %q)", res.code, exitTimeout, res.stderr)
 	}
 	if res.took > 20*time.Second {
 		t.Errorf("the shim took %v with a child ignoring SIGTERM; want it killed after the grace", res.took)
@@ -578,8 +587,8 @@ func TestShimManagerUnavailable(t *testing.T) {
 	t.Run("down", func(t *testing.T) {
 		e := newEnv(t, nil)
 		res := e.run(t, nil, nil, nil)
-		if res.code != wrapshim.ExitUnavailable || !strings.Contains(res.stderr, "is the manager running?") {
-			t.Errorf("exit %d, stderr %q; want %d naming the manager", res.code, res.stderr, wrapshim.ExitUnavailable)
+		if res.code != exitUnavailable || !strings.Contains(res.stderr, "is the manager running?") {
+			t.Errorf("exit %d, stderr %q; want %d naming the manager", res.code, res.stderr, exitUnavailable)
 		}
 		if res.took < 2*time.Second {
 			t.Errorf("gave up after %v; want a retry window of about 3s", res.took)
@@ -593,8 +602,8 @@ func TestShimManagerUnavailable(t *testing.T) {
 		e.mgr.status, e.mgr.errorMsg = http.StatusTooManyRequests, "relaunch budget of store acme is spent"
 		e.mgr.serve(t, e.cfg.ManagerSocket)
 		res := e.run(t, nil, nil, nil)
-		if res.code != wrapshim.ExitUnavailable || !strings.Contains(res.stderr, "relaunch budget of store acme is spent") {
-			t.Errorf("exit %d, stderr %q; want %d with the manager's message", res.code, res.stderr, wrapshim.ExitUnavailable)
+		if res.code != exitUnavailable || !strings.Contains(res.stderr, "relaunch budget of store acme is spent") {
+			t.Errorf("exit %d, stderr %q; want %d with the manager's message", res.code, res.stderr, exitUnavailable)
 		}
 	})
 	t.Run("starts late", func(t *testing.T) {
@@ -619,8 +628,8 @@ func TestShimRealCLIMissing(t *testing.T) {
 			e := newEnv(t, func(c *api.ShimConfig) { c.RealBU = path })
 			e.mgr.serve(t, e.cfg.ManagerSocket)
 			res := e.run(t, nil, nil, nil)
-			if res.code != wrapshim.ExitNoRealCLI || !strings.Contains(res.stderr, path) {
-				t.Errorf("exit %d, stderr %q; want %d naming %s", res.code, res.stderr, wrapshim.ExitNoRealCLI, path)
+			if res.code != exitNoRealCLI || !strings.Contains(res.stderr, path) {
+				t.Errorf("exit %d, stderr %q; want %d naming %s", res.code, res.stderr, exitNoRealCLI, path)
 			}
 			if ensures, _ := e.mgr.snapshot(); len(ensures) != 0 {
 				t.Error("a browser was ensured for a call that cannot run")
@@ -640,8 +649,8 @@ func TestShimRealCLINotAProgram(t *testing.T) {
 	e.mgr.serve(t, e.cfg.ManagerSocket)
 	res := e.run(t, nil, nil, nil)
 	want := "browser-use: cannot start " + path + ": fork/exec " + path + ": exec format error\n"
-	if res.code != wrapshim.ExitNoRealCLI || res.stderr != want {
-		t.Errorf("exit %d, stderr %q; want %d, %q", res.code, res.stderr, wrapshim.ExitNoRealCLI, want)
+	if res.code != exitNoRealCLI || res.stderr != want {
+		t.Errorf("exit %d, stderr %q; want %d, %q", res.code, res.stderr, exitNoRealCLI, want)
 	}
 }
 
@@ -649,8 +658,8 @@ func TestShimRefusalNeverStartsAnything(t *testing.T) {
 	e := newEnv(t, nil)
 	e.mgr.serve(t, e.cfg.ManagerSocket)
 	res := e.run(t, []string{"--cdp-url=ws://127.0.0.1:9222"}, nil, nil)
-	if res.code != wrapshim.ExitUsage || !strings.Contains(res.stderr, "--cdp-url is not allowed") {
-		t.Errorf("exit %d, stderr %q; want %d naming --cdp-url", res.code, res.stderr, wrapshim.ExitUsage)
+	if res.code != exitUsage || !strings.Contains(res.stderr, "--cdp-url is not allowed") {
+		t.Errorf("exit %d, stderr %q; want %d naming --cdp-url", res.code, res.stderr, exitUsage)
 	}
 	if strings.Count(strings.TrimSpace(res.stderr), "\n") != 0 {
 		t.Errorf("stderr %q; want one line", res.stderr)
@@ -663,8 +672,8 @@ func TestShimRefusalNeverStartsAnything(t *testing.T) {
 func TestShimGuard(t *testing.T) {
 	e := newEnv(t, func(c *api.ShimConfig) { *c = api.ShimConfig{Format: api.ShimFormat, Kind: api.ShimKindGuard} })
 	res := e.run(t, nil, nil, nil)
-	if res.code != wrapshim.ExitUsage || !strings.Contains(res.stderr, "vibe-browser env --store") {
-		t.Errorf("guard exit %d, stderr %q; want %d telling how to get a wrapper", res.code, res.stderr, wrapshim.ExitUsage)
+	if res.code != exitUsage || !strings.Contains(res.stderr, "vibe-browser env --store") {
+		t.Errorf("guard exit %d, stderr %q; want %d telling how to get a wrapper", res.code, res.stderr, exitUsage)
 	}
 }
 
@@ -691,8 +700,8 @@ func TestShimConfigProblems(t *testing.T) {
 				os.WriteFile(path, []byte(tt.content), 0o600)
 			}
 			res := e.run(t, nil, nil, nil)
-			if res.code != wrapshim.ExitConfig || !strings.Contains(res.stderr, tt.want) {
-				t.Errorf("exit %d, stderr %q; want %d saying %q", res.code, res.stderr, wrapshim.ExitConfig, tt.want)
+			if res.code != exitConfig || !strings.Contains(res.stderr, tt.want) {
+				t.Errorf("exit %d, stderr %q; want %d saying %q", res.code, res.stderr, exitConfig, tt.want)
 			}
 		})
 	}

@@ -14,5 +14,5 @@ import (
 )
 
 func main() {
-	os.Exit(wrapshim.Main(os.Args[1:]))
+	os.Exit(exitCode(wrapshim.Main(os.Args[1:], exitCode)))
 }

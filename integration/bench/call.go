@@ -54,7 +54,7 @@ func benchCall(ctx context.Context, env *benchEnv) ([]Row, error) {
 		return nil, err
 	}
 	defer stopServe()
-	store, err := client.CreateStore(ctx, api.StoreSpec{Name: "call", Backend: "cdp", CDPURL: chr.http})
+	store, err := client.CreateStore(ctx, api.StoreSpec{Name: "call", Backend: "cdp", StoreSettings: api.StoreSettings{CDPURL: chr.http}})
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +64,7 @@ func benchCall(ctx context.Context, env *benchEnv) ([]Row, error) {
 	wrapped := filepath.Join(store.Wrapper, wrapper.BinaryName)
 	// The same store with its timeline off (SPEC §15: the full timeline's cost is this pair's ratio).
 	off := api.TimelineOff
-	quiet, err := client.CreateStore(ctx, api.StoreSpec{Name: "call quiet", Backend: "cdp", CDPURL: chr.http, Timeline: off})
+	quiet, err := client.CreateStore(ctx, api.StoreSpec{Name: "call quiet", Backend: "cdp", StoreSettings: api.StoreSettings{CDPURL: chr.http, Timeline: off}})
 	if err != nil {
 		return nil, err
 	}

@@ -53,24 +53,10 @@ const WebSlug = "web"
 
 // StoreSpec creates a store.
 type StoreSpec struct {
-	Name     string      `json:"name"`
-	Backend  string      `json:"backend"`            // chrome (default), ziniao or cdp
-	CDPURL   string      `json:"cdp_url,omitempty"`  // cdp backend: http(s):// or ws(s):// endpoint
-	Headless *bool       `json:"headless,omitempty"` // chrome: nil follows VIBE_HEADLESS, then the display
-	Ziniao   *ZiniaoSpec `json:"ziniao,omitempty"`   // ziniao backend: the environment and its account
-	// The store's network identity (chrome backend, SPEC §16): its upstream proxy URL, credentials
-	// included (kept in state only), its IANA time zone and its BCP 47 language.
-	Proxy    string `json:"proxy,omitempty"`
-	Timezone string `json:"timezone,omitempty"`
-	Lang     string `json:"lang,omitempty"`
-	// The store boundary (SPEC §14): the OS users its agents and its browser run as; "" follows
-	// VIBE_AGENT_USER, and for the browser the user the manager makes for the store (SPEC §20: vibe-b-<slug>,
-	// where it has an agent user or a proxy under a root manager); NoIdentity ("none") is none.
-	AgentUser   string `json:"agent_user,omitempty"`
-	BrowserUser string `json:"browser_user,omitempty"`
-	// Timeline is the store's timeline mode (SPEC §15): TimelineFull, TimelineMeta or TimelineOff; ""
-	// follows VIBE_TIMELINE.
-	Timeline string `json:"timeline,omitempty"`
+	Name    string      `json:"name"`
+	Backend string      `json:"backend"`          // chrome (default), ziniao or cdp
+	Ziniao  *ZiniaoSpec `json:"ziniao,omitempty"` // ziniao backend: the environment and its account
+	StoreSettings
 }
 
 // ZiniaoSpec names a Ziniao store environment and the account that owns it.
@@ -82,21 +68,12 @@ type ZiniaoSpec struct {
 	Port     int    `json:"port,omitempty"` // the Ziniao client's HTTP port; 0 means 16851
 }
 
-// StoreUpdate changes a store; nil fields are left alone.
+// StoreUpdate changes a store; nil fields are left alone. In the settings, NoIdentity ("none") clears the
+// proxy, time zone or language, and as a user is none; "" follows VIBE_AGENT_USER (and the browser user the
+// manager makes for the store) or VIBE_TIMELINE again.
 type StoreUpdate struct {
-	Name     *string `json:"name,omitempty"`
-	CDPURL   *string `json:"cdp_url,omitempty"`
-	Headless *bool   `json:"headless,omitempty"`
-	// Proxy, Timezone and Lang set the store's network identity (SPEC §16); NoIdentity ("none") clears one.
-	Proxy    *string `json:"proxy,omitempty"`
-	Timezone *string `json:"timezone,omitempty"`
-	Lang     *string `json:"lang,omitempty"`
-	// AgentUser and BrowserUser set the store's users (SPEC §14): a user name, NoIdentity ("none") for
-	// none, "" to follow VIBE_AGENT_USER, and the browser user the manager makes for the store, again.
-	AgentUser   *string `json:"agent_user,omitempty"`
-	BrowserUser *string `json:"browser_user,omitempty"`
-	// Timeline sets the store's timeline mode (SPEC §15), "" to follow VIBE_TIMELINE again.
-	Timeline *string `json:"timeline,omitempty"`
+	Name *string `json:"name,omitempty"`
+	StoreChanges
 }
 
 // NoIdentity in a StoreUpdate's Proxy, Timezone or Lang clears it; as AgentUser or BrowserUser it is none.

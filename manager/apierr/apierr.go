@@ -1,4 +1,4 @@
-// Package apierr holds the daemon's error classes and is the one place an error becomes an HTTP answer.
+// Package apierr is the one place an error of an errdefs class becomes an HTTP answer.
 package apierr
 
 import (
@@ -9,67 +9,48 @@ import (
 	"github.com/rs/zerolog"
 
 	"vibebrowser/manager/api"
-	"vibebrowser/manager/chrome"
-	"vibebrowser/manager/remote"
-	"vibebrowser/manager/snapshot"
-	"vibebrowser/manager/ziniao"
-	"vibebrowser/state"
+	"vibebrowser/mux/errdefs"
 )
 
-// Error classes of the manager. They are mapped to HTTP statuses only in Write.
+// The manager's names for the classes of errdefs, kept while its handlers still spell them so.
 var (
-	// ErrBudget: the store's relaunch budget is spent (429).
-	ErrBudget = errors.New("relaunch budget spent")
-	// ErrStartTimeout: a browser did not become ready within VIBE_BROWSER_START_TIMEOUT_S (504).
-	ErrStartTimeout = errors.New("browser start timed out")
-	// ErrShuttingDown: the manager is stopping and takes no new work (503).
-	ErrShuttingDown = errors.New("manager is shutting down")
-	// ErrUnavailable: something the request needs is missing on this machine (503), e.g. the real
-	// browser-use CLI.
-	ErrUnavailable = errors.New("unavailable")
-	// ErrStartFailed: the browser could not be started (502); the message carries the backend's reason.
-	ErrStartFailed = errors.New("browser start failed")
-	// ErrBadRequest: the request is malformed (400).
-	ErrBadRequest = errors.New("bad request")
-	// ErrUnauthorized: a call on the agents' socket without a live task token (401).
-	ErrUnauthorized = errors.New("unauthorized")
-	// ErrForbidden: the caller may not ask this (403); the message names the rule (SPEC §14).
-	ErrForbidden = errors.New("forbidden")
-	// ErrQuota: a task is at one of its quotas (429); the message names the quota and its knob.
-	ErrQuota = errors.New("quota reached")
+	ErrBudget       = errdefs.ErrBudget
+	ErrStartTimeout = errdefs.ErrStartTimeout
+	ErrShuttingDown = errdefs.ErrShuttingDown
+	ErrUnavailable  = errdefs.ErrUnavailable
+	ErrStartFailed  = errdefs.ErrStartFailed
+	ErrBadRequest   = errdefs.ErrInvalid
+	ErrUnauthorized = errdefs.ErrUnauthorized
+	ErrForbidden    = errdefs.ErrForbidden
+	ErrQuota        = errdefs.ErrQuota
+	ErrNoRoute      = errdefs.ErrNoRoute
 )
 
-// ErrNoRoute answers a path no handler serves: a client of another version, not a missing store.
-var ErrNoRoute = errors.New("not found")
-
-// errorClasses is the one table from error classes (the manager's, state's and the backends') to HTTP
-// statuses and API codes; the first row whose class the error wraps wins.
+// errorClasses is the one table from the classes of errdefs to HTTP statuses and API codes.
 var errorClasses = []struct {
-	classes []error
-	status  int
-	code    string
+	class  error
+	status int
+	code   string
 }{
-	{[]error{ErrNoRoute}, http.StatusNotFound, api.CodeNoRoute},
-	{[]error{ErrUnauthorized}, http.StatusUnauthorized, api.CodeUnauthorized},
-	{[]error{ErrForbidden}, http.StatusForbidden, api.CodeForbidden},
-	{[]error{ErrBadRequest, state.ErrInvalid, remote.ErrBadURL}, http.StatusBadRequest, api.CodeBadRequest},
-	{[]error{state.ErrNotFound, snapshot.ErrNotFound}, http.StatusNotFound, api.CodeNotFound},
-	{[]error{state.ErrConflict, chrome.ErrProfileInUse, ziniao.ErrAccountBusy, snapshot.ErrEmpty}, http.StatusConflict, api.CodeConflict},
-	{[]error{ErrBudget}, http.StatusTooManyRequests, api.CodeRelaunchBudget},
-	{[]error{ErrQuota}, http.StatusTooManyRequests, api.CodeQuota},
-	{[]error{ErrShuttingDown}, http.StatusServiceUnavailable, api.CodeShuttingDown},
-	{[]error{ErrUnavailable, state.ErrExhausted}, http.StatusServiceUnavailable, api.CodeUnavailable},
-	{[]error{ErrStartFailed}, http.StatusBadGateway, api.CodeStartFailed},
-	{[]error{ErrStartTimeout}, http.StatusGatewayTimeout, api.CodeStartTimeout},
+	{errdefs.ErrNoRoute, http.StatusNotFound, api.CodeNoRoute},
+	{errdefs.ErrUnauthorized, http.StatusUnauthorized, api.CodeUnauthorized},
+	{errdefs.ErrForbidden, http.StatusForbidden, api.CodeForbidden},
+	{errdefs.ErrInvalid, http.StatusBadRequest, api.CodeBadRequest},
+	{errdefs.ErrNotFound, http.StatusNotFound, api.CodeNotFound},
+	{errdefs.ErrConflict, http.StatusConflict, api.CodeConflict},
+	{errdefs.ErrBudget, http.StatusTooManyRequests, api.CodeRelaunchBudget},
+	{errdefs.ErrQuota, http.StatusTooManyRequests, api.CodeQuota},
+	{errdefs.ErrShuttingDown, http.StatusServiceUnavailable, api.CodeShuttingDown},
+	{errdefs.ErrUnavailable, http.StatusServiceUnavailable, api.CodeUnavailable},
+	{errdefs.ErrStartFailed, http.StatusBadGateway, api.CodeStartFailed},
+	{errdefs.ErrStartTimeout, http.StatusGatewayTimeout, api.CodeStartTimeout},
 }
 
 // Status maps an error to its status and a stable code for the JSON body.
 func Status(err error) (int, string) {
 	for _, row := range errorClasses {
-		for _, class := range row.classes {
-			if errors.Is(err, class) {
-				return row.status, row.code
-			}
+		if errors.Is(err, row.class) {
+			return row.status, row.code
 		}
 	}
 	return http.StatusInternalServerError, api.CodeInternal

@@ -12,10 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"vibebrowser/manager/api"
-	"vibebrowser/manager/chrome"
-	"vibebrowser/manager/remote"
-	"vibebrowser/manager/ziniao"
-	"vibebrowser/state"
+	"vibebrowser/mux/errdefs"
 )
 
 // TestErrorClassesReachTheClient sends every error class through Write on a real unix socket and checks
@@ -26,21 +23,22 @@ func TestErrorClassesReachTheClient(t *testing.T) {
 		status int
 		code   string
 	}{
-		{ErrBadRequest, 400, api.CodeBadRequest},
-		{state.ErrInvalid, 400, api.CodeBadRequest},
-		{state.ErrNotFound, 404, api.CodeNotFound},
-		{ErrNoRoute, 404, api.CodeNoRoute},
-		{state.ErrConflict, 409, api.CodeConflict},
-		{chrome.ErrProfileInUse, 409, api.CodeConflict},
-		{ziniao.ErrAccountBusy, 409, api.CodeConflict},
-		{remote.ErrBadURL, 400, api.CodeBadRequest},
-		{ErrBudget, 429, api.CodeRelaunchBudget},
-		{ErrQuota, 429, api.CodeQuota},
-		{ErrShuttingDown, 503, api.CodeShuttingDown},
-		{ErrUnavailable, 503, api.CodeUnavailable},
-		{state.ErrExhausted, 503, api.CodeUnavailable},
-		{ErrStartFailed, 502, api.CodeStartFailed},
-		{ErrStartTimeout, 504, api.CodeStartTimeout},
+		{errdefs.ErrInvalid, 400, api.CodeBadRequest},
+		{errdefs.Invalid("cdp url %q: the scheme must be http, https, ws or wss", "ftp://x"), 400, api.CodeBadRequest},
+		{errdefs.ErrNotFound, 404, api.CodeNotFound},
+		{errdefs.NotFound("no such snapshot"), 404, api.CodeNotFound},
+		{errdefs.ErrNoRoute, 404, api.CodeNoRoute},
+		{errdefs.ErrConflict, 409, api.CodeConflict},
+		{errdefs.Conflict("profile in use"), 409, api.CodeConflict},
+		{errdefs.ErrBudget, 429, api.CodeRelaunchBudget},
+		{errdefs.ErrQuota, 429, api.CodeQuota},
+		{errdefs.ErrShuttingDown, 503, api.CodeShuttingDown},
+		{errdefs.ErrUnavailable, 503, api.CodeUnavailable},
+		{errdefs.Unavailable("the browser is not running"), 503, api.CodeUnavailable},
+		{errdefs.ErrStartFailed, 502, api.CodeStartFailed},
+		{errdefs.ErrStartTimeout, 504, api.CodeStartTimeout},
+		{errdefs.ErrUnauthorized, 401, api.CodeUnauthorized},
+		{errdefs.ErrForbidden, 403, api.CodeForbidden},
 		{errors.New("unclassified"), 500, api.CodeInternal},
 	}
 	sock := filepath.Join(t.TempDir(), "m.sock")

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"vibebrowser/manager/apierr"
 	"vibebrowser/mux"
+	"vibebrowser/mux/errdefs"
 	"vibebrowser/mux/sys/osuser"
 	"vibebrowser/state"
 )
@@ -23,11 +23,11 @@ func (f *Fleet) attachMux(ctx context.Context, s *slot, sp Spec, be backend, h h
 	}
 	users, err := f.cfg.Users(sp)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", apierr.ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %v", errdefs.ErrUnavailable, err)
 	}
 	browserUser, err := f.browserUser(sp, h, users)
 	if err != nil {
-		return nil, fmt.Errorf("%w: who %s's browser runs as: %v", apierr.ErrUnavailable, sp.Name, err)
+		return nil, fmt.Errorf("%w: who %s's browser runs as: %v", errdefs.ErrUnavailable, sp.Name, err)
 	}
 	if !h.Adopted() {
 		// A fresh browser has none of the old tabs; forget their owners.
@@ -115,7 +115,7 @@ func (f *Fleet) attachMux(ctx context.Context, s *slot, sp Spec, be backend, h h
 	if err := waitUpstream(ctx, mx, in.served); err != nil {
 		cancel()
 		<-in.served
-		return nil, fmt.Errorf("%w: the mux of %s did not connect to the browser: %v", apierr.ErrStartFailed, sp.Name, err)
+		return nil, fmt.Errorf("%w: the mux of %s did not connect to the browser: %v", errdefs.ErrStartFailed, sp.Name, err)
 	}
 	if err := f.recordRunning(ctx, sp, h, in.startedAt); err != nil {
 		cancel()

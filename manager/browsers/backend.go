@@ -6,7 +6,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"vibebrowser/manager/apierr"
+	"vibebrowser/mux/errdefs"
 	"vibebrowser/state"
 )
 
@@ -51,7 +51,7 @@ func newBackends(cfg *Config, db *state.DB, root zerolog.Logger) map[state.Backe
 func (f *Fleet) backendFor(sp Spec) (backend, error) {
 	be, ok := f.backends[sp.Backend]
 	if !ok {
-		return nil, fmt.Errorf("%w: the %s backend cannot be started by this manager", apierr.ErrUnavailable, sp.Backend)
+		return nil, fmt.Errorf("%w: the %s backend cannot be started by this manager", errdefs.ErrUnavailable, sp.Backend)
 	}
 	return be, nil
 }

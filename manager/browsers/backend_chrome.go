@@ -8,9 +8,9 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"vibebrowser/manager/apierr"
 	"vibebrowser/manager/chrome"
 	"vibebrowser/manager/logins"
+	"vibebrowser/mux/errdefs"
 	"vibebrowser/state"
 )
 
@@ -24,7 +24,7 @@ type chromeBackend struct {
 func (b *chromeBackend) launch(ctx context.Context, sp Spec) (handle, error) {
 	bin, err := chrome.Find(b.cfg.Chrome)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v (set VIBE_CHROME to the browser binary)", apierr.ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %v (set VIBE_CHROME to the browser binary)", errdefs.ErrUnavailable, err)
 	}
 	keeperCmd := b.cfg.Keeper
 	if len(keeperCmd) == 0 {
@@ -36,17 +36,17 @@ func (b *chromeBackend) launch(ctx context.Context, sp Spec) (handle, error) {
 	}
 	users, err := b.cfg.Users(sp)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", apierr.ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %v", errdefs.ErrUnavailable, err)
 	}
 	if users.Bounded() && b.cfg.ChromeTransport == chrome.TransportPort {
 		return nil, fmt.Errorf("%w: %s is an OS boundary (agent user %s), and a browser on a debugging port is "+
 			"reachable by every local user: it needs VIBE_CHROME_TRANSPORT=pipe (the default), not port",
-			apierr.ErrUnavailable, sp.Name, users.Agent.Name)
+			errdefs.ErrUnavailable, sp.Name, users.Agent.Name)
 	}
 	runDir := b.cfg.path("run")
 	if users.Browser != nil {
 		if runDir, err = b.cfg.layOutBrowser(sp, users.Browser); err != nil {
-			return nil, fmt.Errorf("%w: %s runs as browser user %s: %v", apierr.ErrUnavailable, sp.Name, users.Browser.Name, err)
+			return nil, fmt.Errorf("%w: %s runs as browser user %s: %v", errdefs.ErrUnavailable, sp.Name, users.Browser.Name, err)
 		}
 	}
 	id, err := b.identity(ctx, sp)
@@ -87,7 +87,7 @@ func (b *chromeBackend) identity(ctx context.Context, sp Spec) (chrome.Identity,
 	if b.cfg.ChromeTransport == chrome.TransportPort {
 		return id, fmt.Errorf("%w: %s has a proxy, whose forwarder runs in the browser's keeper: it needs "+
 			"VIBE_CHROME_TRANSPORT=pipe (the default), not port; or remove the proxy with "+
-			"vibe-browser store set STORE --proxy none", apierr.ErrUnavailable, sp.Name)
+			"vibe-browser store set STORE --proxy none", errdefs.ErrUnavailable, sp.Name)
 	}
 	key := state.ForwardKey(sp.Key)
 	port, err := b.db.AllocatePort(ctx, key, b.cfg.ProxyPortBase, portFree)

@@ -9,8 +9,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"vibebrowser/manager/apierr"
 	"vibebrowser/manager/ziniao"
+	"vibebrowser/mux/errdefs"
 	"vibebrowser/state"
 )
 
@@ -37,7 +37,7 @@ type ziniaoStore struct {
 
 func ziniaoStoreOf(sp Spec) (ziniaoStore, error) {
 	if sp.Store == nil {
-		return ziniaoStore{}, fmt.Errorf("%w: %s is not a Ziniao store", apierr.ErrBadRequest, sp.Name)
+		return ziniaoStore{}, fmt.Errorf("%w: %s is not a Ziniao store", errdefs.ErrInvalid, sp.Name)
 	}
 	a := sp.Store.Ziniao
 	return ziniaoStore{key: sp.Key, name: sp.Name, browser: sp.Store.ZiniaoBrowser, port: sp.Opts.ZiniaoPort,
@@ -50,7 +50,7 @@ func (z ziniaoStore) client() *ziniao.Client { return &ziniao.Client{Port: z.por
 // when another account is active.
 func (b *ziniaoBackend) claim(z ziniaoStore) error {
 	if err := b.claims.Claim(z.account, z.key, z.name); err != nil {
-		return fmt.Errorf("%w: %w", state.ErrConflict, err)
+		return fmt.Errorf("%w: %w", errdefs.ErrConflict, err)
 	}
 	return nil
 }
@@ -68,7 +68,7 @@ func (b *ziniaoBackend) launch(ctx context.Context, sp Spec) (handle, error) {
 	}
 	if err := b.ensureClient(ctx, z); err != nil {
 		b.unclaim(z)
-		return nil, fmt.Errorf("%w: %w", apierr.ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %w", errdefs.ErrUnavailable, err)
 	}
 	// Every attempt must fit in the start timeout, with room for the stopBrowser between attempts.
 	ready := ziniao.DefaultReadyTimeout

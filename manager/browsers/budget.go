@@ -9,7 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"vibebrowser/manager/api"
-	"vibebrowser/manager/apierr"
+	"vibebrowser/mux/errdefs"
 	"vibebrowser/state"
 )
 
@@ -42,7 +42,7 @@ func (b *relaunchBudget) startDone(ok bool) { b.startFailed = !ok }
 // death records that the browser died, or was replaced as hung, after running for uptime.
 func (b *relaunchBudget) death(uptime time.Duration) { b.died, b.diedUptime = true, uptime }
 
-// spend charges a start that follows a death or a failed start, and refuses it with apierr.ErrBudget when the
+// spend charges a start that follows a death or a failed start, and refuses it with errdefs.ErrBudget when the
 // budget is spent. A first start, or one after a stop, is free. A death after a healthy run clears the
 // window first. sp names the store in the refusal.
 func (b *relaunchBudget) spend(ctx context.Context, sp Spec) error {
@@ -65,7 +65,7 @@ func (b *relaunchBudget) spend(ctx context.Context, sp Spec) error {
 		b.refusing = true
 		return fmt.Errorf("%w: %s died or failed to start %d times in the last %v (VIBE_BROWSER_RELAUNCH_MAX=%d per "+
 			"VIBE_BROWSER_RELAUNCH_WINDOW_S=%d); look at the manager's log, then force a start with "+
-			"`vibe-browser browser start %s` or wait for the window to pass", apierr.ErrBudget, sp.Name, n, b.window,
+			"`vibe-browser browser start %s` or wait for the window to pass", errdefs.ErrBudget, sp.Name, n, b.window,
 			b.max, int(b.window.Seconds()), sp.Slug)
 	}
 	b.refusing = false
@@ -77,7 +77,7 @@ func (b *relaunchBudget) spend(ctx context.Context, sp Spec) error {
 func (f *Fleet) spend(ctx context.Context, s *slot, sp Spec) error {
 	was := s.budget.refusing
 	err := s.budget.spend(ctx, sp)
-	if errors.Is(err, apierr.ErrBudget) && !was {
+	if errors.Is(err, errdefs.ErrBudget) && !was {
 		f.note(zerolog.ErrorLevel, api.EventBudgetSpent, sp.Key, api.Event{Message: err.Error()})
 	}
 	return err

@@ -15,7 +15,7 @@ import (
 
 	"vibebrowser/manager/apierr"
 	"vibebrowser/mux"
-	"vibebrowser/state"
+	"vibebrowser/mux/errdefs"
 )
 
 // endpoint is a browser key's mux port, bound for as long as its store exists (the web browser's, as long
@@ -133,7 +133,7 @@ func (f *Fleet) answerAsleep(w http.ResponseWriter, r *http.Request, key string,
 		return true
 	}
 	raw, err := f.db.BrowserVersion(r.Context(), key)
-	if errors.Is(err, state.ErrNotFound) {
+	if errors.Is(err, errdefs.ErrNotFound) {
 		return false
 	}
 	var v map[string]any
@@ -171,7 +171,7 @@ func (f *Fleet) saveVersion(key string, mx *mux.Mux) {
 	if err == nil {
 		err = f.db.SaveBrowserVersion(ctx, key, b)
 	}
-	if err != nil && !errors.Is(err, state.ErrNotFound) { // ErrNotFound: the store is being removed
+	if err != nil && !errors.Is(err, errdefs.ErrNotFound) { // ErrNotFound: the store is being removed
 		f.log.Error().Err(err).Str("browser", key).Msg("save browser version")
 	}
 }
@@ -219,7 +219,7 @@ func (f *Fleet) listenPort(ctx context.Context, key string) (net.Listener, int, 
 			return nil, 0, err
 		}
 	}
-	return nil, 0, fmt.Errorf("%w: no port could be bound for %s", apierr.ErrUnavailable, key)
+	return nil, 0, fmt.Errorf("%w: no port could be bound for %s", errdefs.ErrUnavailable, key)
 }
 
 // portFree is the registry's bind test.

@@ -17,7 +17,7 @@ import (
 
 	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/api"
-	"vibebrowser/state"
+	"vibebrowser/mux/errdefs"
 )
 
 // These tests drive a store's endpoint front over real HTTP and WebSockets, with the fake backend behind it:
@@ -291,14 +291,14 @@ func TestRemovedStoreReleasesItsEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A client of the front that waited for the store's lock while it was removed holds the old slot.
-	if _, err := f.ensureIn(context.Background(), s, func(context.Context) (Spec, error) { return sp, nil }); !errors.Is(err, state.ErrNotFound) || fb.launches() != 1 {
+	if _, err := f.ensureIn(context.Background(), s, func(context.Context) (Spec, error) { return sp, nil }); !errors.Is(err, errdefs.ErrNotFound) || fb.launches() != 1 {
 		t.Errorf("ensure in the removed store's slot = %v after %d launches; want ErrNotFound and nothing started", err, fb.launches())
 	}
 	if c, err := net.Dial("tcp", addr); err == nil {
 		c.Close()
 		t.Errorf("port %s still answers after the store was removed", addr)
 	}
-	if _, err := f.db.LookupPort(context.Background(), sp.Key); !errors.Is(err, state.ErrNotFound) {
+	if _, err := f.db.LookupPort(context.Background(), sp.Key); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("the registry still holds the removed store's port: %v", err)
 	}
 	if !fb.last().stopped.Load() {

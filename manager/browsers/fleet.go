@@ -189,7 +189,7 @@ func (f *Fleet) note(level zerolog.Level, kind, key string, ev api.Event) {
 	}
 }
 
-// BeginQuit makes every later ensure fail with apierr.ErrShuttingDown; Quit then stops what runs.
+// BeginQuit makes every later ensure fail with errdefs.ErrShuttingDown; Quit then stops what runs.
 func (f *Fleet) BeginQuit() { f.closing.Store(true) }
 
 // Quitting reports whether the quit barrier has begun.

@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"sync"
 	"time"
 
-	"vibebrowser/manager/apierr"
-	"vibebrowser/state"
+	"vibebrowser/mux/errdefs"
 )
 
 // stopBound is the per-browser bound of a stop: Browser.close, SIGTERM, SIGKILL of the group all fit in it.
@@ -28,7 +26,7 @@ func (f *Fleet) Ensure(ctx context.Context, sp Spec) (*Instance, error) {
 // a browser for it.
 func (f *Fleet) ensureIn(ctx context.Context, s *slot, load func(context.Context) (Spec, error)) (*Instance, error) {
 	if f.closing.Load() {
-		return nil, apierr.ErrShuttingDown
+		return nil, errdefs.ErrShuttingDown
 	}
 	// Even the fast path takes the store's lock: the idle sweep decides under it, so a browser handed out
 	// here is never stopped by a sweep that began before the caller connected.
@@ -37,12 +35,13 @@ func (f *Fleet) ensureIn(ctx context.Context, s *slot, load func(context.Context
 	}
 	defer s.release()
 	if f.closing.Load() {
-		return nil, apierr.ErrShuttingDown
+		return nil, errdefs.ErrShuttingDown
 	}
-	if s.gone {
-		return nil, fmt.Errorf("the store was removed: %w", state.ErrNotFound)
-	}
-	if in := s.current(); in != nil {
+	in := s.cur.Load()
+	switch s.stateLocked(in) {
+	case slotGone:
+		return nil, fmt.Errorf("the store was removed: %w", errdefs.ErrNotFound)
+	case slotRunning, slotRetiring:
 		in.lastEnsure.Store(time.Now().UnixNano())
 		return in, nil
 	}
@@ -50,13 +49,13 @@ func (f *Fleet) ensureIn(ctx context.Context, s *slot, load func(context.Context
 	if err != nil {
 		return nil, err
 	}
-	if dead := s.cur.Load(); dead != nil { // died; its watcher has not cleaned up yet
-		f.buryLocked(s, dead)
+	if in != nil { // died; its watcher has not cleaned up yet
+		f.buryLocked(s, in)
 	}
 	if err := f.spend(ctx, s, sp); err != nil {
 		return nil, err
 	}
-	in, err := f.startLocked(s, sp)
+	in, err = f.startLocked(s, sp)
 	s.budget.startDone(err == nil)
 	if err != nil {
 		f.startFailures.WithLabelValues(string(sp.Backend)).Inc()
@@ -106,12 +105,12 @@ func (f *Fleet) startLocked(s *slot, sp Spec) (*Instance, error) {
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, fmt.Errorf("%w: %s was not ready within VIBE_BROWSER_START_TIMEOUT_S=%d; it was stopped: %v",
-				apierr.ErrStartTimeout, sp.Name, int(f.cfg.StartTimeout.Seconds()), err)
+				errdefs.ErrStartTimeout, sp.Name, int(f.cfg.StartTimeout.Seconds()), err)
 		}
-		if status, _ := apierr.Status(err); status != http.StatusInternalServerError {
+		if errdefs.Class(err) != nil {
 			return nil, fmt.Errorf("start %s: %w", sp.Name, err) // a class the API answers as it is
 		}
-		return nil, fmt.Errorf("%w: %s: %v", apierr.ErrStartFailed, sp.Name, err)
+		return nil, fmt.Errorf("%w: %s: %v", errdefs.ErrStartFailed, sp.Name, err)
 	}
 	in, err := f.attachMux(ctx, s, sp, be, h, nil)
 	if err != nil {
@@ -126,9 +125,9 @@ func (f *Fleet) startLocked(s *slot, sp Spec) (*Instance, error) {
 	return in, nil
 }
 
-// install makes in s's running Instance and starts its death watcher.
+// install makes in s's running Instance and starts its death watcher. The caller holds s's lock.
 func (f *Fleet) install(s *slot, in *Instance) {
-	s.cur.Store(in)
+	s.installLocked(in)
 	f.wg.Go(func() { f.watch(s, in) })
 }
 
@@ -173,7 +172,7 @@ func (f *Fleet) Remove(ctx context.Context, key string, remove func(context.Cont
 	err := remove(ctx)
 	var ep *endpoint
 	if err == nil {
-		s.gone = true
+		s.removeLocked()
 		ep = s.ep.Swap(nil)
 	}
 	s.release()
@@ -200,20 +199,17 @@ func (f *Fleet) teardownLocked(s *slot, in *Instance) {
 	ctx, cancel := context.WithTimeout(context.Background(), stopBound+time.Second)
 	defer cancel()
 	// A browser that died on its own (buried), or hung and is being retired, is no clean stop: no snapshot of it.
-	clean := !exited(in.browser) && s.retiring != in
+	clean := !exited(in.browser) && !s.retiringLocked(in)
 	if err := in.browser.Stop(ctx); err != nil {
 		f.log.Warn().Err(err).Str("browser", s.key).Msg("stop browser")
 	} else if clean {
 		f.snapshotAfterStopLocked(s, in.spec)
 	}
-	s.cur.CompareAndSwap(in, nil)
-	if s.retiring == in {
-		s.retiring = nil
-	}
-	if err := f.db.MarkBrowserStopped(ctx, s.key, time.Now()); err != nil && !errors.Is(err, state.ErrNotFound) {
+	s.clearLocked(in)
+	if err := f.db.MarkBrowserStopped(ctx, s.key, time.Now()); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
 		f.log.Error().Err(err).Str("browser", s.key).Msg("record browser stopped")
 	}
-	if err := f.db.ReplaceOwnership(ctx, s.key, nil); err != nil && !errors.Is(err, state.ErrNotFound) {
+	if err := f.db.ReplaceOwnership(ctx, s.key, nil); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
 		f.log.Error().Err(err).Str("browser", s.key).Msg("clear tab ownership")
 	}
 	f.log.Info().Str("browser", s.key).Msg("browser stopped")

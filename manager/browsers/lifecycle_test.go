@@ -20,7 +20,7 @@ import (
 
 	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/api"
-	"vibebrowser/manager/apierr"
+	"vibebrowser/mux/errdefs"
 	"vibebrowser/state"
 )
 
@@ -301,9 +301,9 @@ func TestSpentBudgetRefusesUntilAPersonStartsIt(t *testing.T) {
 	testkit.WaitFor(t, 10*time.Second, "the first relaunch", func() bool { return fb.launches() == 2 && s.current() != nil })
 	fb.last().die(true) // over budget: buried
 	testkit.WaitFor(t, 10*time.Second, "the browser to be buried", func() bool { return s.cur.Load() == nil })
-	if _, err := f.Ensure(context.Background(), sp); !errors.Is(err, apierr.ErrBudget) ||
+	if _, err := f.Ensure(context.Background(), sp); !errors.Is(err, errdefs.ErrBudget) ||
 		!strings.Contains(err.Error(), "vibe-browser browser start "+sp.Slug) {
-		t.Fatalf("ensure over budget = %v; want apierr.ErrBudget naming `vibe-browser browser start %s`", err, sp.Slug)
+		t.Fatalf("ensure over budget = %v; want errdefs.ErrBudget naming `vibe-browser browser start %s`", err, sp.Slug)
 	}
 	if _, err := f.Ensure(context.Background(), other); err != nil {
 		t.Errorf("another store's ensure = %v; want it unaffected by this store's budget", err)
@@ -344,9 +344,9 @@ func TestFailedStartMakesTheNextStartARelaunch(t *testing.T) {
 	f, fb := fakeFleet(t, nil)
 	sp := fakeStore(t, f, "Shop")
 	fb.failNext = 1
-	if _, err := f.Ensure(context.Background(), sp); !errors.Is(err, apierr.ErrStartFailed) ||
+	if _, err := f.Ensure(context.Background(), sp); !errors.Is(err, errdefs.ErrStartFailed) ||
 		!strings.Contains(err.Error(), errFakeLaunch.Error()) {
-		t.Fatalf("ensure with a failing launch = %v; want apierr.ErrStartFailed carrying the backend's reason", err)
+		t.Fatalf("ensure with a failing launch = %v; want errdefs.ErrStartFailed carrying the backend's reason", err)
 	}
 	if _, err := f.Ensure(context.Background(), sp); err != nil {
 		t.Fatal(err)
@@ -393,8 +393,8 @@ func TestHungBrowserHookRelaunchesOrBuries(t *testing.T) {
 	if s.current() == nil || s.current().mux != first.mux {
 		t.Fatal("the relaunched browser is not installed behind the same mux")
 	}
-	if _, err := f.relaunchHung(context.Background(), s, first.mux); !errors.Is(err, apierr.ErrBudget) {
-		t.Fatalf("hook over budget = %v; want apierr.ErrBudget", err)
+	if _, err := f.relaunchHung(context.Background(), s, first.mux); !errors.Is(err, errdefs.ErrBudget) {
+		t.Fatalf("hook over budget = %v; want errdefs.ErrBudget", err)
 	}
 	testkit.WaitFor(t, 10*time.Second, "the hung browser to be buried", func() bool { return s.cur.Load() == nil })
 }

@@ -27,10 +27,10 @@ func (f *Fleet) watch(s *slot, in *Instance) {
 		return // the daemon is quitting; the barrier stops what is left
 	}
 	defer s.release()
-	if s.cur.Load() != in {
-		return
+	if s.stateLocked(in) != slotDead {
+		return // stopped or replaced meanwhile
 	}
-	if be, err := f.backendFor(in.spec); err == nil && be.crashed(in.browser) && s.retiring != in && !f.closing.Load() {
+	if be, err := f.backendFor(in.spec); err == nil && be.crashed(in.browser) && !s.retiringLocked(in) && !f.closing.Load() {
 		err := f.relaunchCrashedLocked(s, in)
 		if err == nil {
 			return
@@ -87,7 +87,7 @@ func (f *Fleet) relaunchHung(ctx context.Context, s *slot, mx *mux.Mux) (string,
 	next, err := f.relaunchLocked(sctx, s, in, "unreachable after every reconnect attempt")
 	if err != nil {
 		f.log.Error().Err(err).Str("browser", s.key).Msg("hung browser not relaunched: stopping it")
-		s.retiring = in
+		s.retireLocked(in)
 		// Burying waits for the mux to end, and the mux waits for this hook: bury once the hook returned.
 		f.wg.Go(func() {
 			if s.acquire(f.ctx) == nil {

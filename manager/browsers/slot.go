@@ -28,9 +28,8 @@ type slot struct {
 	snapSem chan struct{}
 
 	// guarded by lock:
-	budget   relaunchBudget
-	retiring *Instance // its relaunch failed and its mux is ending: bury it, never relaunch it
-	gone     bool      // the store was removed: nothing starts here again
+	budget relaunchBudget
+	state  slotState // where its browser is in its life; the transitions are in slotstate.go
 }
 
 func (s *slot) acquire(ctx context.Context) error {

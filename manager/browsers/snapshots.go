@@ -14,10 +14,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"vibebrowser/manager/api"
-	"vibebrowser/manager/apierr"
 	"vibebrowser/manager/chrome"
 	"vibebrowser/manager/logins"
 	"vibebrowser/manager/snapshot"
+	"vibebrowser/mux/errdefs"
 	"vibebrowser/mux/sys/atomicfile"
 	"vibebrowser/state"
 )
@@ -187,7 +187,7 @@ func refuseForeignProfile(sp Spec) error {
 	}
 	return fmt.Errorf("%w: %s runs on a %s browser, whose profile is not the manager's: snapshots are of chrome "+
 		"stores and the web browser (its cookies are still checkpointed and set back at each launch)",
-		apierr.ErrBadRequest, sp.Name, sp.Backend)
+		errdefs.ErrInvalid, sp.Name, sp.Backend)
 }
 
 // Restore replaces sp's profile and its checkpoint with snapshot id's ("" = the newest), so the next launch is
@@ -204,7 +204,7 @@ func (f *Fleet) Restore(ctx context.Context, sp Spec, id string) (snapshot.Resto
 	defer s.release()
 	if s.current() != nil {
 		return snapshot.Restored{}, fmt.Errorf("%w: %s's browser is running, and a restore replaces the profile it "+
-			"runs on: stop it first with %s, then restore", state.ErrConflict, sp.Name, stopCommand(sp))
+			"runs on: stop it first with %s, then restore", errdefs.ErrConflict, sp.Name, stopCommand(sp))
 	}
 	if dead := s.cur.Load(); dead != nil { // died; its watcher has not cleaned up yet
 		f.buryLocked(s, dead)
@@ -329,7 +329,7 @@ func (f *Fleet) readyProfileLocked(ctx context.Context, s *slot, sp Spec) error 
 	}
 	newest, err := snapshot.Find(f.snaps.Dir, sp.Slug, "")
 	if err != nil {
-		if !errors.Is(err, snapshot.ErrNotFound) {
+		if !errors.Is(err, errdefs.ErrNotFound) {
 			f.log.Warn().Err(err).Str("browser", sp.Key).Msg("lost profile: the snapshots cannot be listed")
 		}
 		return nil // a new store, or one never stopped cleanly: Chromium makes a fresh profile

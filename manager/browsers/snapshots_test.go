@@ -13,10 +13,9 @@ import (
 
 	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/api"
-	"vibebrowser/manager/apierr"
 	"vibebrowser/manager/chrome"
 	"vibebrowser/manager/snapshot"
-	"vibebrowser/state"
+	"vibebrowser/mux/errdefs"
 )
 
 // These tests drive SPEC §18's snapshots through the fake backend: the profile is a folder of files the test
@@ -197,7 +196,7 @@ func TestFailureNotTheProfilesPutsItBack(t *testing.T) {
 		return &chrome.LaunchError{Attempts: 3, Err: fmt.Errorf("%w at once: exit status 127", chrome.ErrExited)}
 	}
 	os.WriteFile(filepath.Join(f.profileDir(sp), "newer-than-the-snapshot"), nil, 0o600)
-	if _, err := f.Ensure(context.Background(), sp); !errors.Is(err, apierr.ErrStartFailed) || !strings.Contains(err.Error(), "exit status 127") {
+	if _, err := f.Ensure(context.Background(), sp); !errors.Is(err, errdefs.ErrStartFailed) || !strings.Contains(err.Error(), "exit status 127") {
 		t.Fatalf("Ensure = %v; want the launch's own failure", err)
 	}
 	if broken, _ := filepath.Glob(f.profileDir(sp) + ".broken-*"); len(broken) != 0 {
@@ -222,7 +221,7 @@ func TestRestoreGivesTheOlderState(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := f.Restore(ctx, sp, first.ID)
-	if !errors.Is(err, state.ErrConflict) || !strings.Contains(err.Error(), "vibe-browser browser stop "+sp.Slug) {
+	if !errors.Is(err, errdefs.ErrConflict) || !strings.Contains(err.Error(), "vibe-browser browser stop "+sp.Slug) {
 		t.Errorf("Restore while running = %v; want a conflict naming vibe-browser browser stop %s", err, sp.Slug)
 	}
 	if err := f.Stop(ctx, sp.Key); err != nil {
@@ -245,8 +244,8 @@ func TestRestoreGivesTheOlderState(t *testing.T) {
 	if !slices.Contains(fb.eventKinds(sp.Key), api.EventProfileRestored) {
 		t.Errorf("events = %v; want %s", fb.eventKinds(sp.Key), api.EventProfileRestored)
 	}
-	if _, err := f.Restore(ctx, sp, "nope"); !errors.Is(err, snapshot.ErrNotFound) {
-		t.Errorf("Restore(nope) = %v; want snapshot.ErrNotFound", err)
+	if _, err := f.Restore(ctx, sp, "nope"); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("Restore(nope) = %v; want errdefs.ErrNotFound", err)
 	}
 }
 

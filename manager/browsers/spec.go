@@ -20,23 +20,11 @@ type Spec struct {
 	Store   *state.Store // nil for the web browser
 }
 
-// Options are the backend options kept in a store's config JSON.
+// Options are what a store's config JSON keeps: its settings (api.StoreSettings; NoUser as a user is none
+// even where VIBE_AGENT_USER or UserNames would name one), and the Ziniao client's port.
 type Options struct {
-	CDPURL     string `json:"cdp_url,omitempty"`
-	Headless   *bool  `json:"headless,omitempty"`
-	ZiniaoPort int    `json:"ziniao_port,omitempty"`
-	// The network identity (SPEC §16), chrome stores only: the upstream proxy's whole URL (its password
-	// too: this JSON lives in state only, and nothing prints it), the time zone and the language.
-	Proxy    string `json:"proxy,omitempty"`
-	Timezone string `json:"timezone,omitempty"`
-	Lang     string `json:"lang,omitempty"`
-	// The store boundary (SPEC §14): the OS users its agents and its browser run as; "" follows
-	// VIBE_AGENT_USER and, for the browser, the user the manager makes for the store (UserNames); NoUser
-	// ("none") is none even where those would name one.
-	AgentUser   string `json:"agent_user,omitempty"`
-	BrowserUser string `json:"browser_user,omitempty"`
-	// Timeline is the store's timeline mode (SPEC §15: full, meta or off); "" follows VIBE_TIMELINE.
-	Timeline string `json:"timeline,omitempty"`
+	api.StoreSettings
+	ZiniaoPort int `json:"ziniao_port,omitempty"`
 }
 
 // NoUser is a store's explicit "no agent (or browser) user": its agents, or its browser, run as the manager.

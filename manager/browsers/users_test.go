@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"vibebrowser/manager/api"
 	"vibebrowser/state"
 )
 
@@ -20,15 +21,15 @@ func TestUserNames(t *testing.T) {
 		wantAgent, wantBrowser string
 	}{
 		{"chrome, agent user: one made for the store", c, chrome(Options{}), true, "agents", "vibe-b-acme"},
-		{"chrome, agent user: its own", c, chrome(Options{BrowserUser: "b1"}), true, "agents", "b1"},
-		{"chrome, agent user: none named", c, chrome(Options{BrowserUser: NoUser}), true, "agents", ""},
-		{"chrome: no users", c, chrome(Options{AgentUser: NoUser}), true, "", ""},
-		{"chrome, proxy, root: one made for the store", plain, chrome(Options{Proxy: proxy}), true, "", "vibe-b-acme"},
-		{"chrome, proxy, not root: the manager's", plain, chrome(Options{Proxy: proxy}), false, "", ""},
-		{"chrome, proxy, root: none named", plain, chrome(Options{Proxy: proxy, BrowserUser: NoUser}), true, "", ""},
-		{"chrome, proxy, root: its own", plain, chrome(Options{Proxy: proxy, BrowserUser: "b1"}), true, "", "b1"},
+		{"chrome, agent user: its own", c, chrome(Options{StoreSettings: api.StoreSettings{BrowserUser: "b1"}}), true, "agents", "b1"},
+		{"chrome, agent user: none named", c, chrome(Options{StoreSettings: api.StoreSettings{BrowserUser: NoUser}}), true, "agents", ""},
+		{"chrome: no users", c, chrome(Options{StoreSettings: api.StoreSettings{AgentUser: NoUser}}), true, "", ""},
+		{"chrome, proxy, root: one made for the store", plain, chrome(Options{StoreSettings: api.StoreSettings{Proxy: proxy}}), true, "", "vibe-b-acme"},
+		{"chrome, proxy, not root: the manager's", plain, chrome(Options{StoreSettings: api.StoreSettings{Proxy: proxy}}), false, "", ""},
+		{"chrome, proxy, root: none named", plain, chrome(Options{StoreSettings: api.StoreSettings{Proxy: proxy, BrowserUser: NoUser}}), true, "", ""},
+		{"chrome, proxy, root: its own", plain, chrome(Options{StoreSettings: api.StoreSettings{Proxy: proxy, BrowserUser: "b1"}}), true, "", "b1"},
 		{"chrome, plain, root: the manager's", plain, chrome(Options{}), true, "", ""},
-		{"ziniao: no browser of ours", c, Spec{Backend: state.BackendZiniao, Opts: Options{BrowserUser: "b1"}}, true, "agents", ""},
+		{"ziniao: no browser of ours", c, Spec{Backend: state.BackendZiniao, Opts: Options{StoreSettings: api.StoreSettings{BrowserUser: "b1"}}}, true, "agents", ""},
 		{"cdp: no browser of ours", c, Spec{Backend: state.BackendCDP}, true, "agents", ""},
 	}
 	for _, tt := range tests {

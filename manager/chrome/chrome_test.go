@@ -19,6 +19,7 @@ import (
 
 	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/keeper"
+	"vibebrowser/mux/errdefs"
 	"vibebrowser/mux/sys/procid"
 
 	"github.com/rs/zerolog"
@@ -287,7 +288,7 @@ func TestFind(t *testing.T) {
 		onPath   []string
 		bundle   bool
 		explicit string // "exe", "missing", "dir", "bare"
-		want     string // name of the expected file, "" = ErrNotFound
+		want     string // name of the expected file, "" = ErrNoBrowser
 	}{
 		{name: "explicit path", explicit: "exe", onPath: []string{"chromium"}, want: "my-chrome"},
 		{name: "explicit missing", explicit: "missing", onPath: []string{"chromium"}},
@@ -325,8 +326,8 @@ func TestFind(t *testing.T) {
 			}
 			got, err := Find(explicit)
 			if tt.want == "" {
-				if !errors.Is(err, ErrNotFound) {
-					t.Fatalf("Find(%q) = %q, %v; want ErrNotFound", explicit, got, err)
+				if !errors.Is(err, ErrNoBrowser) || !errors.Is(err, errdefs.ErrUnavailable) {
+					t.Fatalf("Find(%q) = %q, %v; want ErrNoBrowser (unavailable)", explicit, got, err)
 				}
 				return
 			}
@@ -417,7 +418,7 @@ func TestLaunchRefusesHeldProfile(t *testing.T) {
 	bin := writeScript(t, "echo $$ >> '"+starts+"'\n")
 	_, err := Launch(context.Background(), Options{Transport: TransportPort, Binary: bin, ProfileDir: profile, ReadyTimeout: time.Second, Log: testkit.Log(t)})
 	var inUse *ProfileInUseError
-	if !errors.As(err, &inUse) || inUse.PID != holder.Process.Pid || !errors.Is(err, ErrProfileInUse) {
+	if !errors.As(err, &inUse) || inUse.PID != holder.Process.Pid || !errors.Is(err, ErrProfileInUse) || !errors.Is(err, errdefs.ErrConflict) {
 		t.Fatalf("Launch on a held profile = %v; want ProfileInUseError (ErrProfileInUse) naming pid %d", err, holder.Process.Pid)
 	}
 	if pids := readPIDs(t, starts); len(pids) != 0 {

@@ -4,16 +4,18 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"vibebrowser/mux/errdefs"
 )
 
 // Error classes. Callers check them with errors.Is.
 var (
-	// ErrNotFound: no browser binary was found (or the explicit one does not exist). The manager maps this
-	// to 503 unavailable.
-	ErrNotFound = errors.New("browser not found")
-	// ErrProfileInUse: a live Chromium holds the profile. The error is a *ProfileInUseError naming the pid.
-	// The manager maps this to 409 conflict.
-	ErrProfileInUse = errors.New("profile in use")
+	// ErrNoBrowser: no browser binary was found (or the explicit one does not exist); of class
+	// errdefs.ErrUnavailable.
+	ErrNoBrowser = errdefs.Unavailable("browser not found")
+	// ErrProfileInUse: a live Chromium holds the profile; of class errdefs.ErrConflict. The error is a
+	// *ProfileInUseError naming the pid.
+	ErrProfileInUse = errdefs.Conflict("profile in use")
 	// ErrNotAdoptable: Adopt's identity check failed; the message says which check. The manager then
 	// forgets the recorded browser instead of failing a request.
 	ErrNotAdoptable = errors.New("not adoptable")
@@ -41,8 +43,8 @@ func (e *ProfileInUseError) Error() string {
 	return fmt.Sprintf("profile %s is in use by a running Chromium (pid %d)", e.ProfileDir, e.PID)
 }
 
-// Is makes errors.Is(err, ErrProfileInUse) true.
-func (e *ProfileInUseError) Is(target error) bool { return target == ErrProfileInUse }
+// Unwrap makes errors.Is(err, ErrProfileInUse) and errors.Is(err, errdefs.ErrConflict) true.
+func (e *ProfileInUseError) Unwrap() error { return ErrProfileInUse }
 
 // LaunchError is returned when every launch attempt failed.
 type LaunchError struct {

@@ -19,18 +19,18 @@ var bundleCandidates = []string{
 
 // Find returns the browser binary: explicit if non-empty (a path that must exist, or a bare name looked up
 // on PATH), else the first of chromium, chromium-browser, google-chrome on PATH, else the macOS app bundle.
-// A missing browser is ErrNotFound.
+// A missing browser is ErrNoBrowser.
 func Find(explicit string) (string, error) {
 	if explicit != "" {
 		if !strings.ContainsRune(explicit, os.PathSeparator) {
 			p, err := exec.LookPath(explicit)
 			if err != nil {
-				return "", fmt.Errorf("browser %q not on PATH: %w", explicit, ErrNotFound)
+				return "", fmt.Errorf("browser %q not on PATH: %w", explicit, ErrNoBrowser)
 			}
 			return p, nil
 		}
 		if err := isExecutable(explicit); err != nil {
-			return "", fmt.Errorf("browser %s: %v: %w", explicit, err, ErrNotFound)
+			return "", fmt.Errorf("browser %s: %v: %w", explicit, err, ErrNoBrowser)
 		}
 		return explicit, nil
 	}
@@ -45,7 +45,7 @@ func Find(explicit string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("none of %s on PATH and no Chrome app bundle (set VIBE_CHROME): %w",
-		strings.Join(pathCandidates, ", "), ErrNotFound)
+		strings.Join(pathCandidates, ", "), ErrNoBrowser)
 }
 
 func isExecutable(path string) error {

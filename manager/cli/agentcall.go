@@ -65,7 +65,7 @@ func (at agentTarget) ensure(g *globals) (ensured, error) {
 	if err != nil {
 		return ensured{}, err
 	}
-	resp, err := client.EnsureSession(g.ctx, req)
+	resp, err := client.EnsureAgent(g.ctx, req, 0)
 	return ensured{req: req, resp: resp, client: client, renew: func(ctx context.Context) error {
 		_, err := client.EnsureSession(ctx, req)
 		return err
@@ -75,28 +75,26 @@ func (at agentTarget) ensure(g *globals) (ensured, error) {
 // agentEnsureRequest is the client's ensure call: the store (or web browser) with the worker rules of its
 // wrapper's config (SPEC §3), as the shim would make it.
 func agentEnsureRequest(g *globals, client *api.Client, at agentTarget) (api.EnsureRequest, error) {
-	dir, base := api.WebKey, api.WebSlug
-	req := api.EnsureRequest{Kind: api.KindWeb, TaskID: at.task, Via: at.via}
+	storeID, dir, base := "", api.WebKey, api.WebSlug
 	if !at.web {
 		id, slug, err := storeOfAgent(g, client, at.store)
 		if err != nil {
-			return req, err
+			return api.EnsureRequest{}, err
 		}
-		dir, base = slug, slug
-		req.Kind, req.StoreID = api.KindStore, id
+		storeID, dir, base = id, slug, slug
 	}
 	worker := 0
 	if at.worker != "" {
 		cfg, err := api.LoadShimConfig(filepath.Join(g.home, "bin", dir, api.ShimConfigName))
 		if err != nil {
-			return req, fmt.Errorf("the worker slots are in the wrapper's config, which the manager writes: %w", err)
+			return api.EnsureRequest{}, fmt.Errorf("the worker slots are in the wrapper's config, which the manager writes: %w", err)
 		}
 		if worker, err = api.ParseWorker(at.worker, cfg.WorkerSlots); err != nil {
-			return req, &usageError{err.Error()}
+			return api.EnsureRequest{}, &usageError{err.Error()}
 		}
 	}
-	req.BUName, req.ClientID = api.SessionNames(base, at.task, worker, false)
-	return req, nil
+	buName, clientID := api.SessionNames(base, at.task, worker, false)
+	return api.AgentRequest(storeID, at.task, buName, clientID, at.via), nil
 }
 
 // storeOfAgent resolves a store for an agent's call: on the owner's socket by asking the manager; with a

@@ -54,8 +54,9 @@ func (c *StoreAddCmd) Run(g *globals) error {
 	if err != nil {
 		return err
 	}
-	spec := api.StoreSpec{Name: c.Name, Backend: c.Backend, CDPURL: c.CDPURL, Proxy: proxy, Timezone: c.Timezone, Lang: c.Lang,
-		AgentUser: c.AgentUser, BrowserUser: c.BrowserUser, Timeline: c.Timeline}
+	spec := api.StoreSpec{Name: c.Name, Backend: c.Backend, StoreSettings: api.StoreSettings{CDPURL: c.CDPURL,
+		Proxy: proxy, Timezone: c.Timezone, Lang: c.Lang, AgentUser: c.AgentUser, BrowserUser: c.BrowserUser,
+		Timeline: c.Timeline}}
 	if c.Headless || c.Headed {
 		spec.Headless = &c.Headless
 	}
@@ -171,8 +172,8 @@ type StoreSetCmd struct {
 
 // Run applies the change and prints the store; a browser that runs keeps its settings until its next start.
 func (c *StoreSetCmd) Run(g *globals) error {
-	u := api.StoreUpdate{Proxy: c.Proxy, Timezone: c.Timezone, Lang: c.Lang, AgentUser: c.AgentUser, BrowserUser: c.BrowserUser,
-		Timeline: c.Timeline}
+	u := api.StoreUpdate{StoreChanges: api.StoreChanges{Proxy: c.Proxy, Timezone: c.Timezone, Lang: c.Lang,
+		AgentUser: c.AgentUser, BrowserUser: c.BrowserUser, Timeline: c.Timeline}}
 	if c.Proxy != nil {
 		proxy, err := proxyArg(*c.Proxy)
 		if err != nil {

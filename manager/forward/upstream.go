@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"golang.org/x/net/proxy"
@@ -107,14 +106,17 @@ func (d *tunnelDialer) dialSOCKS(ctx context.Context, target string) (net.Conn, 
 	if d.up.User != "" {
 		auth = &proxy.Auth{User: d.up.User, Password: d.up.Password}
 	}
-	reached := false // the SOCKS dialer's errors do not say which step failed; this does
+	var hs *socksHandshake // the SOCKS dialer's errors do not say which step failed; what the upstream answered does
 	forward := dialerFunc(func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := (&net.Dialer{Timeout: d.timeout}).DialContext(ctx, network, addr)
-		reached = err == nil
-		if dl, ok := ctx.Deadline(); ok && err == nil {
+		if err != nil {
+			return nil, err
+		}
+		if dl, ok := ctx.Deadline(); ok {
 			c.SetDeadline(dl) // the handshake's bound; cleared once it is done
 		}
-		return c, err
+		hs = &socksHandshake{Conn: c}
+		return hs, nil
 	})
 	sd, err := proxy.SOCKS5("tcp", d.up.Addr(), auth, forward)
 	if err != nil {
@@ -124,16 +126,48 @@ func (d *tunnelDialer) dialSOCKS(ctx context.Context, target string) (net.Conn, 
 	switch {
 	case err == nil:
 		c.SetDeadline(time.Time{})
+		if hs, ok := c.(*socksHandshake); ok {
+			c = hs.Conn // the handshake is over: nothing more to watch
+		}
 		return c, nil
-	case !reached:
+	case hs == nil:
 		return nil, fmt.Errorf("%w: %v", ErrUnreachable, cause(err))
-	case strings.Contains(err.Error(), "authentication"):
+	case hs.refusedAuth():
 		return nil, fmt.Errorf("%w (SOCKS5)", ErrAuth)
 	case isTimeout(err):
 		return nil, fmt.Errorf("%w: it answered nothing in time", ErrUnreachable)
 	default:
 		return nil, fmt.Errorf("%w: %s: %v", ErrRefused, target, cause(err))
 	}
+}
+
+// socksHandshake is the connection to a SOCKS5 upstream during the handshake: it keeps the upstream's first
+// answers, so a failed dial is classified by what the upstream said rather than by the dialer's error text.
+type socksHandshake struct {
+	net.Conn
+	got []byte // the first 4 bytes the upstream sent: method selection (RFC 1928), then the auth status (RFC 1929)
+}
+
+func (c *socksHandshake) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if k := min(n, 4-len(c.got)); k > 0 {
+		c.got = append(c.got, p[:k]...)
+	}
+	return n, err
+}
+
+// refusedAuth reports whether the upstream refused the credentials: it accepted none of the offered methods
+// (0xff), or it failed the user name and password (a non-zero RFC 1929 status).
+func (c *socksHandshake) refusedAuth() bool {
+	const version, noAcceptable, userPassword = 5, 0xff, 2
+	g := c.got
+	switch {
+	case len(g) >= 2 && g[0] == version && g[1] == noAcceptable:
+		return true
+	case len(g) >= 4 && g[0] == version && g[1] == userPassword && g[3] != 0:
+		return true
+	}
+	return false
 }
 
 // dialerFunc is a proxy.ContextDialer (and proxy.Dialer) made of a function.
@@ -162,15 +196,16 @@ func isTimeout(err error) bool {
 }
 
 // classify names a plain request's failure: the tunnel's own (a SOCKS upstream), or net/http's when it
-// dialled an HTTP upstream itself.
+// dialled an HTTP upstream itself (a *net.OpError of Op "proxyconnect"), or its response-header timeout.
 func classify(err error) error {
+	var op *net.OpError
 	switch {
 	case errors.Is(err, ErrAuth), errors.Is(err, ErrUnreachable), errors.Is(err, ErrRefused):
 		return err
-	case strings.Contains(err.Error(), "timeout awaiting response headers"):
-		return fmt.Errorf("%w: it answered nothing in time", ErrUnreachable)
-	case strings.Contains(err.Error(), "proxyconnect"): // net/http's own dial of an HTTP proxy
+	case errors.As(err, &op) && op.Op == "proxyconnect": // net/http's own dial of an HTTP proxy
 		return fmt.Errorf("%w: %v", ErrUnreachable, cause(err))
+	case isTimeout(err): // net/http's ResponseHeaderTimeout: the upstream took the request and said nothing
+		return fmt.Errorf("%w: it answered nothing in time", ErrUnreachable)
 	default:
 		return fmt.Errorf("%w: %v", ErrRefused, cause(err))
 	}

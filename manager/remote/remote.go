@@ -11,32 +11,22 @@ import (
 	"sync"
 
 	"vibebrowser/mux/cdpwire"
+	"vibebrowser/mux/errdefs"
 )
 
-// ErrBadURL is the class of ValidateURL's (and Connect's) error for an endpoint that is not an http(s) or
-// ws(s) URL with a host. The manager maps this to 400 bad request.
-var ErrBadURL = errors.New("bad cdp url")
-
-// badURLError says what is wrong with a cdp url; its text names no class, so a caller that wraps it in its
-// own class reads as before.
-type badURLError struct{ msg string }
-
-func (e *badURLError) Error() string { return e.msg }
-
-// Is makes errors.Is(err, ErrBadURL) true.
-func (e *badURLError) Is(target error) bool { return target == ErrBadURL }
-
-// ValidateURL accepts http(s):// and ws(s):// URLs with a host; any other is an error wrapping ErrBadURL.
+// ValidateURL accepts http(s):// and ws(s):// URLs with a host; any other is an error of class
+// errdefs.ErrInvalid whose text says what is wrong and names no class, so a caller that wraps it in its own
+// class reads as before.
 func ValidateURL(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
-		return &badURLError{fmt.Sprintf("cdp url %q: want http://host:port or ws://host:port/devtools/browser/<id>", raw)}
+		return errdefs.Invalid("cdp url %q: want http://host:port or ws://host:port/devtools/browser/<id>", raw)
 	}
 	switch u.Scheme {
 	case "http", "https", "ws", "wss":
 		return nil
 	}
-	return &badURLError{fmt.Sprintf("cdp url %q: the scheme must be http, https, ws or wss", raw)}
+	return errdefs.Invalid("cdp url %q: the scheme must be http, https, ws or wss", raw)
 }
 
 // Endpoint is the cdp backend's browser: an endpoint someone else runs. Connecting checks that it answers;

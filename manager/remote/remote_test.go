@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"vibebrowser/mux/errdefs"
 )
 
 // browser serves /json/version as a browser would, or status when it is not 200, and counts requests.
@@ -59,8 +61,8 @@ func TestConnect(t *testing.T) {
 			upHits.Store(0)
 			e, err := Connect(context.Background(), tt.endpoint)
 			if tt.wantErr != "" {
-				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) || errors.Is(err, ErrBadURL) {
-					t.Fatalf("Connect(%q) = %v; want an error starting %q, not ErrBadURL", tt.endpoint, err, tt.wantErr)
+				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) || errors.Is(err, errdefs.ErrInvalid) {
+					t.Fatalf("Connect(%q) = %v; want an error starting %q, not errdefs.ErrInvalid", tt.endpoint, err, tt.wantErr)
 				}
 				return
 			}
@@ -120,11 +122,11 @@ func TestValidateURL(t *testing.T) {
 				return
 			}
 			wantMsg := `cdp url "` + tt.raw + `": ` + tt.want
-			if err == nil || err.Error() != wantMsg || !errors.Is(err, ErrBadURL) {
-				t.Fatalf("ValidateURL(%q) = %v; want ErrBadURL %q", tt.raw, err, wantMsg)
+			if err == nil || err.Error() != wantMsg || !errors.Is(err, errdefs.ErrInvalid) {
+				t.Fatalf("ValidateURL(%q) = %v; want errdefs.ErrInvalid %q", tt.raw, err, wantMsg)
 			}
-			if _, cerr := Connect(context.Background(), tt.raw); !errors.Is(cerr, ErrBadURL) {
-				t.Errorf("Connect(%q) = %v; want ErrBadURL", tt.raw, cerr)
+			if _, cerr := Connect(context.Background(), tt.raw); !errors.Is(cerr, errdefs.ErrInvalid) {
+				t.Errorf("Connect(%q) = %v; want errdefs.ErrInvalid", tt.raw, cerr)
 			}
 		})
 	}

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"vibebrowser/manager/seal"
+	"vibebrowser/mux/errdefs"
 	"vibebrowser/mux/sys/atomicfile"
 )
 
@@ -45,13 +46,12 @@ type Info struct {
 	Path string    `json:"path"`
 }
 
-// Error classes.
 var (
-	// ErrNotFound: no snapshot of the store, or none with the ID asked for.
-	ErrNotFound = errors.New("no such snapshot")
+	// errNoSnapshot: no snapshot of the store, or none with the ID asked for; of class errdefs.errNoSnapshot.
+	errNoSnapshot = errdefs.NotFound("no such snapshot")
 	// ErrEmpty: the profile holds nothing a snapshot keeps (its browser never ran), so no snapshot is taken:
-	// it would push a good one out.
-	ErrEmpty = errors.New("nothing to snapshot")
+	// it would push a good one out. Of class errdefs.ErrConflict.
+	ErrEmpty = errdefs.Conflict("nothing to snapshot")
 )
 
 // Archive entries: the profile's kept files under profilePrefix, and the cookie checkpoint's content (opaque
@@ -152,7 +152,7 @@ func Find(dir, slug, id string) (Info, error) {
 		return Info{}, err
 	}
 	if len(all) == 0 {
-		return Info{}, fmt.Errorf("%w: store %s has no snapshot in %s", ErrNotFound, slug, dir)
+		return Info{}, fmt.Errorf("%w: store %s has no snapshot in %s", errNoSnapshot, slug, dir)
 	}
 	if id == "" {
 		return all[0], nil
@@ -170,9 +170,9 @@ func Find(dir, slug, id string) (Info, error) {
 	case 1:
 		return match[0], nil
 	case 0:
-		return Info{}, fmt.Errorf("%w: store %s has no snapshot %q (vibe-browser store snapshots %s lists them)", ErrNotFound, slug, id, slug)
+		return Info{}, fmt.Errorf("%w: store %s has no snapshot %q (vibe-browser store snapshots %s lists them)", errNoSnapshot, slug, id, slug)
 	}
-	return Info{}, fmt.Errorf("%w: %q begins %d snapshots of store %s: give more of its ID", ErrNotFound, id, len(match), slug)
+	return Info{}, fmt.Errorf("%w: %q begins %d snapshots of store %s: give more of its ID", errNoSnapshot, id, len(match), slug)
 }
 
 // Take snapshots profile, slug's, as kind with jar (the checkpoint's opened content; nil when there is none)
@@ -193,7 +193,7 @@ func (st *Store) Take(slug, profile string, jar []byte, kind Kind) (Info, error)
 	if kind == Live {
 		if prev, err := Find(st.Dir, slug, ""); err == nil {
 			base = &prev
-		} else if !errors.Is(err, ErrNotFound) {
+		} else if !errors.Is(err, errNoSnapshot) {
 			return Info{}, err
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"vibebrowser/manager/logins"
 	"vibebrowser/manager/seal"
+	"vibebrowser/mux/errdefs"
 )
 
 const cookieValue = "SESSION-c00k1e-v4lue-7d1f"
@@ -243,14 +244,14 @@ func TestPruneKeepsNewest(t *testing.T) {
 	if fileExists(filepath.Join(st.Dir, "shop", ".snap-crashed.tmp")) {
 		t.Error("a crashed take's temp file was left")
 	}
-	if _, err := Find(st.Dir, "shop", ids[0]); !errors.Is(err, ErrNotFound) {
-		t.Errorf("Find(pruned %s) = %v; want ErrNotFound", ids[0], err)
+	if _, err := Find(st.Dir, "shop", ids[0]); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("Find(pruned %s) = %v; want errdefs.ErrNotFound", ids[0], err)
 	}
 	if got, err := Find(st.Dir, "shop", all[1].ID[:len(all[1].ID)-6]); err != nil || got.ID != all[1].ID {
 		t.Errorf("Find(prefix) = %+v, %v; want %s", got, err, all[1].ID)
 	}
-	if _, err := Find(st.Dir, "other", ""); !errors.Is(err, ErrNotFound) {
-		t.Errorf("Find(a store with none) = %v; want ErrNotFound", err)
+	if _, err := Find(st.Dir, "other", ""); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("Find(a store with none) = %v; want errdefs.ErrNotFound", err)
 	}
 }
 
@@ -414,7 +415,7 @@ func TestLiveKeepsTheDatabasesOfTheSnapshotBefore(t *testing.T) {
 
 func TestEmptyProfileIsNoSnapshot(t *testing.T) {
 	st := testStore(t, 5)
-	if _, err := st.Take("shop", writeProfile(t, map[string]string{"Default/Cache/x": "y"}), nil, Full); !errors.Is(err, ErrEmpty) {
+	if _, err := st.Take("shop", writeProfile(t, map[string]string{"Default/Cache/x": "y"}), nil, Full); !errors.Is(err, ErrEmpty) || !errors.Is(err, errdefs.ErrConflict) {
 		t.Errorf("Take of a profile with nothing kept = %v; want ErrEmpty (it would prune a good one)", err)
 	}
 	if _, err := st.Take("shop", filepath.Join(t.TempDir(), "never-made"), nil, Full); !errors.Is(err, ErrEmpty) {

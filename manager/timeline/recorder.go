@@ -15,6 +15,7 @@ import (
 
 	"vibebrowser/manager/api"
 	"vibebrowser/mux"
+	"vibebrowser/mux/errdefs"
 	"vibebrowser/state"
 )
 
@@ -305,8 +306,8 @@ func fill[T any](field **T) *T {
 	return *field
 }
 
-// ErrNoShot is Shot's answer for an entry that is no shot, or whose file is gone.
-var ErrNoShot = errors.New("no such shot")
+// ErrNoShot is Shot's answer for an entry that is no shot, or whose file is gone; of class errdefs.ErrNotFound.
+var ErrNoShot = errdefs.NotFound("no such shot")
 
 // Shot reads the JPEG of task's shot entry seq.
 func (r *Recorder) Shot(ctx context.Context, task string, seq int64) ([]byte, error) {

@@ -23,6 +23,7 @@ import (
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/untrusted"
 	"vibebrowser/mux"
+	"vibebrowser/mux/errdefs"
 )
 
 // Source is what the UI reads from the manager. The manager implements it; tests use a fake, so this
@@ -62,18 +63,18 @@ type Source interface {
 	Changed() <-chan struct{}
 }
 
-// Errors of the Source.
+// Errors of the Source, each of an errdefs class.
 var (
 	// ErrNoStore: no store has that slug.
-	ErrNoStore = errors.New("no such store")
+	ErrNoStore = errdefs.NotFound("no such store")
 	// ErrStopped: the browser is not running.
-	ErrStopped = errors.New("the browser is not running")
+	ErrStopped = errdefs.Unavailable("the browser is not running")
 	// ErrNoTask: the manager knows no task of that id (Timeline).
-	ErrNoTask = errors.New("no such task")
+	ErrNoTask = errdefs.NotFound("no such task")
 	// ErrNoShot: the task has no shot of that seq, or its file is gone (Shot).
-	ErrNoShot = errors.New("no such shot")
+	ErrNoShot = errdefs.NotFound("no such shot")
 	// ErrNoDownload: no finished download has that id, or its file is gone (DownloadFile).
-	ErrNoDownload = errors.New("no such download")
+	ErrNoDownload = errdefs.NotFound("no such download")
 )
 
 // Browser is one running browser's mux as the pages use it (the operator API of package mux); the

@@ -1,16 +1,17 @@
 package ziniao
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"sync"
+
+	"vibebrowser/mux/errdefs"
 )
 
-// ErrAccountBusy is the class of Claims.Claim's error when another Ziniao account has stores starting or
-// running on this machine. The manager maps this to 409 conflict.
-var ErrAccountBusy = errors.New("another Ziniao account is active")
+// ErrAccountBusy is Claims.Claim's error when another Ziniao account has stores starting or running on this
+// machine; it is of class errdefs.ErrConflict.
+var ErrAccountBusy = errdefs.Conflict("another Ziniao account is active")
 
 // accountBusyError names the active account's stores; its text names no class, so a caller that wraps it in
 // its own class reads as before.
@@ -18,8 +19,8 @@ type accountBusyError struct{ msg string }
 
 func (e *accountBusyError) Error() string { return e.msg }
 
-// Is makes errors.Is(err, ErrAccountBusy) true.
-func (e *accountBusyError) Is(target error) bool { return target == ErrAccountBusy }
+// Unwrap makes errors.Is(err, ErrAccountBusy) and errors.Is(err, errdefs.ErrConflict) true.
+func (e *accountBusyError) Unwrap() error { return ErrAccountBusy }
 
 // Claims holds which stores of which Ziniao account are starting or running: the Ziniao client serves one
 // account per machine, while stores of one account run concurrently. A claim is held from before a start

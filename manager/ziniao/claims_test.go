@@ -3,6 +3,8 @@ package ziniao
 import (
 	"errors"
 	"testing"
+
+	"vibebrowser/mux/errdefs"
 )
 
 func TestClaims(t *testing.T) {
@@ -24,8 +26,8 @@ func TestClaims(t *testing.T) {
 	err := c.Claim(other, "k9", "late")
 	const want = "Ziniao account acme/ops is active on this machine (stores alpha, mid, zeta) and the Ziniao client serves one " +
 		"account at a time; stop those stores first (vibe-browser browser stop STORE) to start late of account acme/night"
-	if err == nil || err.Error() != want || !errors.Is(err, ErrAccountBusy) {
-		t.Fatalf("Claim(acme/night) = %v; want ErrAccountBusy %q", err, want)
+	if err == nil || err.Error() != want || !errors.Is(err, ErrAccountBusy) || !errors.Is(err, errdefs.ErrConflict) {
+		t.Fatalf("Claim(acme/night) = %v; want ErrAccountBusy (a conflict) %q", err, want)
 	}
 
 	c.Release(shop, "k1")

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"vibebrowser/mux/errdefs"
 )
 
 // DefaultLaunchWait bounds the wait for a client the manager started to answer its HTTP API.
@@ -18,7 +20,7 @@ const DefaultLaunchWait = 60 * time.Second
 
 // ErrCannotLaunch is the class of EnsureRunning's errors: the client is not running and this machine cannot
 // start it (or started it, but its HTTP API never answered). The manager maps this to 503 unavailable.
-var ErrCannotLaunch = errors.New("the Ziniao client is not running")
+var ErrCannotLaunch = errdefs.Unavailable("the Ziniao client is not running")
 
 // DefaultCommand returns how the client is started on this system when no command is configured, before
 // the WebDriver flags are appended: on macOS the app through open(1); elsewhere nothing (the executable's

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"vibebrowser/integration/fakeziniao"
+	"vibebrowser/mux/errdefs"
 )
 
 // fakeClientEnv makes the test binary a stand-in Ziniao client: it serves an empty getBrowserList on its
@@ -84,8 +85,8 @@ func TestEnsureRunning(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, ErrCannotLaunch) {
-				t.Fatalf("EnsureRunning = %v; want ErrCannotLaunch", err)
+			if !errors.Is(err, ErrCannotLaunch) || !errors.Is(err, errdefs.ErrUnavailable) {
+				t.Fatalf("EnsureRunning = %v; want ErrCannotLaunch (unavailable)", err)
 			}
 			for _, want := range tt.wantErr {
 				if !strings.Contains(err.Error(), want) {
