@@ -20,8 +20,9 @@ import (
 
 // incomingFolder makes the folder Chrome writes downloads into: the browser user's own (0700) when the
 // store's Chromium runs as one, the mux's own otherwise.
-func (m *Mux) incomingFolder() error {
-	dir := m.incomingDir()
+func (ds *downloads) incomingFolder() error {
+	m := ds.m
+	dir := ds.incomingDir()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
@@ -32,7 +33,8 @@ func (m *Mux) incomingFolder() error {
 }
 
 // ownerFolder makes a client's downloads folder (0700), the store's agent user's when it has one.
-func (m *Mux) ownerFolder(dir string) error {
+func (ds *downloads) ownerFolder(dir string) error {
+	m := ds.m
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
@@ -54,7 +56,8 @@ func singleName(fi fs.FileInfo) bool {
 // is the client's choice, so it must be a folder that agent user owns; it is opened once and written
 // inside only (no path leads out of it), names are taken exclusively, and the copy is the agent user's
 // (0600) before it appears complete under its name.
-func (m *Mux) placeForAgent(src, dir, name, guid string, exact bool) (string, error) {
+func (ds *downloads) placeForAgent(src, dir, name, guid string, exact bool) (string, error) {
+	m := ds.m
 	a := m.cfg.Agent
 	root, err := os.OpenRoot(dir)
 	if err != nil {
@@ -74,7 +77,7 @@ func (m *Mux) placeForAgent(src, dir, name, guid string, exact bool) (string, er
 		return "", err
 	}
 	defer in.Close()
-	tmp, err := m.partialIn(root, in)
+	tmp, err := ds.partialIn(root, in)
 	if err != nil {
 		return "", err
 	}
@@ -105,7 +108,8 @@ func (m *Mux) placeForAgent(src, dir, name, guid string, exact bool) (string, er
 }
 
 // partialIn copies in to a new partial file in root, owned by the agent user (0600), and returns its name.
-func (m *Mux) partialIn(root *os.Root, in io.Reader) (string, error) {
+func (ds *downloads) partialIn(root *os.Root, in io.Reader) (string, error) {
+	m := ds.m
 	var r [8]byte
 	rand.Read(r[:])
 	name := ".download-" + hex.EncodeToString(r[:]) + PartialSuffix
@@ -113,7 +117,7 @@ func (m *Mux) partialIn(root *os.Root, in io.Reader) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := m.fillFile(out, m.cfg.Agent, in); err != nil {
+	if err := fillFile(out, m.cfg.Agent, m.stoppable(in)); err != nil {
 		root.Remove(name)
 		return "", fmt.Errorf("copy into the client's download folder: %w", err)
 	}
@@ -121,14 +125,14 @@ func (m *Mux) partialIn(root *os.Root, in io.Reader) (string, error) {
 }
 
 // fillFile gives out, a file the mux just created 0600, to owner (nil: the mux's own; a umask only takes bits
-// away), copies src into it unless the mux closes meanwhile, and closes it.
-func (m *Mux) fillFile(out *os.File, owner *osuser.User, src io.Reader) error {
+// away), copies src into it (a stoppable reader: the copy ends when the mux closes), and closes it.
+func fillFile(out *os.File, owner *osuser.User, src io.Reader) error {
 	var err error
 	if owner != nil {
 		err = out.Chown(owner.UID, owner.GID)
 	}
 	if err == nil {
-		_, err = io.Copy(out, m.stoppable(src))
+		_, err = io.Copy(out, src)
 	}
 	if cerr := out.Close(); err == nil {
 		err = cerr

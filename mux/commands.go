@@ -74,7 +74,7 @@ func (m *Mux) handleClient(c *conn, b []byte) {
 	}
 	c.cl.active = time.Now()
 	m.touchActivityLocked()
-	m.countJarCommand(cmd.method, cmd.sessionID)
+	m.taps.countJarCommand(cmd.method, cmd.sessionID)
 	m.upQuiet = true
 	m.routeLocked(c, b, info, id, tp)
 	m.upQuiet = false
@@ -104,7 +104,7 @@ func (m *Mux) routeLocked(c *conn, b []byte, info msgInfo, id []byte, p *cmdPara
 			m.touchTargetLocked(sess.root)
 		}
 	}
-	if method == "Page.setDownloadBehavior" && sess != nil && m.setDownloadBehaviorLocked(c, sess, true, id, b) {
+	if method == "Page.setDownloadBehavior" && sess != nil && m.dl.setDownloadBehaviorLocked(c, sess, true, id, b) {
 		return // Chrome applies it browser-wide: the mux's own stays in force
 	}
 	kind := kindPlain
@@ -159,11 +159,11 @@ func (m *Mux) routeLocked(c *conn, b []byte, info msgInfo, id []byte, p *cmdPara
 			m.sendLocked(c, resultFrame(id, sid, []byte("{}")))
 			return
 		case "Browser.setDownloadBehavior":
-			if m.setDownloadBehaviorLocked(c, sess, false, id, b) {
+			if m.dl.setDownloadBehaviorLocked(c, sess, false, id, b) {
 				return
 			}
 		case "Browser.cancelDownload":
-			if !m.cancelDownloadAllowedLocked(c, sid, id, b) {
+			if !m.dl.cancelDownloadAllowedLocked(c, sid, id, b) {
 				return
 			}
 		case "Target.createTarget":
@@ -189,7 +189,7 @@ func (m *Mux) routeLocked(c *conn, b []byte, info msgInfo, id []byte, p *cmdPara
 		return
 	}
 	if m.forwardLocked(c, b, info, id, kind, nil) && method == "Input.insertText" && sess != nil {
-		m.checkPasswordLocked(c.cl, sess, b) // after the forward: the check adds nothing to the command's way
+		m.taps.checkPasswordLocked(c.cl, sess, b) // after the forward: the check adds nothing to the command's way
 	}
 }
 
@@ -302,7 +302,7 @@ func (m *Mux) nextCreateLocked() {
 				q.human.finish("", ErrDisconnected)
 				continue
 			}
-			m.startHumanCreateLocked(q.human)
+			m.op.startHumanCreateLocked(q.human)
 			continue
 		}
 		if q.c.closed() || q.c.cl.conn != q.c {
@@ -435,7 +435,7 @@ func (m *Mux) responseLocked(b []byte, info msgInfo) {
 		}
 		if json.Unmarshal(b, &r) == nil && r.Result.BrowserContextID != "" {
 			p.c.cl.contexts[r.Result.BrowserContextID] = true
-			m.downloadContextCreatedLocked(r.Result.BrowserContextID)
+			m.dl.downloadContextCreatedLocked(r.Result.BrowserContextID)
 		}
 	}
 	if p.c.cl.conn == p.c {

@@ -25,13 +25,14 @@ import (
 // finishDownload files a completed download: into its owner's folder under a unique, sanitised name, into
 // the owner's own downloadPath when it asked for one, and only then tells the owner it completed. It runs
 // outside the lock: a copy across file systems may take a while.
-func (m *Mux) finishDownload(d *download, ev dlEvent) {
+func (ds *downloads) finishDownload(d *download, ev dlEvent) {
+	m := ds.m
 	dl := Download{GUID: d.guid, URL: d.url, OwnerDir: UnattributedDir, At: time.Now()}
 	if d.owner != nil {
 		dl.ClientID, dl.OwnerDir = d.owner.id, clientid.OwnerDir(d.owner.id)
 	}
-	src := filepath.Join(m.incomingDir(), d.guid)
-	err := m.fileDownload(&dl, src, d)
+	src := filepath.Join(ds.incomingDir(), d.guid)
+	err := ds.fileDownload(&dl, src, d)
 	if err != nil {
 		m.log.Error().Err(err).Str("guid", d.guid).Str("client", dl.ClientID).Msg("downloads: a completed download could not be filed")
 	}
@@ -40,12 +41,12 @@ func (m *Mux) finishDownload(d *download, ev dlEvent) {
 		var perr error
 		switch {
 		case m.cfg.Agent != nil:
-			clientPath, perr = m.placeForAgent(dl.Path, d.behavior.path, dl.Name, d.guid, d.behavior.behavior == behaviorAllowAndName)
+			clientPath, perr = ds.placeForAgent(dl.Path, d.behavior.path, dl.Name, d.guid, d.behavior.behavior == behaviorAllowAndName)
 		case d.behavior.behavior == behaviorAllowAndName:
 			clientPath = filepath.Join(d.behavior.path, d.guid)
-			perr = m.placeExact(dl.Path, clientPath)
+			perr = ds.placeExact(dl.Path, clientPath)
 		default:
-			clientPath, perr = m.placeUnique(dl.Path, d.behavior.path, dl.Name)
+			clientPath, perr = ds.placeUnique(dl.Path, d.behavior.path, dl.Name)
 		}
 		if perr != nil {
 			clientPath = dl.Path
@@ -54,7 +55,7 @@ func (m *Mux) finishDownload(d *download, ev dlEvent) {
 		}
 	}
 	m.mu.Lock()
-	m.downloadEventLocked(d, completedEvent(ev, clientPath))
+	ds.downloadEventLocked(d, completedEvent(ev, clientPath))
 	m.mu.Unlock()
 	if err == nil {
 		m.log.Info().Str("guid", d.guid).Str("client", dl.ClientID).Str("file", dl.Path).Int64("size", dl.Size).Msg("download filed")
@@ -69,9 +70,10 @@ func (m *Mux) finishDownload(d *download, ev dlEvent) {
 // checked to be the one Chrome wrote (no symlink, the same inode), as the browser user writes the incoming
 // folder and the agent user the owner folder, and the mux, which may run as root, must not be led to
 // another file by either.
-func (m *Mux) fileDownload(dl *Download, src string, d *download) error {
+func (ds *downloads) fileDownload(dl *Download, src string, d *download) error {
+	m := ds.m
 	dir := filepath.Join(m.cfg.DownloadDir, dl.OwnerDir)
-	if err := m.ownerFolder(dir); err != nil {
+	if err := ds.ownerFolder(dir); err != nil {
 		return fmt.Errorf("owner folder: %w", err)
 	}
 	written, err := os.Lstat(src)
@@ -81,7 +83,7 @@ func (m *Mux) fileDownload(dl *Download, src string, d *download) error {
 	if !written.Mode().IsRegular() {
 		return fmt.Errorf("%s is not a regular file", src)
 	}
-	final, err := m.placeUnique(src, dir, SanitizeName(d.name))
+	final, err := ds.placeUnique(src, dir, SanitizeName(d.name))
 	if err != nil {
 		return err
 	}
@@ -116,7 +118,7 @@ const maxUnique = 10000
 // placeUnique puts src's content at dir/name, or at the first free "name (N).ext", never over an existing
 // file, and returns the path. A hard link makes it appear complete at once; across file systems (or where
 // links are refused) the content is copied under a partial name first.
-func (m *Mux) placeUnique(src, dir, name string) (string, error) {
+func (ds *downloads) placeUnique(src, dir, name string) (string, error) {
 	from, tmp := src, ""
 	defer func() {
 		if tmp != "" {
@@ -133,7 +135,7 @@ func (m *Mux) placeUnique(src, dir, name string) (string, error) {
 			i++
 			continue
 		case tmp == "":
-			if tmp, err = m.copyPartial(src, dir); err != nil {
+			if tmp, err = ds.copyPartial(src, dir); err != nil {
 				return "", err
 			}
 			from = tmp
@@ -161,14 +163,14 @@ func (m *Mux) placeUnique(src, dir, name string) (string, error) {
 
 // placeExact puts src's content at dst (a client's <downloadPath>/<guid>): a hard link, or a copy renamed
 // into place, so dst is complete whenever it exists.
-func (m *Mux) placeExact(src, dst string) error {
+func (ds *downloads) placeExact(src, dst string) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 		return err
 	}
 	if err := os.Link(src, dst); err == nil {
 		return nil
 	}
-	tmp, err := m.copyPartial(src, filepath.Dir(dst))
+	tmp, err := ds.copyPartial(src, filepath.Dir(dst))
 	if err != nil {
 		return err
 	}
@@ -180,7 +182,8 @@ func (m *Mux) placeExact(src, dst string) error {
 }
 
 // copyPartial copies src into a new partial file in dir and returns its path.
-func (m *Mux) copyPartial(src, dir string) (string, error) {
+func (ds *downloads) copyPartial(src, dir string) (string, error) {
+	m := ds.m
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}

@@ -65,8 +65,12 @@ type dlBehavior struct {
 	events   bool   // eventsEnabled
 }
 
-// downloadState is the mux's part of the routing tables for downloads, guarded by Mux.mu.
-type downloadState struct {
+// downloads is the downloads feature of a Mux: the browser-wide download behaviour, the clients' own, and
+// the downloads in progress. Its state is guarded by Mux.mu: the core hands it the download events and
+// commands it routes, under that lock.
+type downloads struct {
+	m *Mux
+
 	active map[string]*download // guid -> a download not yet completed or canceled
 }
 
@@ -91,12 +95,12 @@ const frameLookupTimeout = 10 * time.Second
 const maxFrameLookups = 32
 
 // incomingDir is where Chrome writes: DownloadDir/.incoming.
-func (m *Mux) incomingDir() string { return filepath.Join(m.cfg.DownloadDir, IncomingDir) }
+func (ds *downloads) incomingDir() string { return filepath.Join(ds.m.cfg.DownloadDir, IncomingDir) }
 
 // downloadBehaviorParams is the mux's own setDownloadBehavior for browserContextID ("" the default context).
-func (m *Mux) downloadBehaviorParams(browserContextID string) []byte {
+func (ds *downloads) downloadBehaviorParams(browserContextID string) []byte {
 	b := []byte(`{"behavior":"allowAndName","downloadPath":`)
-	b = appendJSONString(b, m.incomingDir())
+	b = appendJSONString(b, ds.incomingDir())
 	b = append(b, `,"eventsEnabled":true`...)
 	if browserContextID != "" {
 		b = append(b, `,"browserContextId":`...)
@@ -108,26 +112,28 @@ func (m *Mux) downloadBehaviorParams(browserContextID string) []byte {
 // downloadsConnectedLocked sets the browser-wide download behaviour on a new browser connection: Chrome
 // forgets a connection's setting when it closes, so every connect and reconnect sets it again, for the
 // default context and every context a client created.
-func (m *Mux) downloadsConnectedLocked() {
+func (ds *downloads) downloadsConnectedLocked() {
+	m := ds.m
 	if m.cfg.DownloadDir == "" {
 		return
 	}
-	if err := m.incomingFolder(); err != nil {
-		m.log.Error().Err(err).Str("dir", m.incomingDir()).Msg("downloads: cannot create the incoming folder")
+	if err := ds.incomingFolder(); err != nil {
+		m.log.Error().Err(err).Str("dir", ds.incomingDir()).Msg("downloads: cannot create the incoming folder")
 	}
-	m.sendInternalLocked("Browser.setDownloadBehavior", m.downloadBehaviorParams(""), "", nil)
+	m.sendInternalLocked("Browser.setDownloadBehavior", ds.downloadBehaviorParams(""), "", nil)
 	for _, cl := range m.clients {
 		for ctxID := range cl.contexts {
-			m.sendInternalLocked("Browser.setDownloadBehavior", m.downloadBehaviorParams(ctxID), "", nil)
+			m.sendInternalLocked("Browser.setDownloadBehavior", ds.downloadBehaviorParams(ctxID), "", nil)
 		}
 	}
 }
 
 // downloadContextCreatedLocked sets the mux's download behaviour on a context a client just created
 // (Chrome's setting without browserContextId covers the default context only).
-func (m *Mux) downloadContextCreatedLocked(browserContextID string) {
+func (ds *downloads) downloadContextCreatedLocked(browserContextID string) {
+	m := ds.m
 	if m.cfg.DownloadDir != "" {
-		m.sendInternalLocked("Browser.setDownloadBehavior", m.downloadBehaviorParams(browserContextID), "", nil)
+		m.sendInternalLocked("Browser.setDownloadBehavior", ds.downloadBehaviorParams(browserContextID), "", nil)
 	}
 }
 
@@ -137,7 +143,8 @@ func (m *Mux) downloadContextCreatedLocked(browserContextID string) {
 // and answered false, for the caller to forward it.
 // sess is the session it came on (nil for the root); pageScoped marks Page.setDownloadBehavior, which applies
 // to the session's page's context.
-func (m *Mux) setDownloadBehaviorLocked(c *conn, sess *session, pageScoped bool, id []byte, b []byte) (answered bool) {
+func (ds *downloads) setDownloadBehaviorLocked(c *conn, sess *session, pageScoped bool, id []byte, b []byte) (answered bool) {
+	m := ds.m
 	var msg struct {
 		Params struct {
 			Behavior         string `json:"behavior"`
@@ -182,7 +189,8 @@ func (m *Mux) setDownloadBehaviorLocked(c *conn, sess *session, pageScoped bool,
 
 // cancelDownloadAllowedLocked lets a client cancel only its own downloads (playwright's download.cancel());
 // another guid is answered with an error, as Chrome answers a guid it does not know, and nothing is sent.
-func (m *Mux) cancelDownloadAllowedLocked(c *conn, sid string, id, b []byte) bool {
+func (ds *downloads) cancelDownloadAllowedLocked(c *conn, sid string, id, b []byte) bool {
+	m := ds.m
 	if m.cfg.DownloadDir == "" {
 		return true
 	}
@@ -192,7 +200,7 @@ func (m *Mux) cancelDownloadAllowedLocked(c *conn, sid string, id, b []byte) boo
 		} `json:"params"`
 	}
 	decodeStrict(b, &msg)
-	if d := m.dl.active[msg.Params.GUID]; d != nil && d.owner == c.cl {
+	if d := ds.active[msg.Params.GUID]; d != nil && d.owner == c.cl {
 		return true
 	}
 	m.replyErrLocked(c, id, sid, codeInvalidParam, "No download item found for the given GUID among this client's downloads")
@@ -201,7 +209,8 @@ func (m *Mux) cancelDownloadAllowedLocked(c *conn, sid string, id, b []byte) boo
 
 // behaviorLocked is c's own behaviour for a download in browser context ctxID: the one it set for that
 // context, else (in the default context or one no client created) the one it set without a context.
-func (m *Mux) behaviorLocked(c *conn, ctxID string) dlBehavior {
+func (ds *downloads) behaviorLocked(c *conn, ctxID string) dlBehavior {
+	m := ds.m
 	if c == nil {
 		return dlBehavior{behavior: behaviorDefault}
 	}
@@ -232,36 +241,38 @@ type dlEvent struct {
 // downloadWillBeginLocked attributes a new download to the owner of its frame's target: a page, a popup
 // (owned through its opener) or an OOPIF. A frame that is no target (a same-process subframe) is looked for
 // in the frame trees of the clients' pages; meanwhile its events wait.
-func (m *Mux) downloadWillBeginLocked(b []byte) {
+func (ds *downloads) downloadWillBeginLocked(b []byte) {
+	m := ds.m
 	var ev dlEvent
 	if json.Unmarshal(b, &ev) != nil || ev.Params.GUID == "" {
 		return
 	}
 	p := ev.Params
 	d := &download{guid: p.GUID, url: p.URL, name: p.SuggestedFilename, frame: p.FrameID}
-	if m.dl.active == nil {
-		m.dl.active = map[string]*download{}
+	if ds.active == nil {
+		ds.active = map[string]*download{}
 	}
-	m.dl.active[d.guid] = d
+	ds.active[d.guid] = d
 	t := m.targets[p.FrameID]
 	if t != nil {
 		d.context = t.context
 	}
 	switch {
 	case t != nil && t.owner != nil && !t.closing:
-		m.attributeDownloadLocked(d, t.owner)
-		m.downloadEventLocked(d, b)
+		ds.attributeDownloadLocked(d, t.owner)
+		ds.downloadEventLocked(d, b)
 	case t != nil && t.typ == "page" || m.cfg.DownloadDir == "":
-		m.attributeDownloadLocked(d, nil) // a tab nobody here created
+		ds.attributeDownloadLocked(d, nil) // a tab nobody here created
 	default:
 		d.resolving, d.began = true, b
-		m.lookUpFrameLocked(d)
+		ds.lookUpFrameLocked(d)
 	}
 }
 
 // attributeDownloadLocked gives d to owner (nil: unattributed) and applies the owner's own behaviour:
 // deny cancels the download, for that client only (the browser-wide behaviour stays allowAndName).
-func (m *Mux) attributeDownloadLocked(d *download, owner *client) {
+func (ds *downloads) attributeDownloadLocked(d *download, owner *client) {
+	m := ds.m
 	d.owner = owner
 	if owner == nil && m.cfg.DownloadDir == "" {
 		return // the mux files nothing: Chrome and the clients deal with it
@@ -271,14 +282,15 @@ func (m *Mux) attributeDownloadLocked(d *download, owner *client) {
 			Msg("download started by a frame no client owns: it goes to " + UnattributedDir)
 		return
 	}
-	d.behavior = m.behaviorLocked(owner.conn, d.context)
+	d.behavior = ds.behaviorLocked(owner.conn, d.context)
 	if d.behavior.behavior == behaviorDeny && m.cfg.DownloadDir != "" {
-		m.cancelLocked(d)
+		ds.cancelLocked(d)
 	}
 }
 
 // cancelLocked asks Chrome to cancel d; its "canceled" then removes the partial file and tells the owner.
-func (m *Mux) cancelLocked(d *download) {
+func (ds *downloads) cancelLocked(d *download) {
+	m := ds.m
 	p := append([]byte(`{"guid":`), appendJSONString(nil, d.guid)...)
 	if d.context != "" && !m.isDefaultContextLocked(d.context) {
 		p = append(append(p, `,"browserContextId":`...), appendJSONString(nil, d.context)...)
@@ -289,7 +301,8 @@ func (m *Mux) cancelLocked(d *download) {
 // overRoomLocked reports whether d, now at received bytes, takes its owner's downloads in progress past
 // the owner's room (Hooks.DownloadRoom); if so it cancels d (unless it is complete: then it is only not
 // filed) and tells Hooks.DownloadCut.
-func (m *Mux) overRoomLocked(d *download, received int64, complete bool) bool {
+func (ds *downloads) overRoomLocked(d *download, received int64, complete bool) bool {
+	m := ds.m
 	room := m.cfg.Hooks.DownloadRoom
 	if d.cut || room == nil || d.owner == nil || m.cfg.DownloadDir == "" {
 		return d.cut
@@ -301,7 +314,7 @@ func (m *Mux) overRoomLocked(d *download, received int64, complete bool) bool {
 		return false
 	}
 	taking := d.received
-	for _, o := range m.dl.active {
+	for _, o := range ds.active {
 		if o != d && o.owner != nil && !o.cut && clientid.OwnerDir(o.owner.id) == dir {
 			taking += o.received
 		}
@@ -311,7 +324,7 @@ func (m *Mux) overRoomLocked(d *download, received int64, complete bool) bool {
 	}
 	d.cut = true
 	if !complete {
-		m.cancelLocked(d)
+		ds.cancelLocked(d)
 	}
 	m.log.Warn().Str("guid", d.guid).Str("client", d.owner.id).Int64("bytes", d.received).Int64("room", left).
 		Msg("downloads: cancelled a download past its owner's room")
@@ -325,23 +338,25 @@ func (m *Mux) overRoomLocked(d *download, received int64, complete bool) bool {
 }
 
 // downloadEventLocked sends a download event to its owner, if the owner asked for download events.
-func (m *Mux) downloadEventLocked(d *download, b []byte) {
+func (ds *downloads) downloadEventLocked(d *download, b []byte) {
+	m := ds.m
 	if d.owner == nil || d.owner.conn == nil {
 		return
 	}
-	if m.behaviorLocked(d.owner.conn, d.context).events {
+	if ds.behaviorLocked(d.owner.conn, d.context).events {
 		m.sendLocked(d.owner.conn, wholeFrame(b))
 	}
 }
 
 // downloadProgressLocked follows a download: progress goes to its owner; canceled removes the partial
 // file; completed hands the download to a goroutine that files it and only then tells the owner.
-func (m *Mux) downloadProgressLocked(b []byte) {
+func (ds *downloads) downloadProgressLocked(b []byte) {
+	m := ds.m
 	var ev dlEvent
 	if json.Unmarshal(b, &ev) != nil || ev.Params.GUID == "" {
 		return
 	}
-	d := m.dl.active[ev.Params.GUID]
+	d := ds.active[ev.Params.GUID]
 	if d == nil {
 		if ev.Params.State != "completed" || m.cfg.DownloadDir == "" {
 			return
@@ -358,48 +373,50 @@ func (m *Mux) downloadProgressLocked(b []byte) {
 		}
 		return
 	}
-	m.progressLocked(d, ev, b)
+	ds.progressLocked(d, ev, b)
 }
 
-func (m *Mux) progressLocked(d *download, ev dlEvent, b []byte) {
+func (ds *downloads) progressLocked(d *download, ev dlEvent, b []byte) {
+	m := ds.m
 	switch ev.Params.State {
 	case "completed":
 		if m.cfg.DownloadDir == "" { // nothing to file: Chrome put it where the client asked
-			delete(m.dl.active, d.guid)
-			m.downloadEventLocked(d, b)
+			delete(ds.active, d.guid)
+			ds.downloadEventLocked(d, b)
 			return
 		}
-		over := m.overRoomLocked(d, int64(max(ev.Params.ReceivedBytes, ev.Params.TotalBytes)), true)
-		delete(m.dl.active, d.guid)
+		over := ds.overRoomLocked(d, int64(max(ev.Params.ReceivedBytes, ev.Params.TotalBytes)), true)
+		delete(ds.active, d.guid)
 		if d.behavior.behavior == behaviorDeny || over {
 			// It completed before the cancel arrived (its subframe was still being looked up, or it was
 			// past its owner's room at its first progress): the client still gets none.
-			m.removeIncomingLocked(d.guid)
-			m.downloadEventLocked(d, canceledEvent(d.guid))
+			ds.removeIncomingLocked(d.guid)
+			ds.downloadEventLocked(d, canceledEvent(d.guid))
 			return
 		}
 		if m.closed {
 			return
 		}
 		m.wg.Add(1) // under mu and before closed is set: Serve's Wait covers it
-		go func() { defer m.wg.Done(); m.finishDownload(d, ev) }()
+		go func() { defer m.wg.Done(); ds.finishDownload(d, ev) }()
 	case "canceled":
-		delete(m.dl.active, d.guid)
+		delete(ds.active, d.guid)
 		if m.cfg.DownloadDir == "" {
-			m.downloadEventLocked(d, b)
+			ds.downloadEventLocked(d, b)
 			return
 		}
-		m.removeIncomingLocked(d.guid)
-		m.downloadEventLocked(d, b)
+		ds.removeIncomingLocked(d.guid)
+		ds.downloadEventLocked(d, b)
 	default:
-		m.overRoomLocked(d, int64(ev.Params.ReceivedBytes), false)
-		m.downloadEventLocked(d, b)
+		ds.overRoomLocked(d, int64(ev.Params.ReceivedBytes), false)
+		ds.downloadEventLocked(d, b)
 	}
 }
 
 // removeIncomingLocked removes what Chrome wrote of download guid (a partial or a finished file).
-func (m *Mux) removeIncomingLocked(guid string) {
-	base := filepath.Join(m.incomingDir(), guid)
+func (ds *downloads) removeIncomingLocked(guid string) {
+	m := ds.m
+	base := filepath.Join(ds.incomingDir(), guid)
 	for _, p := range []string{base, base + ".crdownload"} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			m.log.Warn().Err(err).Str("file", p).Msg("downloads: cannot remove a download's incoming file")
@@ -409,7 +426,8 @@ func (m *Mux) removeIncomingLocked(guid string) {
 
 // lookUpFrameLocked starts the search for the page whose frame tree holds d's frame, through operator
 // sessions (invisible to every client), most recently used pages first.
-func (m *Mux) lookUpFrameLocked(d *download) {
+func (ds *downloads) lookUpFrameLocked(d *download) {
+	m := ds.m
 	var agents, people []*target // a person's tabs last: an agent's subframe is the likelier
 	for _, t := range m.order {
 		switch {
@@ -431,7 +449,7 @@ func (m *Mux) lookUpFrameLocked(d *download) {
 		return
 	}
 	m.wg.Add(1)
-	go func() { defer m.wg.Done(); m.resolveFrame(d, ids) }()
+	go func() { defer m.wg.Done(); ds.resolveFrame(d, ids) }()
 }
 
 // sortByUse orders pages most recently used first (a stable insertion sort: the list is short).
@@ -445,12 +463,13 @@ func sortByUse(ts []*target) {
 
 // resolveFrame finds the page holding d's frame and delivers what waited: the owner's events, and the
 // completion or cancellation if it came meanwhile.
-func (m *Mux) resolveFrame(d *download, pages []string) {
+func (ds *downloads) resolveFrame(d *download, pages []string) {
+	m := ds.m
 	ctx, cancel := context.WithTimeout(context.Background(), frameLookupTimeout)
 	defer cancel()
 	found := ""
 	for _, id := range pages {
-		if m.frameInPage(ctx, id, d.frame) {
+		if ds.frameInPage(ctx, id, d.frame) {
 			found = id
 			break
 		}
@@ -465,30 +484,31 @@ func (m *Mux) resolveFrame(d *download, pages []string) {
 		}
 	}
 	d.resolving = false
-	m.attributeDownloadLocked(d, owner)
+	ds.attributeDownloadLocked(d, owner)
 	if d.began != nil {
-		m.downloadEventLocked(d, d.began)
+		ds.downloadEventLocked(d, d.began)
 	}
 	if d.progress != nil {
-		m.downloadEventLocked(d, d.progress)
+		ds.downloadEventLocked(d, d.progress)
 	}
 	if d.terminal != nil {
 		var ev dlEvent
 		if json.Unmarshal(d.terminal, &ev) == nil {
-			m.progressLocked(d, ev, d.terminal)
+			ds.progressLocked(d, ev, d.terminal)
 		}
 	}
 	d.began, d.progress, d.terminal = nil, nil, nil
 }
 
 // frameInPage reports whether page's frame tree holds frameID.
-func (m *Mux) frameInPage(ctx context.Context, page, frameID string) bool {
-	s, err := m.opAttach(ctx, page, nil)
+func (ds *downloads) frameInPage(ctx context.Context, page, frameID string) bool {
+	m := ds.m
+	s, err := m.op.opAttach(ctx, page, nil)
 	if err != nil {
 		return false
 	}
-	defer m.closeOpSession(s)
-	res, err := m.opCall(ctx, "Page.getFrameTree", nil, s.id)
+	defer m.op.closeOpSession(s)
+	res, err := m.op.opCall(ctx, "Page.getFrameTree", nil, s.id)
 	if err != nil {
 		return false
 	}

@@ -467,11 +467,11 @@ func TestDownloadCopiesAcrossFileSystems(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := &Mux{}
-	got, err := m.placeUnique(src, other, "r.csv")
+	got, err := m.dl.placeUnique(src, other, "r.csv")
 	if err != nil || got != filepath.Join(other, "r (1).csv") {
 		t.Fatalf("placeUnique across file systems = %q, %v; want %s", got, err, filepath.Join(other, "r (1).csv"))
 	}
-	if err := m.placeExact(src, filepath.Join(other, "guid")); err != nil {
+	if err := m.dl.placeExact(src, filepath.Join(other, "guid")); err != nil {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]string{"r.csv": "theirs", "r (1).csv": "content", "guid": "content"} {

@@ -68,7 +68,7 @@ func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
 		return
 	}
 	pr := &ev.Params
-	if m.operatorBrowserEventLocked(method, pr.SessionID, pr.TargetInfo) {
+	if m.op.operatorBrowserEventLocked(method, pr.SessionID, pr.TargetInfo) {
 		return // the operator's own browser session: no client's business, no activity
 	}
 	var ti targetInfo
@@ -85,7 +85,7 @@ func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
 		m.touchActivityLocked()
 	}
 	if ti.Type == "page" {
-		m.jarGen.Add(1) // a page created or navigating (JarChanges)
+		m.taps.jarGen.Add(1) // a page created or navigating (JarChanges)
 	}
 	switch method {
 	case "Target.targetCreated", "Target.targetInfoChanged":
@@ -117,7 +117,7 @@ func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
 		if t.held {
 			return // replayed with its latest info when the create is answered
 		}
-		m.tabStepLocked(t)
+		m.taps.tabStepLocked(t)
 		if m.closeStrayLocked(t) {
 			return
 		}
@@ -160,9 +160,9 @@ func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
 			}
 		}
 	case "Browser.downloadWillBegin":
-		m.downloadWillBeginLocked(b)
+		m.dl.downloadWillBeginLocked(b)
 	case "Browser.downloadProgress":
-		m.downloadProgressLocked(b)
+		m.dl.downloadProgressLocked(b)
 	}
 }
 
@@ -171,11 +171,11 @@ func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
 func (m *Mux) sessionEventLocked(b []byte, info msgInfo) {
 	s := m.sessions[info.sessionID]
 	// Operator sessions are never in m.sessions: a client's event pays only this nil check for them.
-	if s == nil && m.operatorEventLocked(b, info) {
+	if s == nil && m.op.operatorEventLocked(b, info) {
 		return
 	}
 	if s != nil {
-		m.jarEventLocked(info.method, b)
+		m.taps.jarEventLocked(info.method, b)
 	}
 	switch info.method {
 	case "Target.attachedToTarget":
@@ -198,7 +198,7 @@ func (m *Mux) sessionEventLocked(b []byte, info msgInfo) {
 		if t != nil && t.owner == nil && !t.closing {
 			t.owner = s.owner
 			m.ownershipChangedLocked()
-			m.tabStepLocked(t)
+			m.taps.tabStepLocked(t)
 		}
 		root := s.root
 		if t != nil && t.typ == "page" { // puppeteer's page inside its tab session

@@ -37,7 +37,8 @@ func (h *humanCreate) finish(id string, err error) { h.done <- humanResult{id, e
 // to watch, and no tab of anyone else loses the front. It takes its turn with the clients' creates,
 // which go one at a time so that what Chrome announces meanwhile is attributed without doubt. Unless a
 // view keeps it, the grace period of the human client starts (again) now.
-func (m *Mux) NewHumanTab(ctx context.Context, url string) (string, error) {
+func (o *Operator) NewHumanTab(ctx context.Context, url string) (string, error) {
+	m := o.m
 	if url == "" {
 		url = "about:blank"
 	}
@@ -50,7 +51,7 @@ func (m *Mux) NewHumanTab(ctx context.Context, url string) (string, error) {
 	case m.creating != nil:
 		m.createQ = append(m.createQ, queuedCreate{human: h})
 	default:
-		m.startHumanCreateLocked(h)
+		o.startHumanCreateLocked(h)
 	}
 	m.mu.Unlock()
 	select {
@@ -61,10 +62,11 @@ func (m *Mux) NewHumanTab(ctx context.Context, url string) (string, error) {
 	}
 }
 
-func (m *Mux) startHumanCreateLocked(h *humanCreate) {
+func (o *Operator) startHumanCreateLocked(h *humanCreate) {
+	m := o.m
 	rec := &createRec{cl: m.clientLocked(HumanClient)}
 	m.creating = rec
-	m.opSendLocked("Target.createTarget", map[string]any{"url": h.url, "background": true, "newWindow": true}, "", func(res []byte, err error) {
+	o.opSendLocked("Target.createTarget", map[string]any{"url": h.url, "background": true, "newWindow": true}, "", func(res []byte, err error) {
 		if m.creating == rec {
 			m.creating = nil
 		}
@@ -100,7 +102,8 @@ func (m *Mux) startHumanCreateLocked(h *humanCreate) {
 }
 
 // CloseHumanTab closes a human tab (ErrNotHumanTab for anyone else's).
-func (m *Mux) CloseHumanTab(targetID string) error {
+func (o *Operator) CloseHumanTab(targetID string) error {
+	m := o.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	t := m.targets[targetID]

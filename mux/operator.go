@@ -35,8 +35,13 @@ var (
 	ErrViewClosed = errors.New("mux: view closed")
 )
 
-// operatorState is the operator's part of the routing tables, guarded by Mux.mu.
-type operatorState struct {
+// Operator is the operator's side of a Mux (Mux.Operator): its sessions, views, takeovers, human tabs and
+// thumbnails, and the whole cookie jar. Its state is guarded by Mux.mu: the upstream reader routes the
+// operator's events under that lock, in the same critical sections as the routing tables it reads (a
+// target's hold, a human client's viewers).
+type Operator struct {
+	m *Mux
+
 	browser  string                // the mux's browser session, "" until the first operator call
 	waiting  []chan string         // callers waiting for browser ("" if it failed); capacity 1 each
 	sessions map[string]*opSession // operator sessions on pages, by CDP session id
@@ -82,7 +87,8 @@ type TabInfo struct {
 // targets, sorted by id. The result is a copy; URLs are Chrome's latest announcement, titles what Chrome
 // last said (a title set after the page's last navigation comes with the next call at most titleEvery
 // later: see refreshTitlesLocked).
-func (m *Mux) Clients() []ClientInfo {
+func (o *Operator) Clients() []ClientInfo {
+	m := o.m
 	m.mu.Lock()
 	byID := map[string]*ClientInfo{HumanClient: {ID: HumanClient}}
 	for id, cl := range m.clients {
@@ -102,7 +108,7 @@ func (m *Mux) Clients() []ClientInfo {
 		}
 		ci.Tabs = append(ci.Tabs, ti)
 	}
-	m.refreshTitlesLocked()
+	o.refreshTitlesLocked()
 	m.mu.Unlock()
 	out := make([]ClientInfo, 0, len(byID))
 	for _, ci := range byID {
@@ -123,14 +129,15 @@ const titleEvery = 400 * time.Millisecond
 // with the flip of a thumbnail's session; a page its owner stays attached to (browser-use's) flips nothing
 // and kept its URL as a title. The read only happens while the operator lists clients (someone is looking);
 // it is no client's business: its answer goes to the mux alone.
-func (m *Mux) refreshTitlesLocked() {
-	if m.op.titling || m.up == nil || time.Since(m.op.titlesAt) < titleEvery {
+func (o *Operator) refreshTitlesLocked() {
+	m := o.m
+	if o.titling || m.up == nil || time.Since(o.titlesAt) < titleEvery {
 		return
 	}
-	m.op.titling, m.op.titlesAt = true, time.Now()
+	o.titling, o.titlesAt = true, time.Now()
 	up := m.up
 	m.sendInternalLocked("Target.getTargets", []byte(`{"filter":[{"type":"page"}]}`), "", func(res []byte, failed bool) {
-		m.op.titling = false
+		o.titling = false
 		if failed || m.up != up {
 			return
 		}
@@ -144,7 +151,7 @@ func (m *Mux) refreshTitlesLocked() {
 		for _, ti := range r.TargetInfos {
 			if t := m.targets[ti.TargetID]; t != nil {
 				t.title = ti.Title
-				m.tabStepLocked(t) // the title a navigation waited for (timeline.go)
+				m.taps.tabStepLocked(t) // the title a navigation waited for (timeline.go)
 			}
 		}
 	})
@@ -158,7 +165,8 @@ type opResult struct {
 
 // opSendLocked sends an operator command; done runs under mu with its answer (never with a nil error
 // and a missing answer). The command skips the client path entirely (no LRU, no activity).
-func (m *Mux) opSendLocked(method string, params any, sid string, done func(res []byte, err error)) {
+func (o *Operator) opSendLocked(method string, params any, sid string, done func(res []byte, err error)) {
+	m := o.m
 	var p []byte
 	if params != nil {
 		var err error
@@ -189,10 +197,11 @@ func (m *Mux) opSendLocked(method string, params any, sid string, done func(res 
 }
 
 // opCall sends an operator command and waits for its answer or the end of ctx.
-func (m *Mux) opCall(ctx context.Context, method string, params any, sid string) ([]byte, error) {
+func (o *Operator) opCall(ctx context.Context, method string, params any, sid string) ([]byte, error) {
+	m := o.m
 	ch := make(chan opResult, 1) // one answer; nobody may be left to read it
 	m.mu.Lock()
-	m.opSendLocked(method, params, sid, func(res []byte, err error) { ch <- opResult{res, err} })
+	o.opSendLocked(method, params, sid, func(res []byte, err error) { ch <- opResult{res, err} })
 	m.mu.Unlock()
 	select {
 	case r := <-ch:
@@ -203,10 +212,11 @@ func (m *Mux) opCall(ctx context.Context, method string, params any, sid string)
 }
 
 // browserSession returns the mux's browser session, attaching it on first use (per browser connection).
-func (m *Mux) browserSession(ctx context.Context) (string, error) {
+func (o *Operator) browserSession(ctx context.Context) (string, error) {
+	m := o.m
 	ch := make(chan string, 1)
 	m.mu.Lock()
-	if sid := m.op.browser; sid != "" {
+	if sid := o.browser; sid != "" {
 		m.mu.Unlock()
 		return sid, nil
 	}
@@ -214,20 +224,20 @@ func (m *Mux) browserSession(ctx context.Context) (string, error) {
 		m.mu.Unlock()
 		return "", ErrDisconnected
 	}
-	m.op.waiting = append(m.op.waiting, ch)
-	if len(m.op.waiting) == 1 {
+	o.waiting = append(o.waiting, ch)
+	if len(o.waiting) == 1 {
 		up := m.up
-		m.opSendLocked("Target.attachToBrowserTarget", nil, "", func(res []byte, err error) {
+		o.opSendLocked("Target.attachToBrowserTarget", nil, "", func(res []byte, err error) {
 			var r struct {
 				SessionID string `json:"sessionId"`
 			}
 			if err == nil && m.up == up && json.Unmarshal(res, &r) == nil {
-				m.op.browser = r.SessionID
+				o.browser = r.SessionID
 			}
-			for _, w := range m.op.waiting {
-				w <- m.op.browser
+			for _, w := range o.waiting {
+				w <- o.browser
 			}
-			m.op.waiting = nil
+			o.waiting = nil
 		})
 	}
 	m.mu.Unlock()
@@ -243,7 +253,8 @@ func (m *Mux) browserSession(ctx context.Context) (string, error) {
 }
 
 // pageLocked returns the page target id, or why the operator may not use it.
-func (m *Mux) pageLocked(targetID string) (*target, error) {
+func (o *Operator) pageLocked(targetID string) (*target, error) {
+	m := o.m
 	t := m.targets[targetID]
 	if t == nil || t.closing {
 		return nil, fmt.Errorf("%w: %s", ErrNoTarget, targetID)
@@ -256,14 +267,15 @@ func (m *Mux) pageLocked(targetID string) (*target, error) {
 
 // opAttach attaches an operator session to a page. A view, if given, is registered with the session
 // under the same lock as the answer, so no frame and no detach can slip between them.
-func (m *Mux) opAttach(ctx context.Context, targetID string, v *View) (*opSession, error) {
+func (o *Operator) opAttach(ctx context.Context, targetID string, v *View) (*opSession, error) {
+	m := o.m
 	m.mu.Lock()
-	_, err := m.pageLocked(targetID)
+	_, err := o.pageLocked(targetID)
 	m.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	bsid, err := m.browserSession(ctx)
+	bsid, err := o.browserSession(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -274,14 +286,14 @@ func (m *Mux) opAttach(ctx context.Context, targetID string, v *View) (*opSessio
 	ch := make(chan attached, 1)
 	abandoned := false // guarded by mu: the caller gave up; the callback detaches what it gets
 	m.mu.Lock()
-	t, err := m.pageLocked(targetID)
+	t, err := o.pageLocked(targetID)
 	if err != nil {
 		m.mu.Unlock()
 		return nil, err
 	}
 	// Before the attach: Chrome announces the flip of "attached" ahead of the attach's answer.
 	t.opSeen = true
-	m.opSendLocked("Target.attachToTarget", map[string]any{"targetId": targetID, "flatten": true}, bsid, func(res []byte, err error) {
+	o.opSendLocked("Target.attachToTarget", map[string]any{"targetId": targetID, "flatten": true}, bsid, func(res []byte, err error) {
 		var r struct {
 			SessionID string `json:"sessionId"`
 		}
@@ -290,8 +302,8 @@ func (m *Mux) opAttach(ctx context.Context, targetID string, v *View) (*opSessio
 		}
 		var t *target
 		if err == nil {
-			if t, err = m.pageLocked(targetID); err != nil || abandoned || m.op.browser != bsid {
-				m.opDetachLocked(bsid, r.SessionID)
+			if t, err = o.pageLocked(targetID); err != nil || abandoned || o.browser != bsid {
+				o.opDetachLocked(bsid, r.SessionID)
 				if err == nil {
 					err = ErrDisconnected
 				}
@@ -302,10 +314,10 @@ func (m *Mux) opAttach(ctx context.Context, targetID string, v *View) (*opSessio
 			return
 		}
 		s := &opSession{id: r.SessionID, target: t, view: v}
-		if m.op.sessions == nil {
-			m.op.sessions = map[string]*opSession{}
+		if o.sessions == nil {
+			o.sessions = map[string]*opSession{}
 		}
-		m.op.sessions[s.id] = s
+		o.sessions[s.id] = s
 		if v != nil {
 			v.startLocked(s)
 		}
@@ -325,7 +337,7 @@ func (m *Mux) opAttach(ctx context.Context, targetID string, v *View) (*opSessio
 			case a.s != nil && a.s.view != nil:
 				a.s.view.Close() // counted as a viewer already
 			case a.s != nil:
-				m.closeOpSession(a.s)
+				o.closeOpSession(a.s)
 			}
 		default:
 		}
@@ -334,17 +346,19 @@ func (m *Mux) opAttach(ctx context.Context, targetID string, v *View) (*opSessio
 }
 
 // opDetachLocked lets go of an operator session; its remaining events are dropped as unknown.
-func (m *Mux) opDetachLocked(bsid, sid string) {
-	delete(m.op.sessions, sid)
-	if m.up != nil && bsid == m.op.browser {
+func (o *Operator) opDetachLocked(bsid, sid string) {
+	m := o.m
+	delete(o.sessions, sid)
+	if m.up != nil && bsid == o.browser {
 		m.sendInternalLocked("Target.detachFromTarget", sessionParams(sid), bsid, nil)
 	}
 }
 
-func (m *Mux) closeOpSession(s *opSession) {
+func (o *Operator) closeOpSession(s *opSession) {
+	m := o.m
 	m.mu.Lock()
-	if m.op.sessions[s.id] == s {
-		m.opDetachLocked(m.op.browser, s.id)
+	if o.sessions[s.id] == s {
+		o.opDetachLocked(o.browser, s.id)
 	}
 	m.mu.Unlock()
 }
@@ -353,18 +367,18 @@ func (m *Mux) closeOpSession(s *opSession) {
 // attachedToTarget (a browser target: no client can attach one, attachToBrowserTarget is refused to them)
 // and its detach. It decodes targetInfo only for attach events, which are never hot. (The flips of
 // "attached" its page sessions cause are hidden with the mux's others: attachFlipHiddenLocked.)
-func (m *Mux) operatorBrowserEventLocked(method, sid string, info json.RawMessage) bool {
+func (o *Operator) operatorBrowserEventLocked(method, sid string, info json.RawMessage) bool {
 	switch method {
 	case "Target.attachedToTarget":
 		var ti targetInfo
 		return json.Unmarshal(info, &ti) == nil && ti.Type == "browser"
 	case "Target.detachedFromTarget":
-		if sid == "" || sid != m.op.browser {
+		if sid == "" || sid != o.browser {
 			return false
 		}
-		m.op.browser = ""
-		for _, s := range m.op.sessions {
-			m.opGoneLocked(s, ErrDisconnected)
+		o.browser = ""
+		for _, s := range o.sessions {
+			o.opGoneLocked(s, ErrDisconnected)
 		}
 		return true
 	}
@@ -374,22 +388,22 @@ func (m *Mux) operatorBrowserEventLocked(method, sid string, info json.RawMessag
 // operatorEventLocked routes an event on a session no client owns: the operator's browser session (the
 // detach of one of its page sessions) or a page session (screencast frames; everything else is dropped).
 // It reports whether the event was the operator's.
-func (m *Mux) operatorEventLocked(b []byte, info msgInfo) bool {
-	if m.op.browser == "" {
+func (o *Operator) operatorEventLocked(b []byte, info msgInfo) bool {
+	if o.browser == "" {
 		return false
 	}
-	if info.sessionID == m.op.browser {
+	if info.sessionID == o.browser {
 		if info.method == "Target.detachedFromTarget" {
 			var ev upEvent
 			if json.Unmarshal(b, &ev) == nil {
-				if s := m.op.sessions[ev.Params.SessionID]; s != nil {
-					m.opGoneLocked(s, ErrTargetClosed)
+				if s := o.sessions[ev.Params.SessionID]; s != nil {
+					o.opGoneLocked(s, ErrTargetClosed)
 				}
 			}
 		}
 		return true
 	}
-	s := m.op.sessions[info.sessionID]
+	s := o.sessions[info.sessionID]
 	if s == nil {
 		return false
 	}
@@ -400,35 +414,36 @@ func (m *Mux) operatorEventLocked(b []byte, info msgInfo) bool {
 }
 
 // opGoneLocked forgets a session the browser let go of.
-func (m *Mux) opGoneLocked(s *opSession, err error) {
-	delete(m.op.sessions, s.id)
+func (o *Operator) opGoneLocked(s *opSession, err error) {
+	delete(o.sessions, s.id)
 	if s.view != nil {
 		s.view.endLocked(err)
 	}
 }
 
 // operatorLostLocked ends every operator session with the browser connection.
-func (m *Mux) operatorLostLocked() {
-	m.op.browser = ""
-	for _, s := range m.op.sessions {
-		m.opGoneLocked(s, ErrDisconnected)
+func (o *Operator) operatorLostLocked() {
+	o.browser = ""
+	for _, s := range o.sessions {
+		o.opGoneLocked(s, ErrDisconnected)
 	}
 }
 
 // PageInfo asks Chrome for a page's current title and URL (Target.getTargetInfo on the operator's
 // browser session) now, where Clients' title may be titleEvery older.
-func (m *Mux) PageInfo(ctx context.Context, targetID string) (title, url string, err error) {
+func (o *Operator) PageInfo(ctx context.Context, targetID string) (title, url string, err error) {
+	m := o.m
 	m.mu.Lock()
-	_, err = m.pageLocked(targetID)
+	_, err = o.pageLocked(targetID)
 	m.mu.Unlock()
 	if err != nil {
 		return "", "", err
 	}
-	bsid, err := m.browserSession(ctx)
+	bsid, err := o.browserSession(ctx)
 	if err != nil {
 		return "", "", err
 	}
-	res, err := m.opCall(ctx, "Target.getTargetInfo", map[string]any{"targetId": targetID}, bsid)
+	res, err := o.opCall(ctx, "Target.getTargetInfo", map[string]any{"targetId": targetID}, bsid)
 	if err != nil {
 		return "", "", err
 	}

@@ -57,8 +57,8 @@ func (m *Mux) addTargetLocked(t *target) {
 
 func (m *Mux) removeTargetLocked(t *target) {
 	t.closeOnRelease = false // it is gone already
-	m.endHoldLocked(t, "the tab closed")
-	m.tabGoneLocked(t)
+	m.op.endHoldLocked(t, "the tab closed")
+	m.taps.tabGoneLocked(t)
 	delete(m.targets, t.id)
 	for i, o := range m.order {
 		if o == t {
@@ -125,7 +125,7 @@ func (m *Mux) ownLocked(t *target, cl *client, park *parked) {
 	t.owner = cl
 	m.touchTargetLocked(t)
 	m.ownershipChangedLocked()
-	m.tabStepLocked(t) // before a stray one closes: the timeline shows what the client opened
+	m.taps.tabStepLocked(t) // before a stray one closes: the timeline shows what the client opened
 	if m.closeStrayLocked(t) {
 		return
 	}
@@ -296,7 +296,7 @@ func (m *Mux) closeTargetLocked(t *target) {
 		if pages <= 1 {
 			t.owner = nil
 			t.autoConn = nil
-			m.tabGoneLocked(t)
+			m.taps.tabGoneLocked(t)
 			m.ownershipChangedLocked()
 			return
 		}
@@ -418,7 +418,7 @@ func (m *Mux) expireClientLocked(cl *client) {
 	}
 	cl.grace = nil
 	delete(m.clients, cl.id)
-	m.dropUploadsLocked(cl)
+	m.ul.dropUploadsLocked(cl)
 	m.ownershipChangedLocked()
 }
 
