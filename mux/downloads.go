@@ -69,6 +69,7 @@ type dlBehavior struct {
 // the downloads in progress. Its state is guarded by Mux.mu: the core hands it the download events and
 // commands it routes, under that lock.
 type downloads struct {
+	noHooks
 	m *Mux
 
 	active map[string]*download // guid -> a download not yet completed or canceled
@@ -109,10 +110,10 @@ func (ds *downloads) downloadBehaviorParams(browserContextID string) []byte {
 	return append(b, '}')
 }
 
-// downloadsConnectedLocked sets the browser-wide download behaviour on a new browser connection: Chrome
+// connectedLocked (a feature hook) sets the browser-wide download behaviour on a new browser connection: Chrome
 // forgets a connection's setting when it closes, so every connect and reconnect sets it again, for the
 // default context and every context a client created.
-func (ds *downloads) downloadsConnectedLocked() {
+func (ds *downloads) connectedLocked() {
 	m := ds.m
 	if m.cfg.DownloadDir == "" {
 		return

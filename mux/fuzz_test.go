@@ -16,8 +16,8 @@ func routingHarness(t testing.TB) (*Mux, *conn) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &Mux{cfg: cfg, ownCh: make(chan struct{}, 1), pending: map[int32]*pending{}, clients: map[string]*client{},
-		targets: map[string]*target{}, sessions: map[string]*session{}}
+	m := addFeatures(&Mux{cfg: cfg, ownCh: make(chan struct{}, 1), pending: map[int32]*pending{}, clients: map[string]*client{},
+		targets: map[string]*target{}, sessions: map[string]*session{}})
 	m.up = &upstream{q: newSendQueue(1 << 30), failed: true} // failed: frames stay queued for the checks
 	for _, id := range []string{"f", "o"} {
 		cl := m.clientLocked(id)

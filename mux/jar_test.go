@@ -156,9 +156,9 @@ func TestJarCommandSignals(t *testing.T) {
 		{"Target.createTarget", "", false, false}, // its page counts when Chrome announces it
 	}
 	for _, tt := range tests {
-		var m Mux
-		m.taps.countJarCommand(tt.method, tt.session)
-		if change, script := m.taps.JarChanges() == 1, m.taps.JarScripts() == 1; change != tt.change || script != tt.script {
+		var tp Taps
+		tp.countJarCommand(tt.method, tt.session)
+		if change, script := tp.JarChanges() == 1, tp.JarScripts() == 1; change != tt.change || script != tt.script {
 			t.Errorf("countJarCommand(%q, %q): change %v, script %v; want %v, %v", tt.method, tt.session, change, script, tt.change, tt.script)
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	mrand "math/rand/v2"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -73,6 +72,8 @@ type Mux struct {
 	op   *Operator  // the operator's sessions, views, takeovers and human tabs (operator.go)
 	dl   *downloads // downloads per owner (downloads.go)
 	taps *Taps      // the timeline's, the passwords' and the jar's taps (taps.go)
+	// features are the same four, as they registered for the core's hooks (features.go).
+	features []feature
 }
 
 // New validates cfg and binds the listener; Serve runs the mux.
@@ -107,10 +108,7 @@ func New(cfg Config) (*Mux, error) {
 		fresh:      cfg.FreshLaunch,
 		activity:   time.Now(),
 	}
-	m.ul = &uploads{m: m}
-	m.op = &Operator{m: m}
-	m.dl = &downloads{m: m}
-	m.taps = &Taps{m: m, tl: timelineState{wake: make(chan struct{}, 1)}}
+	addFeatures(m)
 	m.refusedLog = m.log.Sample(&zerolog.BurstSampler{Burst: 10, Period: time.Minute})
 	m.upgrader = websocket.Upgrader{
 		ReadBufferSize:  4096,
@@ -184,7 +182,6 @@ func (m *Mux) Serve(ctx context.Context) error {
 	}
 	m.mu.Lock()
 	m.closed = true
-	m.taps.stopTimelineLocked()
 	for _, cl := range m.clients {
 		if cl.grace != nil {
 			cl.grace.Stop()
@@ -196,8 +193,8 @@ func (m *Mux) Serve(ctx context.Context) error {
 	if m.up != nil {
 		m.up.close()
 	}
-	if m.ul.own {
-		os.RemoveAll(m.ul.dir) // a temporary folder of its own; a store's uploads stay with its clients' tabs
+	for _, f := range m.features {
+		f.closeLocked()
 	}
 	m.mu.Unlock()
 	m.wg.Wait()

@@ -40,6 +40,7 @@ var (
 // operator's events under that lock, in the same critical sections as the routing tables it reads (a
 // target's hold, a human client's viewers).
 type Operator struct {
+	noHooks
 	m *Mux
 
 	browser  string                // the mux's browser session, "" until the first operator call
@@ -421,8 +422,8 @@ func (o *Operator) opGoneLocked(s *opSession, err error) {
 	}
 }
 
-// operatorLostLocked ends every operator session with the browser connection.
-func (o *Operator) operatorLostLocked() {
+// lostLocked (a feature hook) ends every operator session with the browser connection.
+func (o *Operator) lostLocked() {
 	o.browser = ""
 	for _, s := range o.sessions {
 		o.opGoneLocked(s, ErrDisconnected)

@@ -57,8 +57,9 @@ func (m *Mux) addTargetLocked(t *target) {
 
 func (m *Mux) removeTargetLocked(t *target) {
 	t.closeOnRelease = false // it is gone already
-	m.op.endHoldLocked(t, "the tab closed")
-	m.taps.tabGoneLocked(t)
+	for _, f := range m.features {
+		f.targetGoneLocked(t)
+	}
 	delete(m.targets, t.id)
 	for i, o := range m.order {
 		if o == t {
@@ -418,7 +419,9 @@ func (m *Mux) expireClientLocked(cl *client) {
 	}
 	cl.grace = nil
 	delete(m.clients, cl.id)
-	m.ul.dropUploadsLocked(cl)
+	for _, f := range m.features {
+		f.clientGoneLocked(cl)
+	}
 	m.ownershipChangedLocked()
 }
 

@@ -172,3 +172,6 @@ func ownerID(t *target) string {
 	}
 	return t.owner.id
 }
+
+// targetGoneLocked (a feature hook) ends the hold of a tab that closed.
+func (o *Operator) targetGoneLocked(t *target) { o.endHoldLocked(t, "the tab closed") }

@@ -7,6 +7,7 @@ import "sync/atomic"
 // and the signals that the cookie jar may have changed (jar.go). The core calls its hooks on the commands
 // and events it routes. Its state is guarded by Mux.mu, except the atomic counters.
 type Taps struct {
+	noHooks
 	m *Mux
 
 	tl       timelineState

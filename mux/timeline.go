@@ -208,10 +208,13 @@ func (tp *Taps) pollTitles() {
 	}
 }
 
-// stopTimelineLocked stops the reads of the titles: the mux is closing.
-func (tp *Taps) stopTimelineLocked() {
+// closeLocked (a feature hook) stops the reads of the titles: the mux is closing.
+func (tp *Taps) closeLocked() {
 	if tp.tl.poll != nil {
 		tp.tl.poll.Stop()
 		tp.tl.poll = nil
 	}
 }
+
+// targetGoneLocked (a feature hook) notes that a tab closed.
+func (tp *Taps) targetGoneLocked(t *target) { tp.tabGoneLocked(t) }

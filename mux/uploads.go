@@ -31,6 +31,7 @@ const fileRule = "a client may hand the browser only regular files outside the m
 // fileRefusal is a file the rule refuses, with why.
 // uploads is the clients' file copies for the browser: the folder, made on first use, that holds them.
 type uploads struct {
+	noHooks
 	m *Mux
 	// Guarded by Mux.mu: dir is the folder of the copies once made; own when it is a temporary folder of
 	// the mux's own, removed when it closes.
@@ -134,8 +135,8 @@ func (u *uploads) browserFolder(dir string) error {
 	return nil
 }
 
-// dropUploadsLocked removes client cl's copies once its tabs are gone.
-func (u *uploads) dropUploadsLocked(cl *client) {
+// clientGoneLocked removes client cl's copies once its tabs are gone (a feature hook).
+func (u *uploads) clientGoneLocked(cl *client) {
 	if u.dir != "" {
 		os.RemoveAll(filepath.Join(u.dir, cl.id))
 	}
@@ -153,4 +154,12 @@ func (u *uploads) ownDirs(id string) []string {
 		own = append(own, m.cfg.AgentDir)
 	}
 	return own
+}
+
+// closeLocked (a feature hook) removes the uploads folder when it is a temporary folder of the mux's own; a
+// store's uploads stay with its clients' tabs.
+func (u *uploads) closeLocked() {
+	if u.own {
+		os.RemoveAll(u.dir)
+	}
 }

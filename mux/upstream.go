@@ -234,7 +234,9 @@ func (m *Mux) runConnection(ctx context.Context, up *upstream, version map[strin
 	// the existing ones as targetCreated before answering.
 	m.sendInternalLocked("Target.setDiscoverTargets", []byte(`{"discover":true,"filter":[{}]}`), "", nil)
 	m.startAutoAttachLocked(up)
-	m.dl.downloadsConnectedLocked()
+	for _, f := range m.features {
+		f.connectedLocked()
+	}
 	m.sendInternalLocked("Target.getTargets", []byte(`{"filter":[{}]}`), "", m.rebuildLocked)
 	if version == nil {
 		m.sendInternalLocked("Browser.getVersion", nil, "", m.versionLocked)
@@ -359,5 +361,7 @@ func (m *Mux) upstreamLostLocked(up *upstream) {
 		t.autoConn, t.awaitAuto, t.lettingGo = nil, false, 0
 	}
 	m.autoReplay, m.autoOn = false, false
-	m.op.operatorLostLocked()
+	for _, f := range m.features {
+		f.lostLocked()
+	}
 }
