@@ -66,7 +66,7 @@ func (m *Mux) handleClient(c *conn, b []byte) {
 		tp = k.tp
 	}
 	id := append([]byte(nil), cmd.id...)
-	m.waitGate()
+	m.launch.wait()
 	m.mu.Lock()
 	if c.closed() || c.cl.conn != c {
 		m.mu.Unlock()
@@ -146,11 +146,11 @@ func (m *Mux) routeLocked(c *conn, b []byte, info msgInfo, id []byte, p *cmdPara
 		}
 		switch method {
 		case "Target.setDiscoverTargets":
-			m.setDiscoverLocked(c, sess, id, p)
+			m.at.setDiscoverLocked(c, sess, id, p)
 			return
 		case "Target.setAutoAttach":
 			if sid == "" {
-				m.setAutoAttachLocked(c, id, p)
+				m.at.setAutoAttachLocked(c, id, p)
 				return
 			}
 			// Session-scoped auto-attach only reaches the client's own target's children: forward it.
@@ -170,11 +170,11 @@ func (m *Mux) routeLocked(c *conn, b []byte, info msgInfo, id []byte, p *cmdPara
 			if m.up == nil {
 				break // answered below
 			}
-			if m.creating != nil {
-				m.createQ = append(m.createQ, queuedCreate{c: c, msg: b, info: info})
+			if m.cr.inFlight != nil {
+				m.cr.queue = append(m.cr.queue, queuedCreate{c: c, msg: b, info: info})
 				return
 			}
-			m.startCreateLocked(c, b, info, id)
+			m.cr.startCreateLocked(c, b, info, id)
 			return
 		case "Target.getTargets":
 			kind = kindGetTargets
@@ -274,60 +274,6 @@ func (m *Mux) sendInternalLocked(method string, params []byte, sessionID string,
 	m.pending[nid] = &pending{kind: kindInternal, internal: done}
 }
 
-type queuedCreate struct {
-	c     *conn
-	msg   []byte
-	info  msgInfo
-	human *humanCreate // set instead of c for NewHumanTab
-}
-
-func (m *Mux) startCreateLocked(c *conn, b []byte, info msgInfo, id []byte) {
-	rec := &createRec{c: c, cl: c.cl, park: &parked{c: c}}
-	m.creating = rec
-	if !m.forwardLocked(c, b, info, id, kindCreate, rec.park) {
-		m.creating = nil
-		m.nextCreateLocked()
-	}
-}
-
-// nextCreateLocked starts the next queued createTarget. They go one at a time so that the targets Chrome
-// announces while one is pending (puppeteer's tab target has its own id) are attributed without doubt.
-func (m *Mux) nextCreateLocked() {
-	for m.creating == nil && len(m.createQ) > 0 {
-		q := m.createQ[0]
-		m.createQ[0] = queuedCreate{}
-		m.createQ = m.createQ[1:]
-		if q.human != nil {
-			if m.up == nil {
-				q.human.finish("", ErrDisconnected)
-				continue
-			}
-			m.op.startHumanCreateLocked(q.human)
-			continue
-		}
-		if q.c.closed() || q.c.cl.conn != q.c {
-			continue
-		}
-		id := append([]byte(nil), q.msg[q.info.idStart:q.info.idEnd]...)
-		if m.up == nil {
-			m.replyErrLocked(q.c, id, q.info.sessionID, codeInternal, "Browser disconnected")
-			continue
-		}
-		m.startCreateLocked(q.c, q.msg, q.info, id)
-	}
-}
-
-func (m *Mux) dropQueuedCreatesLocked(c *conn) {
-	kept := m.createQ[:0]
-	for _, q := range m.createQ {
-		if q.c != c {
-			kept = append(kept, q)
-		}
-	}
-	clear(m.createQ[len(kept):])
-	m.createQ = kept
-}
-
 // parked holds a reply until the events Chrome would have sent before it have been delivered (the
 // virtual auto-attach of a new target precedes the createTarget answer, as on a direct connection).
 type parked struct {
@@ -382,9 +328,9 @@ func (m *Mux) responseLocked(b []byte, info msgInfo) {
 		}
 	case kindCreate:
 		var rec *createRec
-		if m.creating != nil && m.creating.park == p.park {
-			rec = m.creating
-			m.creating = nil
+		if m.cr.inFlight != nil && m.cr.inFlight.park == p.park {
+			rec = m.cr.inFlight
+			m.cr.inFlight = nil
 		}
 		var r struct {
 			Result struct {
@@ -398,18 +344,18 @@ func (m *Mux) responseLocked(b []byte, info msgInfo) {
 				m.addTargetLocked(t)
 			}
 			if rec != nil {
-				m.settleClaimsLocked(rec, t)
+				m.cr.settleClaimsLocked(rec, t)
 			}
 			if t.owner == nil && !t.closing {
 				m.ownLocked(t, p.c.cl, p.park)
 			}
 		} else if rec != nil {
-			m.abandonCreateLocked(rec)
+			m.cr.abandonCreateLocked(rec)
 		}
 		p.park.f = spliced
 		p.park.ready = true
 		m.releaseLocked(p.park)
-		m.nextCreateLocked()
+		m.cr.nextCreateLocked()
 		return
 	case kindStream:
 		var r struct {
@@ -467,7 +413,7 @@ func (m *Mux) filterTargetsLocked(p *pending, b []byte) (frame, bool) {
 		if n > 0 {
 			res = append(res, ',')
 		}
-		res = append(res, m.ownerInfoLocked(t, raw)...)
+		res = append(res, m.at.ownerInfoLocked(t, raw)...)
 		n++
 	}
 	res = append(res, "]}"...)
@@ -538,10 +484,10 @@ func (m *Mux) upstreamOversized(up *upstream, prefix []byte) {
 	}
 	if p := m.pending[int32(id)]; p != nil {
 		delete(m.pending, int32(id))
-		if p.kind == kindCreate && m.creating != nil && m.creating.park == p.park {
-			m.abandonCreateLocked(m.creating)
-			m.creating = nil
-			defer m.nextCreateLocked()
+		if p.kind == kindCreate && m.cr.inFlight != nil && m.cr.inFlight.park == p.park {
+			m.cr.abandonCreateLocked(m.cr.inFlight)
+			m.cr.inFlight = nil
+			defer m.cr.nextCreateLocked()
 		}
 		m.failPendingLocked(p, codeServer, "response exceeds the mux's upstream message limit")
 	}

@@ -466,7 +466,7 @@ func TestDownloadCopiesAcrossFileSystems(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(other, "r.csv"), []byte("theirs"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	m := addFeatures(&Mux{})
+	m := addParts(&Mux{})
 	got, err := m.dl.placeUnique(src, other, "r.csv")
 	if err != nil || got != filepath.Join(other, "r (1).csv") {
 		t.Fatalf("placeUnique across file systems = %q, %v; want %s", got, err, filepath.Join(other, "r (1).csv"))

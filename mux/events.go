@@ -76,7 +76,7 @@ func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
 		if json.Unmarshal(pr.TargetInfo, &ti) != nil || ti.TargetID == "" {
 			return
 		}
-		if t := m.targets[ti.TargetID]; t != nil && method == "Target.targetInfoChanged" && m.attachFlipHiddenLocked(t, pr.TargetInfo) {
+		if t := m.targets[ti.TargetID]; t != nil && method == "Target.targetInfoChanged" && m.at.attachFlipHiddenLocked(t, pr.TargetInfo) {
 			t.info = pr.TargetInfo // the mux's own session came or went: no event for the owner, no activity
 			return
 		}
@@ -94,7 +94,7 @@ func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
 		if isNew {
 			t = &target{id: ti.TargetID}
 			// Chrome's paused auto-attach follows a new page's announcement (autoattach.go).
-			t.awaitAuto = m.autoOn && ti.Type == "page" && method == "Target.targetCreated"
+			t.awaitAuto = m.at.autoOn && ti.Type == "page" && method == "Target.targetCreated"
 			m.addTargetLocked(t)
 		}
 		t.info = pr.TargetInfo
@@ -122,18 +122,18 @@ func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
 			return
 		}
 		if isNew || method == "Target.targetInfoChanged" {
-			m.deliverTargetEventLocked(t, b)
+			m.at.deliverTargetEventLocked(t, b)
 		}
 		if method == "Target.targetCreated" {
 			// A replay after a reconnect: the owner's virtual auto-attach resumes.
-			m.maybeAutoAttachLocked(t, nil)
+			m.at.maybeAutoAttachLocked(t, nil)
 		}
 	case "Target.targetDestroyed", "Target.targetCrashed":
 		t := m.targets[pr.TargetID]
 		if t == nil {
 			return
 		}
-		m.deliverTargetEventLocked(t, b)
+		m.at.deliverTargetEventLocked(t, b)
 		if method == "Target.targetDestroyed" {
 			m.removeTargetLocked(t)
 		}
@@ -141,8 +141,8 @@ func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
 		var ti targetInfo
 		json.Unmarshal(pr.TargetInfo, &ti)
 		t := m.targets[ti.TargetID]
-		if m.autoReplay || pr.WaitingForDebugger {
-			m.chromeAttachedLocked(t, pr.SessionID, pr.WaitingForDebugger, b)
+		if m.at.autoReplay || pr.WaitingForDebugger {
+			m.at.chromeAttachedLocked(t, pr.SessionID, pr.WaitingForDebugger, b)
 			return
 		}
 		if t != nil && t.owner != nil && t.owner.conn != nil && !t.closing {
@@ -151,7 +151,7 @@ func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
 			return
 		}
 		// Nobody here wants this session: let the target run and let go of it.
-		m.letGoLocked(t, pr.SessionID, pr.WaitingForDebugger, "")
+		m.at.letGoLocked(t, pr.SessionID, pr.WaitingForDebugger, "")
 	case "Target.detachedFromTarget":
 		if s := m.sessions[pr.SessionID]; s != nil {
 			delete(m.sessions, pr.SessionID)
@@ -184,7 +184,7 @@ func (m *Mux) sessionEventLocked(b []byte, info msgInfo) {
 			return
 		}
 		if s == nil || s.owner.conn == nil {
-			m.resumeLocked(ev.Params.SessionID, ev.Params.WaitingForDebugger)
+			m.at.resumeLocked(ev.Params.SessionID, ev.Params.WaitingForDebugger)
 			return
 		}
 		var ti targetInfo
@@ -192,7 +192,7 @@ func (m *Mux) sessionEventLocked(b []byte, info msgInfo) {
 		t := m.targets[ti.TargetID]
 		if t != nil && t.owner != nil && t.owner != s.owner {
 			// Never hand one client a session to another's target (a tab wrongly attributed).
-			m.letGoLocked(t, ev.Params.SessionID, ev.Params.WaitingForDebugger, info.sessionID)
+			m.at.letGoLocked(t, ev.Params.SessionID, ev.Params.WaitingForDebugger, info.sessionID)
 			return
 		}
 		if t != nil && t.owner == nil && !t.closing {

@@ -33,9 +33,13 @@ func (noHooks) targetGoneLocked(*target) {}
 func (noHooks) clientGoneLocked(*client) {}
 func (noHooks) closeLocked()             {}
 
-// addFeatures makes m's features and registers them with it, in the order of their hooks: the operator
-// ends a closing tab's hold before the taps note that it closed.
-func addFeatures(m *Mux) *Mux {
+// addParts makes m's parts of their own: the core's (the creates' queue, the attachments, the launch gate)
+// and its features, which it registers in the order of their hooks (the operator ends a closing tab's hold
+// before the taps note that it closed).
+func addParts(m *Mux) *Mux {
+	m.cr = &creates{m: m}
+	m.at = &attachments{m: m}
+	m.launch = &launchGate{m: m}
 	m.ul = &uploads{m: m}
 	m.op = &Operator{m: m}
 	m.dl = &downloads{m: m}

@@ -48,8 +48,8 @@ func (o *Operator) NewHumanTab(ctx context.Context, url string) (string, error) 
 	case m.up == nil:
 		m.mu.Unlock()
 		return "", ErrDisconnected
-	case m.creating != nil:
-		m.createQ = append(m.createQ, queuedCreate{human: h})
+	case m.cr.inFlight != nil:
+		m.cr.queue = append(m.cr.queue, queuedCreate{human: h})
 	default:
 		o.startHumanCreateLocked(h)
 	}
@@ -65,10 +65,10 @@ func (o *Operator) NewHumanTab(ctx context.Context, url string) (string, error) 
 func (o *Operator) startHumanCreateLocked(h *humanCreate) {
 	m := o.m
 	rec := &createRec{cl: m.clientLocked(HumanClient)}
-	m.creating = rec
+	m.cr.inFlight = rec
 	o.opSendLocked("Target.createTarget", map[string]any{"url": h.url, "background": true, "newWindow": true}, "", func(res []byte, err error) {
-		if m.creating == rec {
-			m.creating = nil
+		if m.cr.inFlight == rec {
+			m.cr.inFlight = nil
 		}
 		var r struct {
 			TargetID string `json:"targetId"`
@@ -77,9 +77,9 @@ func (o *Operator) startHumanCreateLocked(h *humanCreate) {
 			err = fmt.Errorf("mux: Target.createTarget: no target in %s", res)
 		}
 		if err != nil {
-			m.abandonCreateLocked(rec)
+			m.cr.abandonCreateLocked(rec)
 			h.finish("", err)
-			m.nextCreateLocked()
+			m.cr.nextCreateLocked()
 			return
 		}
 		human := m.clientLocked(HumanClient) // the same one, unless its grace ended meanwhile
@@ -89,7 +89,7 @@ func (o *Operator) startHumanCreateLocked(h *humanCreate) {
 			t = &target{id: r.TargetID, typ: "page"}
 			m.addTargetLocked(t)
 		}
-		m.settleClaimsLocked(rec, t)
+		m.cr.settleClaimsLocked(rec, t)
 		if t.owner == nil && !t.closing {
 			m.ownLocked(t, human, nil)
 		}
@@ -97,7 +97,7 @@ func (o *Operator) startHumanCreateLocked(h *humanCreate) {
 			m.startGraceLocked(human)
 		}
 		h.finish(t.id, nil)
-		m.nextCreateLocked()
+		m.cr.nextCreateLocked()
 	})
 }
 

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
-	"time"
 )
 
 // The cookie jar, for the manager's login checkpoints (SPEC §18): the operator reads and sets the browser's
@@ -96,43 +94,4 @@ func (o *Operator) SetCookies(ctx context.Context, cookies json.RawMessage) erro
 		Cookies json.RawMessage `json:"cookies"`
 	}{cookies}, "")
 	return err
-}
-
-// launchGateWait bounds how long clients' commands wait for Hooks.Launched: a hook that hangs delays them,
-// never stops them.
-const launchGateWait = 10 * time.Second
-
-// gate holds clients' commands back while Hooks.Launched runs on a freshly launched browser.
-type gate struct {
-	open chan struct{}
-	once sync.Once
-}
-
-func (g *gate) release() { g.once.Do(func() { close(g.open) }) }
-
-// launchedLocked runs Hooks.Launched on a freshly launched browser's connection, with clients' commands held
-// at the gate until it returns (or launchGateWait passes). The caller holds mu and has just set m.up. The
-// hook's calls end with the connection (pending calls fail as Browser disconnected) or with ctx.
-func (m *Mux) launchedLocked(ctx context.Context) {
-	m.taps.launches.Add(1)
-	g := &gate{open: make(chan struct{})}
-	m.gate.Store(g)
-	timer := time.AfterFunc(launchGateWait, func() {
-		m.log.Warn().Msg("the launch hook is still running: clients' commands go ahead")
-		g.release()
-	})
-	m.wg.Add(1)
-	go func() {
-		defer m.wg.Done()
-		defer g.release()
-		defer timer.Stop()
-		m.cfg.Hooks.Launched(ctx)
-	}()
-}
-
-// waitGate holds a client's command while the launch hook runs (one atomic load otherwise).
-func (m *Mux) waitGate() {
-	if g := m.gate.Load(); g != nil {
-		<-g.open
-	}
 }

@@ -36,7 +36,6 @@ type Mux struct {
 	wg         sync.WaitGroup
 
 	msgsIn, msgsOut, bytesIn, bytesOut atomic.Uint64
-	gate                               atomic.Pointer[gate] // clients' commands wait while Hooks.Launched runs (jar.go)
 
 	mu sync.Mutex
 	// mu guards the fields below: the routing tables, owned by whichever goroutine holds it. It is never
@@ -49,15 +48,11 @@ type Mux struct {
 	targets  map[string]*target
 	order    []*target // targets in the order they appeared, for replays in Chrome's order
 	sessions map[string]*session
-	creating *createRec // the one Target.createTarget in flight; others wait in createQ
-	createQ  []queuedCreate
+	cr       *creates       // the Target.createTarget calls, one at a time (creates.go)
 	version  map[string]any // cached /json/version object
 	tick     uint64         // logical clock for LRU
 	activity time.Time
 	fresh    bool // orphan cleanup still due (FreshLaunch, first connect)
-	// Chrome's auto-attach on this connection (autoattach.go): autoReplay while it replays the existing
-	// pages, autoOn once new pages arrive paused.
-	autoReplay, autoOn bool
 	// While the upstream reader routes a message (batching), frames for clients are queued quietly and
 	// their connections collected in kicked; the upstream reader writes them itself after unlocking (see
 	// conn.writeInline). Only the upstream reader goroutine sets batching or touches kicked.
@@ -68,10 +63,12 @@ type Mux struct {
 	upQuiet bool
 
 	// The features, each with its state (guarded by mu: see each type) and the hooks the core calls.
-	ul   *uploads   // the clients' file copies (uploads.go)
-	op   *Operator  // the operator's sessions, views, takeovers and human tabs (operator.go)
-	dl   *downloads // downloads per owner (downloads.go)
-	taps *Taps      // the timeline's, the passwords' and the jar's taps (taps.go)
+	ul     *uploads     // the clients' file copies (uploads.go)
+	op     *Operator    // the operator's sessions, views, takeovers and human tabs (operator.go)
+	dl     *downloads   // downloads per owner (downloads.go)
+	taps   *Taps        // the timeline's, the passwords' and the jar's taps (taps.go)
+	at     *attachments // the virtual discovery and auto-attach, and Chrome's auto-attach (virtual.go, autoattach.go)
+	launch *launchGate  // clients' commands wait while Hooks.Launched runs (launch.go)
 	// features are the same four, as they registered for the core's hooks (features.go).
 	features []feature
 }
@@ -108,7 +105,7 @@ func New(cfg Config) (*Mux, error) {
 		fresh:      cfg.FreshLaunch,
 		activity:   time.Now(),
 	}
-	addFeatures(m)
+	addParts(m)
 	m.refusedLog = m.log.Sample(&zerolog.BurstSampler{Burst: 10, Period: time.Minute})
 	m.upgrader = websocket.Upgrader{
 		ReadBufferSize:  4096,

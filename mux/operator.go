@@ -1,7 +1,6 @@
 package mux
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -458,36 +457,4 @@ func (o *Operator) PageInfo(ctx context.Context, targetID string) (title, url st
 		return "", "", fmt.Errorf("mux: Target.getTargetInfo: %w", err)
 	}
 	return r.TargetInfo.Title, r.TargetInfo.URL, nil
-}
-
-// ownerInfoLocked returns Chrome's bytes b about t (a targetInfo, or an event holding one) with the
-// "attached" its owner would see without the mux's own sessions: whether the owner has a session on t.
-// Only targets the mux's sessions may have flipped pay for it (a scan of the sessions).
-func (m *Mux) ownerInfoLocked(t *target, b []byte) []byte {
-	if !m.muxAttachLocked(t) {
-		return b
-	}
-	return withAttached(b, m.ownerAttachedLocked(t))
-}
-
-func (m *Mux) ownerAttachedLocked(t *target) bool {
-	for _, s := range m.sessions {
-		if s.target == t {
-			return true
-		}
-	}
-	return false
-}
-
-// withAttached sets the "attached" of a targetInfo in Chrome's bytes b. A byte replace is exact here:
-// inside a JSON string the key's quotes would be escaped, and Chrome writes no spaces.
-func withAttached(b []byte, attached bool) []byte {
-	from, to := []byte(`"attached":true`), []byte(`"attached":false`)
-	if attached {
-		from, to = to, from
-	}
-	if !bytes.Contains(b, from) {
-		return b
-	}
-	return bytes.ReplaceAll(b, from, to)
 }
