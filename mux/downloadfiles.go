@@ -10,12 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
-	"unicode/utf8"
 
 	"vibebrowser/mux/clientid"
+	"vibebrowser/mux/downloads"
 )
 
 // Filing finished downloads (SPEC §12): the file Chrome wrote under .incoming is moved to its owner's
@@ -25,9 +24,9 @@ import (
 // finishDownload files a completed download: into its owner's folder under a unique, sanitised name, into
 // the owner's own downloadPath when it asked for one, and only then tells the owner it completed. It runs
 // outside the lock: a copy across file systems may take a while.
-func (ds *downloads) finishDownload(d *download, ev dlEvent) {
+func (ds *downloadTracker) finishDownload(d *download, ev dlEvent) {
 	m := ds.m
-	dl := Download{GUID: d.guid, URL: d.url, OwnerDir: UnattributedDir, At: time.Now()}
+	dl := downloads.Download{GUID: d.guid, URL: d.url, OwnerDir: downloads.UnattributedDir, At: time.Now()}
 	if d.owner != nil {
 		dl.ClientID, dl.OwnerDir = d.owner.id, clientid.OwnerDir(d.owner.id)
 	}
@@ -41,12 +40,12 @@ func (ds *downloads) finishDownload(d *download, ev dlEvent) {
 		var perr error
 		switch {
 		case m.cfg.Agent != nil:
-			clientPath, perr = ds.placeForAgent(dl.Path, d.behavior.path, dl.Name, d.guid, d.behavior.behavior == behaviorAllowAndName)
+			clientPath, perr = ds.filer().PlaceForAgent(dl.Path, d.behavior.path, dl.Name, d.guid, d.behavior.behavior == behaviorAllowAndName)
 		case d.behavior.behavior == behaviorAllowAndName:
 			clientPath = filepath.Join(d.behavior.path, d.guid)
-			perr = ds.placeExact(dl.Path, clientPath)
+			perr = ds.filer().PlaceExact(dl.Path, clientPath)
 		default:
-			clientPath, perr = ds.placeUnique(dl.Path, d.behavior.path, dl.Name)
+			clientPath, perr = ds.filer().PlaceUnique(dl.Path, d.behavior.path, dl.Name)
 		}
 		if perr != nil {
 			clientPath = dl.Path
@@ -70,7 +69,7 @@ func (ds *downloads) finishDownload(d *download, ev dlEvent) {
 // checked to be the one Chrome wrote (no symlink, the same inode), as the browser user writes the incoming
 // folder and the agent user the owner folder, and the mux, which may run as root, must not be led to
 // another file by either.
-func (ds *downloads) fileDownload(dl *Download, src string, d *download) error {
+func (ds *downloadTracker) fileDownload(dl *downloads.Download, src string, d *download) error {
 	m := ds.m
 	dir := filepath.Join(m.cfg.DownloadDir, dl.OwnerDir)
 	if err := ds.ownerFolder(dir); err != nil {
@@ -83,7 +82,7 @@ func (ds *downloads) fileDownload(dl *Download, src string, d *download) error {
 	if !written.Mode().IsRegular() {
 		return fmt.Errorf("%s is not a regular file", src)
 	}
-	final, err := ds.placeUnique(src, dir, SanitizeName(d.name))
+	final, err := ds.filer().PlaceUnique(src, dir, downloads.SanitizeName(d.name))
 	if err != nil {
 		return err
 	}
@@ -110,101 +109,6 @@ func (ds *downloads) fileDownload(dl *Download, src string, d *download) error {
 	}
 	dl.Path, dl.Name, dl.Size, dl.SHA256 = final, filepath.Base(final), n, hex.EncodeToString(h.Sum(nil))
 	return nil
-}
-
-// maxUnique bounds the " (N)" tried for one name.
-const maxUnique = 10000
-
-// placeUnique puts src's content at dir/name, or at the first free "name (N).ext", never over an existing
-// file, and returns the path. A hard link makes it appear complete at once; across file systems (or where
-// links are refused) the content is copied under a partial name first.
-func (ds *downloads) placeUnique(src, dir, name string) (string, error) {
-	from, tmp := src, ""
-	defer func() {
-		if tmp != "" {
-			os.Remove(tmp)
-		}
-	}()
-	for i := 0; i < maxUnique; {
-		dst := filepath.Join(dir, UniqueName(name, i))
-		err := os.Link(from, dst)
-		switch {
-		case err == nil:
-			return dst, nil
-		case errors.Is(err, fs.ErrExist):
-			i++
-			continue
-		case tmp == "":
-			if tmp, err = ds.copyPartial(src, dir); err != nil {
-				return "", err
-			}
-			from = tmp
-			continue
-		}
-		// No links in dir at all: reserve the name exclusively, then rename the complete copy over it.
-		f, rerr := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-		if errors.Is(rerr, fs.ErrExist) {
-			i++
-			continue
-		}
-		if rerr != nil {
-			return "", fmt.Errorf("place %s: %w", dst, rerr)
-		}
-		f.Close()
-		if err := os.Rename(tmp, dst); err != nil {
-			os.Remove(dst)
-			return "", fmt.Errorf("place %s: %w", dst, err)
-		}
-		tmp = ""
-		return dst, nil
-	}
-	return "", fmt.Errorf("place %s in %s: every name up to (%d) is taken", name, dir, maxUnique-1)
-}
-
-// placeExact puts src's content at dst (a client's <downloadPath>/<guid>): a hard link, or a copy renamed
-// into place, so dst is complete whenever it exists.
-func (ds *downloads) placeExact(src, dst string) error {
-	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
-		return err
-	}
-	if err := os.Link(src, dst); err == nil {
-		return nil
-	}
-	tmp, err := ds.copyPartial(src, filepath.Dir(dst))
-	if err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, dst); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
-}
-
-// copyPartial copies src into a new partial file in dir and returns its path.
-func (ds *downloads) copyPartial(src, dir string) (string, error) {
-	m := ds.m
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
-	}
-	in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		return "", err
-	}
-	defer in.Close()
-	out, err := os.CreateTemp(dir, ".download-*"+PartialSuffix)
-	if err != nil {
-		return "", err
-	}
-	_, err = io.Copy(out, m.stoppable(in))
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(out.Name())
-		return "", fmt.Errorf("copy %s: %w", src, err)
-	}
-	return out.Name(), nil
 }
 
 // errMuxClosed stops a copy or hash when the mux shuts down.
@@ -246,51 +150,7 @@ func canceledEvent(guid string) []byte {
 	return append(b, `,"totalBytes":0,"receivedBytes":0,"state":"canceled"}}`...)
 }
 
-// SanitizeName makes a suggested file name safe as one path element: separators, control characters and
-// invalid UTF-8 become "_", leading dots and spaces go (no hidden files, no "." or ".."), and it is cut to
-// MaxNameBytes keeping its extension. An empty result is FallbackName.
-func SanitizeName(s string) string {
-	s = strings.ToValidUTF8(s, "_")
-	s = strings.Map(func(r rune) rune {
-		if r == '/' || r == '\\' || r < 0x20 || r == 0x7f {
-			return '_'
-		}
-		return r
-	}, s)
-	s = strings.TrimLeft(s, ". ")
-	s = strings.TrimRight(s, " ")
-	if s == "" {
-		return FallbackName
-	}
-	return fitName(s, "")
-}
-
-// UniqueName is the i-th candidate for name: name itself, then "stem (i).ext", within MaxNameBytes.
-func UniqueName(name string, i int) string {
-	if i == 0 {
-		return fitName(name, "")
-	}
-	return fitName(name, fmt.Sprintf(" (%d)", i))
-}
-
-// fitName puts suffix between name's stem and extension and cuts the stem (at a rune boundary) so the
-// whole is at most MaxNameBytes. An extension too long to keep is treated as part of the stem.
-func fitName(name, suffix string) string {
-	ext := filepath.Ext(name)
-	if len(ext) > 32 || len(ext) == len(name) {
-		ext = ""
-	}
-	stem := name[:len(name)-len(ext)]
-	room := MaxNameBytes - len(suffix) - len(ext)
-	if len(stem) > room {
-		cut := room
-		for cut > 0 && !utf8.RuneStart(stem[cut]) {
-			cut--
-		}
-		stem = strings.TrimRight(stem[:cut], " ")
-	}
-	if stem == "" {
-		stem = FallbackName
-	}
-	return stem + suffix + ext
+// filer places the downloads' files, for the store's agent user where it has one, stopping when the mux closes.
+func (ds *downloadTracker) filer() downloads.Filer {
+	return downloads.Filer{Agent: ds.m.cfg.Agent, Guard: ds.m.stoppable}
 }

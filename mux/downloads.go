@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"vibebrowser/mux/clientid"
+	"vibebrowser/mux/downloads"
 )
 
 // Downloads, per owner (SPEC §12). Chrome's download behaviour is browser-wide, so the mux owns it: every
@@ -18,39 +19,7 @@ import (
 // the frame that started it; when it completes the file is moved to DownloadDir/<owner dir>/<name>, and a
 // client that asked for a path of its own finds it there too, before it hears "completed".
 
-// Folders under Config.DownloadDir that are not an owner's.
-const (
-	// IncomingDir is where Chrome writes downloads in progress (as <guid>.crdownload, then <guid>).
-	IncomingDir = ".incoming"
-	// UnattributedDir holds downloads no client owns (a person's own window, a tab nobody created). A
-	// download is never given to a client that did not start it.
-	UnattributedDir = "unattributed"
-)
-
-// PartialSuffix ends the temporary name of a file the mux is still copying; a file with it is never
-// complete, so the manager's boot sweep may remove it.
-const PartialSuffix = ".vibe-partial"
-
-// MaxNameBytes bounds a downloaded file's name, its " (N)" included.
-const MaxNameBytes = 200
-
-// FallbackName names a download whose suggested name sanitises to nothing.
-const FallbackName = "download"
-
-// Download is a finished download, reported through Hooks.Downloaded.
-type Download struct {
-	GUID     string    // Chrome's download id
-	ClientID string    // the client that owns it; "" when unattributed
-	OwnerDir string    // the folder under Config.DownloadDir: clientid.OwnerDir(ClientID), or UnattributedDir
-	URL      string    // what was downloaded
-	Name     string    // the file's name in OwnerDir (sanitised, made unique)
-	Path     string    // the file
-	Size     int64     // bytes
-	SHA256   string    // hex
-	At       time.Time // when it completed
-}
-
-// Download behaviours a client may ask for (Browser.setDownloadBehavior's "behavior").
+// downloads.Download behaviours a client may ask for (Browser.setDownloadBehavior's "behavior").
 const (
 	behaviorDefault      = "default"
 	behaviorAllow        = "allow"
@@ -65,10 +34,10 @@ type dlBehavior struct {
 	events   bool   // eventsEnabled
 }
 
-// downloads is the downloads feature of a Mux: the browser-wide download behaviour, the clients' own, and
+// downloadTracker is the downloads feature of a Mux: the browser-wide download behaviour, the clients' own, and
 // the downloads in progress. Its state is guarded by Mux.mu: the core hands it the download events and
 // commands it routes, under that lock.
-type downloads struct {
+type downloadTracker struct {
 	noHooks
 	m *Mux
 
@@ -96,10 +65,12 @@ const frameLookupTimeout = 10 * time.Second
 const maxFrameLookups = 32
 
 // incomingDir is where Chrome writes: DownloadDir/.incoming.
-func (ds *downloads) incomingDir() string { return filepath.Join(ds.m.cfg.DownloadDir, IncomingDir) }
+func (ds *downloadTracker) incomingDir() string {
+	return filepath.Join(ds.m.cfg.DownloadDir, downloads.IncomingDir)
+}
 
 // downloadBehaviorParams is the mux's own setDownloadBehavior for browserContextID ("" the default context).
-func (ds *downloads) downloadBehaviorParams(browserContextID string) []byte {
+func (ds *downloadTracker) downloadBehaviorParams(browserContextID string) []byte {
 	b := []byte(`{"behavior":"allowAndName","downloadPath":`)
 	b = appendJSONString(b, ds.incomingDir())
 	b = append(b, `,"eventsEnabled":true`...)
@@ -113,7 +84,7 @@ func (ds *downloads) downloadBehaviorParams(browserContextID string) []byte {
 // connectedLocked (a feature hook) sets the browser-wide download behaviour on a new browser connection: Chrome
 // forgets a connection's setting when it closes, so every connect and reconnect sets it again, for the
 // default context and every context a client created.
-func (ds *downloads) connectedLocked() {
+func (ds *downloadTracker) connectedLocked() {
 	m := ds.m
 	if m.cfg.DownloadDir == "" {
 		return
@@ -131,7 +102,7 @@ func (ds *downloads) connectedLocked() {
 
 // downloadContextCreatedLocked sets the mux's download behaviour on a context a client just created
 // (Chrome's setting without browserContextId covers the default context only).
-func (ds *downloads) downloadContextCreatedLocked(browserContextID string) {
+func (ds *downloadTracker) downloadContextCreatedLocked(browserContextID string) {
 	m := ds.m
 	if m.cfg.DownloadDir != "" {
 		m.sendInternalLocked("Browser.setDownloadBehavior", ds.downloadBehaviorParams(browserContextID), "", nil)
@@ -144,7 +115,7 @@ func (ds *downloads) downloadContextCreatedLocked(browserContextID string) {
 // and answered false, for the caller to forward it.
 // sess is the session it came on (nil for the root); pageScoped marks Page.setDownloadBehavior, which applies
 // to the session's page's context.
-func (ds *downloads) setDownloadBehaviorLocked(c *conn, sess *session, pageScoped bool, id []byte, b []byte) (answered bool) {
+func (ds *downloadTracker) setDownloadBehaviorLocked(c *conn, sess *session, pageScoped bool, id []byte, b []byte) (answered bool) {
 	m := ds.m
 	var msg struct {
 		Params struct {
@@ -190,7 +161,7 @@ func (ds *downloads) setDownloadBehaviorLocked(c *conn, sess *session, pageScope
 
 // cancelDownloadAllowedLocked lets a client cancel only its own downloads (playwright's download.cancel());
 // another guid is answered with an error, as Chrome answers a guid it does not know, and nothing is sent.
-func (ds *downloads) cancelDownloadAllowedLocked(c *conn, sid string, id, b []byte) bool {
+func (ds *downloadTracker) cancelDownloadAllowedLocked(c *conn, sid string, id, b []byte) bool {
 	m := ds.m
 	if m.cfg.DownloadDir == "" {
 		return true
@@ -210,7 +181,7 @@ func (ds *downloads) cancelDownloadAllowedLocked(c *conn, sid string, id, b []by
 
 // behaviorLocked is c's own behaviour for a download in browser context ctxID: the one it set for that
 // context, else (in the default context or one no client created) the one it set without a context.
-func (ds *downloads) behaviorLocked(c *conn, ctxID string) dlBehavior {
+func (ds *downloadTracker) behaviorLocked(c *conn, ctxID string) dlBehavior {
 	m := ds.m
 	if c == nil {
 		return dlBehavior{behavior: behaviorDefault}
@@ -242,7 +213,7 @@ type dlEvent struct {
 // downloadWillBeginLocked attributes a new download to the owner of its frame's target: a page, a popup
 // (owned through its opener) or an OOPIF. A frame that is no target (a same-process subframe) is looked for
 // in the frame trees of the clients' pages; meanwhile its events wait.
-func (ds *downloads) downloadWillBeginLocked(b []byte) {
+func (ds *downloadTracker) downloadWillBeginLocked(b []byte) {
 	m := ds.m
 	var ev dlEvent
 	if json.Unmarshal(b, &ev) != nil || ev.Params.GUID == "" {
@@ -272,7 +243,7 @@ func (ds *downloads) downloadWillBeginLocked(b []byte) {
 
 // attributeDownloadLocked gives d to owner (nil: unattributed) and applies the owner's own behaviour:
 // deny cancels the download, for that client only (the browser-wide behaviour stays allowAndName).
-func (ds *downloads) attributeDownloadLocked(d *download, owner *client) {
+func (ds *downloadTracker) attributeDownloadLocked(d *download, owner *client) {
 	m := ds.m
 	d.owner = owner
 	if owner == nil && m.cfg.DownloadDir == "" {
@@ -280,7 +251,7 @@ func (ds *downloads) attributeDownloadLocked(d *download, owner *client) {
 	}
 	if owner == nil {
 		m.log.Warn().Str("guid", d.guid).Str("url", d.url).Str("frame", d.frame).
-			Msg("download started by a frame no client owns: it goes to " + UnattributedDir)
+			Msg("download started by a frame no client owns: it goes to " + downloads.UnattributedDir)
 		return
 	}
 	d.behavior = ds.behaviorLocked(owner.conn, d.context)
@@ -290,7 +261,7 @@ func (ds *downloads) attributeDownloadLocked(d *download, owner *client) {
 }
 
 // cancelLocked asks Chrome to cancel d; its "canceled" then removes the partial file and tells the owner.
-func (ds *downloads) cancelLocked(d *download) {
+func (ds *downloadTracker) cancelLocked(d *download) {
 	m := ds.m
 	p := append([]byte(`{"guid":`), appendJSONString(nil, d.guid)...)
 	if d.context != "" && !m.isDefaultContextLocked(d.context) {
@@ -302,7 +273,7 @@ func (ds *downloads) cancelLocked(d *download) {
 // overRoomLocked reports whether d, now at received bytes, takes its owner's downloads in progress past
 // the owner's room (Hooks.DownloadRoom); if so it cancels d (unless it is complete: then it is only not
 // filed) and tells Hooks.DownloadCut.
-func (ds *downloads) overRoomLocked(d *download, received int64, complete bool) bool {
+func (ds *downloadTracker) overRoomLocked(d *download, received int64, complete bool) bool {
 	m := ds.m
 	room := m.cfg.Hooks.DownloadRoom
 	if d.cut || room == nil || d.owner == nil || m.cfg.DownloadDir == "" {
@@ -330,7 +301,7 @@ func (ds *downloads) overRoomLocked(d *download, received int64, complete bool) 
 	m.log.Warn().Str("guid", d.guid).Str("client", d.owner.id).Int64("bytes", d.received).Int64("room", left).
 		Msg("downloads: cancelled a download past its owner's room")
 	if cut := m.cfg.Hooks.DownloadCut; cut != nil && !m.closed {
-		dl := Download{GUID: d.guid, ClientID: d.owner.id, OwnerDir: dir, URL: d.url, Name: SanitizeName(d.name),
+		dl := downloads.Download{GUID: d.guid, ClientID: d.owner.id, OwnerDir: dir, URL: d.url, Name: downloads.SanitizeName(d.name),
 			Size: d.received, At: time.Now()}
 		m.wg.Add(1) // under mu and before closed is set: Serve's Wait covers it
 		go func() { defer m.wg.Done(); cut(dl) }()
@@ -339,7 +310,7 @@ func (ds *downloads) overRoomLocked(d *download, received int64, complete bool) 
 }
 
 // downloadEventLocked sends a download event to its owner, if the owner asked for download events.
-func (ds *downloads) downloadEventLocked(d *download, b []byte) {
+func (ds *downloadTracker) downloadEventLocked(d *download, b []byte) {
 	m := ds.m
 	if d.owner == nil || d.owner.conn == nil {
 		return
@@ -351,7 +322,7 @@ func (ds *downloads) downloadEventLocked(d *download, b []byte) {
 
 // downloadProgressLocked follows a download: progress goes to its owner; canceled removes the partial
 // file; completed hands the download to a goroutine that files it and only then tells the owner.
-func (ds *downloads) downloadProgressLocked(b []byte) {
+func (ds *downloadTracker) downloadProgressLocked(b []byte) {
 	m := ds.m
 	var ev dlEvent
 	if json.Unmarshal(b, &ev) != nil || ev.Params.GUID == "" {
@@ -364,7 +335,7 @@ func (ds *downloads) downloadProgressLocked(b []byte) {
 		}
 		// Begun before this connection (an adopted browser, a reconnect): nobody can be told it is theirs.
 		d = &download{guid: ev.Params.GUID, name: ev.Params.GUID}
-		m.log.Warn().Str("guid", d.guid).Msg("a download the mux never saw begin completed: it goes to " + UnattributedDir)
+		m.log.Warn().Str("guid", d.guid).Msg("a download the mux never saw begin completed: it goes to " + downloads.UnattributedDir)
 	}
 	if d.resolving {
 		if ev.Params.State == "inProgress" {
@@ -377,7 +348,7 @@ func (ds *downloads) downloadProgressLocked(b []byte) {
 	ds.progressLocked(d, ev, b)
 }
 
-func (ds *downloads) progressLocked(d *download, ev dlEvent, b []byte) {
+func (ds *downloadTracker) progressLocked(d *download, ev dlEvent, b []byte) {
 	m := ds.m
 	switch ev.Params.State {
 	case "completed":
@@ -415,7 +386,7 @@ func (ds *downloads) progressLocked(d *download, ev dlEvent, b []byte) {
 }
 
 // removeIncomingLocked removes what Chrome wrote of download guid (a partial or a finished file).
-func (ds *downloads) removeIncomingLocked(guid string) {
+func (ds *downloadTracker) removeIncomingLocked(guid string) {
 	m := ds.m
 	base := filepath.Join(ds.incomingDir(), guid)
 	for _, p := range []string{base, base + ".crdownload"} {
@@ -427,7 +398,7 @@ func (ds *downloads) removeIncomingLocked(guid string) {
 
 // lookUpFrameLocked starts the search for the page whose frame tree holds d's frame, through operator
 // sessions (invisible to every client), most recently used pages first.
-func (ds *downloads) lookUpFrameLocked(d *download) {
+func (ds *downloadTracker) lookUpFrameLocked(d *download) {
 	m := ds.m
 	var agents, people []*target // a person's tabs last: an agent's subframe is the likelier
 	for _, t := range m.order {
@@ -464,7 +435,7 @@ func sortByUse(ts []*target) {
 
 // resolveFrame finds the page holding d's frame and delivers what waited: the owner's events, and the
 // completion or cancellation if it came meanwhile.
-func (ds *downloads) resolveFrame(d *download, pages []string) {
+func (ds *downloadTracker) resolveFrame(d *download, pages []string) {
 	m := ds.m
 	ctx, cancel := context.WithTimeout(context.Background(), frameLookupTimeout)
 	defer cancel()
@@ -502,7 +473,7 @@ func (ds *downloads) resolveFrame(d *download, pages []string) {
 }
 
 // frameInPage reports whether page's frame tree holds frameID.
-func (ds *downloads) frameInPage(ctx context.Context, page, frameID string) bool {
+func (ds *downloadTracker) frameInPage(ctx context.Context, page, frameID string) bool {
 	m := ds.m
 	s, err := m.op.opAttach(ctx, page, nil)
 	if err != nil {

@@ -42,7 +42,7 @@ func addParts(m *Mux) *Mux {
 	m.launch = &launchGate{m: m}
 	m.ul = &uploads{m: m}
 	m.op = &Operator{m: m}
-	m.dl = &downloads{m: m}
+	m.dl = &downloadTracker{m: m}
 	m.taps = &Taps{m: m, tl: timelineState{wake: make(chan struct{}, 1)}}
 	m.features = []feature{m.ul, m.op, m.dl, m.taps}
 	return m

@@ -63,12 +63,12 @@ type Mux struct {
 	upQuiet bool
 
 	// The features, each with its state (guarded by mu: see each type) and the hooks the core calls.
-	ul     *uploads     // the clients' file copies (uploads.go)
-	op     *Operator    // the operator's sessions, views, takeovers and human tabs (operator.go)
-	dl     *downloads   // downloads per owner (downloads.go)
-	taps   *Taps        // the timeline's, the passwords' and the jar's taps (taps.go)
-	at     *attachments // the virtual discovery and auto-attach, and Chrome's auto-attach (virtual.go, autoattach.go)
-	launch *launchGate  // clients' commands wait while Hooks.Launched runs (launch.go)
+	ul     *uploads         // the clients' file copies (uploads.go)
+	op     *Operator        // the operator's sessions, views, takeovers and human tabs (operator.go)
+	dl     *downloadTracker // downloads per owner (downloads.go)
+	taps   *Taps            // the timeline's, the passwords' and the jar's taps (taps.go)
+	at     *attachments     // the virtual discovery and auto-attach, and Chrome's auto-attach (virtual.go, autoattach.go)
+	launch *launchGate      // clients' commands wait while Hooks.Launched runs (launch.go)
 	// features are the same four, as they registered for the core's hooks (features.go).
 	features []feature
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 
 	"vibebrowser/mux/clientid"
+	"vibebrowser/mux/downloads"
 )
 
 // Files a client hands the browser (SPEC §13, §20): the mux opens each itself, as the store's agent user where
@@ -80,7 +81,7 @@ func (u *uploads) copyForBrowser(id, name string, src io.Reader) (string, error)
 	if err != nil {
 		return "", err
 	}
-	if err := fillFile(out, m.cfg.Browser, m.stoppable(src)); err != nil {
+	if err := downloads.FillFile(out, m.cfg.Browser, m.stoppable(src)); err != nil {
 		os.RemoveAll(dir)
 		return "", fmt.Errorf("copy for the browser: %w", err)
 	}
