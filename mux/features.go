@@ -1,9 +1,10 @@
 package mux
 
 // The mux's features (the operator, downloads, uploads, the taps) are types of their own, each with its
-// state and files. They are not packages: each reads and changes the routing tables' targets, clients and
-// sessions under Mux.mu, in the same critical sections as the routing, so a package would have to export
-// the core's tables and its lock.
+// state and files. Their routing halves are not packages: each reads and changes the routing tables'
+// targets, clients and sessions under Mux.mu, in the same critical sections as the routing, so a package
+// would have to export the core's tables and its lock. What needs none of that is a package the core
+// imports: the files side of downloads (mux/downloads).
 //
 // Each registers with the core for the moments of the routing tables it acts on (feature); the core calls
 // the hooks of every registered feature, in the order they registered, under Mux.mu. The events and
