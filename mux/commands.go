@@ -381,7 +381,7 @@ func (m *Mux) responseLocked(b []byte, info msgInfo) {
 		}
 		if json.Unmarshal(b, &r) == nil && r.Result.BrowserContextID != "" {
 			p.c.cl.contexts[r.Result.BrowserContextID] = true
-			m.dl.downloadContextCreatedLocked(r.Result.BrowserContextID)
+			m.dl.contextCreatedLocked(r.Result.BrowserContextID)
 		}
 	}
 	if p.c.cl.conn == p.c {

@@ -21,17 +21,17 @@ import (
 // folder under a sanitised, unique name, and copied or linked where the client asked for it, before the
 // client hears "completed".
 
-// finishDownload files a completed download: into its owner's folder under a unique, sanitised name, into
+// finish files a completed download: into its owner's folder under a unique, sanitised name, into
 // the owner's own downloadPath when it asked for one, and only then tells the owner it completed. It runs
 // outside the lock: a copy across file systems may take a while.
-func (ds *downloadTracker) finishDownload(d *download, ev dlEvent) {
+func (ds *downloadTracker) finish(d *download, ev dlEvent) {
 	m := ds.m
 	dl := downloads.Download{GUID: d.guid, URL: d.url, OwnerDir: downloads.UnattributedDir, At: time.Now()}
 	if d.owner != nil {
 		dl.ClientID, dl.OwnerDir = d.owner.id, clientid.OwnerDir(d.owner.id)
 	}
 	src := filepath.Join(ds.incomingDir(), d.guid)
-	err := ds.fileDownload(&dl, src, d)
+	err := ds.file(&dl, src, d)
 	if err != nil {
 		m.log.Error().Err(err).Str("guid", d.guid).Str("client", dl.ClientID).Msg("downloads: a completed download could not be filed")
 	}
@@ -54,7 +54,7 @@ func (ds *downloadTracker) finishDownload(d *download, ev dlEvent) {
 		}
 	}
 	m.mu.Lock()
-	ds.downloadEventLocked(d, completedEvent(ev, clientPath))
+	ds.eventLocked(d, completedEvent(ev, clientPath))
 	m.mu.Unlock()
 	if err == nil {
 		m.log.Info().Str("guid", d.guid).Str("client", dl.ClientID).Str("file", dl.Path).Int64("size", dl.Size).Msg("download filed")
@@ -64,12 +64,12 @@ func (ds *downloadTracker) finishDownload(d *download, ev dlEvent) {
 	}
 }
 
-// fileDownload moves src into dl.OwnerDir under a unique sanitised name and fills dl's file fields. With
+// file moves src into dl.OwnerDir under a unique sanitised name and fills dl's file fields. With
 // an agent user (SPEC §14) the owner folder (0700) and the file (0600) become that user's; the file filed is
 // checked to be the one Chrome wrote (no symlink, the same inode), as the browser user writes the incoming
 // folder and the agent user the owner folder, and the mux, which may run as root, must not be led to
 // another file by either.
-func (ds *downloadTracker) fileDownload(dl *downloads.Download, src string, d *download) error {
+func (ds *downloadTracker) file(dl *downloads.Download, src string, d *download) error {
 	m := ds.m
 	dir := filepath.Join(m.cfg.DownloadDir, dl.OwnerDir)
 	if err := ds.ownerFolder(dir); err != nil {

@@ -69,8 +69,8 @@ func (ds *downloadTracker) incomingDir() string {
 	return filepath.Join(ds.m.cfg.DownloadDir, downloads.IncomingDir)
 }
 
-// downloadBehaviorParams is the mux's own setDownloadBehavior for browserContextID ("" the default context).
-func (ds *downloadTracker) downloadBehaviorParams(browserContextID string) []byte {
+// behaviorParams is the mux's own setDownloadBehavior for browserContextID ("" the default context).
+func (ds *downloadTracker) behaviorParams(browserContextID string) []byte {
 	b := []byte(`{"behavior":"allowAndName","downloadPath":`)
 	b = appendJSONString(b, ds.incomingDir())
 	b = append(b, `,"eventsEnabled":true`...)
@@ -92,20 +92,20 @@ func (ds *downloadTracker) connectedLocked() {
 	if err := ds.incomingFolder(); err != nil {
 		m.log.Error().Err(err).Str("dir", ds.incomingDir()).Msg("downloads: cannot create the incoming folder")
 	}
-	m.sendInternalLocked("Browser.setDownloadBehavior", ds.downloadBehaviorParams(""), "", nil)
+	m.sendInternalLocked("Browser.setDownloadBehavior", ds.behaviorParams(""), "", nil)
 	for _, cl := range m.clients {
 		for ctxID := range cl.contexts {
-			m.sendInternalLocked("Browser.setDownloadBehavior", ds.downloadBehaviorParams(ctxID), "", nil)
+			m.sendInternalLocked("Browser.setDownloadBehavior", ds.behaviorParams(ctxID), "", nil)
 		}
 	}
 }
 
-// downloadContextCreatedLocked sets the mux's download behaviour on a context a client just created
+// contextCreatedLocked sets the mux's download behaviour on a context a client just created
 // (Chrome's setting without browserContextId covers the default context only).
-func (ds *downloadTracker) downloadContextCreatedLocked(browserContextID string) {
+func (ds *downloadTracker) contextCreatedLocked(browserContextID string) {
 	m := ds.m
 	if m.cfg.DownloadDir != "" {
-		m.sendInternalLocked("Browser.setDownloadBehavior", ds.downloadBehaviorParams(browserContextID), "", nil)
+		m.sendInternalLocked("Browser.setDownloadBehavior", ds.behaviorParams(browserContextID), "", nil)
 	}
 }
 
@@ -210,10 +210,10 @@ type dlEvent struct {
 	} `json:"params"`
 }
 
-// downloadWillBeginLocked attributes a new download to the owner of its frame's target: a page, a popup
+// willBeginLocked attributes a new download to the owner of its frame's target: a page, a popup
 // (owned through its opener) or an OOPIF. A frame that is no target (a same-process subframe) is looked for
 // in the frame trees of the clients' pages; meanwhile its events wait.
-func (ds *downloadTracker) downloadWillBeginLocked(b []byte) {
+func (ds *downloadTracker) willBeginLocked(b []byte) {
 	m := ds.m
 	var ev dlEvent
 	if json.Unmarshal(b, &ev) != nil || ev.Params.GUID == "" {
@@ -232,7 +232,7 @@ func (ds *downloadTracker) downloadWillBeginLocked(b []byte) {
 	switch {
 	case t != nil && t.owner != nil && !t.closing:
 		ds.attributeDownloadLocked(d, t.owner)
-		ds.downloadEventLocked(d, b)
+		ds.eventLocked(d, b)
 	case t != nil && t.typ == "page" || m.cfg.DownloadDir == "":
 		ds.attributeDownloadLocked(d, nil) // a tab nobody here created
 	default:
@@ -309,8 +309,8 @@ func (ds *downloadTracker) overRoomLocked(d *download, received int64, complete 
 	return true
 }
 
-// downloadEventLocked sends a download event to its owner, if the owner asked for download events.
-func (ds *downloadTracker) downloadEventLocked(d *download, b []byte) {
+// eventLocked sends a download event to its owner, if the owner asked for download events.
+func (ds *downloadTracker) eventLocked(d *download, b []byte) {
 	m := ds.m
 	if d.owner == nil || d.owner.conn == nil {
 		return
@@ -320,9 +320,9 @@ func (ds *downloadTracker) downloadEventLocked(d *download, b []byte) {
 	}
 }
 
-// downloadProgressLocked follows a download: progress goes to its owner; canceled removes the partial
+// progressEventLocked follows a download: progress goes to its owner; canceled removes the partial
 // file; completed hands the download to a goroutine that files it and only then tells the owner.
-func (ds *downloadTracker) downloadProgressLocked(b []byte) {
+func (ds *downloadTracker) progressEventLocked(b []byte) {
 	m := ds.m
 	var ev dlEvent
 	if json.Unmarshal(b, &ev) != nil || ev.Params.GUID == "" {
@@ -354,7 +354,7 @@ func (ds *downloadTracker) progressLocked(d *download, ev dlEvent, b []byte) {
 	case "completed":
 		if m.cfg.DownloadDir == "" { // nothing to file: Chrome put it where the client asked
 			delete(ds.active, d.guid)
-			ds.downloadEventLocked(d, b)
+			ds.eventLocked(d, b)
 			return
 		}
 		over := ds.overRoomLocked(d, int64(max(ev.Params.ReceivedBytes, ev.Params.TotalBytes)), true)
@@ -363,25 +363,25 @@ func (ds *downloadTracker) progressLocked(d *download, ev dlEvent, b []byte) {
 			// It completed before the cancel arrived (its subframe was still being looked up, or it was
 			// past its owner's room at its first progress): the client still gets none.
 			ds.removeIncomingLocked(d.guid)
-			ds.downloadEventLocked(d, canceledEvent(d.guid))
+			ds.eventLocked(d, canceledEvent(d.guid))
 			return
 		}
 		if m.closed {
 			return
 		}
 		m.wg.Add(1) // under mu and before closed is set: Serve's Wait covers it
-		go func() { defer m.wg.Done(); ds.finishDownload(d, ev) }()
+		go func() { defer m.wg.Done(); ds.finish(d, ev) }()
 	case "canceled":
 		delete(ds.active, d.guid)
 		if m.cfg.DownloadDir == "" {
-			ds.downloadEventLocked(d, b)
+			ds.eventLocked(d, b)
 			return
 		}
 		ds.removeIncomingLocked(d.guid)
-		ds.downloadEventLocked(d, b)
+		ds.eventLocked(d, b)
 	default:
 		ds.overRoomLocked(d, int64(ev.Params.ReceivedBytes), false)
-		ds.downloadEventLocked(d, b)
+		ds.eventLocked(d, b)
 	}
 }
 
@@ -458,10 +458,10 @@ func (ds *downloadTracker) resolveFrame(d *download, pages []string) {
 	d.resolving = false
 	ds.attributeDownloadLocked(d, owner)
 	if d.began != nil {
-		ds.downloadEventLocked(d, d.began)
+		ds.eventLocked(d, d.began)
 	}
 	if d.progress != nil {
-		ds.downloadEventLocked(d, d.progress)
+		ds.eventLocked(d, d.progress)
 	}
 	if d.terminal != nil {
 		var ev dlEvent
@@ -475,12 +475,12 @@ func (ds *downloadTracker) resolveFrame(d *download, pages []string) {
 // frameInPage reports whether page's frame tree holds frameID.
 func (ds *downloadTracker) frameInPage(ctx context.Context, page, frameID string) bool {
 	m := ds.m
-	s, err := m.op.opAttach(ctx, page, nil)
+	s, err := m.op.attach(ctx, page, nil)
 	if err != nil {
 		return false
 	}
-	defer m.op.closeOpSession(s)
-	res, err := m.op.opCall(ctx, "Page.getFrameTree", nil, s.id)
+	defer m.op.closeSession(s)
+	res, err := m.op.call(ctx, "Page.getFrameTree", nil, s.id)
 	if err != nil {
 		return false
 	}

@@ -68,7 +68,7 @@ func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
 		return
 	}
 	pr := &ev.Params
-	if m.op.operatorBrowserEventLocked(method, pr.SessionID, pr.TargetInfo) {
+	if m.op.browserEventLocked(method, pr.SessionID, pr.TargetInfo) {
 		return // the operator's own browser session: no client's business, no activity
 	}
 	var ti targetInfo
@@ -160,9 +160,9 @@ func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
 			}
 		}
 	case "Browser.downloadWillBegin":
-		m.dl.downloadWillBeginLocked(b)
+		m.dl.willBeginLocked(b)
 	case "Browser.downloadProgress":
-		m.dl.downloadProgressLocked(b)
+		m.dl.progressEventLocked(b)
 	}
 }
 
@@ -171,7 +171,7 @@ func (m *Mux) browserEventLocked(b []byte, info msgInfo) {
 func (m *Mux) sessionEventLocked(b []byte, info msgInfo) {
 	s := m.sessions[info.sessionID]
 	// Operator sessions are never in m.sessions: a client's event pays only this nil check for them.
-	if s == nil && m.op.operatorEventLocked(b, info) {
+	if s == nil && m.op.eventLocked(b, info) {
 		return
 	}
 	if s != nil {

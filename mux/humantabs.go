@@ -66,7 +66,7 @@ func (o *Operator) startHumanCreateLocked(h *humanCreate) {
 	m := o.m
 	rec := &createRec{cl: m.clientLocked(HumanClient)}
 	m.cr.inFlight = rec
-	o.opSendLocked("Target.createTarget", map[string]any{"url": h.url, "background": true, "newWindow": true}, "", func(res []byte, err error) {
+	o.sendLocked("Target.createTarget", map[string]any{"url": h.url, "background": true, "newWindow": true}, "", func(res []byte, err error) {
 		if m.cr.inFlight == rec {
 			m.cr.inFlight = nil
 		}

@@ -74,7 +74,7 @@ func (tp *Taps) jarEventLocked(method string, b []byte) {
 // Cookies returns the browser's whole cookie jar as Chrome's JSON array of Network.Cookie: Storage.getCookies
 // on the browser (the default context), HttpOnly, partitioned and session cookies included.
 func (o *Operator) Cookies(ctx context.Context) (json.RawMessage, error) {
-	res, err := o.opCall(ctx, "Storage.getCookies", nil, "")
+	res, err := o.call(ctx, "Storage.getCookies", nil, "")
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +90,7 @@ func (o *Operator) Cookies(ctx context.Context) (json.RawMessage, error) {
 // SetCookies sets cookies, a JSON array of Network.CookieParam, in the browser's default context
 // (Storage.setCookies).
 func (o *Operator) SetCookies(ctx context.Context, cookies json.RawMessage) error {
-	_, err := o.opCall(ctx, "Storage.setCookies", struct {
+	_, err := o.call(ctx, "Storage.setCookies", struct {
 		Cookies json.RawMessage `json:"cookies"`
 	}{cookies}, "")
 	return err

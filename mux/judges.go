@@ -144,7 +144,7 @@ func historyEntry(m *Mux, c *conn, k *call) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), historyLookup)
 	defer cancel()
-	res, err := m.op.opCall(ctx, "Page.getNavigationHistory", nil, sid)
+	res, err := m.op.call(ctx, "Page.getNavigationHistory", nil, sid)
 	if err != nil {
 		return "its history entry could not be checked (" + err.Error() + ")", nil
 	}

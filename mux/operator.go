@@ -163,9 +163,9 @@ type opResult struct {
 	err error
 }
 
-// opSendLocked sends an operator command; done runs under mu with its answer (never with a nil error
+// sendLocked sends an operator command; done runs under mu with its answer (never with a nil error
 // and a missing answer). The command skips the client path entirely (no LRU, no activity).
-func (o *Operator) opSendLocked(method string, params any, sid string, done func(res []byte, err error)) {
+func (o *Operator) sendLocked(method string, params any, sid string, done func(res []byte, err error)) {
 	m := o.m
 	var p []byte
 	if params != nil {
@@ -196,12 +196,12 @@ func (o *Operator) opSendLocked(method string, params any, sid string, done func
 	})
 }
 
-// opCall sends an operator command and waits for its answer or the end of ctx.
-func (o *Operator) opCall(ctx context.Context, method string, params any, sid string) ([]byte, error) {
+// call sends an operator command and waits for its answer or the end of ctx.
+func (o *Operator) call(ctx context.Context, method string, params any, sid string) ([]byte, error) {
 	m := o.m
 	ch := make(chan opResult, 1) // one answer; nobody may be left to read it
 	m.mu.Lock()
-	o.opSendLocked(method, params, sid, func(res []byte, err error) { ch <- opResult{res, err} })
+	o.sendLocked(method, params, sid, func(res []byte, err error) { ch <- opResult{res, err} })
 	m.mu.Unlock()
 	select {
 	case r := <-ch:
@@ -227,7 +227,7 @@ func (o *Operator) browserSession(ctx context.Context) (string, error) {
 	o.waiting = append(o.waiting, ch)
 	if len(o.waiting) == 1 {
 		up := m.up
-		o.opSendLocked("Target.attachToBrowserTarget", nil, "", func(res []byte, err error) {
+		o.sendLocked("Target.attachToBrowserTarget", nil, "", func(res []byte, err error) {
 			var r struct {
 				SessionID string `json:"sessionId"`
 			}
@@ -265,9 +265,9 @@ func (o *Operator) pageLocked(targetID string) (*target, error) {
 	return t, nil
 }
 
-// opAttach attaches an operator session to a page. A view, if given, is registered with the session
+// attach attaches an operator session to a page. A view, if given, is registered with the session
 // under the same lock as the answer, so no frame and no detach can slip between them.
-func (o *Operator) opAttach(ctx context.Context, targetID string, v *View) (*opSession, error) {
+func (o *Operator) attach(ctx context.Context, targetID string, v *View) (*opSession, error) {
 	m := o.m
 	m.mu.Lock()
 	_, err := o.pageLocked(targetID)
@@ -293,7 +293,7 @@ func (o *Operator) opAttach(ctx context.Context, targetID string, v *View) (*opS
 	}
 	// Before the attach: Chrome announces the flip of "attached" ahead of the attach's answer.
 	t.opSeen = true
-	o.opSendLocked("Target.attachToTarget", map[string]any{"targetId": targetID, "flatten": true}, bsid, func(res []byte, err error) {
+	o.sendLocked("Target.attachToTarget", map[string]any{"targetId": targetID, "flatten": true}, bsid, func(res []byte, err error) {
 		var r struct {
 			SessionID string `json:"sessionId"`
 		}
@@ -303,7 +303,7 @@ func (o *Operator) opAttach(ctx context.Context, targetID string, v *View) (*opS
 		var t *target
 		if err == nil {
 			if t, err = o.pageLocked(targetID); err != nil || abandoned || o.browser != bsid {
-				o.opDetachLocked(bsid, r.SessionID)
+				o.detachLocked(bsid, r.SessionID)
 				if err == nil {
 					err = ErrDisconnected
 				}
@@ -337,7 +337,7 @@ func (o *Operator) opAttach(ctx context.Context, targetID string, v *View) (*opS
 			case a.s != nil && a.s.view != nil:
 				a.s.view.Close() // counted as a viewer already
 			case a.s != nil:
-				o.closeOpSession(a.s)
+				o.closeSession(a.s)
 			}
 		default:
 		}
@@ -345,8 +345,8 @@ func (o *Operator) opAttach(ctx context.Context, targetID string, v *View) (*opS
 	}
 }
 
-// opDetachLocked lets go of an operator session; its remaining events are dropped as unknown.
-func (o *Operator) opDetachLocked(bsid, sid string) {
+// detachLocked lets go of an operator session; its remaining events are dropped as unknown.
+func (o *Operator) detachLocked(bsid, sid string) {
 	m := o.m
 	delete(o.sessions, sid)
 	if m.up != nil && bsid == o.browser {
@@ -354,20 +354,20 @@ func (o *Operator) opDetachLocked(bsid, sid string) {
 	}
 }
 
-func (o *Operator) closeOpSession(s *opSession) {
+func (o *Operator) closeSession(s *opSession) {
 	m := o.m
 	m.mu.Lock()
 	if o.sessions[s.id] == s {
-		o.opDetachLocked(o.browser, s.id)
+		o.detachLocked(o.browser, s.id)
 	}
 	m.mu.Unlock()
 }
 
-// operatorBrowserEventLocked takes the browser-level events of the operator's browser session: its own
+// browserEventLocked takes the browser-level events of the operator's browser session: its own
 // attachedToTarget (a browser target: no client can attach one, attachToBrowserTarget is refused to them)
 // and its detach. It decodes targetInfo only for attach events, which are never hot. (The flips of
 // "attached" its page sessions cause are hidden with the mux's others: attachFlipHiddenLocked.)
-func (o *Operator) operatorBrowserEventLocked(method, sid string, info json.RawMessage) bool {
+func (o *Operator) browserEventLocked(method, sid string, info json.RawMessage) bool {
 	switch method {
 	case "Target.attachedToTarget":
 		var ti targetInfo
@@ -378,17 +378,17 @@ func (o *Operator) operatorBrowserEventLocked(method, sid string, info json.RawM
 		}
 		o.browser = ""
 		for _, s := range o.sessions {
-			o.opGoneLocked(s, ErrDisconnected)
+			o.goneLocked(s, ErrDisconnected)
 		}
 		return true
 	}
 	return false
 }
 
-// operatorEventLocked routes an event on a session no client owns: the operator's browser session (the
+// eventLocked routes an event on a session no client owns: the operator's browser session (the
 // detach of one of its page sessions) or a page session (screencast frames; everything else is dropped).
 // It reports whether the event was the operator's.
-func (o *Operator) operatorEventLocked(b []byte, info msgInfo) bool {
+func (o *Operator) eventLocked(b []byte, info msgInfo) bool {
 	if o.browser == "" {
 		return false
 	}
@@ -397,7 +397,7 @@ func (o *Operator) operatorEventLocked(b []byte, info msgInfo) bool {
 			var ev upEvent
 			if json.Unmarshal(b, &ev) == nil {
 				if s := o.sessions[ev.Params.SessionID]; s != nil {
-					o.opGoneLocked(s, ErrTargetClosed)
+					o.goneLocked(s, ErrTargetClosed)
 				}
 			}
 		}
@@ -413,8 +413,8 @@ func (o *Operator) operatorEventLocked(b []byte, info msgInfo) bool {
 	return true
 }
 
-// opGoneLocked forgets a session the browser let go of.
-func (o *Operator) opGoneLocked(s *opSession, err error) {
+// goneLocked forgets a session the browser let go of.
+func (o *Operator) goneLocked(s *opSession, err error) {
 	delete(o.sessions, s.id)
 	if s.view != nil {
 		s.view.endLocked(err)
@@ -425,7 +425,7 @@ func (o *Operator) opGoneLocked(s *opSession, err error) {
 func (o *Operator) lostLocked() {
 	o.browser = ""
 	for _, s := range o.sessions {
-		o.opGoneLocked(s, ErrDisconnected)
+		o.goneLocked(s, ErrDisconnected)
 	}
 }
 
@@ -443,7 +443,7 @@ func (o *Operator) PageInfo(ctx context.Context, targetID string) (title, url st
 	if err != nil {
 		return "", "", err
 	}
-	res, err := o.opCall(ctx, "Target.getTargetInfo", map[string]any{"targetId": targetID}, bsid)
+	res, err := o.call(ctx, "Target.getTargetInfo", map[string]any{"targetId": targetID}, bsid)
 	if err != nil {
 		return "", "", err
 	}

@@ -149,18 +149,18 @@ func (tp *Taps) PasswordTexts(ctx context.Context, clientID string) []string {
 // focusedPasswordJS), asked through an operator session that lives for the question only.
 func (tp *Taps) focusedPassword(ctx context.Context, targetID, text string) (bool, error) {
 	m := tp.m
-	s, err := m.op.opAttach(ctx, targetID, nil)
+	s, err := m.op.attach(ctx, targetID, nil)
 	if err != nil {
 		return false, err
 	}
-	defer m.op.closeOpSession(s)
+	defer m.op.closeSession(s)
 	arg := []byte("null")
 	if len(text) <= maxValueSearch {
 		if arg, err = json.Marshal(text); err != nil {
 			return false, err
 		}
 	}
-	res, err := m.op.opCall(ctx, "Runtime.evaluate", map[string]any{
+	res, err := m.op.call(ctx, "Runtime.evaluate", map[string]any{
 		"expression":    "(" + focusedPasswordJS + ")(" + string(arg) + ")",
 		"returnByValue": true,
 		"silent":        true, // no pause on an exception, nothing in the console

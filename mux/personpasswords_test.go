@@ -43,13 +43,13 @@ func TestPersonPasswords(t *testing.T) {
 	}
 	// The tab is the person's now: the test reads and focuses it on an operator session of its own (a
 	// click of the person's would move focus).
-	op, err := m.op.opAttach(ctx, tab, nil)
+	op, err := m.op.attach(ctx, tab, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	eval = func(expr string) json.RawMessage {
 		t.Helper()
-		res, err := m.op.opCall(ctx, "Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true}, op.id)
+		res, err := m.op.call(ctx, "Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true}, op.id)
 		var r struct {
 			Result struct {
 				Value json.RawMessage `json:"value"`
@@ -115,5 +115,5 @@ func TestPersonPasswords(t *testing.T) {
 			t.Errorf("PasswordTexts holds %q: text typed into a text field, or a password's prefix", text)
 		}
 	}
-	m.op.closeOpSession(op)
+	m.op.closeSession(op)
 }

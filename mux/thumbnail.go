@@ -39,11 +39,11 @@ func (o *Operator) Thumbnail(ctx context.Context, targetID string, maxWidth, qua
 	if quality <= 0 || quality > 100 {
 		quality = 60
 	}
-	s, err := o.opAttach(ctx, targetID, nil)
+	s, err := o.attach(ctx, targetID, nil)
 	if err != nil {
 		return nil, err
 	}
-	defer o.closeOpSession(s)
+	defer o.closeSession(s)
 	q := quality
 	if maxWidth > 0 {
 		q = max(quality, thumbQuality)
@@ -51,7 +51,7 @@ func (o *Operator) Thumbnail(ctx context.Context, targetID string, maxWidth, qua
 	m.mu.Lock()
 	m.sendInternalLocked("Page.startScreencast", thumbCast, s.id, nil) // its frames go nowhere (s has no view)
 	m.mu.Unlock()
-	res, err := o.opCall(ctx, "Page.captureScreenshot", json.RawMessage(fmt.Sprintf(`{"format":"jpeg","quality":%d}`, q)), s.id)
+	res, err := o.call(ctx, "Page.captureScreenshot", json.RawMessage(fmt.Sprintf(`{"format":"jpeg","quality":%d}`, q)), s.id)
 	m.mu.Lock()
 	if o.sessions[s.id] == s {
 		m.sendInternalLocked("Page.stopScreencast", nil, s.id, nil)

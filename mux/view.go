@@ -114,17 +114,17 @@ func (o *Operator) View(ctx context.Context, targetID string, opt ViewOptions) (
 	if opt.MaxFPS > 0 {
 		v.gap = time.Second / time.Duration(opt.MaxFPS)
 	}
-	s, err := o.opAttach(ctx, targetID, v)
+	s, err := o.attach(ctx, targetID, v)
 	if err != nil {
 		return nil, err
 	}
 	// Page events on this session only (no effect on the page or its owner's sessions): navigations
 	// say when a hidden tab needs rendering again (nudgeLocked).
-	if _, err := o.opCall(ctx, "Page.enable", nil, s.id); err != nil {
+	if _, err := o.call(ctx, "Page.enable", nil, s.id); err != nil {
 		v.Close()
 		return nil, err
 	}
-	if _, err := o.opCall(ctx, "Page.startScreencast", json.RawMessage(params), s.id); err != nil {
+	if _, err := o.call(ctx, "Page.startScreencast", json.RawMessage(params), s.id); err != nil {
 		v.Close()
 		return nil, err
 	}
@@ -461,7 +461,7 @@ func (v *View) Close() error {
 	if !v.ended {
 		if s := v.sess; s != nil && m.op.sessions[s.id] == s {
 			m.sendInternalLocked("Page.stopScreencast", nil, s.id, nil)
-			m.op.opDetachLocked(m.op.browser, s.id)
+			m.op.detachLocked(m.op.browser, s.id)
 		}
 		v.endLocked(ErrViewClosed)
 	}
@@ -483,7 +483,7 @@ func (v *View) call(ctx context.Context, method string, params any) ([]byte, err
 	if ended {
 		return nil, err
 	}
-	return m.op.opCall(ctx, method, params, s.id)
+	return m.op.call(ctx, method, params, s.id)
 }
 
 // Modifier bits of MouseEvent.Modifiers and KeyEvent.Modifiers (CDP's).
