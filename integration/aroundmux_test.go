@@ -224,17 +224,17 @@ func TestBrowserPagesStayThePersons(t *testing.T) {
 		return err == nil && strings.Contains(string(v), "chrome-error://chromewebdata/")
 	})
 
-	h, err := m.NewHumanTab(ctx, "chrome://version")
+	h, err := m.Operator().NewHumanTab(ctx, "chrome://version")
 	if err != nil {
 		t.Fatalf("NewHumanTab(chrome://version): %v", err)
 	}
-	v, err := m.View(ctx, h, mux.ViewOptions{})
+	v, err := m.Operator().View(ctx, h, mux.ViewOptions{})
 	if err != nil {
 		t.Fatalf("View(human tab): %v", err)
 	}
 	defer v.Close()
 	testkit.WaitFor(t, 15*time.Second, "the human tab to show chrome://version", func() bool {
-		_, url, err := m.PageInfo(ctx, h)
+		_, url, err := m.Operator().PageInfo(ctx, h)
 		return err == nil && url == "chrome://version/"
 	})
 	if err := v.Navigate(ctx, "chrome://settings"); err != nil {

@@ -20,7 +20,7 @@ import (
 
 	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/api"
-	"vibebrowser/mux"
+	"vibebrowser/mux/downloads"
 )
 
 // downloadSite serves a page (/?who=W) with download links whose files say who fetched them:
@@ -190,7 +190,7 @@ func TestDownloadPlaywrightAndAgent(t *testing.T) {
 	waitContent(t, pwFile, "playwright report.csv\n")
 	testkit.WaitFor(t, 10*time.Second, "nothing of the canceled download left", func() bool {
 		for _, f := range testkit.Files(root) {
-			if strings.Contains(f, "big.bin") || strings.HasPrefix(f, mux.IncomingDir) {
+			if strings.Contains(f, "big.bin") || strings.HasPrefix(f, downloads.IncomingDir) {
 				return false
 			}
 		}
@@ -300,7 +300,7 @@ func TestDownloadRestartMidDownload(t *testing.T) {
 	clickIn(t, c, s, "slow")
 	testkit.WaitFor(t, 15*time.Second, "the download's partial file", func() bool {
 		files := testkit.Files(root)
-		return len(files) == 1 && strings.HasPrefix(files[0], mux.IncomingDir+string(filepath.Separator))
+		return len(files) == 1 && strings.HasPrefix(files[0], downloads.IncomingDir+string(filepath.Separator))
 	})
 	pid := m.browserOf("mid").PID
 	if err := m.cmd.Process.Signal(syscall.SIGKILL); err != nil {

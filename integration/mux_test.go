@@ -28,6 +28,7 @@ import (
 
 	"vibebrowser/integration/testkit"
 	"vibebrowser/mux"
+	"vibebrowser/mux/downloads"
 )
 
 // muxSite serves the pages the mux tests navigate to.
@@ -591,7 +592,7 @@ func TestMuxDownload(t *testing.T) {
 			t.Fatalf("download at %s: %q, %v", p, got, err)
 		}
 	}
-	if entries, _ := os.ReadDir(filepath.Join(dir, mux.IncomingDir)); len(entries) != 0 {
+	if entries, _ := os.ReadDir(filepath.Join(dir, downloads.IncomingDir)); len(entries) != 0 {
 		t.Fatalf("the incoming folder keeps %d files", len(entries))
 	}
 }

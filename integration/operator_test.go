@@ -81,10 +81,10 @@ func TestOperatorScreencastRealPixels(t *testing.T) {
 	agent.must("Target.createTarget", map[string]any{"background": true, "url": "data:text/html,<body style='background:rgb(20,160,220)'></body>"}, "", &quiet)
 	agentTargets := agent.targetIDs(true)
 	slices.Sort(agentTargets) // Chrome lists the most recently used first
-	if _, err := m.Thumbnail(ctx, quiet.TargetID, 100, 50); err != nil {
+	if _, err := m.Operator().Thumbnail(ctx, quiet.TargetID, 100, 50); err != nil {
 		t.Fatalf("Thumbnail(quiet page): %v", err)
 	}
-	if v, err := m.View(ctx, quiet.TargetID, mux.ViewOptions{MaxWidth: 400}); err != nil {
+	if v, err := m.Operator().View(ctx, quiet.TargetID, mux.ViewOptions{MaxWidth: 400}); err != nil {
 		t.Fatalf("View(quiet page): %v", err)
 	} else {
 		frameOf(v, teal)
@@ -93,7 +93,7 @@ func TestOperatorScreencastRealPixels(t *testing.T) {
 
 	watch := func(target string, want [3]int, repaint func(rgb string), then [3]int) {
 		t.Helper()
-		v, err := m.View(ctx, target, mux.ViewOptions{MaxWidth: 400, MaxHeight: 300, Quality: 80})
+		v, err := m.Operator().View(ctx, target, mux.ViewOptions{MaxWidth: 400, MaxHeight: 300, Quality: 80})
 		if err != nil {
 			t.Fatalf("View(%s): %v", target, err)
 		}
@@ -105,7 +105,7 @@ func TestOperatorScreencastRealPixels(t *testing.T) {
 		var c [3]int
 		var size image.Point
 		for range 50 { // a thumbnail of a page still painting may show white
-			jpg, err := m.Thumbnail(ctx, target, 200, 80)
+			jpg, err := m.Operator().Thumbnail(ctx, target, 200, 80)
 			if err != nil {
 				t.Fatalf("Thumbnail(%s): %v", target, err)
 			}
@@ -138,13 +138,13 @@ func TestOperatorScreencastRealPixels(t *testing.T) {
 	}, teal)
 
 	orange := [3]int{240, 120, 20}
-	h, err := m.NewHumanTab(ctx, "data:text/html,<body style='margin:0;background:rgb(240,120,20)'></body>")
+	h, err := m.Operator().NewHumanTab(ctx, "data:text/html,<body style='margin:0;background:rgb(240,120,20)'></body>")
 	if err != nil {
 		t.Fatalf("NewHumanTab: %v", err)
 	}
 	var hv *mux.View
 	watch(h, orange, func(rgb string) { // the person navigates
-		if hv, err = m.View(ctx, h, mux.ViewOptions{}); err != nil {
+		if hv, err = m.Operator().View(ctx, h, mux.ViewOptions{}); err != nil {
 			t.Fatalf("View: %v", err)
 		}
 		defer hv.Close()
@@ -155,7 +155,7 @@ func TestOperatorScreencastRealPixels(t *testing.T) {
 	if got := agent.targetIDs(true); !slices.Equal(slices.Sorted(slices.Values(got)), agentTargets) {
 		t.Errorf("agent getTargets with a human tab = %v; want %v", got, agentTargets)
 	}
-	if err := m.CloseHumanTab(h); err != nil {
+	if err := m.Operator().CloseHumanTab(h); err != nil {
 		t.Fatalf("CloseHumanTab: %v", err)
 	}
 	for _, e := range agent.Events("") {

@@ -17,6 +17,7 @@ import (
 	"vibebrowser/manager/browsers"
 	"vibebrowser/mux"
 	"vibebrowser/mux/clientid"
+	"vibebrowser/mux/downloads"
 	"vibebrowser/state"
 )
 
@@ -99,7 +100,7 @@ func (m *Manager) downloadRoom(sp browsers.Spec, dir string) int64 {
 
 // downloadCut is the muxes' DownloadCut: a download cancelled at its task's quota is counted and said, in
 // the events and in the task's timeline (its client heard "canceled").
-func (m *Manager) downloadCut(sp browsers.Spec, d mux.Download) {
+func (m *Manager) downloadCut(sp browsers.Spec, d downloads.Download) {
 	m.metrics.quotaHit(quotaDownloads)
 	task := ""
 	if api.ValidTaskID(d.OwnerDir) {
@@ -112,7 +113,7 @@ func (m *Manager) downloadCut(sp browsers.Spec, d mux.Download) {
 }
 
 // recordDownload is a mux's Downloaded hook: the finished download goes into state.
-func (m *Manager) recordDownload(sp browsers.Spec, d mux.Download) {
+func (m *Manager) recordDownload(sp browsers.Spec, d downloads.Download) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	task := ""
@@ -251,7 +252,7 @@ func (m *Manager) pruneDownloads(ctx context.Context, now time.Time) {
 				return err
 			}
 			for _, o := range owners {
-				if !o.IsDir() || o.Name() == mux.IncomingDir || o.Name() == mux.UploadsDir || active[o.Name()] {
+				if !o.IsDir() || o.Name() == downloads.IncomingDir || o.Name() == mux.UploadsDir || active[o.Name()] {
 					continue
 				}
 				dir := filepath.Join(root, slug.Name(), o.Name())

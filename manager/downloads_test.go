@@ -14,7 +14,7 @@ import (
 	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/browsers"
-	"vibebrowser/mux"
+	"vibebrowser/mux/downloads"
 	"vibebrowser/state"
 )
 
@@ -111,10 +111,10 @@ func TestRecordAndListDownloads(t *testing.T) {
 	}
 	const task = "a1b2c3d4-0000-4000-8000-000000000001"
 	at := time.Unix(1700000000, 0)
-	m.recordDownload(sp, mux.Download{GUID: "g1", ClientID: task + "-w2", OwnerDir: task, URL: "http://x/r", Name: "r.csv",
+	m.recordDownload(sp, downloads.Download{GUID: "g1", ClientID: task + "-w2", OwnerDir: task, URL: "http://x/r", Name: "r.csv",
 		Path: "/d/r.csv", Size: 3, SHA256: "ab", At: at})
-	m.recordDownload(sp, mux.Download{GUID: "g2", ClientID: "aux", OwnerDir: "aux", Name: "a.csv", Path: "/d/a.csv", At: at.Add(time.Second)})
-	m.recordDownload(web, mux.Download{GUID: "g3", ClientID: task, OwnerDir: task, Name: "w.csv", Path: "/d/w.csv", At: at.Add(2 * time.Second)})
+	m.recordDownload(sp, downloads.Download{GUID: "g2", ClientID: "aux", OwnerDir: "aux", Name: "a.csv", Path: "/d/a.csv", At: at.Add(time.Second)})
+	m.recordDownload(web, downloads.Download{GUID: "g3", ClientID: task, OwnerDir: task, Name: "w.csv", Path: "/d/w.csv", At: at.Add(2 * time.Second)})
 	tests := []struct {
 		query string
 		want  []string
@@ -173,7 +173,7 @@ func TestDownloadQuota(t *testing.T) {
 	if err := m.downloaded.load(ctx, m.db); err != nil { // as at boot
 		t.Fatal(err)
 	}
-	m.recordDownload(sp, mux.Download{GUID: "g1", ClientID: task, OwnerDir: task, Name: "r.csv", Path: "/d/r.csv", Size: 1000, At: time.Now()})
+	m.recordDownload(sp, downloads.Download{GUID: "g1", ClientID: task, OwnerDir: task, Name: "r.csv", Path: "/d/r.csv", Size: 1000, At: time.Now()})
 	rooms := []struct {
 		dir  string
 		want int64
@@ -183,14 +183,14 @@ func TestDownloadQuota(t *testing.T) {
 		{"b2c3d4e5-0000-4000-8000-000000000002", 2 << 20},
 		{"manual", -1},
 		{"human", -1},
-		{mux.UnattributedDir, -1},
+		{downloads.UnattributedDir, -1},
 	}
 	for _, tt := range rooms {
 		if got := m.downloadRoom(sp, tt.dir); got != tt.want {
 			t.Errorf("downloadRoom(%s) = %d; want %d", tt.dir, got, tt.want)
 		}
 	}
-	m.downloadCut(sp, mux.Download{GUID: "g2", ClientID: task + "-w1", OwnerDir: task, URL: "http://x/big", Name: "big\u202e.iso", Size: 3 << 20})
+	m.downloadCut(sp, downloads.Download{GUID: "g2", ClientID: task + "-w1", OwnerDir: task, URL: "http://x/big", Name: "big\u202e.iso", Size: 3 << 20})
 	evs := m.events.list()
 	if len(evs) != 1 || evs[0].Kind != api.EventDownloadCancelled || evs[0].TaskID != task ||
 		!strings.Contains(evs[0].Message, "VIBE_DOWNLOAD_MAX_MB=2") || !strings.Contains(evs[0].Message, `big\u202e.iso`) {

@@ -302,7 +302,7 @@ func (m *Manager) handleStoreLogin(r *http.Request) (any, error) {
 	// Bounded: Chrome answers a createTarget at once; one that hangs is a wedged browser, not a wait.
 	tctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	id, err := in.Mux().NewHumanTab(tctx, target)
+	id, err := in.Mux().Operator().NewHumanTab(tctx, target)
 	if err != nil {
 		return nil, fmt.Errorf("open a human tab in %s: %w", sp.Name, err)
 	}

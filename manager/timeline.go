@@ -187,7 +187,10 @@ func (m *Manager) recordCall(ctx context.Context, task, storeID string, rep api.
 	}
 	var b timeline.Browser
 	if in := m.fleet.Current(sp.Key); in != nil {
-		b = in.Mux()
+		b = struct {
+			*mux.Operator
+			*mux.Taps
+		}{in.Mux().Operator(), in.Mux().Taps()}
 	}
 	if err := m.timeline.Call(m.where(sp), task, rep, b); errors.Is(err, timeline.ErrFull) {
 		return nil, fmt.Errorf("%w: %w", apierr.ErrQuota, err)

@@ -53,7 +53,7 @@ func (s uiSource) Browser(ctx context.Context, slug string) (ui.Browser, error) 
 	if in == nil {
 		return nil, fmt.Errorf("%s: %w", sp.Name, ui.ErrStopped)
 	}
-	return muxBrowser{in.Mux()}, nil
+	return muxBrowser{in.Mux().Operator(), in.Mux()}, nil
 }
 
 func (s uiSource) StartBrowser(ctx context.Context, slug string) error {
@@ -135,17 +135,20 @@ func (s uiSource) DownloadFile(ctx context.Context, id int64) (*os.File, api.Dow
 
 // muxBrowser is a running browser's mux as the UI sees it: the mux's operator API, with its View as
 // the UI's interface.
-type muxBrowser struct{ *mux.Mux }
+type muxBrowser struct {
+	*mux.Operator
+	mx *mux.Mux
+}
 
 func (b muxBrowser) View(ctx context.Context, targetID string, opt mux.ViewOptions) (ui.View, error) {
-	v, err := b.Mux.View(ctx, targetID, opt)
+	v, err := b.Operator.View(ctx, targetID, opt)
 	if err != nil {
 		return nil, err
 	}
 	return v, nil
 }
 
-func (b muxBrowser) Viewers() int { return b.Stats().Viewers }
+func (b muxBrowser) Viewers() int { return b.mx.Stats().Viewers }
 
 var _ ui.Source = uiSource{}
 

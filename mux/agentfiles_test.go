@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"vibebrowser/integration/testkit"
+	"vibebrowser/mux/downloads"
 	"vibebrowser/mux/sys/osuser"
 )
 
@@ -43,11 +44,11 @@ func TestDownloadsForAgentUser(t *testing.T) {
 	agent, browser := testkit.SystemUser(t, "vbtest-agent-a"), testkit.SystemUser(t, "vbtest-browser")
 	fb := newFakeBrowser(t)
 	root := t.TempDir()
-	done := make(chan Download, 8)
-	m := startMux(t, fb, Config{DownloadDir: root, Agent: agent, Browser: browser, Hooks: Hooks{Downloaded: func(d Download) {
+	done := make(chan downloads.Download, 8)
+	m := startMux(t, fb, Config{DownloadDir: root, Agent: agent, Browser: browser, Hooks: Hooks{Downloaded: func(d downloads.Download) {
 		done <- d
 	}}})
-	ownedBy(t, filepath.Join(root, IncomingDir), browser, 0o700)
+	ownedBy(t, filepath.Join(root, downloads.IncomingDir), browser, 0o700)
 
 	pw, bh, sneak := newClient(t, m, "pw"), newClient(t, m, "bh"), newClient(t, m, "sneak")
 	agentDir := filepath.Join(t.TempDir(), "agent-tmp")
@@ -94,11 +95,11 @@ func TestDownloadsForAgentUser(t *testing.T) {
 	}
 	fb.beginDownload(p3, "gsn", "x.txt")
 	fb.mu.Lock()
-	if err := os.Symlink(secret, filepath.Join(root, IncomingDir, "gsn")); err != nil {
+	if err := os.Symlink(secret, filepath.Join(root, downloads.IncomingDir, "gsn")); err != nil {
 		t.Fatal(err)
 	}
 	fb.sendLocked(`{"method":"Browser.downloadProgress","params":{"guid":"gsn","totalBytes":9,"receivedBytes":9,"state":"completed","filePath":"` +
-		filepath.Join(root, IncomingDir, "gsn") + `"}}`)
+		filepath.Join(root, downloads.IncomingDir, "gsn") + `"}}`)
 	fb.mu.Unlock()
 	testkit.WaitFor(t, 5*time.Second, "the sneak's download handled", func() bool { return len(progress(sneak, "gsn", "completed")) > 0 })
 	if b, err := os.ReadFile(filepath.Join(root, "sneak", "x.txt")); err == nil && strings.Contains(string(b), "root only") {

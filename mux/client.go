@@ -145,7 +145,7 @@ func (m *Mux) serveClient(w http.ResponseWriter, r *http.Request, id string) {
 	if cl.conn == c {
 		cl.conn = nil
 		m.dropSessionsLocked(cl)
-		m.dropQueuedCreatesLocked(c)
+		m.cr.dropQueuedCreatesLocked(c)
 		if m.cfg.Grace == Off {
 			m.log.Info().Str("client", id).Msg("client disconnected; no grace period")
 		} else {

@@ -68,7 +68,7 @@ func (m *Mux) handleClient(c *conn, b []byte) {
 		tp = k.tp
 	}
 	id := append([]byte(nil), cmd.id...)
-	m.waitGate()
+	m.launch.wait()
 	m.mu.Lock()
 	if c.closed() || c.cl.conn != c {
 		m.mu.Unlock()
@@ -76,7 +76,7 @@ func (m *Mux) handleClient(c *conn, b []byte) {
 	}
 	c.cl.active = time.Now()
 	m.touchActivityLocked()
-	m.countJarCommand(cmd.method, cmd.sessionID)
+	m.taps.countJarCommand(cmd.method, cmd.sessionID)
 	m.upQuiet = true
 	m.routeLocked(c, b, info, id, tp)
 	m.upQuiet = false
@@ -106,7 +106,7 @@ func (m *Mux) routeLocked(c *conn, b []byte, info cdpwire.Info, id []byte, p *cm
 			m.touchTargetLocked(sess.root)
 		}
 	}
-	if method == "Page.setDownloadBehavior" && sess != nil && m.setDownloadBehaviorLocked(c, sess, true, id, b) {
+	if method == "Page.setDownloadBehavior" && sess != nil && m.dl.setDownloadBehaviorLocked(c, sess, true, id, b) {
 		return // Chrome applies it browser-wide: the mux's own stays in force
 	}
 	kind := kindPlain
@@ -148,11 +148,11 @@ func (m *Mux) routeLocked(c *conn, b []byte, info cdpwire.Info, id []byte, p *cm
 		}
 		switch method {
 		case "Target.setDiscoverTargets":
-			m.setDiscoverLocked(c, sess, id, p)
+			m.at.setDiscoverLocked(c, sess, id, p)
 			return
 		case "Target.setAutoAttach":
 			if sid == "" {
-				m.setAutoAttachLocked(c, id, p)
+				m.at.setAutoAttachLocked(c, id, p)
 				return
 			}
 			// Session-scoped auto-attach only reaches the client's own target's children: forward it.
@@ -161,22 +161,22 @@ func (m *Mux) routeLocked(c *conn, b []byte, info cdpwire.Info, id []byte, p *cm
 			m.sendLocked(c, resultFrame(id, sid, []byte("{}")))
 			return
 		case "Browser.setDownloadBehavior":
-			if m.setDownloadBehaviorLocked(c, sess, false, id, b) {
+			if m.dl.setDownloadBehaviorLocked(c, sess, false, id, b) {
 				return
 			}
 		case "Browser.cancelDownload":
-			if !m.cancelDownloadAllowedLocked(c, sid, id, b) {
+			if !m.dl.cancelDownloadAllowedLocked(c, sid, id, b) {
 				return
 			}
 		case "Target.createTarget":
 			if m.up == nil {
 				break // answered below
 			}
-			if m.creating != nil {
-				m.createQ = append(m.createQ, queuedCreate{c: c, msg: b, info: info})
+			if m.cr.inFlight != nil {
+				m.cr.queue = append(m.cr.queue, queuedCreate{c: c, msg: b, info: info})
 				return
 			}
-			m.startCreateLocked(c, b, info, id)
+			m.cr.startCreateLocked(c, b, info, id)
 			return
 		case "Target.getTargets":
 			kind = kindGetTargets
@@ -191,7 +191,7 @@ func (m *Mux) routeLocked(c *conn, b []byte, info cdpwire.Info, id []byte, p *cm
 		return
 	}
 	if m.forwardLocked(c, b, info, id, kind, nil) && method == "Input.insertText" && sess != nil {
-		m.checkPasswordLocked(c.cl, sess, b) // after the forward: the check adds nothing to the command's way
+		m.taps.checkPasswordLocked(c.cl, sess, b) // after the forward: the check adds nothing to the command's way
 	}
 }
 
@@ -276,60 +276,6 @@ func (m *Mux) sendInternalLocked(method string, params []byte, sessionID string,
 	m.pending[nid] = &pending{kind: kindInternal, internal: done}
 }
 
-type queuedCreate struct {
-	c     *conn
-	msg   []byte
-	info  cdpwire.Info
-	human *humanCreate // set instead of c for NewHumanTab
-}
-
-func (m *Mux) startCreateLocked(c *conn, b []byte, info cdpwire.Info, id []byte) {
-	rec := &createRec{c: c, cl: c.cl, park: &parked{c: c}}
-	m.creating = rec
-	if !m.forwardLocked(c, b, info, id, kindCreate, rec.park) {
-		m.creating = nil
-		m.nextCreateLocked()
-	}
-}
-
-// nextCreateLocked starts the next queued createTarget. They go one at a time so that the targets Chrome
-// announces while one is pending (puppeteer's tab target has its own id) are attributed without doubt.
-func (m *Mux) nextCreateLocked() {
-	for m.creating == nil && len(m.createQ) > 0 {
-		q := m.createQ[0]
-		m.createQ[0] = queuedCreate{}
-		m.createQ = m.createQ[1:]
-		if q.human != nil {
-			if m.up == nil {
-				q.human.finish("", ErrDisconnected)
-				continue
-			}
-			m.startHumanCreateLocked(q.human)
-			continue
-		}
-		if q.c.closed() || q.c.cl.conn != q.c {
-			continue
-		}
-		id := append([]byte(nil), q.msg[q.info.IDStart:q.info.IDEnd]...)
-		if m.up == nil {
-			m.replyErrLocked(q.c, id, q.info.SessionID, codeInternal, "Browser disconnected")
-			continue
-		}
-		m.startCreateLocked(q.c, q.msg, q.info, id)
-	}
-}
-
-func (m *Mux) dropQueuedCreatesLocked(c *conn) {
-	kept := m.createQ[:0]
-	for _, q := range m.createQ {
-		if q.c != c {
-			kept = append(kept, q)
-		}
-	}
-	clear(m.createQ[len(kept):])
-	m.createQ = kept
-}
-
 // parked holds a reply until the events Chrome would have sent before it have been delivered (the
 // virtual auto-attach of a new target precedes the createTarget answer, as on a direct connection).
 type parked struct {
@@ -384,9 +330,9 @@ func (m *Mux) responseLocked(b []byte, info cdpwire.Info) {
 		}
 	case kindCreate:
 		var rec *createRec
-		if m.creating != nil && m.creating.park == p.park {
-			rec = m.creating
-			m.creating = nil
+		if m.cr.inFlight != nil && m.cr.inFlight.park == p.park {
+			rec = m.cr.inFlight
+			m.cr.inFlight = nil
 		}
 		var r struct {
 			Result struct {
@@ -400,18 +346,18 @@ func (m *Mux) responseLocked(b []byte, info cdpwire.Info) {
 				m.addTargetLocked(t)
 			}
 			if rec != nil {
-				m.settleClaimsLocked(rec, t)
+				m.cr.settleClaimsLocked(rec, t)
 			}
 			if t.owner == nil && !t.closing {
 				m.ownLocked(t, p.c.cl, p.park)
 			}
 		} else if rec != nil {
-			m.abandonCreateLocked(rec)
+			m.cr.abandonCreateLocked(rec)
 		}
 		p.park.f = spliced
 		p.park.ready = true
 		m.releaseLocked(p.park)
-		m.nextCreateLocked()
+		m.cr.nextCreateLocked()
 		return
 	case kindStream:
 		var r struct {
@@ -437,7 +383,7 @@ func (m *Mux) responseLocked(b []byte, info cdpwire.Info) {
 		}
 		if json.Unmarshal(b, &r) == nil && r.Result.BrowserContextID != "" {
 			p.c.cl.contexts[r.Result.BrowserContextID] = true
-			m.downloadContextCreatedLocked(r.Result.BrowserContextID)
+			m.dl.contextCreatedLocked(r.Result.BrowserContextID)
 		}
 	}
 	if p.c.cl.conn == p.c {
@@ -469,7 +415,7 @@ func (m *Mux) filterTargetsLocked(p *pending, b []byte) (frame, bool) {
 		if n > 0 {
 			res = append(res, ',')
 		}
-		res = append(res, m.ownerInfoLocked(t, raw)...)
+		res = append(res, m.at.ownerInfoLocked(t, raw)...)
 		n++
 	}
 	res = append(res, "]}"...)
@@ -540,10 +486,10 @@ func (m *Mux) upstreamOversized(up *upstream, prefix []byte) {
 	}
 	if p := m.pending[int32(id)]; p != nil {
 		delete(m.pending, int32(id))
-		if p.kind == kindCreate && m.creating != nil && m.creating.park == p.park {
-			m.abandonCreateLocked(m.creating)
-			m.creating = nil
-			defer m.nextCreateLocked()
+		if p.kind == kindCreate && m.cr.inFlight != nil && m.cr.inFlight.park == p.park {
+			m.cr.abandonCreateLocked(m.cr.inFlight)
+			m.cr.inFlight = nil
+			defer m.cr.nextCreateLocked()
 		}
 		m.failPendingLocked(p, codeServer, "response exceeds the mux's upstream message limit")
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"vibebrowser/mux/clientid"
+	"vibebrowser/mux/downloads"
 	"vibebrowser/mux/sys/osuser"
 )
 
@@ -33,7 +34,7 @@ type Config struct {
 	Port int
 	// Token is the store token, required as the first path segment of every request.
 	Token string
-	// DownloadDir is the store's downloads folder (SPEC §12): Chrome downloads into its IncomingDir, and
+	// DownloadDir is the store's downloads folder (SPEC §12): Chrome downloads into its downloads.IncomingDir, and
 	// each finished file is moved to the folder of the client that started it (clientid.OwnerDir). Empty
 	// leaves downloads to the clients: their setDownloadBehavior is forwarded as sent.
 	DownloadDir string
@@ -112,7 +113,7 @@ type Hooks struct {
 	OwnershipChanged func(map[string][]string)
 	// Downloaded receives each download filed under DownloadDir, after its owner was told it completed.
 	// Calls come from the goroutine that filed it, never under the mux's lock.
-	Downloaded func(Download)
+	Downloaded func(downloads.Download)
 	// DownloadRoom is how many more bytes the downloads of owner folder ownerDir may take (the manager's
 	// per-task quota less what the folder holds), or a negative number for no bound. A download that would
 	// take its owner's downloads in progress past it is cancelled: its owner hears "canceled", and
@@ -120,7 +121,7 @@ type Hooks struct {
 	DownloadRoom func(ownerDir string) int64
 	// DownloadCut receives each download cancelled for its owner's room (Size: the bytes it had), from a
 	// goroutine of its own, never under the mux's lock.
-	DownloadCut func(Download)
+	DownloadCut func(downloads.Download)
 	// Timeline receives each step of a client's tabs for the task timeline (SPEC §15): a page target created
 	// for it, a top-level navigation (URL, then the title once Chrome knows it), a page closed, a person's
 	// hold on it taken or given back. Calls come from one goroutine, in order, never under the mux's lock.

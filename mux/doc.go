@@ -14,6 +14,11 @@
 // the rule. Every client command gets a fresh int32 id (wrapping, skipping ids in flight) spliced into its
 // bytes; answers get the client's id bytes back. Routing tables live under one mutex (Mux.mu).
 //
+// The features are types of their own, each with its state and files, registered with the core for the
+// moments it acts on (features.go): the operator (Operator), downloads (downloadTracker, with the files
+// side in the package mux/downloads), uploads, and the taps (Taps: the timeline's steps, the password
+// texts, the jar's change signals). The core keeps routing, ownership and the upstream.
+//
 // Isolation: targets belong to the client that created them (createTarget, one at a time so that the
 // tab and page Chrome announces meanwhile are attributed without doubt), to the owner of their opener,
 // parent frame or browser context; sessions to whoever attached, child sessions to the parent session's
@@ -27,7 +32,7 @@
 // browser silent past its probe) fails pending calls with -32603 "Browser disconnected", then the mux
 // reconnects with backoff (and the relaunch hook) and rebuilds ownership from a fresh Target.getTargets.
 //
-// The operator (the vibe-browser UI, in process): Clients lists every client's tabs (with the titles their
+// The operator (the vibe-browser UI, in process; Mux.Operator): Clients lists every client's tabs (with the titles their
 // documents set, read from Chrome while someone looks: Chrome announces none), Thumbnail captures one's
 // whole viewport (fresh, even of a background tab), View watches one live (a screencast acknowledged per
 // frame taken, so a slow viewer gets fewer frames and never a backlog) and drives it (input, navigation,
@@ -35,8 +40,8 @@
 // are in no client's tables and touch no client's LRU, activity or tab cap; Chrome's "attached" flag is
 // shown to an owner as if the operator were not there. Human tabs are hidden from agents by ownership,
 // have no tab cap and are kept while watched and for the grace period after. Cookies and SetCookies read
-// and set the whole cookie jar (the manager's login checkpoints), which no client sees; JarChanges and
-// JarScripts count what may have changed it; Hooks.Launched runs on a freshly launched browser while
+// and set the whole cookie jar (the manager's login checkpoints), which no client sees; the taps' (Mux.Taps)
+// JarChanges and JarScripts count what may have changed it; Hooks.Launched runs on a freshly launched browser while
 // clients' commands wait at a gate, so what it sets is in before any client's first command.
 //
 // Downloads (Config.DownloadDir): the browser-wide download behaviour is the mux's (allowAndName into
@@ -48,7 +53,7 @@
 //
 // The task timeline (Hooks.Timeline): each client page's creation, top-level navigations (the URL, then the
 // title its document sets, read from Chrome for a while after each), a person's holds and its close, queued
-// under the lock and passed on in order by one goroutine. PasswordTexts lists the texts a client inserted
+// under the lock and passed on in order by one goroutine. The taps' PasswordTexts lists the texts a client inserted
 // into password fields (the page is asked through an operator session once the Input.insertText has gone
 // through), for the manager to keep out of what it stores.
 package mux

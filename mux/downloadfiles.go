@@ -10,28 +10,28 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
-	"unicode/utf8"
 
 	"vibebrowser/mux/clientid"
+	"vibebrowser/mux/downloads"
 )
 
 // Filing finished downloads (SPEC §12): the file Chrome wrote under .incoming is moved to its owner's
 // folder under a sanitised, unique name, and copied or linked where the client asked for it, before the
 // client hears "completed".
 
-// finishDownload files a completed download: into its owner's folder under a unique, sanitised name, into
+// finish files a completed download: into its owner's folder under a unique, sanitised name, into
 // the owner's own downloadPath when it asked for one, and only then tells the owner it completed. It runs
 // outside the lock: a copy across file systems may take a while.
-func (m *Mux) finishDownload(d *download, ev dlEvent) {
-	dl := Download{GUID: d.guid, URL: d.url, OwnerDir: UnattributedDir, At: time.Now()}
+func (ds *downloadTracker) finish(d *download, ev dlEvent) {
+	m := ds.m
+	dl := downloads.Download{GUID: d.guid, URL: d.url, OwnerDir: downloads.UnattributedDir, At: time.Now()}
 	if d.owner != nil {
 		dl.ClientID, dl.OwnerDir = d.owner.id, clientid.OwnerDir(d.owner.id)
 	}
-	src := filepath.Join(m.incomingDir(), d.guid)
-	err := m.fileDownload(&dl, src, d)
+	src := filepath.Join(ds.incomingDir(), d.guid)
+	err := ds.file(&dl, src, d)
 	if err != nil {
 		m.log.Error().Err(err).Str("guid", d.guid).Str("client", dl.ClientID).Msg("downloads: a completed download could not be filed")
 	}
@@ -40,12 +40,12 @@ func (m *Mux) finishDownload(d *download, ev dlEvent) {
 		var perr error
 		switch {
 		case m.cfg.Agent != nil:
-			clientPath, perr = m.placeForAgent(dl.Path, d.behavior.path, dl.Name, d.guid, d.behavior.behavior == behaviorAllowAndName)
+			clientPath, perr = ds.filer().PlaceForAgent(dl.Path, d.behavior.path, dl.Name, d.guid, d.behavior.behavior == behaviorAllowAndName)
 		case d.behavior.behavior == behaviorAllowAndName:
 			clientPath = filepath.Join(d.behavior.path, d.guid)
-			perr = m.placeExact(dl.Path, clientPath)
+			perr = ds.filer().PlaceExact(dl.Path, clientPath)
 		default:
-			clientPath, perr = m.placeUnique(dl.Path, d.behavior.path, dl.Name)
+			clientPath, perr = ds.filer().PlaceUnique(dl.Path, d.behavior.path, dl.Name)
 		}
 		if perr != nil {
 			clientPath = dl.Path
@@ -54,7 +54,7 @@ func (m *Mux) finishDownload(d *download, ev dlEvent) {
 		}
 	}
 	m.mu.Lock()
-	m.downloadEventLocked(d, completedEvent(ev, clientPath))
+	ds.eventLocked(d, completedEvent(ev, clientPath))
 	m.mu.Unlock()
 	if err == nil {
 		m.log.Info().Str("guid", d.guid).Str("client", dl.ClientID).Str("file", dl.Path).Int64("size", dl.Size).Msg("download filed")
@@ -64,14 +64,15 @@ func (m *Mux) finishDownload(d *download, ev dlEvent) {
 	}
 }
 
-// fileDownload moves src into dl.OwnerDir under a unique sanitised name and fills dl's file fields. With
+// file moves src into dl.OwnerDir under a unique sanitised name and fills dl's file fields. With
 // an agent user (SPEC §14) the owner folder (0700) and the file (0600) become that user's; the file filed is
 // checked to be the one Chrome wrote (no symlink, the same inode), as the browser user writes the incoming
 // folder and the agent user the owner folder, and the mux, which may run as root, must not be led to
 // another file by either.
-func (m *Mux) fileDownload(dl *Download, src string, d *download) error {
+func (ds *downloadTracker) file(dl *downloads.Download, src string, d *download) error {
+	m := ds.m
 	dir := filepath.Join(m.cfg.DownloadDir, dl.OwnerDir)
-	if err := m.ownerFolder(dir); err != nil {
+	if err := ds.ownerFolder(dir); err != nil {
 		return fmt.Errorf("owner folder: %w", err)
 	}
 	written, err := os.Lstat(src)
@@ -81,7 +82,7 @@ func (m *Mux) fileDownload(dl *Download, src string, d *download) error {
 	if !written.Mode().IsRegular() {
 		return fmt.Errorf("%s is not a regular file", src)
 	}
-	final, err := m.placeUnique(src, dir, SanitizeName(d.name))
+	final, err := ds.filer().PlaceUnique(src, dir, downloads.SanitizeName(d.name))
 	if err != nil {
 		return err
 	}
@@ -108,100 +109,6 @@ func (m *Mux) fileDownload(dl *Download, src string, d *download) error {
 	}
 	dl.Path, dl.Name, dl.Size, dl.SHA256 = final, filepath.Base(final), n, hex.EncodeToString(h.Sum(nil))
 	return nil
-}
-
-// maxUnique bounds the " (N)" tried for one name.
-const maxUnique = 10000
-
-// placeUnique puts src's content at dir/name, or at the first free "name (N).ext", never over an existing
-// file, and returns the path. A hard link makes it appear complete at once; across file systems (or where
-// links are refused) the content is copied under a partial name first.
-func (m *Mux) placeUnique(src, dir, name string) (string, error) {
-	from, tmp := src, ""
-	defer func() {
-		if tmp != "" {
-			os.Remove(tmp)
-		}
-	}()
-	for i := 0; i < maxUnique; {
-		dst := filepath.Join(dir, UniqueName(name, i))
-		err := os.Link(from, dst)
-		switch {
-		case err == nil:
-			return dst, nil
-		case errors.Is(err, fs.ErrExist):
-			i++
-			continue
-		case tmp == "":
-			if tmp, err = m.copyPartial(src, dir); err != nil {
-				return "", err
-			}
-			from = tmp
-			continue
-		}
-		// No links in dir at all: reserve the name exclusively, then rename the complete copy over it.
-		f, rerr := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-		if errors.Is(rerr, fs.ErrExist) {
-			i++
-			continue
-		}
-		if rerr != nil {
-			return "", fmt.Errorf("place %s: %w", dst, rerr)
-		}
-		f.Close()
-		if err := os.Rename(tmp, dst); err != nil {
-			os.Remove(dst)
-			return "", fmt.Errorf("place %s: %w", dst, err)
-		}
-		tmp = ""
-		return dst, nil
-	}
-	return "", fmt.Errorf("place %s in %s: every name up to (%d) is taken", name, dir, maxUnique-1)
-}
-
-// placeExact puts src's content at dst (a client's <downloadPath>/<guid>): a hard link, or a copy renamed
-// into place, so dst is complete whenever it exists.
-func (m *Mux) placeExact(src, dst string) error {
-	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
-		return err
-	}
-	if err := os.Link(src, dst); err == nil {
-		return nil
-	}
-	tmp, err := m.copyPartial(src, filepath.Dir(dst))
-	if err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, dst); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
-}
-
-// copyPartial copies src into a new partial file in dir and returns its path.
-func (m *Mux) copyPartial(src, dir string) (string, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
-	}
-	in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		return "", err
-	}
-	defer in.Close()
-	out, err := os.CreateTemp(dir, ".download-*"+PartialSuffix)
-	if err != nil {
-		return "", err
-	}
-	_, err = io.Copy(out, m.stoppable(in))
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(out.Name())
-		return "", fmt.Errorf("copy %s: %w", src, err)
-	}
-	return out.Name(), nil
 }
 
 // errMuxClosed stops a copy or hash when the mux shuts down.
@@ -243,51 +150,7 @@ func canceledEvent(guid string) []byte {
 	return append(b, `,"totalBytes":0,"receivedBytes":0,"state":"canceled"}}`...)
 }
 
-// SanitizeName makes a suggested file name safe as one path element: separators, control characters and
-// invalid UTF-8 become "_", leading dots and spaces go (no hidden files, no "." or ".."), and it is cut to
-// MaxNameBytes keeping its extension. An empty result is FallbackName.
-func SanitizeName(s string) string {
-	s = strings.ToValidUTF8(s, "_")
-	s = strings.Map(func(r rune) rune {
-		if r == '/' || r == '\\' || r < 0x20 || r == 0x7f {
-			return '_'
-		}
-		return r
-	}, s)
-	s = strings.TrimLeft(s, ". ")
-	s = strings.TrimRight(s, " ")
-	if s == "" {
-		return FallbackName
-	}
-	return fitName(s, "")
-}
-
-// UniqueName is the i-th candidate for name: name itself, then "stem (i).ext", within MaxNameBytes.
-func UniqueName(name string, i int) string {
-	if i == 0 {
-		return fitName(name, "")
-	}
-	return fitName(name, fmt.Sprintf(" (%d)", i))
-}
-
-// fitName puts suffix between name's stem and extension and cuts the stem (at a rune boundary) so the
-// whole is at most MaxNameBytes. An extension too long to keep is treated as part of the stem.
-func fitName(name, suffix string) string {
-	ext := filepath.Ext(name)
-	if len(ext) > 32 || len(ext) == len(name) {
-		ext = ""
-	}
-	stem := name[:len(name)-len(ext)]
-	room := MaxNameBytes - len(suffix) - len(ext)
-	if len(stem) > room {
-		cut := room
-		for cut > 0 && !utf8.RuneStart(stem[cut]) {
-			cut--
-		}
-		stem = strings.TrimRight(stem[:cut], " ")
-	}
-	if stem == "" {
-		stem = FallbackName
-	}
-	return stem + suffix + ext
+// filer places the downloads' files, for the store's agent user where it has one, stopping when the mux closes.
+func (ds *downloadTracker) filer() downloads.Filer {
+	return downloads.Filer{Agent: ds.m.cfg.Agent, Guard: ds.m.stoppable}
 }

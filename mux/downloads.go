@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"vibebrowser/mux/clientid"
+	"vibebrowser/mux/downloads"
 )
 
 // Downloads, per owner (SPEC §12). Chrome's download behaviour is browser-wide, so the mux owns it: every
@@ -18,39 +19,7 @@ import (
 // the frame that started it; when it completes the file is moved to DownloadDir/<owner dir>/<name>, and a
 // client that asked for a path of its own finds it there too, before it hears "completed".
 
-// Folders under Config.DownloadDir that are not an owner's.
-const (
-	// IncomingDir is where Chrome writes downloads in progress (as <guid>.crdownload, then <guid>).
-	IncomingDir = ".incoming"
-	// UnattributedDir holds downloads no client owns (a person's own window, a tab nobody created). A
-	// download is never given to a client that did not start it.
-	UnattributedDir = "unattributed"
-)
-
-// PartialSuffix ends the temporary name of a file the mux is still copying; a file with it is never
-// complete, so the manager's boot sweep may remove it.
-const PartialSuffix = ".vibe-partial"
-
-// MaxNameBytes bounds a downloaded file's name, its " (N)" included.
-const MaxNameBytes = 200
-
-// FallbackName names a download whose suggested name sanitises to nothing.
-const FallbackName = "download"
-
-// Download is a finished download, reported through Hooks.Downloaded.
-type Download struct {
-	GUID     string    // Chrome's download id
-	ClientID string    // the client that owns it; "" when unattributed
-	OwnerDir string    // the folder under Config.DownloadDir: clientid.OwnerDir(ClientID), or UnattributedDir
-	URL      string    // what was downloaded
-	Name     string    // the file's name in OwnerDir (sanitised, made unique)
-	Path     string    // the file
-	Size     int64     // bytes
-	SHA256   string    // hex
-	At       time.Time // when it completed
-}
-
-// Download behaviours a client may ask for (Browser.setDownloadBehavior's "behavior").
+// downloads.Download behaviours a client may ask for (Browser.setDownloadBehavior's "behavior").
 const (
 	behaviorDefault      = "default"
 	behaviorAllow        = "allow"
@@ -65,8 +34,13 @@ type dlBehavior struct {
 	events   bool   // eventsEnabled
 }
 
-// downloadState is the mux's part of the routing tables for downloads, guarded by Mux.mu.
-type downloadState struct {
+// downloadTracker is the downloads feature of a Mux: the browser-wide download behaviour, the clients' own, and
+// the downloads in progress. Its state is guarded by Mux.mu: the core hands it the download events and
+// commands it routes, under that lock.
+type downloadTracker struct {
+	noHooks
+	m *Mux
+
 	active map[string]*download // guid -> a download not yet completed or canceled
 }
 
@@ -91,12 +65,14 @@ const frameLookupTimeout = 10 * time.Second
 const maxFrameLookups = 32
 
 // incomingDir is where Chrome writes: DownloadDir/.incoming.
-func (m *Mux) incomingDir() string { return filepath.Join(m.cfg.DownloadDir, IncomingDir) }
+func (ds *downloadTracker) incomingDir() string {
+	return filepath.Join(ds.m.cfg.DownloadDir, downloads.IncomingDir)
+}
 
-// downloadBehaviorParams is the mux's own setDownloadBehavior for browserContextID ("" the default context).
-func (m *Mux) downloadBehaviorParams(browserContextID string) []byte {
+// behaviorParams is the mux's own setDownloadBehavior for browserContextID ("" the default context).
+func (ds *downloadTracker) behaviorParams(browserContextID string) []byte {
 	b := []byte(`{"behavior":"allowAndName","downloadPath":`)
-	b = appendJSONString(b, m.incomingDir())
+	b = appendJSONString(b, ds.incomingDir())
 	b = append(b, `,"eventsEnabled":true`...)
 	if browserContextID != "" {
 		b = append(b, `,"browserContextId":`...)
@@ -105,29 +81,31 @@ func (m *Mux) downloadBehaviorParams(browserContextID string) []byte {
 	return append(b, '}')
 }
 
-// downloadsConnectedLocked sets the browser-wide download behaviour on a new browser connection: Chrome
+// connectedLocked (a feature hook) sets the browser-wide download behaviour on a new browser connection: Chrome
 // forgets a connection's setting when it closes, so every connect and reconnect sets it again, for the
 // default context and every context a client created.
-func (m *Mux) downloadsConnectedLocked() {
+func (ds *downloadTracker) connectedLocked() {
+	m := ds.m
 	if m.cfg.DownloadDir == "" {
 		return
 	}
-	if err := m.incomingFolder(); err != nil {
-		m.log.Error().Err(err).Str("dir", m.incomingDir()).Msg("downloads: cannot create the incoming folder")
+	if err := ds.incomingFolder(); err != nil {
+		m.log.Error().Err(err).Str("dir", ds.incomingDir()).Msg("downloads: cannot create the incoming folder")
 	}
-	m.sendInternalLocked("Browser.setDownloadBehavior", m.downloadBehaviorParams(""), "", nil)
+	m.sendInternalLocked("Browser.setDownloadBehavior", ds.behaviorParams(""), "", nil)
 	for _, cl := range m.clients {
 		for ctxID := range cl.contexts {
-			m.sendInternalLocked("Browser.setDownloadBehavior", m.downloadBehaviorParams(ctxID), "", nil)
+			m.sendInternalLocked("Browser.setDownloadBehavior", ds.behaviorParams(ctxID), "", nil)
 		}
 	}
 }
 
-// downloadContextCreatedLocked sets the mux's download behaviour on a context a client just created
+// contextCreatedLocked sets the mux's download behaviour on a context a client just created
 // (Chrome's setting without browserContextId covers the default context only).
-func (m *Mux) downloadContextCreatedLocked(browserContextID string) {
+func (ds *downloadTracker) contextCreatedLocked(browserContextID string) {
+	m := ds.m
 	if m.cfg.DownloadDir != "" {
-		m.sendInternalLocked("Browser.setDownloadBehavior", m.downloadBehaviorParams(browserContextID), "", nil)
+		m.sendInternalLocked("Browser.setDownloadBehavior", ds.behaviorParams(browserContextID), "", nil)
 	}
 }
 
@@ -137,7 +115,8 @@ func (m *Mux) downloadContextCreatedLocked(browserContextID string) {
 // and answered false, for the caller to forward it.
 // sess is the session it came on (nil for the root); pageScoped marks Page.setDownloadBehavior, which applies
 // to the session's page's context.
-func (m *Mux) setDownloadBehaviorLocked(c *conn, sess *session, pageScoped bool, id []byte, b []byte) (answered bool) {
+func (ds *downloadTracker) setDownloadBehaviorLocked(c *conn, sess *session, pageScoped bool, id []byte, b []byte) (answered bool) {
+	m := ds.m
 	var msg struct {
 		Params struct {
 			Behavior         string `json:"behavior"`
@@ -182,7 +161,8 @@ func (m *Mux) setDownloadBehaviorLocked(c *conn, sess *session, pageScoped bool,
 
 // cancelDownloadAllowedLocked lets a client cancel only its own downloads (playwright's download.cancel());
 // another guid is answered with an error, as Chrome answers a guid it does not know, and nothing is sent.
-func (m *Mux) cancelDownloadAllowedLocked(c *conn, sid string, id, b []byte) bool {
+func (ds *downloadTracker) cancelDownloadAllowedLocked(c *conn, sid string, id, b []byte) bool {
+	m := ds.m
 	if m.cfg.DownloadDir == "" {
 		return true
 	}
@@ -192,7 +172,7 @@ func (m *Mux) cancelDownloadAllowedLocked(c *conn, sid string, id, b []byte) boo
 		} `json:"params"`
 	}
 	decodeStrict(b, &msg)
-	if d := m.dl.active[msg.Params.GUID]; d != nil && d.owner == c.cl {
+	if d := ds.active[msg.Params.GUID]; d != nil && d.owner == c.cl {
 		return true
 	}
 	m.replyErrLocked(c, id, sid, codeInvalidParam, "No download item found for the given GUID among this client's downloads")
@@ -201,7 +181,8 @@ func (m *Mux) cancelDownloadAllowedLocked(c *conn, sid string, id, b []byte) boo
 
 // behaviorLocked is c's own behaviour for a download in browser context ctxID: the one it set for that
 // context, else (in the default context or one no client created) the one it set without a context.
-func (m *Mux) behaviorLocked(c *conn, ctxID string) dlBehavior {
+func (ds *downloadTracker) behaviorLocked(c *conn, ctxID string) dlBehavior {
+	m := ds.m
 	if c == nil {
 		return dlBehavior{behavior: behaviorDefault}
 	}
@@ -229,56 +210,59 @@ type dlEvent struct {
 	} `json:"params"`
 }
 
-// downloadWillBeginLocked attributes a new download to the owner of its frame's target: a page, a popup
+// willBeginLocked attributes a new download to the owner of its frame's target: a page, a popup
 // (owned through its opener) or an OOPIF. A frame that is no target (a same-process subframe) is looked for
 // in the frame trees of the clients' pages; meanwhile its events wait.
-func (m *Mux) downloadWillBeginLocked(b []byte) {
+func (ds *downloadTracker) willBeginLocked(b []byte) {
+	m := ds.m
 	var ev dlEvent
 	if json.Unmarshal(b, &ev) != nil || ev.Params.GUID == "" {
 		return
 	}
 	p := ev.Params
 	d := &download{guid: p.GUID, url: p.URL, name: p.SuggestedFilename, frame: p.FrameID}
-	if m.dl.active == nil {
-		m.dl.active = map[string]*download{}
+	if ds.active == nil {
+		ds.active = map[string]*download{}
 	}
-	m.dl.active[d.guid] = d
+	ds.active[d.guid] = d
 	t := m.targets[p.FrameID]
 	if t != nil {
 		d.context = t.context
 	}
 	switch {
 	case t != nil && t.owner != nil && !t.closing:
-		m.attributeDownloadLocked(d, t.owner)
-		m.downloadEventLocked(d, b)
+		ds.attributeDownloadLocked(d, t.owner)
+		ds.eventLocked(d, b)
 	case t != nil && t.typ == "page" || m.cfg.DownloadDir == "":
-		m.attributeDownloadLocked(d, nil) // a tab nobody here created
+		ds.attributeDownloadLocked(d, nil) // a tab nobody here created
 	default:
 		d.resolving, d.began = true, b
-		m.lookUpFrameLocked(d)
+		ds.lookUpFrameLocked(d)
 	}
 }
 
 // attributeDownloadLocked gives d to owner (nil: unattributed) and applies the owner's own behaviour:
 // deny cancels the download, for that client only (the browser-wide behaviour stays allowAndName).
-func (m *Mux) attributeDownloadLocked(d *download, owner *client) {
+func (ds *downloadTracker) attributeDownloadLocked(d *download, owner *client) {
+	m := ds.m
 	d.owner = owner
 	if owner == nil && m.cfg.DownloadDir == "" {
 		return // the mux files nothing: Chrome and the clients deal with it
 	}
 	if owner == nil {
 		m.log.Warn().Str("guid", d.guid).Str("url", d.url).Str("frame", d.frame).
-			Msg("download started by a frame no client owns: it goes to " + UnattributedDir)
+			Msg("download started by a frame no client owns: it goes to " + downloads.UnattributedDir)
 		return
 	}
-	d.behavior = m.behaviorLocked(owner.conn, d.context)
+	d.behavior = ds.behaviorLocked(owner.conn, d.context)
 	if d.behavior.behavior == behaviorDeny && m.cfg.DownloadDir != "" {
-		m.cancelLocked(d)
+		ds.cancelLocked(d)
 	}
 }
 
 // cancelLocked asks Chrome to cancel d; its "canceled" then removes the partial file and tells the owner.
-func (m *Mux) cancelLocked(d *download) {
+func (ds *downloadTracker) cancelLocked(d *download) {
+	m := ds.m
 	p := append([]byte(`{"guid":`), appendJSONString(nil, d.guid)...)
 	if d.context != "" && !m.isDefaultContextLocked(d.context) {
 		p = append(append(p, `,"browserContextId":`...), appendJSONString(nil, d.context)...)
@@ -289,7 +273,8 @@ func (m *Mux) cancelLocked(d *download) {
 // overRoomLocked reports whether d, now at received bytes, takes its owner's downloads in progress past
 // the owner's room (Hooks.DownloadRoom); if so it cancels d (unless it is complete: then it is only not
 // filed) and tells Hooks.DownloadCut.
-func (m *Mux) overRoomLocked(d *download, received int64, complete bool) bool {
+func (ds *downloadTracker) overRoomLocked(d *download, received int64, complete bool) bool {
+	m := ds.m
 	room := m.cfg.Hooks.DownloadRoom
 	if d.cut || room == nil || d.owner == nil || m.cfg.DownloadDir == "" {
 		return d.cut
@@ -301,7 +286,7 @@ func (m *Mux) overRoomLocked(d *download, received int64, complete bool) bool {
 		return false
 	}
 	taking := d.received
-	for _, o := range m.dl.active {
+	for _, o := range ds.active {
 		if o != d && o.owner != nil && !o.cut && clientid.OwnerDir(o.owner.id) == dir {
 			taking += o.received
 		}
@@ -311,12 +296,12 @@ func (m *Mux) overRoomLocked(d *download, received int64, complete bool) bool {
 	}
 	d.cut = true
 	if !complete {
-		m.cancelLocked(d)
+		ds.cancelLocked(d)
 	}
 	m.log.Warn().Str("guid", d.guid).Str("client", d.owner.id).Int64("bytes", d.received).Int64("room", left).
 		Msg("downloads: cancelled a download past its owner's room")
 	if cut := m.cfg.Hooks.DownloadCut; cut != nil && !m.closed {
-		dl := Download{GUID: d.guid, ClientID: d.owner.id, OwnerDir: dir, URL: d.url, Name: SanitizeName(d.name),
+		dl := downloads.Download{GUID: d.guid, ClientID: d.owner.id, OwnerDir: dir, URL: d.url, Name: downloads.SanitizeName(d.name),
 			Size: d.received, At: time.Now()}
 		m.wg.Add(1) // under mu and before closed is set: Serve's Wait covers it
 		go func() { defer m.wg.Done(); cut(dl) }()
@@ -324,31 +309,33 @@ func (m *Mux) overRoomLocked(d *download, received int64, complete bool) bool {
 	return true
 }
 
-// downloadEventLocked sends a download event to its owner, if the owner asked for download events.
-func (m *Mux) downloadEventLocked(d *download, b []byte) {
+// eventLocked sends a download event to its owner, if the owner asked for download events.
+func (ds *downloadTracker) eventLocked(d *download, b []byte) {
+	m := ds.m
 	if d.owner == nil || d.owner.conn == nil {
 		return
 	}
-	if m.behaviorLocked(d.owner.conn, d.context).events {
+	if ds.behaviorLocked(d.owner.conn, d.context).events {
 		m.sendLocked(d.owner.conn, wholeFrame(b))
 	}
 }
 
-// downloadProgressLocked follows a download: progress goes to its owner; canceled removes the partial
+// progressEventLocked follows a download: progress goes to its owner; canceled removes the partial
 // file; completed hands the download to a goroutine that files it and only then tells the owner.
-func (m *Mux) downloadProgressLocked(b []byte) {
+func (ds *downloadTracker) progressEventLocked(b []byte) {
+	m := ds.m
 	var ev dlEvent
 	if json.Unmarshal(b, &ev) != nil || ev.Params.GUID == "" {
 		return
 	}
-	d := m.dl.active[ev.Params.GUID]
+	d := ds.active[ev.Params.GUID]
 	if d == nil {
 		if ev.Params.State != "completed" || m.cfg.DownloadDir == "" {
 			return
 		}
 		// Begun before this connection (an adopted browser, a reconnect): nobody can be told it is theirs.
 		d = &download{guid: ev.Params.GUID, name: ev.Params.GUID}
-		m.log.Warn().Str("guid", d.guid).Msg("a download the mux never saw begin completed: it goes to " + UnattributedDir)
+		m.log.Warn().Str("guid", d.guid).Msg("a download the mux never saw begin completed: it goes to " + downloads.UnattributedDir)
 	}
 	if d.resolving {
 		if ev.Params.State == "inProgress" {
@@ -358,48 +345,50 @@ func (m *Mux) downloadProgressLocked(b []byte) {
 		}
 		return
 	}
-	m.progressLocked(d, ev, b)
+	ds.progressLocked(d, ev, b)
 }
 
-func (m *Mux) progressLocked(d *download, ev dlEvent, b []byte) {
+func (ds *downloadTracker) progressLocked(d *download, ev dlEvent, b []byte) {
+	m := ds.m
 	switch ev.Params.State {
 	case "completed":
 		if m.cfg.DownloadDir == "" { // nothing to file: Chrome put it where the client asked
-			delete(m.dl.active, d.guid)
-			m.downloadEventLocked(d, b)
+			delete(ds.active, d.guid)
+			ds.eventLocked(d, b)
 			return
 		}
-		over := m.overRoomLocked(d, int64(max(ev.Params.ReceivedBytes, ev.Params.TotalBytes)), true)
-		delete(m.dl.active, d.guid)
+		over := ds.overRoomLocked(d, int64(max(ev.Params.ReceivedBytes, ev.Params.TotalBytes)), true)
+		delete(ds.active, d.guid)
 		if d.behavior.behavior == behaviorDeny || over {
 			// It completed before the cancel arrived (its subframe was still being looked up, or it was
 			// past its owner's room at its first progress): the client still gets none.
-			m.removeIncomingLocked(d.guid)
-			m.downloadEventLocked(d, canceledEvent(d.guid))
+			ds.removeIncomingLocked(d.guid)
+			ds.eventLocked(d, canceledEvent(d.guid))
 			return
 		}
 		if m.closed {
 			return
 		}
 		m.wg.Add(1) // under mu and before closed is set: Serve's Wait covers it
-		go func() { defer m.wg.Done(); m.finishDownload(d, ev) }()
+		go func() { defer m.wg.Done(); ds.finish(d, ev) }()
 	case "canceled":
-		delete(m.dl.active, d.guid)
+		delete(ds.active, d.guid)
 		if m.cfg.DownloadDir == "" {
-			m.downloadEventLocked(d, b)
+			ds.eventLocked(d, b)
 			return
 		}
-		m.removeIncomingLocked(d.guid)
-		m.downloadEventLocked(d, b)
+		ds.removeIncomingLocked(d.guid)
+		ds.eventLocked(d, b)
 	default:
-		m.overRoomLocked(d, int64(ev.Params.ReceivedBytes), false)
-		m.downloadEventLocked(d, b)
+		ds.overRoomLocked(d, int64(ev.Params.ReceivedBytes), false)
+		ds.eventLocked(d, b)
 	}
 }
 
 // removeIncomingLocked removes what Chrome wrote of download guid (a partial or a finished file).
-func (m *Mux) removeIncomingLocked(guid string) {
-	base := filepath.Join(m.incomingDir(), guid)
+func (ds *downloadTracker) removeIncomingLocked(guid string) {
+	m := ds.m
+	base := filepath.Join(ds.incomingDir(), guid)
 	for _, p := range []string{base, base + ".crdownload"} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			m.log.Warn().Err(err).Str("file", p).Msg("downloads: cannot remove a download's incoming file")
@@ -409,7 +398,8 @@ func (m *Mux) removeIncomingLocked(guid string) {
 
 // lookUpFrameLocked starts the search for the page whose frame tree holds d's frame, through operator
 // sessions (invisible to every client), most recently used pages first.
-func (m *Mux) lookUpFrameLocked(d *download) {
+func (ds *downloadTracker) lookUpFrameLocked(d *download) {
+	m := ds.m
 	var agents, people []*target // a person's tabs last: an agent's subframe is the likelier
 	for _, t := range m.order {
 		switch {
@@ -431,7 +421,7 @@ func (m *Mux) lookUpFrameLocked(d *download) {
 		return
 	}
 	m.wg.Add(1)
-	go func() { defer m.wg.Done(); m.resolveFrame(d, ids) }()
+	go func() { defer m.wg.Done(); ds.resolveFrame(d, ids) }()
 }
 
 // sortByUse orders pages most recently used first (a stable insertion sort: the list is short).
@@ -445,12 +435,13 @@ func sortByUse(ts []*target) {
 
 // resolveFrame finds the page holding d's frame and delivers what waited: the owner's events, and the
 // completion or cancellation if it came meanwhile.
-func (m *Mux) resolveFrame(d *download, pages []string) {
+func (ds *downloadTracker) resolveFrame(d *download, pages []string) {
+	m := ds.m
 	ctx, cancel := context.WithTimeout(context.Background(), frameLookupTimeout)
 	defer cancel()
 	found := ""
 	for _, id := range pages {
-		if m.frameInPage(ctx, id, d.frame) {
+		if ds.frameInPage(ctx, id, d.frame) {
 			found = id
 			break
 		}
@@ -465,30 +456,31 @@ func (m *Mux) resolveFrame(d *download, pages []string) {
 		}
 	}
 	d.resolving = false
-	m.attributeDownloadLocked(d, owner)
+	ds.attributeDownloadLocked(d, owner)
 	if d.began != nil {
-		m.downloadEventLocked(d, d.began)
+		ds.eventLocked(d, d.began)
 	}
 	if d.progress != nil {
-		m.downloadEventLocked(d, d.progress)
+		ds.eventLocked(d, d.progress)
 	}
 	if d.terminal != nil {
 		var ev dlEvent
 		if json.Unmarshal(d.terminal, &ev) == nil {
-			m.progressLocked(d, ev, d.terminal)
+			ds.progressLocked(d, ev, d.terminal)
 		}
 	}
 	d.began, d.progress, d.terminal = nil, nil, nil
 }
 
 // frameInPage reports whether page's frame tree holds frameID.
-func (m *Mux) frameInPage(ctx context.Context, page, frameID string) bool {
-	s, err := m.opAttach(ctx, page, nil)
+func (ds *downloadTracker) frameInPage(ctx context.Context, page, frameID string) bool {
+	m := ds.m
+	s, err := m.op.attach(ctx, page, nil)
 	if err != nil {
 		return false
 	}
-	defer m.closeOpSession(s)
-	res, err := m.opCall(ctx, "Page.getFrameTree", nil, s.id)
+	defer m.op.closeSession(s)
+	res, err := m.op.call(ctx, "Page.getFrameTree", nil, s.id)
 	if err != nil {
 		return false
 	}

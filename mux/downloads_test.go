@@ -10,12 +10,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"vibebrowser/integration/testkit"
+	"vibebrowser/mux/downloads"
 )
 
 // downloadsMux is a mux with a DownloadDir in front of fb, and what its Downloaded hook reported.
@@ -24,13 +23,13 @@ type downloadsMux struct {
 	root string
 	mu   sync.Mutex
 	// mu guards done.
-	done []Download
+	done []downloads.Download
 }
 
 func startDownloadsMux(t *testing.T, fb *fakeBrowser) *downloadsMux {
 	t.Helper()
 	dm := &downloadsMux{root: t.TempDir()}
-	dm.Mux = startMux(t, fb, Config{DownloadDir: dm.root, Hooks: Hooks{Downloaded: func(d Download) {
+	dm.Mux = startMux(t, fb, Config{DownloadDir: dm.root, Hooks: Hooks{Downloaded: func(d downloads.Download) {
 		dm.mu.Lock()
 		dm.done = append(dm.done, d)
 		dm.mu.Unlock()
@@ -38,10 +37,10 @@ func startDownloadsMux(t *testing.T, fb *fakeBrowser) *downloadsMux {
 	return dm
 }
 
-func (dm *downloadsMux) downloads() []Download {
+func (dm *downloadsMux) downloads() []downloads.Download {
 	dm.mu.Lock()
 	defer dm.mu.Unlock()
-	return append([]Download(nil), dm.done...)
+	return append([]downloads.Download(nil), dm.done...)
 }
 
 func readFile(t *testing.T, p string) string {
@@ -69,7 +68,7 @@ func progress(c *testClient, guid, state string) []cdpMsg {
 func TestDownloadBehaviorIsTheMuxs(t *testing.T) {
 	fb := newFakeBrowser(t)
 	dm := startDownloadsMux(t, fb)
-	incoming := filepath.Join(dm.root, IncomingDir)
+	incoming := filepath.Join(dm.root, downloads.IncomingDir)
 	want := `{"behavior":"allowAndName","downloadPath":` + string(appendJSONString(nil, incoming)) + `,"eventsEnabled":true}`
 	testkit.WaitFor(t, 5*time.Second, "the mux's own setDownloadBehavior", func() bool { return len(fb.downloadBehaviors()) == 1 })
 	if got := fb.downloadBehaviors()[0]; got != want {
@@ -173,7 +172,7 @@ func testDownloadFiledPerOwner(t *testing.T, tr upTransport) {
 			t.Errorf("Downloaded(%s) = %+v: wrong size, sha256 or URL", d.GUID, d)
 		}
 	}
-	byGUID := map[string]Download{}
+	byGUID := map[string]downloads.Download{}
 	for _, d := range dm.downloads() {
 		byGUID[d.GUID] = d
 	}
@@ -207,7 +206,7 @@ func testDownloadFiledPerOwner(t *testing.T, tr upTransport) {
 	if done.FilePath != filepath.Join(dm.root, task1, "report.csv") {
 		t.Errorf("completed filePath = %q; want the file in the task's folder", done.FilePath)
 	}
-	if entries, _ := os.ReadDir(filepath.Join(dm.root, IncomingDir)); len(entries) != 0 {
+	if entries, _ := os.ReadDir(filepath.Join(dm.root, downloads.IncomingDir)); len(entries) != 0 {
 		t.Errorf("incoming folder still holds %d files", len(entries))
 	}
 }
@@ -338,8 +337,8 @@ func TestDownloadAttribution(t *testing.T) {
 	}{
 		{"popup", popup, "gpopup", a, "a"},
 		{"subframe", "SUBFRAME", "gsub", a, "a"},
-		{"tab nobody created", human, "ghuman", nil, UnattributedDir},
-		{"unknown frame", "NOSUCHFRAME", "gnone", nil, UnattributedDir},
+		{"tab nobody created", human, "ghuman", nil, downloads.UnattributedDir},
+		{"unknown frame", "NOSUCHFRAME", "gnone", nil, downloads.UnattributedDir},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -380,110 +379,6 @@ func TestDownloadWithoutDir(t *testing.T) {
 	testkit.WaitFor(t, 5*time.Second, "events at the owner", func() bool { return len(progress(a, "g", "completed")) == 1 })
 }
 
-func TestSanitizeName(t *testing.T) {
-	long := strings.Repeat("é", 150) + ".csv" // 304 bytes
-	tests := []struct{ in, want string }{
-		{"report.csv", "report.csv"},
-		{"a/b\\c.txt", "a_b_c.txt"},
-		{"../../x", "_.._x"},
-		{".hidden", "hidden"},
-		{"...", FallbackName},
-		{"", FallbackName},
-		{"  spaced .txt  ", "spaced .txt"},
-		{"tab\there\x00.bin", "tab_here_.bin"},
-		{"bad\xffutf8", "bad_utf8"},
-		{"报告 2026.xlsx", "报告 2026.xlsx"},
-		{long, strings.Repeat("é", 98) + ".csv"},
-	}
-	for _, tt := range tests {
-		if got := SanitizeName(tt.in); got != tt.want {
-			t.Errorf("SanitizeName(%q) = %q; want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
-func TestUniqueName(t *testing.T) {
-	tests := []struct {
-		name string
-		i    int
-		want string
-	}{
-		{"report.csv", 0, "report.csv"},
-		{"report.csv", 1, "report (1).csv"},
-		{"report.csv", 12, "report (12).csv"},
-		{"README", 2, "README (2)"},
-		{"archive.tar.gz", 1, "archive.tar (1).gz"},
-		{strings.Repeat("x", 196) + ".csv", 1, strings.Repeat("x", 192) + " (1).csv"},
-	}
-	for _, tt := range tests {
-		if got := UniqueName(tt.name, tt.i); got != tt.want {
-			t.Errorf("UniqueName(%q, %d) = %q; want %q", tt.name, tt.i, got, tt.want)
-		}
-	}
-}
-
-func FuzzSanitizeName(f *testing.F) {
-	for _, s := range []string{"report.csv", "../x", ".a", "", strings.Repeat("报", 100) + ".txt", "a\x00b", "\xff"} {
-		f.Add(s, 3)
-	}
-	f.Fuzz(func(t *testing.T, s string, i int) {
-		got := SanitizeName(s)
-		check := func(name string) {
-			if name == "" || len(name) > MaxNameBytes || !utf8.ValidString(name) || strings.ContainsAny(name, "/\\\x00") ||
-				strings.HasPrefix(name, ".") || name != filepath.Base(name) {
-				t.Fatalf("unsafe name %q (from %q)", name, s)
-			}
-		}
-		check(got)
-		if again := SanitizeName(got); again != got {
-			t.Fatalf("SanitizeName(%q) = %q, not idempotent (%q)", got, again, s)
-		}
-		if i < 0 {
-			i = -i
-		}
-		check(UniqueName(got, i%maxUnique))
-	})
-}
-
-// TestDownloadCopiesAcrossFileSystems: where a hard link cannot be made (the client's folder on another
-// file system, as /tmp on tmpfs often is), the file is copied under a partial name and renamed, so it is
-// complete whenever it has its final name, and never over an existing file.
-func TestDownloadCopiesAcrossFileSystems(t *testing.T) {
-	other, err := os.MkdirTemp("/dev/shm", "vibe-dl-")
-	if err != nil {
-		t.Skip("no /dev/shm to put a second file system under the test")
-	}
-	t.Cleanup(func() { os.RemoveAll(other) })
-	dir := t.TempDir()
-	var a, b syscall.Stat_t
-	if syscall.Stat(other, &a) != nil || syscall.Stat(dir, &b) != nil || a.Dev == b.Dev {
-		t.Skip("/dev/shm is on the test's own file system")
-	}
-	src := filepath.Join(dir, "src")
-	if err := os.WriteFile(src, []byte("content"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(other, "r.csv"), []byte("theirs"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	m := &Mux{}
-	got, err := m.placeUnique(src, other, "r.csv")
-	if err != nil || got != filepath.Join(other, "r (1).csv") {
-		t.Fatalf("placeUnique across file systems = %q, %v; want %s", got, err, filepath.Join(other, "r (1).csv"))
-	}
-	if err := m.placeExact(src, filepath.Join(other, "guid")); err != nil {
-		t.Fatal(err)
-	}
-	for name, want := range map[string]string{"r.csv": "theirs", "r (1).csv": "content", "guid": "content"} {
-		if b, err := os.ReadFile(filepath.Join(other, name)); err != nil || string(b) != want {
-			t.Errorf("%s holds %q, %v; want %q", name, b, err, want)
-		}
-	}
-	if entries, _ := os.ReadDir(other); len(entries) != 3 {
-		t.Errorf("the client's folder holds %d entries; want 3 (no partial copy left)", len(entries))
-	}
-}
-
 func TestCompletedEvent(t *testing.T) {
 	var ev dlEvent
 	ev.Params.GUID, ev.Params.TotalBytes, ev.Params.ReceivedBytes = "g<1>", 123456789012, 123456789012
@@ -522,8 +417,8 @@ func TestDownloadPastItsOwnersRoom(t *testing.T) {
 			}
 			return -1
 		},
-		Downloaded: func(d Download) { mu.Lock(); filed = append(filed, d.GUID); mu.Unlock() },
-		DownloadCut: func(d Download) {
+		Downloaded: func(d downloads.Download) { mu.Lock(); filed = append(filed, d.GUID); mu.Unlock() },
+		DownloadCut: func(d downloads.Download) {
 			mu.Lock()
 			cut = append(cut, fmt.Sprintf("%s %s %d", d.GUID, d.OwnerDir, d.Size))
 			mu.Unlock()

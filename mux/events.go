@@ -70,7 +70,7 @@ func (m *Mux) browserEventLocked(b []byte, info cdpwire.Info) {
 		return
 	}
 	pr := &ev.Params
-	if m.operatorBrowserEventLocked(method, pr.SessionID, pr.TargetInfo) {
+	if m.op.browserEventLocked(method, pr.SessionID, pr.TargetInfo) {
 		return // the operator's own browser session: no client's business, no activity
 	}
 	var ti targetInfo
@@ -78,7 +78,7 @@ func (m *Mux) browserEventLocked(b []byte, info cdpwire.Info) {
 		if json.Unmarshal(pr.TargetInfo, &ti) != nil || ti.TargetID == "" {
 			return
 		}
-		if t := m.targets[ti.TargetID]; t != nil && method == "Target.targetInfoChanged" && m.attachFlipHiddenLocked(t, pr.TargetInfo) {
+		if t := m.targets[ti.TargetID]; t != nil && method == "Target.targetInfoChanged" && m.at.attachFlipHiddenLocked(t, pr.TargetInfo) {
 			t.info = pr.TargetInfo // the mux's own session came or went: no event for the owner, no activity
 			return
 		}
@@ -87,7 +87,7 @@ func (m *Mux) browserEventLocked(b []byte, info cdpwire.Info) {
 		m.touchActivityLocked()
 	}
 	if ti.Type == "page" {
-		m.jarGen.Add(1) // a page created or navigating (JarChanges)
+		m.taps.jarGen.Add(1) // a page created or navigating (JarChanges)
 	}
 	switch method {
 	case "Target.targetCreated", "Target.targetInfoChanged":
@@ -96,7 +96,7 @@ func (m *Mux) browserEventLocked(b []byte, info cdpwire.Info) {
 		if isNew {
 			t = &target{id: ti.TargetID}
 			// Chrome's paused auto-attach follows a new page's announcement (autoattach.go).
-			t.awaitAuto = m.autoOn && ti.Type == "page" && method == "Target.targetCreated"
+			t.awaitAuto = m.at.autoOn && ti.Type == "page" && method == "Target.targetCreated"
 			m.addTargetLocked(t)
 		}
 		t.info = pr.TargetInfo
@@ -119,23 +119,23 @@ func (m *Mux) browserEventLocked(b []byte, info cdpwire.Info) {
 		if t.held {
 			return // replayed with its latest info when the create is answered
 		}
-		m.tabStepLocked(t)
+		m.taps.tabStepLocked(t)
 		if m.closeStrayLocked(t) {
 			return
 		}
 		if isNew || method == "Target.targetInfoChanged" {
-			m.deliverTargetEventLocked(t, b)
+			m.at.deliverTargetEventLocked(t, b)
 		}
 		if method == "Target.targetCreated" {
 			// A replay after a reconnect: the owner's virtual auto-attach resumes.
-			m.maybeAutoAttachLocked(t, nil)
+			m.at.maybeAutoAttachLocked(t, nil)
 		}
 	case "Target.targetDestroyed", "Target.targetCrashed":
 		t := m.targets[pr.TargetID]
 		if t == nil {
 			return
 		}
-		m.deliverTargetEventLocked(t, b)
+		m.at.deliverTargetEventLocked(t, b)
 		if method == "Target.targetDestroyed" {
 			m.removeTargetLocked(t)
 		}
@@ -143,8 +143,8 @@ func (m *Mux) browserEventLocked(b []byte, info cdpwire.Info) {
 		var ti targetInfo
 		json.Unmarshal(pr.TargetInfo, &ti)
 		t := m.targets[ti.TargetID]
-		if m.autoReplay || pr.WaitingForDebugger {
-			m.chromeAttachedLocked(t, pr.SessionID, pr.WaitingForDebugger, b)
+		if m.at.autoReplay || pr.WaitingForDebugger {
+			m.at.chromeAttachedLocked(t, pr.SessionID, pr.WaitingForDebugger, b)
 			return
 		}
 		if t != nil && t.owner != nil && t.owner.conn != nil && !t.closing {
@@ -153,7 +153,7 @@ func (m *Mux) browserEventLocked(b []byte, info cdpwire.Info) {
 			return
 		}
 		// Nobody here wants this session: let the target run and let go of it.
-		m.letGoLocked(t, pr.SessionID, pr.WaitingForDebugger, "")
+		m.at.letGoLocked(t, pr.SessionID, pr.WaitingForDebugger, "")
 	case "Target.detachedFromTarget":
 		if s := m.sessions[pr.SessionID]; s != nil {
 			delete(m.sessions, pr.SessionID)
@@ -162,9 +162,9 @@ func (m *Mux) browserEventLocked(b []byte, info cdpwire.Info) {
 			}
 		}
 	case "Browser.downloadWillBegin":
-		m.downloadWillBeginLocked(b)
+		m.dl.willBeginLocked(b)
 	case "Browser.downloadProgress":
-		m.downloadProgressLocked(b)
+		m.dl.progressEventLocked(b)
 	}
 }
 
@@ -173,11 +173,11 @@ func (m *Mux) browserEventLocked(b []byte, info cdpwire.Info) {
 func (m *Mux) sessionEventLocked(b []byte, info cdpwire.Info) {
 	s := m.sessions[info.SessionID]
 	// Operator sessions are never in m.sessions: a client's event pays only this nil check for them.
-	if s == nil && m.operatorEventLocked(b, info) {
+	if s == nil && m.op.eventLocked(b, info) {
 		return
 	}
 	if s != nil {
-		m.jarEventLocked(info.Method, b)
+		m.taps.jarEventLocked(info.Method, b)
 	}
 	switch info.Method {
 	case "Target.attachedToTarget":
@@ -186,7 +186,7 @@ func (m *Mux) sessionEventLocked(b []byte, info cdpwire.Info) {
 			return
 		}
 		if s == nil || s.owner.conn == nil {
-			m.resumeLocked(ev.Params.SessionID, ev.Params.WaitingForDebugger)
+			m.at.resumeLocked(ev.Params.SessionID, ev.Params.WaitingForDebugger)
 			return
 		}
 		var ti targetInfo
@@ -194,13 +194,13 @@ func (m *Mux) sessionEventLocked(b []byte, info cdpwire.Info) {
 		t := m.targets[ti.TargetID]
 		if t != nil && t.owner != nil && t.owner != s.owner {
 			// Never hand one client a session to another's target (a tab wrongly attributed).
-			m.letGoLocked(t, ev.Params.SessionID, ev.Params.WaitingForDebugger, info.SessionID)
+			m.at.letGoLocked(t, ev.Params.SessionID, ev.Params.WaitingForDebugger, info.SessionID)
 			return
 		}
 		if t != nil && t.owner == nil && !t.closing {
 			t.owner = s.owner
 			m.ownershipChangedLocked()
-			m.tabStepLocked(t)
+			m.taps.tabStepLocked(t)
 		}
 		root := s.root
 		if t != nil && t.typ == "page" { // puppeteer's page inside its tab session

@@ -17,8 +17,8 @@ func routingHarness(t testing.TB) (*Mux, *conn) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &Mux{cfg: cfg, ownCh: make(chan struct{}, 1), pending: map[int32]*pending{}, clients: map[string]*client{},
-		targets: map[string]*target{}, sessions: map[string]*session{}}
+	m := addParts(&Mux{cfg: cfg, ownCh: make(chan struct{}, 1), pending: map[int32]*pending{}, clients: map[string]*client{},
+		targets: map[string]*target{}, sessions: map[string]*session{}})
 	m.up = &upstream{q: newSendQueue(1 << 30), failed: true} // failed: frames stay queued for the checks
 	for _, id := range []string{"f", "o"} {
 		cl := m.clientLocked(id)
@@ -80,12 +80,12 @@ func FuzzRouting(f *testing.F) {
 		if len(up) == 0 && len(replies) == 0 {
 			// Only Target.createTarget may wait (one is in flight), and only Browser.close/virtual calls
 			// answer without forwarding.
-			if m.creating == nil {
+			if m.cr.inFlight == nil {
 				t.Fatalf("%q got no outcome", data)
 			}
 			return
 		}
-		if len(replies) > 0 && idTok != nil && cdpwire.IsInteger(idTok) && m.creating == nil {
+		if len(replies) > 0 && idTok != nil && cdpwire.IsInteger(idTok) && m.cr.inFlight == nil {
 			var last struct {
 				ID json.RawMessage `json:"id"`
 			}

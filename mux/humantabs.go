@@ -37,7 +37,8 @@ func (h *humanCreate) finish(id string, err error) { h.done <- humanResult{id, e
 // to watch, and no tab of anyone else loses the front. It takes its turn with the clients' creates,
 // which go one at a time so that what Chrome announces meanwhile is attributed without doubt. Unless a
 // view keeps it, the grace period of the human client starts (again) now.
-func (m *Mux) NewHumanTab(ctx context.Context, url string) (string, error) {
+func (o *Operator) NewHumanTab(ctx context.Context, url string) (string, error) {
+	m := o.m
 	if url == "" {
 		url = "about:blank"
 	}
@@ -47,10 +48,10 @@ func (m *Mux) NewHumanTab(ctx context.Context, url string) (string, error) {
 	case m.up == nil:
 		m.mu.Unlock()
 		return "", ErrDisconnected
-	case m.creating != nil:
-		m.createQ = append(m.createQ, queuedCreate{human: h})
+	case m.cr.inFlight != nil:
+		m.cr.queue = append(m.cr.queue, queuedCreate{human: h})
 	default:
-		m.startHumanCreateLocked(h)
+		o.startHumanCreateLocked(h)
 	}
 	m.mu.Unlock()
 	select {
@@ -61,12 +62,13 @@ func (m *Mux) NewHumanTab(ctx context.Context, url string) (string, error) {
 	}
 }
 
-func (m *Mux) startHumanCreateLocked(h *humanCreate) {
+func (o *Operator) startHumanCreateLocked(h *humanCreate) {
+	m := o.m
 	rec := &createRec{cl: m.clientLocked(HumanClient)}
-	m.creating = rec
-	m.opSendLocked("Target.createTarget", map[string]any{"url": h.url, "background": true, "newWindow": true}, "", func(res []byte, err error) {
-		if m.creating == rec {
-			m.creating = nil
+	m.cr.inFlight = rec
+	o.sendLocked("Target.createTarget", map[string]any{"url": h.url, "background": true, "newWindow": true}, "", func(res []byte, err error) {
+		if m.cr.inFlight == rec {
+			m.cr.inFlight = nil
 		}
 		var r struct {
 			TargetID string `json:"targetId"`
@@ -75,9 +77,9 @@ func (m *Mux) startHumanCreateLocked(h *humanCreate) {
 			err = fmt.Errorf("mux: Target.createTarget: no target in %s", res)
 		}
 		if err != nil {
-			m.abandonCreateLocked(rec)
+			m.cr.abandonCreateLocked(rec)
 			h.finish("", err)
-			m.nextCreateLocked()
+			m.cr.nextCreateLocked()
 			return
 		}
 		human := m.clientLocked(HumanClient) // the same one, unless its grace ended meanwhile
@@ -87,7 +89,7 @@ func (m *Mux) startHumanCreateLocked(h *humanCreate) {
 			t = &target{id: r.TargetID, typ: "page"}
 			m.addTargetLocked(t)
 		}
-		m.settleClaimsLocked(rec, t)
+		m.cr.settleClaimsLocked(rec, t)
 		if t.owner == nil && !t.closing {
 			m.ownLocked(t, human, nil)
 		}
@@ -95,12 +97,13 @@ func (m *Mux) startHumanCreateLocked(h *humanCreate) {
 			m.startGraceLocked(human)
 		}
 		h.finish(t.id, nil)
-		m.nextCreateLocked()
+		m.cr.nextCreateLocked()
 	})
 }
 
 // CloseHumanTab closes a human tab (ErrNotHumanTab for anyone else's).
-func (m *Mux) CloseHumanTab(targetID string) error {
+func (o *Operator) CloseHumanTab(targetID string) error {
+	m := o.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	t := m.targets[targetID]

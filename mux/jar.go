@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
-	"time"
 )
 
 // The cookie jar, for the manager's login checkpoints (SPEC §18): the operator reads and sets the browser's
@@ -27,25 +25,25 @@ import (
 //   - a person's takeover of a tab ending (what they typed may have logged the store in).
 //
 // A page's own script or timer is invisible to the mux unless one of these follows.
-func (m *Mux) JarChanges() uint64 { return m.jarGen.Load() }
+func (tp *Taps) JarChanges() uint64 { return tp.jarGen.Load() }
 
 // JarScripts counts the clients' other commands on pages: any of them may run a script that sets
 // document.cookie, but agents send them without end, so they are a weaker signal than JarChanges (the
 // manager reads the jar for them at a slower pace).
-func (m *Mux) JarScripts() uint64 { return m.jarScripts.Load() }
+func (tp *Taps) JarScripts() uint64 { return tp.jarScripts.Load() }
 
 // Launches counts the connections to a freshly launched browser on which Hooks.Launched has run or runs. It
 // moves before the connection serves anything, so a caller that read it before a call and finds it moved
 // after knows the answer may come from a browser whose launch hook has not finished (a jar not restored yet).
-func (m *Mux) Launches() uint64 { return m.launches.Load() }
+func (tp *Taps) Launches() uint64 { return tp.launches.Load() }
 
 // countJarCommand counts a client's command that may change cookies (JarChanges, JarScripts).
-func (m *Mux) countJarCommand(method, sessionID string) {
+func (tp *Taps) countJarCommand(method, sessionID string) {
 	switch {
 	case cookieCommand(method):
-		m.jarGen.Add(1)
+		tp.jarGen.Add(1)
 	case sessionID != "":
-		m.jarScripts.Add(1)
+		tp.jarScripts.Add(1)
 	}
 }
 
@@ -61,13 +59,13 @@ func cookieCommand(method string) bool {
 var setCookieHeaders = [][]byte{[]byte(`"set-cookie"`), []byte(`"Set-Cookie"`)}
 
 // jarEventLocked counts a session event that may have changed cookies: a response that set one.
-func (m *Mux) jarEventLocked(method string, b []byte) {
+func (tp *Taps) jarEventLocked(method string, b []byte) {
 	if method != "Network.responseReceivedExtraInfo" {
 		return
 	}
 	for _, h := range setCookieHeaders {
 		if bytes.Contains(b, h) {
-			m.jarGen.Add(1)
+			tp.jarGen.Add(1)
 			return
 		}
 	}
@@ -75,8 +73,8 @@ func (m *Mux) jarEventLocked(method string, b []byte) {
 
 // Cookies returns the browser's whole cookie jar as Chrome's JSON array of Network.Cookie: Storage.getCookies
 // on the browser (the default context), HttpOnly, partitioned and session cookies included.
-func (m *Mux) Cookies(ctx context.Context) (json.RawMessage, error) {
-	res, err := m.opCall(ctx, "Storage.getCookies", nil, "")
+func (o *Operator) Cookies(ctx context.Context) (json.RawMessage, error) {
+	res, err := o.call(ctx, "Storage.getCookies", nil, "")
 	if err != nil {
 		return nil, err
 	}
@@ -91,48 +89,9 @@ func (m *Mux) Cookies(ctx context.Context) (json.RawMessage, error) {
 
 // SetCookies sets cookies, a JSON array of Network.CookieParam, in the browser's default context
 // (Storage.setCookies).
-func (m *Mux) SetCookies(ctx context.Context, cookies json.RawMessage) error {
-	_, err := m.opCall(ctx, "Storage.setCookies", struct {
+func (o *Operator) SetCookies(ctx context.Context, cookies json.RawMessage) error {
+	_, err := o.call(ctx, "Storage.setCookies", struct {
 		Cookies json.RawMessage `json:"cookies"`
 	}{cookies}, "")
 	return err
-}
-
-// launchGateWait bounds how long clients' commands wait for Hooks.Launched: a hook that hangs delays them,
-// never stops them.
-const launchGateWait = 10 * time.Second
-
-// gate holds clients' commands back while Hooks.Launched runs on a freshly launched browser.
-type gate struct {
-	open chan struct{}
-	once sync.Once
-}
-
-func (g *gate) release() { g.once.Do(func() { close(g.open) }) }
-
-// launchedLocked runs Hooks.Launched on a freshly launched browser's connection, with clients' commands held
-// at the gate until it returns (or launchGateWait passes). The caller holds mu and has just set m.up. The
-// hook's calls end with the connection (pending calls fail as Browser disconnected) or with ctx.
-func (m *Mux) launchedLocked(ctx context.Context) {
-	m.launches.Add(1)
-	g := &gate{open: make(chan struct{})}
-	m.gate.Store(g)
-	timer := time.AfterFunc(launchGateWait, func() {
-		m.log.Warn().Msg("the launch hook is still running: clients' commands go ahead")
-		g.release()
-	})
-	m.wg.Add(1)
-	go func() {
-		defer m.wg.Done()
-		defer g.release()
-		defer timer.Stop()
-		m.cfg.Hooks.Launched(ctx)
-	}()
-}
-
-// waitGate holds a client's command while the launch hook runs (one atomic load otherwise).
-func (m *Mux) waitGate() {
-	if g := m.gate.Load(); g != nil {
-		<-g.open
-	}
 }

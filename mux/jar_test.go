@@ -25,7 +25,7 @@ func TestJarChromium(t *testing.T) {
 	cfg := Config{Upstream: endpoint, FreshLaunch: true}
 	cfg.Hooks.Launched = func(ctx context.Context) {
 		time.Sleep(300 * time.Millisecond) // a slow restore: the client's first command must wait for it
-		err := m.SetCookies(ctx, json.RawMessage(`[
+		err := m.op.SetCookies(ctx, json.RawMessage(`[
 			{"name":"sid","value":"restored-login","url":"http://127.0.0.1/","httpOnly":true},
 			{"name":"part","value":"p1","url":"https://shop.example/","secure":true,"sameSite":"None",
 			 "partitionKey":{"topLevelSite":"https://top.example","hasCrossSiteAncestor":false}}]`))
@@ -57,12 +57,12 @@ func TestJarChromium(t *testing.T) {
 
 	ctx := testCtx(t)
 	testkit.WaitFor(t, 10*time.Second, "the announcements of the client's page to end", func() bool {
-		gen := m.JarChanges()
+		gen := m.taps.JarChanges()
 		time.Sleep(700 * time.Millisecond)
-		return m.JarChanges() == gen
+		return m.taps.JarChanges() == gen
 	})
-	before, gen := len(c.all()), m.JarChanges()
-	jar, err := m.Cookies(ctx)
+	before, gen := len(c.all()), m.taps.JarChanges()
+	jar, err := m.op.Cookies(ctx)
 	if err != nil {
 		t.Fatalf("Cookies: %v", err)
 	}
@@ -81,33 +81,33 @@ func TestJarChromium(t *testing.T) {
 	if !got["sid"] || !got["part"] {
 		t.Errorf("Cookies = %s; want the HttpOnly sid and the partitioned part", jar)
 	}
-	if err := m.SetCookies(ctx, json.RawMessage(`[{"name":"more","value":"1","url":"http://127.0.0.1/"}]`)); err != nil {
+	if err := m.op.SetCookies(ctx, json.RawMessage(`[{"name":"more","value":"1","url":"http://127.0.0.1/"}]`)); err != nil {
 		t.Fatalf("SetCookies: %v", err)
 	}
 	time.Sleep(300 * time.Millisecond) // anything the browser would have sent the client meanwhile
 	if extra := c.all()[before:]; len(extra) != 0 {
 		t.Errorf("the client got %d messages while the operator read and set the jar: %s", len(extra), extra)
 	}
-	if now := m.JarChanges(); now != gen {
+	if now := m.taps.JarChanges(); now != gen {
 		t.Errorf("JarChanges moved from %d to %d with the operator's own calls; want it still", gen, now)
 	}
 
-	scripts := m.JarScripts()
+	scripts := m.taps.JarScripts()
 	c.call("Runtime.evaluate", `{"expression":"document.cookie='js=1'"}`, sess)
-	if now := m.JarScripts(); now == scripts {
+	if now := m.taps.JarScripts(); now == scripts {
 		t.Errorf("JarScripts = %d after a client's script on its page; want it moved", now)
 	}
 	c.call("Network.setCookie", `{"name":"n","value":"1","url":"http://127.0.0.1/"}`, sess)
-	if now := m.JarChanges(); now == gen {
+	if now := m.taps.JarChanges(); now == gen {
 		t.Errorf("JarChanges = %d after a client's Network.setCookie; want it moved", now)
 	}
-	gen = m.JarChanges()
+	gen = m.taps.JarChanges()
 	c.call("Page.navigate", `{"url":"data:text/html,<title>x</title>"}`, sess)
-	testkit.WaitFor(t, 5*time.Second, "the navigation counted", func() bool { return m.JarChanges() > gen })
+	testkit.WaitFor(t, 5*time.Second, "the navigation counted", func() bool { return m.taps.JarChanges() > gen })
 	time.Sleep(500 * time.Millisecond) // the navigation's last announcements
-	gen, scripts = m.JarChanges(), m.JarScripts()
+	gen, scripts = m.taps.JarChanges(), m.taps.JarScripts()
 	time.Sleep(time.Second)
-	if now, nowScripts := m.JarChanges(), m.JarScripts(); now != gen || nowScripts != scripts {
+	if now, nowScripts := m.taps.JarChanges(), m.taps.JarScripts(); now != gen || nowScripts != scripts {
 		t.Errorf("JarChanges, JarScripts moved from %d, %d to %d, %d while nothing happened", gen, scripts, now, nowScripts)
 	}
 
@@ -127,10 +127,10 @@ func TestJarChromium(t *testing.T) {
 		path string
 		want bool
 	}{{"/plain", false}, {"/set", true}} {
-		gen := m.JarChanges()
+		gen := m.taps.JarChanges()
 		result[json.RawMessage](t, c.call("Runtime.evaluate", fmt.Sprintf(`{"expression":"fetch('%s').then(r => r.text())","awaitPromise":true}`, tt.path), sess))
 		time.Sleep(300 * time.Millisecond) // the response's extra info
-		if moved := m.JarChanges() != gen; moved != tt.want {
+		if moved := m.taps.JarChanges() != gen; moved != tt.want {
 			t.Errorf("fetch(%s): JarChanges moved %v; want %v", tt.path, moved, tt.want)
 		}
 	}
@@ -156,9 +156,9 @@ func TestJarCommandSignals(t *testing.T) {
 		{"Target.createTarget", "", false, false}, // its page counts when Chrome announces it
 	}
 	for _, tt := range tests {
-		var m Mux
-		m.countJarCommand(tt.method, tt.session)
-		if change, script := m.JarChanges() == 1, m.JarScripts() == 1; change != tt.change || script != tt.script {
+		var tp Taps
+		tp.countJarCommand(tt.method, tt.session)
+		if change, script := tp.JarChanges() == 1, tp.JarScripts() == 1; change != tt.change || script != tt.script {
 			t.Errorf("countJarCommand(%q, %q): change %v, script %v; want %v, %v", tt.method, tt.session, change, script, tt.change, tt.script)
 		}
 	}
@@ -176,7 +176,7 @@ func TestJarChangesAtTakeoverEnd(t *testing.T) {
 	pa := a.createTarget("https://a.example/")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	v, err := m.View(ctx, pa, ViewOptions{})
+	v, err := m.op.View(ctx, pa, ViewOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,9 +184,9 @@ func TestJarChangesAtTakeoverEnd(t *testing.T) {
 	if err := v.Hold("alice"); err != nil {
 		t.Fatal(err)
 	}
-	held := m.JarChanges()
+	held := m.taps.JarChanges()
 	v.Release()
-	if got := m.JarChanges(); got != held+1 {
+	if got := m.taps.JarChanges(); got != held+1 {
 		t.Errorf("JarChanges = %d after the hold ended; want %d", got, held+1)
 	}
 }

@@ -144,7 +144,7 @@ func historyEntry(m *Mux, c *conn, k *call) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), historyLookup)
 	defer cancel()
-	res, err := m.opCall(ctx, "Page.getNavigationHistory", nil, sid)
+	res, err := m.op.call(ctx, "Page.getNavigationHistory", nil, sid)
 	if err != nil {
 		return "its history entry could not be checked (" + err.Error() + ")", nil
 	}
@@ -171,7 +171,7 @@ func filesParam(m *Mux, c *conn, k *call) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return m.copyFilesMember(c, ps, "files")
+	return m.ul.copyFilesMember(c, ps, "files")
 }
 
 // dragFiles hands the browser the mux's own copies of params.data.files of a drag.
@@ -184,19 +184,19 @@ func dragFiles(m *Mux, c *conn, k *call) (string, error) {
 	if err != nil || data == nil {
 		return "", err
 	}
-	return m.copyFilesMember(c, data, "files")
+	return m.ul.copyFilesMember(c, data, "files")
 }
 
 // copyFilesMember replaces the paths of member name with the mux's copies of the files (fileopen.go), or
 // returns the first path the rule refuses, with why.
-func (m *Mux) copyFilesMember(c *conn, ps *paramSet, name string) (string, error) {
+func (u *uploads) copyFilesMember(c *conn, ps *paramSet, name string) (string, error) {
 	var files []string
 	if _, err := ps.read(name, &files); err != nil || len(files) == 0 {
 		return "", err
 	}
 	copies := make([]string, len(files))
 	for i, f := range files {
-		cp, err := m.uploadCopy(c.cl.id, f)
+		cp, err := u.uploadCopy(c.cl.id, f)
 		if err != nil {
 			var r *fileRefusal
 			if errors.As(err, &r) {

@@ -9,7 +9,6 @@ import (
 	mrand "math/rand/v2"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -37,10 +36,6 @@ type Mux struct {
 	wg         sync.WaitGroup
 
 	msgsIn, msgsOut, bytesIn, bytesOut atomic.Uint64
-	jarGen                             atomic.Uint64        // JarChanges (jar.go)
-	gate                               atomic.Pointer[gate] // clients' commands wait while Hooks.Launched runs (jar.go)
-	launches                           atomic.Uint64        // Launches (jar.go)
-	jarScripts                         atomic.Uint64        // JarScripts (jar.go)
 
 	mu sync.Mutex
 	// mu guards the fields below: the routing tables, owned by whichever goroutine holds it. It is never
@@ -53,15 +48,11 @@ type Mux struct {
 	targets  map[string]*target
 	order    []*target // targets in the order they appeared, for replays in Chrome's order
 	sessions map[string]*session
-	creating *createRec // the one Target.createTarget in flight; others wait in createQ
-	createQ  []queuedCreate
+	cr       *creates       // the Target.createTarget calls, one at a time (creates.go)
 	version  map[string]any // cached /json/version object
 	tick     uint64         // logical clock for LRU
 	activity time.Time
 	fresh    bool // orphan cleanup still due (FreshLaunch, first connect)
-	// Chrome's auto-attach on this connection (autoattach.go): autoReplay while it replays the existing
-	// pages, autoOn once new pages arrive paused.
-	autoReplay, autoOn bool
 	// While the upstream reader routes a message (batching), frames for clients are queued quietly and
 	// their connections collected in kicked; the upstream reader writes them itself after unlocking (see
 	// conn.writeInline). Only the upstream reader goroutine sets batching or touches kicked.
@@ -70,14 +61,16 @@ type Mux struct {
 	// upQuiet is set while a client reader routes its message: it writes the upstream queue itself
 	// right after (upstream.writeNow), so its push need not wake the upstream writer.
 	upQuiet bool
-	// uploads is the folder of the clients' file copies once made (uploads.go); ownUploads when it is a
-	// temporary folder of the mux's own, removed when it closes.
-	uploads    string
-	ownUploads bool
-	op         operatorState
-	personPw   personPasswords // what people typed into password fields of agents' tabs (personpasswords.go)
-	dl         downloadState
-	tl         timelineState
+
+	// The features, each with its state (guarded by mu: see each type) and the hooks the core calls.
+	ul     *uploads         // the clients' file copies (uploads.go)
+	op     *Operator        // the operator's sessions, views, takeovers and human tabs (operator.go)
+	dl     *downloadTracker // downloads per owner (downloads.go)
+	taps   *Taps            // the timeline's, the passwords' and the jar's taps (taps.go)
+	at     *attachments     // the virtual discovery and auto-attach, and Chrome's auto-attach (virtual.go, autoattach.go)
+	launch *launchGate      // clients' commands wait while Hooks.Launched runs (launch.go)
+	// features are the same four, as they registered for the core's hooks (features.go).
+	features []feature
 }
 
 // New validates cfg and binds the listener; Serve runs the mux.
@@ -111,8 +104,8 @@ func New(cfg Config) (*Mux, error) {
 		sessions:   map[string]*session{},
 		fresh:      cfg.FreshLaunch,
 		activity:   time.Now(),
-		tl:         timelineState{wake: make(chan struct{}, 1)},
 	}
+	addParts(m)
 	m.refusedLog = m.log.Sample(&zerolog.BurstSampler{Burst: 10, Period: time.Minute})
 	m.upgrader = websocket.Upgrader{
 		ReadBufferSize:  4096,
@@ -133,6 +126,14 @@ func New(cfg Config) (*Mux, error) {
 	}
 	return m, nil
 }
+
+// Operator returns the operator's side of the mux: its listing of the clients' tabs, thumbnails, views
+// and takeovers, human tabs and the whole cookie jar.
+func (m *Mux) Operator() *Operator { return m.op }
+
+// Taps returns what the mux notes on the side for the manager: the password texts typed into its tabs and
+// the jar's change signals (the timeline's steps go to Hooks.Timeline).
+func (m *Mux) Taps() *Taps { return m.taps }
 
 // Addr returns the address the mux answers on, "127.0.0.1:PORT".
 func (m *Mux) Addr() string { return "127.0.0.1:" + strconv.Itoa(m.door.Port) }
@@ -158,7 +159,7 @@ func (m *Mux) Serve(ctx context.Context) error {
 	m.wg.Add(3)
 	go func() { defer m.wg.Done(); m.runUpstream(ctx) }()
 	go func() { defer m.wg.Done(); m.runOwnershipHook(ctx) }()
-	go func() { defer m.wg.Done(); m.runTimelineHook(ctx) }()
+	go func() { defer m.wg.Done(); m.taps.runTimelineHook(ctx) }()
 
 	var err error
 	select {
@@ -178,7 +179,6 @@ func (m *Mux) Serve(ctx context.Context) error {
 	}
 	m.mu.Lock()
 	m.closed = true
-	m.stopTimelineLocked()
 	for _, cl := range m.clients {
 		if cl.grace != nil {
 			cl.grace.Stop()
@@ -190,8 +190,8 @@ func (m *Mux) Serve(ctx context.Context) error {
 	if m.up != nil {
 		m.up.close()
 	}
-	if m.ownUploads {
-		os.RemoveAll(m.uploads) // a temporary folder of its own; a store's uploads stay with its clients' tabs
+	for _, f := range m.features {
+		f.closeLocked()
 	}
 	m.mu.Unlock()
 	m.wg.Wait()

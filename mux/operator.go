@@ -1,7 +1,6 @@
 package mux
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -37,8 +36,14 @@ var (
 	ErrViewClosed = errors.New("mux: view closed")
 )
 
-// operatorState is the operator's part of the routing tables, guarded by Mux.mu.
-type operatorState struct {
+// Operator is the operator's side of a Mux (Mux.Operator): its sessions, views, takeovers, human tabs and
+// thumbnails, and the whole cookie jar. Its state is guarded by Mux.mu: the upstream reader routes the
+// operator's events under that lock, in the same critical sections as the routing tables it reads (a
+// target's hold, a human client's viewers).
+type Operator struct {
+	noHooks
+	m *Mux
+
 	browser  string                // the mux's browser session, "" until the first operator call
 	waiting  []chan string         // callers waiting for browser ("" if it failed); capacity 1 each
 	sessions map[string]*opSession // operator sessions on pages, by CDP session id
@@ -84,7 +89,8 @@ type TabInfo struct {
 // targets, sorted by id. The result is a copy; URLs are Chrome's latest announcement, titles what Chrome
 // last said (a title set after the page's last navigation comes with the next call at most titleEvery
 // later: see refreshTitlesLocked).
-func (m *Mux) Clients() []ClientInfo {
+func (o *Operator) Clients() []ClientInfo {
+	m := o.m
 	m.mu.Lock()
 	byID := map[string]*ClientInfo{HumanClient: {ID: HumanClient}}
 	for id, cl := range m.clients {
@@ -104,7 +110,7 @@ func (m *Mux) Clients() []ClientInfo {
 		}
 		ci.Tabs = append(ci.Tabs, ti)
 	}
-	m.refreshTitlesLocked()
+	o.refreshTitlesLocked()
 	m.mu.Unlock()
 	out := make([]ClientInfo, 0, len(byID))
 	for _, ci := range byID {
@@ -125,14 +131,15 @@ const titleEvery = 400 * time.Millisecond
 // with the flip of a thumbnail's session; a page its owner stays attached to (browser-use's) flips nothing
 // and kept its URL as a title. The read only happens while the operator lists clients (someone is looking);
 // it is no client's business: its answer goes to the mux alone.
-func (m *Mux) refreshTitlesLocked() {
-	if m.op.titling || m.up == nil || time.Since(m.op.titlesAt) < titleEvery {
+func (o *Operator) refreshTitlesLocked() {
+	m := o.m
+	if o.titling || m.up == nil || time.Since(o.titlesAt) < titleEvery {
 		return
 	}
-	m.op.titling, m.op.titlesAt = true, time.Now()
+	o.titling, o.titlesAt = true, time.Now()
 	up := m.up
 	m.sendInternalLocked("Target.getTargets", []byte(`{"filter":[{"type":"page"}]}`), "", func(res []byte, failed bool) {
-		m.op.titling = false
+		o.titling = false
 		if failed || m.up != up {
 			return
 		}
@@ -146,7 +153,7 @@ func (m *Mux) refreshTitlesLocked() {
 		for _, ti := range r.TargetInfos {
 			if t := m.targets[ti.TargetID]; t != nil {
 				t.title = ti.Title
-				m.tabStepLocked(t) // the title a navigation waited for (timeline.go)
+				m.taps.tabStepLocked(t) // the title a navigation waited for (timeline.go)
 			}
 		}
 	})
@@ -158,9 +165,10 @@ type opResult struct {
 	err error
 }
 
-// opSendLocked sends an operator command; done runs under mu with its answer (never with a nil error
+// sendLocked sends an operator command; done runs under mu with its answer (never with a nil error
 // and a missing answer). The command skips the client path entirely (no LRU, no activity).
-func (m *Mux) opSendLocked(method string, params any, sid string, done func(res []byte, err error)) {
+func (o *Operator) sendLocked(method string, params any, sid string, done func(res []byte, err error)) {
+	m := o.m
 	var p []byte
 	if params != nil {
 		var err error
@@ -190,11 +198,12 @@ func (m *Mux) opSendLocked(method string, params any, sid string, done func(res 
 	})
 }
 
-// opCall sends an operator command and waits for its answer or the end of ctx.
-func (m *Mux) opCall(ctx context.Context, method string, params any, sid string) ([]byte, error) {
+// call sends an operator command and waits for its answer or the end of ctx.
+func (o *Operator) call(ctx context.Context, method string, params any, sid string) ([]byte, error) {
+	m := o.m
 	ch := make(chan opResult, 1) // one answer; nobody may be left to read it
 	m.mu.Lock()
-	m.opSendLocked(method, params, sid, func(res []byte, err error) { ch <- opResult{res, err} })
+	o.sendLocked(method, params, sid, func(res []byte, err error) { ch <- opResult{res, err} })
 	m.mu.Unlock()
 	select {
 	case r := <-ch:
@@ -205,10 +214,11 @@ func (m *Mux) opCall(ctx context.Context, method string, params any, sid string)
 }
 
 // browserSession returns the mux's browser session, attaching it on first use (per browser connection).
-func (m *Mux) browserSession(ctx context.Context) (string, error) {
+func (o *Operator) browserSession(ctx context.Context) (string, error) {
+	m := o.m
 	ch := make(chan string, 1)
 	m.mu.Lock()
-	if sid := m.op.browser; sid != "" {
+	if sid := o.browser; sid != "" {
 		m.mu.Unlock()
 		return sid, nil
 	}
@@ -216,20 +226,20 @@ func (m *Mux) browserSession(ctx context.Context) (string, error) {
 		m.mu.Unlock()
 		return "", ErrDisconnected
 	}
-	m.op.waiting = append(m.op.waiting, ch)
-	if len(m.op.waiting) == 1 {
+	o.waiting = append(o.waiting, ch)
+	if len(o.waiting) == 1 {
 		up := m.up
-		m.opSendLocked("Target.attachToBrowserTarget", nil, "", func(res []byte, err error) {
+		o.sendLocked("Target.attachToBrowserTarget", nil, "", func(res []byte, err error) {
 			var r struct {
 				SessionID string `json:"sessionId"`
 			}
 			if err == nil && m.up == up && json.Unmarshal(res, &r) == nil {
-				m.op.browser = r.SessionID
+				o.browser = r.SessionID
 			}
-			for _, w := range m.op.waiting {
-				w <- m.op.browser
+			for _, w := range o.waiting {
+				w <- o.browser
 			}
-			m.op.waiting = nil
+			o.waiting = nil
 		})
 	}
 	m.mu.Unlock()
@@ -245,7 +255,8 @@ func (m *Mux) browserSession(ctx context.Context) (string, error) {
 }
 
 // pageLocked returns the page target id, or why the operator may not use it.
-func (m *Mux) pageLocked(targetID string) (*target, error) {
+func (o *Operator) pageLocked(targetID string) (*target, error) {
+	m := o.m
 	t := m.targets[targetID]
 	if t == nil || t.closing {
 		return nil, fmt.Errorf("%w: %s", ErrNoTarget, targetID)
@@ -256,16 +267,17 @@ func (m *Mux) pageLocked(targetID string) (*target, error) {
 	return t, nil
 }
 
-// opAttach attaches an operator session to a page. A view, if given, is registered with the session
+// attach attaches an operator session to a page. A view, if given, is registered with the session
 // under the same lock as the answer, so no frame and no detach can slip between them.
-func (m *Mux) opAttach(ctx context.Context, targetID string, v *View) (*opSession, error) {
+func (o *Operator) attach(ctx context.Context, targetID string, v *View) (*opSession, error) {
+	m := o.m
 	m.mu.Lock()
-	_, err := m.pageLocked(targetID)
+	_, err := o.pageLocked(targetID)
 	m.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	bsid, err := m.browserSession(ctx)
+	bsid, err := o.browserSession(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -276,14 +288,14 @@ func (m *Mux) opAttach(ctx context.Context, targetID string, v *View) (*opSessio
 	ch := make(chan attached, 1)
 	abandoned := false // guarded by mu: the caller gave up; the callback detaches what it gets
 	m.mu.Lock()
-	t, err := m.pageLocked(targetID)
+	t, err := o.pageLocked(targetID)
 	if err != nil {
 		m.mu.Unlock()
 		return nil, err
 	}
 	// Before the attach: Chrome announces the flip of "attached" ahead of the attach's answer.
 	t.opSeen = true
-	m.opSendLocked("Target.attachToTarget", map[string]any{"targetId": targetID, "flatten": true}, bsid, func(res []byte, err error) {
+	o.sendLocked("Target.attachToTarget", map[string]any{"targetId": targetID, "flatten": true}, bsid, func(res []byte, err error) {
 		var r struct {
 			SessionID string `json:"sessionId"`
 		}
@@ -292,8 +304,8 @@ func (m *Mux) opAttach(ctx context.Context, targetID string, v *View) (*opSessio
 		}
 		var t *target
 		if err == nil {
-			if t, err = m.pageLocked(targetID); err != nil || abandoned || m.op.browser != bsid {
-				m.opDetachLocked(bsid, r.SessionID)
+			if t, err = o.pageLocked(targetID); err != nil || abandoned || o.browser != bsid {
+				o.detachLocked(bsid, r.SessionID)
 				if err == nil {
 					err = ErrDisconnected
 				}
@@ -304,10 +316,10 @@ func (m *Mux) opAttach(ctx context.Context, targetID string, v *View) (*opSessio
 			return
 		}
 		s := &opSession{id: r.SessionID, target: t, view: v}
-		if m.op.sessions == nil {
-			m.op.sessions = map[string]*opSession{}
+		if o.sessions == nil {
+			o.sessions = map[string]*opSession{}
 		}
-		m.op.sessions[s.id] = s
+		o.sessions[s.id] = s
 		if v != nil {
 			v.startLocked(s)
 		}
@@ -327,7 +339,7 @@ func (m *Mux) opAttach(ctx context.Context, targetID string, v *View) (*opSessio
 			case a.s != nil && a.s.view != nil:
 				a.s.view.Close() // counted as a viewer already
 			case a.s != nil:
-				m.closeOpSession(a.s)
+				o.closeSession(a.s)
 			}
 		default:
 		}
@@ -335,63 +347,65 @@ func (m *Mux) opAttach(ctx context.Context, targetID string, v *View) (*opSessio
 	}
 }
 
-// opDetachLocked lets go of an operator session; its remaining events are dropped as unknown.
-func (m *Mux) opDetachLocked(bsid, sid string) {
-	delete(m.op.sessions, sid)
-	if m.up != nil && bsid == m.op.browser {
+// detachLocked lets go of an operator session; its remaining events are dropped as unknown.
+func (o *Operator) detachLocked(bsid, sid string) {
+	m := o.m
+	delete(o.sessions, sid)
+	if m.up != nil && bsid == o.browser {
 		m.sendInternalLocked("Target.detachFromTarget", sessionParams(sid), bsid, nil)
 	}
 }
 
-func (m *Mux) closeOpSession(s *opSession) {
+func (o *Operator) closeSession(s *opSession) {
+	m := o.m
 	m.mu.Lock()
-	if m.op.sessions[s.id] == s {
-		m.opDetachLocked(m.op.browser, s.id)
+	if o.sessions[s.id] == s {
+		o.detachLocked(o.browser, s.id)
 	}
 	m.mu.Unlock()
 }
 
-// operatorBrowserEventLocked takes the browser-level events of the operator's browser session: its own
+// browserEventLocked takes the browser-level events of the operator's browser session: its own
 // attachedToTarget (a browser target: no client can attach one, attachToBrowserTarget is refused to them)
 // and its detach. It decodes targetInfo only for attach events, which are never hot. (The flips of
 // "attached" its page sessions cause are hidden with the mux's others: attachFlipHiddenLocked.)
-func (m *Mux) operatorBrowserEventLocked(method, sid string, info json.RawMessage) bool {
+func (o *Operator) browserEventLocked(method, sid string, info json.RawMessage) bool {
 	switch method {
 	case "Target.attachedToTarget":
 		var ti targetInfo
 		return json.Unmarshal(info, &ti) == nil && ti.Type == "browser"
 	case "Target.detachedFromTarget":
-		if sid == "" || sid != m.op.browser {
+		if sid == "" || sid != o.browser {
 			return false
 		}
-		m.op.browser = ""
-		for _, s := range m.op.sessions {
-			m.opGoneLocked(s, ErrDisconnected)
+		o.browser = ""
+		for _, s := range o.sessions {
+			o.goneLocked(s, ErrDisconnected)
 		}
 		return true
 	}
 	return false
 }
 
-// operatorEventLocked routes an event on a session no client owns: the operator's browser session (the
+// eventLocked routes an event on a session no client owns: the operator's browser session (the
 // detach of one of its page sessions) or a page session (screencast frames; everything else is dropped).
 // It reports whether the event was the operator's.
-func (m *Mux) operatorEventLocked(b []byte, info cdpwire.Info) bool {
-	if m.op.browser == "" {
+func (o *Operator) eventLocked(b []byte, info cdpwire.Info) bool {
+	if o.browser == "" {
 		return false
 	}
-	if info.SessionID == m.op.browser {
+	if info.SessionID == o.browser {
 		if info.Method == "Target.detachedFromTarget" {
 			var ev upEvent
 			if json.Unmarshal(b, &ev) == nil {
-				if s := m.op.sessions[ev.Params.SessionID]; s != nil {
-					m.opGoneLocked(s, ErrTargetClosed)
+				if s := o.sessions[ev.Params.SessionID]; s != nil {
+					o.goneLocked(s, ErrTargetClosed)
 				}
 			}
 		}
 		return true
 	}
-	s := m.op.sessions[info.SessionID]
+	s := o.sessions[info.SessionID]
 	if s == nil {
 		return false
 	}
@@ -401,36 +415,37 @@ func (m *Mux) operatorEventLocked(b []byte, info cdpwire.Info) bool {
 	return true
 }
 
-// opGoneLocked forgets a session the browser let go of.
-func (m *Mux) opGoneLocked(s *opSession, err error) {
-	delete(m.op.sessions, s.id)
+// goneLocked forgets a session the browser let go of.
+func (o *Operator) goneLocked(s *opSession, err error) {
+	delete(o.sessions, s.id)
 	if s.view != nil {
 		s.view.endLocked(err)
 	}
 }
 
-// operatorLostLocked ends every operator session with the browser connection.
-func (m *Mux) operatorLostLocked() {
-	m.op.browser = ""
-	for _, s := range m.op.sessions {
-		m.opGoneLocked(s, ErrDisconnected)
+// lostLocked (a feature hook) ends every operator session with the browser connection.
+func (o *Operator) lostLocked() {
+	o.browser = ""
+	for _, s := range o.sessions {
+		o.goneLocked(s, ErrDisconnected)
 	}
 }
 
 // PageInfo asks Chrome for a page's current title and URL (Target.getTargetInfo on the operator's
 // browser session) now, where Clients' title may be titleEvery older.
-func (m *Mux) PageInfo(ctx context.Context, targetID string) (title, url string, err error) {
+func (o *Operator) PageInfo(ctx context.Context, targetID string) (title, url string, err error) {
+	m := o.m
 	m.mu.Lock()
-	_, err = m.pageLocked(targetID)
+	_, err = o.pageLocked(targetID)
 	m.mu.Unlock()
 	if err != nil {
 		return "", "", err
 	}
-	bsid, err := m.browserSession(ctx)
+	bsid, err := o.browserSession(ctx)
 	if err != nil {
 		return "", "", err
 	}
-	res, err := m.opCall(ctx, "Target.getTargetInfo", map[string]any{"targetId": targetID}, bsid)
+	res, err := o.call(ctx, "Target.getTargetInfo", map[string]any{"targetId": targetID}, bsid)
 	if err != nil {
 		return "", "", err
 	}
@@ -444,36 +459,4 @@ func (m *Mux) PageInfo(ctx context.Context, targetID string) (title, url string,
 		return "", "", fmt.Errorf("mux: Target.getTargetInfo: %w", err)
 	}
 	return r.TargetInfo.Title, r.TargetInfo.URL, nil
-}
-
-// ownerInfoLocked returns Chrome's bytes b about t (a targetInfo, or an event holding one) with the
-// "attached" its owner would see without the mux's own sessions: whether the owner has a session on t.
-// Only targets the mux's sessions may have flipped pay for it (a scan of the sessions).
-func (m *Mux) ownerInfoLocked(t *target, b []byte) []byte {
-	if !m.muxAttachLocked(t) {
-		return b
-	}
-	return withAttached(b, m.ownerAttachedLocked(t))
-}
-
-func (m *Mux) ownerAttachedLocked(t *target) bool {
-	for _, s := range m.sessions {
-		if s.target == t {
-			return true
-		}
-	}
-	return false
-}
-
-// withAttached sets the "attached" of a targetInfo in Chrome's bytes b. A byte replace is exact here:
-// inside a JSON string the key's quotes would be escaped, and Chrome writes no spaces.
-func withAttached(b []byte, attached bool) []byte {
-	from, to := []byte(`"attached":true`), []byte(`"attached":false`)
-	if attached {
-		from, to = to, from
-	}
-	if !bytes.Contains(b, from) {
-		return b
-	}
-	return bytes.ReplaceAll(b, from, to)
 }

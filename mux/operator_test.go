@@ -87,7 +87,7 @@ func testOperatorInvisible(t *testing.T, tr upTransport) {
 	}
 
 	// Watching one of the watcher's tabs (a live view, a frame, input) and a thumbnail of the other.
-	v, err := m.View(ctx, p1, ViewOptions{MaxWidth: 640})
+	v, err := m.op.View(ctx, p1, ViewOptions{MaxWidth: 640})
 	if err != nil {
 		t.Fatalf("View(%s): %v", p1, err)
 	}
@@ -98,7 +98,7 @@ func testOperatorInvisible(t *testing.T, tr upTransport) {
 		t.Fatalf("Mouse: %v", err)
 	}
 	for _, id := range []string{p2, own} {
-		if _, err := m.Thumbnail(ctx, id, 200, 50); err != nil {
+		if _, err := m.op.Thumbnail(ctx, id, 200, 50); err != nil {
 			t.Fatalf("Thumbnail(%s): %v", id, err)
 		}
 	}
@@ -124,11 +124,11 @@ func testOperatorInvisible(t *testing.T, tr upTransport) {
 	}
 
 	// A human tab: created, watched, used, closed, while the clients look.
-	h, err := m.NewHumanTab(ctx, "https://login.example/")
+	h, err := m.op.NewHumanTab(ctx, "https://login.example/")
 	if err != nil {
 		t.Fatalf("NewHumanTab: %v", err)
 	}
-	hv, err := m.View(ctx, h, ViewOptions{})
+	hv, err := m.op.View(ctx, h, ViewOptions{})
 	if err != nil {
 		t.Fatalf("View(human tab): %v", err)
 	}
@@ -144,8 +144,8 @@ func testOperatorInvisible(t *testing.T, tr upTransport) {
 	if got := lister.targetIDs(); !slices.Equal(got, wantLister) {
 		t.Errorf("lister getTargets with a human tab open = %v; want %v", got, wantLister)
 	}
-	seen++                                     // the watcher's getTargets answer
-	ov, err := m.View(ctx, own, ViewOptions{}) // the lister is not attached to its tab: it must still look so
+	seen++                                        // the watcher's getTargets answer
+	ov, err := m.op.View(ctx, own, ViewOptions{}) // the lister is not attached to its tab: it must still look so
 	if err != nil {
 		t.Fatalf("View(%s): %v", own, err)
 	}
@@ -155,7 +155,7 @@ func testOperatorInvisible(t *testing.T, tr upTransport) {
 	ov.Close()
 	hv.Close()
 	v.Close()
-	if err := m.CloseHumanTab(h); err != nil {
+	if err := m.op.CloseHumanTab(h); err != nil {
 		t.Fatalf("CloseHumanTab: %v", err)
 	}
 	testkit.WaitFor(t, 5*time.Second, "human tab closed, operator sessions gone", func() bool {
@@ -208,7 +208,7 @@ func TestViewBackPressure(t *testing.T) {
 	c := newClient(t, m, "agent")
 	page := c.createTarget("https://slow.example/")
 
-	v, err := m.View(ctx, page, ViewOptions{Quality: 70, MaxWidth: 800, MaxHeight: 600, EveryNthFrame: 2})
+	v, err := m.op.View(ctx, page, ViewOptions{Quality: 70, MaxWidth: 800, MaxHeight: 600, EveryNthFrame: 2})
 	if err != nil {
 		t.Fatalf("View: %v", err)
 	}
@@ -281,7 +281,7 @@ func TestViewBackPressure(t *testing.T) {
 
 	// A viewer whose context ends leaves the same way.
 	vctx, vcancel := context.WithCancel(ctx)
-	v2, err := m.View(vctx, page, ViewOptions{})
+	v2, err := m.op.View(vctx, page, ViewOptions{})
 	if err != nil {
 		t.Fatalf("View: %v", err)
 	}
@@ -306,7 +306,7 @@ func testViewNavigations(t *testing.T, tr upTransport) {
 	c := newClient(t, m, "agent")
 	page := c.createTarget("https://nav.example/")
 	sess := c.attach(page)
-	v, err := m.View(ctx, page, ViewOptions{})
+	v, err := m.op.View(ctx, page, ViewOptions{})
 	if err != nil {
 		t.Fatalf("View: %v", err)
 	}
@@ -350,7 +350,7 @@ func TestViewInput(t *testing.T) {
 	ctx := testCtx(t)
 	c := newClient(t, m, "agent")
 	page := c.createTarget("https://form.example/")
-	v, err := m.View(ctx, page, ViewOptions{})
+	v, err := m.op.View(ctx, page, ViewOptions{})
 	if err != nil {
 		t.Fatalf("View: %v", err)
 	}
@@ -398,7 +398,7 @@ func TestViewInput(t *testing.T) {
 	}
 	// The URL the operator navigated to shows in the list (targetInfoChanged).
 	testkit.WaitFor(t, 5*time.Second, "navigated URL listed", func() bool {
-		for _, ci := range m.Clients() {
+		for _, ci := range m.op.Clients() {
 			for _, ti := range ci.Tabs {
 				if ti.ID == page && ti.URL == "https://form.example/two" && ti.Title == ti.URL && ti.Owner == "agent" && !ti.Human {
 					return true
@@ -420,7 +420,7 @@ func TestClientsTitleSetLater(t *testing.T) {
 	sess := c.attach(page)
 	c.call("Page.navigate", `{"url":"https://late.example/"}`, sess)
 	title := func() string {
-		for _, ci := range m.Clients() {
+		for _, ci := range m.op.Clients() {
 			for _, ti := range ci.Tabs {
 				if ti.ID == page {
 					return ti.Title
@@ -440,7 +440,7 @@ func TestClientsTitleSetLater(t *testing.T) {
 		t.Errorf("Clients read the titles %d times in %v; want at most one read every %v", n, elapsed, titleEvery)
 	}
 	for range 50 {
-		m.Clients()
+		m.op.Clients()
 	}
 	if got := c.all()[before:]; len(got) != 0 {
 		t.Errorf("the agent got %d messages while the operator read titles: %s", len(got), got)
@@ -474,7 +474,7 @@ func TestThumbnail(t *testing.T) {
 			before := len(fb.got("Page.captureScreenshot"))
 			tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			defer cancel()
-			got, err := m.Thumbnail(tctx, page, tt.maxWidth, tt.quality)
+			got, err := m.op.Thumbnail(tctx, page, tt.maxWidth, tt.quality)
 			if err != nil {
 				t.Fatalf("Thumbnail(%d, %d): %v", tt.maxWidth, tt.quality, err)
 			}
@@ -514,7 +514,7 @@ func TestThumbnail(t *testing.T) {
 	if got := fb.got("Emulation.setDeviceMetricsOverride"); len(got) != 0 {
 		t.Errorf("thumbnails emulated device metrics: %v", got)
 	}
-	if _, err := m.Thumbnail(ctx, "NOPE", 100, 0); !errors.Is(err, ErrNoTarget) {
+	if _, err := m.op.Thumbnail(ctx, "NOPE", 100, 0); !errors.Is(err, ErrNoTarget) {
 		t.Errorf("Thumbnail(NOPE) error = %v; want ErrNoTarget", err)
 	}
 }
@@ -525,7 +525,7 @@ func TestPageInfo(t *testing.T) {
 	ctx := testCtx(t)
 	c := newClient(t, m, "agent")
 	page := c.createTarget("https://title.example/")
-	title, url, err := m.PageInfo(ctx, page)
+	title, url, err := m.op.PageInfo(ctx, page)
 	// The fake's title is its URL.
 	if err != nil || title != "https://title.example/" || url != "https://title.example/" {
 		t.Errorf("PageInfo(%s) = %q, %q, %v; want the fake's title and URL", page, title, url, err)
@@ -533,7 +533,7 @@ func TestPageInfo(t *testing.T) {
 	if got := fb.got("Target.getTargetInfo"); len(got) != 1 || got[0].SessionID == "" {
 		t.Errorf("getTargetInfo calls %+v; want one, on the operator's browser session", got)
 	}
-	if _, _, err := m.PageInfo(ctx, "NOPE"); !errors.Is(err, ErrNoTarget) {
+	if _, _, err := m.op.PageInfo(ctx, "NOPE"); !errors.Is(err, ErrNoTarget) {
 		t.Errorf("PageInfo(NOPE) error = %v; want ErrNoTarget", err)
 	}
 }
@@ -568,7 +568,7 @@ func testHumanTabs(t *testing.T, tr upTransport) {
 	a1 := agent.createTarget("https://a1.example/")
 	var humans []string
 	for i := range 3 { // three human tabs, over a cap of one
-		h, err := m.NewHumanTab(ctx, fmt.Sprintf("https://login%d.example/", i))
+		h, err := m.op.NewHumanTab(ctx, fmt.Sprintf("https://login%d.example/", i))
 		if err != nil {
 			t.Fatalf("NewHumanTab: %v", err)
 		}
@@ -576,7 +576,7 @@ func testHumanTabs(t *testing.T, tr upTransport) {
 	}
 	a2 := agent.createTarget("https://a2.example/") // the agent's cap closes a1, nothing of the human's
 	testkit.WaitFor(t, 5*time.Second, "agent's first tab closed by its cap", func() bool { return !fb.hasTarget(a1) })
-	v, err := m.View(ctx, humans[0], ViewOptions{})
+	v, err := m.op.View(ctx, humans[0], ViewOptions{})
 	if err != nil {
 		t.Fatalf("View(human tab): %v", err)
 	}
@@ -603,7 +603,7 @@ func testHumanTabs(t *testing.T, tr upTransport) {
 		return slices.Equal(pages(persisted[HumanClient]), humans) && slices.Equal(pages(persisted["agent"]), []string{a2})
 	})
 	var listed []string
-	for _, ci := range m.Clients() {
+	for _, ci := range m.op.Clients() {
 		for _, ti := range ci.Tabs {
 			if ti.Type == "page" && ti.Human {
 				listed = append(listed, ti.ID)
@@ -616,10 +616,10 @@ func testHumanTabs(t *testing.T, tr upTransport) {
 	if !slices.Equal(listed, humans) {
 		t.Errorf("Clients() human pages = %v; want %v", listed, humans)
 	}
-	if err := m.CloseHumanTab(a2); !errors.Is(err, ErrNotHumanTab) {
+	if err := m.op.CloseHumanTab(a2); !errors.Is(err, ErrNotHumanTab) {
 		t.Errorf("CloseHumanTab(agent's tab) = %v; want ErrNotHumanTab", err)
 	}
-	if err := m.CloseHumanTab(humans[2]); err != nil {
+	if err := m.op.CloseHumanTab(humans[2]); err != nil {
 		t.Fatalf("CloseHumanTab: %v", err)
 	}
 	testkit.WaitFor(t, 5*time.Second, "human tab closed", func() bool { return !fb.hasTarget(humans[2]) })
@@ -634,7 +634,7 @@ func testHumanTabs(t *testing.T, tr upTransport) {
 	if graceOn() {
 		t.Fatal("human client in its grace period while a viewer watches its tab")
 	}
-	v2, err := m.View(ctx, humans[1], ViewOptions{})
+	v2, err := m.op.View(ctx, humans[1], ViewOptions{})
 	if err != nil {
 		t.Fatalf("View: %v", err)
 	}
@@ -666,7 +666,7 @@ func TestViewMaxFPS(t *testing.T) {
 	page := c.createTarget("https://fast.example/")
 	const fps = 10
 	const gap = time.Second / fps
-	v, err := m.View(ctx, page, ViewOptions{MaxFPS: fps})
+	v, err := m.op.View(ctx, page, ViewOptions{MaxFPS: fps})
 	if err != nil {
 		t.Fatalf("View: %v", err)
 	}

@@ -57,8 +57,9 @@ func (m *Mux) addTargetLocked(t *target) {
 
 func (m *Mux) removeTargetLocked(t *target) {
 	t.closeOnRelease = false // it is gone already
-	m.endHoldLocked(t, "the tab closed")
-	m.tabGoneLocked(t)
+	for _, f := range m.features {
+		f.targetGoneLocked(t)
+	}
 	delete(m.targets, t.id)
 	for i, o := range m.order {
 		if o == t {
@@ -96,9 +97,9 @@ func (m *Mux) attributeLocked(t *target, appeared bool) (owner *client, park *pa
 			}
 		}
 	}
-	if appeared && m.creating != nil && t.opener == "" && (t.typ == "page" || t.typ == "tab") && len(m.creating.claimed) < maxClaims {
-		m.creating.claimed = append(m.creating.claimed, t)
-		return m.creating.cl, m.creating.park, true
+	if appeared && m.cr.inFlight != nil && t.opener == "" && (t.typ == "page" || t.typ == "tab") && len(m.cr.inFlight.claimed) < maxClaims {
+		m.cr.inFlight.claimed = append(m.cr.inFlight.claimed, t)
+		return m.cr.inFlight.cl, m.cr.inFlight.park, true
 	}
 	return nil, nil, false
 }
@@ -125,88 +126,17 @@ func (m *Mux) ownLocked(t *target, cl *client, park *parked) {
 	t.owner = cl
 	m.touchTargetLocked(t)
 	m.ownershipChangedLocked()
-	m.tabStepLocked(t) // before a stray one closes: the timeline shows what the client opened
+	m.taps.tabStepLocked(t) // before a stray one closes: the timeline shows what the client opened
 	if m.closeStrayLocked(t) {
 		return
 	}
 	if t.info != nil {
-		m.deliverTargetEventLocked(t, eventFrame("Target.targetCreated", targetInfoParams(t.info)).head)
+		m.at.deliverTargetEventLocked(t, eventFrame("Target.targetCreated", targetInfoParams(t.info)).head)
 	}
-	m.maybeAutoAttachLocked(t, park)
+	m.at.maybeAutoAttachLocked(t, park)
 	if t.typ == "page" {
 		m.enforceTabCapLocked(cl, t)
 	}
-}
-
-type createRec struct {
-	c       *conn     // nil for a human tab's create (NewHumanTab)
-	cl      *client   // the owner-to-be: c's client, or the human client
-	park    *parked   // nil for a human tab's create
-	claimed []*target // tabs and pages attributed to this create while it was pending, in Chrome's order;
-	// their events are held back (the early-event buffer, bounded by maxClaims) until the answer says
-	// which of them the create made, then replayed in Chrome's order before the answer.
-}
-
-// maxClaims bounds what one pending create may hold back (a create makes a tab and a page).
-const maxClaims = 16
-
-// settleClaimsLocked keeps, of what appeared while a create was pending, only the created page and the tab
-// nearest to it in Chrome's announcements (a create makes one of each). Anything else (the startup tab
-// of a just-launched browser, a human's new window) goes back to nobody.
-func (m *Mux) settleClaimsLocked(rec *createRec, page *target) {
-	pos := -1
-	for i, t := range rec.claimed {
-		if t == page {
-			pos = i
-		}
-	}
-	var tab *target
-	bestD := 0
-	for i, t := range rec.claimed {
-		if t.typ != "tab" {
-			continue
-		}
-		d := i
-		if pos >= 0 {
-			d = dist(i, pos)
-		}
-		if tab == nil || d < bestD || (d == bestD && i < pos) { // on a tie, the tab announced before its page
-			tab, bestD = t, d
-		}
-	}
-	for _, t := range rec.claimed {
-		if !t.held {
-			continue
-		}
-		t.held = false
-		if t != page && t != tab {
-			m.log.Debug().Str("target", t.id).Str("type", t.typ).Msg("appeared during a create but not made by it: left to nobody")
-			t.owner = nil
-			continue
-		}
-		if !t.closing {
-			m.ownLocked(t, rec.cl, rec.park)
-		}
-	}
-	if tab != nil && pos >= 0 {
-		tab.page = page
-	}
-}
-
-// abandonCreateLocked lets go of what a create that got no answer had claimed.
-func (m *Mux) abandonCreateLocked(rec *createRec) {
-	for _, t := range rec.claimed {
-		if t.held {
-			t.held, t.owner = false, nil
-		}
-	}
-}
-
-func dist(a, b int) int {
-	if a > b {
-		return a - b
-	}
-	return b - a
 }
 
 // rebuildLocked re-derives ownership from a fresh getTargets after every (re)connect: owned targets that
@@ -296,7 +226,7 @@ func (m *Mux) closeTargetLocked(t *target) {
 		if pages <= 1 {
 			t.owner = nil
 			t.autoConn = nil
-			m.tabGoneLocked(t)
+			m.taps.tabGoneLocked(t)
 			m.ownershipChangedLocked()
 			return
 		}
@@ -418,7 +348,9 @@ func (m *Mux) expireClientLocked(cl *client) {
 	}
 	cl.grace = nil
 	delete(m.clients, cl.id)
-	m.dropUploadsLocked(cl)
+	for _, f := range m.features {
+		f.clientGoneLocked(cl)
+	}
 	m.ownershipChangedLocked()
 }
 

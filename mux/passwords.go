@@ -62,7 +62,8 @@ func (p *passwords) keep(text string) {
 }
 
 // checkPasswordLocked starts the check of a client's Input.insertText b on sess, which was just forwarded.
-func (m *Mux) checkPasswordLocked(cl *client, sess *session, b []byte) {
+func (tp *Taps) checkPasswordLocked(cl *client, sess *session, b []byte) {
+	m := tp.m
 	var msg struct {
 		Params struct {
 			Text string `json:"text"`
@@ -89,14 +90,15 @@ func (m *Mux) checkPasswordLocked(cl *client, sess *session, b []byte) {
 	}
 	p.checks[ck] = true
 	m.wg.Add(1) // under mu and before closed is set: Serve's Wait covers it
-	go func() { defer m.wg.Done(); m.runPasswordCheck(cl, ck) }()
+	go func() { defer m.wg.Done(); tp.runPasswordCheck(cl, ck) }()
 }
 
 // runPasswordCheck asks ck's page and records the answer.
-func (m *Mux) runPasswordCheck(cl *client, ck *passwordCheck) {
+func (tp *Taps) runPasswordCheck(cl *client, ck *passwordCheck) {
+	m := tp.m
 	ctx, cancel := context.WithTimeout(context.Background(), passwordCheckTimeout)
 	defer cancel()
-	pw, err := m.focusedPassword(ctx, ck.page.id, ck.text)
+	pw, err := tp.focusedPassword(ctx, ck.page.id, ck.text)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err != nil || pw || m.targets[ck.page.id] != ck.page || ck.page.url != ck.url {
@@ -115,17 +117,18 @@ func (m *Mux) runPasswordCheck(cl *client, ck *passwordCheck) {
 // the order their checks ended, a text that could not be checked included. It first waits, bounded by ctx,
 // for the checks of the texts the client has sent; a text whose check has not ended when ctx does is
 // returned too. A client the mux has forgotten (its grace period ended) has only the people's.
-func (m *Mux) PasswordTexts(ctx context.Context, clientID string) []string {
+func (tp *Taps) PasswordTexts(ctx context.Context, clientID string) []string {
+	m := tp.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for {
 		cl := m.clients[clientID]
 		if cl == nil {
-			return m.personPw.texts()
+			return tp.personPw.texts()
 		}
 		idle := cl.pw.idle
 		if idle == nil {
-			return append(m.personPw.texts(), cl.pw.texts...)
+			return append(tp.personPw.texts(), cl.pw.texts...)
 		}
 		m.mu.Unlock()
 		select {
@@ -133,7 +136,7 @@ func (m *Mux) PasswordTexts(ctx context.Context, clientID string) []string {
 			m.mu.Lock()
 		case <-ctx.Done():
 			m.mu.Lock()
-			out := append(m.personPw.texts(), cl.pw.texts...)
+			out := append(tp.personPw.texts(), cl.pw.texts...)
 			for ck := range cl.pw.checks {
 				out = append(out, ck.text)
 			}
@@ -144,19 +147,20 @@ func (m *Mux) PasswordTexts(ctx context.Context, clientID string) []string {
 
 // focusedPassword reports whether the focused element of page targetID is a password input (see
 // focusedPasswordJS), asked through an operator session that lives for the question only.
-func (m *Mux) focusedPassword(ctx context.Context, targetID, text string) (bool, error) {
-	s, err := m.opAttach(ctx, targetID, nil)
+func (tp *Taps) focusedPassword(ctx context.Context, targetID, text string) (bool, error) {
+	m := tp.m
+	s, err := m.op.attach(ctx, targetID, nil)
 	if err != nil {
 		return false, err
 	}
-	defer m.closeOpSession(s)
+	defer m.op.closeSession(s)
 	arg := []byte("null")
 	if len(text) <= maxValueSearch {
 		if arg, err = json.Marshal(text); err != nil {
 			return false, err
 		}
 	}
-	res, err := m.opCall(ctx, "Runtime.evaluate", map[string]any{
+	res, err := m.op.call(ctx, "Runtime.evaluate", map[string]any{
 		"expression":    "(" + focusedPasswordJS + ")(" + string(arg) + ")",
 		"returnByValue": true,
 		"silent":        true, // no pause on an exception, nothing in the console

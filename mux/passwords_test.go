@@ -75,7 +75,7 @@ func TestPasswordTexts(t *testing.T) {
 			seen := string(eval("JSON.stringify([seen, document.visibilityState, innerWidth, innerHeight])"))
 			events := len(c.all())
 			result[struct{}](t, c.call("Input.insertText", fmt.Sprintf(`{"text":%q}`, tt.text), s))
-			got := m.PasswordTexts(ctx, "task-pw")
+			got := m.taps.PasswordTexts(ctx, "task-pw")
 			if tt.want {
 				want = append(want, tt.text)
 			}
@@ -103,7 +103,7 @@ func TestPasswordTexts(t *testing.T) {
 		c.sendRaw(fmt.Sprintf(`{"id":7002,"method":"Runtime.evaluate","params":{"expression":"document.getElementById('go').focus()"},"sessionId":%q}`, s))
 		c.waitID("7001")
 		c.waitID("7002")
-		got := m.PasswordTexts(ctx, "task-pw")
+		got := m.taps.PasswordTexts(ctx, "task-pw")
 		if !slices.Contains(got, "quick-pw") {
 			t.Errorf("PasswordTexts = %q; want it to hold quick-pw", got)
 		}
@@ -112,10 +112,10 @@ func TestPasswordTexts(t *testing.T) {
 		}
 	})
 
-	if got := m.PasswordTexts(ctx, "nobody"); got != nil {
+	if got := m.taps.PasswordTexts(ctx, "nobody"); got != nil {
 		t.Errorf("PasswordTexts of an unknown client = %q; want none", got)
 	}
-	for _, text := range m.PasswordTexts(ctx, "task-pw") {
+	for _, text := range m.taps.PasswordTexts(ctx, "task-pw") {
 		if strings.Contains(text, "plain") || strings.Contains(text, "text") {
 			t.Errorf("PasswordTexts holds %q, typed into a text field", text)
 		}

@@ -90,9 +90,9 @@ func (v *View) notePersonInput(ctx context.Context, pasted string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if pasted != "" && r.Result.Value != nil {
-		m.personPw.kept.keep(pasted) // the paste itself, whatever else the field holds
+		m.taps.personPw.kept.keep(pasted) // the paste itself, whatever else the field holds
 	}
-	m.personPw.noteLocked(v, value)
+	m.taps.personPw.noteLocked(v, value)
 }
 
 // focusedPasswordValueJS follows document.activeElement through open shadow roots and same-origin frames,

@@ -34,7 +34,7 @@ func TestPersonPasswords(t *testing.T) {
 		return r.Result.Value
 	}
 	waitEval(t, eval, "window.ready === true")
-	v, err := m.View(ctx, tab, ViewOptions{})
+	v, err := m.op.View(ctx, tab, ViewOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,13 +43,13 @@ func TestPersonPasswords(t *testing.T) {
 	}
 	// The tab is the person's now: the test reads and focuses it on an operator session of its own (a
 	// click of the person's would move focus).
-	op, err := m.opAttach(ctx, tab, nil)
+	op, err := m.op.attach(ctx, tab, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	eval = func(expr string) json.RawMessage {
 		t.Helper()
-		res, err := m.opCall(ctx, "Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true}, op.id)
+		res, err := m.op.call(ctx, "Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true}, op.id)
 		var r struct {
 			Result struct {
 				Value json.RawMessage `json:"value"`
@@ -89,7 +89,7 @@ func TestPersonPasswords(t *testing.T) {
 		t.Fatalf("the field holds %s after typing; want typed-pw-1", got)
 	}
 	for _, id := range []string{"task-a", "task-b", "gone"} {
-		if got := m.PasswordTexts(ctx, id); !slices.Contains(got, "typed-pw-1") || slices.Contains(got, "alice") {
+		if got := m.taps.PasswordTexts(ctx, id); !slices.Contains(got, "typed-pw-1") || slices.Contains(got, "alice") {
 			t.Errorf("PasswordTexts(%s) while typing = %q; want typed-pw-1 and not alice", id, got)
 		}
 	}
@@ -104,7 +104,7 @@ func TestPersonPasswords(t *testing.T) {
 	if err := v.Close(); err != nil {
 		t.Fatal(err)
 	}
-	got := m.PasswordTexts(ctx, "task-a")
+	got := m.taps.PasswordTexts(ctx, "task-a")
 	for _, want := range []string{"typed-pw-1", "pasted-pw-2"} {
 		if !slices.Contains(got, want) {
 			t.Errorf("PasswordTexts after the view ended = %q; want %s in it", got, want)
@@ -115,5 +115,5 @@ func TestPersonPasswords(t *testing.T) {
 			t.Errorf("PasswordTexts holds %q: text typed into a text field, or a password's prefix", text)
 		}
 	}
-	m.closeOpSession(op)
+	m.op.closeSession(op)
 }

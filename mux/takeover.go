@@ -55,7 +55,7 @@ func (v *View) Hold(holder string) error {
 		// comes to the front. (Watching alone never does this; taking over is the person acting.)
 		m.sendInternalLocked("Page.bringToFront", nil, v.sess.id, nil)
 		m.log.Info().Str("target", t.id).Str("owner", ownerID(t)).Msg("tab taken over by a person")
-		m.holdStepLocked(t, HoldTaken, holder, "")
+		m.taps.holdStepLocked(t, HoldTaken, holder, "")
 	} else if h.holder != holder {
 		return ErrHeldByOther
 	}
@@ -73,7 +73,7 @@ func (v *View) Release() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if v.holdingLocked() {
-		m.endHoldLocked(v.sess.target, released)
+		m.op.endHoldLocked(v.sess.target, released)
 	}
 }
 
@@ -111,20 +111,21 @@ func (v *View) unholdLocked() {
 		return
 	}
 	if m.cfg.HoldGrace == Off || m.closed {
-		m.endHoldLocked(t, "its viewer left")
+		m.op.endHoldLocked(t, "its viewer left")
 		return
 	}
 	h.grace = time.AfterFunc(m.cfg.HoldGrace, func() {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		if t.hold == h && len(h.views) == 0 {
-			m.endHoldLocked(t, "its viewer has been gone for the grace period")
+			m.op.endHoldLocked(t, "its viewer has been gone for the grace period")
 		}
 	})
 }
 
 // endHoldLocked ends t's hold, whatever views hold it (Release, grace, the tab closing).
-func (m *Mux) endHoldLocked(t *target, why string) {
+func (o *Operator) endHoldLocked(t *target, why string) {
+	m := o.m
 	h := t.hold
 	if h == nil {
 		return
@@ -133,12 +134,12 @@ func (m *Mux) endHoldLocked(t *target, why string) {
 		h.grace.Stop()
 	}
 	t.hold = nil
-	m.jarGen.Add(1) // what the person typed may have logged the store in (JarChanges)
+	m.taps.jarGen.Add(1) // what the person typed may have logged the store in (JarChanges)
 	m.log.Info().Str("target", t.id).Str("owner", ownerID(t)).Str("why", why).Msg("tab given back by a person")
 	if why == released {
 		why = "" // the timeline says why only when the holder did not let go
 	}
-	m.holdStepLocked(t, HoldReleased, h.holder, why)
+	m.taps.holdStepLocked(t, HoldReleased, h.holder, why)
 	if t.closeOnRelease {
 		t.closeOnRelease = false
 		if m.targets[t.id] == t {
@@ -172,3 +173,6 @@ func ownerID(t *target) string {
 	}
 	return t.owner.id
 }
+
+// targetGoneLocked (a feature hook) ends the hold of a tab that closed.
+func (o *Operator) targetGoneLocked(t *target) { o.endHoldLocked(t, "the tab closed") }

@@ -11,7 +11,7 @@ import (
 )
 
 func heldBy(m *Mux, tid string) string {
-	for _, ci := range m.Clients() {
+	for _, ci := range m.op.Clients() {
 		for _, tab := range ci.Tabs {
 			if tab.ID == tid {
 				return tab.HeldBy
@@ -41,7 +41,7 @@ func TestHoldRules(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	v, err := m.View(ctx, pa, ViewOptions{})
+	v, err := m.op.View(ctx, pa, ViewOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestHoldRules(t *testing.T) {
 	if got := heldBy(m, pa); got != "alice" {
 		t.Fatalf("Clients shows the tab held by %q; want alice", got)
 	}
-	other, err := m.View(ctx, pa, ViewOptions{})
+	other, err := m.op.View(ctx, pa, ViewOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestHoldSurvivesOwnersBrowserClose(t *testing.T) {
 	a := newClient(t, m, "a")
 	held := a.createTarget("https://a.example/held")
 	other := a.createTarget("https://a.example/other")
-	v, err := m.View(context.Background(), held, ViewOptions{})
+	v, err := m.op.View(context.Background(), held, ViewOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestHoldGraceAndTabCap(t *testing.T) {
 	pa := a.createTarget("https://a.example/")
 	sa := a.attach(pa)
 	ctx := context.Background()
-	v, err := m.View(ctx, pa, ViewOptions{})
+	v, err := m.op.View(ctx, pa, ViewOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestHoldGraceAndTabCap(t *testing.T) {
 	if r := a.call("Runtime.evaluate", `{"expression":"1"}`, sa); r.Error == nil || r.Error.Message != HeldMessage {
 		t.Fatalf("right after the holder's view closed: %+v; want the hold kept for the grace", r.Error)
 	}
-	back, err := m.View(ctx, pa, ViewOptions{})
+	back, err := m.op.View(ctx, pa, ViewOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestHoldGraceAndTabCap(t *testing.T) {
 	}
 
 	// The tab closing ends its hold.
-	w, err := m.View(ctx, second, ViewOptions{})
+	w, err := m.op.View(ctx, second, ViewOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,15 +34,16 @@ var thumbCast = json.RawMessage(`{"format":"jpeg","quality":1,"maxWidth":16,"max
 // unscaled), at quality 1-100 (0: 60; a capture already no wider than maxWidth comes as Chrome made it, at
 // a quality of at least that). It uses a short-lived operator session; ctx bounds the whole capture. The
 // capture changes nothing the page or its owner can see: no activation, focus, viewport or emulation.
-func (m *Mux) Thumbnail(ctx context.Context, targetID string, maxWidth, quality int) ([]byte, error) {
+func (o *Operator) Thumbnail(ctx context.Context, targetID string, maxWidth, quality int) ([]byte, error) {
+	m := o.m
 	if quality <= 0 || quality > 100 {
 		quality = 60
 	}
-	s, err := m.opAttach(ctx, targetID, nil)
+	s, err := o.attach(ctx, targetID, nil)
 	if err != nil {
 		return nil, err
 	}
-	defer m.closeOpSession(s)
+	defer o.closeSession(s)
 	q := quality
 	if maxWidth > 0 {
 		q = max(quality, thumbQuality)
@@ -50,9 +51,9 @@ func (m *Mux) Thumbnail(ctx context.Context, targetID string, maxWidth, quality 
 	m.mu.Lock()
 	m.sendInternalLocked("Page.startScreencast", thumbCast, s.id, nil) // its frames go nowhere (s has no view)
 	m.mu.Unlock()
-	res, err := m.opCall(ctx, "Page.captureScreenshot", json.RawMessage(fmt.Sprintf(`{"format":"jpeg","quality":%d}`, q)), s.id)
+	res, err := o.call(ctx, "Page.captureScreenshot", json.RawMessage(fmt.Sprintf(`{"format":"jpeg","quality":%d}`, q)), s.id)
 	m.mu.Lock()
-	if m.op.sessions[s.id] == s {
+	if o.sessions[s.id] == s {
 		m.sendInternalLocked("Page.stopScreencast", nil, s.id, nil)
 	}
 	m.mu.Unlock()

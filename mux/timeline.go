@@ -72,20 +72,21 @@ type tabLine struct {
 // tabStepLocked passes what changed of page t since the timeline last told of it: a TabCreated when it
 // became a client's, a TabNavigated when its URL changed or its title was learnt. Call it wherever t's
 // owner, URL or title may have changed.
-func (m *Mux) tabStepLocked(t *target) {
+func (tp *Taps) tabStepLocked(t *target) {
+	m := tp.m
 	if m.cfg.Hooks.Timeline == nil || t.typ != "page" || t.closing {
 		return
 	}
 	l := &t.line
 	if t.owner != nil && l.client != "" && t.owner.id != l.client {
-		m.tabGoneLocked(t) // passed from one client to another: the first lost it
+		tp.tabGoneLocked(t) // passed from one client to another: the first lost it
 	}
 	if l.client == "" {
 		if t.owner == nil || t.owner.id == HumanClient {
 			return
 		}
 		l.client = t.owner.id
-		m.timelineLocked(TimelineEvent{Client: l.client, Tab: t.id, Kind: TabCreated, URL: t.url})
+		tp.timelineLocked(TimelineEvent{Client: l.client, Tab: t.id, Kind: TabCreated, URL: t.url})
 	}
 	if t.owner == nil || t.url == "" {
 		return // let go of (its client's grace ran out): it closes, nothing more is its client's
@@ -96,29 +97,29 @@ func (m *Mux) tabStepLocked(t *target) {
 		*l = tabLine{client: l.client, url: t.url, title: title, titled: true}
 	case t.url != l.url && (l.url != "" || t.url != "about:blank"):
 		*l = tabLine{client: l.client, url: t.url, title: title, until: time.Now().Add(titleWait)}
-		m.timelineLocked(TimelineEvent{Client: l.client, Tab: t.id, Kind: TabNavigated, URL: t.url, Title: title})
-		m.readTitlesLocked()
+		tp.timelineLocked(TimelineEvent{Client: l.client, Tab: t.id, Kind: TabNavigated, URL: t.url, Title: title})
+		tp.readTitlesLocked()
 	case !l.titled && title != "" && title != l.title:
 		l.title, l.titled = title, true
-		m.timelineLocked(TimelineEvent{Client: l.client, Tab: t.id, Kind: TabNavigated, URL: t.url, Title: title})
+		tp.timelineLocked(TimelineEvent{Client: l.client, Tab: t.id, Kind: TabNavigated, URL: t.url, Title: title})
 	}
 }
 
 // tabGoneLocked passes the TabClosed of a page that closed or that its client lost.
-func (m *Mux) tabGoneLocked(t *target) {
+func (tp *Taps) tabGoneLocked(t *target) {
 	if t.line.client == "" {
 		return
 	}
-	m.timelineLocked(TimelineEvent{Client: t.line.client, Tab: t.id, Kind: TabClosed, URL: t.url})
+	tp.timelineLocked(TimelineEvent{Client: t.line.client, Tab: t.id, Kind: TabClosed, URL: t.url})
 	t.line = tabLine{}
 }
 
 // holdStepLocked passes a person's hold of a client's page taken or ended.
-func (m *Mux) holdStepLocked(t *target, kind, by, why string) {
+func (tp *Taps) holdStepLocked(t *target, kind, by, why string) {
 	if t.line.client == "" {
 		return // a human tab, or no timeline
 	}
-	m.timelineLocked(TimelineEvent{Client: t.line.client, Tab: t.id, Kind: kind, URL: t.url, By: by, Why: why})
+	tp.timelineLocked(TimelineEvent{Client: t.line.client, Tab: t.id, Kind: kind, URL: t.url, By: by, Why: why})
 }
 
 // documentTitle is title unless it is Chrome's stand-in for a page whose document set none: the URL
@@ -135,30 +136,32 @@ func documentTitle(url, title string) string {
 }
 
 // timelineLocked queues ev for Hooks.Timeline.
-func (m *Mux) timelineLocked(ev TimelineEvent) {
+func (tp *Taps) timelineLocked(ev TimelineEvent) {
+	m := tp.m
 	if m.cfg.Hooks.Timeline == nil || m.closed {
 		return
 	}
-	if len(m.tl.queue) >= maxTimelineQueue {
-		m.tl.dropped++
+	if len(tp.tl.queue) >= maxTimelineQueue {
+		tp.tl.dropped++
 		return
 	}
 	ev.At = time.Now()
-	m.tl.queue = append(m.tl.queue, ev)
-	notify(m.tl.wake)
+	tp.tl.queue = append(tp.tl.queue, ev)
+	notify(tp.tl.wake)
 }
 
 // runTimelineHook passes the queued steps to Hooks.Timeline in order until ctx ends, and then what was
 // queued by then.
-func (m *Mux) runTimelineHook(ctx context.Context) {
+func (tp *Taps) runTimelineHook(ctx context.Context) {
+	m := tp.m
 	hook := m.cfg.Hooks.Timeline
 	if hook == nil {
 		return
 	}
 	pass := func() {
 		m.mu.Lock()
-		q, dropped := m.tl.queue, m.tl.dropped
-		m.tl.queue, m.tl.dropped = nil, 0
+		q, dropped := tp.tl.queue, tp.tl.dropped
+		tp.tl.queue, tp.tl.dropped = nil, 0
 		m.mu.Unlock()
 		if dropped > 0 {
 			m.log.Warn().Int("dropped", dropped).Int("queued", maxTimelineQueue).Msg("timeline hook too slow: steps dropped")
@@ -172,41 +175,46 @@ func (m *Mux) runTimelineHook(ctx context.Context) {
 		case <-ctx.Done():
 			pass()
 			return
-		case <-m.tl.wake:
+		case <-tp.tl.wake:
 			pass()
 		}
 	}
 }
 
 // readTitlesLocked schedules the next read of the titles, unless one is due.
-func (m *Mux) readTitlesLocked() {
-	if m.tl.poll == nil && !m.closed {
-		m.tl.poll = time.AfterFunc(titleEvery, m.pollTitles)
+func (tp *Taps) readTitlesLocked() {
+	m := tp.m
+	if tp.tl.poll == nil && !m.closed {
+		tp.tl.poll = time.AfterFunc(titleEvery, tp.pollTitles)
 	}
 }
 
 // pollTitles reads the titles while a page waits for its own; the answer passes each to tabStepLocked.
-func (m *Mux) pollTitles() {
+func (tp *Taps) pollTitles() {
+	m := tp.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.tl.poll = nil
+	tp.tl.poll = nil
 	if m.closed {
 		return
 	}
 	now := time.Now()
 	for _, t := range m.order {
 		if l := &t.line; l.client != "" && !l.titled && now.Before(l.until) {
-			m.refreshTitlesLocked()
-			m.readTitlesLocked()
+			m.op.refreshTitlesLocked()
+			tp.readTitlesLocked()
 			return
 		}
 	}
 }
 
-// stopTimelineLocked stops the reads of the titles: the mux is closing.
-func (m *Mux) stopTimelineLocked() {
-	if m.tl.poll != nil {
-		m.tl.poll.Stop()
-		m.tl.poll = nil
+// closeLocked (a feature hook) stops the reads of the titles: the mux is closing.
+func (tp *Taps) closeLocked() {
+	if tp.tl.poll != nil {
+		tp.tl.poll.Stop()
+		tp.tl.poll = nil
 	}
 }
+
+// targetGoneLocked (a feature hook) notes that a tab closed.
+func (tp *Taps) targetGoneLocked(t *target) { tp.tabGoneLocked(t) }

@@ -102,7 +102,7 @@ func TestTimelineSteps(t *testing.T) {
 	result[struct{}](t, a.call("Page.navigate", fmt.Sprintf(`{"url":%q}`, srv.URL+"/one"), s))
 	rec.waitStep(t, tab, fmt.Sprintf(`task-a tab_navigated %s/one "Page one"`, srv.URL))
 
-	v, err := m.View(ctx, tab, ViewOptions{})
+	v, err := m.op.View(ctx, tab, ViewOptions{})
 	if err != nil {
 		t.Fatalf("View: %v", err)
 	}
@@ -121,7 +121,7 @@ func TestTimelineSteps(t *testing.T) {
 	result[struct{}](t, a.call("Target.closeTarget", fmt.Sprintf(`{"targetId":%q}`, tab), ""))
 	rec.waitStep(t, tab, "task-a tab_closed "+srv.URL+"/untitled")
 
-	human, err := m.NewHumanTab(ctx, srv.URL+"/human")
+	human, err := m.op.NewHumanTab(ctx, srv.URL+"/human")
 	if err != nil {
 		t.Fatalf("NewHumanTab: %v", err)
 	}

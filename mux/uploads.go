@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 
 	"vibebrowser/mux/clientid"
+	"vibebrowser/mux/downloads"
 )
 
 // Files a client hands the browser (SPEC §13, §20): the mux opens each itself, as the store's agent user where
@@ -29,6 +30,16 @@ const fileRule = "a client may hand the browser only regular files outside the m
 	"where it has one, may read itself: the mux opens the file itself and the browser gets its copy"
 
 // fileRefusal is a file the rule refuses, with why.
+// uploads is the clients' file copies for the browser: the folder, made on first use, that holds them.
+type uploads struct {
+	noHooks
+	m *Mux
+	// Guarded by Mux.mu: dir is the folder of the copies once made; own when it is a temporary folder of
+	// the mux's own, removed when it closes.
+	dir string
+	own bool
+}
+
 type fileRefusal struct{ why string }
 
 func (r *fileRefusal) Error() string { return r.why }
@@ -38,29 +49,31 @@ func refuseFile(format string, args ...any) error {
 }
 
 // uploadCopy opens path for client id by the rule and returns the path of the browser's copy of it.
-func (m *Mux) uploadCopy(id, path string) (string, error) {
-	f, err := m.files.open(path, m.ownDirs(id), m.cfg.Agent)
+func (u *uploads) uploadCopy(id, path string) (string, error) {
+	m := u.m
+	f, err := m.files.open(path, u.ownDirs(id), m.cfg.Agent)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
-	return m.copyForBrowser(id, filepath.Base(f.Name()), f)
+	return u.copyForBrowser(id, filepath.Base(f.Name()), f)
 }
 
 // copyForBrowser copies src into a new folder of client id's under UploadsDir, as name, readable by the
 // browser user only, and returns its path.
-func (m *Mux) copyForBrowser(id, name string, src io.Reader) (string, error) {
-	root, err := m.uploadRoot()
+func (u *uploads) copyForBrowser(id, name string, src io.Reader) (string, error) {
+	m := u.m
+	root, err := u.uploadRoot()
 	if err != nil {
 		return "", err
 	}
 	var r [12]byte
 	rand.Read(r[:])
 	dir := filepath.Join(root, id, hex.EncodeToString(r[:]))
-	if err := m.browserFolder(filepath.Dir(dir)); err != nil {
+	if err := u.browserFolder(filepath.Dir(dir)); err != nil {
 		return "", err
 	}
-	if err := m.browserFolder(dir); err != nil {
+	if err := u.browserFolder(dir); err != nil {
 		return "", err
 	}
 	dst := filepath.Join(dir, name)
@@ -68,7 +81,7 @@ func (m *Mux) copyForBrowser(id, name string, src io.Reader) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := m.fillFile(out, m.cfg.Browser, src); err != nil {
+	if err := downloads.FillFile(out, m.cfg.Browser, m.stoppable(src)); err != nil {
 		os.RemoveAll(dir)
 		return "", fmt.Errorf("copy for the browser: %w", err)
 	}
@@ -77,16 +90,17 @@ func (m *Mux) copyForBrowser(id, name string, src io.Reader) (string, error) {
 
 // uploadRoot is the store's uploads folder, made on first use: under the downloads folder when there is one,
 // else a folder of the mux's own for its lifetime.
-func (m *Mux) uploadRoot() (string, error) {
+func (u *uploads) uploadRoot() (string, error) {
+	m := u.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.uploads != "" {
-		return m.uploads, nil
+	if u.dir != "" {
+		return u.dir, nil
 	}
 	dir := ""
 	if m.cfg.DownloadDir != "" {
 		dir = filepath.Join(m.cfg.DownloadDir, UploadsDir)
-		if err := m.browserFolder(dir); err != nil {
+		if err := u.browserFolder(dir); err != nil {
 			return "", err
 		}
 	} else {
@@ -94,17 +108,18 @@ func (m *Mux) uploadRoot() (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if err := m.browserFolder(d); err != nil {
+		if err := u.browserFolder(d); err != nil {
 			return "", err
 		}
-		dir, m.ownUploads = d, true
+		dir, u.own = d, true
 	}
-	m.uploads = dir
+	u.dir = dir
 	return dir, nil
 }
 
 // browserFolder makes dir (0700), the browser user's where the store's Chromium runs as one.
-func (m *Mux) browserFolder(dir string) error {
+func (u *uploads) browserFolder(dir string) error {
+	m := u.m
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
@@ -121,16 +136,17 @@ func (m *Mux) browserFolder(dir string) error {
 	return nil
 }
 
-// dropUploadsLocked removes client cl's copies once its tabs are gone.
-func (m *Mux) dropUploadsLocked(cl *client) {
-	if m.uploads != "" {
-		os.RemoveAll(filepath.Join(m.uploads, cl.id))
+// clientGoneLocked removes client cl's copies once its tabs are gone (a feature hook).
+func (u *uploads) clientGoneLocked(cl *client) {
+	if u.dir != "" {
+		os.RemoveAll(filepath.Join(u.dir, cl.id))
 	}
 }
 
 // ownDirs are the folders under the home that client id's files may come from: its downloads folder (its
 // task's, for a --worker slot) and the store's agent area.
-func (m *Mux) ownDirs(id string) []string {
+func (u *uploads) ownDirs(id string) []string {
+	m := u.m
 	var own []string
 	if m.cfg.DownloadDir != "" {
 		own = append(own, filepath.Join(m.cfg.DownloadDir, clientid.OwnerDir(id)))
@@ -139,4 +155,12 @@ func (m *Mux) ownDirs(id string) []string {
 		own = append(own, m.cfg.AgentDir)
 	}
 	return own
+}
+
+// closeLocked (a feature hook) removes the uploads folder when it is a temporary folder of the mux's own; a
+// store's uploads stay with its clients' tabs.
+func (u *uploads) closeLocked() {
+	if u.own {
+		os.RemoveAll(u.dir)
+	}
 }

@@ -222,7 +222,7 @@ func (m *Mux) runConnection(ctx context.Context, up *upstream, version map[strin
 	}
 	m.up = up
 	if (m.fresh || m.cfg.LaunchedEachConnection) && m.cfg.Hooks.Launched != nil {
-		m.launchedLocked(ctx)
+		m.launch.startLocked(ctx)
 	}
 	if version != nil {
 		m.version = version
@@ -233,8 +233,10 @@ func (m *Mux) runConnection(ctx context.Context, up *upstream, version map[strin
 	// Discovery of everything (tabs included) tells the mux every target and its opener; Chrome replays
 	// the existing ones as targetCreated before answering.
 	m.sendInternalLocked("Target.setDiscoverTargets", []byte(`{"discover":true,"filter":[{}]}`), "", nil)
-	m.startAutoAttachLocked(up)
-	m.downloadsConnectedLocked()
+	m.at.startAutoAttachLocked(up)
+	for _, f := range m.features {
+		f.connectedLocked()
+	}
 	m.sendInternalLocked("Target.getTargets", []byte(`{"filter":[{}]}`), "", m.rebuildLocked)
 	if version == nil {
 		m.sendInternalLocked("Browser.getVersion", nil, "", m.versionLocked)
@@ -331,11 +333,11 @@ func (m *Mux) upstreamLostLocked(up *upstream) {
 	for _, p := range pend {
 		m.failPendingLocked(p, codeInternal, "Browser disconnected")
 	}
-	if m.creating != nil {
-		m.abandonCreateLocked(m.creating)
+	if m.cr.inFlight != nil {
+		m.cr.abandonCreateLocked(m.cr.inFlight)
 	}
-	m.creating = nil
-	for _, q := range m.createQ {
+	m.cr.inFlight = nil
+	for _, q := range m.cr.queue {
 		if q.human != nil {
 			q.human.finish("", ErrDisconnected)
 			continue
@@ -344,7 +346,7 @@ func (m *Mux) upstreamLostLocked(up *upstream) {
 			m.sendLocked(q.c, errorFrame(q.msg[q.info.IDStart:q.info.IDEnd], q.info.SessionID, codeInternal, "Browser disconnected"))
 		}
 	}
-	m.createQ = nil
+	m.cr.queue = nil
 	for sid, s := range m.sessions {
 		if c := s.owner.conn; c != nil {
 			p := append([]byte(`{"sessionId":`), appendJSONString(nil, sid)...)
@@ -358,6 +360,8 @@ func (m *Mux) upstreamLostLocked(up *upstream) {
 	for _, t := range m.targets {
 		t.autoConn, t.awaitAuto, t.lettingGo = nil, false, 0
 	}
-	m.autoReplay, m.autoOn = false, false
-	m.operatorLostLocked()
+	m.at.autoReplay, m.at.autoOn = false, false
+	for _, f := range m.features {
+		f.lostLocked()
+	}
 }

@@ -91,7 +91,8 @@ type View struct {
 // View starts watching a page. ctx bounds the view's whole life: when it ends the view closes, as by
 // Close. While a view of a human tab is open, the human client counts as connected (its tabs are kept).
 // Watching changes nothing the tab's owner can observe: no activation, focus, viewport or emulation.
-func (m *Mux) View(ctx context.Context, targetID string, opt ViewOptions) (*View, error) {
+func (o *Operator) View(ctx context.Context, targetID string, opt ViewOptions) (*View, error) {
+	m := o.m
 	p := map[string]any{"format": "jpeg", "quality": opt.Quality}
 	if opt.Quality <= 0 || opt.Quality > 100 {
 		p["quality"] = 60
@@ -113,17 +114,17 @@ func (m *Mux) View(ctx context.Context, targetID string, opt ViewOptions) (*View
 	if opt.MaxFPS > 0 {
 		v.gap = time.Second / time.Duration(opt.MaxFPS)
 	}
-	s, err := m.opAttach(ctx, targetID, v)
+	s, err := o.attach(ctx, targetID, v)
 	if err != nil {
 		return nil, err
 	}
 	// Page events on this session only (no effect on the page or its owner's sessions): navigations
 	// say when a hidden tab needs rendering again (nudgeLocked).
-	if _, err := m.opCall(ctx, "Page.enable", nil, s.id); err != nil {
+	if _, err := o.call(ctx, "Page.enable", nil, s.id); err != nil {
 		v.Close()
 		return nil, err
 	}
-	if _, err := m.opCall(ctx, "Page.startScreencast", json.RawMessage(params), s.id); err != nil {
+	if _, err := o.call(ctx, "Page.startScreencast", json.RawMessage(params), s.id); err != nil {
 		v.Close()
 		return nil, err
 	}
@@ -181,7 +182,7 @@ func (v *View) endLocked(err error) {
 	m := v.m
 	v.ended, v.err = true, err
 	m.op.views--
-	m.personPw.settleLocked(v)
+	m.taps.personPw.settleLocked(v)
 	v.unholdLocked()
 	if v.castT != nil {
 		v.castT.Stop()
@@ -460,7 +461,7 @@ func (v *View) Close() error {
 	if !v.ended {
 		if s := v.sess; s != nil && m.op.sessions[s.id] == s {
 			m.sendInternalLocked("Page.stopScreencast", nil, s.id, nil)
-			m.opDetachLocked(m.op.browser, s.id)
+			m.op.detachLocked(m.op.browser, s.id)
 		}
 		v.endLocked(ErrViewClosed)
 	}
@@ -482,7 +483,7 @@ func (v *View) call(ctx context.Context, method string, params any) ([]byte, err
 	if ended {
 		return nil, err
 	}
-	return m.opCall(ctx, method, params, s.id)
+	return m.op.call(ctx, method, params, s.id)
 }
 
 // Modifier bits of MouseEvent.Modifiers and KeyEvent.Modifiers (CDP's).

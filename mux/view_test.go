@@ -30,7 +30,7 @@ func TestViewNudgesAQuietPage(t *testing.T) {
 	ctx := testCtx(t)
 	c := newClient(t, m, "agent")
 	page := c.createTarget("https://quiet.example/")
-	v, err := m.View(ctx, page, ViewOptions{})
+	v, err := m.op.View(ctx, page, ViewOptions{})
 	if err != nil {
 		t.Fatalf("View: %v", err)
 	}

@@ -27,7 +27,8 @@ func filterMatch(f []targetFilter, typ string) bool {
 
 // setDiscoverLocked virtualises discovery per client (browser level) or per session (chromedp sends it on
 // its page session): Chrome's is browser-wide and would announce every tenant's targets.
-func (m *Mux) setDiscoverLocked(c *conn, sess *session, id []byte, p *cmdParams) {
+func (a *attachments) setDiscoverLocked(c *conn, sess *session, id []byte, p *cmdParams) {
+	m := a.m
 	sid := ""
 	if sess != nil {
 		sid = sess.id
@@ -38,7 +39,7 @@ func (m *Mux) setDiscoverLocked(c *conn, sess *session, id []byte, p *cmdParams)
 	if p.Discover {
 		for _, t := range m.order {
 			if t.owner == c.cl && !t.closing && t.info != nil && filterMatch(p.Filter, t.typ) {
-				m.sendLocked(c, withSession(eventFrame("Target.targetCreated", targetInfoParams(m.ownerInfoLocked(t, t.info))), sid))
+				m.sendLocked(c, withSession(eventFrame("Target.targetCreated", targetInfoParams(a.ownerInfoLocked(t, t.info))), sid))
 			}
 		}
 	}
@@ -47,12 +48,13 @@ func (m *Mux) setDiscoverLocked(c *conn, sess *session, id []byte, p *cmdParams)
 
 // deliverTargetEventLocked sends a discovery event about t (Chrome's bytes b) to wherever its owner
 // asked for discovery: the connection and any of its sessions.
-func (m *Mux) deliverTargetEventLocked(t *target, b []byte) {
+func (a *attachments) deliverTargetEventLocked(t *target, b []byte) {
+	m := a.m
 	if t.owner == nil || t.owner.conn == nil {
 		return
 	}
 	c := t.owner.conn
-	b = m.ownerInfoLocked(t, b)
+	b = a.ownerInfoLocked(t, b)
 	if c.discover && filterMatch(c.discoverFilter, t.typ) {
 		m.sendLocked(c, wholeFrame(b))
 	}
@@ -68,7 +70,8 @@ func (m *Mux) deliverTargetEventLocked(t *target, b []byte) {
 // sessions, and its waitForDebuggerOnStart would pause other clients' and humans' tabs. The mux attaches
 // the client to its own targets itself, before answering, as Chrome would; a new page comes paused from
 // the mux's own auto-attach (autoattach.go).
-func (m *Mux) setAutoAttachLocked(c *conn, id []byte, p *cmdParams) {
+func (a *attachments) setAutoAttachLocked(c *conn, id []byte, p *cmdParams) {
+	m := a.m
 	c.autoAttach = p.AutoAttach
 	c.autoFilter = p.Filter
 	c.autoWait = p.WaitForDebuggerOnStart
@@ -76,7 +79,7 @@ func (m *Mux) setAutoAttachLocked(c *conn, id []byte, p *cmdParams) {
 	if p.AutoAttach {
 		for _, t := range m.order {
 			if t.owner == c.cl && !t.closing && t.autoConn != c && filterMatch(p.Filter, t.typ) {
-				m.autoAttachLocked(t, c, park)
+				a.autoAttachLocked(t, c, park)
 			}
 		}
 	}
@@ -84,7 +87,8 @@ func (m *Mux) setAutoAttachLocked(c *conn, id []byte, p *cmdParams) {
 }
 
 // autoAttachLocked attaches c to its target t, holding park until Chrome announced the session.
-func (m *Mux) autoAttachLocked(t *target, c *conn, park *parked) {
+func (a *attachments) autoAttachLocked(t *target, c *conn, park *parked) {
+	m := a.m
 	t.autoConn = c
 	if park != nil {
 		park.waits++
@@ -102,9 +106,9 @@ func (m *Mux) autoAttachLocked(t *target, c *conn, park *parked) {
 }
 
 // maybeAutoAttachLocked does the virtual auto-attach of t for its owner, when the owner asked for it.
-func (m *Mux) maybeAutoAttachLocked(t *target, park *parked) {
-	if c := m.autoAttachConnLocked(t); c != nil {
-		m.autoAttachLocked(t, c, park)
+func (a *attachments) maybeAutoAttachLocked(t *target, park *parked) {
+	if c := a.autoAttachConnLocked(t); c != nil {
+		a.autoAttachLocked(t, c, park)
 	}
 }
 
@@ -113,7 +117,7 @@ func (m *Mux) maybeAutoAttachLocked(t *target, park *parked) {
 // and has none of t yet. Nil for a target held for a create (attached when the create is answered), one
 // closing, a page whose paused auto-attach from Chrome is still due (it gets that one), and children:
 // frames and dedicated workers attach inside their parent's session, as on Chrome.
-func (m *Mux) autoAttachConnLocked(t *target) *conn {
+func (a *attachments) autoAttachConnLocked(t *target) *conn {
 	if t.owner == nil || t.held || t.closing || t.awaitAuto {
 		return nil
 	}

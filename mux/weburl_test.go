@@ -167,11 +167,11 @@ func TestOperatorBrowserPages(t *testing.T) {
 	agentTab := c.createTarget("https://example.com/")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	h, err := m.NewHumanTab(ctx, "chrome://version")
+	h, err := m.op.NewHumanTab(ctx, "chrome://version")
 	if err != nil {
 		t.Fatalf("NewHumanTab(chrome://version): %v", err)
 	}
-	hv, err := m.View(ctx, h, ViewOptions{})
+	hv, err := m.op.View(ctx, h, ViewOptions{})
 	if err != nil {
 		t.Fatalf("View(human tab): %v", err)
 	}
@@ -179,7 +179,7 @@ func TestOperatorBrowserPages(t *testing.T) {
 	if err := hv.Navigate(ctx, "chrome://settings"); err != nil {
 		t.Fatalf("human tab Navigate(chrome://settings): %v", err)
 	}
-	av, err := m.View(ctx, agentTab, ViewOptions{})
+	av, err := m.op.View(ctx, agentTab, ViewOptions{})
 	if err != nil {
 		t.Fatalf("View(agent's tab): %v", err)
 	}

@@ -57,7 +57,7 @@ func benchLogins(ctx context.Context, env *benchEnv) ([]Row, error) {
 	// written by cp unless it is the jar cp last wrote.
 	checkpoint := func(cp *logins.Checkpointer) (time.Duration, int, error) {
 		t0 := time.Now()
-		raw, err := m.Cookies(ctx)
+		raw, err := m.Operator().Cookies(ctx)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -109,7 +109,7 @@ func benchLogins(ctx context.Context, env *benchEnv) ([]Row, error) {
 	samples = samples[:0]
 	for range 10 {
 		t0 := time.Now()
-		if err := m.SetCookies(ctx, logins.Params(jar.Cookies)); err != nil {
+		if err := m.Operator().SetCookies(ctx, logins.Params(jar.Cookies)); err != nil {
 			return nil, err
 		}
 		samples = append(samples, time.Since(t0))
@@ -144,7 +144,7 @@ func fillJar(ctx context.Context, m *mux.Mux, n int) error {
 			HTTPOnly: i%10 == 0, Expires: float64(time.Now().Add(365 * 24 * time.Hour).Unix())}
 	}
 	b, _ := json.Marshal(ps)
-	return m.SetCookies(ctx, b)
+	return m.Operator().SetCookies(ctx, b)
 }
 
 // The conditions of the eval cell: no checkpoints; the manager's (logins.Pace: eval calls are scripts, read
@@ -188,7 +188,7 @@ func benchCheckpointLoad(ctx context.Context, m *mux.Mux, modes benchModes,
 	tick := func(cond int) error {
 		switch cond {
 		case loadPace:
-			changes, scripts := m.JarChanges(), m.JarScripts()
+			changes, scripts := m.Taps().JarChanges(), m.Taps().JarScripts()
 			if !pace.Due(time.Now(), checkpointEvery, changes, scripts) {
 				return nil
 			}

@@ -265,7 +265,7 @@ func benchViewer(ctx context.Context, m *mux.Mux, modes benchModes) ([]Row, erro
 	watch := func() ([]time.Duration, time.Duration, int, error) {
 		vctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		v, err := m.View(vctx, clients[0].target, ui.LiveView)
+		v, err := m.Operator().View(vctx, clients[0].target, ui.LiveView)
 		if err != nil {
 			return nil, 0, 0, err
 		}

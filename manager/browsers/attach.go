@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"vibebrowser/mux"
+	"vibebrowser/mux/downloads"
 	"vibebrowser/mux/errdefs"
 	"vibebrowser/mux/sys/osuser"
 	"vibebrowser/state"
@@ -38,13 +39,13 @@ func (f *Fleet) attachMux(ctx context.Context, s *slot, sp Spec, be backend, h h
 	var hooks mux.Hooks
 	hooks.OwnershipChanged = func(o map[string][]string) { f.saveOwnership(sp.Key, o) }
 	if f.hooks.Downloaded != nil {
-		hooks.Downloaded = func(d mux.Download) { f.hooks.Downloaded(sp, d) }
+		hooks.Downloaded = func(d downloads.Download) { f.hooks.Downloaded(sp, d) }
 	}
 	if f.hooks.DownloadRoom != nil {
 		hooks.DownloadRoom = func(dir string) int64 { return f.hooks.DownloadRoom(sp, dir) }
 	}
 	if f.hooks.DownloadCut != nil {
-		hooks.DownloadCut = func(d mux.Download) { f.hooks.DownloadCut(sp, d) }
+		hooks.DownloadCut = func(d downloads.Download) { f.hooks.DownloadCut(sp, d) }
 	}
 	if f.hooks.Timeline != nil {
 		hooks.Timeline = func(ev mux.TimelineEvent) { f.hooks.Timeline(sp, ev) }

@@ -8,9 +8,10 @@ import (
 	"strings"
 
 	"vibebrowser/mux"
+	"vibebrowser/mux/downloads"
 )
 
-// sweepPartials removes the mux's unfinished copies (mux.PartialSuffix) that a manager which died
+// sweepPartials removes the mux's unfinished copies (downloads.PartialSuffix) that a manager which died
 // mid-download left in the owner folders. It runs at boot before any browser is adopted, while no mux of
 // this manager is copying. A file under a final name is always complete: the mux links it there only when
 // it is.
@@ -46,7 +47,7 @@ func (f *Fleet) sweepDownloads(which func(slug string) (incoming, partials bool)
 		}
 		incoming, partials := which(slug.Name())
 		if incoming {
-			removed += f.removeEntries(filepath.Join(root, slug.Name(), mux.IncomingDir), func(string) bool { return true })
+			removed += f.removeEntries(filepath.Join(root, slug.Name(), downloads.IncomingDir), func(string) bool { return true })
 			// The copies of files clients handed the browser (mux.UploadsDir) went with its tabs.
 			removed += f.removeEntries(filepath.Join(root, slug.Name(), mux.UploadsDir), func(string) bool { return true })
 		}
@@ -55,9 +56,9 @@ func (f *Fleet) sweepDownloads(which func(slug string) (incoming, partials bool)
 		}
 		owners, _ := os.ReadDir(filepath.Join(root, slug.Name()))
 		for _, o := range owners {
-			if o.IsDir() && o.Name() != mux.IncomingDir && o.Name() != mux.UploadsDir {
+			if o.IsDir() && o.Name() != downloads.IncomingDir && o.Name() != mux.UploadsDir {
 				removed += f.removeEntries(filepath.Join(root, slug.Name(), o.Name()), func(name string) bool {
-					return strings.HasSuffix(name, mux.PartialSuffix)
+					return strings.HasSuffix(name, downloads.PartialSuffix)
 				})
 			}
 		}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"vibebrowser/integration/testkit"
-	"vibebrowser/mux"
+	"vibebrowser/mux/downloads"
 )
 
 func TestSweepDownloadsAtBoot(t *testing.T) {
@@ -18,8 +18,8 @@ func TestSweepDownloadsAtBoot(t *testing.T) {
 		"shop/.incoming/0f3c.crdownload",
 		"shop/.incoming/77aa",
 		"shop/a1b2c3d4/report.csv",
-		"shop/a1b2c3d4/.download-123"+mux.PartialSuffix,
-		"shop/aux/.download-9"+mux.PartialSuffix,
+		"shop/a1b2c3d4/.download-123"+downloads.PartialSuffix,
+		"shop/aux/.download-9"+downloads.PartialSuffix,
 		"shop/aux/kept.pdf",
 	)
 	if err := f.Boot(context.Background()); err != nil {

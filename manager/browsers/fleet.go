@@ -19,6 +19,7 @@ import (
 	"vibebrowser/manager/seal"
 	"vibebrowser/manager/snapshot"
 	"vibebrowser/mux"
+	"vibebrowser/mux/downloads"
 	"vibebrowser/state"
 )
 
@@ -86,10 +87,10 @@ type Hooks struct {
 	// its error is logged, not fatal.
 	Starting func(ctx context.Context, sp Spec) error
 	// Downloaded files a download that the mux of sp's browser saw finish.
-	Downloaded func(sp Spec, d mux.Download)
+	Downloaded func(sp Spec, d downloads.Download)
 	// DownloadRoom and DownloadCut are the muxes' hooks of the same names (mux.Hooks), for sp's browser.
 	DownloadRoom func(sp Spec, ownerDir string) int64
-	DownloadCut  func(sp Spec, d mux.Download)
+	DownloadCut  func(sp Spec, d downloads.Download)
 	// Timeline takes a step of a task's tab that the mux of sp's browser saw (SPEC §15).
 	Timeline func(sp Spec, ev mux.TimelineEvent)
 }

@@ -30,11 +30,11 @@ func TestAWatchedBrowserIsNotIdle(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	tab, err := in.Mux().NewHumanTab(ctx, "about:blank")
+	tab, err := in.Mux().Operator().NewHumanTab(ctx, "about:blank")
 	if err != nil {
 		t.Fatal(err)
 	}
-	view, err := in.Mux().View(ctx, tab, mux.ViewOptions{MaxFPS: 10, MaxWidth: 640})
+	view, err := in.Mux().Operator().View(ctx, tab, mux.ViewOptions{MaxFPS: 10, MaxWidth: 640})
 	if err != nil {
 		t.Fatal(err)
 	}

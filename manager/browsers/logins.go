@@ -85,7 +85,7 @@ func (k *loginKeeper) run(served <-chan struct{}) {
 		case <-tick.C:
 		}
 		k.mu.Lock()
-		due := k.pace.Due(time.Now(), k.f.cfg.LoginCheckpoint, k.mx.JarChanges(), k.mx.JarScripts())
+		due := k.pace.Due(time.Now(), k.f.cfg.LoginCheckpoint, k.mx.Taps().JarChanges(), k.mx.Taps().JarScripts())
 		k.mu.Unlock()
 		if due {
 			ctx, cancel := context.WithTimeout(context.Background(), checkpointBound)
@@ -132,7 +132,7 @@ func (k *loginKeeper) checkpoint(ctx context.Context) (int, error) {
 var errRestoreDue = errors.New("the browser was launched again and its login is not restored yet")
 
 func (k *loginKeeper) checkpointLocked(ctx context.Context) (n int, err error) {
-	launch := k.mx.Launches()
+	launch := k.mx.Taps().Launches()
 	if launch != k.launch {
 		return 0, nil // its restore comes first, then reads again (settle)
 	}
@@ -146,12 +146,12 @@ func (k *loginKeeper) checkpointLocked(ctx context.Context) (n int, err error) {
 		}
 		k.f.checkpoints.WithLabelValues(result).Inc()
 	}()
-	changes, scripts := k.mx.JarChanges(), k.mx.JarScripts()
-	raw, err := k.mx.Cookies(ctx)
+	changes, scripts := k.mx.Taps().JarChanges(), k.mx.Taps().JarScripts()
+	raw, err := k.mx.Operator().Cookies(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("read the cookie jar: %w", err)
 	}
-	if k.mx.Launches() != launch {
+	if k.mx.Taps().Launches() != launch {
 		return 0, errRestoreDue
 	}
 	if k.cp.Key == nil {
@@ -176,7 +176,7 @@ func (k *loginKeeper) launched(ctx context.Context) {
 	defer cancel()
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	launch := k.mx.Launches()
+	launch := k.mx.Taps().Launches()
 	n, age, err := k.restore(ctx)
 	// Checkpoints go on from this browser's jar, read again at once: the restore's cookies are in it now, and
 	// a checkpoint that does not open is replaced by it.
@@ -228,7 +228,7 @@ func (k *loginKeeper) restore(ctx context.Context) (int, time.Duration, error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	raw, err := k.mx.Cookies(ctx)
+	raw, err := k.mx.Operator().Cookies(ctx)
 	if err != nil {
 		return 0, 0, fmt.Errorf("%w: read the cookie jar: %w", errBrowserCall, err)
 	}
@@ -243,18 +243,18 @@ func (k *loginKeeper) restore(ctx context.Context) (int, time.Duration, error) {
 	if len(missing) == 0 {
 		return 0, 0, nil
 	}
-	if err := k.mx.SetCookies(ctx, logins.Params(missing)); err != nil {
+	if err := k.mx.Operator().SetCookies(ctx, logins.Params(missing)); err != nil {
 		if !errors.As(err, new(*cdpwire.CallError)) {
 			return 0, 0, fmt.Errorf("%w: set the cookies back: %w", errBrowserCall, err)
 		}
 		// Chrome refuses the whole batch for one cookie it cannot parse: set them one by one.
 		for _, c := range missing {
-			k.mx.SetCookies(ctx, logins.Params([]logins.Cookie{c}))
+			k.mx.Operator().SetCookies(ctx, logins.Params([]logins.Cookie{c}))
 		}
 	}
 	// Chrome drops a cookie it will not take (SameSite=None without Secure, say) without a word: count what
 	// the jar holds now.
-	if raw, err = k.mx.Cookies(ctx); err != nil {
+	if raw, err = k.mx.Operator().Cookies(ctx); err != nil {
 		return 0, 0, fmt.Errorf("%w: read the cookie jar: %w", errBrowserCall, err)
 	}
 	if have, err = logins.ParseCookies(raw); err != nil {

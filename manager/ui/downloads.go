@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"vibebrowser/manager/api"
-	"vibebrowser/mux"
+	"vibebrowser/mux/downloads"
 )
 
 // The store page's downloads (SPEC §12): each owner's files (a task's, aux, manual, human, unattributed),
@@ -43,7 +43,7 @@ func downloadGroups(ds []api.Download, tasks map[string]bool, now time.Time) []d
 		g := byOwner[d.OwnerDir]
 		if g == nil {
 			g = &downloadGroup{Owner: d.OwnerDir, Label: ownerLabel(d.OwnerDir, tasks), Files: []downloadRow{}}
-			if d.OwnerDir != mux.UnattributedDir && (tasks[d.OwnerDir] || api.ValidTaskID(d.OwnerDir)) {
+			if d.OwnerDir != downloads.UnattributedDir && (tasks[d.OwnerDir] || api.ValidTaskID(d.OwnerDir)) {
 				g.Page = taskHref(d.OwnerDir)
 			}
 			byOwner[d.OwnerDir] = g
@@ -70,7 +70,7 @@ func downloadGroups(ds []api.Download, tasks map[string]bool, now time.Time) []d
 // ownerLabel says what an owner folder is, in words.
 func ownerLabel(owner string, tasks map[string]bool) string {
 	switch {
-	case owner == mux.UnattributedDir:
+	case owner == downloads.UnattributedDir:
 		return "downloads of tabs no client here opened"
 	case tasks[owner] || api.ValidTaskID(owner):
 		return "task (its --worker slots included)"

@@ -19,6 +19,7 @@ import (
 	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/api"
 	"vibebrowser/mux"
+	"vibebrowser/mux/downloads"
 )
 
 // fakeBrowser is a running browser's operator API with fixed clients; its views record their input.
@@ -231,7 +232,7 @@ func storeUI(t *testing.T) (*uiUnderTest, *fakeBrowser) {
 				{OwnerDir: "aux", Name: "payout.pdf", Size: 10, Path: "/h/downloads/shop/aux/payout.pdf", At: now.Add(-30 * time.Minute)},
 				{OwnerDir: task, Name: "orders (1).csv", Size: 3 << 20, Path: "/h/downloads/shop/" + task + "/orders (1).csv", At: now.Add(-time.Minute)},
 			},
-			"web": {{OwnerDir: mux.UnattributedDir, Name: "x.bin", Size: 1, Path: "/h/downloads/_web/unattributed/x.bin", At: now}},
+			"web": {{OwnerDir: downloads.UnattributedDir, Name: "x.bin", Size: 1, Path: "/h/downloads/_web/unattributed/x.bin", At: now}},
 		}}
 	return startUI(t, src), fb
 }

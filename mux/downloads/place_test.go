@@ -1,0 +1,46 @@
+package downloads
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// TestDownloadCopiesAcrossFileSystems: where a hard link cannot be made (the client's folder on another
+// file system, as /tmp on tmpfs often is), the file is copied under a partial name and renamed, so it is
+// complete whenever it has its final name, and never over an existing file.
+func TestDownloadCopiesAcrossFileSystems(t *testing.T) {
+	other, err := os.MkdirTemp("/dev/shm", "vibe-dl-")
+	if err != nil {
+		t.Skip("no /dev/shm to put a second file system under the test")
+	}
+	t.Cleanup(func() { os.RemoveAll(other) })
+	dir := t.TempDir()
+	var a, b syscall.Stat_t
+	if syscall.Stat(other, &a) != nil || syscall.Stat(dir, &b) != nil || a.Dev == b.Dev {
+		t.Skip("/dev/shm is on the test's own file system")
+	}
+	src := filepath.Join(dir, "src")
+	if err := os.WriteFile(src, []byte("content"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(other, "r.csv"), []byte("theirs"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Filer{}.PlaceUnique(src, other, "r.csv")
+	if err != nil || got != filepath.Join(other, "r (1).csv") {
+		t.Fatalf("placeUnique across file systems = %q, %v; want %s", got, err, filepath.Join(other, "r (1).csv"))
+	}
+	if err := (Filer{}).PlaceExact(src, filepath.Join(other, "guid")); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"r.csv": "theirs", "r (1).csv": "content", "guid": "content"} {
+		if b, err := os.ReadFile(filepath.Join(other, name)); err != nil || string(b) != want {
+			t.Errorf("%s holds %q, %v; want %q", name, b, err, want)
+		}
+	}
+	if entries, _ := os.ReadDir(other); len(entries) != 3 {
+		t.Errorf("the client's folder holds %d entries; want 3 (no partial copy left)", len(entries))
+	}
+}
