@@ -18,8 +18,8 @@ var browsersMayNot = []string{"vibebrowser/manager/ui", "vibebrowser/manager/cli
 
 // TestImportGraph keeps the arrows pointing one way: the manager never imports the shim, the shim imports
 // only the API contract and leaf packages, the mux knows nothing of the manager or its state, the browser
-// lifecycle knows nothing of the daemon around it, and state is a leaf: the daemon's storage knows no
-// package of the daemon's.
+// lifecycle knows nothing of the daemon around it, the CLI and doctor link no daemon (only its
+// configuration), and state is a leaf: the daemon's storage knows no package of the daemon's.
 func TestImportGraph(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}{{range .Deps}} {{.}}{{end}}", "vibebrowser/...").Output()
 	if err != nil {
@@ -34,6 +34,7 @@ func TestImportGraph(t *testing.T) {
 		isMux := pkg == "vibebrowser/mux" || strings.HasPrefix(pkg, "vibebrowser/mux/")
 		isState := pkg == "vibebrowser/state"
 		isBrowsers := pkg == "vibebrowser/manager/browsers"
+		isClient := pkg == "vibebrowser/manager/cli" || pkg == "vibebrowser/manager/doctor"
 		if isShim || isManager {
 			seen++
 		}
@@ -46,6 +47,9 @@ func TestImportGraph(t *testing.T) {
 			}
 			if isBrowsers && slices.Contains(browsersMayNot, dep) {
 				t.Errorf("%s imports %s; the browser lifecycle knows the daemon only through its hooks", pkg, dep)
+			}
+			if isClient && dep == "vibebrowser/manager" {
+				t.Errorf("%s imports %s; the CLI and doctor read the daemon's configuration from manager/config, never the daemon", pkg, dep)
 			}
 			if isState && strings.HasPrefix(dep, "vibebrowser/") {
 				t.Errorf("%s imports %s; state must import nothing of this module", pkg, dep)

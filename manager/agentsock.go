@@ -127,7 +127,7 @@ func (m *Manager) agentUID(ctx context.Context, storeID string) (browsers.Spec, 
 	if err != nil {
 		return sp, 0, "", err
 	}
-	bc := m.cfg.browsers()
+	bc := m.cfg.Browsers()
 	agent, err := bc.Agent(sp)
 	if err != nil {
 		return sp, 0, "", err

@@ -30,9 +30,9 @@ const downloadPruneEvery = time.Hour
 // downloadDir is the folder client id's downloads land in on sp's browser (the shim's VIBE_DOWNLOAD_DIR),
 // created so that an agent can look in it before its first download.
 func (m *Manager) downloadDir(sp browsers.Spec, id string) string {
-	dir := m.cfg.path("downloads", sp.Slug, clientid.OwnerDir(id))
+	dir := m.cfg.Path("downloads", sp.Slug, clientid.OwnerDir(id))
 	err := os.MkdirAll(dir, 0o700)
-	if bc := m.cfg.browsers(); err == nil {
+	if bc := m.cfg.Browsers(); err == nil {
 		// A bounded store's: its agent user's own, and no one else's (SPEC §14).
 		if agent, aerr := bc.Agent(sp); aerr == nil && agent != nil {
 			err = agent.Chown(dir)
@@ -237,7 +237,7 @@ func (m *Manager) pruneDownloads(ctx context.Context, now time.Time) {
 		for k, s := range slugs {
 			keys[s] = k
 		}
-		root := m.cfg.path("downloads")
+		root := m.cfg.Path("downloads")
 		dirs, err := os.ReadDir(root)
 		if err != nil {
 			return err

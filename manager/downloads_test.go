@@ -14,6 +14,7 @@ import (
 	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/browsers"
+	"vibebrowser/manager/config"
 	"vibebrowser/mux"
 	"vibebrowser/state"
 )
@@ -25,11 +26,11 @@ func tempManager(t *testing.T, env map[string]string) *Manager {
 	for k, v := range env {
 		vars[k] = v
 	}
-	cfg, err := FromEnv(func(k string) string { return vars[k] })
+	cfg, err := config.FromEnv(func(k string) string { return vars[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := state.Open(cfg.path("state.db"))
+	db, err := state.Open(cfg.Path("state.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func TestPruneDownloads(t *testing.T) {
 	if _, err := m.db.UpsertTask(ctx, state.Task{ID: busy, StoreID: sp.Key, Status: state.TaskRunning, LeaseUntil: now.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
-	root := m.cfg.path("downloads")
+	root := m.cfg.Path("downloads")
 	testkit.WriteFiles(t, root, old, sp.Slug+"/"+gone+"/old.csv", sp.Slug+"/"+busy+"/old.csv", sp.Slug+"/manual/old.csv",
 		"_web/unattributed/old.bin", sp.Slug+"/.incoming/old.crdownload", "removed-store/aux/old.csv")
 	testkit.WriteFiles(t, root, old, sp.Slug+"/"+fresh+"/old.csv")

@@ -11,6 +11,7 @@ import (
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/apierr"
 	"vibebrowser/manager/browsers"
+	"vibebrowser/manager/config"
 	"vibebrowser/manager/ui"
 	"vibebrowser/mux/clientid"
 	"vibebrowser/state"
@@ -265,7 +266,7 @@ func (m *Manager) handleWriteWrappers(r *http.Request) (any, error) {
 func (m *Manager) handleUILogin(*http.Request) (any, error) {
 	if m.ui == nil {
 		return nil, fmt.Errorf("%w: the web UI is off (VIBE_UI_ADDR=off); set VIBE_UI_ADDR to a host:port "+
-			"(default %s) and restart the manager", apierr.ErrUnavailable, DefaultUIAddr)
+			"(default %s) and restart the manager", apierr.ErrUnavailable, config.DefaultUIAddr)
 	}
 	return m.ui.NewLogin(), nil
 }
@@ -276,7 +277,7 @@ func (m *Manager) handleStoreLogin(r *http.Request) (any, error) {
 	ctx := r.Context()
 	if m.ui == nil {
 		return nil, fmt.Errorf("%w: the web UI is off (VIBE_UI_ADDR=off), and a store is logged in through it; "+
-			"set VIBE_UI_ADDR to a host:port (default %s) and restart the manager", apierr.ErrUnavailable, DefaultUIAddr)
+			"set VIBE_UI_ADDR to a host:port (default %s) and restart the manager", apierr.ErrUnavailable, config.DefaultUIAddr)
 	}
 	var req api.StoreLoginRequest
 	if err := decode(r, &req); err != nil {

@@ -53,7 +53,7 @@ func (m *Manager) handleRestore(r *http.Request) (any, error) {
 		return nil, err
 	}
 	return api.Restored{Snapshot: snapshotView(res.Info), Files: res.Files, Checkpoint: res.Jar != nil,
-		Profile: m.cfg.path("profiles", sp.Slug)}, nil
+		Profile: m.cfg.Path("profiles", sp.Slug)}, nil
 }
 
 // snapshotSpec is the browser ref names: a store by name, slug or id, or the web browser ("web").

@@ -20,6 +20,7 @@ import (
 
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/browsers"
+	"vibebrowser/manager/config"
 	"vibebrowser/manager/notify"
 	"vibebrowser/manager/reaper"
 	"vibebrowser/manager/timeline"
@@ -29,7 +30,7 @@ import (
 
 // Manager is the running daemon: its state, browsers and API.
 type Manager struct {
-	cfg     *Config
+	cfg     *config.Config
 	root    zerolog.Logger // without a component: each component's logger derives from it
 	log     zerolog.Logger // the manager's own
 	db      *state.DB
@@ -58,11 +59,11 @@ type Manager struct {
 
 // newManager assembles a manager on an open state database; Run serves it. root is the daemon's root
 // logger, without a component: each component's logger derives from it.
-func newManager(ctx context.Context, cfg *Config, root zerolog.Logger, db *state.DB, version string) *Manager {
+func newManager(ctx context.Context, cfg *config.Config, root zerolog.Logger, db *state.DB, version string) *Manager {
 	m := &Manager{cfg: cfg, root: root, log: root.With().Str("component", "manager").Logger(), db: db,
 		version: version, ctx: ctx, leased: map[string]leaseMark{},
 		exitIPs: &exitIPs{ctx: ctx, url: cfg.ProxyCheckURL, seen: map[string]exitIP{}}}
-	m.fleet = browsers.New(ctx, cfg.browsers(), db, root, browsers.Hooks{Note: m.note,
+	m.fleet = browsers.New(ctx, cfg.Browsers(), db, root, browsers.Hooks{Note: m.note,
 		Starting: m.writeWrapperFor, Downloaded: m.recordDownload, DownloadRoom: m.downloadRoom,
 		DownloadCut: m.downloadCut, Timeline: m.tabStep})
 	m.timeline = m.newTimeline()
@@ -76,14 +77,14 @@ func newManager(ctx context.Context, cfg *Config, root zerolog.Logger, db *state
 // Run is `vibe-browser serve`: it holds the home's lock, serves the API on its socket and runs until ctx
 // ends, then passes the quit barrier. log is the root logger; every component derives its own from it. The
 // caller installs signal handling before calling Run (a first signal cancels ctx; a second exits at once).
-func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) error {
-	for _, dir := range []string{cfg.Home, cfg.path("run"), cfg.path("bin"), cfg.path("bh-tmp"),
-		cfg.path("profiles"), cfg.path("downloads")} {
+func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, version string) error {
+	for _, dir := range []string{cfg.Home, cfg.Path("run"), cfg.Path("bin"), cfg.Path("bh-tmp"),
+		cfg.Path("profiles"), cfg.Path("downloads")} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("create %s: %w", dir, err)
 		}
 	}
-	lockPath := cfg.path("run", "manager.lock")
+	lockPath := cfg.Path("run", "manager.lock")
 	lock := flock.New(lockPath, flock.SetPermissions(0o600))
 	ok, err := lock.TryLock()
 	if err != nil {
@@ -115,7 +116,7 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 	if uiLn != nil {
 		bound = append(bound, uiLn)
 	}
-	ln, err := listenSocket(cfg.socketPath(), log)
+	ln, err := listenSocket(cfg.SocketPath(), log)
 	if err != nil {
 		return err
 	}
@@ -125,7 +126,7 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 		return err
 	}
 	bound = append(bound, agentLn)
-	db, err := state.Open(cfg.path("state.db"))
+	db, err := state.Open(cfg.Path("state.db"))
 	if err != nil {
 		if errors.Is(err, syscall.EROFS) || errors.Is(err, fs.ErrPermission) {
 			return fmt.Errorf("%w; the manager keeps its state there and must write it: make it writable "+
@@ -142,11 +143,11 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 	}
 	// The runtime dir is created by Claim, with the marker that lets the reaper act in it; a dir someone
 	// else made is used but never swept.
-	if m.ownsRuntime, err = reaper.Claim(cfg.path("r")); err != nil {
+	if m.ownsRuntime, err = reaper.Claim(cfg.Path("r")); err != nil {
 		return err
 	}
 	if !m.ownsRuntime {
-		log.Warn().Str("dir", cfg.path("r")).Msg("runtime dir was not created by a vibe-browser manager: the daemon reaper stays off")
+		log.Warn().Str("dir", cfg.Path("r")).Msg("runtime dir was not created by a vibe-browser manager: the daemon reaper stays off")
 	}
 	if cfg.BrowserUse == "" {
 		log.Warn().Str("problem", cfg.BrowserUseProblem).Msg("no real browser-use CLI: wrappers are not written and ensure refuses")
@@ -189,7 +190,7 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(ln) }()
 	go func() { serveErr <- agentSrv.Serve(m.capAgents(agentLn)) }()
-	log.Info().Str("home", cfg.Home).Str("socket", cfg.socketPath()).Int("pid", os.Getpid()).
+	log.Info().Str("home", cfg.Home).Str("socket", cfg.SocketPath()).Int("pid", os.Getpid()).
 		Str("browser_use", cfg.BrowserUse).Str("version", version).Str("ui", uiURL).Msg("manager ready")
 	_, _ = daemon.SdNotify(false, daemon.SdNotifyReady)
 

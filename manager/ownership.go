@@ -31,7 +31,7 @@ func (m *Manager) layOut(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	bc := m.cfg.browsers()
+	bc := m.cfg.Browsers()
 	var errs []error
 	shared := false
 	for _, sp := range specs {
@@ -81,10 +81,10 @@ func (m *Manager) allSpecs(ctx context.Context) ([]browsers.Spec, error) {
 func (m *Manager) layOutShared() error {
 	var errs []error
 	for _, d := range append([]string{""}, sharedDirs...) {
-		errs = append(errs, ownDir(m.cfg.path(d), 0, 0, 0o711))
+		errs = append(errs, ownDir(m.cfg.Path(d), 0, 0, 0o711))
 	}
 	for _, f := range []string{"state.db", "state.db-wal", "state.db-shm", "run/manager.lock", "run/manager.lock.pid"} {
-		if err := ownFile(m.cfg.path(f), 0, 0, 0o600); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := ownFile(m.cfg.Path(f), 0, 0, 0o600); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
@@ -95,11 +95,11 @@ func (m *Manager) layOutShared() error {
 // enterable (the mux makes each task's folder in it the agent user's).
 func (m *Manager) layOutStore(sp browsers.Spec, a *osuser.User) error {
 	var errs []error
-	for _, d := range []string{m.cfg.path("r", sp.Slug), m.cfg.path("bh-tmp", sp.Slug), m.cfg.path("agents", sp.Slug),
-		m.cfg.path("agents", sp.Slug, "tmp")} {
+	for _, d := range []string{m.cfg.Path("r", sp.Slug), m.cfg.Path("bh-tmp", sp.Slug), m.cfg.Path("agents", sp.Slug),
+		m.cfg.Path("agents", sp.Slug, "tmp")} {
 		errs = append(errs, ownDir(d, a.UID, a.GID, 0o700))
 	}
-	errs = append(errs, ownDir(m.cfg.path("downloads", sp.Slug), 0, 0, 0o711))
+	errs = append(errs, ownDir(m.cfg.Path("downloads", sp.Slug), 0, 0, 0o711))
 	return errors.Join(errs...)
 }
 

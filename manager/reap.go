@@ -12,7 +12,7 @@ import (
 // active (holding states or waiting, lease valid), both answered from state at the time of the pass.
 func (m *Manager) reaperConfig(ctx context.Context) reaper.Config {
 	return reaper.Config{
-		Dir: m.cfg.path("r"),
+		Dir: m.cfg.Path("r"),
 		Slugs: func() []string {
 			stores, err := m.db.ListStores(ctx)
 			if err != nil {

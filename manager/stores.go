@@ -219,7 +219,7 @@ func (m *Manager) deleteStore(ctx context.Context, ref string) error {
 		return err
 	}
 	err = m.fleet.Remove(ctx, s.ID, func(ctx context.Context) error {
-		if err := os.RemoveAll(m.cfg.path("bin", s.Slug)); err != nil {
+		if err := os.RemoveAll(m.cfg.Path("bin", s.Slug)); err != nil {
 			return err
 		}
 		return m.db.DeleteStore(ctx, s.ID)

@@ -75,7 +75,7 @@ func (m *Manager) checkUsersRunnable(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	bc := m.cfg.browsers()
+	bc := m.cfg.Browsers()
 	for _, s := range stores {
 		sp, err := browsers.StoreSpec(s)
 		if err != nil {

@@ -46,7 +46,7 @@ func (m *Manager) handleMintTaskToken(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	bc := m.cfg.browsers()
+	bc := m.cfg.Browsers()
 	agent, err := bc.Agent(sp)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", apierr.ErrUnavailable, err)
@@ -60,8 +60,8 @@ func (m *Manager) handleMintTaskToken(r *http.Request) (any, error) {
 		return nil, err
 	}
 	out := api.TaskToken{Token: token, TaskID: id, StoreID: storeID, Slug: sp.Slug,
-		BinDir: m.cfg.path("bin", sp.Slug), GuardDir: m.cfg.path("bin", api.GuardDir),
-		DownloadDir: m.downloadDir(sp, id), AgentDir: m.cfg.path("agents", sp.Slug)}
+		BinDir: m.cfg.Path("bin", sp.Slug), GuardDir: m.cfg.Path("bin", api.GuardDir),
+		DownloadDir: m.downloadDir(sp, id), AgentDir: m.cfg.Path("agents", sp.Slug)}
 	if err := m.agentArea(out.AgentDir, agent); err != nil {
 		return nil, err
 	}

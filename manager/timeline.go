@@ -27,7 +27,7 @@ const timelineFollow = 25 * time.Second
 
 // newTimeline is the daemon's recorder, on its configuration.
 func (m *Manager) newTimeline() *timeline.Recorder {
-	return timeline.New(timeline.Config{DB: m.db, Dir: m.cfg.path("timeline"),
+	return timeline.New(timeline.Config{DB: m.db, Dir: m.cfg.Path("timeline"),
 		MaxBytes: int64(m.cfg.TimelineMaxMB) << 20, Keep: time.Duration(m.cfg.TimelineKeepDays) * 24 * time.Hour,
 		Full: func(string, string) { m.metrics.quotaHit(quotaTimeline) },
 		Log:  m.root.With().Str("component", "timeline").Logger()})

@@ -10,6 +10,7 @@ import (
 
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/browsers"
+	"vibebrowser/manager/config"
 	"vibebrowser/manager/timeline"
 	"vibebrowser/manager/ui"
 	"vibebrowser/mux"
@@ -150,7 +151,7 @@ var _ ui.Source = uiSource{}
 
 // listenUI binds the web UI's address during start-up, so that a taken port stops the start instead of
 // leaving a manager without its UI. It returns nil with the UI off.
-func listenUI(cfg *Config) (net.Listener, error) {
+func listenUI(cfg *config.Config) (net.Listener, error) {
 	if cfg.UIAddr == "" {
 		return nil, nil
 	}

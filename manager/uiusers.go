@@ -15,29 +15,6 @@ import (
 // names; never a store's agent or browser user, even one VIBE_UI_USERS names, since whoever holds the UI
 // watches and drives every store's tabs. The UI reads each connection's user from the kernel (ui/peer.go).
 
-// parseUIUsers reads VIBE_UI_USERS: user names, comma-separated, each a user of this machine. The agents'
-// default user (VIBE_AGENT_USER) is refused at once; a store's own agent or browser user is refused when it
-// connects (uiUsers.allow), since stores change while the manager runs.
-func parseUIUsers(raw, agentUser string) ([]string, error) {
-	var names []string
-	for _, n := range strings.Split(raw, ",") {
-		n = strings.TrimSpace(n)
-		if n == "" || slices.Contains(names, n) {
-			continue
-		}
-		if n == agentUser {
-			return nil, fmt.Errorf("VIBE_UI_USERS=%q names %s, the agents' user (VIBE_AGENT_USER): the web UI never serves "+
-				"an agent, since it would watch and drive every store's tabs; name the people's users only", raw, n)
-		}
-		if _, err := user.Lookup(n); err != nil {
-			return nil, fmt.Errorf("VIBE_UI_USERS=%q: %s is no user of this machine (%v); name existing users, "+
-				"comma-separated (the manager's own user and root need no naming)", raw, n, err)
-		}
-		names = append(names, n)
-	}
-	return names, nil
-}
-
 // uiUsers decides who may use the web UI.
 type uiUsers struct {
 	own   int            // the manager's uid
@@ -84,7 +61,7 @@ func (m *Manager) storeUserNames(ctx context.Context) (map[string]string, error)
 		}
 	}
 	if web, err := m.fleet.WebSpec(ctx); err == nil {
-		bc := m.cfg.browsers()
+		bc := m.cfg.Browsers()
 		agent, browser := bc.UserNames(web)
 		if agent != "" {
 			out[agent] = "the web browser's agent user"

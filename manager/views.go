@@ -48,7 +48,7 @@ func (m *Manager) storeView(s state.Store) api.Store {
 	if s.Backend == state.BackendZiniao {
 		v.ZiniaoBrowser, v.ZiniaoAccount = s.ZiniaoBrowser, s.Ziniao.Company+"/"+s.Ziniao.Username
 	}
-	if dir := m.cfg.path("bin", s.Slug); fileExists(dir) {
+	if dir := m.cfg.Path("bin", s.Slug); fileExists(dir) {
 		v.Wrapper = dir
 	}
 	v.CheckpointAt, v.SnapshotAt = m.fleet.LoginTimes(s.Slug)

@@ -29,11 +29,11 @@ func (m *Manager) shimConfig(sp browsers.Spec) *api.ShimConfig {
 		Kind:           api.ShimKindStore,
 		StoreID:        sp.Key,
 		Slug:           sp.Slug,
-		ManagerSocket:  m.cfg.socketPath(),
+		ManagerSocket:  m.cfg.SocketPath(),
 		AgentSocket:    api.AgentSocketPath(m.cfg.Home),
 		RealBU:         m.cfg.BrowserUse,
-		RuntimeDir:     m.cfg.path("r"),
-		TmpDir:         m.cfg.path("bh-tmp"),
+		RuntimeDir:     m.cfg.Path("r"),
+		TmpDir:         m.cfg.Path("bh-tmp"),
 		WorkerSlots:    m.cfg.WorkerSlots,
 		CallTimeoutS:   int(m.cfg.CallTimeout.Seconds()),
 		EnsureTimeoutS: int(m.cfg.StartTimeout.Seconds()) + 60,
@@ -41,10 +41,10 @@ func (m *Manager) shimConfig(sp browsers.Spec) *api.ShimConfig {
 	if sp.Key == api.WebKey {
 		cfg.Kind, cfg.StoreID, cfg.Slug = api.ShimKindWeb, "", ""
 	}
-	bc := m.cfg.browsers()
+	bc := m.cfg.Browsers()
 	if agent, err := bc.Agent(sp); err == nil && agent != nil {
 		// Its agent user's own (layOutStore): no other store's agents see its daemons' sockets and files.
-		cfg.RuntimeDir, cfg.TmpDir = m.cfg.path("r", sp.Slug), m.cfg.path("bh-tmp", sp.Slug)
+		cfg.RuntimeDir, cfg.TmpDir = m.cfg.Path("r", sp.Slug), m.cfg.Path("bh-tmp", sp.Slug)
 	}
 	return cfg
 }
@@ -55,11 +55,11 @@ func (m *Manager) writeWrapperFor(ctx context.Context, sp browsers.Spec) error {
 	if m.cfg.BrowserUse == "" {
 		return fmt.Errorf("%w: %s", apierr.ErrUnavailable, m.cfg.BrowserUseProblem)
 	}
-	shim, err := m.cfg.shimPath()
+	shim, err := m.cfg.ShimPath()
 	if err != nil {
 		return fmt.Errorf("%w: the wrapshim binary: %v (set VIBE_SHIM or install wrapshim beside vibe-browser)", apierr.ErrUnavailable, err)
 	}
-	dir := m.cfg.path("bin", sp.Slug)
+	dir := m.cfg.Path("bin", sp.Slug)
 	if ic, err := readInstalled(dir); err == nil && ic.Format > api.ShimFormat {
 		// A newer manager wrote it; downgrading would break that manager's shims after a rollback.
 		return nil
@@ -79,11 +79,11 @@ func readInstalled(dir string) (installedConfig, error) {
 
 // writeGuard installs bin/_guard/browser-use, which always refuses.
 func (m *Manager) writeGuard() error {
-	shim, err := m.cfg.shimPath()
+	shim, err := m.cfg.ShimPath()
 	if err != nil {
 		return fmt.Errorf("%w: the wrapshim binary: %v", apierr.ErrUnavailable, err)
 	}
-	return wrapper.Install(m.cfg.path("bin", guardDir), shim, &api.ShimConfig{Format: api.ShimFormat, Kind: api.ShimKindGuard})
+	return wrapper.Install(m.cfg.Path("bin", guardDir), shim, &api.ShimConfig{Format: api.ShimFormat, Kind: api.ShimKindGuard})
 }
 
 // installedConfig is the part of a wrapper's config read when deciding to keep it; it is read leniently
@@ -106,7 +106,7 @@ func (m *Manager) syncWrappers(ctx context.Context) error {
 	for _, s := range stores {
 		known[s.ID] = s
 	}
-	entries, err := os.ReadDir(m.cfg.path("bin"))
+	entries, err := os.ReadDir(m.cfg.Path("bin"))
 	if err != nil {
 		return err
 	}
@@ -114,7 +114,7 @@ func (m *Manager) syncWrappers(ctx context.Context) error {
 		if !e.IsDir() || e.Name() == guardDir || e.Name() == webDir {
 			continue
 		}
-		dir := m.cfg.path("bin", e.Name())
+		dir := m.cfg.Path("bin", e.Name())
 		ic, err := readInstalled(dir)
 		_, storeKnown := known[ic.StoreID]
 		switch {

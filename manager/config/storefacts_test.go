@@ -1,16 +1,16 @@
-package manager_test
+package config_test
 
 import (
 	"encoding/json"
 	"testing"
 
-	"vibebrowser/manager"
+	"vibebrowser/manager/config"
 	"vibebrowser/state"
 )
 
 func TestStoreFacts(t *testing.T) {
 	env := map[string]string{"VIBE_HOME": t.TempDir(), "VIBE_HEADLESS": "1", "PATH": "/nonexistent"}
-	cfg, err := manager.FromEnv(func(k string) string { return env[k] })
+	cfg, err := config.FromEnv(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}

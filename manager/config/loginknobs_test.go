@@ -1,4 +1,4 @@
-package manager_test
+package config_test
 
 import (
 	"path/filepath"
@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"vibebrowser/manager"
+	"vibebrowser/manager/config"
 )
 
 func TestLoginKnobs(t *testing.T) {
 	home := t.TempDir()
-	cfg, err := manager.FromEnv(func(k string) string { return map[string]string{"VIBE_HOME": home}[k] })
+	cfg, err := config.FromEnv(func(k string) string { return map[string]string{"VIBE_HOME": home}[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,7 +22,7 @@ func TestLoginKnobs(t *testing.T) {
 	}
 	good := map[string]string{"VIBE_HOME": home, "VIBE_SNAPSHOT_EVERY": "90m", "VIBE_LOGIN_CHECKPOINT_S": "0",
 		"VIBE_SNAPSHOT_DIR": "/mnt/other/../snaps", "VIBE_SNAPSHOT_KEY": strings.Repeat("0f", 32)}
-	cfg, err = manager.FromEnv(func(k string) string { return good[k] })
+	cfg, err = config.FromEnv(func(k string) string { return good[k] })
 	if err != nil || cfg.SnapshotEvery != 90*time.Minute || cfg.LoginCheckpoint != 0 || cfg.SnapshotDir != "/mnt/snaps" {
 		t.Errorf("FromEnv(%v) = %+v, %v", good, cfg, err)
 	}
@@ -35,7 +35,7 @@ func TestLoginKnobs(t *testing.T) {
 		{"VIBE_SNAPSHOT_DIR", "snaps", "absolute"},
 		{"VIBE_SNAPSHOT_KEY", "hunter2", "64 hex digits"},
 	} {
-		_, err := manager.FromEnv(func(k string) string { return map[string]string{"VIBE_HOME": home, tt.name: tt.value}[k] })
+		_, err := config.FromEnv(func(k string) string { return map[string]string{"VIBE_HOME": home, tt.name: tt.value}[k] })
 		if err == nil || !strings.Contains(err.Error(), tt.name) || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("FromEnv(%s=%q) = %v; want an error naming %s and %q", tt.name, tt.value, err, tt.name, tt.want)
 		}
@@ -43,7 +43,7 @@ func TestLoginKnobs(t *testing.T) {
 			t.Errorf("the error repeats the key: %v", err)
 		}
 	}
-	if _, err := manager.FromEnv(func(k string) string { return map[string]string{"VIBE_HOME": home, "VIBE_SNAPSHOT_EVERY": "0"}[k] }); err != nil {
+	if _, err := config.FromEnv(func(k string) string { return map[string]string{"VIBE_HOME": home, "VIBE_SNAPSHOT_EVERY": "0"}[k] }); err != nil {
 		t.Errorf("VIBE_SNAPSHOT_EVERY=0 refused: %v", err)
 	}
 }

@@ -1,4 +1,5 @@
-package manager
+// Package config is the daemon's configuration: every VIBE_* knob, read from the environment and checked before anything starts.
+package config
 
 import (
 	"fmt"
@@ -69,8 +70,8 @@ type Config struct {
 	SnapshotDir       string        // VIBE_SNAPSHOT_DIR ($VIBE_HOME/snapshots): where snapshots are kept (absolute)
 	SnapshotKey       string        // VIBE_SNAPSHOT_KEY: the key that seals checkpoints and snapshots; "" = $VIBE_HOME/snapshot.key (made once)
 
-	// muxTiming overrides the muxes' keepalive and reconnect timing; only tests set it.
-	muxTiming browsers.MuxTiming
+	// MuxTiming overrides the muxes' keepalive and reconnect timing; only tests set it (no knob exists for it).
+	MuxTiming browsers.MuxTiming
 }
 
 // knob describes one VIBE_* variable: its default and accepted range.
@@ -367,8 +368,8 @@ func executable(p string) error {
 	return nil
 }
 
-// shimPath is the wrapshim binary copied into every wrapper directory.
-func (c *Config) shimPath() (string, error) {
+// ShimPath is the wrapshim binary copied into every wrapper directory.
+func (c *Config) ShimPath() (string, error) {
 	if c.Shim != "" {
 		return c.Shim, executable(c.Shim)
 	}
@@ -380,25 +381,26 @@ func (c *Config) shimPath() (string, error) {
 	return p, executable(p)
 }
 
-// Paths under the home directory (SPEC §2).
-func (c *Config) path(parts ...string) string {
+// Path is a path under the home directory (SPEC §2).
+func (c *Config) Path(parts ...string) string {
 	return filepath.Join(append([]string{c.Home}, parts...)...)
 }
 
-func (c *Config) socketPath() string { return api.SocketPath(c.Home) }
+// SocketPath is the owner's socket, run/manager.sock.
+func (c *Config) SocketPath() string { return api.SocketPath(c.Home) }
 
-// browsers is the part of the configuration the browser fleet takes.
-func (c *Config) browsers() browsers.Config {
+// Browsers is the part of the configuration the browser fleet takes.
+func (c *Config) Browsers() browsers.Config {
 	return browsers.Config{Home: c.Home, Chrome: c.Chrome, ChromeTransport: chrome.Transport(c.ChromeTransport), Headless: c.Headless, ZiniaoClient: c.ZiniaoClient,
 		ProxyPortBase: c.ProxyPortBase, StartTimeout: c.StartTimeout, RelaunchMax: c.RelaunchMax,
 		RelaunchWindow: c.RelaunchWindow, TabCap: c.TabCap, MuxMaxClients: c.MuxMaxClients, MuxGrace: c.MuxGrace,
-		Idle: c.Idle, MuxTiming: c.muxTiming, AgentUser: c.AgentUser, LoginCheckpoint: c.LoginCheckpoint,
+		Idle: c.Idle, MuxTiming: c.MuxTiming, AgentUser: c.AgentUser, LoginCheckpoint: c.LoginCheckpoint,
 		SnapshotEvery: c.SnapshotEvery, SnapshotKeep: c.SnapshotKeep, SnapshotDir: c.SnapshotDir, SnapshotKey: c.SnapshotKey}
 }
 
 // StoreFacts decides store s's facts the way starting its browser would.
 func (c *Config) StoreFacts(s state.Store) (browsers.StoreFacts, error) {
-	bc := c.browsers()
+	bc := c.Browsers()
 	return bc.StoreFacts(s)
 }
 
@@ -409,7 +411,7 @@ func (c *Config) StoreUsers(s state.Store) (agent, browser string, err error) {
 	if err != nil {
 		return "", "", err
 	}
-	bc := c.browsers()
+	bc := c.Browsers()
 	agent, browser = bc.UserNames(sp)
 	if s.Backend != state.BackendChrome {
 		browser = "" // the manager starts no browser of its own for it
@@ -419,13 +421,13 @@ func (c *Config) StoreUsers(s state.Store) (agent, browser string, err error) {
 
 // KeeperDirs is every folder keepers may have files in: run/ and each browser user's in run/keepers/.
 func (c *Config) KeeperDirs() []string {
-	bc := c.browsers()
+	bc := c.Browsers()
 	return bc.KeeperDirs()
 }
 
 // HeadlessByDefault reports whether a Chromium store without its own setting (and the web browser) runs
 // headless: VIBE_HEADLESS, else headless when there is no display.
 func (c *Config) HeadlessByDefault() bool {
-	bc := c.browsers()
+	bc := c.Browsers()
 	return bc.HeadlessByDefault()
 }
