@@ -63,13 +63,13 @@ func (m *Manager) agentRoutes() http.Handler {
 		if err != nil {
 			return nil, err
 		}
-		return m.handoffs.view(ctx, h)
+		return m.handoffs.View(ctx, h)
 	}))
 	handle("GET "+api.PathHandoffWait, m.agentHandoff(func(ctx context.Context, id string) (any, error) {
-		return m.handoffs.wait(ctx, id)
+		return m.handoffs.Wait(ctx, id)
 	}))
 	handle("POST "+api.PathHandoffCancel, m.agentHandoff(func(ctx context.Context, id string) (any, error) {
-		return m.handoffs.cancel(ctx, id)
+		return m.handoffs.Cancel(ctx, id)
 	}))
 	handle("GET "+api.PathDownloads, m.agentDownloads)
 	handle("POST "+api.PathTaskCalls, m.agentTaskCall)
@@ -256,7 +256,7 @@ func (m *Manager) agentCreateHandoff(r *http.Request, c agentCall) (any, error) 
 	if err := c.ownClient(req.ClientID); err != nil {
 		return nil, err
 	}
-	return m.createHandoff(r.Context(), req)
+	return m.handoffs.Create(r.Context(), req)
 }
 
 // agentHandoff serves one of the caller's task's own handoffs through do.

@@ -15,6 +15,7 @@ import (
 
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/browsers"
+	"vibebrowser/manager/handoffs"
 	"vibebrowser/mux"
 	"vibebrowser/mux/clientid"
 	"vibebrowser/state"
@@ -178,7 +179,7 @@ func (m *Manager) slugsByKey(ctx context.Context) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := slugsOf(stores)
+	out := handoffs.SlugsOf(stores)
 	out[api.WebKey] = api.WebKey // the web browser's folder is named for its key
 	return out, nil
 }

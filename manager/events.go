@@ -11,6 +11,7 @@ import (
 
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/apierr"
+	"vibebrowser/manager/handoffs"
 	"vibebrowser/manager/notify"
 	"vibebrowser/state"
 )
@@ -223,7 +224,7 @@ func (m *Manager) describeEvent(ctx context.Context, ev api.Event) notify.Notifi
 			stores = append(stores, s)
 		}
 	}
-	n := notify.Notification{Kind: ev.Kind, Store: slugsOf(stores).of(ev.StoreID), Task: ev.TaskID, Session: ev.BUName,
+	n := notify.Notification{Kind: ev.Kind, Store: handoffs.SlugsOf(stores).Of(ev.StoreID), Task: ev.TaskID, Session: ev.BUName,
 		Reason: ev.Message, From: ev.From, Handoff: ev.Handoff, At: ev.At}
 	if ev.From == api.FromAgent {
 		n.Reason = notify.AgentSays + ev.Message

@@ -12,8 +12,8 @@ import (
 	"vibebrowser/manager/apierr"
 	"vibebrowser/manager/browsers"
 	"vibebrowser/manager/config"
+	"vibebrowser/manager/tasks"
 	"vibebrowser/manager/ui"
-	"vibebrowser/mux/clientid"
 	"vibebrowser/state"
 )
 
@@ -125,7 +125,7 @@ func (m *Manager) handleEnsureSession(r *http.Request) (any, error) {
 func (m *Manager) ensureSession(ctx context.Context, req api.EnsureRequest) (api.EnsureResponse, error) {
 	began := time.Now()
 	defer func() { m.metrics.ensureSeconds.Observe(time.Since(began).Seconds()) }()
-	if err := checkShimCaller(req.ClientID, req.BUName, req.TaskID); err != nil {
+	if err := tasks.CheckCaller(req.ClientID, req.BUName, req.TaskID); err != nil {
 		return api.EnsureResponse{}, err
 	}
 	if req.Via != "" && req.Via != api.ViaMCP && req.Via != api.ViaCDP {
@@ -171,20 +171,6 @@ func (m *Manager) ensureSession(ctx context.Context, req api.EnsureRequest) (api
 		resp.Timeline, _ = m.timelineMode(sp)
 	}
 	return resp, nil
-}
-
-// checkShimCaller checks who a shim says it is on each call: its mux client id, browser-use session name
-// and task id.
-func checkShimCaller(clientID, buName, taskID string) error {
-	switch {
-	case !clientid.Valid(clientID):
-		return fmt.Errorf("%w: client_id %q must match %s", apierr.ErrBadRequest, clientID, clientid.Form)
-	case !api.ValidBUName(buName):
-		return fmt.Errorf("%w: bu_name %q must match [A-Za-z0-9_-]{1,64}", apierr.ErrBadRequest, buName)
-	case taskID != "" && !api.ValidTaskID(taskID):
-		return fmt.Errorf("%w: task_id %q: want %s", apierr.ErrBadRequest, taskID, api.TaskIDForm)
-	}
-	return nil
 }
 
 // shimStore is the store a shim's baked config names; one that is gone means the wrapper is stale.

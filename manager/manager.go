@@ -21,6 +21,7 @@ import (
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/browsers"
 	"vibebrowser/manager/config"
+	"vibebrowser/manager/handoffs"
 	"vibebrowser/manager/notify"
 	"vibebrowser/manager/reaper"
 	"vibebrowser/manager/timeline"
@@ -44,7 +45,7 @@ type Manager struct {
 
 	events   eventLog       // the recent events (note)
 	ui       *ui.Server     // the web UI; nil when VIBE_UI_ADDR=off
-	handoffs *handoffDesk   // the handoffs: answers, waits, expiry (handoffs.go)
+	handoffs *handoffs.Desk // the handoffs: answers, waits, expiry
 	notify   *notify.Sender // POSTs the events that need a person to VIBE_NOTIFY_URL (manager/notify)
 
 	leaseMu sync.Mutex           // leaseMu guards leased
@@ -68,9 +69,11 @@ func newManager(ctx context.Context, cfg *config.Config, root zerolog.Logger, db
 		DownloadCut: m.downloadCut, Timeline: m.tabStep})
 	m.timeline = m.newTimeline()
 	m.metrics = newMetrics(m.fleet.Collectors()...)
-	m.handoffs = &handoffDesk{db: db, log: m.log, ctx: ctx, note: m.note, renew: m.touchTask, uiLink: m.uiLink}
+	m.handoffs = handoffs.New(handoffs.Config{DB: db, Log: m.log, Ctx: ctx, Note: m.note, Renew: m.touchTask,
+		UILink: m.uiLink, Quitting: m.fleet.Quitting, Store: m.shimStore, Count: m.countTask,
+		QuotaHit: func() { m.metrics.quotaHit(quotaHandoffs) }, WaitMax: cfg.HandoffWaitMax, Max: cfg.HandoffMax})
 	m.notify = notify.New(cfg.NotifyURL, root.With().Str("component", "notify").Logger(), m.describeEvent)
-	m.metrics.registry.MustRegister(append(m.notify.Collectors(), newHandoffMetrics(db))...)
+	m.metrics.registry.MustRegister(append(m.notify.Collectors(), handoffs.Metrics(db))...)
 	return m
 }
 
@@ -166,7 +169,7 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, version st
 	loopsDone.Go(func() { m.fleet.SnapshotLoop(loops) })
 	loopsDone.Go(func() { m.reapLoop(loops) })
 	loopsDone.Go(func() { m.leaseLoop(loops) })
-	loopsDone.Go(func() { m.handoffs.loop(loops) })
+	loopsDone.Go(func() { m.handoffs.Loop(loops) })
 	notifyCtx, stopNotify := context.WithCancel(context.Background())
 	defer stopNotify()
 	var notifyDone sync.WaitGroup
@@ -214,6 +217,14 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, version st
 	stopNotify() // after the quit barrier, whose events (a spent budget) may still be sent until here
 	notifyDone.Wait()
 	return nil
+}
+
+// uiLink is the web UI's address of path, or "" with the UI off.
+func (m *Manager) uiLink(path string) string {
+	if m.ui == nil {
+		return ""
+	}
+	return m.ui.URL() + path
 }
 
 // quit is the barrier: no new work, every browser stopped (or left for adoption), bounded.

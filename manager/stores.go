@@ -255,26 +255,3 @@ func (m *Manager) browserAction(ctx context.Context, sp browsers.Spec, action st
 	}
 	return fmt.Errorf("%w: browser action %q: want start, stop or ensure", apierr.ErrBadRequest, action)
 }
-
-// storeSlugs names stores by slug, for what the API and notifications print.
-type storeSlugs map[string]string // store id -> slug
-
-func slugsOf(stores []state.Store) storeSlugs {
-	out := make(storeSlugs, len(stores))
-	for _, s := range stores {
-		out[s.ID] = s.Slug
-	}
-	return out
-}
-
-// of is the slug a store id is printed as: the web browser's for none, and the id itself for a store
-// removed since.
-func (n storeSlugs) of(storeID string) string {
-	switch slug, ok := n[storeID]; {
-	case storeID == "":
-		return api.WebSlug
-	case ok:
-		return slug
-	}
-	return storeID
-}

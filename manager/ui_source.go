@@ -65,7 +65,7 @@ func (s uiSource) StartBrowser(ctx context.Context, slug string) error {
 }
 
 func (s uiSource) AnswerHandoff(ctx context.Context, id, status, note string) (api.Handoff, error) {
-	return s.m.handoffs.answer(ctx, id, api.HandoffAnswer{Status: status, Note: note})
+	return s.m.handoffs.Answer(ctx, id, api.HandoffAnswer{Status: status, Note: note})
 }
 
 func (s uiSource) Downloads(ctx context.Context, slug string, limit int) ([]api.Download, error) {

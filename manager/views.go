@@ -9,6 +9,7 @@ import (
 
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/browsers"
+	"vibebrowser/manager/handoffs"
 	"vibebrowser/manager/keeper"
 	"vibebrowser/manager/netid"
 	"vibebrowser/mux"
@@ -125,7 +126,7 @@ func (m *Manager) status(ctx context.Context) (api.Status, error) {
 		BrowserUseErr: m.cfg.BrowserUseProblem, BrowserUseFrom: m.cfg.BrowserUseFrom,
 		Stores: []api.Store{}, Browsers: []api.Browser{}, Tasks: []api.Task{}}
 	sort.Slice(stores, func(i, j int) bool { return stores[i].Slug < stores[j].Slug })
-	slugs := slugsOf(stores)
+	slugs := handoffs.SlugsOf(stores)
 	for _, s := range stores {
 		st.Stores = append(st.Stores, m.storeView(s))
 		b, err := m.browserView(ctx, s.ID, s.Slug)
@@ -148,6 +149,6 @@ func (m *Manager) status(ctx context.Context) (api.Status, error) {
 	if err != nil {
 		return api.Status{}, err
 	}
-	st.Handoffs = m.handoffs.views(stores, pending)
+	st.Handoffs = m.handoffs.Views(stores, pending)
 	return st, nil
 }

@@ -1,4 +1,6 @@
-package manager
+// Package handoffs is an agent asking a person for help and waiting: each handoff's record, answer, wait and
+// expiry, and their metrics.
+package handoffs
 
 import (
 	"context"
@@ -9,11 +11,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/apierr"
+	"vibebrowser/manager/tasks"
 	"vibebrowser/state"
 )
 
@@ -26,80 +28,47 @@ import (
 // at the next deadline and whenever a handoff is made).
 const handoffSweepMax = time.Minute
 
-// handoffHub wakes the shims waiting on a handoff when it changes, and the expiry loop when one is made.
-// Its zero value is ready.
-type handoffHub struct {
-	mu      sync.Mutex               // mu guards the fields below
-	waiters map[string]chan struct{} // handoff id -> closed at its next change
-	kick    chan struct{}            // one pending wake-up of the expiry loop is enough: capacity 1
+// Config is what the desk needs of the daemon around it.
+type Config struct {
+	DB       *state.DB
+	Log      zerolog.Logger
+	Ctx      context.Context // the daemon's life: a wait ends with it
+	Note     func(level zerolog.Level, kind, key string, ev api.Event)
+	Renew    func(ctx context.Context, taskID, storeID string) error // the lease of a task waiting for a person
+	UILink   func(path string) string                                // the web UI's address of a path, or ""
+	Quitting func() bool                                             // the manager is quitting: no new handoff
+	// Store is the store a shim's baked config names (an error saying the wrapper is stale when it is gone).
+	Store func(ctx context.Context, id string) (state.Store, error)
+	// Count counts a task's handoff against VIBE_TASK_EVENTS_PER_MIN, or refuses it.
+	Count    func(task, key, what string) error
+	QuotaHit func() // a handoff refused at VIBE_HANDOFF_MAX
+	WaitMax  time.Duration
+	Max      int // VIBE_HANDOFF_MAX
 }
 
-// watch returns a channel closed at the next change of handoff id. Take it before reading the handoff,
-// so a change in between is never missed.
-func (h *handoffHub) watch(id string) <-chan struct{} {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.waiters == nil {
-		h.waiters = map[string]chan struct{}{}
-	}
-	ch, ok := h.waiters[id]
-	if !ok {
-		ch = make(chan struct{})
-		h.waiters[id] = ch
-	}
-	return ch
-}
-
-// changed wakes everyone watching handoff id.
-func (h *handoffHub) changed(id string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if ch, ok := h.waiters[id]; ok {
-		close(ch)
-		delete(h.waiters, id)
-	}
-}
-
-func (h *handoffHub) kicks() chan struct{} {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.kick == nil {
-		h.kick = make(chan struct{}, 1)
-	}
-	return h.kick
-}
-
-// wake tells the expiry loop that a deadline may have moved closer.
-func (h *handoffHub) wake() {
-	select {
-	case h.kicks() <- struct{}{}:
-	default: // one is already pending
-	}
-}
-
-// handoffDesk answers, waits on, expires and lists the handoffs; the manager's createHandoff makes them.
-type handoffDesk struct {
-	db     *state.DB
-	log    zerolog.Logger
-	ctx    context.Context // the daemon's life: a wait ends with it
-	note   func(level zerolog.Level, kind, key string, ev api.Event)
-	renew  func(ctx context.Context, taskID, storeID string) error // the lease of a task waiting for a person
-	uiLink func(path string) string
-	hub    handoffHub
+// Desk makes, answers, waits on, expires and lists the handoffs.
+type Desk struct {
+	cfg Config
+	db  *state.DB
+	log zerolog.Logger
+	hub handoffHub
 
 	// createMu makes a task's count of its pending handoffs and the new one's record one step, so that two
 	// asked at once never both pass VIBE_HANDOFF_MAX.
 	createMu sync.Mutex
 }
 
-// createHandoff is the shim's --ask-human: the request checked like an ensure, the task's lease renewed,
+// New is the handoffs' desk on cfg.
+func New(cfg Config) *Desk { return &Desk{cfg: cfg, db: cfg.DB, log: cfg.Log} }
+
+// Create is the shim's --ask-human: the request checked like an ensure, the task's lease renewed,
 // the handoff recorded with its deadline (the wait asked for, bounded by VIBE_HANDOFF_WAIT_MAX_S) and
 // announced (note: the overview, the log and VIBE_NOTIFY_URL).
-func (m *Manager) createHandoff(ctx context.Context, req api.HandoffRequest) (api.Handoff, error) {
-	if m.fleet.Quitting() {
+func (d *Desk) Create(ctx context.Context, req api.HandoffRequest) (api.Handoff, error) {
+	if d.cfg.Quitting() {
 		return api.Handoff{}, apierr.ErrShuttingDown
 	}
-	if err := checkShimCaller(req.ClientID, req.BUName, req.TaskID); err != nil {
+	if err := tasks.CheckCaller(req.ClientID, req.BUName, req.TaskID); err != nil {
 		return api.Handoff{}, err
 	}
 	switch {
@@ -115,7 +84,7 @@ func (m *Manager) createHandoff(ctx context.Context, req api.HandoffRequest) (ap
 	var stores []state.Store // the handoff's store, for its view
 	switch req.Kind {
 	case api.KindStore:
-		s, err := m.shimStore(ctx, req.StoreID)
+		s, err := d.cfg.Store(ctx, req.StoreID)
 		if err != nil {
 			return api.Handoff{}, err
 		}
@@ -125,7 +94,7 @@ func (m *Manager) createHandoff(ctx context.Context, req api.HandoffRequest) (ap
 		return api.Handoff{}, fmt.Errorf("%w: kind %q: want store or web", apierr.ErrBadRequest, req.Kind)
 	}
 	if req.TaskID != "" {
-		if err := m.touchTask(ctx, req.TaskID, storeID); err != nil {
+		if err := d.cfg.Renew(ctx, req.TaskID, storeID); err != nil {
 			return api.Handoff{}, err
 		}
 	}
@@ -133,22 +102,21 @@ func (m *Manager) createHandoff(ctx context.Context, req api.HandoffRequest) (ap
 	if wait == 0 {
 		wait = api.DefaultHandoffWaitS * time.Second
 	}
-	wait = min(wait, m.cfg.HandoffWaitMax)
-	h, err := m.recordHandoff(ctx, key, state.Handoff{StoreID: storeID, TaskID: req.TaskID, ClientID: req.ClientID,
+	wait = min(wait, d.cfg.WaitMax)
+	h, err := d.record(ctx, key, state.Handoff{StoreID: storeID, TaskID: req.TaskID, ClientID: req.ClientID,
 		BUName: req.BUName, Reason: req.Reason, Deadline: time.Now().Add(wait)})
 	if err != nil {
 		return api.Handoff{}, err
 	}
-	m.handoffs.hub.wake()
-	m.note(zerolog.WarnLevel, api.EventHandoffRequested, key, api.Event{TaskID: h.TaskID, BUName: h.BUName,
+	d.hub.wake()
+	d.cfg.Note(zerolog.WarnLevel, api.EventHandoffRequested, key, api.Event{TaskID: h.TaskID, BUName: h.BUName,
 		Message: h.Reason, Handoff: h.ID, From: api.FromAgent})
-	return m.handoffs.views(stores, []state.Handoff{h})[0], nil
+	return d.Views(stores, []state.Handoff{h})[0], nil
 }
 
-// recordHandoff records a new pending handoff of browser key unless its task already has VIBE_HANDOFF_MAX of
+// record records a new pending handoff of browser key unless its task already has VIBE_HANDOFF_MAX of
 // them, or asked VIBE_TASK_EVENTS_PER_MIN this minute: one task's requests never bury another store's.
-func (m *Manager) recordHandoff(ctx context.Context, key string, h state.Handoff) (state.Handoff, error) {
-	d := m.handoffs
+func (d *Desk) record(ctx context.Context, key string, h state.Handoff) (state.Handoff, error) {
 	d.createMu.Lock()
 	defer d.createMu.Unlock()
 	if h.TaskID != "" {
@@ -156,20 +124,20 @@ func (m *Manager) recordHandoff(ctx context.Context, key string, h state.Handoff
 		if err != nil {
 			return state.Handoff{}, err
 		}
-		if n >= m.cfg.HandoffMax {
-			m.metrics.quotaHit(quotaHandoffs)
+		if n >= d.cfg.Max {
+			d.cfg.QuotaHit()
 			return state.Handoff{}, fmt.Errorf("%w: task %s already waits on %d handoffs, its quota (VIBE_HANDOFF_MAX=%d): "+
-				"wait for a person to answer one, or cancel one, before asking again", apierr.ErrQuota, h.TaskID, n, m.cfg.HandoffMax)
+				"wait for a person to answer one, or cancel one, before asking again", apierr.ErrQuota, h.TaskID, n, d.cfg.Max)
 		}
 	}
-	if err := m.countTask(h.TaskID, key, "handoff"); err != nil {
+	if err := d.cfg.Count(h.TaskID, key, "handoff"); err != nil {
 		return state.Handoff{}, err
 	}
 	return d.db.CreateHandoff(ctx, h)
 }
 
-// answer records a person's answer (done or can't help, with an optional note) and wakes the agent.
-func (d *handoffDesk) answer(ctx context.Context, id string, a api.HandoffAnswer) (api.Handoff, error) {
+// Answer records a person's answer (done or can't help, with an optional note) and wakes the agent.
+func (d *Desk) Answer(ctx context.Context, id string, a api.HandoffAnswer) (api.Handoff, error) {
 	var to state.HandoffStatus
 	switch a.Status {
 	case api.HandoffDone:
@@ -193,25 +161,25 @@ func (d *handoffDesk) answer(ctx context.Context, id string, a api.HandoffAnswer
 	if h.Note != "" {
 		msg, from = msg+": "+h.Note, api.FromPerson
 	}
-	d.note(zerolog.InfoLevel, api.EventHandoffAnswered, handoffKey(h), api.Event{TaskID: h.TaskID, BUName: h.BUName,
+	d.cfg.Note(zerolog.InfoLevel, api.EventHandoffAnswered, handoffKey(h), api.Event{TaskID: h.TaskID, BUName: h.BUName,
 		Message: msg, Handoff: h.ID, From: from})
-	return d.view(ctx, h)
+	return d.View(ctx, h)
 }
 
-// cancel withdraws a pending handoff: its agent stopped waiting (a signal to the shim).
-func (d *handoffDesk) cancel(ctx context.Context, id string) (api.Handoff, error) {
+// Cancel withdraws a pending handoff: its agent stopped waiting (a signal to the shim).
+func (d *Desk) Cancel(ctx context.Context, id string) (api.Handoff, error) {
 	h, err := d.finish(ctx, id, state.HandoffCancelled, "")
 	if err != nil {
 		return api.Handoff{}, err
 	}
-	d.note(zerolog.InfoLevel, api.EventHandoffCancelled, handoffKey(h), api.Event{TaskID: h.TaskID, BUName: h.BUName,
+	d.cfg.Note(zerolog.InfoLevel, api.EventHandoffCancelled, handoffKey(h), api.Event{TaskID: h.TaskID, BUName: h.BUName,
 		Message: "the agent stopped waiting; it had asked: " + h.Reason, Handoff: h.ID, From: api.FromAgent})
-	return d.view(ctx, h)
+	return d.View(ctx, h)
 }
 
 // finish moves a pending handoff on and wakes its waiters; a handoff that already moved on is a
 // conflict saying what became of it.
-func (d *handoffDesk) finish(ctx context.Context, id string, to state.HandoffStatus, note string) (state.Handoff, error) {
+func (d *Desk) finish(ctx context.Context, id string, to state.HandoffStatus, note string) (state.Handoff, error) {
 	h, err := d.db.FinishHandoff(ctx, id, to, note, time.Now())
 	if errors.Is(err, state.ErrConflict) {
 		return state.Handoff{}, fmt.Errorf("handoff %s is no longer pending: %s: %w", id, handoffOutcome(h), state.ErrConflict)
@@ -238,9 +206,9 @@ func handoffOutcome(h state.Handoff) string {
 	return string(h.Status)
 }
 
-// wait answers once handoff id is no longer pending, or after api.HandoffPoll with it still pending
+// Wait answers once handoff id is no longer pending, or after api.HandoffPoll with it still pending
 // (the shim asks again). Each wait renews the task's lease: an agent waiting for a person is still at work.
-func (d *handoffDesk) wait(ctx context.Context, id string) (api.Handoff, error) {
+func (d *Desk) Wait(ctx context.Context, id string) (api.Handoff, error) {
 	pollEnd := time.Now().Add(api.HandoffPoll)
 	renewed := false
 	for {
@@ -258,11 +226,11 @@ func (d *handoffDesk) wait(ctx context.Context, id string) (api.Handoff, error) 
 			continue
 		}
 		if h.Status != state.HandoffPending || !now.Before(pollEnd) {
-			return d.view(ctx, h)
+			return d.View(ctx, h)
 		}
 		if h.TaskID != "" && !renewed {
 			renewed = true
-			if err := d.renew(ctx, h.TaskID, h.StoreID); err != nil {
+			if err := d.cfg.Renew(ctx, h.TaskID, h.StoreID); err != nil {
 				d.log.Warn().Err(err).Str("handoff", h.ID).Msg("renew the lease of a task waiting for a person")
 			}
 		}
@@ -272,8 +240,8 @@ func (d *handoffDesk) wait(ctx context.Context, id string) (api.Handoff, error) 
 		case <-timer.C:
 		case <-ctx.Done(): // the shim left (or was stopped): nobody reads this answer, so it is not an error
 			timer.Stop()
-			return d.view(context.WithoutCancel(ctx), h)
-		case <-d.ctx.Done():
+			return d.View(context.WithoutCancel(ctx), h)
+		case <-d.cfg.Ctx.Done():
 			timer.Stop()
 			return api.Handoff{}, apierr.ErrShuttingDown
 		}
@@ -282,22 +250,22 @@ func (d *handoffDesk) wait(ctx context.Context, id string) (api.Handoff, error) 
 }
 
 // expire times out every pending handoff whose wait ran out, and says so.
-func (d *handoffDesk) expire(ctx context.Context) error {
+func (d *Desk) expire(ctx context.Context) error {
 	expired, err := d.db.ExpireHandoffs(ctx, time.Now())
 	if err != nil {
 		return err
 	}
 	for _, h := range expired {
 		d.hub.changed(h.ID)
-		d.note(zerolog.WarnLevel, api.EventHandoffTimedOut, handoffKey(h), api.Event{TaskID: h.TaskID, BUName: h.BUName,
+		d.cfg.Note(zerolog.WarnLevel, api.EventHandoffTimedOut, handoffKey(h), api.Event{TaskID: h.TaskID, BUName: h.BUName,
 			Message: "nobody answered in time; the agent had asked: " + h.Reason, Handoff: h.ID, From: api.FromAgent})
 	}
 	return nil
 }
 
-// loop expires handoffs at their deadlines, also those whose shim is gone (killed, or its machine
+// Loop expires handoffs at their deadlines, also those whose shim is gone (killed, or its machine
 // asleep) and those that ran out while the manager was down.
-func (d *handoffDesk) loop(ctx context.Context) {
+func (d *Desk) Loop(ctx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -330,8 +298,8 @@ func handoffKey(h state.Handoff) string {
 	return h.StoreID
 }
 
-// list returns the handoffs in status ("" for every one), oldest first.
-func (d *handoffDesk) list(ctx context.Context, status string) ([]api.Handoff, error) {
+// List returns the handoffs in status ("" for every one), oldest first.
+func (d *Desk) List(ctx context.Context, status string) ([]api.Handoff, error) {
 	if status != "" && !slices.Contains(state.HandoffStatuses, state.HandoffStatus(status)) {
 		return nil, fmt.Errorf("%w: status %q: want one of %s, or none for all", apierr.ErrBadRequest, status,
 			strings.Trim(fmt.Sprint(state.HandoffStatuses), "[]"))
@@ -344,10 +312,20 @@ func (d *handoffDesk) list(ctx context.Context, status string) ([]api.Handoff, e
 	if err != nil {
 		return nil, err
 	}
-	return d.views(stores, hs), nil
+	return d.Views(stores, hs), nil
 }
 
-func (d *handoffDesk) view(ctx context.Context, h state.Handoff) (api.Handoff, error) {
+// Get is handoff id as the API prints it.
+func (d *Desk) Get(ctx context.Context, id string) (api.Handoff, error) {
+	h, err := d.db.GetHandoff(ctx, id)
+	if err != nil {
+		return api.Handoff{}, err
+	}
+	return d.View(ctx, h)
+}
+
+// View is h as the API prints it.
+func (d *Desk) View(ctx context.Context, h state.Handoff) (api.Handoff, error) {
 	var stores []state.Store
 	if h.StoreID != "" {
 		s, err := d.db.GetStore(ctx, h.StoreID)
@@ -356,55 +334,19 @@ func (d *handoffDesk) view(ctx context.Context, h state.Handoff) (api.Handoff, e
 		}
 		stores = append(stores, s)
 	}
-	return d.views(stores, []state.Handoff{h})[0], nil
+	return d.Views(stores, []state.Handoff{h})[0], nil
 }
 
-// views are handoffs as the API prints them, their stores named by slug from stores.
-func (d *handoffDesk) views(stores []state.Store, hs []state.Handoff) []api.Handoff {
-	slugs := slugsOf(stores)
+// Views are handoffs as the API prints them, their stores named by slug from stores.
+func (d *Desk) Views(stores []state.Store, hs []state.Handoff) []api.Handoff {
+	slugs := SlugsOf(stores)
 	out := make([]api.Handoff, 0, len(hs))
 	for _, h := range hs {
-		v := api.Handoff{ID: h.ID, Status: string(h.Status), Store: slugs.of(h.StoreID), StoreID: h.StoreID, TaskID: h.TaskID,
+		v := api.Handoff{ID: h.ID, Status: string(h.Status), Store: slugs.Of(h.StoreID), StoreID: h.StoreID, TaskID: h.TaskID,
 			ClientID: h.ClientID, BUName: h.BUName, Reason: h.Reason, Note: h.Note, CreatedAt: h.CreatedAt,
 			Deadline: h.Deadline, AnsweredAt: h.AnsweredAt, WaitS: int(h.Deadline.Sub(h.CreatedAt).Round(time.Second) / time.Second)}
-		v.URL = d.uiLink("/#handoff-" + h.ID)
+		v.URL = d.cfg.UILink("/#handoff-" + h.ID)
 		out = append(out, v)
 	}
 	return out
-}
-
-// uiLink is the web UI's address of path, or "" with the UI off.
-func (m *Manager) uiLink(path string) string {
-	if m.ui == nil {
-		return ""
-	}
-	return m.ui.URL() + path
-}
-
-// handoffMetrics counts the handoffs in state by status (vibe_handoffs), read at each scrape: the counts
-// survive restarts, as the handoffs do.
-type handoffMetrics struct {
-	db   *state.DB
-	desc *prometheus.Desc
-}
-
-func newHandoffMetrics(db *state.DB) handoffMetrics {
-	return handoffMetrics{db: db, desc: prometheus.NewDesc("vibe_handoffs",
-		"Handoffs (agents' requests for a person's help) in state, by status: pending, done, cant_help, timed_out, cancelled.",
-		[]string{"status"}, nil)}
-}
-
-func (c handoffMetrics) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
-
-func (c handoffMetrics) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	counts, err := c.db.CountHandoffs(ctx)
-	if err != nil {
-		ch <- prometheus.NewInvalidMetric(c.desc, err)
-		return
-	}
-	for _, s := range state.HandoffStatuses {
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(counts[s]), string(s))
-	}
 }
