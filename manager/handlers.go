@@ -157,7 +157,7 @@ func (m *Manager) ensureSession(ctx context.Context, req api.EnsureRequest) (api
 		if req.Kind == api.KindStore {
 			storeID = sp.Key
 		}
-		if err := m.touchTask(ctx, req.TaskID, storeID); err != nil {
+		if err := m.tasks.Touch(ctx, req.TaskID, storeID); err != nil {
 			return api.EnsureResponse{}, err
 		}
 	}
@@ -229,7 +229,7 @@ func (m *Manager) handlePutTask(r *http.Request) (any, error) {
 		return nil, err
 	}
 	if t.Status.Ended() {
-		m.taskEnded(ctx, t.ID)
+		m.tasks.Ended(ctx, t.ID)
 	}
 	return taskView(t), nil
 }
@@ -239,7 +239,7 @@ func (m *Manager) handleDeleteTask(r *http.Request) (any, error) {
 	if err := m.db.DeleteTask(r.Context(), id); err != nil {
 		return nil, err
 	}
-	m.taskEnded(r.Context(), id)
+	m.tasks.Ended(r.Context(), id)
 	return struct{}{}, nil
 }
 
@@ -298,6 +298,19 @@ func (m *Manager) handleStoreLogin(r *http.Request) (any, error) {
 	}
 	m.log.Info().Str("store", s.Slug).Str("tab", id).Msg("opened a human tab for a login")
 	return api.StoreLogin{UILogin: login, Store: s.Slug, Tab: id}, nil
+}
+
+// handleMintTaskToken is POST PathTaskToken (tasks.Desk.Mint). Only the owner's socket serves it.
+func (m *Manager) handleMintTaskToken(r *http.Request) (any, error) {
+	id := r.PathValue("id")
+	if err := tasks.CheckID(id); err != nil {
+		return nil, err
+	}
+	var req api.TaskTokenRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	return m.tasks.Mint(r.Context(), id, req)
 }
 
 func (m *Manager) handleReap(r *http.Request) (any, error) {

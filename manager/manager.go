@@ -24,6 +24,7 @@ import (
 	"vibebrowser/manager/handoffs"
 	"vibebrowser/manager/notify"
 	"vibebrowser/manager/reaper"
+	"vibebrowser/manager/tasks"
 	"vibebrowser/manager/timeline"
 	"vibebrowser/manager/ui"
 	"vibebrowser/state"
@@ -48,8 +49,7 @@ type Manager struct {
 	handoffs *handoffs.Desk // the handoffs: answers, waits, expiry
 	notify   *notify.Sender // POSTs the events that need a person to VIBE_NOTIFY_URL (manager/notify)
 
-	leaseMu sync.Mutex           // leaseMu guards leased
-	leased  map[string]leaseMark // task id -> the lease touchTask last wrote
+	tasks *tasks.Desk // the tasks: leases and tokens
 
 	exitIPs *exitIPs // each proxied store's exit IP, checked through its proxy (VIBE_PROXY_CHECK_URL)
 
@@ -62,14 +62,16 @@ type Manager struct {
 // logger, without a component: each component's logger derives from it.
 func newManager(ctx context.Context, cfg *config.Config, root zerolog.Logger, db *state.DB, version string) *Manager {
 	m := &Manager{cfg: cfg, root: root, log: root.With().Str("component", "manager").Logger(), db: db,
-		version: version, ctx: ctx, leased: map[string]leaseMark{},
+		version: version, ctx: ctx,
 		exitIPs: &exitIPs{ctx: ctx, url: cfg.ProxyCheckURL, seen: map[string]exitIP{}}}
 	m.fleet = browsers.New(ctx, cfg.Browsers(), db, root, browsers.Hooks{Note: m.note,
 		Starting: m.writeWrapperFor, Downloaded: m.recordDownload, DownloadRoom: m.downloadRoom,
 		DownloadCut: m.downloadCut, Timeline: m.tabStep})
+	m.tasks = tasks.New(tasks.Config{Cfg: cfg, DB: db, Log: m.log, Fleet: m.fleet, Reaper: m.reaper,
+		FindStore: m.findStore, DownloadDir: m.downloadDir})
 	m.timeline = m.newTimeline()
 	m.metrics = newMetrics(m.fleet.Collectors()...)
-	m.handoffs = handoffs.New(handoffs.Config{DB: db, Log: m.log, Ctx: ctx, Note: m.note, Renew: m.touchTask,
+	m.handoffs = handoffs.New(handoffs.Config{DB: db, Log: m.log, Ctx: ctx, Note: m.note, Renew: m.tasks.Touch,
 		UILink: m.uiLink, Quitting: m.fleet.Quitting, Store: m.shimStore, Count: m.countTask,
 		QuotaHit: func() { m.metrics.quotaHit(quotaHandoffs) }, WaitMax: cfg.HandoffWaitMax, Max: cfg.HandoffMax})
 	m.notify = notify.New(cfg.NotifyURL, root.With().Str("component", "notify").Logger(), m.describeEvent)
@@ -141,7 +143,7 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, version st
 
 	m := newManager(ctx, cfg, log, db, version)
 	log = m.log
-	if err := m.checkUsersRunnable(ctx); err != nil {
+	if err := tasks.CheckUsersRunnable(ctx, cfg, db); err != nil {
 		return err
 	}
 	// The runtime dir is created by Claim, with the marker that lets the reaper act in it; a dir someone
@@ -168,7 +170,7 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, version st
 	loopsDone.Go(func() { m.idleLoop(loops) })
 	loopsDone.Go(func() { m.fleet.SnapshotLoop(loops) })
 	loopsDone.Go(func() { m.reapLoop(loops) })
-	loopsDone.Go(func() { m.leaseLoop(loops) })
+	loopsDone.Go(func() { m.tasks.Loop(loops) })
 	loopsDone.Go(func() { m.handoffs.Loop(loops) })
 	notifyCtx, stopNotify := context.WithCancel(context.Background())
 	defer stopNotify()

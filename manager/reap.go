@@ -41,6 +41,12 @@ func (m *Manager) reaperConfig(ctx context.Context) reaper.Config {
 	}
 }
 
+// reaper is the reaper's view of the runtime dir, and whether it may act there: not with the kill switch
+// set, nor in a runtime dir that is not ours.
+func (m *Manager) reaper(ctx context.Context) (reaper.Config, bool) {
+	return m.reaperConfig(ctx), !m.cfg.DisableReaper && m.ownsRuntime
+}
+
 // reap runs one pass unless the kill switch is set or the runtime dir is not ours.
 func (m *Manager) reap(ctx context.Context) (reaper.Result, error) {
 	if m.cfg.DisableReaper {

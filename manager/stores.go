@@ -12,6 +12,7 @@ import (
 	"vibebrowser/manager/browsers"
 	"vibebrowser/manager/cdp"
 	"vibebrowser/manager/netid"
+	"vibebrowser/manager/tasks"
 	"vibebrowser/state"
 )
 
@@ -60,7 +61,7 @@ func (m *Manager) createStore(ctx context.Context, in api.StoreSpec) (state.Stor
 	if err := setIdentity(backend, &opts, &in.Proxy, &in.Timezone, &in.Lang); err != nil {
 		return state.Store{}, err
 	}
-	if err := setUsers(backend, &opts, &in.AgentUser, &in.BrowserUser); err != nil {
+	if err := tasks.SetUsers(backend, &opts, &in.AgentUser, &in.BrowserUser); err != nil {
 		return state.Store{}, err
 	}
 	if err := setTimeline(&opts, &in.Timeline); err != nil {
@@ -128,7 +129,7 @@ func (m *Manager) updateStore(ctx context.Context, ref string, u api.StoreUpdate
 		if err := setIdentity(s.Backend, &opts, u.Proxy, u.Timezone, u.Lang); err != nil {
 			return err
 		}
-		if err := setUsers(s.Backend, &opts, u.AgentUser, u.BrowserUser); err != nil {
+		if err := tasks.SetUsers(s.Backend, &opts, u.AgentUser, u.BrowserUser); err != nil {
 			return err
 		}
 		if err := setTimeline(&opts, u.Timeline); err != nil {

@@ -11,6 +11,7 @@ import (
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/browsers"
 	"vibebrowser/manager/config"
+	"vibebrowser/manager/tasks"
 	"vibebrowser/manager/timeline"
 	"vibebrowser/manager/ui"
 	"vibebrowser/mux"
@@ -170,5 +171,5 @@ func listenUI(cfg *config.Config) (net.Listener, error) {
 func (m *Manager) newUI(ln net.Listener) *ui.Server {
 	host, _, _ := net.SplitHostPort(m.cfg.UIAddr)
 	return ui.New(ui.Config{Host: host, Port: ln.Addr().(*net.TCPAddr).Port, Source: uiSource{m},
-		AllowUser: m.newUIUsers().allow, Log: m.root.With().Str("component", "ui").Logger()})
+		AllowUser: tasks.NewUIUsers(m.cfg, m.db, m.fleet).Allow, Log: m.root.With().Str("component", "ui").Logger()})
 }

@@ -9,7 +9,7 @@ import (
 
 // parseUIUsers reads VIBE_UI_USERS: user names, comma-separated, each a user of this machine. The agents'
 // default user (VIBE_AGENT_USER) is refused at once; a store's own agent or browser user is refused when it
-// connects (uiUsers.allow), since stores change while the manager runs.
+// connects (tasks.UIUsers.Allow), since stores change while the manager runs.
 func parseUIUsers(raw, agentUser string) ([]string, error) {
 	var names []string
 	for _, n := range strings.Split(raw, ",") {

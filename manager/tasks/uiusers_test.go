@@ -1,4 +1,4 @@
-package manager
+package tasks
 
 import (
 	"context"
@@ -36,28 +36,28 @@ func TestUIUsersAllow(t *testing.T) {
 	}
 	tests := []struct {
 		name  string
-		rule  uiUsers
+		rule  UIUsers
 		uid   int
 		allow bool
 		says  []string
 	}{
-		{"the manager's own user", uiUsers{own: own, storeUsers: stores(nil)}, own, true, nil},
-		{"root", uiUsers{own: own, storeUsers: stores(nil)}, 0, true, nil},
-		{"a user VIBE_UI_USERS names", uiUsers{own: own, named: map[int]string{otherID: other}, storeUsers: stores(nil)}, otherID, true, nil},
-		{"a user nobody named", uiUsers{own: own, storeUsers: stores(nil)}, otherID, false,
+		{"the manager's own user", UIUsers{own: own, storeUsers: stores(nil)}, own, true, nil},
+		{"root", UIUsers{own: own, storeUsers: stores(nil)}, 0, true, nil},
+		{"a user VIBE_UI_USERS names", UIUsers{own: own, named: map[int]string{otherID: other}, storeUsers: stores(nil)}, otherID, true, nil},
+		{"a user nobody named", UIUsers{own: own, storeUsers: stores(nil)}, otherID, false,
 			[]string{other, "uid " + strconv.Itoa(otherID), "serves only the manager's own user", "add it to VIBE_UI_USERS", "(none)"}},
-		{"a store's agent user", uiUsers{own: own, storeUsers: stores(map[string]string{other: "store acme's agent user"})}, otherID, false,
+		{"a store's agent user", UIUsers{own: own, storeUsers: stores(map[string]string{other: "store acme's agent user"})}, otherID, false,
 			[]string{"store acme's agent user", "never serves a store's agent or browser user"}},
-		{"a store's agent user VIBE_UI_USERS names", uiUsers{own: own, named: map[int]string{otherID: other},
+		{"a store's agent user VIBE_UI_USERS names", UIUsers{own: own, named: map[int]string{otherID: other},
 			storeUsers: stores(map[string]string{other: "store acme's agent user"})}, otherID, false,
 			[]string{"VIBE_UI_USERS names this one, which changes nothing"}},
-		{"stores that cannot be read", uiUsers{own: own, storeUsers: func(context.Context) (map[string]string, error) {
+		{"stores that cannot be read", UIUsers{own: own, storeUsers: func(context.Context) (map[string]string, error) {
 			return nil, errors.New("database is locked")
 		}}, own, false, []string{"database is locked"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := tt.rule.allow(tt.uid)
+			err := tt.rule.Allow(tt.uid)
 			if (err == nil) != tt.allow {
 				t.Fatalf("allow(%d) = %v; want allowed %v", tt.uid, err, tt.allow)
 			}

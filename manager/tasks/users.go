@@ -1,4 +1,4 @@
-package manager
+package tasks
 
 import (
 	"context"
@@ -7,14 +7,15 @@ import (
 
 	"vibebrowser/manager/apierr"
 	"vibebrowser/manager/browsers"
+	"vibebrowser/manager/config"
 	"vibebrowser/osuser"
 	"vibebrowser/state"
 )
 
-// setUsers checks and sets a store's agent and browser users (SPEC §14): each of agent and browser that is
+// SetUsers checks and sets a store's agent and browser users (SPEC §14): each of agent and browser that is
 // not nil replaces the store's ("" follows the manager's default again, browsers.NoUser is none). A user
 // must exist and not be root, and only a root manager takes one: it starts processes as them.
-func setUsers(backend state.Backend, opts *browsers.Options, agent, browser *string) error {
+func SetUsers(backend state.Backend, opts *browsers.Options, agent, browser *string) error {
 	set := func(v *string) bool { return v != nil && *v != "" && *v != browsers.NoUser }
 	if !set(agent) && !set(browser) {
 		if agent != nil {
@@ -60,22 +61,22 @@ func setUsers(backend state.Backend, opts *browsers.Options, agent, browser *str
 	return nil
 }
 
-// checkUsersRunnable refuses a start that could not keep the store boundary (SPEC §14): a manager not
+// CheckUsersRunnable refuses a start that could not keep the store boundary (SPEC §14): a manager not
 // running as root while VIBE_AGENT_USER or a store names an agent or browser user.
-func (m *Manager) checkUsersRunnable(ctx context.Context) error {
+func CheckUsersRunnable(ctx context.Context, cfg *config.Config, db *state.DB) error {
 	if os.Geteuid() == 0 {
 		return nil
 	}
-	if m.cfg.AgentUser != "" {
+	if cfg.AgentUser != "" {
 		return fmt.Errorf("VIBE_AGENT_USER=%s needs the manager to run as root (it starts agents and browsers as "+
 			"other users and owns the files between them); this manager runs as uid %d: run vibe-browser serve as "+
-			"root (vibe-browser service install, as root), or unset VIBE_AGENT_USER", m.cfg.AgentUser, os.Geteuid())
+			"root (vibe-browser service install, as root), or unset VIBE_AGENT_USER", cfg.AgentUser, os.Geteuid())
 	}
-	stores, err := m.db.ListStores(ctx)
+	stores, err := db.ListStores(ctx)
 	if err != nil {
 		return err
 	}
-	bc := m.cfg.Browsers()
+	bc := cfg.Browsers()
 	for _, s := range stores {
 		sp, err := browsers.StoreSpec(s)
 		if err != nil {

@@ -1,4 +1,4 @@
-package manager
+package tasks
 
 import (
 	"context"
@@ -9,14 +9,18 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"vibebrowser/manager/browsers"
+	"vibebrowser/manager/config"
+	"vibebrowser/state"
 )
 
 // Who may use the web UI (SPEC §11, issue 37): the manager's own user, root, and the users VIBE_UI_USERS
 // names; never a store's agent or browser user, even one VIBE_UI_USERS names, since whoever holds the UI
 // watches and drives every store's tabs. The UI reads each connection's user from the kernel (ui/peer.go).
 
-// uiUsers decides who may use the web UI.
-type uiUsers struct {
+// UIUsers decides who may use the web UI.
+type UIUsers struct {
 	own   int            // the manager's uid
 	named map[int]string // VIBE_UI_USERS, by uid
 	// storeUsers names every store's agent and browser users (and the web browser's), each with what it
@@ -24,10 +28,12 @@ type uiUsers struct {
 	storeUsers func(ctx context.Context) (map[string]string, error)
 }
 
-// newUIUsers is the manager's rule, with VIBE_UI_USERS looked up now (FromEnv checked that each exists).
-func (m *Manager) newUIUsers() uiUsers {
-	u := uiUsers{own: os.Getuid(), named: map[int]string{}, storeUsers: m.storeUserNames}
-	for _, n := range m.cfg.UIUsers {
+// NewUIUsers is the manager's rule, with VIBE_UI_USERS looked up now (FromEnv checked that each exists).
+func NewUIUsers(cfg *config.Config, db *state.DB, fleet *browsers.Fleet) UIUsers {
+	u := UIUsers{own: os.Getuid(), named: map[int]string{}, storeUsers: func(ctx context.Context) (map[string]string, error) {
+		return storeUserNames(ctx, cfg, db, fleet)
+	}}
+	for _, n := range cfg.UIUsers {
 		if found, err := user.Lookup(n); err == nil {
 			if id, err := strconv.Atoi(found.Uid); err == nil {
 				u.named[id] = n
@@ -39,17 +45,17 @@ func (m *Manager) newUIUsers() uiUsers {
 
 // storeUserNames names the users the manager runs stores' agents and browsers as: VIBE_AGENT_USER, and each
 // store's (the web browser's too) own or made-for-it agent and browser users.
-func (m *Manager) storeUserNames(ctx context.Context) (map[string]string, error) {
+func storeUserNames(ctx context.Context, cfg *config.Config, db *state.DB, fleet *browsers.Fleet) (map[string]string, error) {
 	out := map[string]string{}
-	if m.cfg.AgentUser != "" {
-		out[m.cfg.AgentUser] = "the agents' user (VIBE_AGENT_USER)"
+	if cfg.AgentUser != "" {
+		out[cfg.AgentUser] = "the agents' user (VIBE_AGENT_USER)"
 	}
-	stores, err := m.db.ListStores(ctx)
+	stores, err := db.ListStores(ctx)
 	if err != nil {
 		return nil, err
 	}
 	for _, s := range stores {
-		agent, browser, err := m.cfg.StoreUsers(s)
+		agent, browser, err := cfg.StoreUsers(s)
 		if err != nil {
 			continue // a store whose users cannot be named runs nothing as them
 		}
@@ -60,8 +66,8 @@ func (m *Manager) storeUserNames(ctx context.Context) (map[string]string, error)
 			out[browser] = "store " + s.Slug + "'s browser user"
 		}
 	}
-	if web, err := m.fleet.WebSpec(ctx); err == nil {
-		bc := m.cfg.Browsers()
+	if web, err := fleet.WebSpec(ctx); err == nil {
+		bc := cfg.Browsers()
 		agent, browser := bc.UserNames(web)
 		if agent != "" {
 			out[agent] = "the web browser's agent user"
@@ -73,8 +79,8 @@ func (m *Manager) storeUserNames(ctx context.Context) (map[string]string, error)
 	return out, nil
 }
 
-// allow is nil when uid may use the UI, else why not, for the person at the refused end.
-func (u uiUsers) allow(uid int) error {
+// Allow is nil when uid may use the UI, else why not, for the person at the refused end.
+func (u UIUsers) Allow(uid int) error {
 	who := "uid " + strconv.Itoa(uid)
 	name := ""
 	if found, err := user.LookupId(strconv.Itoa(uid)); err == nil {
@@ -108,7 +114,7 @@ func (u uiUsers) allow(uid int) error {
 }
 
 // namedList is VIBE_UI_USERS for a person: "alice, bob", or "none".
-func (u uiUsers) namedList() string {
+func (u UIUsers) namedList() string {
 	names := make([]string, 0, len(u.named))
 	for _, n := range u.named {
 		names = append(names, n)
