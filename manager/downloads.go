@@ -109,7 +109,7 @@ func (m *Manager) downloadCut(sp browsers.Spec, d mux.Download) {
 	msg := fmt.Sprintf("download %q from %q cancelled at %d MiB: the downloads of %s would pass their quota "+
 		"(VIBE_DOWNLOAD_MAX_MB=%d)", d.Name, d.URL, d.Size>>20, d.OwnerDir, m.cfg.DownloadMaxMB)
 	m.note(zerolog.WarnLevel, api.EventDownloadCancelled, sp.Key, api.Event{TaskID: task, Message: msg})
-	m.recordStep(sp.Key, task, d.ClientID, api.EntryFault, api.FaultEntry{What: api.FaultQuota, Message: msg})
+	m.timeline.Step(sp.Key, task, d.ClientID, api.EntryFault, api.FaultEntry{What: api.FaultQuota, Message: msg})
 }
 
 // recordDownload is a mux's Downloaded hook: the finished download goes into state.
@@ -129,7 +129,7 @@ func (m *Manager) recordDownload(sp browsers.Spec, d mux.Download) {
 	m.downloaded.add(state.DownloadOwner{Key: sp.Key, OwnerDir: d.OwnerDir}, d.Size)
 	if task != "" {
 		view := downloadView(rec, sp.Slug)
-		m.recordStep(sp.Key, task, d.ClientID, api.EntryDownload, &view)
+		m.timeline.Step(sp.Key, task, d.ClientID, api.EntryDownload, &view)
 	}
 }
 

@@ -168,7 +168,7 @@ func (m *Manager) note(level zerolog.Level, kind, key string, ev api.Event) {
 	}
 	line.Msg(ev.Message)
 	m.notify.Enqueue(ev)
-	m.eventStep(kind, key, ev)
+	m.timeline.EventStep(kind, key, ev)
 }
 
 func (m *Manager) handleEvent(r *http.Request) (any, error) {

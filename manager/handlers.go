@@ -168,7 +168,7 @@ func (m *Manager) ensureSession(ctx context.Context, req api.EnsureRequest) (api
 	resp := api.EnsureResponse{CDPWS: clientURL(in.Port(), sp.Token, req.ClientID), DownloadDir: m.downloadDir(sp, req.ClientID)}
 	if req.TaskID != "" {
 		resp.LeaseS = int(m.cfg.TaskLease / time.Second)
-		resp.Timeline, _ = m.timelineMode(sp)
+		resp.Timeline, _ = m.timeline.Mode(sp)
 	}
 	return resp, nil
 }
@@ -184,13 +184,13 @@ func (m *Manager) shimStore(ctx context.Context, id string) (state.Store, error)
 }
 
 func (m *Manager) handleListTasks(r *http.Request) (any, error) {
-	tasks, err := m.db.ListTasks(r.Context())
+	all, err := m.db.ListTasks(r.Context())
 	if err != nil {
 		return nil, err
 	}
-	out := make([]api.Task, 0, len(tasks))
-	for _, t := range tasks {
-		out = append(out, taskView(t))
+	out := make([]api.Task, 0, len(all))
+	for _, t := range all {
+		out = append(out, tasks.View(t))
 	}
 	return out, nil
 }
@@ -200,7 +200,7 @@ func (m *Manager) handleGetTask(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return taskView(t), nil
+	return tasks.View(t), nil
 }
 
 // handlePutTask records the app's view of a task. The lease is renewed with every report, so a task the app
@@ -231,7 +231,7 @@ func (m *Manager) handlePutTask(r *http.Request) (any, error) {
 	if t.Status.Ended() {
 		m.tasks.Ended(ctx, t.ID)
 	}
-	return taskView(t), nil
+	return tasks.View(t), nil
 }
 
 func (m *Manager) handleDeleteTask(r *http.Request) (any, error) {

@@ -27,6 +27,7 @@ import (
 	"vibebrowser/manager/tasks"
 	"vibebrowser/manager/timeline"
 	"vibebrowser/manager/ui"
+	"vibebrowser/mux"
 	"vibebrowser/state"
 )
 
@@ -55,7 +56,7 @@ type Manager struct {
 
 	downloaded downloadQuota // what each task's downloads take, for VIBE_DOWNLOAD_MAX_MB (downloads.go)
 
-	timeline *timeline.Recorder // what each task did (SPEC §15)
+	timeline *timeline.Desk // what each task did (SPEC §15)
 }
 
 // newManager assembles a manager on an open state database; Run serves it. root is the daemon's root
@@ -66,10 +67,11 @@ func newManager(ctx context.Context, cfg *config.Config, root zerolog.Logger, db
 		exitIPs: &exitIPs{ctx: ctx, url: cfg.ProxyCheckURL, seen: map[string]exitIP{}}}
 	m.fleet = browsers.New(ctx, cfg.Browsers(), db, root, browsers.Hooks{Note: m.note,
 		Starting: m.writeWrapperFor, Downloaded: m.recordDownload, DownloadRoom: m.downloadRoom,
-		DownloadCut: m.downloadCut, Timeline: m.tabStep})
+		DownloadCut: m.downloadCut, Timeline: func(sp browsers.Spec, ev mux.TimelineEvent) { m.timeline.TabStep(sp, ev) }})
 	m.tasks = tasks.New(tasks.Config{Cfg: cfg, DB: db, Log: m.log, Fleet: m.fleet, Reaper: m.reaper,
 		FindStore: m.findStore, DownloadDir: m.downloadDir})
-	m.timeline = m.newTimeline()
+	m.timeline = timeline.NewDesk(timeline.DeskConfig{Cfg: cfg, DB: db, Fleet: m.fleet, Ctx: ctx, Log: m.log, Root: root,
+		Full: func() { m.metrics.quotaHit(quotaTimeline) }, Cut: func() { m.metrics.quotaHit(quotaReportCut) }})
 	m.metrics = newMetrics(m.fleet.Collectors()...)
 	m.handoffs = handoffs.New(handoffs.Config{DB: db, Log: m.log, Ctx: ctx, Note: m.note, Renew: m.tasks.Touch,
 		UILink: m.uiLink, Quitting: m.fleet.Quitting, Store: m.shimStore, Count: m.countTask,

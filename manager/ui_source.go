@@ -86,7 +86,7 @@ func (s uiSource) Downloads(ctx context.Context, slug string, limit int) ([]api.
 }
 
 func (s uiSource) Timeline(ctx context.Context, taskID string, after int64) (api.Timeline, error) {
-	tl, err := s.m.taskTimeline(ctx, taskID, after)
+	tl, err := s.m.timeline.Task(ctx, taskID, after)
 	if errors.Is(err, state.ErrNotFound) {
 		err = fmt.Errorf("task %q: %w", taskID, ui.ErrNoTask)
 	}

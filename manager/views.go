@@ -12,6 +12,7 @@ import (
 	"vibebrowser/manager/handoffs"
 	"vibebrowser/manager/keeper"
 	"vibebrowser/manager/netid"
+	"vibebrowser/manager/tasks"
 	"vibebrowser/mux"
 	"vibebrowser/state"
 )
@@ -36,7 +37,7 @@ func (m *Manager) storeView(s state.Store) api.Store {
 	}
 	v.AgentUser, v.BrowserUser, _ = m.cfg.StoreUsers(s)
 	if sp, err := browsers.StoreSpec(s); err == nil {
-		v.Timeline, v.TimelineFrom = m.timelineMode(sp)
+		v.Timeline, v.TimelineFrom = m.timeline.Mode(sp)
 	}
 	if in := m.fleet.Current(s.ID); in != nil {
 		v.Browser = api.BrowserState{Status: api.StatusRunning, PID: in.PID()}
@@ -102,10 +103,6 @@ func (m *Manager) browserView(ctx context.Context, key, slug string) (api.Browse
 	return v, nil
 }
 
-func taskView(t state.Task) api.Task {
-	return api.Task{ID: t.ID, Store: t.StoreID, Status: string(t.Status), LeaseUntil: t.LeaseUntil}
-}
-
 // clientURL is a mux client's WebSocket endpoint as ensure hands it to an agent: its capability URL (SPEC
 // §14), which names that client and no other and does not carry the store token.
 func clientURL(port int, token, clientID string) string {
@@ -118,7 +115,7 @@ func (m *Manager) status(ctx context.Context) (api.Status, error) {
 	if err != nil {
 		return api.Status{}, err
 	}
-	tasks, err := m.db.ListTasks(ctx)
+	all, err := m.db.ListTasks(ctx)
 	if err != nil {
 		return api.Status{}, err
 	}
@@ -140,8 +137,8 @@ func (m *Manager) status(ctx context.Context) (api.Status, error) {
 		return api.Status{}, err
 	}
 	st.Browsers = append(st.Browsers, web)
-	for _, t := range tasks {
-		v := taskView(t)
+	for _, t := range all {
+		v := tasks.View(t)
 		v.StoreSlug = slugs[t.StoreID] // "" for the web browser, and for a store removed since
 		st.Tasks = append(st.Tasks, v)
 	}
