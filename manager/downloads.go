@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -133,30 +132,17 @@ func (m *Manager) recordDownload(sp browsers.Spec, d mux.Download) {
 	}
 }
 
-// handleListDownloads is GET PathDownloads?task=ID&store=S (a store's name, slug or id, or "web").
-func (m *Manager) handleListDownloads(r *http.Request) (any, error) {
-	ctx := r.Context()
-	f := state.DownloadFilter{TaskID: r.URL.Query().Get("task")}
-	if ref := r.URL.Query().Get("store"); ref != "" {
-		var err error
-		if f.Key, err = m.browserKey(ctx, ref); err != nil {
-			return nil, err
-		}
-	}
-	return m.listDownloads(ctx, f)
-}
-
-// browserKey is the browser key ref names: a store's name, slug or id, or the web browser ("web").
-func (m *Manager) browserKey(ctx context.Context, ref string) (string, error) {
+// BrowserKey is the browser key ref names: a store's name, slug or id, or the web browser ("web").
+func (m *Manager) BrowserKey(ctx context.Context, ref string) (string, error) {
 	if ref == api.WebSlug || ref == api.WebKey {
 		return api.WebKey, nil
 	}
-	s, err := m.findStore(ctx, ref)
+	s, err := m.FindStore(ctx, ref)
 	return s.ID, err
 }
 
-// listDownloads is the finished downloads f selects, as the API prints them.
-func (m *Manager) listDownloads(ctx context.Context, f state.DownloadFilter) ([]api.Download, error) {
+// ListDownloads is the finished downloads f selects, as the API prints them.
+func (m *Manager) ListDownloads(ctx context.Context, f state.DownloadFilter) ([]api.Download, error) {
 	ds, err := m.db.ListDownloads(ctx, f)
 	if err != nil {
 		return nil, err

@@ -2,6 +2,9 @@ package manager
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -128,12 +131,12 @@ func TestRecordAndListDownloads(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {
-			out, err := m.handleListDownloads(httptest.NewRequest("GET", api.PathDownloads+tt.query, nil))
+			out, err := listDownloads(m, tt.query)
 			if err != nil {
 				t.Fatal(err)
 			}
 			var names []string
-			for _, d := range out.([]api.Download) {
+			for _, d := range out {
 				names = append(names, d.Name)
 			}
 			if !slices.Equal(names, tt.want) {
@@ -141,19 +144,38 @@ func TestRecordAndListDownloads(t *testing.T) {
 			}
 		})
 	}
-	out, _ := m.handleListDownloads(httptest.NewRequest("GET", api.PathDownloads+"?store=Shop", nil))
-	first := out.([]api.Download)[0]
+	out, err := listDownloads(m, "?store=Shop")
+	if err != nil || len(out) != 2 {
+		t.Fatalf("GET ?store=Shop = %v, %v; want two downloads", out, err)
+	}
+	first := out[0]
+	if !first.At.Equal(at) {
+		t.Errorf("listed at %v; want %v", first.At, at)
+	}
+	first.At = at // the same instant, as JSON gives it back
 	want := api.Download{ID: first.ID, Store: sp.Key, Slug: sp.Slug, Task: task, Client: task + "-w2", OwnerDir: task, GUID: "g1",
 		URL: "http://x/r", Name: "r.csv", Path: "/d/r.csv", Size: 3, SHA256: "ab", At: at}
 	if first != want {
 		t.Errorf("listed %+v; want %+v", first, want)
 	}
-	if aux := out.([]api.Download)[1]; aux.Task != "" {
+	if aux := out[1]; aux.Task != "" {
 		t.Errorf("aux's download has task %q; want none", aux.Task)
 	}
-	if _, err := m.handleListDownloads(httptest.NewRequest("GET", api.PathDownloads+"?store=nosuch", nil)); err == nil {
+	if _, err := listDownloads(m, "?store=nosuch"); err == nil {
 		t.Error("GET ?store=nosuch succeeded; want not found")
 	}
+}
+
+// listDownloads asks the local API for GET PathDownloads+query, as the owner.
+func listDownloads(m *Manager, query string) ([]api.Download, error) {
+	rec := httptest.NewRecorder()
+	m.api().OwnerServer().Handler.ServeHTTP(rec, httptest.NewRequest("GET", api.PathDownloads+query, nil))
+	if rec.Code != http.StatusOK {
+		return nil, fmt.Errorf("%d %s", rec.Code, rec.Body)
+	}
+	var out []api.Download
+	err := json.Unmarshal(rec.Body.Bytes(), &out)
+	return out, err
 }
 
 // VIBE_DOWNLOAD_MAX_MB bounds each task's folder and its store's aux folder (the muxes ask downloadRoom),

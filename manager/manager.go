@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -22,6 +21,7 @@ import (
 	"vibebrowser/manager/browsers"
 	"vibebrowser/manager/config"
 	"vibebrowser/manager/handoffs"
+	"vibebrowser/manager/localapi"
 	"vibebrowser/manager/notify"
 	"vibebrowser/manager/reaper"
 	"vibebrowser/manager/tasks"
@@ -69,7 +69,7 @@ func newManager(ctx context.Context, cfg *config.Config, root zerolog.Logger, db
 		Starting: m.writeWrapperFor, Downloaded: m.recordDownload, DownloadRoom: m.downloadRoom,
 		DownloadCut: m.downloadCut, Timeline: func(sp browsers.Spec, ev mux.TimelineEvent) { m.timeline.TabStep(sp, ev) }})
 	m.tasks = tasks.New(tasks.Config{Cfg: cfg, DB: db, Log: m.log, Fleet: m.fleet, Reaper: m.reaper,
-		FindStore: m.findStore, DownloadDir: m.downloadDir})
+		FindStore: m.FindStore, DownloadDir: m.downloadDir})
 	m.timeline = timeline.NewDesk(timeline.DeskConfig{Cfg: cfg, DB: db, Fleet: m.fleet, Ctx: ctx, Log: m.log, Root: root,
 		Full: func() { m.metrics.quotaHit(quotaTimeline) }, Cut: func() { m.metrics.quotaHit(quotaReportCut) }})
 	m.metrics = newMetrics(m.fleet.Collectors()...)
@@ -123,12 +123,12 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, version st
 	if uiLn != nil {
 		bound = append(bound, uiLn)
 	}
-	ln, err := listenSocket(cfg.SocketPath(), log)
+	ln, err := localapi.ListenOwner(cfg.SocketPath(), log)
 	if err != nil {
 		return err
 	}
 	bound = append(bound, ln)
-	agentLn, err := listenAgents(api.AgentSocketPath(cfg.Home))
+	agentLn, err := localapi.ListenAgents(api.AgentSocketPath(cfg.Home))
 	if err != nil {
 		return err
 	}
@@ -192,11 +192,13 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, version st
 			}
 		})
 	}
-	srv := &http.Server{Handler: m.routes(), ReadHeaderTimeout: 10 * time.Second}
-	agentSrv := m.agentServer()
+	h := m.api()
+	srv, agentSrv := h.OwnerServer(), h.AgentServer()
+	capped, conns := localapi.CapAgents(agentLn, cfg.AgentConnMax, func() { m.metrics.quotaHit(quotaAgentConn) })
+	m.metrics.registry.MustRegister(conns)
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(ln) }()
-	go func() { serveErr <- agentSrv.Serve(m.capAgents(agentLn)) }()
+	go func() { serveErr <- agentSrv.Serve(capped) }()
 	log.Info().Str("home", cfg.Home).Str("socket", cfg.SocketPath()).Int("pid", os.Getpid()).
 		Str("browser_use", cfg.BrowserUse).Str("version", version).Str("ui", uiURL).Msg("manager ready")
 	_, _ = daemon.SdNotify(false, daemon.SdNotifyReady)
@@ -204,7 +206,7 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, version st
 	select {
 	case <-ctx.Done():
 	case err := <-serveErr:
-		if !errClosed(err) {
+		if !localapi.Closed(err) {
 			log.Error().Err(err).Msg("API server stopped")
 		}
 	}
@@ -222,6 +224,15 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, version st
 	notifyDone.Wait()
 	return nil
 }
+
+// api is the local API's handler on this manager.
+func (m *Manager) api() *localapi.Handler {
+	return &localapi.Handler{Log: m.log, Version: m.version, Cfg: m.cfg, DB: m.db, Fleet: m.fleet, Daemon: m,
+		Tasks: m.tasks, Handoffs: m.handoffs, Timeline: m.timeline, Metrics: m.metrics.handler()}
+}
+
+// UI is the web UI, or nil with it off.
+func (m *Manager) UI() *ui.Server { return m.ui }
 
 // uiLink is the web UI's address of path, or "" with the UI off.
 func (m *Manager) uiLink(path string) string {
@@ -252,10 +263,10 @@ func (m *Manager) boot(ctx context.Context) error {
 	if err := m.fleet.Boot(ctx); err != nil {
 		return err
 	}
-	if err := m.syncWrappers(ctx); err != nil {
+	if err := m.SyncWrappers(ctx); err != nil {
 		return err
 	}
-	if _, err := m.reap(ctx); err != nil {
+	if _, err := m.Reap(ctx); err != nil {
 		m.log.Error().Err(err).Msg("boot reaper pass")
 	}
 	return nil

@@ -47,8 +47,8 @@ func (m *Manager) reaper(ctx context.Context) (reaper.Config, bool) {
 	return m.reaperConfig(ctx), !m.cfg.DisableReaper && m.ownsRuntime
 }
 
-// reap runs one pass unless the kill switch is set or the runtime dir is not ours.
-func (m *Manager) reap(ctx context.Context) (reaper.Result, error) {
+// Reap runs one pass unless the kill switch is set or the runtime dir is not ours.
+func (m *Manager) Reap(ctx context.Context) (reaper.Result, error) {
 	if m.cfg.DisableReaper {
 		return reaper.Result{}, nil
 	}
@@ -74,7 +74,7 @@ func (m *Manager) reapLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			if _, err := m.reap(ctx); err != nil && ctx.Err() == nil {
+			if _, err := m.Reap(ctx); err != nil && ctx.Err() == nil {
 				m.log.Error().Err(err).Msg("reaper pass")
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/apierr"
@@ -16,9 +17,9 @@ import (
 	"vibebrowser/state"
 )
 
-// createStore validates browsers.Spec, registers the store (state gives it its id, slug and token), binds its
+// CreateStore validates browsers.Spec, registers the store (state gives it its id, slug and token), binds its
 // endpoint (its port, for the store's life) and writes its wrapper.
-func (m *Manager) createStore(ctx context.Context, in api.StoreSpec) (state.Store, error) {
+func (m *Manager) CreateStore(ctx context.Context, in api.StoreSpec) (state.Store, error) {
 	if err := state.ValidateName(in.Name); err != nil {
 		return state.Store{}, err
 	}
@@ -96,10 +97,10 @@ func (m *Manager) createStore(ctx context.Context, in api.StoreSpec) (state.Stor
 	return s, nil
 }
 
-// updateStore applies u to the store named by ref. The slug stays: it names the profile, the wrapper and
+// UpdateStore applies u to the store named by ref. The slug stays: it names the profile, the wrapper and
 // the daemons.
-func (m *Manager) updateStore(ctx context.Context, ref string, u api.StoreUpdate) (state.Store, error) {
-	s, err := m.findStore(ctx, ref)
+func (m *Manager) UpdateStore(ctx context.Context, ref string, u api.StoreUpdate) (state.Store, error) {
+	s, err := m.FindStore(ctx, ref)
 	if err != nil {
 		return state.Store{}, err
 	}
@@ -213,9 +214,9 @@ func setTimeline(opts *browsers.Options, mode *string) error {
 		"or \"\" for VIBE_TIMELINE's", apierr.ErrBadRequest, *mode)
 }
 
-// deleteStore stops the store's browser and removes the store, its wrapper, its endpoint and its port.
-func (m *Manager) deleteStore(ctx context.Context, ref string) error {
-	s, err := m.findStore(ctx, ref)
+// DeleteStore stops the store's browser and removes the store, its wrapper, its endpoint and its port.
+func (m *Manager) DeleteStore(ctx context.Context, ref string) error {
+	s, err := m.FindStore(ctx, ref)
 	if err != nil {
 		return err
 	}
@@ -232,8 +233,8 @@ func (m *Manager) deleteStore(ctx context.Context, ref string) error {
 	return nil
 }
 
-// findStore resolves a store named by name, slug or id.
-func (m *Manager) findStore(ctx context.Context, ref string) (state.Store, error) {
+// FindStore resolves a store named by name, slug or id.
+func (m *Manager) FindStore(ctx context.Context, ref string) (state.Store, error) {
 	s, err := m.db.FindStore(ctx, ref)
 	if errors.Is(err, state.ErrNotFound) {
 		return s, fmt.Errorf("no store named %q (by name, slug or id; see vibe-browser store list): %w", ref, state.ErrNotFound)
@@ -241,9 +242,9 @@ func (m *Manager) findStore(ctx context.Context, ref string) (state.Store, error
 	return s, err
 }
 
-// browserAction starts, stops or ensures sp's browser. An explicit start is a person's decision: it
+// BrowserAction starts, stops or ensures sp's browser. An explicit start is a person's decision: it
 // forgives the relaunch budget first.
-func (m *Manager) browserAction(ctx context.Context, sp browsers.Spec, action string) error {
+func (m *Manager) BrowserAction(ctx context.Context, sp browsers.Spec, action string) error {
 	switch strings.ToLower(action) {
 	case api.ActionStart:
 		_, err := m.fleet.Start(ctx, sp)
@@ -255,4 +256,67 @@ func (m *Manager) browserAction(ctx context.Context, sp browsers.Spec, action st
 		return m.fleet.Stop(ctx, sp.Key)
 	}
 	return fmt.Errorf("%w: browser action %q: want start, stop or ensure", apierr.ErrBadRequest, action)
+}
+
+// Ensure is the shim's call, for a caller the API admitted: the browser made ready, the task's lease
+// renewed, the client's endpoint returned.
+func (m *Manager) Ensure(ctx context.Context, req api.EnsureRequest) (api.EnsureResponse, error) {
+	began := time.Now()
+	defer func() { m.metrics.ensureSeconds.Observe(time.Since(began).Seconds()) }()
+	if err := tasks.CheckCaller(req.ClientID, req.BUName, req.TaskID); err != nil {
+		return api.EnsureResponse{}, err
+	}
+	if req.Via != "" && req.Via != api.ViaMCP && req.Via != api.ViaCDP {
+		return api.EnsureResponse{}, fmt.Errorf("%w: via %q: want %q, %q or none", apierr.ErrBadRequest, req.Via, api.ViaMCP, api.ViaCDP)
+	}
+	if m.cfg.BrowserUse == "" && req.Via == "" {
+		return api.EnsureResponse{}, fmt.Errorf("%w: %s", apierr.ErrUnavailable, m.cfg.BrowserUseProblem)
+	}
+	var sp browsers.Spec
+	switch req.Kind {
+	case api.KindStore:
+		s, err := m.shimStore(ctx, req.StoreID)
+		if err != nil {
+			return api.EnsureResponse{}, err
+		}
+		if sp, err = browsers.StoreSpec(s); err != nil {
+			return api.EnsureResponse{}, err
+		}
+	case api.KindWeb:
+		var err error
+		if sp, err = m.fleet.WebSpec(ctx); err != nil {
+			return api.EnsureResponse{}, err
+		}
+	default:
+		return api.EnsureResponse{}, fmt.Errorf("%w: kind %q: want store or web", apierr.ErrBadRequest, req.Kind)
+	}
+	if req.TaskID != "" {
+		storeID := ""
+		if req.Kind == api.KindStore {
+			storeID = sp.Key
+		}
+		if err := m.tasks.Touch(ctx, req.TaskID, storeID); err != nil {
+			return api.EnsureResponse{}, err
+		}
+	}
+	in, err := m.fleet.Ensure(ctx, sp)
+	if err != nil {
+		return api.EnsureResponse{}, err
+	}
+	resp := api.EnsureResponse{CDPWS: clientURL(in.Port(), sp.Token, req.ClientID), DownloadDir: m.downloadDir(sp, req.ClientID)}
+	if req.TaskID != "" {
+		resp.LeaseS = int(m.cfg.TaskLease / time.Second)
+		resp.Timeline, _ = m.timeline.Mode(sp)
+	}
+	return resp, nil
+}
+
+// shimStore is the store a shim's baked config names; one that is gone means the wrapper is stale.
+func (m *Manager) shimStore(ctx context.Context, id string) (state.Store, error) {
+	s, err := m.db.GetStore(ctx, id)
+	if errors.Is(err, state.ErrNotFound) {
+		err = fmt.Errorf("store %s no longer exists; this wrapper is stale (restart the manager to clean it up): %w",
+			id, state.ErrNotFound)
+	}
+	return s, err
 }

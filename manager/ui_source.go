@@ -22,7 +22,7 @@ import (
 // prints, read in-process.
 type uiSource struct{ m *Manager }
 
-func (s uiSource) Status(ctx context.Context) (api.Status, error) { return s.m.status(ctx) }
+func (s uiSource) Status(ctx context.Context) (api.Status, error) { return s.m.Status(ctx) }
 
 func (s uiSource) Events() []api.Event { return s.m.events.list() }
 
@@ -62,7 +62,7 @@ func (s uiSource) StartBrowser(ctx context.Context, slug string) error {
 	if err != nil {
 		return err
 	}
-	return s.m.browserAction(ctx, sp, api.ActionStart)
+	return s.m.BrowserAction(ctx, sp, api.ActionStart)
 }
 
 func (s uiSource) AnswerHandoff(ctx context.Context, id, status, note string) (api.Handoff, error) {

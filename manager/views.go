@@ -17,8 +17,8 @@ import (
 	"vibebrowser/state"
 )
 
-// storeView is a store as the API prints it.
-func (m *Manager) storeView(s state.Store) api.Store {
+// StoreView is a store as the API prints it.
+func (m *Manager) StoreView(s state.Store) api.Store {
 	v := api.Store{ID: s.ID, Name: s.Name, Slug: s.Slug, Backend: string(s.Backend), ProxyPort: s.ProxyPort,
 		Browser: api.BrowserState{Status: api.StatusStopped}}
 	if s.ProxyPort > 0 {
@@ -63,8 +63,8 @@ func endpointURLs(port int, token string) (cdpHTTP, cdpWS string) {
 	return "http://" + hostPort + "/" + token, "ws://" + hostPort + "/" + token
 }
 
-// webView describes the web browser with its endpoints.
-func (m *Manager) webView(ctx context.Context, sp browsers.Spec) (api.WebBrowser, error) {
+// WebView describes the web browser with its endpoints.
+func (m *Manager) WebView(ctx context.Context, sp browsers.Spec) (api.WebBrowser, error) {
 	b, err := m.browserView(ctx, sp.Key, sp.Slug)
 	if err != nil {
 		return api.WebBrowser{}, err
@@ -109,8 +109,8 @@ func clientURL(port int, token, clientID string) string {
 	return "ws://127.0.0.1:" + strconv.Itoa(port) + mux.CapabilityPath(token, clientID)
 }
 
-// status is the daemon's whole picture: GET /v1/status and the web UI's overview.
-func (m *Manager) status(ctx context.Context) (api.Status, error) {
+// Status is the daemon's whole picture: GET /v1/status and the web UI's overview.
+func (m *Manager) Status(ctx context.Context) (api.Status, error) {
 	stores, err := m.db.ListStores(ctx)
 	if err != nil {
 		return api.Status{}, err
@@ -125,7 +125,7 @@ func (m *Manager) status(ctx context.Context) (api.Status, error) {
 	sort.Slice(stores, func(i, j int) bool { return stores[i].Slug < stores[j].Slug })
 	slugs := handoffs.SlugsOf(stores)
 	for _, s := range stores {
-		st.Stores = append(st.Stores, m.storeView(s))
+		st.Stores = append(st.Stores, m.StoreView(s))
 		b, err := m.browserView(ctx, s.ID, s.Slug)
 		if err != nil {
 			return api.Status{}, err

@@ -94,10 +94,10 @@ type installedConfig struct {
 	StoreID string `json:"store_id"`
 }
 
-// syncWrappers is the boot pass: wrappers of an older format or of a deleted store are removed (current and
+// SyncWrappers is the boot pass: wrappers of an older format or of a deleted store are removed (current and
 // newer formats are kept, so a rollback never leaves a window without a wrapper), the guard is regenerated
 // and every store's and the web browser's wrapper is rewritten with this manager's shim.
-func (m *Manager) syncWrappers(ctx context.Context) error {
+func (m *Manager) SyncWrappers(ctx context.Context) error {
 	stores, err := m.db.ListStores(ctx)
 	if err != nil {
 		return err

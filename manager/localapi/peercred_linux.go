@@ -1,6 +1,8 @@
-package manager
+package localapi
 
-import "golang.org/x/sys/unix"
+import (
+	"golang.org/x/sys/unix"
+)
 
 // fdPeerUID returns the uid of the process at the other end of a unix socket (SO_PEERCRED).
 func fdPeerUID(fd uintptr) (int, error) {

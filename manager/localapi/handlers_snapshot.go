@@ -1,4 +1,4 @@
-package manager
+package localapi
 
 import (
 	"context"
@@ -11,12 +11,12 @@ import (
 
 // The snapshots of a store's profile (SPEC §18): list, take one now, restore one.
 
-func (m *Manager) handleListSnapshots(r *http.Request) (any, error) {
-	sp, err := m.snapshotSpec(r.Context(), r.PathValue("ref"))
+func (h *Handler) listSnapshots(r *http.Request, _ Caller) (any, error) {
+	sp, err := h.snapshotSpec(r.Context(), r.PathValue("ref"))
 	if err != nil {
 		return nil, err
 	}
-	all, err := m.fleet.Snapshots(sp)
+	all, err := h.Fleet.Snapshots(sp)
 	if err != nil {
 		return nil, err
 	}
@@ -27,41 +27,41 @@ func (m *Manager) handleListSnapshots(r *http.Request) (any, error) {
 	return out, nil
 }
 
-func (m *Manager) handleTakeSnapshot(r *http.Request) (any, error) {
-	sp, err := m.snapshotSpec(r.Context(), r.PathValue("ref"))
+func (h *Handler) takeSnapshot(r *http.Request, _ Caller) (any, error) {
+	sp, err := h.snapshotSpec(r.Context(), r.PathValue("ref"))
 	if err != nil {
 		return nil, err
 	}
-	in, err := m.fleet.Snapshot(r.Context(), sp)
+	in, err := h.Fleet.Snapshot(r.Context(), sp)
 	if err != nil {
 		return nil, err
 	}
 	return snapshotView(in), nil
 }
 
-func (m *Manager) handleRestore(r *http.Request) (any, error) {
+func (h *Handler) restore(r *http.Request, _ Caller) (any, error) {
 	var req api.RestoreRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	sp, err := m.snapshotSpec(r.Context(), r.PathValue("ref"))
+	sp, err := h.snapshotSpec(r.Context(), r.PathValue("ref"))
 	if err != nil {
 		return nil, err
 	}
-	res, err := m.fleet.Restore(r.Context(), sp, req.Snapshot)
+	res, err := h.Fleet.Restore(r.Context(), sp, req.Snapshot)
 	if err != nil {
 		return nil, err
 	}
 	return api.Restored{Snapshot: snapshotView(res.Info), Files: res.Files, Checkpoint: res.Jar != nil,
-		Profile: m.cfg.Path("profiles", sp.Slug)}, nil
+		Profile: h.Cfg.Path("profiles", sp.Slug)}, nil
 }
 
 // snapshotSpec is the browser ref names: a store by name, slug or id, or the web browser ("web").
-func (m *Manager) snapshotSpec(ctx context.Context, ref string) (browsers.Spec, error) {
+func (h *Handler) snapshotSpec(ctx context.Context, ref string) (browsers.Spec, error) {
 	if ref == api.WebSlug || ref == api.WebKey {
-		return m.fleet.WebSpec(ctx)
+		return h.Fleet.WebSpec(ctx)
 	}
-	s, err := m.findStore(ctx, ref)
+	s, err := h.Daemon.FindStore(ctx, ref)
 	if err != nil {
 		return browsers.Spec{}, err
 	}

@@ -1,4 +1,4 @@
-package manager
+package localapi
 
 import (
 	"context"
@@ -13,9 +13,9 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// listenSocket prepares the API socket at path: a stale socket (one no process answers on) is removed, a live
-// one refuses the start; the socket is bound 0600, and every accepted connection's peer must have our uid.
-func listenSocket(path string, log zerolog.Logger) (net.Listener, error) {
+// ListenOwner prepares the owner's socket at path: a stale socket (one no process answers on) is removed, a
+// live one refuses the start; the socket is bound 0600, and every accepted connection's peer must have our uid.
+func ListenOwner(path string, log zerolog.Logger) (net.Listener, error) {
 	if _, err := os.Lstat(path); err == nil {
 		conn, err := net.DialTimeout("unix", path, time.Second)
 		if err == nil {
@@ -88,8 +88,8 @@ func (l *peerListener) Accept() (net.Conn, error) {
 	}
 }
 
-// errClosed reports whether err is the listener being closed on shutdown.
-func errClosed(err error) bool {
+// Closed reports whether err is the listener being closed on shutdown.
+func Closed(err error) bool {
 	return errors.Is(err, net.ErrClosed) || errors.Is(err, context.Canceled)
 }
 
