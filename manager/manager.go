@@ -27,6 +27,7 @@ import (
 	"vibebrowser/manager/tasks"
 	"vibebrowser/manager/timeline"
 	"vibebrowser/manager/ui"
+	"vibebrowser/manager/wrapper"
 	"vibebrowser/mux"
 	"vibebrowser/state"
 )
@@ -50,7 +51,10 @@ type Manager struct {
 	handoffs *handoffs.Desk // the handoffs: answers, waits, expiry
 	notify   *notify.Sender // POSTs the events that need a person to VIBE_NOTIFY_URL (manager/notify)
 
-	tasks *tasks.Desk // the tasks: leases and tokens
+	tasks *tasks.Desk  // the tasks: leases and tokens
+	home  tasks.Layout // the home's folders, laid out for the stores' users (SPEC §14)
+
+	wrappers wrapper.Writer // the wrappers agents call, the shim and its baked config
 
 	exitIPs *exitIPs // each proxied store's exit IP, checked through its proxy (VIBE_PROXY_CHECK_URL)
 
@@ -66,8 +70,10 @@ func newManager(ctx context.Context, cfg *config.Config, root zerolog.Logger, db
 		version: version, ctx: ctx,
 		exitIPs: &exitIPs{ctx: ctx, url: cfg.ProxyCheckURL, seen: map[string]exitIP{}}}
 	m.fleet = browsers.New(ctx, cfg.Browsers(), db, root, browsers.Hooks{Note: m.note,
-		Starting: m.writeWrapperFor, Downloaded: m.recordDownload, DownloadRoom: m.downloadRoom,
+		Starting: func(ctx context.Context, sp browsers.Spec) error { return m.wrappers.Write(ctx, sp) }, Downloaded: m.recordDownload, DownloadRoom: m.downloadRoom,
 		DownloadCut: m.downloadCut, Timeline: func(sp browsers.Spec, ev mux.TimelineEvent) { m.timeline.TabStep(sp, ev) }})
+	m.wrappers = wrapper.Writer{Cfg: cfg, DB: db, Fleet: m.fleet, Log: m.log}
+	m.home = tasks.Layout{Cfg: cfg, DB: db, Fleet: m.fleet, Log: m.log}
 	m.tasks = tasks.New(tasks.Config{Cfg: cfg, DB: db, Log: m.log, Fleet: m.fleet, Reaper: m.reaper,
 		FindStore: m.FindStore, DownloadDir: m.downloadDir})
 	m.timeline = timeline.NewDesk(timeline.DeskConfig{Cfg: cfg, DB: db, Fleet: m.fleet, Ctx: ctx, Log: m.log, Root: root,
@@ -228,7 +234,7 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, version st
 // api is the local API's handler on this manager.
 func (m *Manager) api() *localapi.Handler {
 	return &localapi.Handler{Log: m.log, Version: m.version, Cfg: m.cfg, DB: m.db, Fleet: m.fleet, Daemon: m,
-		Tasks: m.tasks, Handoffs: m.handoffs, Timeline: m.timeline, Metrics: m.metrics.handler()}
+		Tasks: m.tasks, Handoffs: m.handoffs, Timeline: m.timeline, Wrappers: m.wrappers, Metrics: m.metrics.handler()}
 }
 
 // UI is the web UI, or nil with it off.
@@ -254,7 +260,7 @@ func (m *Manager) quit() {
 // boot brings state in line with reality before the API answers: the fleet adopts what still runs, sweeps
 // unfinished downloads and binds every endpoint (browsers.Fleet.Boot); wrappers are rewritten.
 func (m *Manager) boot(ctx context.Context) error {
-	if err := m.layOut(ctx); err != nil {
+	if err := m.home.LayOut(ctx); err != nil {
 		return err
 	}
 	if err := m.downloaded.load(ctx, m.db); err != nil { // before any mux asks for a task's room
@@ -263,7 +269,7 @@ func (m *Manager) boot(ctx context.Context) error {
 	if err := m.fleet.Boot(ctx); err != nil {
 		return err
 	}
-	if err := m.SyncWrappers(ctx); err != nil {
+	if err := m.wrappers.Sync(ctx); err != nil {
 		return err
 	}
 	if _, err := m.Reap(ctx); err != nil {

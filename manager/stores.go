@@ -87,10 +87,10 @@ func (m *Manager) CreateStore(ctx context.Context, in api.StoreSpec) (state.Stor
 	if s, err = m.db.GetStore(ctx, s.ID); err != nil {
 		return state.Store{}, err
 	}
-	if err := m.layOut(ctx); err != nil {
+	if err := m.home.LayOut(ctx); err != nil {
 		m.log.Error().Err(err).Str("store", s.ID).Msg("the store's folders could not be given to its users")
 	}
-	if err := m.writeWrapperFor(ctx, sp); err != nil {
+	if err := m.wrappers.Write(ctx, sp); err != nil {
 		m.log.Warn().Err(err).Str("store", s.ID).Msg("wrapper not written")
 	}
 	m.log.Info().Str("store", s.ID).Str("name", s.Name).Str("slug", s.Slug).Int("port", s.ProxyPort).Msg("store added")
@@ -148,11 +148,11 @@ func (m *Manager) UpdateStore(ctx context.Context, ref string, u api.StoreUpdate
 // usersChanged lays out the store's folders for its new users and rewrites its wrapper (its runtime folder
 // is its agent user's own when it has one).
 func (m *Manager) usersChanged(ctx context.Context, s state.Store) {
-	if err := m.layOut(ctx); err != nil {
+	if err := m.home.LayOut(ctx); err != nil {
 		m.log.Error().Err(err).Str("store", s.ID).Msg("the store's folders could not be given to its users")
 	}
 	if sp, err := browsers.StoreSpec(s); err == nil {
-		if err := m.writeWrapperFor(ctx, sp); err != nil {
+		if err := m.wrappers.Write(ctx, sp); err != nil {
 			m.log.Warn().Err(err).Str("store", s.ID).Msg("wrapper not written")
 		}
 	}

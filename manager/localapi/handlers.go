@@ -188,7 +188,7 @@ func (h *Handler) deleteTask(r *http.Request, _ Caller) (any, error) {
 }
 
 func (h *Handler) writeWrappers(r *http.Request, _ Caller) (any, error) {
-	return struct{}{}, h.Daemon.SyncWrappers(r.Context())
+	return struct{}{}, h.Wrappers.Sync(r.Context())
 }
 
 // handleUILogin mints a one-time login code for the web UI (`vibe-browser ui`). Only the socket's own uid

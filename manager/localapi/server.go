@@ -29,7 +29,6 @@ import (
 type Daemon interface {
 	Status(ctx context.Context) (api.Status, error)
 	Ensure(ctx context.Context, req api.EnsureRequest) (api.EnsureResponse, error)
-	SyncWrappers(ctx context.Context) error
 	Reap(ctx context.Context) (reaper.Result, error)
 	Events() []api.Event
 	RecordEvent(ev api.Event) error
@@ -61,7 +60,10 @@ type Handler struct {
 	Tasks    *tasks.Desk
 	Handoffs *handoffs.Desk
 	Timeline *timeline.Desk
-	Metrics  http.Handler // GET /metrics
+	Wrappers interface {
+		Sync(ctx context.Context) error
+	} // POST PathWrappers rewrites them all
+	Metrics http.Handler // GET /metrics
 }
 
 // sideKey carries the connection's socket and peer into its requests.

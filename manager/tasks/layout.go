@@ -1,4 +1,4 @@
-package manager
+package tasks
 
 import (
 	"context"
@@ -7,9 +7,13 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/rs/zerolog"
+
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/browsers"
+	"vibebrowser/manager/config"
 	"vibebrowser/osuser"
+	"vibebrowser/state"
 )
 
 // Ownership on disk (SPEC §14). Where a store is an OS boundary (it has an agent user, under a root manager),
@@ -21,17 +25,25 @@ import (
 // sharedDirs are the folders under the home every store's users go through.
 var sharedDirs = []string{"run", "bin", "r", "bh-tmp", "agents", "profiles", "downloads"}
 
-// layOut brings the home's ownership in line with every bounded store's; run at boot (repairing what was
+// Layout lays out the home's folders for the stores' users.
+type Layout struct {
+	Cfg   *config.Config
+	DB    *state.DB
+	Fleet *browsers.Fleet
+	Log   zerolog.Logger
+}
+
+// LayOut brings the home's ownership in line with every bounded store's; run at boot (repairing what was
 // changed) and when a store is added or its users change.
-func (m *Manager) layOut(ctx context.Context) error {
+func (l Layout) LayOut(ctx context.Context) error {
 	if os.Geteuid() != 0 {
 		return nil
 	}
-	specs, err := m.allSpecs(ctx)
+	specs, err := l.allSpecs(ctx)
 	if err != nil {
 		return err
 	}
-	bc := m.cfg.Browsers()
+	bc := l.Cfg.Browsers()
 	var errs []error
 	shared := false
 	for _, sp := range specs {
@@ -44,12 +56,12 @@ func (m *Manager) layOut(ctx context.Context) error {
 			continue
 		}
 		if !shared {
-			errs = append(errs, m.layOutShared())
+			errs = append(errs, l.layOutShared())
 			shared = true
 		}
-		errs = append(errs, m.layOutStore(sp, agent))
-		if err := agent.MayRead(api.AgentSocketPath(m.cfg.Home)); err != nil {
-			m.log.Warn().Str("store", sp.Name).Str("agent_user", agent.Name).Err(err).
+		errs = append(errs, l.layOutStore(sp, agent))
+		if err := agent.MayRead(api.AgentSocketPath(l.Cfg.Home)); err != nil {
+			l.Log.Warn().Str("store", sp.Name).Str("agent_user", agent.Name).Err(err).
 				Msg("the agent user cannot reach run/agent.sock: let it enter every folder above the home (chmod o+x), or set VIBE_HOME to a folder it can enter")
 		}
 	}
@@ -57,12 +69,12 @@ func (m *Manager) layOut(ctx context.Context) error {
 }
 
 // allSpecs is every store's browser spec and the web browser's.
-func (m *Manager) allSpecs(ctx context.Context) ([]browsers.Spec, error) {
-	stores, err := m.db.ListStores(ctx)
+func (l Layout) allSpecs(ctx context.Context) ([]browsers.Spec, error) {
+	stores, err := l.DB.ListStores(ctx)
 	if err != nil {
 		return nil, err
 	}
-	web, err := m.fleet.WebSpec(ctx)
+	web, err := l.Fleet.WebSpec(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -78,13 +90,13 @@ func (m *Manager) allSpecs(ctx context.Context) ([]browsers.Spec, error) {
 }
 
 // layOutShared makes the home and its shared folders root's and enterable (0711), and the state root's only.
-func (m *Manager) layOutShared() error {
+func (l Layout) layOutShared() error {
 	var errs []error
 	for _, d := range append([]string{""}, sharedDirs...) {
-		errs = append(errs, ownDir(m.cfg.Path(d), 0, 0, 0o711))
+		errs = append(errs, ownDir(l.Cfg.Path(d), 0, 0, 0o711))
 	}
 	for _, f := range []string{"state.db", "state.db-wal", "state.db-shm", "run/manager.lock", "run/manager.lock.pid"} {
-		if err := ownFile(m.cfg.Path(f), 0, 0, 0o600); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := ownFile(l.Cfg.Path(f), 0, 0, 0o600); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
@@ -93,13 +105,13 @@ func (m *Manager) layOutShared() error {
 
 // layOutStore gives a bounded store's own folders to its agent user (0700), and keeps its downloads folder
 // enterable (the mux makes each task's folder in it the agent user's).
-func (m *Manager) layOutStore(sp browsers.Spec, a *osuser.User) error {
+func (l Layout) layOutStore(sp browsers.Spec, a *osuser.User) error {
 	var errs []error
-	for _, d := range []string{m.cfg.Path("r", sp.Slug), m.cfg.Path("bh-tmp", sp.Slug), m.cfg.Path("agents", sp.Slug),
-		m.cfg.Path("agents", sp.Slug, "tmp")} {
+	for _, d := range []string{l.Cfg.Path("r", sp.Slug), l.Cfg.Path("bh-tmp", sp.Slug), l.Cfg.Path("agents", sp.Slug),
+		l.Cfg.Path("agents", sp.Slug, "tmp")} {
 		errs = append(errs, ownDir(d, a.UID, a.GID, 0o700))
 	}
-	errs = append(errs, ownDir(m.cfg.Path("downloads", sp.Slug), 0, 0, 0o711))
+	errs = append(errs, ownDir(l.Cfg.Path("downloads", sp.Slug), 0, 0, 0o711))
 	return errors.Join(errs...)
 }
 
