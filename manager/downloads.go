@@ -14,6 +14,7 @@ import (
 
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/browsers"
+	"vibebrowser/manager/config"
 	"vibebrowser/manager/handoffs"
 	"vibebrowser/mux"
 	"vibebrowser/mux/clientid"
@@ -27,9 +28,22 @@ import (
 // downloadPruneEvery is how often old downloads folders are looked for: they age in days.
 const downloadPruneEvery = time.Hour
 
-// downloadDir is the folder client id's downloads land in on sp's browser (the shim's VIBE_DOWNLOAD_DIR),
+// downloadDesk files the browsers' downloads: their records, their tasks' quota, their folders and their
+// pruning.
+type downloadDesk struct {
+	cfg       *config.Config
+	db        *state.DB
+	log       zerolog.Logger
+	note      func(level zerolog.Level, kind, key string, ev api.Event)
+	step      func(key, task, client, kind string, data any) // a step of a task's timeline
+	quotaHit  func()                                         // a download cancelled at VIBE_DOWNLOAD_MAX_MB
+	findStore func(ctx context.Context, ref string) (state.Store, error)
+	quota     downloadQuota
+}
+
+// dir is the folder client id's downloads land in on sp's browser (the shim's VIBE_DOWNLOAD_DIR),
 // created so that an agent can look in it before its first download.
-func (m *Manager) downloadDir(sp browsers.Spec, id string) string {
+func (m *downloadDesk) dir(sp browsers.Spec, id string) string {
 	dir := m.cfg.Path("downloads", sp.Slug, clientid.OwnerDir(id))
 	err := os.MkdirAll(dir, 0o700)
 	if bc := m.cfg.Browsers(); err == nil {
@@ -87,20 +101,20 @@ func (q *downloadQuota) of(o state.DownloadOwner) int64 {
 	return q.used[o]
 }
 
-// downloadRoom is the muxes' DownloadRoom: what a task's folder, or its store's aux folder (which every task
+// room is the muxes' DownloadRoom: what a task's folder, or its store's aux folder (which every task
 // of the store may use), may still take under VIBE_DOWNLOAD_MAX_MB. The other folders (manual, human,
 // unattributed, discovery clients) are no agent task's: no bound.
-func (m *Manager) downloadRoom(sp browsers.Spec, dir string) int64 {
+func (m *downloadDesk) room(sp browsers.Spec, dir string) int64 {
 	if dir != api.AuxClient && !api.ValidTaskID(dir) {
 		return -1
 	}
-	return max(0, int64(m.cfg.DownloadMaxMB)<<20-m.downloaded.of(state.DownloadOwner{Key: sp.Key, OwnerDir: dir}))
+	return max(0, int64(m.cfg.DownloadMaxMB)<<20-m.quota.of(state.DownloadOwner{Key: sp.Key, OwnerDir: dir}))
 }
 
-// downloadCut is the muxes' DownloadCut: a download cancelled at its task's quota is counted and said, in
+// cut is the muxes' DownloadCut: a download cancelled at its task's quota is counted and said, in
 // the events and in the task's timeline (its client heard "canceled").
-func (m *Manager) downloadCut(sp browsers.Spec, d mux.Download) {
-	m.metrics.quotaHit(quotaDownloads)
+func (m *downloadDesk) cut(sp browsers.Spec, d mux.Download) {
+	m.quotaHit()
 	task := ""
 	if api.ValidTaskID(d.OwnerDir) {
 		task = d.OwnerDir
@@ -108,11 +122,11 @@ func (m *Manager) downloadCut(sp browsers.Spec, d mux.Download) {
 	msg := fmt.Sprintf("download %q from %q cancelled at %d MiB: the downloads of %s would pass their quota "+
 		"(VIBE_DOWNLOAD_MAX_MB=%d)", d.Name, d.URL, d.Size>>20, d.OwnerDir, m.cfg.DownloadMaxMB)
 	m.note(zerolog.WarnLevel, api.EventDownloadCancelled, sp.Key, api.Event{TaskID: task, Message: msg})
-	m.timeline.Step(sp.Key, task, d.ClientID, api.EntryFault, api.FaultEntry{What: api.FaultQuota, Message: msg})
+	m.step(sp.Key, task, d.ClientID, api.EntryFault, api.FaultEntry{What: api.FaultQuota, Message: msg})
 }
 
-// recordDownload is a mux's Downloaded hook: the finished download goes into state.
-func (m *Manager) recordDownload(sp browsers.Spec, d mux.Download) {
+// record is a mux's Downloaded hook: the finished download goes into state.
+func (m *downloadDesk) record(sp browsers.Spec, d mux.Download) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	task := ""
@@ -125,24 +139,24 @@ func (m *Manager) recordDownload(sp browsers.Spec, d mux.Download) {
 		m.log.Error().Err(err).Str("browser", sp.Key).Str("file", d.Path).Msg("record a finished download")
 		return
 	}
-	m.downloaded.add(state.DownloadOwner{Key: sp.Key, OwnerDir: d.OwnerDir}, d.Size)
+	m.quota.add(state.DownloadOwner{Key: sp.Key, OwnerDir: d.OwnerDir}, d.Size)
 	if task != "" {
 		view := downloadView(rec, sp.Slug)
-		m.timeline.Step(sp.Key, task, d.ClientID, api.EntryDownload, &view)
+		m.step(sp.Key, task, d.ClientID, api.EntryDownload, &view)
 	}
 }
 
 // BrowserKey is the browser key ref names: a store's name, slug or id, or the web browser ("web").
-func (m *Manager) BrowserKey(ctx context.Context, ref string) (string, error) {
+func (m *downloadDesk) BrowserKey(ctx context.Context, ref string) (string, error) {
 	if ref == api.WebSlug || ref == api.WebKey {
 		return api.WebKey, nil
 	}
-	s, err := m.FindStore(ctx, ref)
+	s, err := m.findStore(ctx, ref)
 	return s.ID, err
 }
 
-// ListDownloads is the finished downloads f selects, as the API prints them.
-func (m *Manager) ListDownloads(ctx context.Context, f state.DownloadFilter) ([]api.Download, error) {
+// List is the finished downloads f selects, as the API prints them.
+func (m *downloadDesk) List(ctx context.Context, f state.DownloadFilter) ([]api.Download, error) {
 	ds, err := m.db.ListDownloads(ctx, f)
 	if err != nil {
 		return nil, err
@@ -160,7 +174,7 @@ func (m *Manager) ListDownloads(ctx context.Context, f state.DownloadFilter) ([]
 
 // slugsByKey maps every browser key (store ids and the web browser's) to its slug, the name of its
 // downloads folder.
-func (m *Manager) slugsByKey(ctx context.Context) (map[string]string, error) {
+func (m *downloadDesk) slugsByKey(ctx context.Context) (map[string]string, error) {
 	stores, err := m.db.ListStores(ctx)
 	if err != nil {
 		return nil, err
@@ -179,16 +193,16 @@ func downloadView(d state.Download, slug string) api.Download {
 		GUID: d.GUID, URL: d.URL, Name: d.Name, Path: d.Path, Size: d.Size, SHA256: d.SHA256, At: d.At}
 }
 
-// downloadsLoop prunes old downloads folders now and then every downloadPruneEvery. It is a loop of its
+// loop prunes old downloads folders now and then every downloadPruneEvery. It is a loop of its
 // own rather than a step of the idle sweep, which VIBE_BROWSER_IDLE_S=0 turns off.
-func (m *Manager) downloadsLoop(ctx context.Context) {
+func (m *downloadDesk) loop(ctx context.Context) {
 	if m.cfg.DownloadKeepDays == 0 {
 		return
 	}
 	tick := time.NewTicker(downloadPruneEvery)
 	defer tick.Stop()
 	for {
-		m.pruneDownloads(ctx, time.Now())
+		m.prune(ctx, time.Now())
 		select {
 		case <-ctx.Done():
 			return
@@ -197,10 +211,10 @@ func (m *Manager) downloadsLoop(ctx context.Context) {
 	}
 }
 
-// pruneDownloads removes every owner folder (a task's, aux, manual, human, unattributed, a discovery
+// prune removes every owner folder (a task's, aux, manual, human, unattributed, a discovery
 // client's) in which nothing changed for VIBE_DOWNLOAD_KEEP_DAYS, with its records; a task that is still
 // active keeps its folder however old.
-func (m *Manager) pruneDownloads(ctx context.Context, now time.Time) {
+func (m *downloadDesk) prune(ctx context.Context, now time.Time) {
 	if m.cfg.DownloadKeepDays == 0 {
 		return
 	}
@@ -253,7 +267,7 @@ func (m *Manager) pruneDownloads(ctx context.Context, now time.Time) {
 					if n, err = m.db.DeleteDownloads(ctx, key, o.Name()); err != nil {
 						return err
 					}
-					m.downloaded.forget(state.DownloadOwner{Key: key, OwnerDir: o.Name()})
+					m.quota.forget(state.DownloadOwner{Key: key, OwnerDir: o.Name()})
 				}
 				m.log.Info().Str("dir", dir).Int64("records", n).Int("keep_days", m.cfg.DownloadKeepDays).
 					Msg("downloads folder pruned")

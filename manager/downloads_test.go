@@ -82,7 +82,7 @@ func TestPruneDownloads(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m.pruneDownloads(ctx, now)
+	m.downloads.prune(ctx, now)
 	want := []string{sp.Slug + "/.incoming/old.crdownload", sp.Slug + "/" + busy + "/old.csv",
 		sp.Slug + "/" + fresh + "/new.csv", sp.Slug + "/" + fresh + "/old.csv"}
 	sort.Strings(want)
@@ -99,7 +99,7 @@ func TestPruneDownloads(t *testing.T) {
 
 	m.cfg.DownloadKeepDays = 0
 	testkit.WriteFiles(t, root, old.Add(-365*24*time.Hour), sp.Slug+"/ancient/x")
-	m.pruneDownloads(ctx, now)
+	m.downloads.prune(ctx, now)
 	if _, err := os.Stat(filepath.Join(root, sp.Slug, "ancient", "x")); err != nil {
 		t.Errorf("VIBE_DOWNLOAD_KEEP_DAYS=0 pruned: %v", err)
 	}
@@ -115,10 +115,10 @@ func TestRecordAndListDownloads(t *testing.T) {
 	}
 	const task = "a1b2c3d4-0000-4000-8000-000000000001"
 	at := time.Unix(1700000000, 0)
-	m.recordDownload(sp, mux.Download{GUID: "g1", ClientID: task + "-w2", OwnerDir: task, URL: "http://x/r", Name: "r.csv",
+	m.downloads.record(sp, mux.Download{GUID: "g1", ClientID: task + "-w2", OwnerDir: task, URL: "http://x/r", Name: "r.csv",
 		Path: "/d/r.csv", Size: 3, SHA256: "ab", At: at})
-	m.recordDownload(sp, mux.Download{GUID: "g2", ClientID: "aux", OwnerDir: "aux", Name: "a.csv", Path: "/d/a.csv", At: at.Add(time.Second)})
-	m.recordDownload(web, mux.Download{GUID: "g3", ClientID: task, OwnerDir: task, Name: "w.csv", Path: "/d/w.csv", At: at.Add(2 * time.Second)})
+	m.downloads.record(sp, mux.Download{GUID: "g2", ClientID: "aux", OwnerDir: "aux", Name: "a.csv", Path: "/d/a.csv", At: at.Add(time.Second)})
+	m.downloads.record(web, mux.Download{GUID: "g3", ClientID: task, OwnerDir: task, Name: "w.csv", Path: "/d/w.csv", At: at.Add(2 * time.Second)})
 	tests := []struct {
 		query string
 		want  []string
@@ -193,10 +193,10 @@ func TestDownloadQuota(t *testing.T) {
 		Path: "/d/before.bin", Size: 1 << 20, At: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.downloaded.load(ctx, m.db); err != nil { // as at boot
+	if err := m.downloads.quota.load(ctx, m.db); err != nil { // as at boot
 		t.Fatal(err)
 	}
-	m.recordDownload(sp, mux.Download{GUID: "g1", ClientID: task, OwnerDir: task, Name: "r.csv", Path: "/d/r.csv", Size: 1000, At: time.Now()})
+	m.downloads.record(sp, mux.Download{GUID: "g1", ClientID: task, OwnerDir: task, Name: "r.csv", Path: "/d/r.csv", Size: 1000, At: time.Now()})
 	rooms := []struct {
 		dir  string
 		want int64
@@ -209,11 +209,11 @@ func TestDownloadQuota(t *testing.T) {
 		{mux.UnattributedDir, -1},
 	}
 	for _, tt := range rooms {
-		if got := m.downloadRoom(sp, tt.dir); got != tt.want {
+		if got := m.downloads.room(sp, tt.dir); got != tt.want {
 			t.Errorf("downloadRoom(%s) = %d; want %d", tt.dir, got, tt.want)
 		}
 	}
-	m.downloadCut(sp, mux.Download{GUID: "g2", ClientID: task + "-w1", OwnerDir: task, URL: "http://x/big", Name: "big\u202e.iso", Size: 3 << 20})
+	m.downloads.cut(sp, mux.Download{GUID: "g2", ClientID: task + "-w1", OwnerDir: task, URL: "http://x/big", Name: "big\u202e.iso", Size: 3 << 20})
 	evs := m.events.list()
 	if len(evs) != 1 || evs[0].Kind != api.EventDownloadCancelled || evs[0].TaskID != task ||
 		!strings.Contains(evs[0].Message, "VIBE_DOWNLOAD_MAX_MB=2") || !strings.Contains(evs[0].Message, `big\u202e.iso`) {
@@ -224,12 +224,12 @@ func TestDownloadQuota(t *testing.T) {
 		t.Errorf("the task's timeline %+v, %v; want a quota fault last", tl, err)
 	}
 	scrape := httptest.NewRecorder()
-	m.metrics.handler().ServeHTTP(scrape, httptest.NewRequest("GET", api.PathMetrics, nil))
+	m.metrics.Handler().ServeHTTP(scrape, httptest.NewRequest("GET", api.PathMetrics, nil))
 	if want := `vibe_quota_hits_total{quota="download_bytes"} 1`; !strings.Contains(scrape.Body.String(), want) {
 		t.Errorf("/metrics has no %s", want)
 	}
-	m.downloaded.forget(state.DownloadOwner{Key: sp.Key, OwnerDir: task})
-	if got := m.downloadRoom(sp, task); got != 2<<20 {
+	m.downloads.quota.forget(state.DownloadOwner{Key: sp.Key, OwnerDir: task})
+	if got := m.downloads.room(sp, task); got != 2<<20 {
 		t.Errorf("downloadRoom after its folder was pruned = %d; want the whole quota", got)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/apierr"
 	"vibebrowser/manager/handoffs"
+	"vibebrowser/manager/metrics"
 	"vibebrowser/manager/notify"
 	"vibebrowser/state"
 )
@@ -129,7 +130,7 @@ func (m *Manager) countTask(task, key, what string) error {
 	if m.events.allow(who, m.cfg.TaskEventsPerMin, time.Now()) {
 		return nil
 	}
-	m.metrics.quotaHit(quotaEvents)
+	m.metrics.QuotaHit(metrics.QuotaEvents)
 	return fmt.Errorf("%w: task %s has sent %d events and handoffs this minute, its quota (VIBE_TASK_EVENTS_PER_MIN=%d): "+
 		"this %s is refused; wait a minute", apierr.ErrQuota, orNone(task), m.cfg.TaskEventsPerMin, m.cfg.TaskEventsPerMin, what)
 }
@@ -154,7 +155,7 @@ func (m *Manager) note(level zerolog.Level, kind, key string, ev api.Event) {
 		ev.From = api.FromManager
 	}
 	m.events.add(ev)
-	m.metrics.events.WithLabelValues(kind).Inc()
+	m.metrics.Events.WithLabelValues(kind).Inc()
 	line := m.log.WithLevel(level).Str("event", kind).Str("browser", key).Str("from", ev.From)
 	if ev.BUName != "" {
 		line = line.Str("bu_name", ev.BUName)

@@ -20,8 +20,10 @@ import (
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/browsers"
 	"vibebrowser/manager/config"
+	"vibebrowser/manager/forward"
 	"vibebrowser/manager/handoffs"
 	"vibebrowser/manager/localapi"
+	"vibebrowser/manager/metrics"
 	"vibebrowser/manager/notify"
 	"vibebrowser/manager/reaper"
 	"vibebrowser/manager/tasks"
@@ -38,7 +40,7 @@ type Manager struct {
 	root    zerolog.Logger // without a component: each component's logger derives from it
 	log     zerolog.Logger // the manager's own
 	db      *state.DB
-	metrics *metrics
+	metrics *metrics.Metrics
 	version string
 
 	ctx         context.Context // the daemon's life: a handoff wait ends with it
@@ -56,9 +58,9 @@ type Manager struct {
 
 	wrappers wrapper.Writer // the wrappers agents call, the shim and its baked config
 
-	exitIPs *exitIPs // each proxied store's exit IP, checked through its proxy (VIBE_PROXY_CHECK_URL)
+	exitIPs *forward.ExitIPs // each proxied store's exit IP, checked through its proxy (VIBE_PROXY_CHECK_URL)
 
-	downloaded downloadQuota // what each task's downloads take, for VIBE_DOWNLOAD_MAX_MB (downloads.go)
+	downloads *downloadDesk // the browsers' downloads, and what each task's take (VIBE_DOWNLOAD_MAX_MB)
 
 	timeline *timeline.Desk // what each task did (SPEC §15)
 }
@@ -68,22 +70,25 @@ type Manager struct {
 func newManager(ctx context.Context, cfg *config.Config, root zerolog.Logger, db *state.DB, version string) *Manager {
 	m := &Manager{cfg: cfg, root: root, log: root.With().Str("component", "manager").Logger(), db: db,
 		version: version, ctx: ctx,
-		exitIPs: &exitIPs{ctx: ctx, url: cfg.ProxyCheckURL, seen: map[string]exitIP{}}}
+		exitIPs: forward.NewExitIPs(ctx, cfg.ProxyCheckURL)}
+	m.downloads = &downloadDesk{cfg: cfg, db: db, log: m.log, note: m.note, findStore: m.FindStore,
+		step:     func(key, task, client, kind string, data any) { m.timeline.Step(key, task, client, kind, data) },
+		quotaHit: func() { m.metrics.QuotaHit(metrics.QuotaDownloads) }}
 	m.fleet = browsers.New(ctx, cfg.Browsers(), db, root, browsers.Hooks{Note: m.note,
-		Starting: func(ctx context.Context, sp browsers.Spec) error { return m.wrappers.Write(ctx, sp) }, Downloaded: m.recordDownload, DownloadRoom: m.downloadRoom,
-		DownloadCut: m.downloadCut, Timeline: func(sp browsers.Spec, ev mux.TimelineEvent) { m.timeline.TabStep(sp, ev) }})
+		Starting: func(ctx context.Context, sp browsers.Spec) error { return m.wrappers.Write(ctx, sp) }, Downloaded: m.downloads.record, DownloadRoom: m.downloads.room,
+		DownloadCut: m.downloads.cut, Timeline: func(sp browsers.Spec, ev mux.TimelineEvent) { m.timeline.TabStep(sp, ev) }})
 	m.wrappers = wrapper.Writer{Cfg: cfg, DB: db, Fleet: m.fleet, Log: m.log}
 	m.home = tasks.Layout{Cfg: cfg, DB: db, Fleet: m.fleet, Log: m.log}
 	m.tasks = tasks.New(tasks.Config{Cfg: cfg, DB: db, Log: m.log, Fleet: m.fleet, Reaper: m.reaper,
-		FindStore: m.FindStore, DownloadDir: m.downloadDir})
+		FindStore: m.FindStore, DownloadDir: m.downloads.dir})
 	m.timeline = timeline.NewDesk(timeline.DeskConfig{Cfg: cfg, DB: db, Fleet: m.fleet, Ctx: ctx, Log: m.log, Root: root,
-		Full: func() { m.metrics.quotaHit(quotaTimeline) }, Cut: func() { m.metrics.quotaHit(quotaReportCut) }})
-	m.metrics = newMetrics(m.fleet.Collectors()...)
+		Full: func() { m.metrics.QuotaHit(metrics.QuotaTimeline) }, Cut: func() { m.metrics.QuotaHit(metrics.QuotaReportCut) }})
+	m.metrics = metrics.New(m.fleet.Collectors()...)
 	m.handoffs = handoffs.New(handoffs.Config{DB: db, Log: m.log, Ctx: ctx, Note: m.note, Renew: m.tasks.Touch,
 		UILink: m.uiLink, Quitting: m.fleet.Quitting, Store: m.shimStore, Count: m.countTask,
-		QuotaHit: func() { m.metrics.quotaHit(quotaHandoffs) }, WaitMax: cfg.HandoffWaitMax, Max: cfg.HandoffMax})
+		QuotaHit: func() { m.metrics.QuotaHit(metrics.QuotaHandoffs) }, WaitMax: cfg.HandoffWaitMax, Max: cfg.HandoffMax})
 	m.notify = notify.New(cfg.NotifyURL, root.With().Str("component", "notify").Logger(), m.describeEvent)
-	m.metrics.registry.MustRegister(append(m.notify.Collectors(), handoffs.Metrics(db))...)
+	m.metrics.Registry.MustRegister(append(m.notify.Collectors(), handoffs.Metrics(db))...)
 	return m
 }
 
@@ -184,7 +189,7 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, version st
 	defer stopNotify()
 	var notifyDone sync.WaitGroup
 	notifyDone.Go(func() { m.notify.Run(notifyCtx) })
-	loopsDone.Go(func() { m.downloadsLoop(loops) })
+	loopsDone.Go(func() { m.downloads.loop(loops) })
 	loopsDone.Go(func() { m.timeline.Loop(loops) })
 	uiCtx, stopUI := context.WithCancel(context.Background())
 	var uiDone sync.WaitGroup
@@ -200,8 +205,8 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, version st
 	}
 	h := m.api()
 	srv, agentSrv := h.OwnerServer(), h.AgentServer()
-	capped, conns := localapi.CapAgents(agentLn, cfg.AgentConnMax, func() { m.metrics.quotaHit(quotaAgentConn) })
-	m.metrics.registry.MustRegister(conns)
+	capped, conns := localapi.CapAgents(agentLn, cfg.AgentConnMax, func() { m.metrics.QuotaHit(metrics.QuotaAgentConn) })
+	m.metrics.Registry.MustRegister(conns)
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(ln) }()
 	go func() { serveErr <- agentSrv.Serve(capped) }()
@@ -233,8 +238,8 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, version st
 
 // api is the local API's handler on this manager.
 func (m *Manager) api() *localapi.Handler {
-	return &localapi.Handler{Log: m.log, Version: m.version, Cfg: m.cfg, DB: m.db, Fleet: m.fleet, Daemon: m,
-		Tasks: m.tasks, Handoffs: m.handoffs, Timeline: m.timeline, Wrappers: m.wrappers, Metrics: m.metrics.handler()}
+	return &localapi.Handler{Log: m.log, Version: m.version, Cfg: m.cfg, DB: m.db, Fleet: m.fleet, Daemon: m, Downloads: m.downloads,
+		Tasks: m.tasks, Handoffs: m.handoffs, Timeline: m.timeline, Wrappers: m.wrappers, Metrics: m.metrics.Handler()}
 }
 
 // UI is the web UI, or nil with it off.
@@ -263,7 +268,7 @@ func (m *Manager) boot(ctx context.Context) error {
 	if err := m.home.LayOut(ctx); err != nil {
 		return err
 	}
-	if err := m.downloaded.load(ctx, m.db); err != nil { // before any mux asks for a task's room
+	if err := m.downloads.quota.load(ctx, m.db); err != nil { // before any mux asks for a task's room
 		return err
 	}
 	if err := m.fleet.Boot(ctx); err != nil {

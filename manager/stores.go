@@ -262,7 +262,7 @@ func (m *Manager) BrowserAction(ctx context.Context, sp browsers.Spec, action st
 // renewed, the client's endpoint returned.
 func (m *Manager) Ensure(ctx context.Context, req api.EnsureRequest) (api.EnsureResponse, error) {
 	began := time.Now()
-	defer func() { m.metrics.ensureSeconds.Observe(time.Since(began).Seconds()) }()
+	defer func() { m.metrics.EnsureSeconds.Observe(time.Since(began).Seconds()) }()
 	if err := tasks.CheckCaller(req.ClientID, req.BUName, req.TaskID); err != nil {
 		return api.EnsureResponse{}, err
 	}
@@ -303,7 +303,7 @@ func (m *Manager) Ensure(ctx context.Context, req api.EnsureRequest) (api.Ensure
 	if err != nil {
 		return api.EnsureResponse{}, err
 	}
-	resp := api.EnsureResponse{CDPWS: clientURL(in.Port(), sp.Token, req.ClientID), DownloadDir: m.downloadDir(sp, req.ClientID)}
+	resp := api.EnsureResponse{CDPWS: clientURL(in.Port(), sp.Token, req.ClientID), DownloadDir: m.downloads.dir(sp, req.ClientID)}
 	if req.TaskID != "" {
 		resp.LeaseS = int(m.cfg.TaskLease / time.Second)
 		resp.Timeline, _ = m.timeline.Mode(sp)

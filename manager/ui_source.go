@@ -113,7 +113,7 @@ func (s uiSource) DownloadFile(ctx context.Context, id int64) (*os.File, api.Dow
 	if len(ds) == 0 {
 		return nil, api.Download{}, fmt.Errorf("download %d: %w", id, ui.ErrNoDownload)
 	}
-	slugs, err := s.m.slugsByKey(ctx)
+	slugs, err := s.m.downloads.slugsByKey(ctx)
 	if err != nil {
 		return nil, api.Download{}, err
 	}

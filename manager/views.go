@@ -29,7 +29,7 @@ func (m *Manager) StoreView(s state.Store) api.Store {
 		v.Timezone, v.Lang = opts.Timezone, opts.Lang
 		if opts.Proxy != "" {
 			if p, err := netid.ParseProxy(opts.Proxy); err == nil {
-				v.Proxy, v.ExitIP = p.Redacted(), m.exitIPs.of(s.ID, p)
+				v.Proxy, v.ExitIP = p.Redacted(), m.exitIPs.Of(s.ID, p)
 			} else {
 				v.Proxy = netid.RedactURL(opts.Proxy) // a stored URL that no longer reads, shown without its password
 			}

@@ -65,11 +65,11 @@ func (h *Handler) listDownloads(r *http.Request, c Caller) (any, error) {
 	f := state.DownloadFilter{TaskID: r.URL.Query().Get("task")}
 	if ref := r.URL.Query().Get("store"); ref != "" {
 		var err error
-		if f.Key, err = h.Daemon.BrowserKey(ctx, ref); err != nil {
+		if f.Key, err = h.Downloads.BrowserKey(ctx, ref); err != nil {
 			return nil, err
 		}
 	}
-	return h.Daemon.ListDownloads(ctx, f)
+	return h.Downloads.List(ctx, f)
 }
 
 // taskDownloads is a task's own downloads.
@@ -85,7 +85,7 @@ func (h *Handler) taskDownloads(r *http.Request, c *taskCall) (any, error) {
 	}
 	if ref := q.Get("store"); ref != "" {
 		// A store that does not exist is refused alike: the answer tells nothing of which stores exist.
-		k, err := h.Daemon.BrowserKey(r.Context(), ref)
+		k, err := h.Downloads.BrowserKey(r.Context(), ref)
 		if err != nil && !errors.Is(err, state.ErrNotFound) {
 			return nil, err
 		}
@@ -93,5 +93,5 @@ func (h *Handler) taskDownloads(r *http.Request, c *taskCall) (any, error) {
 			return nil, c.notOwnStore(fmt.Sprintf("its downloads query names store %q", ref))
 		}
 	}
-	return h.Daemon.ListDownloads(r.Context(), state.DownloadFilter{TaskID: c.token.TaskID, Key: key})
+	return h.Downloads.List(r.Context(), state.DownloadFilter{TaskID: c.token.TaskID, Key: key})
 }

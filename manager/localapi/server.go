@@ -33,7 +33,6 @@ type Daemon interface {
 	Events() []api.Event
 	RecordEvent(ev api.Event) error
 	UI() *ui.Server // nil with the web UI off
-	ListDownloads(ctx context.Context, f state.DownloadFilter) ([]api.Download, error)
 	Stores
 }
 
@@ -46,21 +45,28 @@ type Stores interface {
 	DeleteStore(ctx context.Context, ref string) error
 	FindStore(ctx context.Context, ref string) (state.Store, error)
 	BrowserAction(ctx context.Context, sp browsers.Spec, action string) error
+}
+
+// Downloads is what the handlers ask of the daemon's downloads.
+type Downloads interface {
+	// BrowserKey is the browser key ref names: a store's name, slug or id, or the web browser ("web").
 	BrowserKey(ctx context.Context, ref string) (string, error)
+	List(ctx context.Context, f state.DownloadFilter) ([]api.Download, error)
 }
 
 // Handler answers the local API's routes. Its fields are set once, before it serves.
 type Handler struct {
-	Log      zerolog.Logger
-	Version  string
-	Cfg      *config.Config
-	DB       *state.DB
-	Fleet    *browsers.Fleet
-	Daemon   Daemon
-	Tasks    *tasks.Desk
-	Handoffs *handoffs.Desk
-	Timeline *timeline.Desk
-	Wrappers interface {
+	Log       zerolog.Logger
+	Version   string
+	Cfg       *config.Config
+	DB        *state.DB
+	Fleet     *browsers.Fleet
+	Daemon    Daemon
+	Downloads Downloads
+	Tasks     *tasks.Desk
+	Handoffs  *handoffs.Desk
+	Timeline  *timeline.Desk
+	Wrappers  interface {
 		Sync(ctx context.Context) error
 	} // POST PathWrappers rewrites them all
 	Metrics http.Handler // GET /metrics

@@ -1,4 +1,4 @@
-package manager
+package forward
 
 import (
 	"context"
@@ -21,11 +21,11 @@ func TestExitIPs(t *testing.T) {
 	_, port, _ := net.SplitHostPort(site.Listener.Addr().String())
 	good := fakeproxy.StartHTTP(t, "u", "pw", map[string]string{"ip.test": "127.0.0.1"})
 	other := fakeproxy.StartSOCKS5(t, "u", "pw", map[string]string{"ip.test": "127.0.0.1"})
-	e := &exitIPs{ctx: context.Background(), url: "http://ip.test:" + port + "/", seen: map[string]exitIP{}}
+	e := &ExitIPs{ctx: context.Background(), url: "http://ip.test:" + port + "/", seen: map[string]exitIP{}}
 	through := func(p netid.Proxy) string {
 		deadline := time.Now().Add(10 * time.Second)
 		for time.Now().Before(deadline) {
-			if ip := e.of("s1", p); ip != "" {
+			if ip := e.Of("s1", p); ip != "" {
 				return ip
 			}
 			time.Sleep(20 * time.Millisecond)
@@ -37,7 +37,7 @@ func TestExitIPs(t *testing.T) {
 		t.Fatalf("exit IP through the HTTP proxy = %q; want what the check URL answers", ip)
 	}
 	asked := len(good.Targets())
-	e.of("s1", p1)
+	e.Of("s1", p1)
 	if n := len(good.Targets()); n != asked {
 		t.Errorf("a fresh exit IP was checked again (%d → %d)", asked, n)
 	}
@@ -45,8 +45,8 @@ func TestExitIPs(t *testing.T) {
 	if ip := through(p2); ip != "192.0.2.44" || len(other.Targets()) == 0 {
 		t.Errorf("after the proxy changed: %q, the new proxy asked %d times; want it checked through the new one", ip, len(other.Targets()))
 	}
-	off := &exitIPs{ctx: context.Background(), seen: map[string]exitIP{}}
-	if ip := off.of("s1", p1); ip != "" {
+	off := &ExitIPs{ctx: context.Background(), seen: map[string]exitIP{}}
+	if ip := off.Of("s1", p1); ip != "" {
 		t.Errorf("without a check URL: %q", ip)
 	}
 }

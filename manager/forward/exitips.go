@@ -1,11 +1,10 @@
-package manager
+package forward
 
 import (
 	"context"
 	"sync"
 	"time"
 
-	"vibebrowser/manager/forward"
 	"vibebrowser/manager/netid"
 )
 
@@ -15,15 +14,21 @@ const (
 	exitIPTimeout = 15 * time.Second // one check through the store's proxy
 )
 
-// exitIPs is what each proxied store's exit IP was last found to be (VIBE_PROXY_CHECK_URL fetched through
+// ExitIPs is what each proxied store's exit IP was last found to be (VIBE_PROXY_CHECK_URL fetched through
 // its proxy, SPEC §16), for the store's answer and page. Checks run in the background: an answer never waits
 // for the network, and shows the last result until the next one is in.
-type exitIPs struct {
+type ExitIPs struct {
 	ctx context.Context // the daemon's life: a check in flight ends with it
 	url string          // VIBE_PROXY_CHECK_URL; "" turns every check off
 
 	mu   sync.Mutex
 	seen map[string]exitIP // mu guards seen: store id → its last check
+}
+
+// NewExitIPs checks exit IPs at url (VIBE_PROXY_CHECK_URL; "" turns every check off) for as long as ctx
+// lives.
+func NewExitIPs(ctx context.Context, url string) *ExitIPs {
+	return &ExitIPs{ctx: ctx, url: url, seen: map[string]exitIP{}}
 }
 
 type exitIP struct {
@@ -33,9 +38,9 @@ type exitIP struct {
 	checking bool
 }
 
-// of returns the store's last known exit IP through p ("" until a check answered), starting a check when
+// Of returns the store's last known exit IP through p ("" until a check answered), starting a check when
 // there is none as recent as exitIPFresh for this proxy.
-func (e *exitIPs) of(storeID string, p netid.Proxy) string {
+func (e *ExitIPs) Of(storeID string, p netid.Proxy) string {
 	if e.url == "" {
 		return ""
 	}
@@ -53,8 +58,8 @@ func (e *exitIPs) of(storeID string, p netid.Proxy) string {
 	return last.ip
 }
 
-func (e *exitIPs) check(storeID string, p netid.Proxy) {
-	ip, err := forward.ExitIP(e.ctx, p, e.url, exitIPTimeout)
+func (e *ExitIPs) check(storeID string, p netid.Proxy) {
+	ip, err := ExitIP(e.ctx, p, e.url, exitIPTimeout)
 	if err != nil {
 		ip = "" // the proxy's own failure is the forwarder's to report (proxy_error), and doctor's
 	}
