@@ -16,8 +16,8 @@ import (
 	"vibebrowser/state"
 )
 
-// The API's handlers, in the order of the route table (server.go). Each decodes its request, calls the
-// domain (stores.go, lifecycle.go, tasks.go, reap.go) and returns the view to print.
+// The API's handlers, in the order of the route table (routes.go). Each decodes its request, calls the
+// domain (the Daemon, the task, handoff and timeline desks) and returns the view to print.
 
 func (h *Handler) health(_ *http.Request, _ Caller) (any, error) {
 	return api.Health{OK: !h.Fleet.Quitting(), Version: h.Version, PID: os.Getpid()}, nil
@@ -147,7 +147,7 @@ func (h *Handler) getTask(r *http.Request, _ Caller) (any, error) {
 	return tasks.View(t), nil
 }
 
-// handlePutTask records the app's view of a task. The lease is renewed with every report, so a task the app
+// putTask records the app's view of a task. The lease is renewed with every report, so a task the app
 // keeps reporting never expires.
 func (h *Handler) putTask(r *http.Request, _ Caller) (any, error) {
 	ctx := r.Context()
@@ -191,7 +191,7 @@ func (h *Handler) writeWrappers(r *http.Request, _ Caller) (any, error) {
 	return struct{}{}, h.Wrappers.Sync(r.Context())
 }
 
-// handleUILogin mints a one-time login code for the web UI (`vibe-browser ui`). Only the socket's own uid
+// uiLogin mints a one-time login code for the web UI (`vibe-browser ui`). Only the socket's own uid
 // can reach this route, which is what makes the code worth trusting.
 func (h *Handler) uiLogin(_ *http.Request, _ Caller) (any, error) {
 	if h.Daemon.UI() == nil {
@@ -201,7 +201,7 @@ func (h *Handler) uiLogin(_ *http.Request, _ Caller) (any, error) {
 	return h.Daemon.UI().NewLogin(), nil
 }
 
-// handleStoreLogin is `vibe-browser store login`: the store's browser made ready (the same lock and
+// storeLogin is `vibe-browser store login`: the store's browser made ready (the same lock and
 // budget as an agent's ensure), a human tab opened in it, and a login link that lands on its live view.
 func (h *Handler) storeLogin(r *http.Request, _ Caller) (any, error) {
 	ctx := r.Context()
@@ -244,7 +244,7 @@ func (h *Handler) storeLogin(r *http.Request, _ Caller) (any, error) {
 	return api.StoreLogin{UILogin: login, Store: s.Slug, Tab: id}, nil
 }
 
-// handleMintTaskToken is POST PathTaskToken (tasks.Desk.Mint). Only the owner's socket serves it.
+// mintTaskToken is POST PathTaskToken (tasks.Desk.Mint): the launcher's call, the owner's only.
 func (h *Handler) mintTaskToken(r *http.Request, _ Caller) (any, error) {
 	id := r.PathValue("id")
 	if err := tasks.CheckID(id); err != nil {
