@@ -31,16 +31,6 @@ type daemon struct {
 	done   chan error
 }
 
-// fakeExecutable writes an executable script and returns its path.
-func fakeExecutable(t *testing.T, dir, name string) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // startDaemon runs a manager with env applied over a minimal environment. With withBU, a fake real
 // browser-use CLI and a fake shim are configured.
 func startDaemon(t *testing.T, env map[string]string, withBU bool) *daemon {
@@ -53,10 +43,10 @@ func daemonConfig(t *testing.T, env map[string]string, withBU bool) *config.Conf
 	t.Helper()
 	home := t.TempDir()
 	tools := t.TempDir()
-	vars := map[string]string{"VIBE_HOME": home, "PATH": "/nonexistent", "VIBE_SHIM": fakeExecutable(t, tools, "wrapshim"),
+	vars := map[string]string{"VIBE_HOME": home, "PATH": "/nonexistent", "VIBE_SHIM": testkit.FakeExecutable(t, tools, "wrapshim"),
 		"VIBE_PROXY_PORT_BASE": "19400", "VIBE_UI_ADDR": "off"} // tests that want the UI pick a free port
 	if withBU {
-		vars["VIBE_BROWSER_USE"] = fakeExecutable(t, tools, "browser-use")
+		vars["VIBE_BROWSER_USE"] = testkit.FakeExecutable(t, tools, "browser-use")
 	}
 	for k, v := range env {
 		vars[k] = v

@@ -7,18 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/config"
 )
-
-// fakeExecutable writes an executable script and returns its path.
-func fakeExecutable(t *testing.T, dir, name string) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 func TestInvalidKnobsNameTheVariable(t *testing.T) {
 	tests := []struct{ name, value, want string }{
@@ -93,8 +84,8 @@ func TestBrowserUseResolution(t *testing.T) {
 	dirA, dirB := t.TempDir(), t.TempDir()
 	ours := filepath.Join(home, "bin", "acme")
 	os.MkdirAll(ours, 0o700)
-	fakeExecutable(t, ours, "browser-use")
-	real := fakeExecutable(t, dirB, "browser-use")
+	testkit.FakeExecutable(t, ours, "browser-use")
+	real := testkit.FakeExecutable(t, dirB, "browser-use")
 	os.WriteFile(filepath.Join(dirA, "browser-use"), []byte("not executable"), 0o644)
 	tests := []struct {
 		name, explicit, path, want, problem string

@@ -1,31 +1,14 @@
 package config
 
 import (
-	"os"
-	"os/user"
-	"strconv"
 	"strings"
 	"testing"
+
+	"vibebrowser/integration/testkit"
 )
 
-// anotherUser is a user of this machine other than the test's own and root, for the rule's "named" case.
-func anotherUser(t *testing.T) (string, int) {
-	t.Helper()
-	for _, name := range []string{"nobody", "daemon", "bin"} {
-		u, err := user.Lookup(name)
-		if err != nil {
-			continue
-		}
-		if id, _ := strconv.Atoi(u.Uid); id != os.Getuid() && id != 0 {
-			return name, id
-		}
-	}
-	t.Skip("this machine has no user nobody, daemon or bin")
-	return "", 0
-}
-
 func TestParseUIUsers(t *testing.T) {
-	other, _ := anotherUser(t)
+	other, _ := testkit.OtherUser(t)
 	tests := []struct {
 		raw, agent string
 		want       string // the names, comma-joined

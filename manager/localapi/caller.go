@@ -106,6 +106,18 @@ func (h *Handler) agentUID(ctx context.Context, storeID string) (browsers.Spec, 
 	return sp, agent.UID, agent.Name, nil
 }
 
+// ownClient checks that a task's call names its own store and task (filling what it leaves out) and one of
+// its own clients; the owner may name any.
+func (c Caller) ownClient(kind, storeID, taskID *string, clientID string) error {
+	if c.task == nil {
+		return nil
+	}
+	if err := c.task.own(kind, storeID, taskID); err != nil {
+		return err
+	}
+	return c.task.ownClient(clientID)
+}
+
 // own checks that a request names the caller's own store and task, filling what it leaves out.
 func (c *taskCall) own(kind, storeID, taskID *string) error {
 	if *kind == "" {

@@ -116,13 +116,8 @@ func (h *Handler) ensure(r *http.Request, c Caller) (any, error) {
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	if t := c.task; t != nil {
-		if err := t.own(&req.Kind, &req.StoreID, &req.TaskID); err != nil {
-			return nil, err
-		}
-		if err := t.ownClient(req.ClientID); err != nil {
-			return nil, err
-		}
+	if err := c.ownClient(&req.Kind, &req.StoreID, &req.TaskID, req.ClientID); err != nil {
+		return nil, err
 	}
 	return h.Daemon.Ensure(r.Context(), req)
 }

@@ -4,32 +4,15 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/user"
 	"strconv"
 	"strings"
 	"testing"
+
+	"vibebrowser/integration/testkit"
 )
 
-// anotherUser is a user of this machine other than the test's own and root, for the rule's "named" case.
-func anotherUser(t *testing.T) (string, int) {
-	t.Helper()
-	for _, name := range []string{"nobody", "daemon", "bin"} {
-		u, err := user.Lookup(name)
-		if err != nil {
-			continue
-		}
-		if id, _ := strconv.Atoi(u.Uid); id != os.Getuid() && id != 0 {
-			return name, id
-		}
-	}
-	t.Skip("this machine has no user nobody, daemon or bin")
-	return "", 0
-}
-
-// The UI serves the manager's own user, root and VIBE_UI_USERS; never a store's agent or browser user,
-// even one VIBE_UI_USERS names, and it says so.
 func TestUIUsersAllow(t *testing.T) {
-	other, otherID := anotherUser(t)
+	other, otherID := testkit.OtherUser(t)
 	own := os.Getuid()
 	stores := func(names map[string]string) func(context.Context) (map[string]string, error) {
 		return func(context.Context) (map[string]string, error) { return names, nil }
