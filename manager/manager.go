@@ -75,8 +75,9 @@ func newManager(ctx context.Context, cfg *config.Config, root zerolog.Logger, db
 		step:     func(key, task, client, kind string, data any) { m.timeline.Step(key, task, client, kind, data) },
 		quotaHit: func() { m.metrics.QuotaHit(metrics.QuotaDownloads) }}
 	m.fleet = browsers.New(ctx, cfg.Browsers(), db, root, browsers.Hooks{Note: m.note,
-		Starting: func(ctx context.Context, sp browsers.Spec) error { return m.wrappers.Write(ctx, sp) }, Downloaded: m.downloads.record, DownloadRoom: m.downloads.room,
-		DownloadCut: m.downloads.cut, Timeline: func(sp browsers.Spec, ev mux.TimelineEvent) { m.timeline.TabStep(sp, ev) }})
+		Starting:   func(ctx context.Context, sp browsers.Spec) error { return m.wrappers.Write(ctx, sp) },
+		Downloaded: m.downloads.record, DownloadRoom: m.downloads.room, DownloadCut: m.downloads.cut,
+		Timeline: func(sp browsers.Spec, ev mux.TimelineEvent) { m.timeline.TabStep(sp, ev) }})
 	m.wrappers = wrapper.Writer{Cfg: cfg, DB: db, Fleet: m.fleet, Log: m.log}
 	m.home = tasks.Layout{Cfg: cfg, DB: db, Fleet: m.fleet, Log: m.log}
 	m.tasks = tasks.New(tasks.Config{Cfg: cfg, DB: db, Log: m.log, Fleet: m.fleet, Reaper: m.reaper,
