@@ -441,8 +441,14 @@ func TestExpiredLeaseStopsDaemons(t *testing.T) {
 	if err := ensureStore(m, "shop"); err != nil { // so the call below is quicker than the lease
 		t.Fatal(err)
 	}
-	m.mustAgent("--store shop --task "+taskA, "browser-use <<'PY'\neval 1\nPY")
-	pid := m.daemonPID("shop-a1a1a1a1")
+	// The agent reads its daemon's pid file right after the call: the test's own read could come after the
+	// 3 s lease on a loaded machine, when the daemon is already stopped and its file gone.
+	out := m.mustAgent("--store shop --task "+taskA, "browser-use <<'PY'\neval 1\nPY\ncat "+filepath.Join(m.home, "r", "bu-shop-a1a1a1a1.pid"))
+	pid, err := strconv.Atoi(string(lastLine([]byte(out))))
+	if err != nil {
+		t.Fatalf("the agent's call and its daemon's pid printed %q: %v", out, err)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
 	// The shim's call registered the task with a 3 s lease and nobody renews it.
 	testkit.WaitFor(t, 15*time.Second, "the daemon of the task whose lease expired to stop", func() bool { return gone(pid) })
 }

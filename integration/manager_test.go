@@ -349,25 +349,39 @@ func lastLine(b []byte) []byte {
 }
 
 // faultyChrome is a VIBE_CHROME wrapper: profiles named doomed* die at start, hang* never become ready
-// (with a grandchild marking the process group), slow* take 6 s, everything else is the real Chromium.
+// (with a grandchild marking the process group), slow* wait until two of them have begun, everything else is
+// the real Chromium.
 func faultyChrome(t *testing.T, marker string) string {
 	t.Helper()
+	dir := t.TempDir()
+	if err := os.Mkdir(slowBarrier(dir), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	script := fmt.Sprintf(`#!/bin/bash
 for a in "$@"; do
   case "$a" in
     --user-data-dir=*/doomed*) echo "doomed: crashing at start" >&2; exit 1;;
     --user-data-dir=*/hang*) bash -c 'exec -a %[1]s sleep 1000' & sleep 1000; exit 0;;
-    --user-data-dir=*/slow*) sleep 6;;
+    --user-data-dir=*/slow*)
+      # Meets the other slow launch: each waits (at most 30 s) until both have begun, and says so.
+      touch %[3]s/in-$$
+      for i in $(seq 300); do
+        if [ "$(ls %[3]s | grep -c '^in-')" -ge 2 ]; then touch %[3]s/met-$$; break; fi
+        sleep 0.1
+      done;;
   esac
 done
 exec %[2]s "$@"
-`, marker, chromiumBinary(t))
-	p := filepath.Join(t.TempDir(), "chrome")
+`, marker, chromiumBinary(t), slowBarrier(dir))
+	p := filepath.Join(dir, "chrome")
 	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return p
 }
+
+// slowBarrier is the folder where a faultyChrome in dir notes its slow launches.
+func slowBarrier(dir string) string { return filepath.Join(dir, "slow-launches") }
 
 func ensureStore(m *managed, ref string) error {
 	_, err := m.client.StoreBrowser(context.Background(), ref, api.ActionEnsure)
@@ -463,25 +477,32 @@ func TestStartTimeoutKillsTheLauncherGroup(t *testing.T) {
 
 func TestStoresStartConcurrently(t *testing.T) {
 	t.Parallel()
-	m := startManager(t, "VIBE_CHROME="+faultyChrome(t, "unused"))
+	chrome := faultyChrome(t, "unused")
+	m := startManager(t, "VIBE_CHROME="+chrome)
 	m.cli("store", "add", "slow-a")
 	m.cli("store", "add", "slow-b")
-	began := time.Now()
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	for i, ref := range []string{"slow-a", "slow-b"} {
 		wg.Go(func() { errs[i] = ensureStore(m, ref) })
 	}
 	wg.Wait()
-	took := time.Since(began)
 	for _, err := range errs {
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	// Each launch sleeps 6 s before Chromium starts: under a global lock the pair would take over 12 s.
-	if took > 11*time.Second {
-		t.Errorf("two slow stores took %v to start together; want close to one start (no global lock)", took)
+	// Each slow launch waits for the other to begin before Chromium starts: under a global lock the second
+	// would begin only after the first had given up waiting, and neither would have met the other.
+	entries, _ := os.ReadDir(slowBarrier(filepath.Dir(chrome)))
+	met := 0
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "met-") {
+			met++
+		}
+	}
+	if met != 2 {
+		t.Errorf("%d of the two slow launches met the other while starting; want both (the stores start together, no global lock)", met)
 	}
 }
 
