@@ -945,7 +945,7 @@ func (c *testClient) closed() (bool, int) {
 func startMux(t *testing.T, fb *fakeBrowser, cfg Config) *Mux {
 	t.Helper()
 	m := runMux(t, fb, cfg)
-	testkit.WaitFor(t, 5*time.Second, "mux connected to the browser", func() bool {
+	testkit.WaitFor(t, 20*time.Second, "mux connected to the browser", func() bool {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		return m.up != nil && len(m.pending) == 0

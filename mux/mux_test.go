@@ -198,7 +198,7 @@ func TestServedOnTheCallersListener(t *testing.T) {
 	ctx, cancel := contextWithCancel()
 	done := make(chan error, 1)
 	go func() { done <- m.Serve(ctx) }()
-	testkit.WaitFor(t, 5*time.Second, "mux connected to the browser", func() bool { return m.Stats().Upstream })
+	testkit.WaitFor(t, 20*time.Second, "mux connected to the browser", func() bool { return m.Stats().Upstream })
 
 	if m.Addr() != ln.Addr().String() {
 		t.Errorf("Addr() = %q; want the caller's %q", m.Addr(), ln.Addr())
