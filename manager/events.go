@@ -9,10 +9,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"vibebrowser/manager/api"
-	"vibebrowser/manager/apierr"
 	"vibebrowser/manager/handoffs"
 	"vibebrowser/manager/metrics"
 	"vibebrowser/manager/notify"
+	"vibebrowser/mux/errdefs"
 	"vibebrowser/state"
 )
 
@@ -132,7 +132,7 @@ func (m *Manager) countTask(task, key, what string) error {
 	}
 	m.metrics.QuotaHit(metrics.QuotaEvents)
 	return fmt.Errorf("%w: task %s has sent %d events and handoffs this minute, its quota (VIBE_TASK_EVENTS_PER_MIN=%d): "+
-		"this %s is refused; wait a minute", apierr.ErrQuota, orNone(task), m.cfg.TaskEventsPerMin, m.cfg.TaskEventsPerMin, what)
+		"this %s is refused; wait a minute", errdefs.ErrQuota, orNone(task), m.cfg.TaskEventsPerMin, m.cfg.TaskEventsPerMin, what)
 }
 
 // orNone is s, or "(none)" when it is empty.

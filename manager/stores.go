@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"vibebrowser/manager/api"
-	"vibebrowser/manager/apierr"
 	"vibebrowser/manager/browsers"
 	"vibebrowser/manager/netid"
 	"vibebrowser/manager/remote"
@@ -34,30 +33,30 @@ func (m *Manager) CreateStore(ctx context.Context, in api.StoreSpec) (state.Stor
 	opts := browsers.Options{StoreSettings: api.StoreSettings{CDPURL: in.CDPURL, Headless: in.Headless}}
 	store := state.Store{Name: in.Name, Backend: backend}
 	if in.Ziniao != nil && backend != state.BackendZiniao {
-		return state.Store{}, fmt.Errorf("%w: ziniao settings are only for the ziniao backend", apierr.ErrBadRequest)
+		return state.Store{}, fmt.Errorf("%w: ziniao settings are only for the ziniao backend", errdefs.ErrInvalid)
 	}
 	switch backend {
 	case state.BackendZiniao:
 		z := in.Ziniao
 		if z == nil || z.Browser == "" || z.Company == "" || z.Username == "" || z.Password == "" {
 			return state.Store{}, fmt.Errorf("%w: a ziniao store needs --ziniao-browser (browserOauth or browserId), "+
-				"--ziniao-company, --ziniao-username and --ziniao-password (or VIBE_ZINIAO_PASSWORD)", apierr.ErrBadRequest)
+				"--ziniao-company, --ziniao-username and --ziniao-password (or VIBE_ZINIAO_PASSWORD)", errdefs.ErrInvalid)
 		}
 		if z.Port < 0 || z.Port > 65535 {
-			return state.Store{}, fmt.Errorf("%w: --ziniao-port %d: want 1-65535 (default 16851)", apierr.ErrBadRequest, z.Port)
+			return state.Store{}, fmt.Errorf("%w: --ziniao-port %d: want 1-65535 (default 16851)", errdefs.ErrInvalid, z.Port)
 		}
 		store.Ziniao = state.ZiniaoAccount{Company: z.Company, Username: z.Username, Password: z.Password}
 		store.ZiniaoBrowser, opts.ZiniaoPort = z.Browser, z.Port
 	case state.BackendCDP:
 		if in.CDPURL == "" {
-			return state.Store{}, fmt.Errorf("%w: a cdp store needs --cdp-url (http://host:port or ws://host:port/devtools/browser/<id>)", apierr.ErrBadRequest)
+			return state.Store{}, fmt.Errorf("%w: a cdp store needs --cdp-url (http://host:port or ws://host:port/devtools/browser/<id>)", errdefs.ErrInvalid)
 		}
 		if err := remote.ValidateURL(in.CDPURL); err != nil {
-			return state.Store{}, fmt.Errorf("%w: %w", apierr.ErrBadRequest, err)
+			return state.Store{}, fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 		}
 	default:
 		if in.CDPURL != "" {
-			return state.Store{}, fmt.Errorf("%w: --cdp-url is only for the cdp backend", apierr.ErrBadRequest)
+			return state.Store{}, fmt.Errorf("%w: --cdp-url is only for the cdp backend", errdefs.ErrInvalid)
 		}
 	}
 	if err := setIdentity(backend, &opts, &in.Proxy, &in.Timezone, &in.Lang); err != nil {
@@ -118,10 +117,10 @@ func (m *Manager) UpdateStore(ctx context.Context, ref string, u api.StoreUpdate
 		}
 		if u.CDPURL != nil {
 			if s.Backend != state.BackendCDP {
-				return fmt.Errorf("%w: cdp_url is only for the cdp backend", apierr.ErrBadRequest)
+				return fmt.Errorf("%w: cdp_url is only for the cdp backend", errdefs.ErrInvalid)
 			}
 			if err := remote.ValidateURL(*u.CDPURL); err != nil {
-				return fmt.Errorf("%w: %w", apierr.ErrBadRequest, err)
+				return fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 			}
 			opts.CDPURL = *u.CDPURL
 		}
@@ -166,14 +165,14 @@ func setIdentity(backend state.Backend, opts *browsers.Options, proxy, zone, lan
 	set := func(v *string) bool { return v != nil && *v != "" && *v != api.NoIdentity }
 	if backend != state.BackendChrome && (set(proxy) || set(zone) || set(lang)) {
 		return fmt.Errorf("%w: --proxy, --timezone and --lang are for chrome stores: a ziniao environment "+
-			"brings its own proxy and fingerprint, and a cdp browser is launched by someone else", apierr.ErrBadRequest)
+			"brings its own proxy and fingerprint, and a cdp browser is launched by someone else", errdefs.ErrInvalid)
 	}
 	if proxy != nil {
 		opts.Proxy = ""
 		if set(proxy) {
 			p, err := netid.ParseProxy(*proxy)
 			if err != nil {
-				return fmt.Errorf("%w: %w", apierr.ErrBadRequest, err)
+				return fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 			}
 			opts.Proxy = p.String()
 		}
@@ -182,7 +181,7 @@ func setIdentity(backend state.Backend, opts *browsers.Options, proxy, zone, lan
 		opts.Timezone = ""
 		if set(zone) {
 			if err := netid.CheckTimezone(*zone); err != nil {
-				return fmt.Errorf("%w: %w", apierr.ErrBadRequest, err)
+				return fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 			}
 			opts.Timezone = *zone
 		}
@@ -192,7 +191,7 @@ func setIdentity(backend state.Backend, opts *browsers.Options, proxy, zone, lan
 		if set(lang) {
 			tag, err := netid.CheckLang(*lang)
 			if err != nil {
-				return fmt.Errorf("%w: %w", apierr.ErrBadRequest, err)
+				return fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 			}
 			opts.Lang = tag
 		}
@@ -212,7 +211,7 @@ func setTimeline(opts *browsers.Options, mode *string) error {
 		return nil
 	}
 	return fmt.Errorf("%w: --timeline %q: want full (code, output and screenshots), meta (the steps only), off, "+
-		"or \"\" for VIBE_TIMELINE's", apierr.ErrBadRequest, *mode)
+		"or \"\" for VIBE_TIMELINE's", errdefs.ErrInvalid, *mode)
 }
 
 // DeleteStore stops the store's browser and removes the store, its wrapper, its endpoint and its port.
@@ -256,7 +255,7 @@ func (m *Manager) BrowserAction(ctx context.Context, sp browsers.Spec, action st
 	case api.ActionStop:
 		return m.fleet.Stop(ctx, sp.Key)
 	}
-	return fmt.Errorf("%w: browser action %q: want start, stop or ensure", apierr.ErrBadRequest, action)
+	return fmt.Errorf("%w: browser action %q: want start, stop or ensure", errdefs.ErrInvalid, action)
 }
 
 // Ensure is the shim's call, for a caller the API admitted: the browser made ready, the task's lease
@@ -268,10 +267,10 @@ func (m *Manager) Ensure(ctx context.Context, req api.EnsureRequest) (api.Ensure
 		return api.EnsureResponse{}, err
 	}
 	if req.Via != "" && req.Via != api.ViaMCP && req.Via != api.ViaCDP {
-		return api.EnsureResponse{}, fmt.Errorf("%w: via %q: want %q, %q or none", apierr.ErrBadRequest, req.Via, api.ViaMCP, api.ViaCDP)
+		return api.EnsureResponse{}, fmt.Errorf("%w: via %q: want %q, %q or none", errdefs.ErrInvalid, req.Via, api.ViaMCP, api.ViaCDP)
 	}
 	if m.cfg.BrowserUse == "" && req.Via == "" {
-		return api.EnsureResponse{}, fmt.Errorf("%w: %s", apierr.ErrUnavailable, m.cfg.BrowserUseProblem)
+		return api.EnsureResponse{}, fmt.Errorf("%w: %s", errdefs.ErrUnavailable, m.cfg.BrowserUseProblem)
 	}
 	var sp browsers.Spec
 	switch req.Kind {
@@ -289,7 +288,7 @@ func (m *Manager) Ensure(ctx context.Context, req api.EnsureRequest) (api.Ensure
 			return api.EnsureResponse{}, err
 		}
 	default:
-		return api.EnsureResponse{}, fmt.Errorf("%w: kind %q: want store or web", apierr.ErrBadRequest, req.Kind)
+		return api.EnsureResponse{}, fmt.Errorf("%w: kind %q: want store or web", errdefs.ErrInvalid, req.Kind)
 	}
 	if req.TaskID != "" {
 		storeID := ""

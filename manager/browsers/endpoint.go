@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"vibebrowser/manager/apierr"
+	"vibebrowser/manager/localapi/answer"
 	"vibebrowser/mux"
 	"vibebrowser/mux/errdefs"
 )
@@ -119,10 +119,15 @@ func (f *Fleet) serveEndpoint(w http.ResponseWriter, r *http.Request, s *slot, e
 	}
 	in, err := f.ensureIn(r.Context(), s, func(ctx context.Context) (Spec, error) { return f.SpecFor(ctx, s.key) })
 	if err != nil {
-		apierr.Write(w, withoutToken(r), f.log, err)
+		f.answerError(w, r, err)
 		return
 	}
 	in.mux.ServeHTTP(w, r)
+}
+
+// answerError answers err as the API does (its class's status) and logs it, with the request's token left out.
+func (f *Fleet) answerError(w http.ResponseWriter, r *http.Request, err error) {
+	answer.Error(w, withoutToken(r), f.log, err)
 }
 
 // answerAsleep answers a discovery request of a stopped browser without starting it, and reports whether
@@ -141,7 +146,7 @@ func (f *Fleet) answerAsleep(w http.ResponseWriter, r *http.Request, key string,
 		err = json.Unmarshal(raw, &v)
 	}
 	if err != nil {
-		apierr.Write(w, withoutToken(r), f.log, err)
+		f.answerError(w, r, err)
 		return true
 	}
 	ep.door.WriteVersion(w, r, rt, v)

@@ -14,7 +14,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"vibebrowser/manager/api"
-	"vibebrowser/manager/apierr"
 	"vibebrowser/manager/tasks"
 	"vibebrowser/mux/errdefs"
 	"vibebrowser/state"
@@ -67,19 +66,19 @@ func New(cfg Config) *Desk { return &Desk{cfg: cfg, db: cfg.DB, log: cfg.Log} }
 // announced (note: the overview, the log and VIBE_NOTIFY_URL).
 func (d *Desk) Create(ctx context.Context, req api.HandoffRequest) (api.Handoff, error) {
 	if d.cfg.Quitting() {
-		return api.Handoff{}, apierr.ErrShuttingDown
+		return api.Handoff{}, errdefs.ErrShuttingDown
 	}
 	if err := tasks.CheckCaller(req.ClientID, req.BUName, req.TaskID); err != nil {
 		return api.Handoff{}, err
 	}
 	switch {
 	case strings.TrimSpace(req.Reason) == "":
-		return api.Handoff{}, fmt.Errorf("%w: the reason is empty: say what the person should do, e.g. --ask-human \"solve the captcha on the login page\"", apierr.ErrBadRequest)
+		return api.Handoff{}, fmt.Errorf("%w: the reason is empty: say what the person should do, e.g. --ask-human \"solve the captcha on the login page\"", errdefs.ErrInvalid)
 	case req.WaitS < 0:
-		return api.Handoff{}, fmt.Errorf("%w: wait_s %d is negative: want seconds to wait, or 0 for the default %d", apierr.ErrBadRequest, req.WaitS, api.DefaultHandoffWaitS)
+		return api.Handoff{}, fmt.Errorf("%w: wait_s %d is negative: want seconds to wait, or 0 for the default %d", errdefs.ErrInvalid, req.WaitS, api.DefaultHandoffWaitS)
 	}
 	if err := api.CheckHandoffText("reason", req.Reason, api.MaxHandoffReason); err != nil {
-		return api.Handoff{}, fmt.Errorf("%w: %w", apierr.ErrBadRequest, err)
+		return api.Handoff{}, fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 	}
 	storeID, key := "", api.WebKey
 	var stores []state.Store // the handoff's store, for its view
@@ -92,7 +91,7 @@ func (d *Desk) Create(ctx context.Context, req api.HandoffRequest) (api.Handoff,
 		storeID, key, stores = s.ID, s.ID, []state.Store{s}
 	case api.KindWeb:
 	default:
-		return api.Handoff{}, fmt.Errorf("%w: kind %q: want store or web", apierr.ErrBadRequest, req.Kind)
+		return api.Handoff{}, fmt.Errorf("%w: kind %q: want store or web", errdefs.ErrInvalid, req.Kind)
 	}
 	if req.TaskID != "" {
 		if err := d.cfg.Renew(ctx, req.TaskID, storeID); err != nil {
@@ -128,7 +127,7 @@ func (d *Desk) record(ctx context.Context, key string, h state.Handoff) (state.H
 		if n >= d.cfg.Max {
 			d.cfg.QuotaHit()
 			return state.Handoff{}, fmt.Errorf("%w: task %s already waits on %d handoffs, its quota (VIBE_HANDOFF_MAX=%d): "+
-				"wait for a person to answer one, or cancel one, before asking again", apierr.ErrQuota, h.TaskID, n, d.cfg.Max)
+				"wait for a person to answer one, or cancel one, before asking again", errdefs.ErrQuota, h.TaskID, n, d.cfg.Max)
 		}
 	}
 	if err := d.cfg.Count(h.TaskID, key, "handoff"); err != nil {
@@ -146,10 +145,10 @@ func (d *Desk) Answer(ctx context.Context, id string, a api.HandoffAnswer) (api.
 	case api.HandoffCantHelp:
 		to = state.HandoffCantHelp
 	default:
-		return api.Handoff{}, fmt.Errorf("%w: answer status %q: want %s or %s", apierr.ErrBadRequest, a.Status, api.HandoffDone, api.HandoffCantHelp)
+		return api.Handoff{}, fmt.Errorf("%w: answer status %q: want %s or %s", errdefs.ErrInvalid, a.Status, api.HandoffDone, api.HandoffCantHelp)
 	}
 	if err := api.CheckHandoffText("note", a.Note, api.MaxHandoffNote); err != nil {
-		return api.Handoff{}, fmt.Errorf("%w: %w", apierr.ErrBadRequest, err)
+		return api.Handoff{}, fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 	}
 	h, err := d.finish(ctx, id, to, strings.TrimSpace(a.Note))
 	if err != nil {
@@ -244,7 +243,7 @@ func (d *Desk) Wait(ctx context.Context, id string) (api.Handoff, error) {
 			return d.View(context.WithoutCancel(ctx), h)
 		case <-d.cfg.Ctx.Done():
 			timer.Stop()
-			return api.Handoff{}, apierr.ErrShuttingDown
+			return api.Handoff{}, errdefs.ErrShuttingDown
 		}
 		timer.Stop()
 	}
@@ -302,7 +301,7 @@ func handoffKey(h state.Handoff) string {
 // List returns the handoffs in status ("" for every one), oldest first.
 func (d *Desk) List(ctx context.Context, status string) ([]api.Handoff, error) {
 	if status != "" && !slices.Contains(state.HandoffStatuses, state.HandoffStatus(status)) {
-		return nil, fmt.Errorf("%w: status %q: want one of %s, or none for all", apierr.ErrBadRequest, status,
+		return nil, fmt.Errorf("%w: status %q: want one of %s, or none for all", errdefs.ErrInvalid, status,
 			strings.Trim(fmt.Sprint(state.HandoffStatuses), "[]"))
 	}
 	hs, err := d.db.ListHandoffs(ctx, state.HandoffStatus(status))

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"vibebrowser/manager/api"
-	"vibebrowser/manager/apierr"
 	"vibebrowser/manager/browsers"
 	"vibebrowser/mux/clientid"
 	"vibebrowser/mux/errdefs"
@@ -57,12 +56,12 @@ func (h *Handler) admit(r *http.Request) (taskCall, error) {
 	token, ok := strings.CutPrefix(auth, "Bearer ")
 	if !ok || token == "" {
 		return taskCall{}, fmt.Errorf("%w: %s serves a task's own calls: send Authorization: Bearer $%s, the "+
-			"token vibe-browser agent gives the task", apierr.ErrUnauthorized, api.AgentSocketRel, api.TaskTokenEnv)
+			"token vibe-browser agent gives the task", errdefs.ErrUnauthorized, api.AgentSocketRel, api.TaskTokenEnv)
 	}
 	tt, err := h.DB.LookupTaskToken(r.Context(), token)
 	if errors.Is(err, errdefs.ErrNotFound) {
 		return taskCall{}, fmt.Errorf("%w: this task token was never minted, or its task has ended: start the "+
-			"task again with vibe-browser agent", apierr.ErrUnauthorized)
+			"task again with vibe-browser agent", errdefs.ErrUnauthorized)
 	}
 	if err != nil {
 		return taskCall{}, err
@@ -74,7 +73,7 @@ func (h *Handler) admit(r *http.Request) (taskCall, error) {
 	}
 	if uid != want {
 		return taskCall{}, fmt.Errorf("%w: task %s's token is for %s: only its agent user (%s, uid %d) may present "+
-			"it, and this caller runs as uid %d", apierr.ErrForbidden, tt.TaskID, sp.Name, who, want, uid)
+			"it, and this caller runs as uid %d", errdefs.ErrForbidden, tt.TaskID, sp.Name, who, want, uid)
 	}
 	c := taskCall{token: tt, kind: api.KindStore, name: sp.Name, base: sp.Slug}
 	if tt.StoreID == "" {
@@ -132,7 +131,7 @@ func (c *taskCall) own(kind, storeID, taskID *string) error {
 		return c.notOwnStore("")
 	case *taskID != c.token.TaskID:
 		return fmt.Errorf("%w: this task token is task %s's: a task calls only as itself, not as task %s",
-			apierr.ErrForbidden, c.token.TaskID, *taskID)
+			errdefs.ErrForbidden, c.token.TaskID, *taskID)
 	}
 	return nil
 }
@@ -143,7 +142,7 @@ func (c *taskCall) notOwnStore(what string) error {
 	if what != "" {
 		what = " (" + what + ")"
 	}
-	return fmt.Errorf("%w: this task token is for %s: a task calls only for its own store%s", apierr.ErrForbidden, c.name, what)
+	return fmt.Errorf("%w: this task token is for %s: a task calls only for its own store%s", errdefs.ErrForbidden, c.name, what)
 }
 
 // ownClient checks that a mux client id is one of the caller's task's own (the task id, or its -wN worker),
@@ -159,7 +158,7 @@ func (c *taskCall) ownClient(id string) error {
 			aux = ", or its store's " + api.AuxClient
 		}
 		return fmt.Errorf("%w: client %s is not task %s's: a task connects as its own clients only (%s or %s-wN%s)",
-			apierr.ErrForbidden, id, c.token.TaskID, c.token.TaskID, c.token.TaskID, aux)
+			errdefs.ErrForbidden, id, c.token.TaskID, c.token.TaskID, c.token.TaskID, aux)
 	}
 	return nil
 }
@@ -188,5 +187,5 @@ func (c *taskCall) ownSession(buName string, slots int) error {
 		forms += ", " + aux
 	}
 	return fmt.Errorf("%w: session %q is not task %s's: a shim reports only on its task's own sessions (%s)",
-		apierr.ErrForbidden, buName, c.token.TaskID, forms)
+		errdefs.ErrForbidden, buName, c.token.TaskID, forms)
 }

@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"vibebrowser/manager/api"
-	"vibebrowser/manager/apierr"
 	"vibebrowser/manager/browsers"
 	"vibebrowser/manager/config"
 	"vibebrowser/manager/tasks"
 	"vibebrowser/manager/ui"
+	"vibebrowser/mux/errdefs"
 	"vibebrowser/state"
 )
 
@@ -191,7 +191,7 @@ func (h *Handler) writeWrappers(r *http.Request, _ Caller) (any, error) {
 func (h *Handler) uiLogin(_ *http.Request, _ Caller) (any, error) {
 	if h.Daemon.UI() == nil {
 		return nil, fmt.Errorf("%w: the web UI is off (VIBE_UI_ADDR=off); set VIBE_UI_ADDR to a host:port "+
-			"(default %s) and restart the manager", apierr.ErrUnavailable, config.DefaultUIAddr)
+			"(default %s) and restart the manager", errdefs.ErrUnavailable, config.DefaultUIAddr)
 	}
 	return h.Daemon.UI().NewLogin(), nil
 }
@@ -202,7 +202,7 @@ func (h *Handler) storeLogin(r *http.Request, _ Caller) (any, error) {
 	ctx := r.Context()
 	if h.Daemon.UI() == nil {
 		return nil, fmt.Errorf("%w: the web UI is off (VIBE_UI_ADDR=off), and a store is logged in through it; "+
-			"set VIBE_UI_ADDR to a host:port (default %s) and restart the manager", apierr.ErrUnavailable, config.DefaultUIAddr)
+			"set VIBE_UI_ADDR to a host:port (default %s) and restart the manager", errdefs.ErrUnavailable, config.DefaultUIAddr)
 	}
 	var req api.StoreLoginRequest
 	if err := decode(r, &req); err != nil {
@@ -210,7 +210,7 @@ func (h *Handler) storeLogin(r *http.Request, _ Caller) (any, error) {
 	}
 	target, err := ui.TabURL(req.URL)
 	if err != nil {
-		return nil, fmt.Errorf("%w: --url: %w", apierr.ErrBadRequest, err)
+		return nil, fmt.Errorf("%w: --url: %w", errdefs.ErrInvalid, err)
 	}
 	s, err := h.Daemon.FindStore(ctx, r.PathValue("ref"))
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"net/http"
 
 	"vibebrowser/manager/api"
-	"vibebrowser/manager/apierr"
 	"vibebrowser/mux/errdefs"
 	"vibebrowser/state"
 )
@@ -45,13 +44,13 @@ func (h *Handler) listEvents(*http.Request, Caller) (any, error) { return h.Daem
 func checkReport(ev api.Event) error {
 	switch {
 	case ev.Kind == "":
-		return fmt.Errorf("%w: event kind is required", apierr.ErrBadRequest)
+		return fmt.Errorf("%w: event kind is required", errdefs.ErrInvalid)
 	case !api.ShimEventKind(ev.Kind):
 		return fmt.Errorf("%w: event kind %q is not one a shim reports: the manager raises its own events itself "+
-			"and takes them from no caller; a shim may report only %v", apierr.ErrForbidden, ev.Kind, api.ShimEventKinds)
+			"and takes them from no caller; a shim may report only %v", errdefs.ErrForbidden, ev.Kind, api.ShimEventKinds)
 	}
 	if err := api.CheckHandoffText("event's message", ev.Message, api.MaxEventMessage); err != nil {
-		return fmt.Errorf("%w: %w", apierr.ErrBadRequest, err)
+		return fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 	}
 	return nil
 }
@@ -78,7 +77,7 @@ func (h *Handler) taskDownloads(r *http.Request, c *taskCall) (any, error) {
 	q := r.URL.Query()
 	if task := q.Get("task"); task != "" && task != c.token.TaskID {
 		return nil, fmt.Errorf("%w: this task token is task %s's: a task lists only its own downloads",
-			apierr.ErrForbidden, c.token.TaskID)
+			errdefs.ErrForbidden, c.token.TaskID)
 	}
 	key := c.token.StoreID
 	if key == "" {

@@ -5,7 +5,7 @@ import (
 	"net/http"
 
 	"vibebrowser/manager/api"
-	"vibebrowser/manager/apierr"
+	"vibebrowser/mux/errdefs"
 )
 
 // The API's handoff handlers (package handoffs does the work); a task calls for its own handoffs only, in the order of the route table.
@@ -72,7 +72,7 @@ func (h *Handler) ownHandoff(r *http.Request, c Caller) error {
 		return t.notOwnStore("handoff " + id + " is another browser's")
 	case ho.TaskID != t.token.TaskID:
 		return fmt.Errorf("%w: handoff %s is not task %s's: a task sees only its own handoffs",
-			apierr.ErrForbidden, id, t.token.TaskID)
+			errdefs.ErrForbidden, id, t.token.TaskID)
 	}
 	return nil
 }

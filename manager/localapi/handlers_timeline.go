@@ -7,7 +7,6 @@ import (
 	"strconv"
 
 	"vibebrowser/manager/api"
-	"vibebrowser/manager/apierr"
 	"vibebrowser/manager/timeline"
 	"vibebrowser/manager/ui"
 	"vibebrowser/mux/errdefs"
@@ -53,7 +52,7 @@ func afterParam(r *http.Request) (int64, error) {
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%w: after=%q: want the seq of the last entry you have (0 or more)", apierr.ErrBadRequest, v)
+		return 0, fmt.Errorf("%w: after=%q: want the seq of the last entry you have (0 or more)", errdefs.ErrInvalid, v)
 	}
 	return n, nil
 }
@@ -62,7 +61,7 @@ func afterParam(r *http.Request) (int64, error) {
 func (h *Handler) shot(w http.ResponseWriter, r *http.Request) {
 	seq, err := strconv.ParseInt(r.PathValue("seq"), 10, 64)
 	if err != nil || seq < 1 {
-		h.writeError(w, r, fmt.Errorf("%w: seq %q: want an entry's number", apierr.ErrBadRequest, r.PathValue("seq")))
+		h.writeError(w, r, fmt.Errorf("%w: seq %q: want an entry's number", errdefs.ErrInvalid, r.PathValue("seq")))
 		return
 	}
 	b, err := h.Timeline.Shot(r.Context(), r.PathValue("id"), seq)

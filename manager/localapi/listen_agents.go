@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"vibebrowser/manager/api"
-	"vibebrowser/manager/apierr"
+	"vibebrowser/mux/errdefs"
 )
 
 // ListenAgents binds the agents' socket: 0666, since the agent users are many, and each request learns its
@@ -80,7 +80,7 @@ func (l *agentListener) Accept() (net.Conn, error) {
 		}
 		l.refused()
 		l.refuse(c, fmt.Sprintf("%v: uid %d already holds %d connections to %s, its quota (VIBE_AGENT_CONN_MAX=%d): "+
-			"close the ones it keeps idle, or raise the knob", apierr.ErrQuota, uid, l.max, api.AgentSocketRel, l.max))
+			"close the ones it keeps idle, or raise the knob", errdefs.ErrQuota, uid, l.max, api.AgentSocketRel, l.max))
 	}
 }
 

@@ -1,27 +1,6 @@
 package localapi
 
-import (
-	"context"
-	"errors"
-	"fmt"
-	"net/http"
-	"os"
-	"strconv"
-	"time"
-
-	"golang.org/x/sys/unix"
-
-	"vibebrowser/manager/api"
-	"vibebrowser/manager/apierr"
-	"vibebrowser/manager/browsers"
-	"vibebrowser/manager/config"
-	"vibebrowser/manager/snapshot"
-	"vibebrowser/manager/tasks"
-	"vibebrowser/manager/timeline"
-	"vibebrowser/manager/ui"
-	"vibebrowser/mux/clientid"
-	"vibebrowser/state"
-)
+import "golang.org/x/sys/unix"
 
 // fdPeerUID returns the uid of the process at the other end of a unix socket (LOCAL_PEERCRED).
 func fdPeerUID(fd uintptr) (int, error) {

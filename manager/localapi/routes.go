@@ -5,7 +5,7 @@ import (
 	"net/http"
 
 	"vibebrowser/manager/api"
-	"vibebrowser/manager/apierr"
+	"vibebrowser/mux/errdefs"
 )
 
 // Who may call a route.
@@ -106,7 +106,7 @@ func (h *Handler) mux() http.Handler {
 			}
 			c, err := h.callerOf(r)
 			if err == nil && !rt.who.allows(c) {
-				err = fmt.Errorf("%w: %s %s is served to a task only, on %s", apierr.ErrForbidden, r.Method, r.URL.Path, api.AgentSocketRel)
+				err = fmt.Errorf("%w: %s %s is served to a task only, on %s", errdefs.ErrForbidden, r.Method, r.URL.Path, api.AgentSocketRel)
 			}
 			if err != nil {
 				h.writeError(w, r, err)
@@ -129,7 +129,7 @@ func (h *Handler) mux() http.Handler {
 			h.writeError(w, r, notServedToTasks(r))
 			return
 		}
-		h.writeError(w, r, fmt.Errorf("%w: no route %s %s", apierr.ErrNoRoute, r.Method, r.URL.Path))
+		h.writeError(w, r, fmt.Errorf("%w: no route %s %s", errdefs.ErrNoRoute, r.Method, r.URL.Path))
 	})
 	return mux
 }
@@ -138,5 +138,5 @@ func (h *Handler) mux() http.Handler {
 func notServedToTasks(r *http.Request) error {
 	return fmt.Errorf("%w: %s %s is not served on %s, which serves a task's own calls (ensure, "+
 		"events, its handoffs, its downloads, its call reports); the owner's socket %s serves the rest, to the manager's own user",
-		apierr.ErrForbidden, r.Method, r.URL.Path, api.AgentSocketRel, api.SocketRel)
+		errdefs.ErrForbidden, r.Method, r.URL.Path, api.AgentSocketRel, api.SocketRel)
 }

@@ -14,14 +14,15 @@ import (
 	"github.com/rs/zerolog"
 
 	"vibebrowser/manager/api"
-	"vibebrowser/manager/apierr"
 	"vibebrowser/manager/browsers"
 	"vibebrowser/manager/config"
 	"vibebrowser/manager/handoffs"
+	"vibebrowser/manager/localapi/answer"
 	"vibebrowser/manager/reaper"
 	"vibebrowser/manager/tasks"
 	"vibebrowser/manager/timeline"
 	"vibebrowser/manager/ui"
+	"vibebrowser/mux/errdefs"
 	"vibebrowser/state"
 )
 
@@ -122,9 +123,9 @@ func agentContext(ctx context.Context, c net.Conn) context.Context {
 	return context.WithValue(ctx, sideKey{}, side{agents: true, uid: uid})
 }
 
-// writeError answers err on the manager's log (apierr.Write).
+// writeError answers err (its class's status) and logs it on the manager's log.
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	apierr.Write(w, r, h.Log, err)
+	answer.Error(w, r, h.Log, err)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -138,10 +139,10 @@ func decode(r *http.Request, v any) error {
 	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("%w: request body: %v", apierr.ErrBadRequest, err)
+		return fmt.Errorf("%w: request body: %v", errdefs.ErrInvalid, err)
 	}
 	if dec.More() {
-		return fmt.Errorf("%w: request body: trailing data after the JSON object", apierr.ErrBadRequest)
+		return fmt.Errorf("%w: request body: trailing data after the JSON object", errdefs.ErrInvalid)
 	}
 	return nil
 }

@@ -6,8 +6,8 @@ import (
 	"fmt"
 
 	"vibebrowser/manager/api"
-	"vibebrowser/manager/apierr"
 	"vibebrowser/mux/clientid"
+	"vibebrowser/mux/errdefs"
 )
 
 // CheckCaller checks who a shim says it is on each call: its mux client id, browser-use session name and
@@ -15,11 +15,11 @@ import (
 func CheckCaller(clientID, buName, taskID string) error {
 	switch {
 	case !clientid.Valid(clientID):
-		return fmt.Errorf("%w: client_id %q must match %s", apierr.ErrBadRequest, clientID, clientid.Form)
+		return fmt.Errorf("%w: client_id %q must match %s", errdefs.ErrInvalid, clientID, clientid.Form)
 	case !api.ValidBUName(buName):
-		return fmt.Errorf("%w: bu_name %q must match [A-Za-z0-9_-]{1,64}", apierr.ErrBadRequest, buName)
+		return fmt.Errorf("%w: bu_name %q must match [A-Za-z0-9_-]{1,64}", errdefs.ErrInvalid, buName)
 	case taskID != "" && !api.ValidTaskID(taskID):
-		return fmt.Errorf("%w: task_id %q: want %s", apierr.ErrBadRequest, taskID, api.TaskIDForm)
+		return fmt.Errorf("%w: task_id %q: want %s", errdefs.ErrInvalid, taskID, api.TaskIDForm)
 	}
 	return nil
 }

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"vibebrowser/manager/api"
-	"vibebrowser/manager/apierr"
 	"vibebrowser/manager/browsers"
+	"vibebrowser/mux/errdefs"
 	"vibebrowser/mux/sys/osuser"
 	"vibebrowser/state"
 )
@@ -17,7 +17,7 @@ import (
 // CheckID refuses a task id that is not one (api.TaskIDForm).
 func CheckID(id string) error {
 	if !api.ValidTaskID(id) {
-		return fmt.Errorf("%w: task id %q: want %s", apierr.ErrBadRequest, id, api.TaskIDForm)
+		return fmt.Errorf("%w: task id %q: want %s", errdefs.ErrInvalid, id, api.TaskIDForm)
 	}
 	return nil
 }
@@ -31,7 +31,7 @@ func (d *Desk) Mint(ctx context.Context, id string, req api.TaskTokenRequest) (a
 	switch req.Store {
 	case "":
 		return api.TaskToken{}, fmt.Errorf("%w: a task token is for one store: name it (a name, slug or id), or %s for the web browser",
-			apierr.ErrBadRequest, api.WebSlug)
+			errdefs.ErrInvalid, api.WebSlug)
 	case api.WebSlug, api.WebKey:
 		sp, err = d.cfg.Fleet.WebSpec(ctx)
 	default:
@@ -47,7 +47,7 @@ func (d *Desk) Mint(ctx context.Context, id string, req api.TaskTokenRequest) (a
 	bc := d.cfg.Cfg.Browsers()
 	agent, err := bc.Agent(sp)
 	if err != nil {
-		return api.TaskToken{}, fmt.Errorf("%w: %w", apierr.ErrUnavailable, err)
+		return api.TaskToken{}, fmt.Errorf("%w: %w", errdefs.ErrUnavailable, err)
 	}
 	if _, err := d.cfg.DB.UpsertTask(ctx, state.Task{ID: id, StoreID: storeID, Status: state.TaskRunning,
 		LeaseUntil: time.Now().Add(d.cfg.Cfg.TaskLease)}); err != nil {

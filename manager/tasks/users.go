@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"os"
 
-	"vibebrowser/manager/apierr"
 	"vibebrowser/manager/browsers"
 	"vibebrowser/manager/config"
+	"vibebrowser/mux/errdefs"
 	"vibebrowser/mux/sys/osuser"
 	"vibebrowser/state"
 )
@@ -29,11 +29,11 @@ func SetUsers(backend state.Backend, opts *browsers.Options, agent, browser *str
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("%w: agent and browser users need the manager to run as root (it starts the store's "+
 			"processes as them and owns the files between them); this manager runs as uid %d: run vibe-browser "+
-			"serve as root (vibe-browser service install, as root)", apierr.ErrBadRequest, os.Geteuid())
+			"serve as root (vibe-browser service install, as root)", errdefs.ErrInvalid, os.Geteuid())
 	}
 	if set(browser) && backend != state.BackendChrome {
 		return fmt.Errorf("%w: --browser-user is for chrome stores: the manager does not start a ziniao or cdp "+
-			"store's browser", apierr.ErrBadRequest)
+			"store's browser", errdefs.ErrInvalid)
 	}
 	for _, v := range []struct {
 		flag string
@@ -46,17 +46,17 @@ func SetUsers(backend state.Backend, opts *browsers.Options, agent, browser *str
 		if set(v.name) {
 			u, err := osuser.Lookup(*v.name)
 			if err != nil {
-				return fmt.Errorf("%w: %s: %w", apierr.ErrBadRequest, v.flag, err)
+				return fmt.Errorf("%w: %s: %w", errdefs.ErrInvalid, v.flag, err)
 			}
 			if u.UID == 0 {
-				return fmt.Errorf("%w: %s %s is root (uid 0): name an unprivileged user, or none", apierr.ErrBadRequest, v.flag, *v.name)
+				return fmt.Errorf("%w: %s %s is root (uid 0): name an unprivileged user, or none", errdefs.ErrInvalid, v.flag, *v.name)
 			}
 		}
 		*v.dst = *v.name
 	}
 	if opts.AgentUser != "" && opts.AgentUser == opts.BrowserUser && opts.AgentUser != browsers.NoUser {
 		return fmt.Errorf("%w: the agent user and the browser user are both %s: the agent could then read the "+
-			"browser's cookies; give them two users", apierr.ErrBadRequest, opts.AgentUser)
+			"browser's cookies; give them two users", errdefs.ErrInvalid, opts.AgentUser)
 	}
 	return nil
 }

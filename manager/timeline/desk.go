@@ -9,12 +9,12 @@ import (
 	"github.com/rs/zerolog"
 
 	"vibebrowser/manager/api"
-	"vibebrowser/manager/apierr"
 	"vibebrowser/manager/browsers"
 	"vibebrowser/manager/config"
 	"vibebrowser/manager/tasks"
 	"vibebrowser/mux"
 	"vibebrowser/mux/clientid"
+	"vibebrowser/mux/errdefs"
 	"vibebrowser/state"
 )
 
@@ -166,10 +166,10 @@ func (d *Desk) Report(ctx context.Context, task, storeID string, rep api.CallRep
 	// A task's calls on its store's aux session (SPEC §20: its token opens it) are its calls too.
 	if clientid.OwnerDir(rep.Client) != task && rep.Client != api.AuxClient {
 		return fmt.Errorf("%w: client %q is not task %s's: a task reports its own calls (client %s, %s-wN or %s)",
-			apierr.ErrBadRequest, rep.Client, task, task, task, api.AuxClient)
+			errdefs.ErrInvalid, rep.Client, task, task, task, api.AuxClient)
 	}
 	if rep.Session != "" && !api.ValidBUName(rep.Session) {
-		return fmt.Errorf("%w: session %q must match [A-Za-z0-9_-]{1,64}", apierr.ErrBadRequest, rep.Session)
+		return fmt.Errorf("%w: session %q must match [A-Za-z0-9_-]{1,64}", errdefs.ErrInvalid, rep.Session)
 	}
 	if rep.Cut() {
 		d.cfg.Cut()
@@ -186,7 +186,7 @@ func (d *Desk) Report(ctx context.Context, task, storeID string, rep api.CallRep
 		}{in.Mux().Operator(), in.Mux().Taps()}
 	}
 	if err := d.Call(d.where(sp), task, rep, b); errors.Is(err, ErrFull) {
-		return fmt.Errorf("%w: %w", apierr.ErrQuota, err)
+		return fmt.Errorf("%w: %w", errdefs.ErrQuota, err)
 	} else if err != nil {
 		return err
 	}

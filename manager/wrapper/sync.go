@@ -12,9 +12,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"vibebrowser/manager/api"
-	"vibebrowser/manager/apierr"
 	"vibebrowser/manager/browsers"
 	"vibebrowser/manager/config"
+	"vibebrowser/mux/errdefs"
 	"vibebrowser/state"
 )
 
@@ -63,11 +63,11 @@ func (m Writer) shimConfig(sp browsers.Spec) *api.ShimConfig {
 // forwarding to a bare name would re-resolve to itself, and the guard below it refuses cleanly instead.
 func (m Writer) Write(ctx context.Context, sp browsers.Spec) error {
 	if m.Cfg.BrowserUse == "" {
-		return fmt.Errorf("%w: %s", apierr.ErrUnavailable, m.Cfg.BrowserUseProblem)
+		return fmt.Errorf("%w: %s", errdefs.ErrUnavailable, m.Cfg.BrowserUseProblem)
 	}
 	shim, err := m.Cfg.ShimPath()
 	if err != nil {
-		return fmt.Errorf("%w: the wrapshim binary: %v (set VIBE_SHIM or install wrapshim beside vibe-browser)", apierr.ErrUnavailable, err)
+		return fmt.Errorf("%w: the wrapshim binary: %v (set VIBE_SHIM or install wrapshim beside vibe-browser)", errdefs.ErrUnavailable, err)
 	}
 	dir := m.Cfg.Path("bin", sp.Slug)
 	if ic, err := readInstalled(dir); err == nil && ic.Format > api.ShimFormat {
@@ -91,7 +91,7 @@ func readInstalled(dir string) (installedConfig, error) {
 func (m Writer) writeGuard() error {
 	shim, err := m.Cfg.ShimPath()
 	if err != nil {
-		return fmt.Errorf("%w: the wrapshim binary: %v", apierr.ErrUnavailable, err)
+		return fmt.Errorf("%w: the wrapshim binary: %v", errdefs.ErrUnavailable, err)
 	}
 	return Install(m.Cfg.Path("bin", guardDir), shim, &api.ShimConfig{Format: api.ShimFormat, Kind: api.ShimKindGuard})
 }

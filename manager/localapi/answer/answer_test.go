@@ -1,4 +1,4 @@
-package apierr
+package answer
 
 import (
 	"context"
@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"testing"
-
-	"github.com/rs/zerolog"
 
 	"vibebrowser/manager/api"
 	"vibebrowser/mux/errdefs"
@@ -49,7 +47,7 @@ func TestErrorClassesReachTheClient(t *testing.T) {
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		i := 0
 		fmt.Sscan(r.URL.Query().Get("i"), &i)
-		Write(w, r, zerolog.Nop(), fmt.Errorf("store acme: %w", tests[i].class))
+		Write(w, fmt.Errorf("store acme: %w", tests[i].class))
 	})}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })

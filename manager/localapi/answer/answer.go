@@ -1,5 +1,6 @@
-// Package apierr is the one place an error of an errdefs class becomes an HTTP answer.
-package apierr
+// Package answer is the one place an error becomes an HTTP answer of the manager's: its errdefs class
+// decides the status and the API code, for the local API and the stores' endpoints alike.
+package answer
 
 import (
 	"encoding/json"
@@ -12,21 +13,8 @@ import (
 	"vibebrowser/mux/errdefs"
 )
 
-// The manager's names for the classes of errdefs, kept while its handlers still spell them so.
-var (
-	ErrBudget       = errdefs.ErrBudget
-	ErrStartTimeout = errdefs.ErrStartTimeout
-	ErrShuttingDown = errdefs.ErrShuttingDown
-	ErrUnavailable  = errdefs.ErrUnavailable
-	ErrStartFailed  = errdefs.ErrStartFailed
-	ErrBadRequest   = errdefs.ErrInvalid
-	ErrUnauthorized = errdefs.ErrUnauthorized
-	ErrForbidden    = errdefs.ErrForbidden
-	ErrQuota        = errdefs.ErrQuota
-	ErrNoRoute      = errdefs.ErrNoRoute
-)
-
-// errorClasses is the one table from the classes of errdefs to HTTP statuses and API codes.
+// errorClasses is the one table from the error classes (mux/errdefs) to HTTP statuses and API codes: the
+// API's answers are the only place a class becomes a status.
 var errorClasses = []struct {
 	class  error
 	status int
@@ -46,7 +34,7 @@ var errorClasses = []struct {
 	{errdefs.ErrStartTimeout, http.StatusGatewayTimeout, api.CodeStartTimeout},
 }
 
-// Status maps an error to its status and a stable code for the JSON body.
+// Status maps an error to the status and code of its class; an error of no class is an internal one.
 func Status(err error) (int, string) {
 	for _, row := range errorClasses {
 		if errors.Is(err, row.class) {
@@ -56,15 +44,23 @@ func Status(err error) (int, string) {
 	return http.StatusInternalServerError, api.CodeInternal
 }
 
-// Write is the one place errors become HTTP answers, and the one place they are logged (on log).
-func Write(w http.ResponseWriter, r *http.Request, log zerolog.Logger, err error) {
+// Write answers err: its class's status, and its message and code as the JSON body. It returns the status,
+// for the caller's log.
+func Write(w http.ResponseWriter, err error) int {
 	status, code := Status(err)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(api.Error{Message: err.Error(), Code: code})
+	return status
+}
+
+// Error answers err with Write and logs it on log: a warning, an error when it is the manager's
+// fault. Every HTTP answer of the manager's with an error goes through it (the API's and a store endpoint's).
+func Error(w http.ResponseWriter, r *http.Request, log zerolog.Logger, err error) {
+	status := Write(w, err)
 	ev := log.Warn()
 	if status >= 500 && status != http.StatusServiceUnavailable {
 		ev = log.Error()
 	}
 	ev.Err(err).Str("method", r.Method).Str("path", r.URL.Path).Int("status", status).Msg("API error")
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(api.Error{Message: err.Error(), Code: code})
 }
