@@ -16,7 +16,7 @@ func (m *Manager) handleListSnapshots(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	all, err := m.fleet.Snapshots(sp)
+	all, err := m.fleet.Snapshots().List(sp)
 	if err != nil {
 		return nil, err
 	}
@@ -32,7 +32,7 @@ func (m *Manager) handleTakeSnapshot(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	in, err := m.fleet.Snapshot(r.Context(), sp)
+	in, err := m.fleet.Snapshots().Take(r.Context(), sp)
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +48,7 @@ func (m *Manager) handleRestore(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := m.fleet.Restore(r.Context(), sp, req.Snapshot)
+	res, err := m.fleet.Snapshots().Restore(r.Context(), sp, req.Snapshot)
 	if err != nil {
 		return nil, err
 	}

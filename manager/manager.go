@@ -162,7 +162,7 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 	loops, stopLoops := context.WithCancel(ctx)
 	var loopsDone sync.WaitGroup
 	loopsDone.Go(func() { m.idleLoop(loops) })
-	loopsDone.Go(func() { m.fleet.SnapshotLoop(loops) })
+	loopsDone.Go(func() { m.fleet.Snapshots().Loop(loops) })
 	loopsDone.Go(func() { m.reapLoop(loops) })
 	loopsDone.Go(func() { m.leaseLoop(loops) })
 	loopsDone.Go(func() { m.handoffs.loop(loops) })

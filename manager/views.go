@@ -51,7 +51,7 @@ func (m *Manager) storeView(s state.Store) api.Store {
 	if dir := m.cfg.path("bin", s.Slug); fileExists(dir) {
 		v.Wrapper = dir
 	}
-	v.CheckpointAt, v.SnapshotAt = m.fleet.LoginTimes(s.Slug)
+	v.CheckpointAt, v.SnapshotAt = m.fleet.Snapshots().LoginTimes(s.Slug)
 	return v
 }
 

@@ -27,7 +27,7 @@ func (f *Fleet) Boot(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	f.sweepPartials() // before any adopted browser's mux starts copying
+	f.sweep.partials() // before any adopted browser's mux starts copying
 	for _, s := range sessions {
 		if s.Status != state.BrowserRunning {
 			continue
@@ -40,7 +40,7 @@ func (f *Fleet) Boot(ctx context.Context) error {
 		}
 	}
 	f.stopStrayKeepers(ctx)
-	f.sweepIncoming()
+	f.sweep.incoming(f.Running())
 	return f.bindEndpoints(ctx)
 }
 

@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"vibebrowser/mux"
 	"vibebrowser/mux/downloads"
 	"vibebrowser/mux/errdefs"
-	"vibebrowser/mux/sys/osuser"
 	"vibebrowser/state"
 )
 
@@ -26,7 +23,7 @@ func (f *Fleet) attachMux(ctx context.Context, s *slot, sp Spec, be backend, h h
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errdefs.ErrUnavailable, err)
 	}
-	browserUser, err := f.browserUser(sp, h, users)
+	browserUser, err := f.cfg.browserUser(sp, h, users)
 	if err != nil {
 		return nil, fmt.Errorf("%w: who %s's browser runs as: %v", errdefs.ErrUnavailable, sp.Name, err)
 	}
@@ -53,7 +50,7 @@ func (f *Fleet) attachMux(ctx context.Context, s *slot, sp Spec, be backend, h h
 	var lk *loginKeeper
 	if f.cfg.LoginCheckpoint > 0 && checkpointed(sp) {
 		// With checkpoints off nothing is set back either: an old checkpoint would bring back stale values.
-		lk = f.newLoginKeeper(sp, browserUser)
+		lk = f.logins.keeper(sp, browserUser)
 		hooks.Launched = lk.launched
 	}
 	var mx *mux.Mux
@@ -128,31 +125,6 @@ func (f *Fleet) attachMux(ctx context.Context, s *slot, sp Spec, be backend, h h
 		f.wg.Go(func() { lk.run(in.served) })
 	}
 	return in, nil
-}
-
-// browserUser is who h's Chromium runs as, for its mux: for a browser on the pipe, its keeper's folder says
-// (an adopted browser may run as the browser user of an earlier setting); for one on a port, the store's
-// browser user if this manager launched it. nil is the manager's own user, or a browser of someone else's
-// (Ziniao, cdp).
-func (f *Fleet) browserUser(sp Spec, h handle, users Users) (*osuser.User, error) {
-	if sp.Backend != state.BackendChrome {
-		return nil, nil
-	}
-	socket, onPipe := strings.CutPrefix(h.Endpoint(), "unix:")
-	switch {
-	case !onPipe && h.Adopted():
-		return nil, nil // launched on a port by a manager that ran no browser as another user
-	case !onPipe:
-		return users.Browser, nil
-	}
-	dir := filepath.Dir(filepath.Clean(socket))
-	if dir == filepath.Clean(f.cfg.path("run")) {
-		return nil, nil
-	}
-	if name := filepath.Base(dir); users.Browser == nil || users.Browser.Name != name {
-		return osuser.Lookup(name)
-	}
-	return users.Browser, nil
 }
 
 // recordRunning records sp's browser as running on h, so the next manager can adopt it.

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/chrome"
 	"vibebrowser/manager/logins"
+	"vibebrowser/manager/seal"
 	"vibebrowser/manager/snapshot"
 	"vibebrowser/mux/errdefs"
 	"vibebrowser/mux/sys/atomicfile"
@@ -30,41 +32,64 @@ import (
 // and each slot's snapSem makes the next start of that store (and a restore) wait for it before they touch
 // the profile. A running browser's is taken by the loop, without the lock, so no client waits for it.
 
+// Snapshots are the stores' profile snapshots (SPEC §18) and the checkpoints they carry. Its methods that read
+// or replace a profile take the store's slot (its lock, its snapSem) from the fleet.
+type Snapshots struct {
+	f     *Fleet
+	store *snapshot.Store
+	key   func() (*seal.Key, error) // the seal of checkpoints and snapshots, read on first use (Fleet.sealKey)
+	wg    sync.WaitGroup            // every snapshot of a stop being taken; the quit barrier waits for them
+}
+
+func newSnapshots(f *Fleet, key func() (*seal.Key, error)) *Snapshots {
+	store := &snapshot.Store{Dir: f.cfg.SnapshotDir, Keep: f.cfg.SnapshotKeep, Key: key}
+	if store.Dir == "" {
+		store.Dir = f.cfg.path("snapshots")
+	}
+	if store.Keep <= 0 {
+		store.Keep = 5
+	}
+	return &Snapshots{f: f, store: store, key: key}
+}
+
+// Snapshots are the fleet's profile snapshots.
+func (f *Fleet) Snapshots() *Snapshots { return f.snaps }
+
 // ownsProfile: only a Chromium the manager launches has a profile of the manager's to snapshot; Ziniao's and
 // a cdp store's are someone else's.
 func ownsProfile(sp Spec) bool { return sp.Backend == state.BackendChrome }
 
 // profileDir is sp's profile folder.
-func (f *Fleet) profileDir(sp Spec) string { return f.cfg.path("profiles", sp.Slug) }
+func (sn *Snapshots) profileDir(sp Spec) string { return sn.f.cfg.path("profiles", sp.Slug) }
 
-// snapshotAfterStopLocked snapshots sp's profile, its browser having stopped cleanly: in the background, the
+// afterStopLocked snapshots sp's profile, its browser having stopped cleanly: in the background, the
 // slot's snapSem held until it is done. The caller holds s's lock.
-func (f *Fleet) snapshotAfterStopLocked(s *slot, sp Spec) {
+func (sn *Snapshots) afterStopLocked(s *slot, sp Spec) {
 	if !ownsProfile(sp) {
 		return
 	}
 	s.snapSem <- struct{}{} // a live snapshot still reading: bounded by its own work
-	f.snapWG.Go(func() {
+	sn.wg.Go(func() {
 		defer func() { <-s.snapSem }()
-		_, _ = f.takeSnapshot(sp, snapshot.Full)
+		_, _ = sn.takeHeld(sp, snapshot.Full)
 	})
 }
 
-// takeSnapshot snapshots sp's profile with its newest checkpoint. Its failure is logged and an event, never
+// takeHeld snapshots sp's profile with its newest checkpoint. Its failure is logged and an event, never
 // fatal: the caller goes on.
-func (f *Fleet) takeSnapshot(sp Spec, kind snapshot.Kind) (snapshot.Info, error) {
+func (sn *Snapshots) takeHeld(sp Spec, kind snapshot.Kind) (snapshot.Info, error) {
 	began := time.Now()
-	log := f.log.With().Str("browser", sp.Key).Str("slug", sp.Slug).Str("kind", string(kind)).Logger()
-	jar, err := f.readJar(sp.Slug)
+	log := sn.f.log.With().Str("browser", sp.Key).Str("slug", sp.Slug).Str("kind", string(kind)).Logger()
+	jar, err := sn.readJar(sp.Slug)
 	if err != nil {
 		log.Warn().Err(err).Msg("snapshot: the checkpoint does not open; the snapshot is taken without it")
 	}
-	info, err := f.snaps.Take(sp.Slug, f.profileDir(sp), jar, kind)
+	info, err := sn.store.Take(sp.Slug, sn.profileDir(sp), jar, kind)
 	if errors.Is(err, snapshot.ErrEmpty) {
 		return info, err // a profile its browser never wrote: nothing lost
 	}
 	if err != nil && info.ID == "" {
-		f.note(zerolog.ErrorLevel, api.EventSnapshotFailed, sp.Key, api.Event{Message: fmt.Sprintf(
+		sn.f.note(zerolog.ErrorLevel, api.EventSnapshotFailed, sp.Key, api.Event{Message: fmt.Sprintf(
 			"%s: no snapshot of its profile was taken: %v", sp.Name, err)})
 		return info, err
 	}
@@ -76,9 +101,9 @@ func (f *Fleet) takeSnapshot(sp Spec, kind snapshot.Kind) (snapshot.Info, error)
 	return info, nil
 }
 
-// awaitSnapshotLocked waits for the snapshot of sp's last stop, if one is still being taken, before a start
+// awaitLocked waits for the snapshot of sp's last stop, if one is still being taken, before a start
 // touches the profile. The caller holds s's lock.
-func (f *Fleet) awaitSnapshotLocked(ctx context.Context, s *slot) error {
+func (sn *Snapshots) awaitLocked(ctx context.Context, s *slot) error {
 	select {
 	case s.snapSem <- struct{}{}:
 		<-s.snapSem
@@ -88,13 +113,13 @@ func (f *Fleet) awaitSnapshotLocked(ctx context.Context, s *slot) error {
 	}
 }
 
-// SnapshotLoop takes a live snapshot of every running browser whose newest snapshot (or whose start) is older
+// Loop takes a live snapshot of every running browser whose newest snapshot (or whose start) is older
 // than VIBE_SNAPSHOT_EVERY, one at a time, holding no store's lock; 0 disables it. It returns with ctx.
-func (f *Fleet) SnapshotLoop(ctx context.Context) {
-	if f.cfg.SnapshotEvery <= 0 {
+func (sn *Snapshots) Loop(ctx context.Context) {
+	if sn.f.cfg.SnapshotEvery <= 0 {
 		return
 	}
-	tick := time.NewTicker(max(min(time.Minute, f.cfg.SnapshotEvery/4), 100*time.Millisecond))
+	tick := time.NewTicker(max(min(time.Minute, sn.f.cfg.SnapshotEvery/4), 100*time.Millisecond))
 	defer tick.Stop()
 	for {
 		select {
@@ -102,26 +127,26 @@ func (f *Fleet) SnapshotLoop(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		for _, s := range f.slots() {
+		for _, s := range sn.f.slots() {
 			if ctx.Err() != nil {
 				return
 			}
-			f.snapshotIfDue(s)
+			sn.ifDue(s)
 		}
 	}
 }
 
-// snapshotIfDue takes s's live snapshot when it is due and no other snapshot of s is being taken.
-func (f *Fleet) snapshotIfDue(s *slot) {
+// ifDue takes s's live snapshot when it is due and no other snapshot of s is being taken.
+func (sn *Snapshots) ifDue(s *slot) {
 	in := s.current()
 	if in == nil || !ownsProfile(in.spec) {
 		return
 	}
 	last := in.startedAt
-	if newest, err := snapshot.Find(f.snaps.Dir, in.spec.Slug, ""); err == nil && newest.At.After(last) {
+	if newest, err := snapshot.Find(sn.store.Dir, in.spec.Slug, ""); err == nil && newest.At.After(last) {
 		last = newest.At
 	}
-	if time.Since(last) < f.cfg.SnapshotEvery {
+	if time.Since(last) < sn.f.cfg.SnapshotEvery {
 		return
 	}
 	select {
@@ -133,16 +158,16 @@ func (f *Fleet) snapshotIfDue(s *slot) {
 	if s.current() != in { // stopped meanwhile: its stop takes a full one
 		return
 	}
-	_, _ = f.takeSnapshot(in.spec, snapshot.Live)
+	_, _ = sn.takeHeld(in.spec, snapshot.Live)
 }
 
-// Snapshot takes a snapshot of sp's profile now: a full one while its browser is stopped, a live one while it
+// Take takes a snapshot of sp's profile now: a full one while its browser is stopped, a live one while it
 // runs (its settings files and newest checkpoint; its databases as the snapshot before holds them).
-func (f *Fleet) Snapshot(ctx context.Context, sp Spec) (snapshot.Info, error) {
+func (sn *Snapshots) Take(ctx context.Context, sp Spec) (snapshot.Info, error) {
 	if err := refuseForeignProfile(sp); err != nil {
 		return snapshot.Info{}, err
 	}
-	s := f.slot(sp.Key)
+	s := sn.f.slot(sp.Key)
 	if err := s.acquire(ctx); err != nil {
 		return snapshot.Info{}, err
 	}
@@ -158,24 +183,24 @@ func (f *Fleet) Snapshot(ctx context.Context, sp Spec) (snapshot.Info, error) {
 	}
 	s.release()
 	defer func() { <-s.snapSem }()
-	return f.takeSnapshot(sp, kind)
+	return sn.takeHeld(sp, kind)
 }
 
-// Snapshots lists sp's snapshots, newest first.
-func (f *Fleet) Snapshots(sp Spec) ([]snapshot.Info, error) {
+// List lists sp's snapshots, newest first.
+func (sn *Snapshots) List(sp Spec) ([]snapshot.Info, error) {
 	if err := refuseForeignProfile(sp); err != nil {
 		return nil, err
 	}
-	return snapshot.List(f.snaps.Dir, sp.Slug)
+	return snapshot.List(sn.store.Dir, sp.Slug)
 }
 
 // LoginTimes are when slug's newest checkpoint was written (its jar's time) and its newest snapshot taken;
 // zero when there is none.
-func (f *Fleet) LoginTimes(slug string) (checkpoint, snap time.Time) {
-	if fi, err := os.Lstat(logins.JarPath(f.cfg.Home, slug)); err == nil {
+func (sn *Snapshots) LoginTimes(slug string) (checkpoint, snap time.Time) {
+	if fi, err := os.Lstat(logins.JarPath(sn.f.cfg.Home, slug)); err == nil {
 		checkpoint = fi.ModTime()
 	}
-	if in, err := snapshot.Find(f.snaps.Dir, slug, ""); err == nil {
+	if in, err := snapshot.Find(sn.store.Dir, slug, ""); err == nil {
 		snap = in.At
 	}
 	return checkpoint, snap
@@ -193,11 +218,11 @@ func refuseForeignProfile(sp Spec) error {
 // Restore replaces sp's profile and its checkpoint with snapshot id's ("" = the newest), so the next launch is
 // the snapshot's state. Its browser must be stopped: a restore under a running Chromium would be overwritten
 // by it.
-func (f *Fleet) Restore(ctx context.Context, sp Spec, id string) (snapshot.Restored, error) {
+func (sn *Snapshots) Restore(ctx context.Context, sp Spec, id string) (snapshot.Restored, error) {
 	if err := refuseForeignProfile(sp); err != nil {
 		return snapshot.Restored{}, err
 	}
-	s := f.slot(sp.Key)
+	s := sn.f.slot(sp.Key)
 	if err := s.acquire(ctx); err != nil {
 		return snapshot.Restored{}, err
 	}
@@ -207,7 +232,7 @@ func (f *Fleet) Restore(ctx context.Context, sp Spec, id string) (snapshot.Resto
 			"runs on: stop it first with %s, then restore", errdefs.ErrConflict, sp.Name, stopCommand(sp))
 	}
 	if dead := s.cur.Load(); dead != nil { // died; its watcher has not cleaned up yet
-		f.buryLocked(s, dead)
+		sn.f.buryLocked(s, dead)
 	}
 	select {
 	case s.snapSem <- struct{}{}:
@@ -215,22 +240,22 @@ func (f *Fleet) Restore(ctx context.Context, sp Spec, id string) (snapshot.Resto
 		return snapshot.Restored{}, ctx.Err()
 	}
 	defer func() { <-s.snapSem }()
-	profile := f.profileDir(sp)
-	r, aside, err := f.replaceProfile(sp, id, profile)
+	profile := sn.profileDir(sp)
+	r, aside, err := sn.replaceProfile(sp, id, profile)
 	if err != nil {
 		return snapshot.Restored{}, err
 	}
 	if aside != "" {
 		if err := os.RemoveAll(aside); err != nil {
-			f.log.Warn().Err(err).Str("folder", aside).Msg("restore: the replaced profile was not removed")
+			sn.f.log.Warn().Err(err).Str("folder", aside).Msg("restore: the replaced profile was not removed")
 		}
 	}
 	// The checkpoint goes with the snapshot, or goes: a newer one would set newer cookies into the older profile.
-	if err := f.writeJar(sp.Slug, r.Jar, ownerOf(profile)); err != nil {
+	if err := sn.writeJar(sp.Slug, r.Jar, ownerOf(profile)); err != nil {
 		return r, fmt.Errorf("restore %s: the profile is snapshot %s's, but its checkpoint: %w", sp.Name, r.ID, err)
 	}
-	f.noteRebuild(sp, snapshot.Rebuild{Why: snapshot.WhyRestored, Snapshot: r.ID})
-	f.note(zerolog.InfoLevel, api.EventProfileRestored, sp.Key, api.Event{Message: fmt.Sprintf(
+	sn.noteRebuild(sp, snapshot.Rebuild{Why: snapshot.WhyRestored, Snapshot: r.ID})
+	sn.f.note(zerolog.InfoLevel, api.EventProfileRestored, sp.Key, api.Event{Message: fmt.Sprintf(
 		"%s's profile and checkpoint were replaced by snapshot %s (taken %s, %s): its next launch is that state",
 		sp.Name, r.ID, r.At.Format(time.RFC3339), checkpointWords(r.Jar))})
 	return r, nil
@@ -255,13 +280,13 @@ func checkpointWords(jar []byte) string {
 // profile's place; the folder it replaced, if any, is returned (aside) for the caller to keep or remove. The
 // new folder is given to whoever owned the old one (a root manager's otherwise; the launch gives a profile to
 // its browser user).
-func (f *Fleet) replaceProfile(sp Spec, id, profile string) (snapshot.Restored, string, error) {
+func (sn *Snapshots) replaceProfile(sp Spec, id, profile string) (snapshot.Restored, string, error) {
 	stage := filepath.Join(filepath.Dir(profile), "."+sp.Slug+".restore-"+rand.Text()[:8])
 	if err := os.MkdirAll(filepath.Dir(profile), 0o700); err != nil {
 		return snapshot.Restored{}, "", err
 	}
-	f.finishInterruptedRestore(sp, profile)
-	r, err := f.snaps.Restore(sp.Slug, id, stage)
+	sn.finishInterruptedRestore(sp, profile)
+	r, err := sn.store.Restore(sp.Slug, id, stage)
 	if err != nil {
 		return r, "", err
 	}
@@ -295,12 +320,12 @@ func (f *Fleet) replaceProfile(sp Spec, id, profile string) (snapshot.Restored, 
 // held: nobody else's): a profile moved aside whose replacement never took its place is put back, so the
 // launch is on the state the person had rather than a rebuild; a staged folder and a replaced one left over
 // go.
-func (f *Fleet) finishInterruptedRestore(sp Spec, profile string) {
+func (sn *Snapshots) finishInterruptedRestore(sp Spec, profile string) {
 	dir := filepath.Dir(profile)
 	aside, _ := filepath.Glob(filepath.Join(dir, "."+sp.Slug+".replaced-*"))
 	if _, err := os.Lstat(profile); errors.Is(err, fs.ErrNotExist) && len(aside) == 1 {
 		if err := os.Rename(aside[0], profile); err == nil {
-			f.log.Warn().Str("browser", sp.Key).Str("profile", profile).
+			sn.f.log.Warn().Str("browser", sp.Key).Str("profile", profile).
 				Msg("a restore was cut short before its profile took the old one's place: the old profile is back")
 			aside = nil
 			atomicfile.SyncDir(dir)
@@ -315,28 +340,28 @@ func (f *Fleet) finishInterruptedRestore(sp Spec, profile string) {
 // readyProfileLocked is what a start of sp does to its profile first: wait for its last stop's snapshot, then
 // rebuild it from the newest snapshot when its folder was lost (missing, or holding nothing of Chromium's).
 // A rebuild that fails is an event; the launch goes on, on what there is. The caller holds s's lock.
-func (f *Fleet) readyProfileLocked(ctx context.Context, s *slot, sp Spec) error {
+func (sn *Snapshots) readyProfileLocked(ctx context.Context, s *slot, sp Spec) error {
 	if !ownsProfile(sp) {
 		return nil
 	}
-	if err := f.awaitSnapshotLocked(ctx, s); err != nil {
+	if err := sn.awaitLocked(ctx, s); err != nil {
 		return err
 	}
-	profile := f.profileDir(sp)
-	f.finishInterruptedRestore(sp, profile)
+	profile := sn.profileDir(sp)
+	sn.finishInterruptedRestore(sp, profile)
 	if !profileLost(profile) {
 		return nil
 	}
-	newest, err := snapshot.Find(f.snaps.Dir, sp.Slug, "")
+	newest, err := snapshot.Find(sn.store.Dir, sp.Slug, "")
 	if err != nil {
 		if !errors.Is(err, errdefs.ErrNotFound) {
-			f.log.Warn().Err(err).Str("browser", sp.Key).Msg("lost profile: the snapshots cannot be listed")
+			sn.f.log.Warn().Err(err).Str("browser", sp.Key).Msg("lost profile: the snapshots cannot be listed")
 		}
 		return nil // a new store, or one never stopped cleanly: Chromium makes a fresh profile
 	}
-	r, aside, err := f.replaceProfile(sp, newest.ID, profile)
+	r, aside, err := sn.replaceProfile(sp, newest.ID, profile)
 	if err != nil {
-		f.note(zerolog.ErrorLevel, api.EventSnapshotFailed, sp.Key, api.Event{Message: fmt.Sprintf(
+		sn.f.note(zerolog.ErrorLevel, api.EventSnapshotFailed, sp.Key, api.Event{Message: fmt.Sprintf(
 			"%s's profile folder %s was lost and could not be rebuilt from snapshot %s: %v; it starts with a fresh profile",
 			sp.Name, profile, newest.ID, err)})
 		return nil
@@ -344,8 +369,8 @@ func (f *Fleet) readyProfileLocked(ctx context.Context, s *slot, sp Spec) error 
 	if aside != "" {
 		os.RemoveAll(aside) // an empty folder
 	}
-	f.noteRebuild(sp, snapshot.Rebuild{Why: snapshot.WhyLost, Snapshot: r.ID})
-	f.note(zerolog.WarnLevel, api.EventProfileRebuilt, sp.Key, api.Event{Message: fmt.Sprintf(
+	sn.noteRebuild(sp, snapshot.Rebuild{Why: snapshot.WhyLost, Snapshot: r.ID})
+	sn.f.note(zerolog.WarnLevel, api.EventProfileRebuilt, sp.Key, api.Event{Message: fmt.Sprintf(
 		"%s's profile folder %s was missing or empty: rebuilt from snapshot %s (taken %s, %d files); the newest "+
 			"checkpoint's cookies are set back at launch", sp.Name, profile, r.ID, r.At.Format(time.RFC3339), r.Files)})
 	return nil
@@ -387,15 +412,15 @@ func profileFault(err error) bool {
 // profile rebuilt from the newest snapshot, the refused one kept as profiles/<slug>.broken-<time>/. When the
 // retry fails too the profile was not the cause: it is put back as it was, and failed stands. The caller
 // holds s's lock.
-func (f *Fleet) launchInSnapshotLocked(ctx context.Context, sp Spec, be backend, failed error) (handle, error) {
-	newest, err := snapshot.Find(f.snaps.Dir, sp.Slug, "")
+func (sn *Snapshots) launchInSnapshotLocked(ctx context.Context, sp Spec, be backend, failed error) (handle, error) {
+	newest, err := snapshot.Find(sn.store.Dir, sp.Slug, "")
 	if err != nil {
 		return nil, failed
 	}
-	log := f.log.With().Str("browser", sp.Key).Str("snapshot", newest.ID).Logger()
+	log := sn.f.log.With().Str("browser", sp.Key).Str("snapshot", newest.ID).Logger()
 	log.Warn().Err(failed).Msg("the launch failed on the profile: retrying once in a profile rebuilt from the newest snapshot")
-	profile := f.profileDir(sp)
-	r, aside, err := f.replaceProfile(sp, newest.ID, profile)
+	profile := sn.profileDir(sp)
+	r, aside, err := sn.replaceProfile(sp, newest.ID, profile)
 	if err != nil {
 		log.Error().Err(err).Msg("the profile could not be rebuilt from the snapshot")
 		return nil, failed
@@ -416,18 +441,18 @@ func (f *Fleet) launchInSnapshotLocked(ctx context.Context, sp Spec, be backend,
 		}
 		return nil, failed
 	}
-	f.noteRebuild(sp, snapshot.Rebuild{Why: snapshot.WhyBroken, Snapshot: r.ID, KeptAs: broken})
-	f.note(zerolog.WarnLevel, api.EventProfileBroken, sp.Key, api.Event{Message: fmt.Sprintf(
+	sn.noteRebuild(sp, snapshot.Rebuild{Why: snapshot.WhyBroken, Snapshot: r.ID, KeptAs: broken})
+	sn.f.note(zerolog.WarnLevel, api.EventProfileBroken, sp.Key, api.Event{Message: fmt.Sprintf(
 		"%s's browser would not start on its profile (%v); the profile was kept as %s and the browser started in one "+
 			"rebuilt from snapshot %s (taken %s); the newest checkpoint's cookies are set back at launch",
 		sp.Name, failed, broken, r.ID, r.At.Format(time.RFC3339))})
 	return h, nil
 }
 
-func (f *Fleet) noteRebuild(sp Spec, r snapshot.Rebuild) {
+func (sn *Snapshots) noteRebuild(sp Spec, r snapshot.Rebuild) {
 	r.At = time.Now()
-	if err := f.snaps.NoteRebuild(sp.Slug, r); err != nil {
-		f.log.Warn().Err(err).Str("browser", sp.Key).Msg("record the profile's rebuild")
+	if err := sn.store.NoteRebuild(sp.Slug, r); err != nil {
+		sn.f.log.Warn().Err(err).Str("browser", sp.Key).Msg("record the profile's rebuild")
 	}
 }
 
