@@ -29,7 +29,7 @@ func (f *Fleet) attachMux(ctx context.Context, s *slot, sp Spec, be backend, h h
 	}
 	if !h.Adopted() {
 		// A fresh browser has none of the old tabs; forget their owners.
-		if err := f.db.ReplaceOwnership(ctx, sp.Key, nil); err != nil {
+		if err := f.db.Browsers().ReplaceOwnership(ctx, sp.Key, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -134,7 +134,7 @@ func (f *Fleet) recordRunning(ctx context.Context, sp Spec, h handle, startedAt 
 	if st := h.StartTime(); st > 0 {
 		session.PIDStartTime = time.UnixMilli(st)
 	}
-	_, err := f.db.UpsertBrowserSession(ctx, session)
+	_, err := f.db.Browsers().UpsertSession(ctx, session)
 	return err
 }
 
@@ -163,7 +163,7 @@ func waitUpstream(ctx context.Context, mx *mux.Mux, served <-chan struct{}) erro
 func (f *Fleet) saveOwnership(key string, owners map[string][]string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := f.db.ReplaceOwnership(ctx, key, owners); err != nil {
+	if err := f.db.Browsers().ReplaceOwnership(ctx, key, owners); err != nil {
 		f.log.Error().Err(err).Str("browser", key).Msg("save tab ownership")
 	}
 }

@@ -49,7 +49,7 @@ func (b *relaunchBudget) death(uptime time.Duration) { b.died, b.diedUptime = tr
 func (b *relaunchBudget) spend(ctx context.Context, sp Spec) error {
 	relaunch := b.startFailed || b.died
 	if b.died && b.diedUptime >= healthyUptime {
-		if err := b.db.ClearRelaunches(ctx, b.key); err != nil {
+		if err := b.db.Browsers().ClearRelaunches(ctx, b.key); err != nil {
 			return err
 		}
 	}
@@ -58,7 +58,7 @@ func (b *relaunchBudget) spend(ctx context.Context, sp Spec) error {
 		return nil
 	}
 	now := time.Now()
-	n, err := b.db.CountRelaunches(ctx, b.key, now.Add(-b.window))
+	n, err := b.db.Browsers().CountRelaunches(ctx, b.key, now.Add(-b.window))
 	if err != nil {
 		return err
 	}
@@ -74,14 +74,14 @@ func (b *relaunchBudget) spend(ctx context.Context, sp Spec) error {
 		return err
 	}
 	b.refusing = false
-	return b.db.RecordRelaunch(ctx, b.key, now)
+	return b.db.Browsers().RecordRelaunch(ctx, b.key, now)
 }
 
 // forgive is a person's explicit start: the recorded relaunches are cleared and a failed last start no
 // longer counts.
 func (b *relaunchBudget) forgive(ctx context.Context) error {
 	b.startFailed, b.refusing = false, false
-	return b.db.ClearRelaunches(ctx, b.key)
+	return b.db.Browsers().ClearRelaunches(ctx, b.key)
 }
 
 // reset is an explicit stop: nothing before it counts any more.

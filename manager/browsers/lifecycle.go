@@ -206,10 +206,10 @@ func (f *Fleet) teardownLocked(s *slot, in *Instance) {
 		f.snaps.afterStopLocked(s, in.spec)
 	}
 	s.clearLocked(in)
-	if err := f.db.MarkBrowserStopped(ctx, s.key, time.Now()); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+	if err := f.db.Browsers().MarkStopped(ctx, s.key, time.Now()); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
 		f.log.Error().Err(err).Str("browser", s.key).Msg("record browser stopped")
 	}
-	if err := f.db.ReplaceOwnership(ctx, s.key, nil); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+	if err := f.db.Browsers().ReplaceOwnership(ctx, s.key, nil); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
 		f.log.Error().Err(err).Str("browser", s.key).Msg("clear tab ownership")
 	}
 	f.log.Info().Str("browser", s.key).Msg("browser stopped")
