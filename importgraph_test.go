@@ -27,10 +27,11 @@ const errdefs = "vibebrowser/mux/errdefs"
 
 // TestImportGraph keeps the arrows pointing one way: the manager never imports the shim, the shim imports
 // only the API contract and leaf packages, the mux knows nothing of the manager or its state, the browser
-// lifecycle knows nothing of the daemon around it, and state is a leaf: the daemon's storage knows no
-// package of the daemon's but the error classes (mux/errdefs, itself a leaf that imports nothing of this
-// module). The keeper, which must outlive the manager, links neither the mux core nor the manager's root, and
-// the wire and system leaves under the mux import nothing of the module but each other.
+// lifecycle knows nothing of the daemon around it, the CLI and doctor link no daemon (only its
+// configuration), and state is a leaf: the daemon's storage knows no package of the daemon's but the error
+// classes (mux/errdefs, itself a leaf that imports nothing of this module). The keeper, which must outlive the
+// manager, links neither the mux core nor the manager's root, and the wire and system leaves under the mux
+// import nothing of the module but each other.
 func TestImportGraph(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}{{range .Deps}} {{.}}{{end}}", "vibebrowser/...").Output()
 	if err != nil {
@@ -46,6 +47,7 @@ func TestImportGraph(t *testing.T) {
 		isState := pkg == "vibebrowser/state"
 		isBrowsers := pkg == "vibebrowser/manager/browsers"
 		isKeeper := pkg == "vibebrowser/manager/keeper"
+		isClient := pkg == "vibebrowser/manager/cli" || pkg == "vibebrowser/manager/doctor"
 		if isShim || isManager {
 			seen++
 		}
@@ -58,6 +60,9 @@ func TestImportGraph(t *testing.T) {
 			}
 			if isBrowsers && slices.Contains(browsersMayNot, dep) {
 				t.Errorf("%s imports %s; the browser lifecycle knows the daemon only through its hooks", pkg, dep)
+			}
+			if isClient && dep == "vibebrowser/manager" {
+				t.Errorf("%s imports %s; the CLI and doctor read the daemon's configuration from manager/config, never the daemon", pkg, dep)
 			}
 			if isKeeper && (dep == "vibebrowser/mux" || dep == "vibebrowser/manager") {
 				t.Errorf("%s imports %s; the keeper links neither the mux core nor the manager (the wire is mux/cdpwire)", pkg, dep)

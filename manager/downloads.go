@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -15,6 +14,8 @@ import (
 
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/browsers"
+	"vibebrowser/manager/config"
+	"vibebrowser/manager/handoffs"
 	"vibebrowser/mux"
 	"vibebrowser/mux/clientid"
 	"vibebrowser/mux/downloads"
@@ -28,12 +29,25 @@ import (
 // downloadPruneEvery is how often old downloads folders are looked for: they age in days.
 const downloadPruneEvery = time.Hour
 
-// downloadDir is the folder client id's downloads land in on sp's browser (the shim's VIBE_DOWNLOAD_DIR),
+// downloadDesk files the browsers' downloads: their records, their tasks' quota, their folders and their
+// pruning.
+type downloadDesk struct {
+	cfg       *config.Config
+	db        *state.DB
+	log       zerolog.Logger
+	note      func(level zerolog.Level, kind, key string, ev api.Event)
+	step      func(key, task, client, kind string, data any) // a step of a task's timeline
+	quotaHit  func()                                         // a download cancelled at VIBE_DOWNLOAD_MAX_MB
+	findStore func(ctx context.Context, ref string) (state.Store, error)
+	quota     downloadQuota
+}
+
+// dir is the folder client id's downloads land in on sp's browser (the shim's VIBE_DOWNLOAD_DIR),
 // created so that an agent can look in it before its first download.
-func (m *Manager) downloadDir(sp browsers.Spec, id string) string {
-	dir := m.cfg.path("downloads", sp.Slug, clientid.OwnerDir(id))
+func (m *downloadDesk) dir(sp browsers.Spec, id string) string {
+	dir := m.cfg.Path("downloads", sp.Slug, clientid.OwnerDir(id))
 	err := os.MkdirAll(dir, 0o700)
-	if bc := m.cfg.browsers(); err == nil {
+	if bc := m.cfg.Browsers(); err == nil {
 		// A bounded store's: its agent user's own, and no one else's (SPEC §14).
 		if agent, aerr := bc.Agent(sp); aerr == nil && agent != nil {
 			err = agent.Chown(dir)
@@ -88,20 +102,20 @@ func (q *downloadQuota) of(o state.DownloadOwner) int64 {
 	return q.used[o]
 }
 
-// downloadRoom is the muxes' DownloadRoom: what a task's folder, or its store's aux folder (which every task
+// room is the muxes' DownloadRoom: what a task's folder, or its store's aux folder (which every task
 // of the store may use), may still take under VIBE_DOWNLOAD_MAX_MB. The other folders (manual, human,
 // unattributed, discovery clients) are no agent task's: no bound.
-func (m *Manager) downloadRoom(sp browsers.Spec, dir string) int64 {
+func (m *downloadDesk) room(sp browsers.Spec, dir string) int64 {
 	if dir != api.AuxClient && !api.ValidTaskID(dir) {
 		return -1
 	}
-	return max(0, int64(m.cfg.DownloadMaxMB)<<20-m.downloaded.of(state.DownloadOwner{Key: sp.Key, OwnerDir: dir}))
+	return max(0, int64(m.cfg.DownloadMaxMB)<<20-m.quota.of(state.DownloadOwner{Key: sp.Key, OwnerDir: dir}))
 }
 
-// downloadCut is the muxes' DownloadCut: a download cancelled at its task's quota is counted and said, in
+// cut is the muxes' DownloadCut: a download cancelled at its task's quota is counted and said, in
 // the events and in the task's timeline (its client heard "canceled").
-func (m *Manager) downloadCut(sp browsers.Spec, d downloads.Download) {
-	m.metrics.quotaHit(quotaDownloads)
+func (m *downloadDesk) cut(sp browsers.Spec, d downloads.Download) {
+	m.quotaHit()
 	task := ""
 	if api.ValidTaskID(d.OwnerDir) {
 		task = d.OwnerDir
@@ -109,11 +123,11 @@ func (m *Manager) downloadCut(sp browsers.Spec, d downloads.Download) {
 	msg := fmt.Sprintf("download %q from %q cancelled at %d MiB: the downloads of %s would pass their quota "+
 		"(VIBE_DOWNLOAD_MAX_MB=%d)", d.Name, d.URL, d.Size>>20, d.OwnerDir, m.cfg.DownloadMaxMB)
 	m.note(zerolog.WarnLevel, api.EventDownloadCancelled, sp.Key, api.Event{TaskID: task, Message: msg})
-	m.recordStep(sp.Key, task, d.ClientID, api.EntryFault, api.FaultEntry{What: api.FaultQuota, Message: msg})
+	m.step(sp.Key, task, d.ClientID, api.EntryFault, api.FaultEntry{What: api.FaultQuota, Message: msg})
 }
 
-// recordDownload is a mux's Downloaded hook: the finished download goes into state.
-func (m *Manager) recordDownload(sp browsers.Spec, d downloads.Download) {
+// record is a mux's Downloaded hook: the finished download goes into state.
+func (m *downloadDesk) record(sp browsers.Spec, d downloads.Download) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	task := ""
@@ -126,28 +140,15 @@ func (m *Manager) recordDownload(sp browsers.Spec, d downloads.Download) {
 		m.log.Error().Err(err).Str("browser", sp.Key).Str("file", d.Path).Msg("record a finished download")
 		return
 	}
-	m.downloaded.add(state.DownloadOwner{Key: sp.Key, OwnerDir: d.OwnerDir}, d.Size)
+	m.quota.add(state.DownloadOwner{Key: sp.Key, OwnerDir: d.OwnerDir}, d.Size)
 	if task != "" {
 		view := downloadView(rec, sp.Slug)
-		m.recordStep(sp.Key, task, d.ClientID, api.EntryDownload, &view)
+		m.step(sp.Key, task, d.ClientID, api.EntryDownload, &view)
 	}
 }
 
-// handleListDownloads is GET PathDownloads?task=ID&store=S (a store's name, slug or id, or "web").
-func (m *Manager) handleListDownloads(r *http.Request) (any, error) {
-	ctx := r.Context()
-	f := state.DownloadFilter{TaskID: r.URL.Query().Get("task")}
-	if ref := r.URL.Query().Get("store"); ref != "" {
-		var err error
-		if f.Key, err = m.browserKey(ctx, ref); err != nil {
-			return nil, err
-		}
-	}
-	return m.listDownloads(ctx, f)
-}
-
-// browserKey is the browser key ref names: a store's name, slug or id, or the web browser ("web").
-func (m *Manager) browserKey(ctx context.Context, ref string) (string, error) {
+// BrowserKey is the browser key ref names: a store's name, slug or id, or the web browser ("web").
+func (m *downloadDesk) BrowserKey(ctx context.Context, ref string) (string, error) {
 	if ref == api.WebSlug || ref == api.WebKey {
 		return api.WebKey, nil
 	}
@@ -155,8 +156,8 @@ func (m *Manager) browserKey(ctx context.Context, ref string) (string, error) {
 	return s.ID, err
 }
 
-// listDownloads is the finished downloads f selects, as the API prints them.
-func (m *Manager) listDownloads(ctx context.Context, f state.DownloadFilter) ([]api.Download, error) {
+// List is the finished downloads f selects, as the API prints them.
+func (m *downloadDesk) List(ctx context.Context, f state.DownloadFilter) ([]api.Download, error) {
 	ds, err := m.db.ListDownloads(ctx, f)
 	if err != nil {
 		return nil, err
@@ -174,12 +175,12 @@ func (m *Manager) listDownloads(ctx context.Context, f state.DownloadFilter) ([]
 
 // slugsByKey maps every browser key (store ids and the web browser's) to its slug, the name of its
 // downloads folder.
-func (m *Manager) slugsByKey(ctx context.Context) (map[string]string, error) {
+func (m *downloadDesk) slugsByKey(ctx context.Context) (map[string]string, error) {
 	stores, err := m.db.ListStores(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := slugsOf(stores)
+	out := handoffs.SlugsOf(stores)
 	out[api.WebKey] = api.WebKey // the web browser's folder is named for its key
 	return out, nil
 }
@@ -193,16 +194,16 @@ func downloadView(d state.Download, slug string) api.Download {
 		GUID: d.GUID, URL: d.URL, Name: d.Name, Path: d.Path, Size: d.Size, SHA256: d.SHA256, At: d.At}
 }
 
-// downloadsLoop prunes old downloads folders now and then every downloadPruneEvery. It is a loop of its
+// loop prunes old downloads folders now and then every downloadPruneEvery. It is a loop of its
 // own rather than a step of the idle sweep, which VIBE_BROWSER_IDLE_S=0 turns off.
-func (m *Manager) downloadsLoop(ctx context.Context) {
+func (m *downloadDesk) loop(ctx context.Context) {
 	if m.cfg.DownloadKeepDays == 0 {
 		return
 	}
 	tick := time.NewTicker(downloadPruneEvery)
 	defer tick.Stop()
 	for {
-		m.pruneDownloads(ctx, time.Now())
+		m.prune(ctx, time.Now())
 		select {
 		case <-ctx.Done():
 			return
@@ -211,10 +212,10 @@ func (m *Manager) downloadsLoop(ctx context.Context) {
 	}
 }
 
-// pruneDownloads removes every owner folder (a task's, aux, manual, human, unattributed, a discovery
+// prune removes every owner folder (a task's, aux, manual, human, unattributed, a discovery
 // client's) in which nothing changed for VIBE_DOWNLOAD_KEEP_DAYS, with its records; a task that is still
 // active keeps its folder however old.
-func (m *Manager) pruneDownloads(ctx context.Context, now time.Time) {
+func (m *downloadDesk) prune(ctx context.Context, now time.Time) {
 	if m.cfg.DownloadKeepDays == 0 {
 		return
 	}
@@ -238,7 +239,7 @@ func (m *Manager) pruneDownloads(ctx context.Context, now time.Time) {
 		for k, s := range slugs {
 			keys[s] = k
 		}
-		root := m.cfg.path("downloads")
+		root := m.cfg.Path("downloads")
 		dirs, err := os.ReadDir(root)
 		if err != nil {
 			return err
@@ -267,7 +268,7 @@ func (m *Manager) pruneDownloads(ctx context.Context, now time.Time) {
 					if n, err = m.db.DeleteDownloads(ctx, key, o.Name()); err != nil {
 						return err
 					}
-					m.downloaded.forget(state.DownloadOwner{Key: key, OwnerDir: o.Name()})
+					m.quota.forget(state.DownloadOwner{Key: key, OwnerDir: o.Name()})
 				}
 				m.log.Info().Str("dir", dir).Int64("records", n).Int("keep_days", m.cfg.DownloadKeepDays).
 					Msg("downloads folder pruned")

@@ -2,6 +2,9 @@ package manager
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -14,6 +17,7 @@ import (
 	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/browsers"
+	"vibebrowser/manager/config"
 	"vibebrowser/mux/downloads"
 	"vibebrowser/state"
 )
@@ -25,11 +29,11 @@ func tempManager(t *testing.T, env map[string]string) *Manager {
 	for k, v := range env {
 		vars[k] = v
 	}
-	cfg, err := FromEnv(func(k string) string { return vars[k] })
+	cfg, err := config.FromEnv(func(k string) string { return vars[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := state.Open(cfg.path("state.db"))
+	db, err := state.Open(cfg.Path("state.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +71,7 @@ func TestPruneDownloads(t *testing.T) {
 	if _, err := m.db.UpsertTask(ctx, state.Task{ID: busy, StoreID: sp.Key, Status: state.TaskRunning, LeaseUntil: now.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
-	root := m.cfg.path("downloads")
+	root := m.cfg.Path("downloads")
 	testkit.WriteFiles(t, root, old, sp.Slug+"/"+gone+"/old.csv", sp.Slug+"/"+busy+"/old.csv", sp.Slug+"/manual/old.csv",
 		"_web/unattributed/old.bin", sp.Slug+"/.incoming/old.crdownload", "removed-store/aux/old.csv")
 	testkit.WriteFiles(t, root, old, sp.Slug+"/"+fresh+"/old.csv")
@@ -78,7 +82,7 @@ func TestPruneDownloads(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m.pruneDownloads(ctx, now)
+	m.downloads.prune(ctx, now)
 	want := []string{sp.Slug + "/.incoming/old.crdownload", sp.Slug + "/" + busy + "/old.csv",
 		sp.Slug + "/" + fresh + "/new.csv", sp.Slug + "/" + fresh + "/old.csv"}
 	sort.Strings(want)
@@ -95,7 +99,7 @@ func TestPruneDownloads(t *testing.T) {
 
 	m.cfg.DownloadKeepDays = 0
 	testkit.WriteFiles(t, root, old.Add(-365*24*time.Hour), sp.Slug+"/ancient/x")
-	m.pruneDownloads(ctx, now)
+	m.downloads.prune(ctx, now)
 	if _, err := os.Stat(filepath.Join(root, sp.Slug, "ancient", "x")); err != nil {
 		t.Errorf("VIBE_DOWNLOAD_KEEP_DAYS=0 pruned: %v", err)
 	}
@@ -111,10 +115,10 @@ func TestRecordAndListDownloads(t *testing.T) {
 	}
 	const task = "a1b2c3d4-0000-4000-8000-000000000001"
 	at := time.Unix(1700000000, 0)
-	m.recordDownload(sp, downloads.Download{GUID: "g1", ClientID: task + "-w2", OwnerDir: task, URL: "http://x/r", Name: "r.csv",
+	m.downloads.record(sp, downloads.Download{GUID: "g1", ClientID: task + "-w2", OwnerDir: task, URL: "http://x/r", Name: "r.csv",
 		Path: "/d/r.csv", Size: 3, SHA256: "ab", At: at})
-	m.recordDownload(sp, downloads.Download{GUID: "g2", ClientID: "aux", OwnerDir: "aux", Name: "a.csv", Path: "/d/a.csv", At: at.Add(time.Second)})
-	m.recordDownload(web, downloads.Download{GUID: "g3", ClientID: task, OwnerDir: task, Name: "w.csv", Path: "/d/w.csv", At: at.Add(2 * time.Second)})
+	m.downloads.record(sp, downloads.Download{GUID: "g2", ClientID: "aux", OwnerDir: "aux", Name: "a.csv", Path: "/d/a.csv", At: at.Add(time.Second)})
+	m.downloads.record(web, downloads.Download{GUID: "g3", ClientID: task, OwnerDir: task, Name: "w.csv", Path: "/d/w.csv", At: at.Add(2 * time.Second)})
 	tests := []struct {
 		query string
 		want  []string
@@ -127,12 +131,12 @@ func TestRecordAndListDownloads(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {
-			out, err := m.handleListDownloads(httptest.NewRequest("GET", api.PathDownloads+tt.query, nil))
+			out, err := listDownloads(m, tt.query)
 			if err != nil {
 				t.Fatal(err)
 			}
 			var names []string
-			for _, d := range out.([]api.Download) {
+			for _, d := range out {
 				names = append(names, d.Name)
 			}
 			if !slices.Equal(names, tt.want) {
@@ -140,19 +144,38 @@ func TestRecordAndListDownloads(t *testing.T) {
 			}
 		})
 	}
-	out, _ := m.handleListDownloads(httptest.NewRequest("GET", api.PathDownloads+"?store=Shop", nil))
-	first := out.([]api.Download)[0]
+	out, err := listDownloads(m, "?store=Shop")
+	if err != nil || len(out) != 2 {
+		t.Fatalf("GET ?store=Shop = %v, %v; want two downloads", out, err)
+	}
+	first := out[0]
+	if !first.At.Equal(at) {
+		t.Errorf("listed at %v; want %v", first.At, at)
+	}
+	first.At = at // the same instant, as JSON gives it back
 	want := api.Download{ID: first.ID, Store: sp.Key, Slug: sp.Slug, Task: task, Client: task + "-w2", OwnerDir: task, GUID: "g1",
 		URL: "http://x/r", Name: "r.csv", Path: "/d/r.csv", Size: 3, SHA256: "ab", At: at}
 	if first != want {
 		t.Errorf("listed %+v; want %+v", first, want)
 	}
-	if aux := out.([]api.Download)[1]; aux.Task != "" {
+	if aux := out[1]; aux.Task != "" {
 		t.Errorf("aux's download has task %q; want none", aux.Task)
 	}
-	if _, err := m.handleListDownloads(httptest.NewRequest("GET", api.PathDownloads+"?store=nosuch", nil)); err == nil {
+	if _, err := listDownloads(m, "?store=nosuch"); err == nil {
 		t.Error("GET ?store=nosuch succeeded; want not found")
 	}
+}
+
+// listDownloads asks the local API for GET PathDownloads+query, as the owner.
+func listDownloads(m *Manager, query string) ([]api.Download, error) {
+	rec := httptest.NewRecorder()
+	m.api().OwnerServer().Handler.ServeHTTP(rec, httptest.NewRequest("GET", api.PathDownloads+query, nil))
+	if rec.Code != http.StatusOK {
+		return nil, fmt.Errorf("%d %s", rec.Code, rec.Body)
+	}
+	var out []api.Download
+	err := json.Unmarshal(rec.Body.Bytes(), &out)
+	return out, err
 }
 
 // VIBE_DOWNLOAD_MAX_MB bounds each task's folder and its store's aux folder (the muxes ask downloadRoom),
@@ -170,10 +193,10 @@ func TestDownloadQuota(t *testing.T) {
 		Path: "/d/before.bin", Size: 1 << 20, At: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.downloaded.load(ctx, m.db); err != nil { // as at boot
+	if err := m.downloads.quota.load(ctx, m.db); err != nil { // as at boot
 		t.Fatal(err)
 	}
-	m.recordDownload(sp, downloads.Download{GUID: "g1", ClientID: task, OwnerDir: task, Name: "r.csv", Path: "/d/r.csv", Size: 1000, At: time.Now()})
+	m.downloads.record(sp, downloads.Download{GUID: "g1", ClientID: task, OwnerDir: task, Name: "r.csv", Path: "/d/r.csv", Size: 1000, At: time.Now()})
 	rooms := []struct {
 		dir  string
 		want int64
@@ -186,11 +209,11 @@ func TestDownloadQuota(t *testing.T) {
 		{downloads.UnattributedDir, -1},
 	}
 	for _, tt := range rooms {
-		if got := m.downloadRoom(sp, tt.dir); got != tt.want {
+		if got := m.downloads.room(sp, tt.dir); got != tt.want {
 			t.Errorf("downloadRoom(%s) = %d; want %d", tt.dir, got, tt.want)
 		}
 	}
-	m.downloadCut(sp, downloads.Download{GUID: "g2", ClientID: task + "-w1", OwnerDir: task, URL: "http://x/big", Name: "big\u202e.iso", Size: 3 << 20})
+	m.downloads.cut(sp, downloads.Download{GUID: "g2", ClientID: task + "-w1", OwnerDir: task, URL: "http://x/big", Name: "big\u202e.iso", Size: 3 << 20})
 	evs := m.events.list()
 	if len(evs) != 1 || evs[0].Kind != api.EventDownloadCancelled || evs[0].TaskID != task ||
 		!strings.Contains(evs[0].Message, "VIBE_DOWNLOAD_MAX_MB=2") || !strings.Contains(evs[0].Message, `big\u202e.iso`) {
@@ -201,12 +224,12 @@ func TestDownloadQuota(t *testing.T) {
 		t.Errorf("the task's timeline %+v, %v; want a quota fault last", tl, err)
 	}
 	scrape := httptest.NewRecorder()
-	m.metrics.handler().ServeHTTP(scrape, httptest.NewRequest("GET", api.PathMetrics, nil))
+	m.metrics.Handler().ServeHTTP(scrape, httptest.NewRequest("GET", api.PathMetrics, nil))
 	if want := `vibe_quota_hits_total{quota="download_bytes"} 1`; !strings.Contains(scrape.Body.String(), want) {
 		t.Errorf("/metrics has no %s", want)
 	}
-	m.downloaded.forget(state.DownloadOwner{Key: sp.Key, OwnerDir: task})
-	if got := m.downloadRoom(sp, task); got != 2<<20 {
+	m.downloads.quota.forget(state.DownloadOwner{Key: sp.Key, OwnerDir: task})
+	if got := m.downloads.room(sp, task); got != 2<<20 {
 		t.Errorf("downloadRoom after its folder was pruned = %d; want the whole quota", got)
 	}
 }

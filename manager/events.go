@@ -3,7 +3,6 @@ package manager
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"sync"
 	"time"
 
@@ -11,6 +10,8 @@ import (
 
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/apierr"
+	"vibebrowser/manager/handoffs"
+	"vibebrowser/manager/metrics"
 	"vibebrowser/manager/notify"
 	"vibebrowser/state"
 )
@@ -129,7 +130,7 @@ func (m *Manager) countTask(task, key, what string) error {
 	if m.events.allow(who, m.cfg.TaskEventsPerMin, time.Now()) {
 		return nil
 	}
-	m.metrics.quotaHit(quotaEvents)
+	m.metrics.QuotaHit(metrics.QuotaEvents)
 	return fmt.Errorf("%w: task %s has sent %d events and handoffs this minute, its quota (VIBE_TASK_EVENTS_PER_MIN=%d): "+
 		"this %s is refused; wait a minute", apierr.ErrQuota, orNone(task), m.cfg.TaskEventsPerMin, m.cfg.TaskEventsPerMin, what)
 }
@@ -154,7 +155,7 @@ func (m *Manager) note(level zerolog.Level, kind, key string, ev api.Event) {
 		ev.From = api.FromManager
 	}
 	m.events.add(ev)
-	m.metrics.events.WithLabelValues(kind).Inc()
+	m.metrics.Events.WithLabelValues(kind).Inc()
 	line := m.log.WithLevel(level).Str("event", kind).Str("browser", key).Str("from", ev.From)
 	if ev.BUName != "" {
 		line = line.Str("bu_name", ev.BUName)
@@ -167,50 +168,21 @@ func (m *Manager) note(level zerolog.Level, kind, key string, ev api.Event) {
 	}
 	line.Msg(ev.Message)
 	m.notify.Enqueue(ev)
-	m.eventStep(kind, key, ev)
+	m.timeline.EventStep(kind, key, ev)
 }
 
-func (m *Manager) handleEvent(r *http.Request) (any, error) {
-	var ev api.Event
-	if err := decode(r, &ev); err != nil {
-		return nil, err
-	}
-	return m.recordEvent(ev)
-}
-
-func (m *Manager) handleListEvents(*http.Request) (any, error) { return m.events.list(), nil }
-
-// recordEvent notes an event a shim reports: only a kind a shim reports (the manager raises its own and
-// takes them from no caller), its message bounded and marked as the agent's, within the task's
-// VIBE_TASK_EVENTS_PER_MIN.
-func (m *Manager) recordEvent(ev api.Event) (any, error) {
-	if err := checkReport(ev); err != nil {
-		return nil, err
-	}
+// RecordEvent notes an event a shim reports, checked by the API (a kind a shim reports, its message
+// bounded), marked as the agent's, within the task's VIBE_TASK_EVENTS_PER_MIN.
+func (m *Manager) RecordEvent(ev api.Event) error {
 	key := ev.StoreID
 	if key == "" {
 		key = api.WebKey
 	}
 	if err := m.countTask(ev.TaskID, key, "event"); err != nil {
-		return nil, err
+		return err
 	}
 	ev.From, ev.Handoff = api.FromAgent, "" // a report is the agent's words, and speaks for no handoff
 	m.note(zerolog.WarnLevel, ev.Kind, key, ev)
-	return struct{}{}, nil
-}
-
-// checkReport checks what any caller's report may be: a shim's kind, with a bounded message of text.
-func checkReport(ev api.Event) error {
-	switch {
-	case ev.Kind == "":
-		return fmt.Errorf("%w: event kind is required", apierr.ErrBadRequest)
-	case !api.ShimEventKind(ev.Kind):
-		return fmt.Errorf("%w: event kind %q is not one a shim reports: the manager raises its own events itself "+
-			"and takes them from no caller; a shim may report only %v", apierr.ErrForbidden, ev.Kind, api.ShimEventKinds)
-	}
-	if err := api.CheckHandoffText("event's message", ev.Message, api.MaxEventMessage); err != nil {
-		return fmt.Errorf("%w: %w", apierr.ErrBadRequest, err)
-	}
 	return nil
 }
 
@@ -223,7 +195,7 @@ func (m *Manager) describeEvent(ctx context.Context, ev api.Event) notify.Notifi
 			stores = append(stores, s)
 		}
 	}
-	n := notify.Notification{Kind: ev.Kind, Store: slugsOf(stores).of(ev.StoreID), Task: ev.TaskID, Session: ev.BUName,
+	n := notify.Notification{Kind: ev.Kind, Store: handoffs.SlugsOf(stores).Of(ev.StoreID), Task: ev.TaskID, Session: ev.BUName,
 		Reason: ev.Message, From: ev.From, Handoff: ev.Handoff, At: ev.At}
 	if ev.From == api.FromAgent {
 		n.Reason = notify.AgentSays + ev.Message
@@ -235,3 +207,6 @@ func (m *Manager) describeEvent(ctx context.Context, ev api.Event) notify.Notifi
 	}
 	return n
 }
+
+// Events are the recent events, oldest first (GET PathEvents, the web UI).
+func (m *Manager) Events() []api.Event { return m.events.list() }

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"vibebrowser/integration/testkit"
-	"vibebrowser/manager"
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/config"
 	"vibebrowser/manager/notify"
 	"vibebrowser/state"
 )
@@ -24,11 +24,11 @@ const handoffTask = "a1b2c3d4-0000-4000-8000-00000000000a"
 
 // TestHandoffKnobDefaults: the refusals are in TestInvalidKnobsNameTheVariable.
 func TestHandoffKnobDefaults(t *testing.T) {
-	cfg, err := manager.FromEnv(func(k string) string { return map[string]string{"VIBE_HOME": t.TempDir()}[k] })
+	cfg, err := config.FromEnv(func(k string) string { return map[string]string{"VIBE_HOME": t.TempDir()}[k] })
 	if err != nil || cfg.HandoffWaitMax != time.Hour || cfg.NotifyURL != "" {
 		t.Errorf("defaults: wait max %v, notify URL %q, %v; want 1h and none", cfg.HandoffWaitMax, cfg.NotifyURL, err)
 	}
-	cfg, err = manager.FromEnv(func(k string) string {
+	cfg, err = config.FromEnv(func(k string) string {
 		return map[string]string{"VIBE_HOME": t.TempDir(), "VIBE_NOTIFY_URL": "https://hooks.example.com/x?k=1"}[k]
 	})
 	if err != nil || cfg.NotifyURL != "https://hooks.example.com/x?k=1" {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -20,20 +19,28 @@ import (
 
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/browsers"
+	"vibebrowser/manager/config"
+	"vibebrowser/manager/forward"
+	"vibebrowser/manager/handoffs"
+	"vibebrowser/manager/localapi"
+	"vibebrowser/manager/metrics"
 	"vibebrowser/manager/notify"
 	"vibebrowser/manager/reaper"
+	"vibebrowser/manager/tasks"
 	"vibebrowser/manager/timeline"
 	"vibebrowser/manager/ui"
+	"vibebrowser/manager/wrapper"
+	"vibebrowser/mux"
 	"vibebrowser/state"
 )
 
 // Manager is the running daemon: its state, browsers and API.
 type Manager struct {
-	cfg     *Config
+	cfg     *config.Config
 	root    zerolog.Logger // without a component: each component's logger derives from it
 	log     zerolog.Logger // the manager's own
 	db      *state.DB
-	metrics *metrics
+	metrics *metrics.Metrics
 	version string
 
 	ctx         context.Context // the daemon's life: a handoff wait ends with it
@@ -43,47 +50,60 @@ type Manager struct {
 
 	events   eventLog       // the recent events (note)
 	ui       *ui.Server     // the web UI; nil when VIBE_UI_ADDR=off
-	handoffs *handoffDesk   // the handoffs: answers, waits, expiry (handoffs.go)
+	handoffs *handoffs.Desk // the handoffs: answers, waits, expiry
 	notify   *notify.Sender // POSTs the events that need a person to VIBE_NOTIFY_URL (manager/notify)
 
-	leaseMu sync.Mutex           // leaseMu guards leased
-	leased  map[string]leaseMark // task id -> the lease touchTask last wrote
+	tasks *tasks.Desk  // the tasks: leases and tokens
+	home  tasks.Layout // the home's folders, laid out for the stores' users (SPEC §14)
 
-	exitIPs *exitIPs // each proxied store's exit IP, checked through its proxy (VIBE_PROXY_CHECK_URL)
+	wrappers wrapper.Writer // the wrappers agents call, the shim and its baked config
 
-	downloaded downloadQuota // what each task's downloads take, for VIBE_DOWNLOAD_MAX_MB (downloads.go)
+	exitIPs *forward.ExitIPs // each proxied store's exit IP, checked through its proxy (VIBE_PROXY_CHECK_URL)
 
-	timeline *timeline.Recorder // what each task did (SPEC §15)
+	downloads *downloadDesk // the browsers' downloads, and what each task's take (VIBE_DOWNLOAD_MAX_MB)
+
+	timeline *timeline.Desk // what each task did (SPEC §15)
 }
 
 // newManager assembles a manager on an open state database; Run serves it. root is the daemon's root
 // logger, without a component: each component's logger derives from it.
-func newManager(ctx context.Context, cfg *Config, root zerolog.Logger, db *state.DB, version string) *Manager {
+func newManager(ctx context.Context, cfg *config.Config, root zerolog.Logger, db *state.DB, version string) *Manager {
 	m := &Manager{cfg: cfg, root: root, log: root.With().Str("component", "manager").Logger(), db: db,
-		version: version, ctx: ctx, leased: map[string]leaseMark{},
-		exitIPs: &exitIPs{ctx: ctx, url: cfg.ProxyCheckURL, seen: map[string]exitIP{}}}
-	m.fleet = browsers.New(ctx, cfg.browsers(), db, root, browsers.Hooks{Note: m.note,
-		Starting: m.writeWrapperFor, Downloaded: m.recordDownload, DownloadRoom: m.downloadRoom,
-		DownloadCut: m.downloadCut, Timeline: m.tabStep})
-	m.timeline = m.newTimeline()
-	m.metrics = newMetrics(m.fleet.Collectors()...)
-	m.handoffs = &handoffDesk{db: db, log: m.log, ctx: ctx, note: m.note, renew: m.touchTask, uiLink: m.uiLink}
+		version: version, ctx: ctx,
+		exitIPs: forward.NewExitIPs(ctx, cfg.ProxyCheckURL)}
+	m.downloads = &downloadDesk{cfg: cfg, db: db, log: m.log, note: m.note, findStore: m.FindStore,
+		step:     func(key, task, client, kind string, data any) { m.timeline.Step(key, task, client, kind, data) },
+		quotaHit: func() { m.metrics.QuotaHit(metrics.QuotaDownloads) }}
+	m.fleet = browsers.New(ctx, cfg.Browsers(), db, root, browsers.Hooks{Note: m.note,
+		Starting:   func(ctx context.Context, sp browsers.Spec) error { return m.wrappers.Write(ctx, sp) },
+		Downloaded: m.downloads.record, DownloadRoom: m.downloads.room, DownloadCut: m.downloads.cut,
+		Timeline: func(sp browsers.Spec, ev mux.TimelineEvent) { m.timeline.TabStep(sp, ev) }})
+	m.wrappers = wrapper.Writer{Cfg: cfg, DB: db, Fleet: m.fleet, Log: m.log}
+	m.home = tasks.Layout{Cfg: cfg, DB: db, Fleet: m.fleet, Log: m.log}
+	m.tasks = tasks.New(tasks.Config{Cfg: cfg, DB: db, Log: m.log, Fleet: m.fleet, Reaper: m.reaper,
+		FindStore: m.FindStore, DownloadDir: m.downloads.dir})
+	m.timeline = timeline.NewDesk(timeline.DeskConfig{Cfg: cfg, DB: db, Fleet: m.fleet, Ctx: ctx, Log: m.log, Root: root,
+		Full: func() { m.metrics.QuotaHit(metrics.QuotaTimeline) }, Cut: func() { m.metrics.QuotaHit(metrics.QuotaReportCut) }})
+	m.metrics = metrics.New(m.fleet.Collectors()...)
+	m.handoffs = handoffs.New(handoffs.Config{DB: db, Log: m.log, Ctx: ctx, Note: m.note, Renew: m.tasks.Touch,
+		UILink: m.uiLink, Quitting: m.fleet.Quitting, Store: m.shimStore, Count: m.countTask,
+		QuotaHit: func() { m.metrics.QuotaHit(metrics.QuotaHandoffs) }, WaitMax: cfg.HandoffWaitMax, Max: cfg.HandoffMax})
 	m.notify = notify.New(cfg.NotifyURL, root.With().Str("component", "notify").Logger(), m.describeEvent)
-	m.metrics.registry.MustRegister(append(m.notify.Collectors(), newHandoffMetrics(db))...)
+	m.metrics.Registry.MustRegister(append(m.notify.Collectors(), handoffs.Metrics(db))...)
 	return m
 }
 
 // Run is `vibe-browser serve`: it holds the home's lock, serves the API on its socket and runs until ctx
 // ends, then passes the quit barrier. log is the root logger; every component derives its own from it. The
 // caller installs signal handling before calling Run (a first signal cancels ctx; a second exits at once).
-func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) error {
-	for _, dir := range []string{cfg.Home, cfg.path("run"), cfg.path("bin"), cfg.path("bh-tmp"),
-		cfg.path("profiles"), cfg.path("downloads")} {
+func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, version string) error {
+	for _, dir := range []string{cfg.Home, cfg.Path("run"), cfg.Path("bin"), cfg.Path("bh-tmp"),
+		cfg.Path("profiles"), cfg.Path("downloads")} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("create %s: %w", dir, err)
 		}
 	}
-	lockPath := cfg.path("run", "manager.lock")
+	lockPath := cfg.Path("run", "manager.lock")
 	lock := flock.New(lockPath, flock.SetPermissions(0o600))
 	ok, err := lock.TryLock()
 	if err != nil {
@@ -115,17 +135,17 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 	if uiLn != nil {
 		bound = append(bound, uiLn)
 	}
-	ln, err := listenSocket(cfg.socketPath(), log)
+	ln, err := localapi.ListenOwner(cfg.SocketPath(), log)
 	if err != nil {
 		return err
 	}
 	bound = append(bound, ln)
-	agentLn, err := listenAgents(api.AgentSocketPath(cfg.Home))
+	agentLn, err := localapi.ListenAgents(api.AgentSocketPath(cfg.Home))
 	if err != nil {
 		return err
 	}
 	bound = append(bound, agentLn)
-	db, err := state.Open(cfg.path("state.db"))
+	db, err := state.Open(cfg.Path("state.db"))
 	if err != nil {
 		if errors.Is(err, syscall.EROFS) || errors.Is(err, fs.ErrPermission) {
 			return fmt.Errorf("%w; the manager keeps its state there and must write it: make it writable "+
@@ -137,16 +157,16 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 
 	m := newManager(ctx, cfg, log, db, version)
 	log = m.log
-	if err := m.checkUsersRunnable(ctx); err != nil {
+	if err := tasks.CheckUsersRunnable(ctx, cfg, db); err != nil {
 		return err
 	}
 	// The runtime dir is created by Claim, with the marker that lets the reaper act in it; a dir someone
 	// else made is used but never swept.
-	if m.ownsRuntime, err = reaper.Claim(cfg.path("r")); err != nil {
+	if m.ownsRuntime, err = reaper.Claim(cfg.Path("r")); err != nil {
 		return err
 	}
 	if !m.ownsRuntime {
-		log.Warn().Str("dir", cfg.path("r")).Msg("runtime dir was not created by a vibe-browser manager: the daemon reaper stays off")
+		log.Warn().Str("dir", cfg.Path("r")).Msg("runtime dir was not created by a vibe-browser manager: the daemon reaper stays off")
 	}
 	if cfg.BrowserUse == "" {
 		log.Warn().Str("problem", cfg.BrowserUseProblem).Msg("no real browser-use CLI: wrappers are not written and ensure refuses")
@@ -164,13 +184,13 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 	loopsDone.Go(func() { m.idleLoop(loops) })
 	loopsDone.Go(func() { m.fleet.Snapshots().Loop(loops) })
 	loopsDone.Go(func() { m.reapLoop(loops) })
-	loopsDone.Go(func() { m.leaseLoop(loops) })
-	loopsDone.Go(func() { m.handoffs.loop(loops) })
+	loopsDone.Go(func() { m.tasks.Loop(loops) })
+	loopsDone.Go(func() { m.handoffs.Loop(loops) })
 	notifyCtx, stopNotify := context.WithCancel(context.Background())
 	defer stopNotify()
 	var notifyDone sync.WaitGroup
 	notifyDone.Go(func() { m.notify.Run(notifyCtx) })
-	loopsDone.Go(func() { m.downloadsLoop(loops) })
+	loopsDone.Go(func() { m.downloads.loop(loops) })
 	loopsDone.Go(func() { m.timeline.Loop(loops) })
 	uiCtx, stopUI := context.WithCancel(context.Background())
 	var uiDone sync.WaitGroup
@@ -184,19 +204,21 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 			}
 		})
 	}
-	srv := &http.Server{Handler: m.routes(), ReadHeaderTimeout: 10 * time.Second}
-	agentSrv := m.agentServer()
+	h := m.api()
+	srv, agentSrv := h.OwnerServer(), h.AgentServer()
+	capped, conns := localapi.CapAgents(agentLn, cfg.AgentConnMax, func() { m.metrics.QuotaHit(metrics.QuotaAgentConn) })
+	m.metrics.Registry.MustRegister(conns)
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(ln) }()
-	go func() { serveErr <- agentSrv.Serve(m.capAgents(agentLn)) }()
-	log.Info().Str("home", cfg.Home).Str("socket", cfg.socketPath()).Int("pid", os.Getpid()).
+	go func() { serveErr <- agentSrv.Serve(capped) }()
+	log.Info().Str("home", cfg.Home).Str("socket", cfg.SocketPath()).Int("pid", os.Getpid()).
 		Str("browser_use", cfg.BrowserUse).Str("version", version).Str("ui", uiURL).Msg("manager ready")
 	_, _ = daemon.SdNotify(false, daemon.SdNotifyReady)
 
 	select {
 	case <-ctx.Done():
 	case err := <-serveErr:
-		if !errClosed(err) {
+		if !localapi.Closed(err) {
 			log.Error().Err(err).Msg("API server stopped")
 		}
 	}
@@ -215,6 +237,23 @@ func Run(ctx context.Context, cfg *Config, log zerolog.Logger, version string) e
 	return nil
 }
 
+// api is the local API's handler on this manager.
+func (m *Manager) api() *localapi.Handler {
+	return &localapi.Handler{Log: m.log, Version: m.version, Cfg: m.cfg, DB: m.db, Fleet: m.fleet, Daemon: m, Downloads: m.downloads,
+		Tasks: m.tasks, Handoffs: m.handoffs, Timeline: m.timeline, Wrappers: m.wrappers, Metrics: m.metrics.Handler()}
+}
+
+// UI is the web UI, or nil with it off.
+func (m *Manager) UI() *ui.Server { return m.ui }
+
+// uiLink is the web UI's address of path, or "" with the UI off.
+func (m *Manager) uiLink(path string) string {
+	if m.ui == nil {
+		return ""
+	}
+	return m.ui.URL() + path
+}
+
 // quit is the barrier: no new work, every browser stopped (or left for adoption), bounded.
 func (m *Manager) quit() {
 	_, _ = daemon.SdNotify(false, daemon.SdNotifyStopping)
@@ -227,19 +266,19 @@ func (m *Manager) quit() {
 // boot brings state in line with reality before the API answers: the fleet adopts what still runs, sweeps
 // unfinished downloads and binds every endpoint (browsers.Fleet.Boot); wrappers are rewritten.
 func (m *Manager) boot(ctx context.Context) error {
-	if err := m.layOut(ctx); err != nil {
+	if err := m.home.LayOut(ctx); err != nil {
 		return err
 	}
-	if err := m.downloaded.load(ctx, m.db); err != nil { // before any mux asks for a task's room
+	if err := m.downloads.quota.load(ctx, m.db); err != nil { // before any mux asks for a task's room
 		return err
 	}
 	if err := m.fleet.Boot(ctx); err != nil {
 		return err
 	}
-	if err := m.syncWrappers(ctx); err != nil {
+	if err := m.wrappers.Sync(ctx); err != nil {
 		return err
 	}
-	if _, err := m.reap(ctx); err != nil {
+	if _, err := m.Reap(ctx); err != nil {
 		m.log.Error().Err(err).Msg("boot reaper pass")
 	}
 	return nil

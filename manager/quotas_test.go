@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"vibebrowser/integration/testkit"
-	"vibebrowser/manager"
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/config"
 )
 
 // quotaHits is vibe_quota_hits_total{quota=q} on d's /metrics.
@@ -210,7 +210,7 @@ func TestAgentSocketConnectionsPerUID(t *testing.T) {
 }
 
 func TestQuotaKnobs(t *testing.T) {
-	cfg, err := manager.FromEnv(func(k string) string { return map[string]string{"VIBE_HOME": t.TempDir()}[k] })
+	cfg, err := config.FromEnv(func(k string) string { return map[string]string{"VIBE_HOME": t.TempDir()}[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func TestQuotaKnobs(t *testing.T) {
 		{"VIBE_AGENT_CONN_MAX", "0", "from 1 to"},
 		{"VIBE_AGENT_IDLE_S", "0", "from 1 to 3600"},
 	} {
-		_, err := manager.FromEnv(func(k string) string { return map[string]string{"VIBE_HOME": t.TempDir(), tt.name: tt.value}[k] })
+		_, err := config.FromEnv(func(k string) string { return map[string]string{"VIBE_HOME": t.TempDir(), tt.name: tt.value}[k] })
 		if err == nil || !strings.Contains(err.Error(), tt.name) || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("FromEnv(%s=%q) = %v; want an error naming %s and %q", tt.name, tt.value, err, tt.name, tt.want)
 		}

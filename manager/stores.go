@@ -6,19 +6,21 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/apierr"
 	"vibebrowser/manager/browsers"
 	"vibebrowser/manager/netid"
 	"vibebrowser/manager/remote"
+	"vibebrowser/manager/tasks"
 	"vibebrowser/mux/errdefs"
 	"vibebrowser/state"
 )
 
-// createStore validates browsers.Spec, registers the store (state gives it its id, slug and token), binds its
+// CreateStore validates browsers.Spec, registers the store (state gives it its id, slug and token), binds its
 // endpoint (its port, for the store's life) and writes its wrapper.
-func (m *Manager) createStore(ctx context.Context, in api.StoreSpec) (state.Store, error) {
+func (m *Manager) CreateStore(ctx context.Context, in api.StoreSpec) (state.Store, error) {
 	if err := state.ValidateName(in.Name); err != nil {
 		return state.Store{}, err
 	}
@@ -61,7 +63,7 @@ func (m *Manager) createStore(ctx context.Context, in api.StoreSpec) (state.Stor
 	if err := setIdentity(backend, &opts, &in.Proxy, &in.Timezone, &in.Lang); err != nil {
 		return state.Store{}, err
 	}
-	if err := setUsers(backend, &opts, &in.AgentUser, &in.BrowserUser); err != nil {
+	if err := tasks.SetUsers(backend, &opts, &in.AgentUser, &in.BrowserUser); err != nil {
 		return state.Store{}, err
 	}
 	if err := setTimeline(&opts, &in.Timeline); err != nil {
@@ -86,20 +88,20 @@ func (m *Manager) createStore(ctx context.Context, in api.StoreSpec) (state.Stor
 	if s, err = m.db.GetStore(ctx, s.ID); err != nil {
 		return state.Store{}, err
 	}
-	if err := m.layOut(ctx); err != nil {
+	if err := m.home.LayOut(ctx); err != nil {
 		m.log.Error().Err(err).Str("store", s.ID).Msg("the store's folders could not be given to its users")
 	}
-	if err := m.writeWrapperFor(ctx, sp); err != nil {
+	if err := m.wrappers.Write(ctx, sp); err != nil {
 		m.log.Warn().Err(err).Str("store", s.ID).Msg("wrapper not written")
 	}
 	m.log.Info().Str("store", s.ID).Str("name", s.Name).Str("slug", s.Slug).Int("port", s.ProxyPort).Msg("store added")
 	return s, nil
 }
 
-// updateStore applies u to the store named by ref. The slug stays: it names the profile, the wrapper and
+// UpdateStore applies u to the store named by ref. The slug stays: it names the profile, the wrapper and
 // the daemons.
-func (m *Manager) updateStore(ctx context.Context, ref string, u api.StoreUpdate) (state.Store, error) {
-	s, err := m.findStore(ctx, ref)
+func (m *Manager) UpdateStore(ctx context.Context, ref string, u api.StoreUpdate) (state.Store, error) {
+	s, err := m.FindStore(ctx, ref)
 	if err != nil {
 		return state.Store{}, err
 	}
@@ -129,7 +131,7 @@ func (m *Manager) updateStore(ctx context.Context, ref string, u api.StoreUpdate
 		if err := setIdentity(s.Backend, &opts, u.Proxy, u.Timezone, u.Lang); err != nil {
 			return err
 		}
-		if err := setUsers(s.Backend, &opts, u.AgentUser, u.BrowserUser); err != nil {
+		if err := tasks.SetUsers(s.Backend, &opts, u.AgentUser, u.BrowserUser); err != nil {
 			return err
 		}
 		if err := setTimeline(&opts, u.Timeline); err != nil {
@@ -147,11 +149,11 @@ func (m *Manager) updateStore(ctx context.Context, ref string, u api.StoreUpdate
 // usersChanged lays out the store's folders for its new users and rewrites its wrapper (its runtime folder
 // is its agent user's own when it has one).
 func (m *Manager) usersChanged(ctx context.Context, s state.Store) {
-	if err := m.layOut(ctx); err != nil {
+	if err := m.home.LayOut(ctx); err != nil {
 		m.log.Error().Err(err).Str("store", s.ID).Msg("the store's folders could not be given to its users")
 	}
 	if sp, err := browsers.StoreSpec(s); err == nil {
-		if err := m.writeWrapperFor(ctx, sp); err != nil {
+		if err := m.wrappers.Write(ctx, sp); err != nil {
 			m.log.Warn().Err(err).Str("store", s.ID).Msg("wrapper not written")
 		}
 	}
@@ -213,14 +215,14 @@ func setTimeline(opts *browsers.Options, mode *string) error {
 		"or \"\" for VIBE_TIMELINE's", apierr.ErrBadRequest, *mode)
 }
 
-// deleteStore stops the store's browser and removes the store, its wrapper, its endpoint and its port.
-func (m *Manager) deleteStore(ctx context.Context, ref string) error {
-	s, err := m.findStore(ctx, ref)
+// DeleteStore stops the store's browser and removes the store, its wrapper, its endpoint and its port.
+func (m *Manager) DeleteStore(ctx context.Context, ref string) error {
+	s, err := m.FindStore(ctx, ref)
 	if err != nil {
 		return err
 	}
 	err = m.fleet.Remove(ctx, s.ID, func(ctx context.Context) error {
-		if err := os.RemoveAll(m.cfg.path("bin", s.Slug)); err != nil {
+		if err := os.RemoveAll(m.cfg.Path("bin", s.Slug)); err != nil {
 			return err
 		}
 		return m.db.DeleteStore(ctx, s.ID)
@@ -232,8 +234,8 @@ func (m *Manager) deleteStore(ctx context.Context, ref string) error {
 	return nil
 }
 
-// findStore resolves a store named by name, slug or id.
-func (m *Manager) findStore(ctx context.Context, ref string) (state.Store, error) {
+// FindStore resolves a store named by name, slug or id.
+func (m *Manager) FindStore(ctx context.Context, ref string) (state.Store, error) {
 	s, err := m.db.FindStore(ctx, ref)
 	if errors.Is(err, errdefs.ErrNotFound) {
 		return s, fmt.Errorf("no store named %q (by name, slug or id; see vibe-browser store list): %w", ref, errdefs.ErrNotFound)
@@ -241,9 +243,9 @@ func (m *Manager) findStore(ctx context.Context, ref string) (state.Store, error
 	return s, err
 }
 
-// browserAction starts, stops or ensures sp's browser. An explicit start is a person's decision: it
+// BrowserAction starts, stops or ensures sp's browser. An explicit start is a person's decision: it
 // forgives the relaunch budget first.
-func (m *Manager) browserAction(ctx context.Context, sp browsers.Spec, action string) error {
+func (m *Manager) BrowserAction(ctx context.Context, sp browsers.Spec, action string) error {
 	switch strings.ToLower(action) {
 	case api.ActionStart:
 		_, err := m.fleet.Start(ctx, sp)
@@ -257,25 +259,65 @@ func (m *Manager) browserAction(ctx context.Context, sp browsers.Spec, action st
 	return fmt.Errorf("%w: browser action %q: want start, stop or ensure", apierr.ErrBadRequest, action)
 }
 
-// storeSlugs names stores by slug, for what the API and notifications print.
-type storeSlugs map[string]string // store id -> slug
-
-func slugsOf(stores []state.Store) storeSlugs {
-	out := make(storeSlugs, len(stores))
-	for _, s := range stores {
-		out[s.ID] = s.Slug
+// Ensure is the shim's call, for a caller the API admitted: the browser made ready, the task's lease
+// renewed, the client's endpoint returned.
+func (m *Manager) Ensure(ctx context.Context, req api.EnsureRequest) (api.EnsureResponse, error) {
+	began := time.Now()
+	defer func() { m.metrics.EnsureSeconds.Observe(time.Since(began).Seconds()) }()
+	if err := tasks.CheckCaller(req.ClientID, req.BUName, req.TaskID); err != nil {
+		return api.EnsureResponse{}, err
 	}
-	return out
+	if req.Via != "" && req.Via != api.ViaMCP && req.Via != api.ViaCDP {
+		return api.EnsureResponse{}, fmt.Errorf("%w: via %q: want %q, %q or none", apierr.ErrBadRequest, req.Via, api.ViaMCP, api.ViaCDP)
+	}
+	if m.cfg.BrowserUse == "" && req.Via == "" {
+		return api.EnsureResponse{}, fmt.Errorf("%w: %s", apierr.ErrUnavailable, m.cfg.BrowserUseProblem)
+	}
+	var sp browsers.Spec
+	switch req.Kind {
+	case api.KindStore:
+		s, err := m.shimStore(ctx, req.StoreID)
+		if err != nil {
+			return api.EnsureResponse{}, err
+		}
+		if sp, err = browsers.StoreSpec(s); err != nil {
+			return api.EnsureResponse{}, err
+		}
+	case api.KindWeb:
+		var err error
+		if sp, err = m.fleet.WebSpec(ctx); err != nil {
+			return api.EnsureResponse{}, err
+		}
+	default:
+		return api.EnsureResponse{}, fmt.Errorf("%w: kind %q: want store or web", apierr.ErrBadRequest, req.Kind)
+	}
+	if req.TaskID != "" {
+		storeID := ""
+		if req.Kind == api.KindStore {
+			storeID = sp.Key
+		}
+		if err := m.tasks.Touch(ctx, req.TaskID, storeID); err != nil {
+			return api.EnsureResponse{}, err
+		}
+	}
+	in, err := m.fleet.Ensure(ctx, sp)
+	if err != nil {
+		return api.EnsureResponse{}, err
+	}
+	resp := api.EnsureResponse{CDPWS: clientURL(in.Port(), sp.Token, req.ClientID), DownloadDir: m.downloads.dir(sp, req.ClientID)}
+	if req.TaskID != "" {
+		resp.LeaseS = int(m.cfg.TaskLease / time.Second)
+		resp.Timeline, _ = m.timeline.Mode(sp)
+	}
+	return resp, nil
 }
 
-// of is the slug a store id is printed as: the web browser's for none, and the id itself for a store
-// removed since.
-func (n storeSlugs) of(storeID string) string {
-	switch slug, ok := n[storeID]; {
-	case storeID == "":
-		return api.WebSlug
-	case ok:
-		return slug
+// shimStore is the store a shim's baked config names; one that is gone means the wrapper is stale.
+func (m *Manager) shimStore(ctx context.Context, id string) (state.Store, error) {
+	s, err := m.db.GetStore(ctx, id)
+	if errors.Is(err, errdefs.ErrNotFound) {
+		err = fmt.Errorf("store %s no longer exists; this wrapper is stale (restart the manager to clean it up): %w",
+			id, errdefs.ErrNotFound)
 	}
-	return storeID
+	return s, err
 }

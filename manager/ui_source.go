@@ -10,6 +10,8 @@ import (
 
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/browsers"
+	"vibebrowser/manager/config"
+	"vibebrowser/manager/tasks"
 	"vibebrowser/manager/timeline"
 	"vibebrowser/manager/ui"
 	"vibebrowser/mux"
@@ -21,7 +23,7 @@ import (
 // prints, read in-process.
 type uiSource struct{ m *Manager }
 
-func (s uiSource) Status(ctx context.Context) (api.Status, error) { return s.m.status(ctx) }
+func (s uiSource) Status(ctx context.Context) (api.Status, error) { return s.m.Status(ctx) }
 
 func (s uiSource) Events() []api.Event { return s.m.events.list() }
 
@@ -61,11 +63,11 @@ func (s uiSource) StartBrowser(ctx context.Context, slug string) error {
 	if err != nil {
 		return err
 	}
-	return s.m.browserAction(ctx, sp, api.ActionStart)
+	return s.m.BrowserAction(ctx, sp, api.ActionStart)
 }
 
 func (s uiSource) AnswerHandoff(ctx context.Context, id, status, note string) (api.Handoff, error) {
-	return s.m.handoffs.answer(ctx, id, api.HandoffAnswer{Status: status, Note: note})
+	return s.m.handoffs.Answer(ctx, id, api.HandoffAnswer{Status: status, Note: note})
 }
 
 func (s uiSource) Downloads(ctx context.Context, slug string, limit int) ([]api.Download, error) {
@@ -85,7 +87,7 @@ func (s uiSource) Downloads(ctx context.Context, slug string, limit int) ([]api.
 }
 
 func (s uiSource) Timeline(ctx context.Context, taskID string, after int64) (api.Timeline, error) {
-	tl, err := s.m.taskTimeline(ctx, taskID, after)
+	tl, err := s.m.timeline.Task(ctx, taskID, after)
 	if errors.Is(err, errdefs.ErrNotFound) {
 		err = fmt.Errorf("task %q: %w", taskID, ui.ErrNoTask)
 	}
@@ -112,7 +114,7 @@ func (s uiSource) DownloadFile(ctx context.Context, id int64) (*os.File, api.Dow
 	if len(ds) == 0 {
 		return nil, api.Download{}, fmt.Errorf("download %d: %w", id, ui.ErrNoDownload)
 	}
-	slugs, err := s.m.slugsByKey(ctx)
+	slugs, err := s.m.downloads.slugsByKey(ctx)
 	if err != nil {
 		return nil, api.Download{}, err
 	}
@@ -154,7 +156,7 @@ var _ ui.Source = uiSource{}
 
 // listenUI binds the web UI's address during start-up, so that a taken port stops the start instead of
 // leaving a manager without its UI. It returns nil with the UI off.
-func listenUI(cfg *Config) (net.Listener, error) {
+func listenUI(cfg *config.Config) (net.Listener, error) {
 	if cfg.UIAddr == "" {
 		return nil, nil
 	}
@@ -173,5 +175,5 @@ func listenUI(cfg *Config) (net.Listener, error) {
 func (m *Manager) newUI(ln net.Listener) *ui.Server {
 	host, _, _ := net.SplitHostPort(m.cfg.UIAddr)
 	return ui.New(ui.Config{Host: host, Port: ln.Addr().(*net.TCPAddr).Port, Source: uiSource{m},
-		AllowUser: m.newUIUsers().allow, Log: m.root.With().Str("component", "ui").Logger()})
+		AllowUser: tasks.NewUIUsers(m.cfg, m.db, m.fleet).Allow, Log: m.root.With().Str("component", "ui").Logger()})
 }

@@ -15,6 +15,7 @@ import (
 
 	"vibebrowser/manager"
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/config"
 )
 
 func TestUIAddrKnob(t *testing.T) {
@@ -28,7 +29,7 @@ func TestUIAddrKnob(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.addr+"/remote="+tt.remote, func(t *testing.T) {
-			cfg, err := manager.FromEnv(func(k string) string {
+			cfg, err := config.FromEnv(func(k string) string {
 				return map[string]string{"VIBE_HOME": t.TempDir(), "VIBE_UI_ADDR": tt.addr, "VIBE_UI_ALLOW_REMOTE": tt.remote}[k]
 			})
 			if err != nil || cfg.UIAddr != tt.want {

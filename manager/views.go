@@ -9,14 +9,16 @@ import (
 
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/browsers"
+	"vibebrowser/manager/handoffs"
 	"vibebrowser/manager/keeper"
 	"vibebrowser/manager/netid"
+	"vibebrowser/manager/tasks"
 	"vibebrowser/mux"
 	"vibebrowser/state"
 )
 
-// storeView is a store as the API prints it.
-func (m *Manager) storeView(s state.Store) api.Store {
+// StoreView is a store as the API prints it.
+func (m *Manager) StoreView(s state.Store) api.Store {
 	v := api.Store{ID: s.ID, Name: s.Name, Slug: s.Slug, Backend: string(s.Backend), ProxyPort: s.ProxyPort,
 		Browser: api.BrowserState{Status: api.StatusStopped}}
 	if s.ProxyPort > 0 {
@@ -27,7 +29,7 @@ func (m *Manager) storeView(s state.Store) api.Store {
 		v.Timezone, v.Lang = opts.Timezone, opts.Lang
 		if opts.Proxy != "" {
 			if p, err := netid.ParseProxy(opts.Proxy); err == nil {
-				v.Proxy, v.ExitIP = p.Redacted(), m.exitIPs.of(s.ID, p)
+				v.Proxy, v.ExitIP = p.Redacted(), m.exitIPs.Of(s.ID, p)
 			} else {
 				v.Proxy = netid.RedactURL(opts.Proxy) // a stored URL that no longer reads, shown without its password
 			}
@@ -35,7 +37,7 @@ func (m *Manager) storeView(s state.Store) api.Store {
 	}
 	v.AgentUser, v.BrowserUser, _ = m.cfg.StoreUsers(s)
 	if sp, err := browsers.StoreSpec(s); err == nil {
-		v.Timeline, v.TimelineFrom = m.timelineMode(sp)
+		v.Timeline, v.TimelineFrom = m.timeline.Mode(sp)
 	}
 	if in := m.fleet.Current(s.ID); in != nil {
 		v.Browser = api.BrowserState{Status: api.StatusRunning, PID: in.PID()}
@@ -48,7 +50,7 @@ func (m *Manager) storeView(s state.Store) api.Store {
 	if s.Backend == state.BackendZiniao {
 		v.ZiniaoBrowser, v.ZiniaoAccount = s.ZiniaoBrowser, s.Ziniao.Company+"/"+s.Ziniao.Username
 	}
-	if dir := m.cfg.path("bin", s.Slug); fileExists(dir) {
+	if dir := m.cfg.Path("bin", s.Slug); fileExists(dir) {
 		v.Wrapper = dir
 	}
 	v.CheckpointAt, v.SnapshotAt = m.fleet.Snapshots().LoginTimes(s.Slug)
@@ -61,8 +63,8 @@ func endpointURLs(port int, token string) (cdpHTTP, cdpWS string) {
 	return "http://" + hostPort + "/" + token, "ws://" + hostPort + "/" + token
 }
 
-// webView describes the web browser with its endpoints.
-func (m *Manager) webView(ctx context.Context, sp browsers.Spec) (api.WebBrowser, error) {
+// WebView describes the web browser with its endpoints.
+func (m *Manager) WebView(ctx context.Context, sp browsers.Spec) (api.WebBrowser, error) {
 	b, err := m.browserView(ctx, sp.Key, sp.Slug)
 	if err != nil {
 		return api.WebBrowser{}, err
@@ -101,23 +103,19 @@ func (m *Manager) browserView(ctx context.Context, key, slug string) (api.Browse
 	return v, nil
 }
 
-func taskView(t state.Task) api.Task {
-	return api.Task{ID: t.ID, Store: t.StoreID, Status: string(t.Status), LeaseUntil: t.LeaseUntil}
-}
-
 // clientURL is a mux client's WebSocket endpoint as ensure hands it to an agent: its capability URL (SPEC
 // §14), which names that client and no other and does not carry the store token.
 func clientURL(port int, token, clientID string) string {
 	return "ws://127.0.0.1:" + strconv.Itoa(port) + mux.CapabilityPath(token, clientID)
 }
 
-// status is the daemon's whole picture: GET /v1/status and the web UI's overview.
-func (m *Manager) status(ctx context.Context) (api.Status, error) {
+// Status is the daemon's whole picture: GET /v1/status and the web UI's overview.
+func (m *Manager) Status(ctx context.Context) (api.Status, error) {
 	stores, err := m.db.ListStores(ctx)
 	if err != nil {
 		return api.Status{}, err
 	}
-	tasks, err := m.db.ListTasks(ctx)
+	all, err := m.db.ListTasks(ctx)
 	if err != nil {
 		return api.Status{}, err
 	}
@@ -125,9 +123,9 @@ func (m *Manager) status(ctx context.Context) (api.Status, error) {
 		BrowserUseErr: m.cfg.BrowserUseProblem, BrowserUseFrom: m.cfg.BrowserUseFrom,
 		Stores: []api.Store{}, Browsers: []api.Browser{}, Tasks: []api.Task{}}
 	sort.Slice(stores, func(i, j int) bool { return stores[i].Slug < stores[j].Slug })
-	slugs := slugsOf(stores)
+	slugs := handoffs.SlugsOf(stores)
 	for _, s := range stores {
-		st.Stores = append(st.Stores, m.storeView(s))
+		st.Stores = append(st.Stores, m.StoreView(s))
 		b, err := m.browserView(ctx, s.ID, s.Slug)
 		if err != nil {
 			return api.Status{}, err
@@ -139,8 +137,8 @@ func (m *Manager) status(ctx context.Context) (api.Status, error) {
 		return api.Status{}, err
 	}
 	st.Browsers = append(st.Browsers, web)
-	for _, t := range tasks {
-		v := taskView(t)
+	for _, t := range all {
+		v := tasks.View(t)
 		v.StoreSlug = slugs[t.StoreID] // "" for the web browser, and for a store removed since
 		st.Tasks = append(st.Tasks, v)
 	}
@@ -148,6 +146,6 @@ func (m *Manager) status(ctx context.Context) (api.Status, error) {
 	if err != nil {
 		return api.Status{}, err
 	}
-	st.Handoffs = m.handoffs.views(stores, pending)
+	st.Handoffs = m.handoffs.Views(stores, pending)
 	return st, nil
 }

@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"vibebrowser/manager"
 	"vibebrowser/manager/cli"
 )
 
@@ -23,7 +24,7 @@ func main() {
 		cli.SecondSignal(os.Stderr, sig)
 		os.Exit(130)
 	}()
-	code := cli.Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code := cli.Run(ctx, os.Args[1:], os.Stdout, os.Stderr, manager.Run)
 	cancel()
 	os.Exit(code)
 }

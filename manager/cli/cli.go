@@ -12,8 +12,10 @@ import (
 	"strings"
 
 	"github.com/alecthomas/kong"
+	"github.com/rs/zerolog"
 
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/config"
 	"vibebrowser/manager/untrusted"
 )
 
@@ -58,7 +60,12 @@ type globals struct {
 	home   string
 	stdout io.Writer
 	stderr io.Writer
+	daemon Daemon
 }
+
+// Daemon runs the manager daemon until ctx ends (manager.Run): `vibe-browser serve` calls it. The command's
+// main passes it in, so that the CLI imports the daemon's configuration and never the daemon.
+type Daemon func(ctx context.Context, cfg *config.Config, log zerolog.Logger, version string) error
 
 func (g *globals) client() *api.Client {
 	return api.NewClient(api.SocketPath(g.home))
@@ -86,7 +93,7 @@ func (g *globals) printJSONLine(v any) error {
 
 // Run parses args and runs the command, returning the process exit code. Errors are printed once, as one
 // line on stderr.
-func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer, daemon Daemon) int {
 	var cli CLI
 	parser, err := kong.New(&cli,
 		kong.Name("vibe-browser"),
@@ -119,7 +126,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if abs, err := filepath.Abs(home); err == nil {
 		home = abs
 	}
-	g := &globals{ctx: ctx, home: home, stdout: stdout, stderr: stderr}
+	g := &globals{ctx: ctx, home: home, stdout: stdout, stderr: stderr, daemon: daemon}
 	if err := kctx.Run(g); err != nil {
 		var code *exitCodeError
 		if errors.As(err, &code) {

@@ -15,7 +15,7 @@ import (
 func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code = Run(context.Background(), args, &out, &errb)
+	code = Run(context.Background(), args, &out, &errb, nil)
 	return code, out.String(), errb.String()
 }
 

@@ -1,11 +1,12 @@
 package cli
 
 import (
+	"errors"
 	"os"
 
 	"github.com/rs/zerolog"
 
-	"vibebrowser/manager"
+	"vibebrowser/manager/config"
 )
 
 // ServeCmd runs the manager daemon in the foreground.
@@ -21,7 +22,7 @@ func (c *ServeCmd) Run(g *globals) error {
 		}
 		return os.Getenv(name)
 	}
-	cfg, err := manager.FromEnv(getenv)
+	cfg, err := config.FromEnv(getenv)
 	if err != nil {
 		return err
 	}
@@ -29,5 +30,8 @@ func (c *ServeCmd) Run(g *globals) error {
 	log := zerolog.New(g.stderr).Level(level).With().Timestamp().Logger()
 	daemonLog.Store(&log)
 	defer daemonLog.Store(nil)
-	return manager.Run(g.ctx, cfg, log, Version)
+	if g.daemon == nil {
+		return errors.New("this binary runs no daemon: run serve with the vibe-browser command")
+	}
+	return g.daemon(g.ctx, cfg, log, Version)
 }

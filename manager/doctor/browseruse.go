@@ -13,7 +13,7 @@ import (
 // browserUse checks the real browser-use CLI agents' calls end in and its release against Tested. When a
 // manager answers, that manager's CLI decides (it is baked into the wrappers; it may have come from a
 // VIBE_BROWSER_USE this shell lacks), and what this shell would find is a note beside it. With none, it is
-// the CLI serve would find here (manager.FromEnv's resolution: VIBE_BROWSER_USE, else the first browser-use
+// the CLI serve would find here (config.FromEnv's resolution: VIBE_BROWSER_USE, else the first browser-use
 // on PATH outside the home's bin).
 func (m *machine) browserUse(ctx context.Context) Check {
 	here := m.cfg.BrowserUse

@@ -1,6 +1,6 @@
 package doctor
 
-// config reports whether every VIBE_* knob is one serve accepts (manager.FromEnv, serve's own reading).
+// config reports whether every VIBE_* knob is one serve accepts (config.FromEnv, serve's own reading).
 func (m *machine) config() Check {
 	if m.cfgErr != nil {
 		return fail("config", m.cfgErr.Error()+" (the other checks use the defaults)",

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"testing"
 
-	"vibebrowser/manager"
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/config"
 	"vibebrowser/manager/keeper"
 	"vibebrowser/manager/service"
 	"vibebrowser/mux/sys/procid"
@@ -31,7 +31,7 @@ func machineWith(t *testing.T, env map[string]string) *machine {
 		env["VIBE_HOME"] = t.TempDir()
 	}
 	getenv := func(k string) string { return env[k] }
-	cfg, err := manager.FromEnv(getenv)
+	cfg, err := config.FromEnv(getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -457,7 +457,7 @@ func TestZiniao(t *testing.T) {
 // Without agent users the boundary is by convention only, and said so; a store's agent user that does not
 // exist fails with the useradd line.
 func TestBoundary(t *testing.T) {
-	m := &machine{cfg: &manager.Config{Home: t.TempDir()}}
+	m := &machine{cfg: &config.Config{Home: t.TempDir()}}
 	checks := m.boundary()
 	if len(checks) != 1 {
 		t.Fatalf("boundary = %+v; want one check", checks)

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"vibebrowser/manager"
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/config"
 	"vibebrowser/state"
 )
 
@@ -31,7 +31,7 @@ const managerTimeout = 3 * time.Second
 // manager's own view when one answers.
 type machine struct {
 	o      Options
-	cfg    *manager.Config
+	cfg    *config.Config
 	cfgErr error // the configuration is invalid; cfg then holds the defaults with the paths serve would use
 
 	mgr    *api.Status // nil when no manager answers
@@ -67,18 +67,18 @@ func gather(ctx context.Context, o Options) *machine {
 		}
 		return o.Getenv(name)
 	}
-	m.cfg, m.cfgErr = manager.FromEnv(getenv)
+	m.cfg, m.cfgErr = config.FromEnv(getenv)
 	if m.cfgErr != nil {
 		// The other checks still run, on what serve would find with the knobs at their defaults.
 		keep := []string{"VIBE_HOME", "VIBE_CHROME", "VIBE_BROWSER_USE", "VIBE_SHIM"}
-		cfg, err := manager.FromEnv(func(name string) string {
+		cfg, err := config.FromEnv(func(name string) string {
 			if strings.HasPrefix(name, "VIBE_") && !slices.Contains(keep, name) {
 				return ""
 			}
 			return getenv(name)
 		})
 		if err != nil {
-			cfg = &manager.Config{Home: o.Home}
+			cfg = &config.Config{Home: o.Home}
 		}
 		m.cfg = cfg
 	}
