@@ -182,7 +182,7 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, version st
 	loops, stopLoops := context.WithCancel(ctx)
 	var loopsDone sync.WaitGroup
 	loopsDone.Go(func() { m.idleLoop(loops) })
-	loopsDone.Go(func() { m.fleet.SnapshotLoop(loops) })
+	loopsDone.Go(func() { m.fleet.Snapshots().Loop(loops) })
 	loopsDone.Go(func() { m.reapLoop(loops) })
 	loopsDone.Go(func() { m.tasks.Loop(loops) })
 	loopsDone.Go(func() { m.handoffs.Loop(loops) })

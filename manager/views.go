@@ -53,7 +53,7 @@ func (m *Manager) StoreView(s state.Store) api.Store {
 	if dir := m.cfg.Path("bin", s.Slug); fileExists(dir) {
 		v.Wrapper = dir
 	}
-	v.CheckpointAt, v.SnapshotAt = m.fleet.LoginTimes(s.Slug)
+	v.CheckpointAt, v.SnapshotAt = m.fleet.Snapshots().LoginTimes(s.Slug)
 	return v
 }
 
@@ -85,7 +85,7 @@ func fileExists(p string) bool {
 func (m *Manager) browserView(ctx context.Context, key, slug string) (api.Browser, error) {
 	v := api.Browser{Key: key, Slug: slug, Status: api.StatusStopped, RelaunchMax: m.cfg.RelaunchMax}
 	if m.cfg.RelaunchMax > 0 {
-		n, err := m.db.CountRelaunches(ctx, key, time.Now().Add(-m.cfg.RelaunchWindow))
+		n, err := m.db.Browsers().CountRelaunches(ctx, key, time.Now().Add(-m.cfg.RelaunchWindow))
 		if err != nil {
 			return v, err
 		}

@@ -191,7 +191,7 @@ INSERT INTO stores (id, name, slug, backend, config, token, created_at, updated_
 	VALUES ('s1', 'Shop', 'shop', 'chrome', '{}', 'tok', 1, 2);
 INSERT INTO browser_versions (key, version, seen_at) VALUES ('s1', '{"Browser":"Chrome/1.2"}', 3);`,
 		check: func(t *testing.T, db *DB) {
-			v, err := db.BrowserVersion(context.Background(), "s1")
+			v, err := db.Browsers().Version(context.Background(), "s1")
 			if err != nil || !strings.Contains(string(v), "Chrome/1.2") {
 				t.Errorf("BrowserVersion(s1) = %s, %v; want the fixture's", v, err)
 			}
@@ -244,7 +244,7 @@ INSERT INTO stores (id, name, slug, backend, config, token, created_at, updated_
 INSERT INTO timeline (task_id, seq, store_id, client_id, at, kind, data)
 	VALUES ('t1', 1, 's1', 't1', 5, 'nav', '{"tab":"T1","url":"https://shop.example/"}');`,
 		check: func(t *testing.T, db *DB) {
-			es, err := db.ListTimeline(context.Background(), "t1", 0, 0)
+			es, err := db.Timeline().List(context.Background(), "t1", 0, 0)
 			if err != nil || len(es) != 1 || es[0].Kind != TimelineNav || es[0].InCall != 0 {
 				t.Errorf("ListTimeline(t1) = %+v, %v; want the fixture's nav, in no call", es, err)
 			}

@@ -15,31 +15,31 @@ func TestOwnership(t *testing.T) {
 	ctx := context.Background()
 	s := mustStore(t, db, "Shop")
 
-	if got, err := db.LoadOwnership(ctx, s.ID); err != nil || got == nil || len(got) != 0 {
+	if got, err := db.Browsers().LoadOwnership(ctx, s.ID); err != nil || got == nil || len(got) != 0 {
 		t.Fatalf("LoadOwnership with nothing saved = %#v, %v; want an empty map", got, err)
 	}
 	first := map[string][]string{"task-1": {"T3", "T1", "T2"}, "manual": {"T9"}, "idle": {}}
-	if err := db.ReplaceOwnership(ctx, s.ID, first); err != nil {
+	if err := db.Browsers().ReplaceOwnership(ctx, s.ID, first); err != nil {
 		t.Fatal(err)
 	}
 	webOwners := map[string][]string{"manual": {"W1"}}
-	if err := db.ReplaceOwnership(ctx, webKey, webOwners); err != nil {
+	if err := db.Browsers().ReplaceOwnership(ctx, webKey, webOwners); err != nil {
 		t.Fatal(err)
 	}
 	// Order within a client is kept; a client with no targets has nothing to restore.
 	want := map[string][]string{"task-1": {"T3", "T1", "T2"}, "manual": {"T9"}}
-	if got, err := db.LoadOwnership(ctx, s.ID); err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+	if got, err := db.Browsers().LoadOwnership(ctx, s.ID); err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("LoadOwnership = %v, %v; want %v", got, err, want)
 	}
 
 	second := map[string][]string{"task-2": {"T1"}}
-	if err := db.ReplaceOwnership(ctx, s.ID, second); err != nil {
+	if err := db.Browsers().ReplaceOwnership(ctx, s.ID, second); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := db.LoadOwnership(ctx, s.ID); err != nil || fmt.Sprint(got) != fmt.Sprint(second) {
+	if got, err := db.Browsers().LoadOwnership(ctx, s.ID); err != nil || fmt.Sprint(got) != fmt.Sprint(second) {
 		t.Fatalf("LoadOwnership after replace = %v, %v; want %v", got, err, second)
 	}
-	if got, err := db.LoadOwnership(ctx, webKey); err != nil || fmt.Sprint(got) != fmt.Sprint(webOwners) {
+	if got, err := db.Browsers().LoadOwnership(ctx, webKey); err != nil || fmt.Sprint(got) != fmt.Sprint(webOwners) {
 		t.Fatalf("LoadOwnership(web) = %v, %v; want it untouched by the store's replace: %v", got, err, webOwners)
 	}
 
@@ -56,19 +56,19 @@ func TestOwnership(t *testing.T) {
 	}
 	for _, tt := range refusals {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := db.ReplaceOwnership(ctx, tt.key, tt.owners); !errors.Is(err, tt.want) {
+			if err := db.Browsers().ReplaceOwnership(ctx, tt.key, tt.owners); !errors.Is(err, tt.want) {
 				t.Fatalf("ReplaceOwnership(%q, %v) = %v; want %v", tt.key, tt.owners, err, tt.want)
 			}
 		})
 	}
-	if got, err := db.LoadOwnership(ctx, s.ID); err != nil || fmt.Sprint(got) != fmt.Sprint(second) {
+	if got, err := db.Browsers().LoadOwnership(ctx, s.ID); err != nil || fmt.Sprint(got) != fmt.Sprint(second) {
 		t.Fatalf("LoadOwnership after refusals = %v, %v; want %v", got, err, second)
 	}
 
-	if err := db.ReplaceOwnership(ctx, s.ID, nil); err != nil {
+	if err := db.Browsers().ReplaceOwnership(ctx, s.ID, nil); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := db.LoadOwnership(ctx, s.ID); err != nil || len(got) != 0 {
+	if got, err := db.Browsers().LoadOwnership(ctx, s.ID); err != nil || len(got) != 0 {
 		t.Fatalf("LoadOwnership after clearing = %v, %v; want empty", got, err)
 	}
 }
@@ -79,11 +79,11 @@ func TestRelaunches(t *testing.T) {
 	s := mustStore(t, db, "Shop")
 	t0 := time.Unix(1700000000, 0)
 	for i := range 3 {
-		if err := db.RecordRelaunch(ctx, s.ID, t0.Add(time.Duration(i)*time.Minute)); err != nil {
+		if err := db.Browsers().RecordRelaunch(ctx, s.ID, t0.Add(time.Duration(i)*time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := db.RecordRelaunch(ctx, webKey, t0); err != nil {
+	if err := db.Browsers().RecordRelaunch(ctx, webKey, t0); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -101,21 +101,21 @@ func TestRelaunches(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s since %v", tt.key, tt.since.Unix()), func(t *testing.T) {
-			if n, err := db.CountRelaunches(ctx, tt.key, tt.since); err != nil || n != tt.want {
+			if n, err := db.Browsers().CountRelaunches(ctx, tt.key, tt.since); err != nil || n != tt.want {
 				t.Fatalf("CountRelaunches(%q, %v) = %d, %v; want %d", tt.key, tt.since, n, err, tt.want)
 			}
 		})
 	}
-	if err := db.ClearRelaunches(ctx, s.ID); err != nil {
+	if err := db.Browsers().ClearRelaunches(ctx, s.ID); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := db.CountRelaunches(ctx, s.ID, time.Time{}); err != nil || n != 0 {
+	if n, err := db.Browsers().CountRelaunches(ctx, s.ID, time.Time{}); err != nil || n != 0 {
 		t.Errorf("CountRelaunches after clear = %d, %v; want 0", n, err)
 	}
-	if n, err := db.CountRelaunches(ctx, webKey, time.Time{}); err != nil || n != 1 {
+	if n, err := db.Browsers().CountRelaunches(ctx, webKey, time.Time{}); err != nil || n != 1 {
 		t.Errorf("CountRelaunches(web) after clearing the store = %d, %v; want 1", n, err)
 	}
-	if err := db.RecordRelaunch(ctx, "nope", t0); !errors.Is(err, errdefs.ErrNotFound) {
+	if err := db.Browsers().RecordRelaunch(ctx, "nope", t0); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("RecordRelaunch(nope) = %v; want errdefs.ErrNotFound", err)
 	}
 }

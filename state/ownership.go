@@ -13,7 +13,7 @@ import (
 // mux's order), replacing what was saved before, so a manager that adopts the browser after a
 // restart gives every task its tabs back. The key must be reserved or a store id; a target listed
 // under two clients is errdefs.ErrInvalid.
-func (db *DB) ReplaceOwnership(ctx context.Context, key string, owners map[string][]string) error {
+func (br Browsers) ReplaceOwnership(ctx context.Context, key string, owners map[string][]string) error {
 	clients := make([]string, 0, len(owners))
 	seen := make(map[string]string)
 	for client, targets := range owners {
@@ -33,7 +33,7 @@ func (db *DB) ReplaceOwnership(ctx context.Context, key string, owners map[strin
 		clients = append(clients, client)
 	}
 	sort.Strings(clients)
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := br.db.write(ctx, func(tx *sql.Tx) error {
 		if err := checkKey(ctx, tx, key); err != nil {
 			return err
 		}
@@ -59,8 +59,8 @@ func (db *DB) ReplaceOwnership(ctx context.Context, key string, owners map[strin
 
 // LoadOwnership returns the saved tab ownership of one browser: client id → target ids, in the
 // order they were saved. It is empty (not nil) when nothing was saved.
-func (db *DB) LoadOwnership(ctx context.Context, key string) (map[string][]string, error) {
-	rows, err := db.sql.QueryContext(ctx,
+func (br Browsers) LoadOwnership(ctx context.Context, key string) (map[string][]string, error) {
+	rows, err := br.db.sql.QueryContext(ctx,
 		"SELECT client_id, target_id FROM mux_targets WHERE browser_key = ? ORDER BY client_id, seq", key)
 	if err != nil {
 		return nil, fmt.Errorf("load tab ownership of %s: %w", key, err)

@@ -10,21 +10,27 @@ import (
 	"vibebrowser/mux/errdefs"
 )
 
+// Ports is the port registry (SPEC §4.4): one port per store, and per reserved key. Reached by DB.Ports.
+type Ports struct{ db *DB }
+
+// Ports is the port registry.
+func (db *DB) Ports() Ports { return Ports{db} }
+
 // ForwardKey is the registry key of store id's proxy forwarder (SPEC §16): reserved, so checkKey takes it,
 // and removed with its store.
 func ForwardKey(storeID string) string { return ReservedKeyPrefix + "fwd-" + storeID }
 
-// AllocatePort returns the port registered for key (a store id or a reserved key), or registers one: the
+// Allocate returns the port registered for key (a store id or a reserved key), or registers one: the
 // lowest port at or above base that no other key holds and for which free reports true (the
 // caller's bind test). The check and the insert share one write transaction, so concurrent
 // callers, even in other processes, never get the same port for two keys. A registered port is
 // returned as is, without calling free: its owner may be the one listening on it.
-func (db *DB) AllocatePort(ctx context.Context, key string, base int, free func(port int) bool) (int, error) {
+func (p Ports) Allocate(ctx context.Context, key string, base int, free func(port int) bool) (int, error) {
 	if base < 1 || base > 65535 {
 		return 0, fmt.Errorf("allocate port for %s: base %d outside 1-65535: %w", key, base, errdefs.ErrInvalid)
 	}
 	var port int
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := p.db.write(ctx, func(tx *sql.Tx) error {
 		if err := checkKey(ctx, tx, key); err != nil {
 			return err
 		}
@@ -72,18 +78,18 @@ func heldPorts(ctx context.Context, q queryer, from int) (map[int]bool, error) {
 	return held, rows.Err()
 }
 
-// ReleasePort removes key's port from the registry; releasing a key without one is not an error.
-func (db *DB) ReleasePort(ctx context.Context, key string) error {
-	if _, err := db.exec(ctx, "DELETE FROM ports WHERE key = ?", key); err != nil {
+// Release removes key's port from the registry; releasing a key without one is not an error.
+func (p Ports) Release(ctx context.Context, key string) error {
+	if _, err := p.db.exec(ctx, "DELETE FROM ports WHERE key = ?", key); err != nil {
 		return fmt.Errorf("release port of %s: %w", key, err)
 	}
 	return nil
 }
 
-// LookupPort returns the port registered for key.
-func (db *DB) LookupPort(ctx context.Context, key string) (int, error) {
+// Lookup returns the port registered for key.
+func (p Ports) Lookup(ctx context.Context, key string) (int, error) {
 	var port int
-	err := db.sql.QueryRowContext(ctx, "SELECT port FROM ports WHERE key = ?", key).Scan(&port)
+	err := p.db.sql.QueryRowContext(ctx, "SELECT port FROM ports WHERE key = ?", key).Scan(&port)
 	if errors.Is(err, sql.ErrNoRows) {
 		err = errdefs.ErrNotFound
 	}
@@ -93,9 +99,9 @@ func (db *DB) LookupPort(ctx context.Context, key string) (int, error) {
 	return port, nil
 }
 
-// ListPorts returns the whole registry, key → port.
-func (db *DB) ListPorts(ctx context.Context) (map[string]int, error) {
-	rows, err := db.sql.QueryContext(ctx, "SELECT key, port FROM ports")
+// List returns the whole registry, key → port.
+func (p Ports) List(ctx context.Context) (map[string]int, error) {
+	rows, err := p.db.sql.QueryContext(ctx, "SELECT key, port FROM ports")
 	if err != nil {
 		return nil, fmt.Errorf("list ports: %w", err)
 	}

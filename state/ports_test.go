@@ -19,48 +19,48 @@ func TestAllocatePort(t *testing.T) {
 	ctx := context.Background()
 	a, b, c := mustStore(t, db, "A"), mustStore(t, db, "B"), mustStore(t, db, "C")
 
-	if p, err := db.AllocatePort(ctx, a.ID, 9400, allFree); err != nil || p != 9400 {
+	if p, err := db.Ports().Allocate(ctx, a.ID, 9400, allFree); err != nil || p != 9400 {
 		t.Fatalf("AllocatePort(a) = %d, %v; want 9400", p, err)
 	}
 	// 9401 fails the bind test, 9402 is free: b gets 9402 and the test was asked about both.
 	var asked []int
 	busy := func(p int) bool { asked = append(asked, p); return p != 9401 }
-	if p, err := db.AllocatePort(ctx, b.ID, 9400, busy); err != nil || p != 9402 {
+	if p, err := db.Ports().Allocate(ctx, b.ID, 9400, busy); err != nil || p != 9402 {
 		t.Fatalf("AllocatePort(b) = %d, %v; want 9402", p, err)
 	}
 	if fmt.Sprint(asked) != "[9401 9402]" {
 		t.Errorf("bind test asked about %v; want [9401 9402] (9400 is held, so never asked)", asked)
 	}
 	// The web browser is a key in the same registry.
-	if p, err := db.AllocatePort(ctx, webKey, 9400, allFree); err != nil || p != 9401 {
+	if p, err := db.Ports().Allocate(ctx, webKey, 9400, allFree); err != nil || p != 9401 {
 		t.Fatalf("AllocatePort(web) = %d, %v; want 9401", p, err)
 	}
 	// A registered port comes back without a bind test: its owner may be listening on it.
 	never := func(p int) bool { t.Errorf("bind test called for a registered key (port %d)", p); return false }
-	if p, err := db.AllocatePort(ctx, a.ID, 9000, never); err != nil || p != 9400 {
+	if p, err := db.Ports().Allocate(ctx, a.ID, 9000, never); err != nil || p != 9400 {
 		t.Fatalf("AllocatePort(a) again = %d, %v; want the registered 9400", p, err)
 	}
 	if s, err := db.GetStore(ctx, b.ID); err != nil || s.ProxyPort != 9402 {
 		t.Errorf("GetStore(b).ProxyPort = %d, %v; want 9402", s.ProxyPort, err)
 	}
-	if p, err := db.LookupPort(ctx, webKey); err != nil || p != 9401 {
+	if p, err := db.Ports().Lookup(ctx, webKey); err != nil || p != 9401 {
 		t.Errorf("LookupPort(web) = %d, %v; want 9401", p, err)
 	}
-	ports, err := db.ListPorts(ctx)
+	ports, err := db.Ports().List(ctx)
 	if err != nil || fmt.Sprint(ports) != fmt.Sprint(map[string]int{a.ID: 9400, webKey: 9401, b.ID: 9402}) {
 		t.Errorf("ListPorts = %v, %v", ports, err)
 	}
 
-	if err := db.ReleasePort(ctx, a.ID); err != nil {
+	if err := db.Ports().Release(ctx, a.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.LookupPort(ctx, a.ID); !errors.Is(err, errdefs.ErrNotFound) {
+	if _, err := db.Ports().Lookup(ctx, a.ID); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("LookupPort after ReleasePort = %v; want errdefs.ErrNotFound", err)
 	}
-	if err := db.ReleasePort(ctx, a.ID); err != nil {
+	if err := db.Ports().Release(ctx, a.ID); err != nil {
 		t.Errorf("ReleasePort twice = %v; want nil", err)
 	}
-	if p, err := db.AllocatePort(ctx, c.ID, 9400, allFree); err != nil || p != 9400 {
+	if p, err := db.Ports().Allocate(ctx, c.ID, 9400, allFree); err != nil || p != 9400 {
 		t.Errorf("AllocatePort(c) after release = %d, %v; want the released 9400", p, err)
 	}
 
@@ -78,12 +78,12 @@ func TestAllocatePort(t *testing.T) {
 	}
 	for _, tt := range refusals {
 		t.Run(tt.name, func(t *testing.T) {
-			if p, err := db.AllocatePort(ctx, tt.key, tt.base, tt.free); !errors.Is(err, tt.want) {
+			if p, err := db.Ports().Allocate(ctx, tt.key, tt.base, tt.free); !errors.Is(err, tt.want) {
 				t.Fatalf("AllocatePort(%q, %d) = %d, %v; want %v", tt.key, tt.base, p, err, tt.want)
 			}
 		})
 	}
-	if _, err := db.LookupPort(ctx, a.ID); !errors.Is(err, errdefs.ErrNotFound) {
+	if _, err := db.Ports().Lookup(ctx, a.ID); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("a refused allocation registered a port: %v", err)
 	}
 }
@@ -117,7 +117,7 @@ func TestConcurrentWriters(t *testing.T) {
 				for k := range keysPerWorker {
 					// Every worker also asks for every other worker's first key, on the other handle.
 					for _, key := range []string{keys[w][k], keys[(w+1)%workers][0]} {
-						p, err := db.AllocatePort(ctx, key, 30000, allFree)
+						p, err := db.Ports().Allocate(ctx, key, 30000, allFree)
 						if err != nil {
 							errs <- err
 							return

@@ -45,7 +45,7 @@ func TestOpenReadOnlyReadsWithoutWriting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.AllocatePort(ctx, s.ID, 19400, func(int) bool { return true }); err != nil {
+	if _, err := db.Ports().Allocate(ctx, s.ID, 19400, func(int) bool { return true }); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Close(); err != nil {

@@ -10,6 +10,13 @@ import (
 	"vibebrowser/mux/errdefs"
 )
 
+// Browsers is what the database keeps of each browser key (a store id or the web browser's): its last known
+// session, its version object, its tabs' ownership and its relaunches. Reached by DB.Browsers.
+type Browsers struct{ db *DB }
+
+// Browsers is the records of each browser key.
+func (db *DB) Browsers() Browsers { return Browsers{db} }
+
 // BrowserStatus is a browser session's recorded state.
 type BrowserStatus string
 
@@ -49,16 +56,16 @@ func scanSession(row interface{ Scan(...any) error }) (BrowserSession, error) {
 	return s, err
 }
 
-// UpsertBrowserSession records s as the browser of s.Key, replacing any earlier record. The key
+// UpsertSession records s as the browser of s.Key, replacing any earlier record. The key
 // must be reserved or an existing store id (errdefs.ErrNotFound otherwise).
-func (db *DB) UpsertBrowserSession(ctx context.Context, s BrowserSession) (BrowserSession, error) {
+func (br Browsers) UpsertSession(ctx context.Context, s BrowserSession) (BrowserSession, error) {
 	if s.Status != BrowserRunning && s.Status != BrowserStopped {
 		return BrowserSession{}, fmt.Errorf("browser session %s: status %q: want running or stopped: %w", s.Key, s.Status, errdefs.ErrInvalid)
 	}
 	if s.PID < 0 {
 		return BrowserSession{}, fmt.Errorf("browser session %s: pid %d: %w", s.Key, s.PID, errdefs.ErrInvalid)
 	}
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := br.db.write(ctx, func(tx *sql.Tx) error {
 		if err := checkKey(ctx, tx, s.Key); err != nil {
 			return err
 		}
@@ -81,10 +88,10 @@ func (db *DB) UpsertBrowserSession(ctx context.Context, s BrowserSession) (Brows
 	return s, nil
 }
 
-// MarkBrowserStopped records that the browser of key stopped at at, keeping the rest of its
+// MarkStopped records that the browser of key stopped at at, keeping the rest of its
 // record (pid, endpoint) for diagnosis.
-func (db *DB) MarkBrowserStopped(ctx context.Context, key string, at time.Time) error {
-	res, err := db.exec(ctx,
+func (br Browsers) MarkStopped(ctx context.Context, key string, at time.Time) error {
+	res, err := br.db.exec(ctx,
 		"UPDATE browser_sessions SET status = ?, stopped_at = ?, updated_at = ? WHERE key = ?",
 		BrowserStopped, nanos(at), time.Now().UnixNano(), key)
 	if err == nil {
@@ -99,18 +106,18 @@ func (db *DB) MarkBrowserStopped(ctx context.Context, key string, at time.Time) 
 	return nil
 }
 
-// GetBrowserSession returns the recorded browser of key.
-func (db *DB) GetBrowserSession(ctx context.Context, key string) (BrowserSession, error) {
-	s, err := getSession(ctx, db.sql, key)
+// GetSession returns the recorded browser of key.
+func (br Browsers) GetSession(ctx context.Context, key string) (BrowserSession, error) {
+	s, err := getSession(ctx, br.db.sql, key)
 	if err != nil {
 		return BrowserSession{}, fmt.Errorf("browser session %s: %w", key, err)
 	}
 	return s, nil
 }
 
-// ListBrowserSessions returns every recorded browser, by key.
-func (db *DB) ListBrowserSessions(ctx context.Context) ([]BrowserSession, error) {
-	rows, err := db.sql.QueryContext(ctx, "SELECT "+sessionColumns+" FROM browser_sessions ORDER BY key")
+// ListSessions returns every recorded browser, by key.
+func (br Browsers) ListSessions(ctx context.Context) ([]BrowserSession, error) {
+	rows, err := br.db.sql.QueryContext(ctx, "SELECT "+sessionColumns+" FROM browser_sessions ORDER BY key")
 	if err != nil {
 		return nil, fmt.Errorf("list browser sessions: %w", err)
 	}

@@ -48,7 +48,7 @@ type Store struct {
 	Config json.RawMessage
 	// Token is the first path segment of every mux URL of this store.
 	Token string
-	// ProxyPort is the store's port in the registry (AllocatePort); 0 until one is allocated.
+	// ProxyPort is the store's port in the registry (Ports.Allocate); 0 until one is allocated.
 	// It is read-only here: the registry is its one source of truth.
 	ProxyPort int
 	Ziniao    ZiniaoAccount // zero unless Backend is BackendZiniao
@@ -126,7 +126,7 @@ func (db *DB) CreateStore(ctx context.Context, s Store) (Store, error) {
 
 // UpdateStore applies fn to the stored store id and saves the result, all in one transaction, so
 // concurrent updates never lose each other's changes. fn may change every field except ID,
-// ProxyPort (see AllocatePort) and the timestamps; the same checks as CreateStore apply.
+// ProxyPort (see Ports.Allocate) and the timestamps; the same checks as CreateStore apply.
 func (db *DB) UpdateStore(ctx context.Context, id string, fn func(*Store) error) (Store, error) {
 	var s Store
 	err := db.write(ctx, func(tx *sql.Tx) error {

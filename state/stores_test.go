@@ -283,7 +283,7 @@ func TestListStores(t *testing.T) {
 	for _, n := range names {
 		mustStore(t, db, n)
 	}
-	if _, err := db.AllocatePort(ctx, mustStore(t, db, "D").ID, 9400, func(int) bool { return true }); err != nil {
+	if _, err := db.Ports().Allocate(ctx, mustStore(t, db, "D").ID, 9400, func(int) bool { return true }); err != nil {
 		t.Fatal(err)
 	}
 	got, err := db.ListStores(ctx)
@@ -308,23 +308,23 @@ func TestDeleteStoreCascades(t *testing.T) {
 	gone, kept := mustStore(t, db, "Gone"), mustStore(t, db, "Kept")
 	free := func(int) bool { return true }
 	for _, key := range []string{gone.ID, kept.ID} {
-		if _, err := db.AllocatePort(ctx, key, 9400, free); err != nil {
+		if _, err := db.Ports().Allocate(ctx, key, 9400, free); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.UpsertBrowserSession(ctx, BrowserSession{Key: key, PID: 10, Status: BrowserRunning}); err != nil {
+		if _, err := db.Browsers().UpsertSession(ctx, BrowserSession{Key: key, PID: 10, Status: BrowserRunning}); err != nil {
 			t.Fatal(err)
 		}
-		if err := db.ReplaceOwnership(ctx, key, map[string][]string{"c": {"T-" + key}}); err != nil {
+		if err := db.Browsers().ReplaceOwnership(ctx, key, map[string][]string{"c": {"T-" + key}}); err != nil {
 			t.Fatal(err)
 		}
-		if err := db.RecordRelaunch(ctx, key, time.Now()); err != nil {
+		if err := db.Browsers().RecordRelaunch(ctx, key, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := db.UpsertTask(ctx, Task{ID: "task-" + key[:8], StoreID: key, Status: TaskRunning}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	port, err := db.LookupPort(ctx, gone.ID)
+	port, err := db.Ports().Lookup(ctx, gone.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,11 +335,11 @@ func TestDeleteStoreCascades(t *testing.T) {
 	checkGone := func(key string, wantGone bool) {
 		t.Helper()
 		_, err := db.GetStore(ctx, key)
-		_, errPort := db.LookupPort(ctx, key)
-		_, errSess := db.GetBrowserSession(ctx, key)
+		_, errPort := db.Ports().Lookup(ctx, key)
+		_, errSess := db.Browsers().GetSession(ctx, key)
 		_, errTask := db.GetTask(ctx, "task-"+key[:8])
-		own, errOwn := db.LoadOwnership(ctx, key)
-		n, errRel := db.CountRelaunches(ctx, key, time.Time{})
+		own, errOwn := db.Browsers().LoadOwnership(ctx, key)
+		n, errRel := db.Browsers().CountRelaunches(ctx, key, time.Time{})
 		if errOwn != nil || errRel != nil {
 			t.Fatal(errOwn, errRel)
 		}
@@ -361,7 +361,7 @@ func TestDeleteStoreCascades(t *testing.T) {
 
 	// The freed port goes to the next key that asks.
 	s := mustStore(t, db, "Next")
-	if p, err := db.AllocatePort(ctx, s.ID, 9400, free); err != nil || p != port {
+	if p, err := db.Ports().Allocate(ctx, s.ID, 9400, free); err != nil || p != port {
 		t.Errorf("AllocatePort after delete = %d, %v; want the freed %d", p, err, port)
 	}
 	if err := db.DeleteStore(ctx, gone.ID); !errors.Is(err, errdefs.ErrNotFound) {

@@ -10,6 +10,12 @@ import (
 	"vibebrowser/mux/errdefs"
 )
 
+// Timeline is the tasks' timelines (SPEC §15) in the database: reached by DB.Timeline.
+type Timeline struct{ db *DB }
+
+// Timeline is the tasks' timelines.
+func (db *DB) Timeline() Timeline { return Timeline{db} }
+
 // TimelineKind is what a timeline entry records (SPEC §15).
 type TimelineKind string
 
@@ -41,8 +47,8 @@ type TimelineEntry struct {
 	InCall   int64 // the seq of the client's call that was running when the step happened; 0 for none
 }
 
-// AppendTimeline records e as its task's next entry (its Seq and, when zero, At are set) and returns it.
-func (db *DB) AppendTimeline(ctx context.Context, e TimelineEntry) (TimelineEntry, error) {
+// Append records e as its task's next entry (its Seq and, when zero, At are set) and returns it.
+func (tl Timeline) Append(ctx context.Context, e TimelineEntry) (TimelineEntry, error) {
 	if e.TaskID == "" || e.Kind == "" {
 		return TimelineEntry{}, fmt.Errorf("a timeline entry needs a task and a kind: %w", errdefs.ErrInvalid)
 	}
@@ -52,7 +58,7 @@ func (db *DB) AppendTimeline(ctx context.Context, e TimelineEntry) (TimelineEntr
 	if len(e.Data) == 0 {
 		e.Data = json.RawMessage("{}")
 	}
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := tl.db.write(ctx, func(tx *sql.Tx) error {
 		if err := tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(seq), 0) + 1 FROM timeline WHERE task_id = ?", e.TaskID).Scan(&e.Seq); err != nil {
 			return err
 		}
@@ -67,25 +73,25 @@ func (db *DB) AppendTimeline(ctx context.Context, e TimelineEntry) (TimelineEntr
 	return e, nil
 }
 
-// ListTimeline returns task's entries after seq after, in order, at most limit of them (0: all).
-func (db *DB) ListTimeline(ctx context.Context, taskID string, after int64, limit int) ([]TimelineEntry, error) {
+// List returns task's entries after seq after, in order, at most limit of them (0: all).
+func (tl Timeline) List(ctx context.Context, taskID string, after int64, limit int) ([]TimelineEntry, error) {
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	return db.listTimeline(ctx, taskID, `SELECT `+timelineColumns+` FROM timeline WHERE task_id = ? AND seq > ?
+	return tl.list(ctx, taskID, `SELECT `+timelineColumns+` FROM timeline WHERE task_id = ? AND seq > ?
 		ORDER BY seq LIMIT ?`, taskID, after, limit)
 }
 
-// TimelineOfCall returns the steps of task's call seq call (those whose InCall it is), in order.
-func (db *DB) TimelineOfCall(ctx context.Context, taskID string, call int64) ([]TimelineEntry, error) {
-	return db.listTimeline(ctx, taskID, `SELECT `+timelineColumns+` FROM timeline WHERE task_id = ? AND in_call = ?
+// OfCall returns the steps of task's call seq call (those whose InCall it is), in order.
+func (tl Timeline) OfCall(ctx context.Context, taskID string, call int64) ([]TimelineEntry, error) {
+	return tl.list(ctx, taskID, `SELECT `+timelineColumns+` FROM timeline WHERE task_id = ? AND in_call = ?
 		AND in_call > 0 ORDER BY seq`, taskID, call)
 }
 
 const timelineColumns = "task_id, seq, store_id, client_id, at, kind, data, file, bytes, in_call"
 
-func (db *DB) listTimeline(ctx context.Context, taskID, query string, args ...any) ([]TimelineEntry, error) {
-	rows, err := db.sql.QueryContext(ctx, query, args...)
+func (tl Timeline) list(ctx context.Context, taskID, query string, args ...any) ([]TimelineEntry, error) {
+	rows, err := tl.db.sql.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("timeline of task %s: %w", taskID, err)
 	}
@@ -105,11 +111,11 @@ func (db *DB) listTimeline(ctx context.Context, taskID, query string, args ...an
 	return out, rows.Err()
 }
 
-// LinkTimelineCall gives call (the seq of one of task's calls, by client) the steps of that client that
+// LinkCall gives call (the seq of one of task's calls, by client) the steps of that client that
 // happened from from to to: navigations, tabs, downloads and faults that belong to no call yet, or to an
 // earlier one (whose window, stretched past its end for late steps, reached into this call's).
-func (db *DB) LinkTimelineCall(ctx context.Context, taskID, clientID string, from, to time.Time, call int64) error {
-	err := db.write(ctx, func(tx *sql.Tx) error {
+func (tl Timeline) LinkCall(ctx context.Context, taskID, clientID string, from, to time.Time, call int64) error {
+	err := tl.db.write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE timeline SET in_call = ? WHERE task_id = ? AND client_id = ? AND in_call < ?
 			AND seq < ? AND at >= ? AND at <= ? AND kind IN ('nav', 'tab', 'download', 'fault')`,
 			call, taskID, clientID, call, call, from.UnixNano(), to.UnixNano())
@@ -121,11 +127,11 @@ func (db *DB) LinkTimelineCall(ctx context.Context, taskID, clientID string, fro
 	return nil
 }
 
-// PruneTimeline removes every entry recorded before cutoff and returns the shot files they named, for the
+// Prune removes every entry recorded before cutoff and returns the shot files they named, for the
 // caller to remove.
-func (db *DB) PruneTimeline(ctx context.Context, cutoff time.Time) ([]string, error) {
+func (tl Timeline) Prune(ctx context.Context, cutoff time.Time) ([]string, error) {
 	var files []string
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := tl.db.write(ctx, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, "DELETE FROM timeline WHERE at < ? RETURNING file", cutoff.UnixNano())
 		if err != nil {
 			return err
@@ -151,23 +157,23 @@ func (db *DB) PruneTimeline(ctx context.Context, cutoff time.Time) ([]string, er
 // timelineBytes is what task's timeline takes: its entries' data and its shots' files.
 const timelineBytes = "SELECT COALESCE(SUM(octet_length(data) + bytes), 0) FROM timeline WHERE task_id = ?"
 
-// TimelineBytes is the bytes task's timeline takes (VIBE_TIMELINE_MAX_MB bounds them): its entries' data
+// Bytes is the bytes task's timeline takes (VIBE_TIMELINE_MAX_MB bounds them): its entries' data
 // and its shots' files.
-func (db *DB) TimelineBytes(ctx context.Context, taskID string) (int64, error) {
+func (tl Timeline) Bytes(ctx context.Context, taskID string) (int64, error) {
 	var n int64
-	if err := db.sql.QueryRowContext(ctx, timelineBytes, taskID).Scan(&n); err != nil {
+	if err := tl.db.sql.QueryRowContext(ctx, timelineBytes, taskID).Scan(&n); err != nil {
 		return 0, fmt.Errorf("size the timeline of task %s: %w", taskID, err)
 	}
 	return n, nil
 }
 
-// CapTimelineShots drops task's oldest shots until its timeline (TimelineBytes) takes at most maxBytes,
+// CapShots drops task's oldest shots until its timeline (Bytes) takes at most maxBytes,
 // or no shot is left, and returns the files dropped, for the caller to remove, and the bytes the timeline
 // takes then. The entries stay, without their file: the step happened.
-func (db *DB) CapTimelineShots(ctx context.Context, taskID string, maxBytes int64) ([]string, int64, error) {
+func (tl Timeline) CapShots(ctx context.Context, taskID string, maxBytes int64) ([]string, int64, error) {
 	var files []string
 	var total int64
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := tl.db.write(ctx, func(tx *sql.Tx) error {
 		if err := tx.QueryRowContext(ctx, timelineBytes, taskID).Scan(&total); err != nil {
 			return err
 		}

@@ -20,7 +20,7 @@ func TestTimelineAppendAndList(t *testing.T) {
 		{TaskID: "t1", StoreID: s.ID, ClientID: "t1-w2", Kind: TimelineCall},
 		{TaskID: "t1", StoreID: s.ID, ClientID: "t1", Kind: TimelineShot, File: "shop/t1/3.jpg", Bytes: 10},
 	} {
-		got, err := db.AppendTimeline(ctx, e)
+		got, err := db.Timeline().Append(ctx, e)
 		if err != nil {
 			t.Fatalf("AppendTimeline #%d: %v", i, err)
 		}
@@ -28,7 +28,7 @@ func TestTimelineAppendAndList(t *testing.T) {
 			t.Errorf("AppendTimeline #%d = %+v; want its time and data set", i, got)
 		}
 	}
-	all, err := db.ListTimeline(ctx, "t1", 0, 0)
+	all, err := db.Timeline().List(ctx, "t1", 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,23 +40,23 @@ func TestTimelineAppendAndList(t *testing.T) {
 		string(all[0].Data) != `{"code":"open x"}` || all[2].File != "shop/t1/3.jpg" || all[2].Bytes != 10 {
 		t.Fatalf("ListTimeline(t1) = %+v; want t1's three entries, numbered 1..3, as recorded", all)
 	}
-	after, err := db.ListTimeline(ctx, "t1", 1, 1)
+	after, err := db.Timeline().List(ctx, "t1", 1, 1)
 	if err != nil || len(after) != 1 || after[0].Seq != 2 {
 		t.Errorf("ListTimeline(t1, after 1, limit 1) = %+v, %v; want entry 2 only", after, err)
 	}
-	if web, err := db.ListTimeline(ctx, "t2", 0, 0); err != nil || len(web) != 1 || web[0].Seq != 1 || web[0].StoreID != "" {
+	if web, err := db.Timeline().List(ctx, "t2", 0, 0); err != nil || len(web) != 1 || web[0].Seq != 1 || web[0].StoreID != "" {
 		t.Errorf("ListTimeline(t2) = %+v, %v; want the web task's one entry, seq 1", web, err)
 	}
-	if _, err := db.AppendTimeline(ctx, TimelineEntry{TaskID: "t1", Kind: "screenshot"}); err == nil {
+	if _, err := db.Timeline().Append(ctx, TimelineEntry{TaskID: "t1", Kind: "screenshot"}); err == nil {
 		t.Error("an entry of an unknown kind was recorded")
 	}
-	if _, err := db.AppendTimeline(ctx, TimelineEntry{Kind: TimelineNav}); err == nil {
+	if _, err := db.Timeline().Append(ctx, TimelineEntry{Kind: TimelineNav}); err == nil {
 		t.Error("an entry without a task was recorded")
 	}
 	if err := db.DeleteStore(ctx, s.ID); err != nil {
 		t.Fatal(err)
 	}
-	if left, _ := db.ListTimeline(ctx, "t1", 0, 0); len(left) != 0 {
+	if left, _ := db.Timeline().List(ctx, "t1", 0, 0); len(left) != 0 {
 		t.Errorf("a deleted store's timeline kept %d entries", len(left))
 	}
 }
@@ -66,7 +66,7 @@ func TestTimelinePruneAndCap(t *testing.T) {
 	day := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	add := func(at time.Time, kind TimelineKind, file string, n int64) {
 		t.Helper()
-		if _, err := db.AppendTimeline(ctx, TimelineEntry{TaskID: "t1", At: at, Kind: kind, File: file, Bytes: n}); err != nil {
+		if _, err := db.Timeline().Append(ctx, TimelineEntry{TaskID: "t1", At: at, Kind: kind, File: file, Bytes: n}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -77,36 +77,36 @@ func TestTimelinePruneAndCap(t *testing.T) {
 	add(day.Add(50*time.Hour), TimelineNav, "", 0)
 
 	// Five entries of "{}" (10 bytes) and three shots of 40: 130 bytes.
-	if n, err := db.TimelineBytes(ctx, "t1"); err != nil || n != 130 {
+	if n, err := db.Timeline().Bytes(ctx, "t1"); err != nil || n != 130 {
 		t.Fatalf("TimelineBytes(t1) = %d, %v; want 130 (entries' data and shots' files)", n, err)
 	}
-	dropped, total, err := db.CapTimelineShots(ctx, "t1", 90)
+	dropped, total, err := db.Timeline().CapShots(ctx, "t1", 90)
 	if err != nil || !slices.Equal(dropped, []string{"a.jpg"}) || total != 90 {
 		t.Fatalf("CapTimelineShots(90 of 130 bytes) = %v, %d, %v; want the oldest shot dropped, 90 left", dropped, total, err)
 	}
-	if dropped, total, err := db.CapTimelineShots(ctx, "t1", 90); err != nil || len(dropped) != 0 || total != 90 {
+	if dropped, total, err := db.Timeline().CapShots(ctx, "t1", 90); err != nil || len(dropped) != 0 || total != 90 {
 		t.Errorf("CapTimelineShots at the cap = %v, %d, %v; want nothing dropped, 90", dropped, total, err)
 	}
-	if dropped, total, err := db.CapTimelineShots(ctx, "t1", 5); err != nil || len(dropped) != 2 || total != 10 {
+	if dropped, total, err := db.Timeline().CapShots(ctx, "t1", 5); err != nil || len(dropped) != 2 || total != 10 {
 		t.Errorf("CapTimelineShots below the entries = %v, %d, %v; want every shot dropped, the entries' 10 bytes left", dropped, total, err)
 	}
-	es, _ := db.ListTimeline(ctx, "t1", 0, 0)
+	es, _ := db.Timeline().List(ctx, "t1", 0, 0)
 	if len(es) != 5 || es[1].File != "" || es[1].Bytes != 0 || es[2].File != "" {
 		t.Fatalf("after the cap: %+v; want every entry kept, the shots' files gone", es)
 	}
-	if _, err := db.AppendTimeline(ctx, TimelineEntry{TaskID: "t1", At: day.Add(time.Hour), Kind: TimelineShot, File: "d.jpg", Bytes: 40}); err != nil {
+	if _, err := db.Timeline().Append(ctx, TimelineEntry{TaskID: "t1", At: day.Add(time.Hour), Kind: TimelineShot, File: "d.jpg", Bytes: 40}); err != nil {
 		t.Fatal(err)
 	}
 
-	files, err := db.PruneTimeline(ctx, day.Add(48*time.Hour+30*time.Minute))
+	files, err := db.Timeline().Prune(ctx, day.Add(48*time.Hour+30*time.Minute))
 	if err != nil || !slices.Equal(files, []string{"d.jpg"}) {
 		t.Fatalf("PruneTimeline = %v, %v; want the pruned entries' one remaining shot file", files, err)
 	}
-	es, _ = db.ListTimeline(ctx, "t1", 0, 0)
+	es, _ = db.Timeline().List(ctx, "t1", 0, 0)
 	if len(es) != 2 || es[0].Seq != 4 || es[1].Seq != 5 {
 		t.Fatalf("after pruning: %+v; want entries 4 and 5", es)
 	}
-	if e, err := db.AppendTimeline(ctx, TimelineEntry{TaskID: "t1", Kind: TimelineCall}); err != nil || e.Seq != 6 {
+	if e, err := db.Timeline().Append(ctx, TimelineEntry{TaskID: "t1", Kind: TimelineCall}); err != nil || e.Seq != 6 {
 		t.Errorf("the next entry after a prune = %+v, %v; want seq 6 (numbers are never reused while entries remain)", e, err)
 	}
 }
@@ -128,14 +128,14 @@ func TestLinkTimelineCall(t *testing.T) {
 		{ClientID: "t1", Kind: TimelineFault, At: at(2), InCall: 6},
 	} {
 		e.TaskID = "t1"
-		if _, err := db.AppendTimeline(ctx, e); err != nil {
+		if _, err := db.Timeline().Append(ctx, e); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := db.LinkTimelineCall(ctx, "t1", "t1", at(1), at(5), 6); err != nil {
+	if err := db.Timeline().LinkCall(ctx, "t1", "t1", at(1), at(5), 6); err != nil {
 		t.Fatal(err)
 	}
-	got, err := db.TimelineOfCall(ctx, "t1", 6)
+	got, err := db.Timeline().OfCall(ctx, "t1", 6)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestLinkTimelineCall(t *testing.T) {
 	if !slices.Equal(seqs, []int64{2, 4, 8}) {
 		t.Errorf("TimelineOfCall(6) = %v; want steps 2 and 4 (linked) and 8 (recorded in it)", seqs)
 	}
-	all, _ := db.ListTimeline(ctx, "t1", 0, 0)
+	all, _ := db.Timeline().List(ctx, "t1", 0, 0)
 	for _, e := range all {
 		if want := slices.Contains([]int64{2, 4, 8}, e.Seq); (e.InCall == 6) != want {
 			t.Errorf("entry %d (%s) in call %d; want in call 6: %v", e.Seq, e.Kind, e.InCall, want)
@@ -166,14 +166,14 @@ func TestLinkTimelineCallTakesFromTheLag(t *testing.T) {
 		{ClientID: "t1", Kind: TimelineCall, At: t0.Add(3 * time.Second)},                  // 4: from t0+50ms
 	} {
 		e.TaskID = "t1"
-		if _, err := db.AppendTimeline(ctx, e); err != nil {
+		if _, err := db.Timeline().Append(ctx, e); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := db.LinkTimelineCall(ctx, "t1", "t1", t0.Add(50*time.Millisecond), t0.Add(3*time.Second), 4); err != nil {
+	if err := db.Timeline().LinkCall(ctx, "t1", "t1", t0.Add(50*time.Millisecond), t0.Add(3*time.Second), 4); err != nil {
 		t.Fatal(err)
 	}
-	all, _ := db.ListTimeline(ctx, "t1", 0, 0)
+	all, _ := db.Timeline().List(ctx, "t1", 0, 0)
 	if all[1].InCall != 4 || all[2].InCall != 1 {
 		t.Errorf("after the second call: the tab is in call %d, the nav in %d; want 4 and 1", all[1].InCall, all[2].InCall)
 	}

@@ -18,7 +18,7 @@ func TestUpdateStoreKeepsWhatFnLeaves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.AllocatePort(ctx, s.ID, 19400, func(int) bool { return true }); err != nil {
+	if _, err := db.Ports().Allocate(ctx, s.ID, 19400, func(int) bool { return true }); err != nil {
 		t.Fatal(err)
 	}
 	if s, err = db.GetStore(ctx, s.ID); err != nil {

@@ -11,15 +11,15 @@ import (
 	"vibebrowser/mux/errdefs"
 )
 
-// SaveBrowserVersion records v as the version object (Chrome's /json/version, without its
+// SaveVersion records v as the version object (Chrome's /json/version, without its
 // webSocketDebuggerUrl) the browser of key last answered, replacing any earlier one. The key must be
 // a reserved key or an existing store id (errdefs.ErrNotFound otherwise); v must be a JSON object (errdefs.ErrInvalid).
-func (db *DB) SaveBrowserVersion(ctx context.Context, key string, v json.RawMessage) error {
+func (br Browsers) SaveVersion(ctx context.Context, key string, v json.RawMessage) error {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(v, &obj); err != nil {
 		return fmt.Errorf("save browser version of %s: want a JSON object: %v: %w", key, err, errdefs.ErrInvalid)
 	}
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := br.db.write(ctx, func(tx *sql.Tx) error {
 		if err := checkKey(ctx, tx, key); err != nil {
 			return err
 		}
@@ -34,11 +34,11 @@ func (db *DB) SaveBrowserVersion(ctx context.Context, key string, v json.RawMess
 	return nil
 }
 
-// BrowserVersion returns the version object the browser of key last answered; errdefs.ErrNotFound when none was
+// Version returns the version object the browser of key last answered; errdefs.ErrNotFound when none was
 // ever seen.
-func (db *DB) BrowserVersion(ctx context.Context, key string) (json.RawMessage, error) {
+func (br Browsers) Version(ctx context.Context, key string) (json.RawMessage, error) {
 	var v string
-	err := db.sql.QueryRowContext(ctx, "SELECT version FROM browser_versions WHERE key = ?", key).Scan(&v)
+	err := br.db.sql.QueryRowContext(ctx, "SELECT version FROM browser_versions WHERE key = ?", key).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		err = errdefs.ErrNotFound
 	}

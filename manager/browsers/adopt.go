@@ -23,24 +23,24 @@ var errNotAdoptable = errors.New("not adoptable")
 // adopted when they are still ours and alive, else recorded stopped; the unfinished downloads that no
 // browser still writes are removed; every store's endpoint (and the web browser's) is bound.
 func (f *Fleet) Boot(ctx context.Context) error {
-	sessions, err := f.db.ListBrowserSessions(ctx)
+	sessions, err := f.db.Browsers().ListSessions(ctx)
 	if err != nil {
 		return err
 	}
-	f.sweepPartials() // before any adopted browser's mux starts copying
+	f.sweep.partials() // before any adopted browser's mux starts copying
 	for _, s := range sessions {
 		if s.Status != state.BrowserRunning {
 			continue
 		}
 		if err := f.adopt(ctx, s); err != nil {
 			f.log.Info().Str("browser", s.Key).Err(err).Msg("not adopting the recorded browser; marked stopped")
-			if err := f.db.MarkBrowserStopped(ctx, s.Key, time.Now()); err != nil {
+			if err := f.db.Browsers().MarkStopped(ctx, s.Key, time.Now()); err != nil {
 				return err
 			}
 		}
 	}
 	f.stopStrayKeepers(ctx)
-	f.sweepIncoming()
+	f.sweep.incoming(f.Running())
 	return f.bindEndpoints(ctx)
 }
 
@@ -86,7 +86,7 @@ func (f *Fleet) adopt(ctx context.Context, rec state.BrowserSession) error {
 		}
 		return fmt.Errorf("%w: %v", errNotAdoptable, err)
 	}
-	ownership, err := f.db.LoadOwnership(ctx, rec.Key)
+	ownership, err := f.db.Browsers().LoadOwnership(ctx, rec.Key)
 	if err == nil {
 		err = f.attachAdopted(ctx, sp, be, h, ownership)
 	}

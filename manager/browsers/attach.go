@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"vibebrowser/mux"
 	"vibebrowser/mux/downloads"
 	"vibebrowser/mux/errdefs"
-	"vibebrowser/mux/sys/osuser"
 	"vibebrowser/state"
 )
 
@@ -26,13 +23,13 @@ func (f *Fleet) attachMux(ctx context.Context, s *slot, sp Spec, be backend, h h
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errdefs.ErrUnavailable, err)
 	}
-	browserUser, err := f.browserUser(sp, h, users)
+	browserUser, err := f.cfg.browserUser(sp, h, users)
 	if err != nil {
 		return nil, fmt.Errorf("%w: who %s's browser runs as: %v", errdefs.ErrUnavailable, sp.Name, err)
 	}
 	if !h.Adopted() {
 		// A fresh browser has none of the old tabs; forget their owners.
-		if err := f.db.ReplaceOwnership(ctx, sp.Key, nil); err != nil {
+		if err := f.db.Browsers().ReplaceOwnership(ctx, sp.Key, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -53,7 +50,7 @@ func (f *Fleet) attachMux(ctx context.Context, s *slot, sp Spec, be backend, h h
 	var lk *loginKeeper
 	if f.cfg.LoginCheckpoint > 0 && checkpointed(sp) {
 		// With checkpoints off nothing is set back either: an old checkpoint would bring back stale values.
-		lk = f.newLoginKeeper(sp, browserUser)
+		lk = f.logins.keeper(sp, browserUser)
 		hooks.Launched = lk.launched
 	}
 	var mx *mux.Mux
@@ -130,31 +127,6 @@ func (f *Fleet) attachMux(ctx context.Context, s *slot, sp Spec, be backend, h h
 	return in, nil
 }
 
-// browserUser is who h's Chromium runs as, for its mux: for a browser on the pipe, its keeper's folder says
-// (an adopted browser may run as the browser user of an earlier setting); for one on a port, the store's
-// browser user if this manager launched it. nil is the manager's own user, or a browser of someone else's
-// (Ziniao, cdp).
-func (f *Fleet) browserUser(sp Spec, h handle, users Users) (*osuser.User, error) {
-	if sp.Backend != state.BackendChrome {
-		return nil, nil
-	}
-	socket, onPipe := strings.CutPrefix(h.Endpoint(), "unix:")
-	switch {
-	case !onPipe && h.Adopted():
-		return nil, nil // launched on a port by a manager that ran no browser as another user
-	case !onPipe:
-		return users.Browser, nil
-	}
-	dir := filepath.Dir(filepath.Clean(socket))
-	if dir == filepath.Clean(f.cfg.path("run")) {
-		return nil, nil
-	}
-	if name := filepath.Base(dir); users.Browser == nil || users.Browser.Name != name {
-		return osuser.Lookup(name)
-	}
-	return users.Browser, nil
-}
-
 // recordRunning records sp's browser as running on h, so the next manager can adopt it.
 func (f *Fleet) recordRunning(ctx context.Context, sp Spec, h handle, startedAt time.Time) error {
 	session := state.BrowserSession{Key: sp.Key, PID: h.PID(), CDPEndpoint: h.Endpoint(),
@@ -162,7 +134,7 @@ func (f *Fleet) recordRunning(ctx context.Context, sp Spec, h handle, startedAt 
 	if st := h.StartTime(); st > 0 {
 		session.PIDStartTime = time.UnixMilli(st)
 	}
-	_, err := f.db.UpsertBrowserSession(ctx, session)
+	_, err := f.db.Browsers().UpsertSession(ctx, session)
 	return err
 }
 
@@ -191,7 +163,7 @@ func waitUpstream(ctx context.Context, mx *mux.Mux, served <-chan struct{}) erro
 func (f *Fleet) saveOwnership(key string, owners map[string][]string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := f.db.ReplaceOwnership(ctx, key, owners); err != nil {
+	if err := f.db.Browsers().ReplaceOwnership(ctx, key, owners); err != nil {
 		f.log.Error().Err(err).Str("browser", key).Msg("save tab ownership")
 	}
 }

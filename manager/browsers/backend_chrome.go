@@ -90,13 +90,13 @@ func (b *chromeBackend) identity(ctx context.Context, sp Spec) (chrome.Identity,
 			"vibe-browser store set STORE --proxy none", errdefs.ErrUnavailable, sp.Name)
 	}
 	key := state.ForwardKey(sp.Key)
-	port, err := b.db.AllocatePort(ctx, key, b.cfg.ProxyPortBase, portFree)
+	port, err := b.db.Ports().Allocate(ctx, key, b.cfg.ProxyPortBase, portFree)
 	if err == nil && !portFree(port) {
 		// At a launch the store's last keeper is gone, so another program took the port meanwhile; only
 		// this launch will know the forwarder's port, so a fresh one does as well.
 		b.log.Warn().Int("port", port).Str("browser", sp.Key).Msg("the forwarder's registered port is taken; allocating another")
-		if err = b.db.ReleasePort(ctx, key); err == nil {
-			port, err = b.db.AllocatePort(ctx, key, b.cfg.ProxyPortBase, portFree)
+		if err = b.db.Ports().Release(ctx, key); err == nil {
+			port, err = b.db.Ports().Allocate(ctx, key, b.cfg.ProxyPortBase, portFree)
 		}
 	}
 	if err != nil {

@@ -2,7 +2,6 @@ package browsers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -25,6 +24,7 @@ type relaunchBudget struct {
 	db     *state.DB
 	max    int // VIBE_BROWSER_RELAUNCH_MAX; 0 disables the budget
 	window time.Duration
+	note   func(level zerolog.Level, kind, key string, ev api.Event) // the fleet's events
 
 	startFailed bool          // the last start failed: the next one is a relaunch
 	died        bool          // the browser died under us (not stopped): the next start is a relaunch
@@ -33,7 +33,7 @@ type relaunchBudget struct {
 }
 
 func (f *Fleet) newBudget(key string) relaunchBudget {
-	return relaunchBudget{key: key, db: f.db, max: f.cfg.RelaunchMax, window: f.cfg.RelaunchWindow}
+	return relaunchBudget{key: key, db: f.db, max: f.cfg.RelaunchMax, window: f.cfg.RelaunchWindow, note: f.note}
 }
 
 // startDone records whether a start (or a relaunch) gave a browser that was put to use.
@@ -44,11 +44,12 @@ func (b *relaunchBudget) death(uptime time.Duration) { b.died, b.diedUptime = tr
 
 // spend charges a start that follows a death or a failed start, and refuses it with errdefs.ErrBudget when the
 // budget is spent. A first start, or one after a stop, is free. A death after a healthy run clears the
-// window first. sp names the store in the refusal.
+// window first. sp names the store in the refusal. The moment the budget becomes spent is an event: once, not
+// on every refused call after it.
 func (b *relaunchBudget) spend(ctx context.Context, sp Spec) error {
 	relaunch := b.startFailed || b.died
 	if b.died && b.diedUptime >= healthyUptime {
-		if err := b.db.ClearRelaunches(ctx, b.key); err != nil {
+		if err := b.db.Browsers().ClearRelaunches(ctx, b.key); err != nil {
 			return err
 		}
 	}
@@ -57,37 +58,30 @@ func (b *relaunchBudget) spend(ctx context.Context, sp Spec) error {
 		return nil
 	}
 	now := time.Now()
-	n, err := b.db.CountRelaunches(ctx, b.key, now.Add(-b.window))
+	n, err := b.db.Browsers().CountRelaunches(ctx, b.key, now.Add(-b.window))
 	if err != nil {
 		return err
 	}
 	if n >= b.max {
-		b.refusing = true
-		return fmt.Errorf("%w: %s died or failed to start %d times in the last %v (VIBE_BROWSER_RELAUNCH_MAX=%d per "+
+		err := fmt.Errorf("%w: %s died or failed to start %d times in the last %v (VIBE_BROWSER_RELAUNCH_MAX=%d per "+
 			"VIBE_BROWSER_RELAUNCH_WINDOW_S=%d); look at the manager's log, then force a start with "+
 			"`vibe-browser browser start %s` or wait for the window to pass", errdefs.ErrBudget, sp.Name, n, b.window,
 			b.max, int(b.window.Seconds()), sp.Slug)
+		if !b.refusing {
+			b.note(zerolog.ErrorLevel, api.EventBudgetSpent, sp.Key, api.Event{Message: err.Error()})
+		}
+		b.refusing = true
+		return err
 	}
 	b.refusing = false
-	return b.db.RecordRelaunch(ctx, b.key, now)
-}
-
-// spend charges sp's start to s's budget (relaunchBudget.spend) and notes the moment the budget becomes
-// spent: once, not on every refused call after it. The caller holds s's lock.
-func (f *Fleet) spend(ctx context.Context, s *slot, sp Spec) error {
-	was := s.budget.refusing
-	err := s.budget.spend(ctx, sp)
-	if errors.Is(err, errdefs.ErrBudget) && !was {
-		f.note(zerolog.ErrorLevel, api.EventBudgetSpent, sp.Key, api.Event{Message: err.Error()})
-	}
-	return err
+	return b.db.Browsers().RecordRelaunch(ctx, b.key, now)
 }
 
 // forgive is a person's explicit start: the recorded relaunches are cleared and a failed last start no
 // longer counts.
 func (b *relaunchBudget) forgive(ctx context.Context) error {
 	b.startFailed, b.refusing = false, false
-	return b.db.ClearRelaunches(ctx, b.key)
+	return b.db.Browsers().ClearRelaunches(ctx, b.key)
 }
 
 // reset is an explicit stop: nothing before it counts any more.

@@ -7,36 +7,44 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/rs/zerolog"
+
 	"vibebrowser/mux"
 	"vibebrowser/mux/downloads"
 )
 
-// sweepPartials removes the mux's unfinished copies (downloads.PartialSuffix) that a manager which died
+// downloadSweep clears, at boot, what downloads that never finished left under root (downloads/).
+type downloadSweep struct {
+	root string
+	log  zerolog.Logger
+}
+
+// partials removes the mux's unfinished copies (downloads.PartialSuffix) that a manager which died
 // mid-download left in the owner folders. It runs at boot before any browser is adopted, while no mux of
 // this manager is copying. A file under a final name is always complete: the mux links it there only when
 // it is.
-func (f *Fleet) sweepPartials() {
-	f.sweepDownloads(func(slug string) (incoming, partials bool) { return false, true })
+func (d downloadSweep) partials() {
+	d.sweep(func(slug string) (incoming, partials bool) { return false, true })
 }
 
-// sweepIncoming removes Chrome's partial files in the incoming folders of the browsers that are not running
+// incoming removes Chrome's partial files in the incoming folders of the browsers that are not running
 // (an adopted browser may still be writing its own). It runs at boot after the adoptions.
-func (f *Fleet) sweepIncoming() {
+func (d downloadSweep) incoming(run []*Instance) {
 	running := map[string]bool{}
-	for _, in := range f.Running() {
+	for _, in := range run {
 		running[in.spec.Slug] = true
 	}
-	f.sweepDownloads(func(slug string) (incoming, partials bool) { return !running[slug], false })
+	d.sweep(func(slug string) (incoming, partials bool) { return !running[slug], false })
 }
 
-// sweepDownloads removes, per browser folder under downloads/, what which says: its incoming folder's
+// sweep removes, per browser folder under downloads/, what which says: its incoming folder's
 // entries, and the partial copies in its owner folders.
-func (f *Fleet) sweepDownloads(which func(slug string) (incoming, partials bool)) {
-	root := f.cfg.path("downloads")
+func (d downloadSweep) sweep(which func(slug string) (incoming, partials bool)) {
+	root := d.root
 	slugs, err := os.ReadDir(root)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
-			f.log.Error().Err(err).Str("dir", root).Msg("boot: sweep the downloads folder")
+			d.log.Error().Err(err).Str("dir", root).Msg("boot: sweep the downloads folder")
 		}
 		return
 	}
@@ -47,9 +55,9 @@ func (f *Fleet) sweepDownloads(which func(slug string) (incoming, partials bool)
 		}
 		incoming, partials := which(slug.Name())
 		if incoming {
-			removed += f.removeEntries(filepath.Join(root, slug.Name(), downloads.IncomingDir), func(string) bool { return true })
+			removed += d.removeEntries(filepath.Join(root, slug.Name(), downloads.IncomingDir), func(string) bool { return true })
 			// The copies of files clients handed the browser (mux.UploadsDir) went with its tabs.
-			removed += f.removeEntries(filepath.Join(root, slug.Name(), mux.UploadsDir), func(string) bool { return true })
+			removed += d.removeEntries(filepath.Join(root, slug.Name(), mux.UploadsDir), func(string) bool { return true })
 		}
 		if !partials {
 			continue
@@ -57,19 +65,19 @@ func (f *Fleet) sweepDownloads(which func(slug string) (incoming, partials bool)
 		owners, _ := os.ReadDir(filepath.Join(root, slug.Name()))
 		for _, o := range owners {
 			if o.IsDir() && o.Name() != downloads.IncomingDir && o.Name() != mux.UploadsDir {
-				removed += f.removeEntries(filepath.Join(root, slug.Name(), o.Name()), func(name string) bool {
+				removed += d.removeEntries(filepath.Join(root, slug.Name(), o.Name()), func(name string) bool {
 					return strings.HasSuffix(name, downloads.PartialSuffix)
 				})
 			}
 		}
 	}
 	if removed > 0 {
-		f.log.Info().Int("files", removed).Msg("boot: removed unfinished downloads")
+		d.log.Info().Int("files", removed).Msg("boot: removed unfinished downloads")
 	}
 }
 
 // removeEntries removes the entries of dir whose names match and returns how many went.
-func (f *Fleet) removeEntries(dir string, match func(string) bool) int {
+func (d downloadSweep) removeEntries(dir string, match func(string) bool) int {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return 0 // no such folder yet
@@ -80,7 +88,7 @@ func (f *Fleet) removeEntries(dir string, match func(string) bool) int {
 			continue
 		}
 		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
-			f.log.Warn().Err(err).Str("file", filepath.Join(dir, e.Name())).Msg("remove an unfinished download")
+			d.log.Warn().Err(err).Str("file", filepath.Join(dir, e.Name())).Msg("remove an unfinished download")
 			continue
 		}
 		n++

@@ -137,7 +137,7 @@ func (f *Fleet) answerAsleep(w http.ResponseWriter, r *http.Request, key string,
 		ep.door.WriteList(w)
 		return true
 	}
-	raw, err := f.db.BrowserVersion(r.Context(), key)
+	raw, err := f.db.Browsers().Version(r.Context(), key)
 	if errors.Is(err, errdefs.ErrNotFound) {
 		return false
 	}
@@ -174,7 +174,7 @@ func (f *Fleet) saveVersion(key string, mx *mux.Mux) {
 	defer cancel()
 	b, err := json.Marshal(v)
 	if err == nil {
-		err = f.db.SaveBrowserVersion(ctx, key, b)
+		err = f.db.Browsers().SaveVersion(ctx, key, b)
 	}
 	if err != nil && !errors.Is(err, errdefs.ErrNotFound) { // ErrNotFound: the store is being removed
 		f.log.Error().Err(err).Str("browser", key).Msg("save browser version")
@@ -211,7 +211,7 @@ func (f *Fleet) closeEndpoints() {
 // outside it remembers the old number).
 func (f *Fleet) listenPort(ctx context.Context, key string) (net.Listener, int, error) {
 	for attempt := 0; attempt < 2; attempt++ {
-		port, err := f.db.AllocatePort(ctx, key, f.cfg.ProxyPortBase, portFree)
+		port, err := f.db.Ports().Allocate(ctx, key, f.cfg.ProxyPortBase, portFree)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -220,7 +220,7 @@ func (f *Fleet) listenPort(ctx context.Context, key string) (net.Listener, int, 
 			return ln, port, nil
 		}
 		f.log.Warn().Err(err).Int("port", port).Str("browser", key).Msg("registered port is taken; allocating another")
-		if err := f.db.ReleasePort(ctx, key); err != nil {
+		if err := f.db.Ports().Release(ctx, key); err != nil {
 			return nil, 0, err
 		}
 	}

@@ -154,7 +154,7 @@ func TestEndpointDiscoveryOfASleepingBrowser(t *testing.T) {
 	}
 	// What a stop keeps is what the mux knows then (a browser reached over ws:// reports its version only
 	// once connected), not what was saved at the start.
-	if err := f.db.SaveBrowserVersion(context.Background(), sp.Key, json.RawMessage(`{"Browser":"Stale/0"}`)); err != nil {
+	if err := f.db.Browsers().SaveVersion(context.Background(), sp.Key, json.RawMessage(`{"Browser":"Stale/0"}`)); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Stop(context.Background(), sp.Key); err != nil {
@@ -298,7 +298,7 @@ func TestRemovedStoreReleasesItsEndpoint(t *testing.T) {
 		c.Close()
 		t.Errorf("port %s still answers after the store was removed", addr)
 	}
-	if _, err := f.db.LookupPort(context.Background(), sp.Key); !errors.Is(err, errdefs.ErrNotFound) {
+	if _, err := f.db.Ports().Lookup(context.Background(), sp.Key); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("the registry still holds the removed store's port: %v", err)
 	}
 	if !fb.last().stopped.Load() {

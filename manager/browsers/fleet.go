@@ -17,7 +17,6 @@ import (
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/chrome"
 	"vibebrowser/manager/seal"
-	"vibebrowser/manager/snapshot"
 	"vibebrowser/mux"
 	"vibebrowser/mux/downloads"
 	"vibebrowser/state"
@@ -112,23 +111,12 @@ type Fleet struct {
 	byKey map[string]*slot
 
 	starts, startFailures *prometheus.CounterVec
-	checkpoints           *prometheus.CounterVec // reads of a jar by result (loginKeeper.checkpoint)
 
 	wg sync.WaitGroup // every mux goroutine, endpoint and death watcher
 
-	keyOnce sync.Once
-	key     *seal.Key // the seal of checkpoints and snapshots (SPEC §18), read on first use
-	keyErr  error
-
-	snaps  *snapshot.Store // the stores' profile snapshots (SPEC §18)
-	snapWG sync.WaitGroup  // every snapshot of a stop being taken; the quit barrier waits for them
-}
-
-// sealKey is the key that seals the stores' checkpoints and snapshots: VIBE_SNAPSHOT_KEY, else the home's
-// key file, made on first use.
-func (f *Fleet) sealKey() (*seal.Key, error) {
-	f.keyOnce.Do(func() { f.key, f.keyErr = seal.LoadKey(f.cfg.Home, f.cfg.SnapshotKey) })
-	return f.key, f.keyErr
+	snaps  *Snapshots        // the stores' profile snapshots (SPEC §18)
+	logins *loginCheckpoints // what every browser's login keeper shares (SPEC §18)
+	sweep  downloadSweep     // the boot's sweep of unfinished downloads
 }
 
 // New assembles the fleet of a daemon whose life is ctx, on its open state database. root is the daemon's
@@ -142,21 +130,13 @@ func New(ctx context.Context, cfg Config, db *state.DB, root zerolog.Logger, hoo
 		startFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vibe_browser_start_failures_total", Help: "Browser starts that failed, by backend.",
 		}, []string{"backend"}),
-		checkpoints: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "vibe_login_checkpoints_total",
-			Help: "Reads of a browser's cookie jar for its login checkpoint (SPEC §18), by result: written, unchanged (not rewritten), failed.",
-		}, []string{"result"}),
 	}
-	for _, r := range []string{checkpointWritten, checkpointUnchanged, checkpointFailed} {
-		f.checkpoints.WithLabelValues(r)
-	}
-	f.snaps = &snapshot.Store{Dir: cfg.SnapshotDir, Keep: cfg.SnapshotKeep, Key: f.sealKey}
-	if f.snaps.Dir == "" {
-		f.snaps.Dir = f.cfg.path("snapshots")
-	}
-	if f.snaps.Keep <= 0 {
-		f.snaps.Keep = 5
-	}
+	// The key that seals the stores' checkpoints and snapshots: VIBE_SNAPSHOT_KEY, else the home's key file,
+	// made on first use.
+	sealKey := sync.OnceValues(func() (*seal.Key, error) { return seal.LoadKey(cfg.Home, cfg.SnapshotKey) })
+	f.snaps = newSnapshots(f, sealKey)
+	f.logins = newLoginCheckpoints(&f.cfg, f.log, f.note, sealKey)
+	f.sweep = downloadSweep{root: f.cfg.path("downloads"), log: f.log}
 	f.backends = newBackends(&f.cfg, db, root)
 	for backend := range f.backends { // present at 0 from the start
 		f.starts.WithLabelValues(string(backend))
@@ -180,7 +160,7 @@ func (f *Fleet) Collectors() []prometheus.Collector {
 		}
 		return float64(n)
 	})
-	return []prometheus.Collector{f.starts, f.startFailures, f.checkpoints, running, clients}
+	return []prometheus.Collector{f.starts, f.startFailures, f.logins.counter, running, clients}
 }
 
 // note records an event through the daemon's hook.
@@ -214,7 +194,7 @@ func (f *Fleet) Quit(keep bool) {
 		f.stopAll(quitBound)
 	}
 	snapped := make(chan struct{})
-	go func() { f.snapWG.Wait(); close(snapped) }()
+	go func() { f.snaps.wg.Wait(); close(snapped) }()
 	select {
 	case <-snapped:
 	case <-time.After(snapshotQuitBound):

@@ -39,7 +39,7 @@ func TestForwarderPort(t *testing.T) {
 	if err != nil || moved.ForwardPort == first.ForwardPort || moved.ForwardPort == 0 {
 		t.Errorf("with its port taken = %+v, %v; want another port", moved, err)
 	}
-	if got, _ := f.db.LookupPort(context.Background(), state.ForwardKey(sp.Key)); got != moved.ForwardPort {
+	if got, _ := f.db.Ports().Lookup(context.Background(), state.ForwardKey(sp.Key)); got != moved.ForwardPort {
 		t.Errorf("the registry holds %d; want the new port %d", got, moved.ForwardPort)
 	}
 	b.cfg.ChromeTransport = chrome.TransportPort

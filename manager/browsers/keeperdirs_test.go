@@ -93,7 +93,7 @@ func TestBrowserUser(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			u, err := f.browserUser(tt.sp, tt.h, tt.users)
+			u, err := f.cfg.browserUser(tt.sp, tt.h, tt.users)
 			got := ""
 			if u != nil {
 				got = u.Name

@@ -52,7 +52,7 @@ func (f *Fleet) ensureIn(ctx context.Context, s *slot, load func(context.Context
 	if in != nil { // died; its watcher has not cleaned up yet
 		f.buryLocked(s, in)
 	}
-	if err := f.spend(ctx, s, sp); err != nil {
+	if err := s.budget.spend(ctx, sp); err != nil {
 		return nil, err
 	}
 	in, err = f.startLocked(s, sp)
@@ -85,7 +85,7 @@ func (f *Fleet) startLocked(s *slot, sp Spec) (*Instance, error) {
 			f.log.Warn().Err(err).Str("browser", sp.Key).Msg("before the start")
 		}
 	}
-	if err := f.readyProfileLocked(ctx, s, sp); err != nil {
+	if err := f.snaps.readyProfileLocked(ctx, s, sp); err != nil {
 		return nil, err
 	}
 	for _, dir := range []string{f.cfg.path("profiles", sp.Slug), f.cfg.path("downloads", sp.Slug)} {
@@ -100,7 +100,7 @@ func (f *Fleet) startLocked(s *slot, sp Spec) (*Instance, error) {
 	}
 	h, err := be.launch(ctx, sp)
 	if err != nil && ownsProfile(sp) && profileFault(err) && ctx.Err() == nil {
-		h, err = f.launchInSnapshotLocked(ctx, sp, be, err)
+		h, err = f.snaps.launchInSnapshotLocked(ctx, sp, be, err)
 	}
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -203,13 +203,13 @@ func (f *Fleet) teardownLocked(s *slot, in *Instance) {
 	if err := in.browser.Stop(ctx); err != nil {
 		f.log.Warn().Err(err).Str("browser", s.key).Msg("stop browser")
 	} else if clean {
-		f.snapshotAfterStopLocked(s, in.spec)
+		f.snaps.afterStopLocked(s, in.spec)
 	}
 	s.clearLocked(in)
-	if err := f.db.MarkBrowserStopped(ctx, s.key, time.Now()); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+	if err := f.db.Browsers().MarkStopped(ctx, s.key, time.Now()); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
 		f.log.Error().Err(err).Str("browser", s.key).Msg("record browser stopped")
 	}
-	if err := f.db.ReplaceOwnership(ctx, s.key, nil); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+	if err := f.db.Browsers().ReplaceOwnership(ctx, s.key, nil); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
 		f.log.Error().Err(err).Str("browser", s.key).Msg("clear tab ownership")
 	}
 	f.log.Info().Str("browser", s.key).Msg("browser stopped")

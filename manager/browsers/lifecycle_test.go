@@ -206,7 +206,7 @@ func fakeStore(t *testing.T, f *Fleet, name string) Spec {
 // relaunches returns how many relaunches the budget recorded for key.
 func relaunches(t *testing.T, f *Fleet, key string) int {
 	t.Helper()
-	n, err := f.db.CountRelaunches(context.Background(), key, time.Now().Add(-time.Hour))
+	n, err := f.db.Browsers().CountRelaunches(context.Background(), key, time.Now().Add(-time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,12 +12,12 @@ import (
 // and a restore puts it back (manager/logins reads and writes the file).
 
 // readJar is the opened content of slug's checkpoint; nil, nil when there is none.
-func (f *Fleet) readJar(slug string) ([]byte, error) {
-	key, err := f.sealKey()
+func (sn *Snapshots) readJar(slug string) ([]byte, error) {
+	key, err := sn.key()
 	if err != nil {
 		return nil, err
 	}
-	jar, _, err := logins.ReadJar(key, f.cfg.Home, slug)
+	jar, _, err := logins.ReadJar(key, sn.f.cfg.Home, slug)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -26,11 +26,11 @@ func (f *Fleet) readJar(slug string) ([]byte, error) {
 
 // writeJar replaces slug's checkpoint with content, given to own (nil: the manager's); nil content removes
 // the checkpoint.
-func (f *Fleet) writeJar(slug string, content []byte, own *fileOwner) error {
+func (sn *Snapshots) writeJar(slug string, content []byte, own *fileOwner) error {
 	if content == nil {
-		return logins.RemoveJar(f.cfg.Home, slug)
+		return logins.RemoveJar(sn.f.cfg.Home, slug)
 	}
-	key, err := f.sealKey()
+	key, err := sn.key()
 	if err != nil {
 		return err
 	}
@@ -38,5 +38,5 @@ func (f *Fleet) writeJar(slug string, content []byte, own *fileOwner) error {
 	if own != nil {
 		owner = &osuser.User{UID: own.uid, GID: own.gid}
 	}
-	return logins.WriteJar(key, f.cfg.Home, slug, content, owner)
+	return logins.WriteJar(key, sn.f.cfg.Home, slug, content, owner)
 }

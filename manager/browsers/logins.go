@@ -8,10 +8,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/logins"
+	"vibebrowser/manager/seal"
 	"vibebrowser/mux"
 	"vibebrowser/mux/cdpwire"
 	"vibebrowser/mux/sys/osuser"
@@ -45,7 +47,7 @@ const (
 // (attachMux), handed on to a browser relaunched behind it, stopped before the mux is cancelled (close,
 // with a last checkpoint at a clean stop). Its loop is the fleet's goroutine.
 type loginKeeper struct {
-	f     *Fleet
+	c     *loginCheckpoints
 	sp    Spec
 	mx    *mux.Mux     // set before the mux serves
 	owner *osuser.User // the browser user, nil for the manager's own
@@ -60,21 +62,44 @@ type loginKeeper struct {
 	// jar that lost what the restore is about to set back, never a checkpoint.
 	launch uint64
 	pace   logins.Pace
-	cp     logins.Checkpointer // its Key is set at the first checkpoint (Fleet.sealKey)
+	cp     logins.Checkpointer // its Key is set at the first checkpoint (loginCheckpoints.key)
 	failed string              // the last checkpoint's error, logged once until it changes
 }
 
-func (f *Fleet) newLoginKeeper(sp Spec, owner *osuser.User) *loginKeeper {
-	return &loginKeeper{f: f, sp: sp, owner: owner, stop: make(chan struct{}), done: make(chan struct{}),
-		log: f.log.With().Str("browser", sp.Key).Logger(),
-		cp:  logins.Checkpointer{Home: f.cfg.Home, Slug: sp.Slug, Owner: owner}}
+// loginCheckpoints is what the login keepers of every browser share: the seal of the checkpoints, their
+// counter (vibe_login_checkpoints_total) and the fleet's configuration, logger and events.
+type loginCheckpoints struct {
+	cfg     *Config
+	log     zerolog.Logger
+	note    func(level zerolog.Level, kind, key string, ev api.Event)
+	key     func() (*seal.Key, error)
+	counter *prometheus.CounterVec // reads of a jar by result (loginKeeper.checkpoint)
+}
+
+func newLoginCheckpoints(cfg *Config, log zerolog.Logger, note func(zerolog.Level, string, string, api.Event),
+	key func() (*seal.Key, error)) *loginCheckpoints {
+	c := &loginCheckpoints{cfg: cfg, log: log, note: note, key: key, counter: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "vibe_login_checkpoints_total",
+		Help: "Reads of a browser's cookie jar for its login checkpoint (SPEC §18), by result: written, unchanged (not rewritten), failed.",
+	}, []string{"result"})}
+	for _, r := range []string{checkpointWritten, checkpointUnchanged, checkpointFailed} {
+		c.counter.WithLabelValues(r)
+	}
+	return c
+}
+
+// keeper makes the login keeper of sp's browser, whose user is owner.
+func (c *loginCheckpoints) keeper(sp Spec, owner *osuser.User) *loginKeeper {
+	return &loginKeeper{c: c, sp: sp, owner: owner, stop: make(chan struct{}), done: make(chan struct{}),
+		log: c.log.With().Str("browser", sp.Key).Logger(),
+		cp:  logins.Checkpointer{Home: c.cfg.Home, Slug: sp.Slug, Owner: owner}}
 }
 
 // run checkpoints the jar every LoginCheckpoint at most, and only when the mux saw something that may have
 // changed it since the last read (logins.Pace), until close or the mux's end.
 func (k *loginKeeper) run(served <-chan struct{}) {
 	defer close(k.done)
-	tick := time.NewTicker(k.f.cfg.LoginCheckpoint)
+	tick := time.NewTicker(k.c.cfg.LoginCheckpoint)
 	defer tick.Stop()
 	for {
 		select {
@@ -85,7 +110,7 @@ func (k *loginKeeper) run(served <-chan struct{}) {
 		case <-tick.C:
 		}
 		k.mu.Lock()
-		due := k.pace.Due(time.Now(), k.f.cfg.LoginCheckpoint, k.mx.Taps().JarChanges(), k.mx.Taps().JarScripts())
+		due := k.pace.Due(time.Now(), k.c.cfg.LoginCheckpoint, k.mx.Taps().JarChanges(), k.mx.Taps().JarScripts())
 		k.mu.Unlock()
 		if due {
 			ctx, cancel := context.WithTimeout(context.Background(), checkpointBound)
@@ -144,7 +169,7 @@ func (k *loginKeeper) checkpointLocked(ctx context.Context) (n int, err error) {
 		case n == 0:
 			result = checkpointUnchanged
 		}
-		k.f.checkpoints.WithLabelValues(result).Inc()
+		k.c.counter.WithLabelValues(result).Inc()
 	}()
 	changes, scripts := k.mx.Taps().JarChanges(), k.mx.Taps().JarScripts()
 	raw, err := k.mx.Operator().Cookies(ctx)
@@ -155,7 +180,7 @@ func (k *loginKeeper) checkpointLocked(ctx context.Context) (n int, err error) {
 		return 0, errRestoreDue
 	}
 	if k.cp.Key == nil {
-		if k.cp.Key, err = k.f.sealKey(); err != nil {
+		if k.cp.Key, err = k.c.key(); err != nil {
 			return 0, err
 		}
 	}
@@ -188,14 +213,14 @@ func (k *loginKeeper) launched(ctx context.Context) {
 		k.log.Warn().Err(err).Msg("login not restored")
 	case err != nil:
 		k.log.Warn().Err(err).Msg("login not restored")
-		k.f.note(zerolog.WarnLevel, api.EventLoginUnreadable, k.sp.Key, api.Event{Message: fmt.Sprintf(
+		k.c.note(zerolog.WarnLevel, api.EventLoginUnreadable, k.sp.Key, api.Event{Message: fmt.Sprintf(
 			"%s: its login checkpoint could not be used, so nothing was set back at this launch (%v); "+
 				"the next checkpoint replaces it", k.sp.Name, err)})
 	case n > 0:
-		k.f.note(zerolog.InfoLevel, api.EventLoginRestored, k.sp.Key, api.Event{Message: fmt.Sprintf(
+		k.c.note(zerolog.InfoLevel, api.EventLoginRestored, k.sp.Key, api.Event{Message: fmt.Sprintf(
 			"%s: %d cookies set back from its login checkpoint of %s ago", k.sp.Name, n, age.Round(time.Second))})
 	}
-	profile := k.f.cfg.path("profiles", k.sp.Slug)
+	profile := k.c.cfg.path("profiles", k.sp.Slug)
 	if !ownsProfile(k.sp) || logins.IsPortable(profile) {
 		return
 	}
@@ -216,11 +241,11 @@ var errBrowserCall = errors.New("the browser did not answer")
 // restore sets back what the browser lacks of the newest checkpoint: how many cookies, and the checkpoint's
 // age. No checkpoint yet is an error that errors.Is os.ErrNotExist.
 func (k *loginKeeper) restore(ctx context.Context) (int, time.Duration, error) {
-	key, err := k.f.sealKey()
+	key, err := k.c.key()
 	if err != nil {
 		return 0, 0, err
 	}
-	content, _, err := logins.ReadJar(key, k.f.cfg.Home, k.sp.Slug)
+	content, _, err := logins.ReadJar(key, k.c.cfg.Home, k.sp.Slug)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -113,7 +113,7 @@ func (f *Fleet) relaunchLocked(ctx context.Context, s *slot, old *Instance, why 
 	f.log.Warn().Str("browser", sp.Key).Int("pid", old.browser.PID()).Str("why", why).
 		Int64("uptime_ms", uptime.Milliseconds()).Msg("relaunching the browser behind its mux")
 	s.budget.death(uptime)
-	if err := f.spend(ctx, s, sp); err != nil {
+	if err := s.budget.spend(ctx, sp); err != nil {
 		return nil, err
 	}
 	// The old process group goes first: a hung browser, or renderers of a crashed one on their way out.

@@ -55,15 +55,15 @@ func runAndStop(t *testing.T, f *Fleet, sp Spec, marker string) snapshot.Info {
 	if _, err := f.Ensure(ctx, sp); err != nil {
 		t.Fatal(err)
 	}
-	writeFakeProfile(t, f.profileDir(sp), marker)
-	if err := f.writeJar(sp.Slug, []byte("jar of "+marker), nil); err != nil {
+	writeFakeProfile(t, f.snaps.profileDir(sp), marker)
+	if err := f.snaps.writeJar(sp.Slug, []byte("jar of "+marker), nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Stop(ctx, sp.Key); err != nil {
 		t.Fatal(err)
 	}
-	f.snapWG.Wait()
-	all, err := f.Snapshots(sp)
+	f.snaps.wg.Wait()
+	all, err := f.Snapshots().List(sp)
 	if err != nil || len(all) == 0 {
 		t.Fatalf("Snapshots after a clean stop = %v, %v; want one", all, err)
 	}
@@ -80,7 +80,7 @@ func TestCleanStopTakesASnapshot(t *testing.T) {
 	if fi, err := os.Stat(info.Path); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("snapshot file %s: %v, %v; want 0600", info.Path, fi.Mode().Perm(), err)
 	}
-	if _, snap := f.LoginTimes(sp.Slug); !snap.Equal(info.At) {
+	if _, snap := f.Snapshots().LoginTimes(sp.Slug); !snap.Equal(info.At) {
 		t.Errorf("LoginTimes snapshot = %v; want %v", snap, info.At)
 	}
 
@@ -90,8 +90,8 @@ func TestCleanStopTakesASnapshot(t *testing.T) {
 	}
 	fb.last().die(false)
 	testkit.WaitFor(t, 10*time.Second, "the dead browser buried", func() bool { return f.slot(sp.Key).cur.Load() == nil })
-	f.snapWG.Wait()
-	if all, _ := f.Snapshots(sp); len(all) != 1 {
+	f.snaps.wg.Wait()
+	if all, _ := f.Snapshots().List(sp); len(all) != 1 {
 		t.Errorf("snapshots after a death = %d; want still 1", len(all))
 	}
 }
@@ -100,19 +100,19 @@ func TestLostProfileRebuiltAtLaunch(t *testing.T) {
 	f, fb := fakeFleet(t, nil)
 	sp := fakeStore(t, f, "Shop")
 	info := runAndStop(t, f, sp, "kept")
-	if err := os.RemoveAll(f.profileDir(sp)); err != nil {
+	if err := os.RemoveAll(f.snaps.profileDir(sp)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.Ensure(context.Background(), sp); err != nil {
 		t.Fatal(err)
 	}
-	if got := localStorageOf(t, f.profileDir(sp)); got != "kept" {
+	if got := localStorageOf(t, f.snaps.profileDir(sp)); got != "kept" {
 		t.Errorf("Local Storage after a lost profile's launch = %q; want %q from the snapshot", got, "kept")
 	}
 	if !slices.Contains(fb.eventKinds(sp.Key), api.EventProfileRebuilt) {
 		t.Errorf("events = %v; want %s", fb.eventKinds(sp.Key), api.EventProfileRebuilt)
 	}
-	if r, ok := snapshot.LastRebuild(f.snaps.Dir, sp.Slug); !ok || r.Why != snapshot.WhyLost || r.Snapshot != info.ID {
+	if r, ok := snapshot.LastRebuild(f.snaps.store.Dir, sp.Slug); !ok || r.Why != snapshot.WhyLost || r.Snapshot != info.ID {
 		t.Errorf("LastRebuild = %+v, %v; want lost from %s", r, ok, info.ID)
 	}
 }
@@ -123,7 +123,7 @@ func TestInterruptedRestoreIsUndone(t *testing.T) {
 	f, fb := fakeFleet(t, nil)
 	sp := fakeStore(t, f, "Shop")
 	runAndStop(t, f, sp, "snapshot's")
-	profile := f.profileDir(sp)
+	profile := f.snaps.profileDir(sp)
 	writeFakeProfile(t, profile, "the person's")
 	dir := filepath.Dir(profile)
 	if err := os.Rename(profile, filepath.Join(dir, "."+sp.Slug+".replaced-crashed1")); err != nil {
@@ -150,7 +150,7 @@ func TestInterruptedRestoreIsUndone(t *testing.T) {
 // REFUSED.
 func refuseMarked(f *Fleet) func(Spec) error {
 	return func(sp Spec) error {
-		if _, err := os.Stat(filepath.Join(f.profileDir(sp), "REFUSED")); err == nil {
+		if _, err := os.Stat(filepath.Join(f.snaps.profileDir(sp), "REFUSED")); err == nil {
 			return &chrome.LaunchError{Attempts: 3, Err: fmt.Errorf("%w before it was ready: exit status 21", chrome.ErrExited)}
 		}
 		return nil
@@ -161,7 +161,7 @@ func TestBrokenProfileRetriedFromSnapshot(t *testing.T) {
 	f, fb := fakeFleet(t, nil)
 	sp := fakeStore(t, f, "Shop")
 	runAndStop(t, f, sp, "good")
-	profile := f.profileDir(sp)
+	profile := f.snaps.profileDir(sp)
 	os.WriteFile(filepath.Join(profile, "REFUSED"), nil, 0o600)
 	fb.refuse = refuseMarked(f)
 	if _, err := f.Ensure(context.Background(), sp); err != nil {
@@ -183,7 +183,7 @@ func TestBrokenProfileRetriedFromSnapshot(t *testing.T) {
 	if !strings.Contains(msg, broken[0]) {
 		t.Errorf("%s event = %q; want it to name %s", api.EventProfileBroken, msg, broken[0])
 	}
-	if r, ok := snapshot.LastRebuild(f.snaps.Dir, sp.Slug); !ok || r.Why != snapshot.WhyBroken || r.KeptAs != broken[0] {
+	if r, ok := snapshot.LastRebuild(f.snaps.store.Dir, sp.Slug); !ok || r.Why != snapshot.WhyBroken || r.KeptAs != broken[0] {
 		t.Errorf("LastRebuild = %+v; want broken, kept as %s", r, broken[0])
 	}
 }
@@ -195,14 +195,14 @@ func TestFailureNotTheProfilesPutsItBack(t *testing.T) {
 	fb.refuse = func(Spec) error { // a Chromium that exits at start on any profile: a broken binary
 		return &chrome.LaunchError{Attempts: 3, Err: fmt.Errorf("%w at once: exit status 127", chrome.ErrExited)}
 	}
-	os.WriteFile(filepath.Join(f.profileDir(sp), "newer-than-the-snapshot"), nil, 0o600)
+	os.WriteFile(filepath.Join(f.snaps.profileDir(sp), "newer-than-the-snapshot"), nil, 0o600)
 	if _, err := f.Ensure(context.Background(), sp); !errors.Is(err, errdefs.ErrStartFailed) || !strings.Contains(err.Error(), "exit status 127") {
 		t.Fatalf("Ensure = %v; want the launch's own failure", err)
 	}
-	if broken, _ := filepath.Glob(f.profileDir(sp) + ".broken-*"); len(broken) != 0 {
+	if broken, _ := filepath.Glob(f.snaps.profileDir(sp) + ".broken-*"); len(broken) != 0 {
 		t.Errorf("broken profiles kept = %v; want none: the profile was not the cause", broken)
 	}
-	if !fileThere(filepath.Join(f.profileDir(sp), "newer-than-the-snapshot")) {
+	if !fileThere(filepath.Join(f.snaps.profileDir(sp), "newer-than-the-snapshot")) {
 		t.Error("the profile was not put back as it was")
 	}
 	if slices.Contains(fb.eventKinds(sp.Key), api.EventProfileBroken) {
@@ -220,31 +220,31 @@ func TestRestoreGivesTheOlderState(t *testing.T) {
 	if _, err := f.Ensure(ctx, sp); err != nil {
 		t.Fatal(err)
 	}
-	_, err := f.Restore(ctx, sp, first.ID)
+	_, err := f.Snapshots().Restore(ctx, sp, first.ID)
 	if !errors.Is(err, errdefs.ErrConflict) || !strings.Contains(err.Error(), "vibe-browser browser stop "+sp.Slug) {
 		t.Errorf("Restore while running = %v; want a conflict naming vibe-browser browser stop %s", err, sp.Slug)
 	}
 	if err := f.Stop(ctx, sp.Key); err != nil {
 		t.Fatal(err)
 	}
-	f.snapWG.Wait()
-	r, err := f.Restore(ctx, sp, first.ID)
+	f.snaps.wg.Wait()
+	r, err := f.Snapshots().Restore(ctx, sp, first.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.ID != first.ID || localStorageOf(t, f.profileDir(sp)) != "older" {
-		t.Errorf("Restore(%s) = %s, Local Storage %q; want %s, %q", first.ID, r.ID, localStorageOf(t, f.profileDir(sp)), first.ID, "older")
+	if r.ID != first.ID || localStorageOf(t, f.snaps.profileDir(sp)) != "older" {
+		t.Errorf("Restore(%s) = %s, Local Storage %q; want %s, %q", first.ID, r.ID, localStorageOf(t, f.snaps.profileDir(sp)), first.ID, "older")
 	}
-	if jar, err := f.readJar(sp.Slug); err != nil || string(jar) != "jar of older" {
+	if jar, err := f.snaps.readJar(sp.Slug); err != nil || string(jar) != "jar of older" {
 		t.Errorf("checkpoint after restore = %q, %v; want the snapshot's %q", jar, err, "jar of older")
 	}
-	if rest, _ := filepath.Glob(filepath.Join(filepath.Dir(f.profileDir(sp)), ".*")); len(rest) != 0 {
+	if rest, _ := filepath.Glob(filepath.Join(filepath.Dir(f.snaps.profileDir(sp)), ".*")); len(rest) != 0 {
 		t.Errorf("restore left %v", rest)
 	}
 	if !slices.Contains(fb.eventKinds(sp.Key), api.EventProfileRestored) {
 		t.Errorf("events = %v; want %s", fb.eventKinds(sp.Key), api.EventProfileRestored)
 	}
-	if _, err := f.Restore(ctx, sp, "nope"); !errors.Is(err, errdefs.ErrNotFound) {
+	if _, err := f.Snapshots().Restore(ctx, sp, "nope"); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("Restore(nope) = %v; want errdefs.ErrNotFound", err)
 	}
 }
@@ -255,13 +255,13 @@ func TestLiveSnapshotOfALongRunningBrowser(t *testing.T) {
 	runAndStop(t, f, sp, "stopped")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); f.SnapshotLoop(ctx) }()
+	go func() { defer close(done); f.Snapshots().Loop(ctx) }()
 	defer func() { cancel(); <-done }()
 	if _, err := f.Ensure(context.Background(), sp); err != nil {
 		t.Fatal(err)
 	}
 	testkit.WaitFor(t, 10*time.Second, "a live snapshot", func() bool {
-		all, _ := f.Snapshots(sp)
+		all, _ := f.Snapshots().List(sp)
 		return len(all) > 0 && all[0].Kind == snapshot.Live
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"vibebrowser/mux/sys/osuser"
@@ -152,4 +153,29 @@ func describeUsers(agent, browser string) string {
 		return "agent user " + agent
 	}
 	return "agent user " + agent + ", browser user " + browser
+}
+
+// browserUser is who h's Chromium runs as, for its mux: for a browser on the pipe, its keeper's folder says
+// (an adopted browser may run as the browser user of an earlier setting); for one on a port, the store's
+// browser user if this manager launched it. nil is the manager's own user, or a browser of someone else's
+// (Ziniao, cdp).
+func (c *Config) browserUser(sp Spec, h handle, users Users) (*osuser.User, error) {
+	if sp.Backend != state.BackendChrome {
+		return nil, nil
+	}
+	socket, onPipe := strings.CutPrefix(h.Endpoint(), "unix:")
+	switch {
+	case !onPipe && h.Adopted():
+		return nil, nil // launched on a port by a manager that ran no browser as another user
+	case !onPipe:
+		return users.Browser, nil
+	}
+	dir := filepath.Dir(filepath.Clean(socket))
+	if dir == filepath.Clean(c.path("run")) {
+		return nil, nil
+	}
+	if name := filepath.Base(dir); users.Browser == nil || users.Browser.Name != name {
+		return osuser.Lookup(name)
+	}
+	return users.Browser, nil
 }

@@ -108,7 +108,7 @@ func (m *machine) readState(ctx context.Context) {
 		m.stateErr = err
 		return
 	}
-	m.registry, m.stateErr = db.ListPorts(ctx)
+	m.registry, m.stateErr = db.Ports().List(ctx)
 }
 
 // storesOf is the stores of one backend, by slug: the order each per-store check reports in.

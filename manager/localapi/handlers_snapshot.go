@@ -16,7 +16,7 @@ func (h *Handler) listSnapshots(r *http.Request, _ Caller) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	all, err := h.Fleet.Snapshots(sp)
+	all, err := h.Fleet.Snapshots().List(sp)
 	if err != nil {
 		return nil, err
 	}
@@ -32,7 +32,7 @@ func (h *Handler) takeSnapshot(r *http.Request, _ Caller) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	in, err := h.Fleet.Snapshot(r.Context(), sp)
+	in, err := h.Fleet.Snapshots().Take(r.Context(), sp)
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +48,7 @@ func (h *Handler) restore(r *http.Request, _ Caller) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := h.Fleet.Restore(r.Context(), sp, req.Snapshot)
+	res, err := h.Fleet.Snapshots().Restore(r.Context(), sp, req.Snapshot)
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,7 @@ import (
 // Steps belong to their call (issue 35). A navigation, tab, download or fault of a client that happens
 // while one of its calls runs carries that call's seq (api.Entry.InCall), so that the task page draws it
 // inside the call's card. The shim reports a call only at its end, so the steps are recorded first: the
-// call's report gives them their call (state.LinkTimelineCall, by the call's start and end), and a step of
+// call's report gives them their call (state.Timeline.LinkCall, by the call's start and end), and a step of
 // the client recorded after the report but from within the call's time (a tap that came late) finds the
 // call among the recent ones (window).
 
@@ -43,7 +43,7 @@ func (r *Recorder) linkCall(ctx context.Context, task string, rep api.CallReport
 		return
 	}
 	w := window{seq: seq, start: rep.Start, end: rep.End.Add(callLag)}
-	if err := r.cfg.DB.LinkTimelineCall(ctx, task, rep.Client, w.start, w.end, seq); err != nil {
+	if err := r.cfg.DB.Timeline().LinkCall(ctx, task, rep.Client, w.start, w.end, seq); err != nil {
 		r.cfg.Log.Warn().Err(err).Str("task", task).Msg("link a call's steps")
 	}
 	r.mu.Lock()

@@ -31,7 +31,7 @@ func (r *Recorder) Prune(ctx context.Context) {
 		return
 	}
 	cutoff := r.cfg.Now().Add(-r.cfg.Keep)
-	files, err := r.cfg.DB.PruneTimeline(ctx, cutoff)
+	files, err := r.cfg.DB.Timeline().Prune(ctx, cutoff)
 	if err != nil {
 		if ctx.Err() == nil {
 			r.cfg.Log.Error().Err(err).Msg("prune the timeline")

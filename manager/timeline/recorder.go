@@ -61,7 +61,7 @@ type Recorder struct {
 	mu      sync.Mutex
 	changed chan struct{}       // closed at the next entry (Wait)
 	shots   map[string][32]byte // target id -> the hash of its last shot's pixels
-	used    map[string]int64    // task id -> the bytes its timeline takes (state.TimelineBytes), once read
+	used    map[string]int64    // task id -> the bytes its timeline takes (state.Timeline.Bytes), once read
 	told    map[string]bool     // task id -> its timeline's fault "full" is recorded
 	windows map[string]window   // task and client -> its newest call (callsteps.go)
 	closed  bool
@@ -150,7 +150,7 @@ func (r *Recorder) room(ctx context.Context, w Where, task, kind string) error {
 	r.mu.Unlock()
 	if !known {
 		var err error
-		if n, err = r.cfg.DB.TimelineBytes(ctx, task); err != nil {
+		if n, err = r.cfg.DB.Timeline().Bytes(ctx, task); err != nil {
 			return err
 		}
 		r.mu.Lock()
@@ -162,7 +162,7 @@ func (r *Recorder) room(ctx context.Context, w Where, task, kind string) error {
 	if n >= r.cfg.MaxBytes {
 		// The oldest shots make room first, an eighth of it at a time; only entries that fill it alone
 		// stop an agent's steps.
-		files, total, err := r.cfg.DB.CapTimelineShots(ctx, task, r.cfg.MaxBytes-r.cfg.MaxBytes/8)
+		files, total, err := r.cfg.DB.Timeline().CapShots(ctx, task, r.cfg.MaxBytes-r.cfg.MaxBytes/8)
 		if err != nil {
 			return err
 		}
@@ -199,8 +199,9 @@ func (r *Recorder) append(ctx context.Context, w Where, task, client, kind strin
 	if store == api.WebKey {
 		store = ""
 	}
-	e, err := r.cfg.DB.AppendTimeline(ctx, state.TimelineEntry{TaskID: task, StoreID: store, ClientID: client,
+	e, err := r.cfg.DB.Timeline().Append(ctx, state.TimelineEntry{TaskID: task, StoreID: store, ClientID: client,
 		At: r.cfg.Now(), Kind: state.TimelineKind(kind), Data: b, File: file, Bytes: size, InCall: call})
+
 	if err != nil {
 		return e, err
 	}
@@ -223,7 +224,7 @@ func (r *Recorder) Changed() <-chan struct{} {
 
 // Entries returns task's entries after seq after, as the API prints them.
 func (r *Recorder) Entries(ctx context.Context, task string, after int64) ([]api.Entry, error) {
-	es, err := r.cfg.DB.ListTimeline(ctx, task, after, 0)
+	es, err := r.cfg.DB.Timeline().List(ctx, task, after, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +233,7 @@ func (r *Recorder) Entries(ctx context.Context, task string, after int64) ([]api
 
 // CallSteps returns the steps of task's call seq (those whose InCall it is), as the API prints them.
 func (r *Recorder) CallSteps(ctx context.Context, task string, seq int64) ([]api.Entry, error) {
-	es, err := r.cfg.DB.TimelineOfCall(ctx, task, seq)
+	es, err := r.cfg.DB.Timeline().OfCall(ctx, task, seq)
 	if err != nil {
 		return nil, err
 	}
@@ -311,7 +312,7 @@ var ErrNoShot = errdefs.NotFound("no such shot")
 
 // Shot reads the JPEG of task's shot entry seq.
 func (r *Recorder) Shot(ctx context.Context, task string, seq int64) ([]byte, error) {
-	es, err := r.cfg.DB.ListTimeline(ctx, task, seq-1, 1)
+	es, err := r.cfg.DB.Timeline().List(ctx, task, seq-1, 1)
 	if err != nil {
 		return nil, err
 	}

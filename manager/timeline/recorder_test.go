@@ -164,7 +164,7 @@ func TestSizeCapDropsShotsThenRefusesCalls(t *testing.T) {
 		b.paint("T1", c)
 		call(r, b, fmt.Sprint("step ", i))
 		if i == 0 { // room for the five calls' entries and two and a half shots
-			n, _ := db.TimelineBytes(context.Background(), task)
+			n, _ := db.Timeline().Bytes(context.Background(), task)
 			r.cfg.MaxBytes = 5*(n-int64(len(jpg))) + 5*int64(len(jpg))/2
 		}
 	}
@@ -172,7 +172,7 @@ func TestSizeCapDropsShotsThenRefusesCalls(t *testing.T) {
 	if got := kinds(t, r); got != "call shot call shot call shot call shot call shot" || es[1].Shot.Bytes != 0 || es[9].Shot.Bytes == 0 {
 		t.Fatalf("entries %q (first shot %+v, last %+v); want every entry kept, the oldest shots' files dropped", got, es[1].Shot, es[9].Shot)
 	}
-	if n, _ := db.TimelineBytes(context.Background(), task); n > r.cfg.MaxBytes || len(full) != 0 {
+	if n, _ := db.Timeline().Bytes(context.Background(), task); n > r.cfg.MaxBytes || len(full) != 0 {
 		t.Errorf("the timeline takes %d bytes (cap %d), full told %v; want it within the cap, nothing refused", n, r.cfg.MaxBytes, full)
 	}
 

@@ -56,7 +56,7 @@ func (r *Recorder) shoot(ctx context.Context, w Where, task, client string, seq 
 	if known && n <= r.cfg.MaxBytes {
 		return
 	}
-	files, total, err := r.cfg.DB.CapTimelineShots(ctx, task, r.cfg.MaxBytes)
+	files, total, err := r.cfg.DB.Timeline().CapShots(ctx, task, r.cfg.MaxBytes)
 	if err != nil {
 		r.cfg.Log.Error().Err(err).Str("task", task).Msg("cap the task's shots")
 		return
