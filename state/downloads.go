@@ -80,26 +80,14 @@ func (db *DB) ListDownloads(ctx context.Context, f DownloadFilter) ([]Download, 
 		q = "SELECT * FROM (" + q + " ORDER BY at DESC, id DESC LIMIT ?)"
 		args = append(args, f.Limit)
 	}
-	rows, err := db.sql.QueryContext(ctx, q+" ORDER BY at, id", args...)
-	if err != nil {
-		return nil, fmt.Errorf("list downloads: %w", err)
-	}
-	defer rows.Close()
-	var out []Download
-	for rows.Next() {
+	return allRows(ctx, db.sql, "list downloads", func(row rowScanner) (Download, error) {
 		var d Download
 		var at int64
-		if err := rows.Scan(&d.ID, &d.Key, &d.TaskID, &d.ClientID, &d.OwnerDir, &d.GUID, &d.URL, &d.Name, &d.Path,
-			&d.Size, &d.SHA256, &at); err != nil {
-			return nil, fmt.Errorf("list downloads: %w", err)
-		}
+		err := row.Scan(&d.ID, &d.Key, &d.TaskID, &d.ClientID, &d.OwnerDir, &d.GUID, &d.URL, &d.Name, &d.Path,
+			&d.Size, &d.SHA256, &at)
 		d.At = time.Unix(0, at)
-		out = append(out, d)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list downloads: %w", err)
-	}
-	return out, nil
+		return d, err
+	}, q+" ORDER BY at, id", args...)
 }
 
 // DeleteDownloads forgets the downloads of key filed in ownerDir (its folder was pruned) and returns how
@@ -118,22 +106,16 @@ type DownloadOwner struct{ Key, OwnerDir string }
 // DownloadBytes sums the sizes of each owner folder's finished downloads (VIBE_DOWNLOAD_MAX_MB bounds a
 // task's).
 func (db *DB) DownloadBytes(ctx context.Context) (map[DownloadOwner]int64, error) {
-	rows, err := db.sql.QueryContext(ctx, "SELECT browser_key, owner_dir, SUM(size) FROM downloads GROUP BY browser_key, owner_dir")
-	if err != nil {
-		return nil, fmt.Errorf("sum downloads: %w", err)
-	}
-	defer rows.Close()
 	out := map[DownloadOwner]int64{}
-	for rows.Next() {
+	err := eachRow(ctx, db.sql, "sum downloads", func(rows *sql.Rows) error {
 		var o DownloadOwner
 		var n int64
-		if err := rows.Scan(&o.Key, &o.OwnerDir, &n); err != nil {
-			return nil, fmt.Errorf("sum downloads: %w", err)
-		}
+		err := rows.Scan(&o.Key, &o.OwnerDir, &n)
 		out[o] = n
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sum downloads: %w", err)
+		return err
+	}, "SELECT browser_key, owner_dir, SUM(size) FROM downloads GROUP BY browser_key, owner_dir")
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

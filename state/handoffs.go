@@ -49,7 +49,7 @@ type Handoff struct {
 const handoffColumns = `id, coalesce(store_id, ''), task_id, client_id, bu_name, reason, status, note, created_at,
 	deadline, answered_at`
 
-func scanHandoff(row interface{ Scan(...any) error }) (Handoff, error) {
+func scanHandoff(row rowScanner) (Handoff, error) {
 	var h Handoff
 	var created, deadline, answered sql.NullInt64
 	err := row.Scan(&h.ID, &h.StoreID, &h.TaskID, &h.ClientID, &h.BUName, &h.Reason, &h.Status, &h.Note,
@@ -126,24 +126,8 @@ func getHandoff(ctx context.Context, q queryer, id string) (Handoff, error) {
 // ListHandoffs returns the handoffs in status (every handoff when status is ""), oldest first: the one
 // that has waited longest comes first.
 func (db *DB) ListHandoffs(ctx context.Context, status HandoffStatus) ([]Handoff, error) {
-	rows, err := db.sql.QueryContext(ctx, "SELECT "+handoffColumns+` FROM handoffs
+	return allRows(ctx, db.sql, "list handoffs", scanHandoff, "SELECT "+handoffColumns+` FROM handoffs
 		WHERE ? = '' OR status = ? ORDER BY created_at, id`, status, status)
-	if err != nil {
-		return nil, fmt.Errorf("list handoffs: %w", err)
-	}
-	defer rows.Close()
-	var out []Handoff
-	for rows.Next() {
-		h, err := scanHandoff(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list handoffs: %w", err)
-		}
-		out = append(out, h)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list handoffs: %w", err)
-	}
-	return out, nil
 }
 
 // FinishHandoff moves a pending handoff to done, cant_help or cancelled with the person's note, at at.
@@ -232,21 +216,15 @@ func (db *DB) CountHandoffs(ctx context.Context) (map[HandoffStatus]int, error) 
 	for _, s := range HandoffStatuses {
 		counts[s] = 0
 	}
-	rows, err := db.sql.QueryContext(ctx, "SELECT status, count(*) FROM handoffs GROUP BY status")
-	if err != nil {
-		return nil, fmt.Errorf("count handoffs: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+	err := eachRow(ctx, db.sql, "count handoffs", func(rows *sql.Rows) error {
 		var s HandoffStatus
 		var n int
-		if err := rows.Scan(&s, &n); err != nil {
-			return nil, fmt.Errorf("count handoffs: %w", err)
-		}
+		err := rows.Scan(&s, &n)
 		counts[s] = n
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("count handoffs: %w", err)
+		return err
+	}, "SELECT status, count(*) FROM handoffs GROUP BY status")
+	if err != nil {
+		return nil, err
 	}
 	return counts, nil
 }

@@ -60,22 +60,15 @@ func (br Browsers) ReplaceOwnership(ctx context.Context, key string, owners map[
 // LoadOwnership returns the saved tab ownership of one browser: client id → target ids, in the
 // order they were saved. It is empty (not nil) when nothing was saved.
 func (br Browsers) LoadOwnership(ctx context.Context, key string) (map[string][]string, error) {
-	rows, err := br.db.sql.QueryContext(ctx,
-		"SELECT client_id, target_id FROM mux_targets WHERE browser_key = ? ORDER BY client_id, seq", key)
-	if err != nil {
-		return nil, fmt.Errorf("load tab ownership of %s: %w", key, err)
-	}
-	defer rows.Close()
 	out := make(map[string][]string)
-	for rows.Next() {
+	err := eachRow(ctx, br.db.sql, "load tab ownership of "+key, func(rows *sql.Rows) error {
 		var client, target string
-		if err := rows.Scan(&client, &target); err != nil {
-			return nil, fmt.Errorf("load tab ownership of %s: %w", key, err)
-		}
+		err := rows.Scan(&client, &target)
 		out[client] = append(out[client], target)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("load tab ownership of %s: %w", key, err)
+		return err
+	}, "SELECT client_id, target_id FROM mux_targets WHERE browser_key = ? ORDER BY client_id, seq", key)
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

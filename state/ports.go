@@ -101,22 +101,16 @@ func (p Ports) Lookup(ctx context.Context, key string) (int, error) {
 
 // List returns the whole registry, key → port.
 func (p Ports) List(ctx context.Context) (map[string]int, error) {
-	rows, err := p.db.sql.QueryContext(ctx, "SELECT key, port FROM ports")
-	if err != nil {
-		return nil, fmt.Errorf("list ports: %w", err)
-	}
-	defer rows.Close()
 	out := make(map[string]int)
-	for rows.Next() {
+	err := eachRow(ctx, p.db.sql, "list ports", func(rows *sql.Rows) error {
 		var key string
 		var port int
-		if err := rows.Scan(&key, &port); err != nil {
-			return nil, fmt.Errorf("list ports: %w", err)
-		}
+		err := rows.Scan(&key, &port)
 		out[key] = port
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list ports: %w", err)
+		return err
+	}, "SELECT key, port FROM ports")
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

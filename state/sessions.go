@@ -47,7 +47,7 @@ type BrowserSession struct {
 
 const sessionColumns = `key, pid, pid_start_time, cdp_endpoint, status, adopted, started_at, stopped_at, updated_at`
 
-func scanSession(row interface{ Scan(...any) error }) (BrowserSession, error) {
+func scanSession(row rowScanner) (BrowserSession, error) {
 	var s BrowserSession
 	var pidStart, started, stopped, updated sql.NullInt64
 	err := row.Scan(&s.Key, &s.PID, &pidStart, &s.CDPEndpoint, &s.Status, &s.Adopted, &started, &stopped, &updated)
@@ -117,23 +117,8 @@ func (br Browsers) GetSession(ctx context.Context, key string) (BrowserSession, 
 
 // ListSessions returns every recorded browser, by key.
 func (br Browsers) ListSessions(ctx context.Context) ([]BrowserSession, error) {
-	rows, err := br.db.sql.QueryContext(ctx, "SELECT "+sessionColumns+" FROM browser_sessions ORDER BY key")
-	if err != nil {
-		return nil, fmt.Errorf("list browser sessions: %w", err)
-	}
-	defer rows.Close()
-	var out []BrowserSession
-	for rows.Next() {
-		s, err := scanSession(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list browser sessions: %w", err)
-		}
-		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list browser sessions: %w", err)
-	}
-	return out, nil
+	return allRows(ctx, br.db.sql, "list browser sessions", scanSession,
+		"SELECT "+sessionColumns+" FROM browser_sessions ORDER BY key")
 }
 
 func getSession(ctx context.Context, q queryer, key string) (BrowserSession, error) {

@@ -63,7 +63,7 @@ const storeColumns = `s.id, s.name, s.slug, s.backend, s.config, s.token, p.port
 
 const storeFrom = ` FROM stores s LEFT JOIN ports p ON p.key = s.id`
 
-func scanStore(row interface{ Scan(...any) error }) (Store, error) {
+func scanStore(row rowScanner) (Store, error) {
 	var s Store
 	var config string
 	var port sql.NullInt64
@@ -244,23 +244,7 @@ func (db *DB) FindStore(ctx context.Context, ref string) (Store, error) {
 
 // ListStores returns every store, oldest first.
 func (db *DB) ListStores(ctx context.Context) ([]Store, error) {
-	rows, err := db.sql.QueryContext(ctx, "SELECT "+storeColumns+storeFrom+" ORDER BY s.created_at, s.id")
-	if err != nil {
-		return nil, fmt.Errorf("list stores: %w", err)
-	}
-	defer rows.Close()
-	var out []Store
-	for rows.Next() {
-		s, err := scanStore(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list stores: %w", err)
-		}
-		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list stores: %w", err)
-	}
-	return out, nil
+	return allRows(ctx, db.sql, "list stores", scanStore, "SELECT "+storeColumns+storeFrom+" ORDER BY s.created_at, s.id")
 }
 
 // getStore looks a store up by one unique column (a constant from this file, never user input).

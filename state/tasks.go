@@ -80,7 +80,7 @@ func (t Task) Active(now time.Time) bool { return t.Status.Active() && t.LeaseVa
 
 const taskColumns = `id, coalesce(store_id, ''), status, lease_until, created_at, updated_at`
 
-func scanTask(row interface{ Scan(...any) error }) (Task, error) {
+func scanTask(row rowScanner) (Task, error) {
 	var t Task
 	var lease, created, updated sql.NullInt64
 	err := row.Scan(&t.ID, &t.StoreID, &t.Status, &lease, &created, &updated)
@@ -233,23 +233,7 @@ func (db *DB) ListActiveTasks(ctx context.Context, now time.Time) ([]Task, error
 }
 
 func (db *DB) listTasks(ctx context.Context, query string, args ...any) ([]Task, error) {
-	rows, err := db.sql.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list tasks: %w", err)
-	}
-	defer rows.Close()
-	var out []Task
-	for rows.Next() {
-		t, err := scanTask(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list tasks: %w", err)
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list tasks: %w", err)
-	}
-	return out, nil
+	return allRows(ctx, db.sql, "list tasks", scanTask, query, args...)
 }
 
 func getTask(ctx context.Context, q queryer, id string) (Task, error) {
