@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -441,12 +442,15 @@ func TestExpiredLeaseStopsDaemons(t *testing.T) {
 	if err := ensureStore(m, "shop"); err != nil { // so the call below is quicker than the lease
 		t.Fatal(err)
 	}
-	// The agent reads its daemon's pid file right after the call: the test's own read could come after the
-	// 3 s lease on a loaded machine, when the daemon is already stopped and its file gone.
-	out := m.mustAgent("--store shop --task "+taskA, "browser-use <<'PY'\neval 1\nPY\ncat "+filepath.Join(m.home, "r", "bu-shop-a1a1a1a1.pid"))
-	pid, err := strconv.Atoi(string(lastLine([]byte(out))))
-	if err != nil {
-		t.Fatalf("the agent's call and its daemon's pid printed %q: %v", out, err)
+	// The fake notes each daemon it starts: the pid file itself may be gone by the time the test reads it, when
+	// the call took longer than the 3 s lease on a loaded machine.
+	started := filepath.Join(t.TempDir(), "daemons")
+	m.env = append(m.env, "FAKEBU_DAEMON_LOG="+started)
+	m.mustAgent("--store shop --task "+taskA, "browser-use <<'PY'\neval 1\nPY")
+	log, err := os.ReadFile(started)
+	var pid int
+	if _, serr := fmt.Sscanf(string(log), "shop-a1a1a1a1 %d", &pid); err != nil || serr != nil {
+		t.Fatalf("the daemons the call started: %q (%v, %v); want shop-a1a1a1a1's", log, err, serr)
 	}
 	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
 	// The shim's call registered the task with a 3 s lease and nobody renews it.

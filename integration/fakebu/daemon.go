@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,6 +51,16 @@ func ensureDaemon(h harness) (*record.Tab, error) {
 	}
 	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(pid)+"\n"), 0o600); err != nil {
 		return nil, err
+	}
+	if log := os.Getenv("FAKEBU_DAEMON_LOG"); log != "" {
+		f, err := os.OpenFile(log, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o666)
+		if err != nil {
+			return nil, err
+		}
+		_, err = fmt.Fprintf(f, "%s %d\n", name, pid)
+		if err := errors.Join(err, f.Close()); err != nil {
+			return nil, err
+		}
 	}
 	// A new daemon opens its own tab (the fake tracks only the newest: a tab 0.1.9 left open is forgotten).
 	if err := os.WriteFile(tabFile(dir, name), []byte(daemonTabTitle), 0o600); err != nil {

@@ -11,6 +11,8 @@
 //	FAKEBU_CALL        =1: make the benchmark's agent call against BU_CDP_WS: connect, createTarget, attach,
 //	                   Runtime.evaluate (see agentCall)
 //	FAKEBU_DAEMON      =1: keep a browser-use-like daemon per BU_NAME (bu-<name>.pid/.sock in BH_RUNTIME_DIR)
+//	FAKEBU_DAEMON_LOG  a file each daemon started is appended to, as "<BU_NAME> <pid>" (the pid file goes when
+//	                   the daemon is stopped; this stays)
 //	                   with a dedicated tab (bu-<name>.tab, its title); --reload stops it. The daemon is
 //	                   ensured before the call's work, as browser_harness does, so a hung call has one
 //	FAKEBU_HARNESS     which browser-harness to play: 0.1.9 (the default) or 0.1.12, which, unless
