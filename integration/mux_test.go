@@ -716,6 +716,9 @@ func TestMuxKillBrowserAndRelaunch(t *testing.T) {
 		}
 		var at struct{ SessionID string }
 		c.must("Target.attachToTarget", map[string]any{"targetId": ids[0], "flatten": true}, "", &at)
+		// Chromium's session restore loads a background tab when it gets to it, and on a busy machine it gets
+		// to it late: a client that uses its restored tab brings it to the front first, and so does this one.
+		c.must("Page.bringToFront", nil, at.SessionID, nil)
 		testkit.WaitFor(t, 15*time.Second, name+"'s restored tab shows its page", func() bool {
 			v, err := c.evaluate(at.SessionID, `document.readyState === "complete" && location.pathname`)
 			return err == nil && string(v) == `"/task-`+name+`"`
