@@ -58,7 +58,16 @@ func newFakeKeeper(t *testing.T, fb *fakeBrowser) *fakeKeeper {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kp := &fakeKeeper{fb: fb, socket: filepath.Join(dir, "keep-fake.sock")}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return newFakeKeeperAt(t, fb, filepath.Join(dir, "keep-fake.sock"))
+}
+
+// newFakeKeeperAt is fb's keeper front listening on socket, where another keeper may have listened before
+// (a relaunched browser's keeper takes its store's socket path).
+func newFakeKeeperAt(t *testing.T, fb *fakeBrowser, socket string) *fakeKeeper {
+	t.Helper()
+	kp := &fakeKeeper{fb: fb, socket: socket}
+	var err error
 	if kp.ln, err = net.Listen("unix", kp.socket); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +77,6 @@ func newFakeKeeper(t *testing.T, fb *fakeBrowser) *fakeKeeper {
 		kp.ln.Close()
 		fb.drop()
 		kp.wg.Wait()
-		os.RemoveAll(dir)
 		if len(kp.junk) > 0 {
 			t.Errorf("the mux wrote %d messages to the keeper that are not JSON, the first %.200q", len(kp.junk), kp.junk[0])
 		}

@@ -53,6 +53,9 @@ type Mux struct {
 	tick     uint64         // logical clock for LRU
 	activity time.Time
 	fresh    bool // orphan cleanup still due (FreshLaunch, first connect)
+	// replacing: the browser is gone and its replacement is on its way; the upstream loop dials nothing
+	// until Relaunched names it (Replacing).
+	replacing bool
 	// While the upstream reader routes a message (batching), frames for clients are queued quietly and
 	// their connections collected in kicked; the upstream reader writes them itself after unlocking (see
 	// conn.writeInline). Only the upstream reader goroutine sets batching or touches kicked.

@@ -104,6 +104,14 @@ func (m *Mux) runUpstream(ctx context.Context) {
 		case endpoint = <-m.relaunched:
 			tries, delay = 0, m.cfg.ReconnectMin
 		default:
+			if m.isReplacing() {
+				select {
+				case <-ctx.Done():
+					return
+				case endpoint = <-m.relaunched:
+					tries, delay = 0, m.cfg.ReconnectMin
+				}
+			}
 		}
 		up, version, err := m.dial(ctx, endpoint)
 		if err == nil {
@@ -138,13 +146,33 @@ func (m *Mux) runUpstream(ctx context.Context) {
 	}
 }
 
+// Replacing tells the mux that its browser is gone and a replacement is on its way, which Relaunched will
+// name. The mux drops what is left of the old connection and dials nothing until then: a relaunched browser
+// behind a keeper listens where the old one did, and a connection the mux made to it before being told
+// would be taken for the old one's, closed, and the calls on it failed.
+func (m *Mux) Replacing() {
+	m.mu.Lock()
+	m.replacing = true
+	old := m.up
+	m.mu.Unlock()
+	if old != nil {
+		old.close()
+	}
+}
+
+func (m *Mux) isReplacing() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.replacing
+}
+
 // Relaunched points the mux at a browser that replaced the one it served (the manager relaunched it on the
 // same profile after a crash). The mux drops what is left of the old connection and dials endpoint at
 // once; clients keep their connections, pages the browser restores go back to the owners of the pages
 // that had their URLs, and, as after any fresh launch, restored pages nobody reclaims are closed.
 func (m *Mux) Relaunched(endpoint string) {
 	m.mu.Lock()
-	m.fresh = true
+	m.fresh, m.replacing = true, false
 	old := m.up // taken before the send, so that a connection to endpoint is never the one closed
 	m.mu.Unlock()
 	for sent := false; !sent; {
@@ -215,7 +243,7 @@ func (m *Mux) dial(ctx context.Context, endpoint string) (*upstream, map[string]
 // runConnection serves one upstream connection until it is lost.
 func (m *Mux) runConnection(ctx context.Context, up *upstream, version map[string]any) {
 	m.mu.Lock()
-	if m.closed {
+	if m.closed || m.replacing { // replacing: dialled before Replacing, to the browser that is gone
 		m.mu.Unlock()
 		up.close()
 		return

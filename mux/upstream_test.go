@@ -113,6 +113,39 @@ func testRelaunchedDialsAtOnce(t *testing.T, tr upTransport) {
 	}
 }
 
+// TestReplacementDialledWhenNamed: a relaunched browser's keeper listens where the crashed one's did. Told
+// that its browser is being replaced, the mux dials nothing until Relaunched names the new one, however short
+// its backoff, so that it never reaches the new browser early and then drops that connection as the old
+// one's, failing the calls on it (seen as a restored tab's attach failing in the crash test).
+func TestReplacementDialledWhenNamed(t *testing.T) {
+	fb := newFakeBrowserOn(t, overKeeper)
+	m := startMux(t, fb, Config{ReconnectMin: 5 * time.Millisecond, ReconnectMax: 5 * time.Millisecond})
+	c := newClient(t, m, "c")
+	c.createTarget("https://restored.example/")
+	m.Replacing()
+	fb.gone()
+	testkit.WaitFor(t, 5*time.Second, "the loss noticed", func() bool { return !m.Stats().Upstream })
+
+	fb2 := newFakeBrowser(t)
+	fb2.next = 100
+	restored := fb2.addPage("https://restored.example/", "")
+	fb2.kp = newFakeKeeperAt(t, fb2, fb.kp.socket) // the replacement, on the same path, before it is named
+	time.Sleep(300 * time.Millisecond)              // sixty backoffs
+	if n := fb2.connections(); n != 0 {
+		t.Fatalf("the mux dialled the replacement %d times before it was named", n)
+	}
+	m.Relaunched(fb2.endpoint())
+	testkit.WaitFor(t, 5*time.Second, "the named replacement connected", func() bool { return fb2.connections() == 1 && m.Stats().Upstream })
+	testkit.WaitFor(t, 5*time.Second, "restored tab owned again", func() bool { return slices.Equal(c.targetIDs(), []string{restored}) })
+	sid := c.attach(restored)
+	if r := c.call("Runtime.evaluate", `{"expression":"1"}`, sid); r.Error != nil {
+		t.Fatalf("a call on the replacement failed: %+v", r.Error)
+	}
+	if n := fb2.connections(); n != 1 {
+		t.Fatalf("%d connections to the replacement; want the one, never dropped", n)
+	}
+}
+
 func TestSilentBrowserIsDropped(t *testing.T) { forEachTransport(t, testSilentBrowserIsDropped) }
 
 func testSilentBrowserIsDropped(t *testing.T, tr upTransport) {

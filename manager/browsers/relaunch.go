@@ -55,6 +55,7 @@ func (f *Fleet) buryLocked(s *slot, dead *Instance) {
 func (f *Fleet) relaunchCrashedLocked(s *slot, dead *Instance) error {
 	ctx, cancel := f.startContext()
 	defer cancel()
+	dead.mux.Replacing() // not to reach the new browser before it is named: it listens where the old one did
 	next, err := f.relaunchLocked(ctx, s, dead, "crashed")
 	if err != nil {
 		return err
