@@ -130,7 +130,7 @@ func TestReplacementDialledWhenNamed(t *testing.T) {
 	fb2.next = 100
 	restored := fb2.addPage("https://restored.example/", "")
 	fb2.kp = newFakeKeeperAt(t, fb2, fb.kp.socket) // the replacement, on the same path, before it is named
-	time.Sleep(300 * time.Millisecond)              // sixty backoffs
+	time.Sleep(300 * time.Millisecond)             // sixty backoffs
 	if n := fb2.connections(); n != 0 {
 		t.Fatalf("the mux dialled the replacement %d times before it was named", n)
 	}
