@@ -36,8 +36,8 @@ type downloadDesk struct {
 	db        *state.DB
 	log       zerolog.Logger
 	note      func(level zerolog.Level, kind, key string, ev api.Event)
-	step      func(key, task, client, kind string, data any) // a step of a task's timeline
-	quotaHit  func()                                         // a download cancelled at VIBE_DOWNLOAD_MAX_MB
+	step      func(key, task string, e api.Entry) // a step of a task's timeline
+	quotaHit  func()                              // a download cancelled at VIBE_DOWNLOAD_MAX_MB
 	findStore func(ctx context.Context, ref string) (state.Store, error)
 	quota     downloadQuota
 }
@@ -123,7 +123,7 @@ func (m *downloadDesk) cut(sp browsers.Spec, d downloads.Download) {
 	msg := fmt.Sprintf("download %q from %q cancelled at %d MiB: the downloads of %s would pass their quota "+
 		"(VIBE_DOWNLOAD_MAX_MB=%d)", d.Name, d.URL, d.Size>>20, d.OwnerDir, m.cfg.DownloadMaxMB)
 	m.note(zerolog.WarnLevel, api.EventDownloadCancelled, sp.Key, api.Event{TaskID: task, Message: msg})
-	m.step(sp.Key, task, d.ClientID, api.EntryFault, api.FaultEntry{What: api.FaultQuota, Message: msg})
+	m.step(sp.Key, task, api.Entry{Client: d.ClientID, Fault: &api.FaultEntry{What: api.FaultQuota, Message: msg}})
 }
 
 // record is a mux's Downloaded hook: the finished download goes into state.
@@ -143,7 +143,7 @@ func (m *downloadDesk) record(sp browsers.Spec, d downloads.Download) {
 	m.quota.add(state.DownloadOwner{Key: sp.Key, OwnerDir: d.OwnerDir}, d.Size)
 	if task != "" {
 		view := downloadView(rec, sp.Slug)
-		m.step(sp.Key, task, d.ClientID, api.EntryDownload, &view)
+		m.step(sp.Key, task, api.Entry{Client: d.ClientID, Download: &view})
 	}
 }
 

@@ -72,7 +72,7 @@ func newManager(ctx context.Context, cfg *config.Config, root zerolog.Logger, db
 		version: version, ctx: ctx,
 		exitIPs: forward.NewExitIPs(ctx, cfg.ProxyCheckURL)}
 	m.downloads = &downloadDesk{cfg: cfg, db: db, log: m.log, note: m.note, findStore: m.FindStore,
-		step:     func(key, task, client, kind string, data any) { m.timeline.Step(key, task, client, kind, data) },
+		step:     func(key, task string, e api.Entry) { m.timeline.Step(key, task, e) }, // m.timeline is set later
 		quotaHit: func() { m.metrics.QuotaHit(metrics.QuotaDownloads) }}
 	m.fleet = browsers.New(ctx, cfg.Browsers(), db, root, browsers.Hooks{Note: m.note,
 		Starting:   func(ctx context.Context, sp browsers.Spec) error { return m.wrappers.Write(ctx, sp) },

@@ -245,7 +245,7 @@ INSERT INTO timeline (task_id, seq, store_id, client_id, at, kind, data)
 	VALUES ('t1', 1, 's1', 't1', 5, 'nav', '{"tab":"T1","url":"https://shop.example/"}');`,
 		check: func(t *testing.T, db *DB) {
 			es, err := db.Timeline().List(context.Background(), "t1", 0, 0)
-			if err != nil || len(es) != 1 || es[0].Kind != TimelineNav || es[0].InCall != 0 {
+			if err != nil || len(es) != 1 || es[0].Kind != "nav" || es[0].InCall != 0 {
 				t.Errorf("ListTimeline(t1) = %+v, %v; want the fixture's nav, in no call", es, err)
 			}
 		},

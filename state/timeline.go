@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"vibebrowser/mux/errdefs"
@@ -16,31 +17,17 @@ type Timeline struct{ db *DB }
 // Timeline is the tasks' timelines.
 func (db *DB) Timeline() Timeline { return Timeline{db} }
 
-// TimelineKind is what a timeline entry records (SPEC §15).
-type TimelineKind string
-
-// The kinds of timeline entries.
-const (
-	TimelineCall     TimelineKind = "call"     // one browser-use call: code, status, output tails, slot
-	TimelineShot     TimelineKind = "shot"     // a tab's pixels after a call
-	TimelineNav      TimelineKind = "nav"      // a top-level navigation
-	TimelineTab      TimelineKind = "tab"      // a tab created or closed
-	TimelineDownload TimelineKind = "download" // a finished download (§12)
-	TimelineHandoff  TimelineKind = "handoff"  // a handoff asked or answered
-	TimelineTakeover TimelineKind = "takeover" // a person took a tab, or released it
-	TimelineFault    TimelineKind = "fault"    // a timeout, wedge, crash or relaunch that hit the task
-)
-
-// TimelineEntry is one step of a task's timeline. Seq numbers a task's entries from 1, in the order they
-// were recorded; File (relative to the home's timeline/ folder) and Bytes are a shot's image, empty once the
-// size cap dropped it.
+// TimelineEntry is one step of a task's timeline as stored: the API's entry (manager/api.Entry) by its kind
+// and the JSON of its body, with what the store queries by. Seq numbers a task's entries from 1, in the order
+// they were recorded; File (relative to the home's timeline/ folder) and Bytes are a shot's image, empty once
+// the size cap dropped it.
 type TimelineEntry struct {
 	TaskID   string
 	Seq      int64
 	StoreID  string // "" for the web browser
 	ClientID string // the mux client (a --worker slot's is <task>-wN)
 	At       time.Time
-	Kind     TimelineKind
+	Kind     string // the API's entry kind ("call", "shot", …), stored as it is
 	Data     json.RawMessage
 	File     string
 	Bytes    int64
@@ -111,14 +98,20 @@ func (tl Timeline) list(ctx context.Context, taskID, query string, args ...any) 
 	return out, rows.Err()
 }
 
-// LinkCall gives call (the seq of one of task's calls, by client) the steps of that client that
-// happened from from to to: navigations, tabs, downloads and faults that belong to no call yet, or to an
-// earlier one (whose window, stretched past its end for late steps, reached into this call's).
-func (tl Timeline) LinkCall(ctx context.Context, taskID, clientID string, from, to time.Time, call int64) error {
+// LinkCall gives call (the seq of one of task's calls, by client) the steps of that client of the given
+// kinds that happened from from to to and belong to no call yet, or to an earlier one (whose window,
+// stretched past its end for late steps, reached into this call's).
+func (tl Timeline) LinkCall(ctx context.Context, taskID, clientID string, from, to time.Time, call int64, kinds []string) error {
+	if len(kinds) == 0 {
+		return nil
+	}
+	args := []any{call, taskID, clientID, call, call, from.UnixNano(), to.UnixNano()}
+	for _, k := range kinds {
+		args = append(args, k)
+	}
 	err := tl.db.write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE timeline SET in_call = ? WHERE task_id = ? AND client_id = ? AND in_call < ?
-			AND seq < ? AND at >= ? AND at <= ? AND kind IN ('nav', 'tab', 'download', 'fault')`,
-			call, taskID, clientID, call, call, from.UnixNano(), to.UnixNano())
+			AND seq < ? AND at >= ? AND at <= ? AND kind IN (?`+strings.Repeat(", ?", len(kinds)-1)+`)`, args...)
 		return err
 	})
 	if err != nil {

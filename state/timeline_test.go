@@ -15,10 +15,10 @@ func TestTimelineAppendAndList(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, e := range []TimelineEntry{
-		{TaskID: "t1", StoreID: s.ID, ClientID: "t1", Kind: TimelineCall, Data: json.RawMessage(`{"code":"open x"}`)},
-		{TaskID: "t2", Kind: TimelineNav}, // the web browser's task: numbered on its own
-		{TaskID: "t1", StoreID: s.ID, ClientID: "t1-w2", Kind: TimelineCall},
-		{TaskID: "t1", StoreID: s.ID, ClientID: "t1", Kind: TimelineShot, File: "shop/t1/3.jpg", Bytes: 10},
+		{TaskID: "t1", StoreID: s.ID, ClientID: "t1", Kind: "call", Data: json.RawMessage(`{"code":"open x"}`)},
+		{TaskID: "t2", Kind: "nav"}, // the web browser's task: numbered on its own
+		{TaskID: "t1", StoreID: s.ID, ClientID: "t1-w2", Kind: "call"},
+		{TaskID: "t1", StoreID: s.ID, ClientID: "t1", Kind: "shot", File: "shop/t1/3.jpg", Bytes: 10},
 	} {
 		got, err := db.Timeline().Append(ctx, e)
 		if err != nil {
@@ -50,7 +50,7 @@ func TestTimelineAppendAndList(t *testing.T) {
 	if _, err := db.Timeline().Append(ctx, TimelineEntry{TaskID: "t1", Kind: "screenshot"}); err == nil {
 		t.Error("an entry of an unknown kind was recorded")
 	}
-	if _, err := db.Timeline().Append(ctx, TimelineEntry{Kind: TimelineNav}); err == nil {
+	if _, err := db.Timeline().Append(ctx, TimelineEntry{Kind: "nav"}); err == nil {
 		t.Error("an entry without a task was recorded")
 	}
 	if err := db.DeleteStore(ctx, s.ID); err != nil {
@@ -64,17 +64,17 @@ func TestTimelineAppendAndList(t *testing.T) {
 func TestTimelinePruneAndCap(t *testing.T) {
 	db, ctx := openTest(t), context.Background()
 	day := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	add := func(at time.Time, kind TimelineKind, file string, n int64) {
+	add := func(at time.Time, kind string, file string, n int64) {
 		t.Helper()
 		if _, err := db.Timeline().Append(ctx, TimelineEntry{TaskID: "t1", At: at, Kind: kind, File: file, Bytes: n}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	add(day, TimelineCall, "", 0)
-	add(day.Add(time.Minute), TimelineShot, "a.jpg", 40)
-	add(day.Add(48*time.Hour), TimelineShot, "b.jpg", 40)
-	add(day.Add(49*time.Hour), TimelineShot, "c.jpg", 40)
-	add(day.Add(50*time.Hour), TimelineNav, "", 0)
+	add(day, "call", "", 0)
+	add(day.Add(time.Minute), "shot", "a.jpg", 40)
+	add(day.Add(48*time.Hour), "shot", "b.jpg", 40)
+	add(day.Add(49*time.Hour), "shot", "c.jpg", 40)
+	add(day.Add(50*time.Hour), "nav", "", 0)
 
 	// Five entries of "{}" (10 bytes) and three shots of 40: 130 bytes.
 	if n, err := db.Timeline().Bytes(ctx, "t1"); err != nil || n != 130 {
@@ -94,7 +94,7 @@ func TestTimelinePruneAndCap(t *testing.T) {
 	if len(es) != 5 || es[1].File != "" || es[1].Bytes != 0 || es[2].File != "" {
 		t.Fatalf("after the cap: %+v; want every entry kept, the shots' files gone", es)
 	}
-	if _, err := db.Timeline().Append(ctx, TimelineEntry{TaskID: "t1", At: day.Add(time.Hour), Kind: TimelineShot, File: "d.jpg", Bytes: 40}); err != nil {
+	if _, err := db.Timeline().Append(ctx, TimelineEntry{TaskID: "t1", At: day.Add(time.Hour), Kind: "shot", File: "d.jpg", Bytes: 40}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -106,7 +106,7 @@ func TestTimelinePruneAndCap(t *testing.T) {
 	if len(es) != 2 || es[0].Seq != 4 || es[1].Seq != 5 {
 		t.Fatalf("after pruning: %+v; want entries 4 and 5", es)
 	}
-	if e, err := db.Timeline().Append(ctx, TimelineEntry{TaskID: "t1", Kind: TimelineCall}); err != nil || e.Seq != 6 {
+	if e, err := db.Timeline().Append(ctx, TimelineEntry{TaskID: "t1", Kind: "call"}); err != nil || e.Seq != 6 {
 		t.Errorf("the next entry after a prune = %+v, %v; want seq 6 (numbers are never reused while entries remain)", e, err)
 	}
 }
@@ -118,21 +118,21 @@ func TestLinkTimelineCall(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	for _, e := range []TimelineEntry{
-		{ClientID: "t1", Kind: TimelineNav, At: at(0)},      // 1: before the call
-		{ClientID: "t1", Kind: TimelineTab, At: at(2)},      // 2: in it
-		{ClientID: "t1-w2", Kind: TimelineNav, At: at(3)},   // 3: another slot's
-		{ClientID: "t1", Kind: TimelineNav, At: at(4)},      // 4: in it
-		{ClientID: "", Kind: TimelineTakeover, At: at(4)},   // 5: a person's
-		{ClientID: "t1", Kind: TimelineCall, At: at(6)},     // 6: the call, 1 s to 5 s
-		{ClientID: "t1", Kind: TimelineDownload, At: at(9)}, // 7: after it
-		{ClientID: "t1", Kind: TimelineFault, At: at(2), InCall: 6},
+		{ClientID: "t1", Kind: "nav", At: at(0)},      // 1: before the call
+		{ClientID: "t1", Kind: "tab", At: at(2)},      // 2: in it
+		{ClientID: "t1-w2", Kind: "nav", At: at(3)},   // 3: another slot's
+		{ClientID: "t1", Kind: "nav", At: at(4)},      // 4: in it
+		{ClientID: "", Kind: "takeover", At: at(4)},   // 5: a person's
+		{ClientID: "t1", Kind: "call", At: at(6)},     // 6: the call, 1 s to 5 s
+		{ClientID: "t1", Kind: "download", At: at(9)}, // 7: after it
+		{ClientID: "t1", Kind: "fault", At: at(2), InCall: 6},
 	} {
 		e.TaskID = "t1"
 		if _, err := db.Timeline().Append(ctx, e); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := db.Timeline().LinkCall(ctx, "t1", "t1", at(1), at(5), 6); err != nil {
+	if err := db.Timeline().LinkCall(ctx, "t1", "t1", at(1), at(5), 6, stepKinds); err != nil {
 		t.Fatal(err)
 	}
 	got, err := db.Timeline().OfCall(ctx, "t1", 6)
@@ -160,17 +160,17 @@ func TestLinkTimelineCallTakesFromTheLag(t *testing.T) {
 	db, ctx := openTest(t), context.Background()
 	t0 := time.Unix(1000, 0)
 	for _, e := range []TimelineEntry{
-		{ClientID: "t1", Kind: TimelineCall, At: t0},                                       // 1: ended at t0
-		{ClientID: "t1", Kind: TimelineTab, At: t0.Add(100 * time.Millisecond), InCall: 1}, // 2: in 1's lag
-		{ClientID: "t1", Kind: TimelineNav, At: t0.Add(-time.Second), InCall: 1},           // 3: 1's own
-		{ClientID: "t1", Kind: TimelineCall, At: t0.Add(3 * time.Second)},                  // 4: from t0+50ms
+		{ClientID: "t1", Kind: "call", At: t0},                                       // 1: ended at t0
+		{ClientID: "t1", Kind: "tab", At: t0.Add(100 * time.Millisecond), InCall: 1}, // 2: in 1's lag
+		{ClientID: "t1", Kind: "nav", At: t0.Add(-time.Second), InCall: 1},           // 3: 1's own
+		{ClientID: "t1", Kind: "call", At: t0.Add(3 * time.Second)},                  // 4: from t0+50ms
 	} {
 		e.TaskID = "t1"
 		if _, err := db.Timeline().Append(ctx, e); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := db.Timeline().LinkCall(ctx, "t1", "t1", t0.Add(50*time.Millisecond), t0.Add(3*time.Second), 4); err != nil {
+	if err := db.Timeline().LinkCall(ctx, "t1", "t1", t0.Add(50*time.Millisecond), t0.Add(3*time.Second), 4, stepKinds); err != nil {
 		t.Fatal(err)
 	}
 	all, _ := db.Timeline().List(ctx, "t1", 0, 0)
@@ -178,3 +178,6 @@ func TestLinkTimelineCallTakesFromTheLag(t *testing.T) {
 		t.Errorf("after the second call: the tab is in call %d, the nav in %d; want 4 and 1", all[1].InCall, all[2].InCall)
 	}
 }
+
+// stepKinds are the kinds of steps the timeline links to calls (manager/timeline's).
+var stepKinds = []string{"nav", "tab", "download", "fault"}

@@ -186,6 +186,31 @@ type Entry struct {
 	Fault    *FaultEntry    `json:"fault,omitempty"`
 }
 
+// Body is e's kind and its one kind field that is set (a *CallReport, *NavEntry, …); "" and nil when none is.
+// An entry is recorded as its Body: the same value goes from the shim's report or the manager's step to the
+// state and back to the API and the page.
+func (e Entry) Body() (kind string, body any) {
+	switch {
+	case e.Call != nil:
+		return EntryCall, e.Call
+	case e.Shot != nil:
+		return EntryShot, e.Shot
+	case e.Nav != nil:
+		return EntryNav, e.Nav
+	case e.Tab != nil:
+		return EntryTab, e.Tab
+	case e.Download != nil:
+		return EntryDownload, e.Download
+	case e.Handoff != nil:
+		return EntryHandoff, e.Handoff
+	case e.Takeover != nil:
+		return EntryTakeover, e.Takeover
+	case e.Fault != nil:
+		return EntryFault, e.Fault
+	}
+	return "", nil
+}
+
 // ShotEntry is a tab's pixels after a call. Bytes is 0 once the size cap dropped its file.
 type ShotEntry struct {
 	Tab     string `json:"tab"` // the target id

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -43,5 +44,34 @@ func TestCallReportCut(t *testing.T) {
 	want := small
 	if small.Cut() || small.Code != want.Code || small.CodeCut || small.Stdout != want.Stdout || small.ArgsCut {
 		t.Errorf("Cut() of a report within its bounds changed it: %+v", small)
+	}
+}
+
+// TestEntryBody: every kind field of Entry is its Body, under the kind its JSON key names, so an entry goes
+// into the state and comes back as the same value (a kind field added without a case in Body fails here).
+func TestEntryBody(t *testing.T) {
+	if kind, body := (Entry{}).Body(); kind != "" || body != nil {
+		t.Errorf("the empty entry's body: %q %v; want none", kind, body)
+	}
+	et := reflect.TypeFor[Entry]()
+	seen := map[string]bool{}
+	for f := range et.Fields() {
+		if f.Type.Kind() != reflect.Pointer {
+			continue
+		}
+		var e Entry
+		field := reflect.ValueOf(&e).Elem().FieldByIndex(f.Index)
+		field.Set(reflect.New(f.Type.Elem()))
+		kind, body := e.Body()
+		key, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if kind != key || body != field.Interface() {
+			t.Errorf("Entry.%s set: Body() = %q, %v; want %q and the field's value", f.Name, kind, body, key)
+		}
+		seen[kind] = true
+	}
+	for _, k := range []string{EntryCall, EntryShot, EntryNav, EntryTab, EntryDownload, EntryHandoff, EntryTakeover, EntryFault} {
+		if !seen[k] {
+			t.Errorf("kind %q has no field of Entry", k)
+		}
 	}
 }

@@ -58,7 +58,7 @@ func (r *Recorder) call(ctx context.Context, w Where, task string, rep api.CallR
 	} else {
 		rep.Args, rep.Code, rep.CodeCut, rep.Stdout, rep.StdoutCut, rep.Stderr, rep.StderrCut = nil, "", false, "", false, "", false
 	}
-	e, err := r.append(ctx, w, task, rep.Client, api.EntryCall, rep, "", 0, 0)
+	e, err := r.append(ctx, w, task, api.Entry{Client: rep.Client, Call: &rep}, "", 0)
 	if err != nil {
 		r.cfg.Log.Error().Err(err).Str("task", task).Msg("record a call")
 		return
@@ -66,9 +66,9 @@ func (r *Recorder) call(ctx context.Context, w Where, task string, rep api.CallR
 	r.linkCall(ctx, task, rep, e.Seq)
 	switch rep.Outcome {
 	case api.CallTimeout:
-		r.record(ctx, w, task, rep.Client, api.EntryFault, api.FaultEntry{What: api.FaultTimeout, Message: rep.Rule}, e.Seq)
+		r.record(ctx, w, task, api.Entry{Client: rep.Client, InCall: e.Seq, Fault: &api.FaultEntry{What: api.FaultTimeout, Message: rep.Rule}})
 	case api.CallWedged:
-		r.record(ctx, w, task, rep.Client, api.EntryFault, api.FaultEntry{What: api.FaultWedge, Message: rep.Rule}, e.Seq)
+		r.record(ctx, w, task, api.Entry{Client: rep.Client, InCall: e.Seq, Fault: &api.FaultEntry{What: api.FaultWedge, Message: rep.Rule}})
 	}
 	if w.Mode == api.TimelineFull && b != nil {
 		r.shoot(ctx, w, task, rep.Client, e.Seq, b)

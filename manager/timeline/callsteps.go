@@ -27,14 +27,8 @@ type window struct {
 	start, end time.Time
 }
 
-// linked reports whether steps of kind can belong to a call.
-func linked(kind string) bool {
-	switch kind {
-	case api.EntryNav, api.EntryTab, api.EntryDownload, api.EntryFault:
-		return true
-	}
-	return false
-}
+// linkedKinds are the kinds of steps that can belong to a call.
+var linkedKinds = []string{api.EntryNav, api.EntryTab, api.EntryDownload, api.EntryFault}
 
 // linkCall gives the call seq its client's steps recorded while it ran, and keeps its window for the steps
 // that come after.
@@ -43,7 +37,7 @@ func (r *Recorder) linkCall(ctx context.Context, task string, rep api.CallReport
 		return
 	}
 	w := window{seq: seq, start: rep.Start, end: rep.End.Add(callLag)}
-	if err := r.cfg.DB.Timeline().LinkCall(ctx, task, rep.Client, w.start, w.end, seq); err != nil {
+	if err := r.cfg.DB.Timeline().LinkCall(ctx, task, rep.Client, w.start, w.end, seq, linkedKinds); err != nil {
 		r.cfg.Log.Warn().Err(err).Str("task", task).Msg("link a call's steps")
 	}
 	r.mu.Lock()

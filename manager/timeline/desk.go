@@ -75,9 +75,9 @@ func (d *Desk) specOf(ctx context.Context, storeID string) (browsers.Spec, error
 	return d.cfg.Fleet.SpecFor(ctx, storeID)
 }
 
-// Step appends a step of task on the browser key to its timeline (a no-op for no task), in the mode
-// the store has now (a running mux's spec is the one it started with).
-func (d *Desk) Step(key, task, client, kind string, data any) {
+// Step appends step e of task on the browser key to its timeline (a no-op for no task), in the mode the
+// store has now (a running mux's spec is the one it started with).
+func (d *Desk) Step(key, task string, e api.Entry) {
 	if task == "" {
 		return
 	}
@@ -89,10 +89,11 @@ func (d *Desk) Step(key, task, client, kind string, data any) {
 	}
 	sp, err := d.specOf(ctx, storeID)
 	if err != nil {
+		kind, _ := e.Body()
 		d.cfg.Log.Warn().Err(err).Str("task", task).Str("kind", kind).Msg("a timeline step of a browser that is gone")
 		return
 	}
-	d.Record(ctx, d.where(sp), task, client, kind, data)
+	d.Record(ctx, d.where(sp), task, e)
 }
 
 // TabStep is a mux's Timeline hook: a step of one of a task's tabs.
@@ -101,8 +102,7 @@ func (d *Desk) TabStep(sp browsers.Spec, ev mux.TimelineEvent) {
 	if !api.ValidTaskID(task) {
 		return // aux, manual, discovery clients: no task's
 	}
-	var kind string
-	var data any
+	e := api.Entry{Client: ev.Client}
 	switch ev.Kind {
 	case mux.TabCreated, mux.TabClosed:
 		event := api.TabCreated
@@ -110,19 +110,19 @@ func (d *Desk) TabStep(sp browsers.Spec, ev mux.TimelineEvent) {
 			event = api.TabClosed
 			d.TabClosed(ev.Tab)
 		}
-		kind, data = api.EntryTab, api.TabEntry{Tab: ev.Tab, Event: event, URL: ev.URL}
+		e.Tab = &api.TabEntry{Tab: ev.Tab, Event: event, URL: ev.URL}
 	case mux.TabNavigated:
-		kind, data = api.EntryNav, api.NavEntry{Tab: ev.Tab, URL: ev.URL, Title: ev.Title}
+		e.Nav = &api.NavEntry{Tab: ev.Tab, URL: ev.URL, Title: ev.Title}
 	case mux.HoldTaken, mux.HoldReleased:
 		event := api.TakeoverTook
 		if ev.Kind == mux.HoldReleased {
 			event = api.TakeoverGave
 		}
-		kind, data = api.EntryTakeover, api.TakeoverEntry{Tab: ev.Tab, Event: event, By: ev.By, Why: ev.Why}
+		e.Takeover = &api.TakeoverEntry{Tab: ev.Tab, Event: event, By: ev.By, Why: ev.Why}
 	default:
 		return
 	}
-	d.Step(sp.Key, task, ev.Client, kind, data)
+	d.Step(sp.Key, task, e)
 }
 
 // EventStep puts the events that hit a task into its timeline: its handoffs, and its browser's death or
@@ -138,7 +138,7 @@ func (d *Desk) EventStep(kind, key string, ev api.Event) {
 		if kind == api.EventHandoffRequested {
 			entry.Question = h.Reason
 		}
-		d.Step(key, h.TaskID, h.ClientID, api.EntryHandoff, entry)
+		d.Step(key, h.TaskID, api.Entry{Client: h.ClientID, Handoff: &entry})
 	case api.EventBrowserDied, api.EventBrowserRelaunched, api.EventLoginRestored:
 		what := api.FaultCrash
 		switch kind {
@@ -153,7 +153,7 @@ func (d *Desk) EventStep(kind, key string, ev api.Event) {
 		}
 		for _, t := range tasks {
 			if t.StoreID == ev.StoreID && t.Active(time.Now()) {
-				d.Step(key, t.ID, "", api.EntryFault, api.FaultEntry{What: what, Message: ev.Message})
+				d.Step(key, t.ID, api.Entry{Fault: &api.FaultEntry{What: what, Message: ev.Message}})
 			}
 		}
 	}

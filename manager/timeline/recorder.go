@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -105,26 +106,26 @@ func (r *Recorder) TabClosed(tab string) {
 }
 
 // Record appends one step other than a call (a nav, tab, download, handoff, takeover or fault) to task's
-// timeline; data is the kind's entry (api.NavEntry, …). Nothing is recorded when w's mode is off.
-func (r *Recorder) Record(ctx context.Context, w Where, task, client, kind string, data any) {
-	var call int64
-	if linked(kind) {
-		call = r.callAt(task, client, r.cfg.Now())
+// timeline: e's Client and its one kind field. Nothing is recorded when w's mode is off.
+func (r *Recorder) Record(ctx context.Context, w Where, task string, e api.Entry) {
+	if kind, _ := e.Body(); slices.Contains(linkedKinds, kind) {
+		e.InCall = r.callAt(task, e.Client, r.cfg.Now())
 	}
-	r.record(ctx, w, task, client, kind, data, call)
+	r.record(ctx, w, task, e)
 }
 
-// record is Record of a step that belongs to call (0: to none).
-func (r *Recorder) record(ctx context.Context, w Where, task, client, kind string, data any, call int64) {
+// record is Record of a step whose InCall is set.
+func (r *Recorder) record(ctx context.Context, w Where, task string, e api.Entry) {
 	if w.Mode == api.TimelineOff || task == "" {
 		return
 	}
+	kind, _ := e.Body()
 	if agents(kind) {
 		if err := r.room(ctx, w, task, kind); err != nil {
 			return
 		}
 	}
-	if _, err := r.append(ctx, w, task, client, kind, data, "", 0, call); err != nil {
+	if _, err := r.append(ctx, w, task, e, "", 0); err != nil {
 		r.cfg.Log.Error().Err(err).Str("task", task).Str("kind", kind).Msg("record a timeline entry")
 	}
 }
@@ -183,15 +184,19 @@ func (r *Recorder) room(ctx context.Context, w Where, task, kind string) error {
 		msg := fmt.Sprintf("this task's timeline holds %d MiB, its quota (VIBE_TIMELINE_MAX_MB=%d): its calls, "+
 			"navigations, tabs and shots are no longer kept; downloads, handoffs, takeovers and faults still are",
 			n>>20, r.cfg.MaxBytes>>20)
-		r.Record(ctx, w, task, "", api.EntryFault, api.FaultEntry{What: api.FaultQuota, Message: msg})
+		r.Record(ctx, w, task, api.Entry{Fault: &api.FaultEntry{What: api.FaultQuota, Message: msg}})
 	}
 	return fmt.Errorf("%w: task %s's timeline holds %d MiB, its quota (VIBE_TIMELINE_MAX_MB=%d): this %s is not kept",
 		ErrFull, task, n>>20, r.cfg.MaxBytes>>20, kind)
 }
 
-// append stores one entry and wakes the waiters.
-func (r *Recorder) append(ctx context.Context, w Where, task, client, kind string, data any, file string, size, call int64) (state.TimelineEntry, error) {
-	b, err := json.Marshal(data)
+// append stores entry v (its Client, InCall and body; a shot's file and its size) and wakes the waiters.
+func (r *Recorder) append(ctx context.Context, w Where, task string, v api.Entry, file string, size int64) (state.TimelineEntry, error) {
+	kind, body := v.Body()
+	if body == nil {
+		return state.TimelineEntry{}, fmt.Errorf("a timeline entry of task %s with no body: %w", task, errdefs.ErrInvalid)
+	}
+	b, err := json.Marshal(body)
 	if err != nil {
 		return state.TimelineEntry{}, err
 	}
@@ -199,8 +204,8 @@ func (r *Recorder) append(ctx context.Context, w Where, task, client, kind strin
 	if store == api.WebKey {
 		store = ""
 	}
-	e, err := r.cfg.DB.Timeline().Append(ctx, state.TimelineEntry{TaskID: task, StoreID: store, ClientID: client,
-		At: r.cfg.Now(), Kind: state.TimelineKind(kind), Data: b, File: file, Bytes: size, InCall: call})
+	e, err := r.cfg.DB.Timeline().Append(ctx, state.TimelineEntry{TaskID: task, StoreID: store, ClientID: v.Client,
+		At: r.cfg.Now(), Kind: kind, Data: b, File: file, Bytes: size, InCall: v.InCall})
 
 	if err != nil {
 		return e, err
@@ -254,7 +259,7 @@ func views(es []state.TimelineEntry) ([]api.Entry, error) {
 
 // entryView is a stored entry as the API prints it.
 func entryView(e state.TimelineEntry) (api.Entry, error) {
-	v := api.Entry{Seq: e.Seq, At: e.At, Kind: string(e.Kind), Client: e.ClientID, Slot: api.ClientSlot(e.TaskID, e.ClientID),
+	v := api.Entry{Seq: e.Seq, At: e.At, Kind: e.Kind, Client: e.ClientID, Slot: api.ClientSlot(e.TaskID, e.ClientID),
 		InCall: e.InCall}
 	var dst any
 	switch v.Kind {
@@ -316,7 +321,7 @@ func (r *Recorder) Shot(ctx context.Context, task string, seq int64) ([]byte, er
 	if err != nil {
 		return nil, err
 	}
-	if len(es) == 0 || es[0].Seq != seq || es[0].Kind != state.TimelineShot || es[0].File == "" {
+	if len(es) == 0 || es[0].Seq != seq || es[0].Kind != api.EntryShot || es[0].File == "" {
 		return nil, fmt.Errorf("entry %d of task %s: %w", seq, task, ErrNoShot)
 	}
 	b, err := os.ReadFile(filepath.Join(r.cfg.Dir, es[0].File))

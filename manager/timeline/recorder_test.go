@@ -186,8 +186,8 @@ func TestSizeCapDropsShotsThenRefusesCalls(t *testing.T) {
 		t.Fatalf("a call on a full timeline: %v; want ErrFull naming VIBE_TIMELINE_MAX_MB", err)
 	}
 	ctx := context.Background()
-	r.Record(ctx, web, task, task, api.EntryNav, api.NavEntry{Tab: "T1", URL: "https://shop.example/next"})
-	r.Record(ctx, web, task, task, api.EntryHandoff, api.HandoffEntry{ID: "h1", Status: api.HandoffPending, Question: "a captcha"})
+	r.Record(ctx, web, task, api.Entry{Client: task, Nav: &api.NavEntry{Tab: "T1", URL: "https://shop.example/next"}})
+	r.Record(ctx, web, task, api.Entry{Client: task, Handoff: &api.HandoffEntry{ID: "h1", Status: api.HandoffPending, Question: "a captcha"}})
 	got := kinds(t, r)
 	if !strings.HasSuffix(got, "call shot call fault handoff") {
 		t.Errorf("entries %q; want the big call, then one fault saying the timeline is full, then the handoff (no nav)", got)
@@ -239,20 +239,20 @@ func TestStepsBelongToTheirCall(t *testing.T) {
 	r, _, now := recorder(t, 1<<30)
 	ctx := context.Background()
 	start := *now
-	step := func(client, kind string, data any, after time.Duration) {
+	step := func(e api.Entry, after time.Duration) {
 		*now = start.Add(after)
-		r.Record(ctx, web, task, client, kind, data)
+		r.Record(ctx, web, task, e)
 	}
-	step(task, api.EntryNav, api.NavEntry{Tab: "T1", URL: "https://a.example/"}, 1*time.Second)
-	step(task+"-w2", api.EntryNav, api.NavEntry{Tab: "W1", URL: "https://w.example/"}, 2*time.Second)
-	step("", api.EntryTakeover, api.TakeoverEntry{Tab: "T1", Event: api.TakeoverTook}, 2*time.Second)
-	step(task, api.EntryTab, api.TabEntry{Tab: "T2", Event: api.TabCreated}, 3*time.Second)
+	step(api.Entry{Client: task, Nav: &api.NavEntry{Tab: "T1", URL: "https://a.example/"}}, 1*time.Second)
+	step(api.Entry{Client: task + "-w2", Nav: &api.NavEntry{Tab: "W1", URL: "https://w.example/"}}, 2*time.Second)
+	step(api.Entry{Takeover: &api.TakeoverEntry{Tab: "T1", Event: api.TakeoverTook}}, 2*time.Second)
+	step(api.Entry{Client: task, Tab: &api.TabEntry{Tab: "T2", Event: api.TabCreated}}, 3*time.Second)
 	*now = start.Add(4 * time.Second)
 	r.Call(web, task, api.CallReport{Client: task, Outcome: api.CallTimeout, Rule: "timed out", Start: start,
 		End: start.Add(4 * time.Second)}, nil)
 	r.work.Wait()
-	step(task, api.EntryNav, api.NavEntry{Tab: "T2", URL: "https://late.example/"}, 4*time.Second+100*time.Millisecond)
-	step(task, api.EntryNav, api.NavEntry{Tab: "T2", URL: "https://after.example/"}, 6*time.Second)
+	step(api.Entry{Client: task, Nav: &api.NavEntry{Tab: "T2", URL: "https://late.example/"}}, 4*time.Second+100*time.Millisecond)
+	step(api.Entry{Client: task, Nav: &api.NavEntry{Tab: "T2", URL: "https://after.example/"}}, 6*time.Second)
 
 	es, err := r.Entries(ctx, task, 0)
 	if err != nil {

@@ -94,7 +94,7 @@ func (r *Recorder) keepShot(ctx context.Context, w Where, task, client string, s
 	if c, err := jpeg.DecodeConfig(bytes.NewReader(jpg)); err == nil {
 		shot.Width, shot.Height = c.Width, c.Height
 	}
-	if _, err := r.append(ctx, w, task, client, api.EntryShot, shot, rel, int64(len(jpg)), 0); err != nil {
+	if _, err := r.append(ctx, w, task, api.Entry{Client: client, Shot: &shot}, rel, int64(len(jpg))); err != nil {
 		os.Remove(path)
 		return fmt.Errorf("record the shot %s: %w", path, err)
 	}
