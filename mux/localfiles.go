@@ -44,8 +44,11 @@ func resolveDir(dir string) string {
 // open opens path by the rule for a client whose own folders are own, as agent where the store has one, and
 // returns the open file. Everything is judged on the file it holds open, and its names are held still while
 // they are judged: the path must still name that file after the open (a rename over it meanwhile is
-// refused), and no name of it may change until the check is done (a link, unlink or rename sets its ctime),
-// so a hard link added for the open and removed before the count is read hands the page nothing of the home.
+// refused), and no name of it may change until the check is done (a link, unlink or rename sets its ctime).
+// The count of its names is not trusted to skip the search for them: lstat finds the name, then reads the
+// count, and a rename between (a hard link of a home file taken away again) makes a file with a name in the
+// home look like one with a single name outside it. So a file on the home's file system always has the home
+// searched for its other names.
 func (lf localFiles) open(path string, own []string, agent *osuser.User) (*os.File, error) {
 	if !filepath.IsAbs(path) {
 		return nil, refuseFile("%q is not an absolute path", path)
@@ -78,10 +81,10 @@ func (lf localFiles) judgeOpen(f *os.File, path, clean string, own []string) err
 	if err != nil || named.dev != held.dev || named.ino != held.ino {
 		return refuseFile("%s changed while the mux opened it: hand a file nothing renames meanwhile", path)
 	}
-	if err := lf.checkHome(path, clean, fi, named.nlink, own); err != nil {
+	if err := lf.checkHome(path, clean, fi, own); err != nil {
 		return &fileRefusal{why: err.Error()}
 	}
-	if after, err := fstatState(f); err != nil || after != named {
+	if after, err := fstatState(f); err != nil || after != named || after != held {
 		return refuseFile("%s changed while the mux checked it (a name of it was linked, unlinked or renamed): "+
 			"hand a file nothing renames meanwhile", path)
 	}
@@ -90,7 +93,7 @@ func (lf localFiles) judgeOpen(f *os.File, path, clean string, own []string) err
 
 // checkHome is the rule for path (named as real, with no symlink on the way; stat fi of the open file): not
 // under the home outside the client's own folders, and no other name there.
-func (lf localFiles) checkHome(path, real string, fi fs.FileInfo, links uint64, own []string) error {
+func (lf localFiles) checkHome(path, real string, fi fs.FileInfo, own []string) error {
 	if lf.home == "" {
 		return nil
 	}
@@ -101,7 +104,7 @@ func (lf localFiles) checkHome(path, real string, fi fs.FileInfo, links uint64, 
 	if within(real, lf.home) && !withinAny(real, ownReal) {
 		return fmt.Errorf("%s lies under the manager's home (%s)", path, lf.home)
 	}
-	if id, ok := fileIdentity(fi); ok && links > 1 {
+	if id, ok := fileIdentity(fi); ok {
 		hfi, err := os.Stat(lf.home)
 		if hid, ok := fileIdentity(hfi); err == nil && ok && hid.dev == id.dev {
 			if other, err := lf.otherName(id, ownReal); err != nil {
