@@ -1,10 +1,12 @@
 package manager_test
 
 import (
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/api"
@@ -253,4 +255,23 @@ func TestAgentSocketTakesOnlyAShimsReports(t *testing.T) {
 	if reports != 3 {
 		t.Errorf("%d reports listed; want the 3 taken", reports)
 	}
+}
+
+// The shim posts its call report and leaves without the answer (api.Client.PostCall): each report is
+// recorded all the same, though its connection is gone before the manager has read it.
+func TestPostedCallReportsAreRecorded(t *testing.T) {
+	d := startDaemon(t, nil, true)
+	const task = "a1b2c3d4-0001"
+	_, _, tok := twoStores(t, d, task)
+	a := &api.Client{Socket: filepath.Join(d.home, api.AgentSocketRel), Token: tok.Token}
+	const n = 30
+	for i := range n {
+		if err := a.PostCall(bg, task, api.CallReport{Client: task, Outcome: api.CallOK, Code: fmt.Sprintf("print(%d)", i)}); err != nil {
+			t.Fatalf("post report %d: %v", i, err)
+		}
+	}
+	testkit.WaitFor(t, 10*time.Second, "every posted report's entry", func() bool {
+		tl, err := d.client.Timeline(bg, task, 0, false)
+		return err == nil && len(tl.Entries) == n
+	})
 }

@@ -8,8 +8,8 @@ import (
 )
 
 // The call report (SPEC §15): when a task's call ends, the shim tells the manager's timeline what it was and
-// how it ended, in one request bounded by reportTimeout. The report is best effort: the exit status never
-// depends on it.
+// how it ended, in one request bounded by reportTimeout, written whole and not waited for. The report is best
+// effort: the exit status never depends on it.
 
 // reportTimeout bounds the report: the agent never waits longer for it.
 const reportTimeout = 50 * time.Millisecond
@@ -44,5 +44,5 @@ func (s *shim) send(r *callReport, end Ending, outcome, rule string) {
 	r.rep.End, r.rep.Exit, r.rep.Outcome, r.rep.Rule = time.Now(), s.codes(end), outcome, rule
 	ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
 	defer cancel()
-	_ = s.cfg.Client(r.token).ReportCall(ctx, r.task, r.rep) // best effort: the status already says how it went
+	_ = s.cfg.Client(r.token).PostCall(ctx, r.task, r.rep) // best effort: the status already says how it went
 }

@@ -145,6 +145,20 @@ func (c *Client) send(ctx context.Context, method, path string, payload []byte) 
 	return data, nil
 }
 
+// post is send without the answer: the request is written whole and the connection closed, and the
+// manager acts on it after the caller has gone. For a report whose answer would change nothing.
+func (c *Client) post(ctx context.Context, method, path string, payload []byte) error {
+	conn, err := dialUnix(ctx, c.socket())
+	if err != nil {
+		return fmt.Errorf("is the manager running? (%s): %w: %w", c.socket(), ErrUnreachable, err)
+	}
+	defer conn.Close()
+	if err := conn.writeRequest(method, path, c.Token, payload); err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	return nil
+}
+
 // Health asks whether the manager is up.
 func (c *Client) Health(ctx context.Context) (Health, error) {
 	var h Health

@@ -94,6 +94,13 @@ func (c *unixConn) Close() error {
 // roundTrip sends one HTTP/1.1 request (Connection: close) and reads the status and the body of the answer,
 // whether it is framed by Content-Length, chunked, or ended by the close.
 func (c *unixConn) roundTrip(method, path, token string, body []byte) (int, []byte, error) {
+	// A server may answer (and close) before reading the whole request; its answer is still read.
+	writeErr := c.writeRequest(method, path, token, body)
+	return readAnswer(bufio.NewReader(c), writeErr)
+}
+
+// writeRequest sends one HTTP/1.1 request (Connection: close) with body as its JSON (nil: none).
+func (c *unixConn) writeRequest(method, path, token string, body []byte) error {
 	req := make([]byte, 0, 256+len(body))
 	req = append(req, method+" "+path+" HTTP/1.1\r\nHost: manager\r\nUser-Agent: vibe-browser\r\nConnection: close\r\n"...)
 	if token != "" {
@@ -106,9 +113,13 @@ func (c *unixConn) roundTrip(method, path, token string, body []byte) (int, []by
 	}
 	req = append(req, "\r\n"...)
 	req = append(req, body...)
-	// A server may answer (and close) before reading the whole request; its answer is still read.
-	_, writeErr := c.Write(req)
-	r := bufio.NewReader(c)
+	_, err := c.Write(req)
+	return err
+}
+
+// readAnswer reads the status and the body of the answer, whether it is framed by Content-Length, chunked,
+// or ended by the close; writeErr is the request's, told with a failed read.
+func readAnswer(r *bufio.Reader, writeErr error) (int, []byte, error) {
 	statusLine, err := readLine(r)
 	if err != nil {
 		return 0, nil, fmt.Errorf("read answer: %w", errors.Join(writeErr, err))

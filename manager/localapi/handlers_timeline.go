@@ -1,10 +1,12 @@
 package localapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/timeline"
@@ -12,25 +14,32 @@ import (
 	"vibebrowser/mux/errdefs"
 )
 
-// taskCall is POST PathTaskCalls: a shim's report of a call's end. A task reports its own calls only.
+// taskCall is POST PathTaskCalls: a shim's report of a call's end. A task reports its own calls only. The
+// shim does not wait for the answer (api.Client.PostCall): its connection is gone by now, so the report is
+// recorded on a context of its own, not the request's, which ends with the connection.
 func (h *Handler) taskCall(r *http.Request, c Caller) (any, error) {
 	var rep api.CallReport
 	if err := decode(r, &rep); err != nil {
 		return nil, err
 	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), reportBound)
+	defer cancel()
 	if t := c.task; t != nil {
 		task, kind, storeID := r.PathValue("id"), t.kind, t.token.StoreID
 		if err := t.own(&kind, &storeID, &task); err != nil {
 			return nil, err
 		}
-		return struct{}{}, h.Timeline.Report(r.Context(), task, storeID, rep)
+		return struct{}{}, h.Timeline.Report(ctx, task, storeID, rep)
 	}
-	tk, err := h.DB.GetTask(r.Context(), r.PathValue("id"))
+	tk, err := h.DB.GetTask(ctx, r.PathValue("id"))
 	if err != nil {
 		return nil, err
 	}
-	return struct{}{}, h.Timeline.Report(r.Context(), tk.ID, tk.StoreID, rep)
+	return struct{}{}, h.Timeline.Report(ctx, tk.ID, tk.StoreID, rep)
 }
+
+// reportBound bounds the recording of one call report's entry (the shots come after, on the recorder's own).
+const reportBound = 10 * time.Second
 
 // timeline is GET PathTaskTimeline?after=SEQ[&wait=1].
 func (h *Handler) timeline(r *http.Request, _ Caller) (any, error) {
