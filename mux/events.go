@@ -100,6 +100,9 @@ func (m *Mux) browserEventLocked(b []byte, info cdpwire.Info) {
 			m.addTargetLocked(t)
 		}
 		t.info = pr.TargetInfo
+		if ti.URL != t.url || ti.Title != t.title {
+			t.events++ // not for an attach or detach of a session (the shots' own among them)
+		}
 		t.typ, t.url, t.title, t.opener, t.context, t.parentFrame = ti.Type, ti.URL, ti.Title, ti.OpenerID, ti.BrowserContextID, ti.ParentFrameID
 		t.seen = true
 		if t.owner == nil {
@@ -178,6 +181,9 @@ func (m *Mux) sessionEventLocked(b []byte, info cdpwire.Info) {
 	}
 	if s != nil {
 		m.taps.jarEventLocked(info.Method, b)
+		if s.root != nil {
+			s.root.events++
+		}
 	}
 	switch info.Method {
 	case "Target.attachedToTarget":

@@ -83,6 +83,11 @@ type TabInfo struct {
 	Human bool
 	// HeldBy is the holder of a person's takeover of the tab (View.Hold), "" when nobody holds it.
 	HeldBy string
+	// Moves is a count that moves whenever the tab's pixels can have changed: a command of its owner on it,
+	// an event of its owner's sessions on it, a change Chrome announced (its URL, its title). While it stays
+	// put, a picture of the tab would show what the last one showed (a page that repaints on its own timers
+	// and tells nobody excepted).
+	Moves uint64
 }
 
 // Clients lists every client id (connected or within its grace period, and always HumanClient) with its
@@ -104,7 +109,8 @@ func (o *Operator) Clients() []ClientInfo {
 		if ci == nil {
 			continue
 		}
-		ti := TabInfo{ID: t.id, Type: t.typ, URL: t.url, Title: t.title, Owner: t.owner.id, LastUsed: t.usedAt, Human: t.owner.id == HumanClient}
+		ti := TabInfo{ID: t.id, Type: t.typ, URL: t.url, Title: t.title, Owner: t.owner.id, LastUsed: t.usedAt, Human: t.owner.id == HumanClient,
+			Moves: t.used + t.events}
 		if t.hold != nil {
 			ti.HeldBy = t.hold.holder
 		}

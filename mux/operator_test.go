@@ -726,3 +726,60 @@ func TestViewMaxFPS(t *testing.T) {
 		t.Errorf("%d screencast starts while the viewer took nothing; want still 3", n)
 	}
 }
+
+// TabInfo.Moves moves with what can change a tab's pixels (a command of its owner on it, an event of its
+// owner's session, a new URL) and stays put for the operator's own looks at it (a thumbnail), so that the
+// timeline captures only tabs that moved.
+func TestTabMoves(t *testing.T) {
+	fb := newFakeBrowser(t)
+	m := startMux(t, fb, Config{})
+	ctx := testCtx(t)
+	c := newClient(t, m, "agent")
+	page := c.createTarget("https://moves.example/")
+	sid := c.attach(page)
+	moves := func() uint64 {
+		for _, ci := range m.Operator().Clients() {
+			for _, tab := range ci.Tabs {
+				if tab.ID == page {
+					return tab.Moves
+				}
+			}
+		}
+		t.Fatalf("tab %s not listed", page)
+		return 0
+	}
+	look := func() {
+		tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if _, err := m.Operator().Thumbnail(tctx, page, 320, 50); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := moves()
+	look()
+	if got := moves(); got != before {
+		t.Fatalf("a thumbnail moved the tab (%d → %d)", before, got)
+	}
+	for _, step := range []struct {
+		what string
+		do   func()
+	}{
+		{"a command of its owner", func() { c.call("Runtime.evaluate", `{"expression":"1"}`, sid) }},
+		{"an event of its owner's session", func() {
+			fb.send(`{"method":"Page.loadEventFired","params":{"timestamp":1},"sessionId":"` + sid + `"}`)
+		}},
+		{"a new URL", func() {
+			fb.send(`{"method":"Target.targetInfoChanged","params":{"targetInfo":{"targetId":"` + page +
+				`","type":"page","url":"https://moves.example/next","title":"","attached":true}}}`)
+		}},
+	} {
+		was := moves()
+		step.do()
+		testkit.WaitFor(t, 5*time.Second, step.what+" to move the tab", func() bool { return moves() > was })
+	}
+	settled := moves()
+	look()
+	if got := moves(); got != settled {
+		t.Fatalf("a thumbnail moved the tab (%d → %d)", settled, got)
+	}
+}

@@ -36,6 +36,9 @@ type target struct {
 	// closeOnRelease: the owner closed everything it owns (Browser.close) while a person held this page;
 	// the hold's end closes it then.
 	closeOnRelease bool
+	// events counts the messages from Chrome about it: its announcements of a new URL or title and its owner's
+	// sessions' events. With used, it tells when its pixels can have changed (TabInfo.Moves).
+	events uint64
 	// line is what the task timeline was told of it (timeline.go).
 	line tabLine
 }

@@ -61,7 +61,7 @@ type Recorder struct {
 
 	mu      sync.Mutex
 	changed chan struct{}       // closed at the next entry (Wait)
-	shots   map[string][32]byte // target id -> the hash of its last shot's pixels
+	shots   map[string]lastShot // target id -> its last shot
 	used    map[string]int64    // task id -> the bytes its timeline takes (state.Timeline.Bytes), once read
 	told    map[string]bool     // task id -> its timeline's fault "full" is recorded
 	windows map[string]window   // task and client -> its newest call (callsteps.go)
@@ -74,7 +74,7 @@ func New(cfg Config) *Recorder {
 		cfg.Now = time.Now
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	return &Recorder{cfg: cfg, ctx: ctx, stop: stop, changed: make(chan struct{}), shots: map[string][32]byte{},
+	return &Recorder{cfg: cfg, ctx: ctx, stop: stop, changed: make(chan struct{}), shots: map[string]lastShot{},
 		used: map[string]int64{}, told: map[string]bool{}, windows: map[string]window{}}
 }
 

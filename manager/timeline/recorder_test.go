@@ -25,10 +25,12 @@ import (
 
 const task = "a1b2c3d4-0000-4000-8000-000000000001"
 
-// pictures is a browser whose pages show what the test paints; it counts the captures.
+// pictures is a browser whose pages show what the test paints; each paint or touch moves the tab (its
+// TabInfo.Moves), and it counts the captures.
 type pictures struct {
 	mu       sync.Mutex
 	colour   map[string]color.RGBA
+	moves    map[string]uint64
 	captures int
 	secrets  []string
 }
@@ -39,7 +41,7 @@ func (p *pictures) Clients() []mux.ClientInfo {
 	ci := mux.ClientInfo{ID: task}
 	for _, id := range []string{"T1", "T2"} {
 		if _, ok := p.colour[id]; ok {
-			ci.Tabs = append(ci.Tabs, mux.TabInfo{ID: id, Type: "page", URL: "https://shop.example/" + id, Owner: task})
+			ci.Tabs = append(ci.Tabs, mux.TabInfo{ID: id, Type: "page", URL: "https://shop.example/" + id, Owner: task, Moves: p.moves[id]})
 		}
 	}
 	return []mux.ClientInfo{ci, {ID: "other", Tabs: []mux.TabInfo{{ID: "X", Type: "page", Owner: "other"}}}}
@@ -64,6 +66,23 @@ func (p *pictures) paint(id string, c color.RGBA) {
 	p.mu.Lock()
 	p.colour[id] = c
 	p.mu.Unlock()
+	p.touch(id)
+}
+
+// touch moves tab id without changing its pixels (a command of its owner that changed nothing on screen).
+func (p *pictures) touch(id string) {
+	p.mu.Lock()
+	if p.moves == nil {
+		p.moves = map[string]uint64{}
+	}
+	p.moves[id]++
+	p.mu.Unlock()
+}
+
+func (p *pictures) captured() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.captures
 }
 
 // recorder is a recorder on a fresh state database with a clock the test moves.
@@ -100,16 +119,26 @@ func kinds(t *testing.T, r *Recorder) string {
 	return strings.Join(out, " ")
 }
 
+// A tab is captured after a call only when it moved since its last shot, and a capture is kept only when
+// its pixels changed.
 func TestShotsOnlyOfChangedPixels(t *testing.T) {
 	r, _, _ := recorder(t, 1<<30)
 	b := &pictures{colour: map[string]color.RGBA{"T1": {200, 0, 0, 255}}}
 	call(r, b, "one")
-	call(r, b, "two") // nothing changed: no shot
+	call(r, b, "two") // the tab did not move: no capture, no shot
+	if n := b.captured(); n != 1 {
+		t.Errorf("%d captures after a call that left the tab alone; want the first call's one", n)
+	}
+	b.touch("T1")
+	call(r, b, "touched") // it moved but shows the same pixels: captured, not kept
+	if n := b.captured(); n != 2 {
+		t.Errorf("%d captures after a call that touched the tab; want 2", n)
+	}
 	b.paint("T1", color.RGBA{0, 200, 0, 255})
 	b.paint("T2", color.RGBA{0, 0, 200, 255})
 	call(r, b, "three")
-	if got := kinds(t, r); got != "call shot call call shot shot" {
-		t.Errorf("entries %q; want a shot after the first call, none after the unchanged second, two after the third", got)
+	if got := kinds(t, r); got != "call shot call call call shot shot" {
+		t.Errorf("entries %q; want a shot after the first call, none after the unchanged second and third, two after the fourth", got)
 	}
 	es, _ := r.Entries(context.Background(), task, 0)
 	if s := es[1].Shot; s.AfterOf != 1 || s.Width != 64 || s.Tab != "T1" || s.Bytes == 0 {

@@ -14,9 +14,16 @@ import (
 	"vibebrowser/mux"
 )
 
-// Shots (SPEC §15): after a call, the mux's operator API captures each page of the call's client, as the
-// UI's thumbnails are captured (invisible to every client: no focus, activation or events), and a capture
-// whose pixels equal the tab's last shot is not kept. At most one shot per tab per call.
+// Shots (SPEC §15): after a call, the mux's operator API captures each page of the call's client whose
+// pixels can have changed since its last shot (the mux's count of its moves: commands, events, a new URL or
+// title), as the UI's thumbnails are captured (invisible to every client: no focus, activation or events), and
+// a capture whose pixels equal the tab's last shot is not kept. At most one shot per tab per call.
+
+// lastShot is what a tab's last capture saw: the hash of its JPEG and the tab's moves then.
+type lastShot struct {
+	sum   [32]byte
+	moves uint64
+}
 
 // Shot size and quality: as wide as the UI shows a page at 1280 px, and a JPEG quality that keeps text
 // readable.
@@ -28,6 +35,12 @@ const (
 // shoot captures the pages of client after the call entry seq and records the changed ones.
 func (r *Recorder) shoot(ctx context.Context, w Where, task, client string, seq int64, b Browser) {
 	for _, tab := range pages(b.Clients(), client) {
+		r.mu.Lock()
+		last, shot := r.shots[tab.ID]
+		r.mu.Unlock()
+		if shot && last.moves == tab.Moves {
+			continue // nothing happened to it since: a capture would show the last shot again
+		}
 		if r.room(ctx, w, task, api.EntryShot) != nil {
 			break
 		}
@@ -38,8 +51,8 @@ func (r *Recorder) shoot(ctx context.Context, w Where, task, client string, seq 
 		}
 		sum := sha256.Sum256(jpg) // the capture of unchanged pixels encodes to the same bytes
 		r.mu.Lock()
-		same := r.shots[tab.ID] == sum
-		r.shots[tab.ID] = sum
+		same := shot && last.sum == sum
+		r.shots[tab.ID] = lastShot{sum: sum, moves: tab.Moves}
 		r.mu.Unlock()
 		if same {
 			continue
