@@ -104,7 +104,10 @@ func (m *Mux) runUpstream(ctx context.Context) {
 		case endpoint = <-m.relaunched:
 			tries, delay = 0, m.cfg.ReconnectMin
 		default:
-			if m.isReplacing() {
+			m.mu.Lock()
+			replacing := m.replacing
+			m.mu.Unlock()
+			if replacing {
 				select {
 				case <-ctx.Done():
 					return
@@ -158,12 +161,6 @@ func (m *Mux) Replacing() {
 	if old != nil {
 		old.close()
 	}
-}
-
-func (m *Mux) isReplacing() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.replacing
 }
 
 // Relaunched points the mux at a browser that replaced the one it served (the manager relaunched it on the
