@@ -120,9 +120,9 @@ func (c *Client) send(ctx context.Context, method, path string, payload []byte) 
 			defer cancel()
 		}
 	}
-	conn, err := dialUnix(ctx, c.socket())
+	conn, err := c.dial(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("is the manager running? (%s): %w: %w", c.socket(), ErrUnreachable, err)
+		return nil, err
 	}
 	defer conn.Close()
 	status, data, err := conn.roundTrip(method, path, c.Token, payload)
@@ -145,12 +145,21 @@ func (c *Client) send(ctx context.Context, method, path string, payload []byte) 
 	return data, nil
 }
 
+// dial connects to the manager's socket; an error says whether it runs and wraps ErrUnreachable.
+func (c *Client) dial(ctx context.Context) (*unixConn, error) {
+	conn, err := dialUnix(ctx, c.socket())
+	if err != nil {
+		return nil, fmt.Errorf("is the manager running? (%s): %w: %w", c.socket(), ErrUnreachable, err)
+	}
+	return conn, nil
+}
+
 // post is send without the answer: the request is written whole and the connection closed, and the
 // manager acts on it after the caller has gone. For a report whose answer would change nothing.
 func (c *Client) post(ctx context.Context, method, path string, payload []byte) error {
-	conn, err := dialUnix(ctx, c.socket())
+	conn, err := c.dial(ctx)
 	if err != nil {
-		return fmt.Errorf("is the manager running? (%s): %w: %w", c.socket(), ErrUnreachable, err)
+		return err
 	}
 	defer conn.Close()
 	if err := conn.writeRequest(method, path, c.Token, payload); err != nil {
