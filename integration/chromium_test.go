@@ -64,13 +64,7 @@ func startChromiumProfile(t testing.TB, profile string, extra ...string) *chromi
 
 // chromiumArgs are the flags every test browser gets.
 func chromiumArgs(profile string) []string {
-	args := []string{"--headless", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--remote-debugging-port=0", "--user-data-dir=" + profile}
-	if os.Geteuid() == 0 {
-		args = append(args, "--no-sandbox")
-	}
-	return args
+	return append(testkit.HeadlessChromiumArgs(profile), "--remote-debugging-port=0")
 }
 
 // launchChromium starts Chromium and waits (bounded) for DevToolsActivePort.

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"vibebrowser/integration/testkit"
 )
 
 // startChromium launches a headless Chromium on a fresh profile (a test that needs what only a real
@@ -28,12 +30,7 @@ func startChromium(t *testing.T) string {
 		t.Skip("no Chromium installed (set VIBE_CHROME)")
 	}
 	profile := t.TempDir()
-	args := []string{"--headless", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--remote-debugging-port=0", "--user-data-dir=" + profile, "about:blank"}
-	if os.Geteuid() == 0 {
-		args = append(args, "--no-sandbox")
-	}
+	args := append(testkit.HeadlessChromiumArgs(profile), "--remote-debugging-port=0", "about:blank")
 	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var stderr bytes.Buffer

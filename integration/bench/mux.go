@@ -25,6 +25,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/rs/zerolog"
 
+	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/ui"
 	"vibebrowser/mux"
 )
@@ -857,12 +858,7 @@ func benchLaunchChromium(bin string, extra ...string) (*benchChromium, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"--headless", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--remote-debugging-port=0", "--user-data-dir=" + dir}
-	if os.Geteuid() == 0 {
-		args = append(args, "--no-sandbox")
-	}
+	args := append(testkit.HeadlessChromiumArgs(dir), "--remote-debugging-port=0")
 	args = append(append(args, extra...), "about:blank")
 	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

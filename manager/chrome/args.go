@@ -3,6 +3,7 @@ package chrome
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 )
 
@@ -23,6 +24,15 @@ var portableFlags = map[string][]string{
 	"linux":  {"--password-store=basic"},
 	"darwin": {"--use-mock-keychain"},
 }[runtime.GOOS]
+
+// headlessDisabledFeatures are Chromium features a headless store browser has no use for: the omnibox's
+// WebUI popups, which Chromium preloads at every launch into a renderer of their own. Measured here
+// (Chromium 156, headless): a launch took 3.3 CPU-seconds with them and 1.8 without, and the renderer held
+// 160 MB. Nobody types into a headless browser's address bar.
+var headlessDisabledFeatures = []string{"WebUIOmniboxPopup", "WebUIOmniboxAimPopup"}
+
+// disableFeaturesFlag is Chromium's switch for turning features off; of several, it reads only the last.
+const disableFeaturesFlag = "--disable-features="
 
 // reservedFlags may not appear in Options.ExtraArgs: the package owns them.
 var reservedFlags = []string{"--enable-automation", "--user-data-dir", "--remote-debugging-port", "--remote-debugging-pipe"}
@@ -54,6 +64,29 @@ func buildArgs(o Options) ([]string, error) {
 		args = append(args, "--no-sandbox")
 	}
 	args = append(args, o.Identity.args()...)
-	args = append(args, o.ExtraArgs...)
-	return args, nil
+	var disabled []string
+	if o.Headless {
+		disabled = headlessDisabledFeatures
+	}
+	return append(args, withDisabledFeatures(o.ExtraArgs, disabled)...), nil
+}
+
+// withDisabledFeatures returns extra with features turned off as well, in one --disable-features switch that
+// also holds every one the caller gave (Chromium reads only one of several).
+func withDisabledFeatures(extra, features []string) []string {
+	if len(features) == 0 {
+		return extra
+	}
+	all := slices.Clone(features)
+	out := make([]string, 0, len(extra)+1)
+	for _, a := range extra {
+		if v, ok := strings.CutPrefix(a, disableFeaturesFlag); ok {
+			if v != "" {
+				all = append(all, v)
+			}
+			continue
+		}
+		out = append(out, a)
+	}
+	return append(out, disableFeaturesFlag+strings.Join(all, ","))
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -77,6 +78,29 @@ func launchChromium(t *testing.T, profile string) *Process {
 	return p
 }
 
+// noOmniboxWebUI fails when the headless browser loads the omnibox's WebUI popups, which Chromium 156
+// preloads about 0.9 s after its launch unless they are turned off (headlessDisabledFeatures).
+func noOmniboxWebUI(t *testing.T, endpoint string) {
+	t.Helper()
+	for end := time.Now().Add(2500 * time.Millisecond); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		resp, err := http.Get(endpoint + "/json/list")
+		if err != nil {
+			t.Fatalf("GET %s/json/list: %v", endpoint, err)
+		}
+		var targets []struct{ Type, URL string }
+		err = json.NewDecoder(resp.Body).Decode(&targets)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatalf("/json/list: %v", err)
+		}
+		for _, tg := range targets {
+			if strings.HasPrefix(tg.URL, "chrome://omnibox-popup") {
+				t.Fatalf("the headless browser loaded %s (%s): its omnibox WebUI is not turned off", tg.URL, tg.Type)
+			}
+		}
+	}
+}
+
 func TestChromiumLaunchAdoptStop(t *testing.T) {
 	p := launchChromium(t, "")
 	resp, err := http.Get(p.HTTPEndpoint() + "/json/version")
@@ -91,6 +115,7 @@ func TestChromiumLaunchAdoptStop(t *testing.T) {
 	if err != nil || v.WS != p.WSEndpoint() {
 		t.Fatalf("/json/version = %+v, %v; want webSocketDebuggerUrl %s", v, err, p.WSEndpoint())
 	}
+	noOmniboxWebUI(t, p.HTTPEndpoint())
 	prefs, err := os.ReadFile(filepath.Join(p.ProfileDir(), "Default", "Preferences"))
 	if err != nil || !bytes.Contains(prefs, []byte(`"restore_on_startup"`)) {
 		t.Errorf("Preferences lack restore_on_startup: %v", err)

@@ -143,8 +143,11 @@ func TestBuildArgs(t *testing.T) {
 		wantError bool
 	}{
 		{name: "pipe", o: Options{ProfileDir: "/p"}, want: []string{"--remote-debugging-pipe"}, wantNot: []string{"--remote-debugging-port=0"}},
-		{name: "headed on a port", o: Options{ProfileDir: "/p", Transport: TransportPort}, want: []string{"--user-data-dir=/p", "--remote-debugging-port=0", "--no-first-run", "--no-default-browser-check", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-popup-blocking"}, wantNot: []string{"--headless", "--no-sandbox", "--enable-automation", "--remote-debugging-pipe"}},
-		{name: "headless", o: Options{ProfileDir: "/p", Headless: true}, want: []string{"--headless", "--disable-gpu"}, wantNot: []string{"--no-sandbox", "--enable-automation"}},
+		{name: "headed on a port", o: Options{ProfileDir: "/p", Transport: TransportPort}, want: []string{"--user-data-dir=/p", "--remote-debugging-port=0", "--no-first-run", "--no-default-browser-check", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-popup-blocking"}, wantNot: []string{"--headless", "--no-sandbox", "--enable-automation", "--remote-debugging-pipe", "--disable-features"}},
+		{name: "headed, features of the caller's own", o: Options{ProfileDir: "/p", ExtraArgs: []string{"--disable-features=Foo"}}, want: []string{"--disable-features=Foo"}, wantNot: []string{"Omnibox"}},
+		{name: "headless", o: Options{ProfileDir: "/p", Headless: true}, want: []string{"--headless", "--disable-gpu", "--disable-features=WebUIOmniboxPopup,WebUIOmniboxAimPopup"}, wantNot: []string{"--no-sandbox", "--enable-automation"}},
+		{name: "headless, features of the caller's own", o: Options{ProfileDir: "/p", Headless: true, ExtraArgs: []string{"--disable-features=Foo", "--lang=de", "--disable-features=Bar,Baz", "--disable-features="}},
+			want: []string{"--lang=de", "--disable-features=WebUIOmniboxPopup,WebUIOmniboxAimPopup,Foo,Bar,Baz"}, wantNot: []string{"--disable-features=Foo", "--disable-features=Bar"}},
 		{name: "no-sandbox", o: Options{ProfileDir: "/p", NoSandbox: true}, want: []string{"--no-sandbox"}, wantNot: []string{"--headless", "--enable-automation"}},
 		{name: "portable", o: Options{ProfileDir: "/p", Portable: true}, want: portableFlags},
 		{name: "older profile", o: Options{ProfileDir: "/p"}, wantNot: []string{"--password-store", "--use-mock-keychain"}},
@@ -169,6 +172,9 @@ func TestBuildArgs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if tt.o.Headless && !slices.Contains(testkit.HeadlessChromiumArgs("/p"), disableFeaturesFlag+strings.Join(headlessDisabledFeatures, ",")) {
+				t.Errorf("testkit.HeadlessChromiumArgs = %q; want the features turned off here, %q", testkit.HeadlessChromiumArgs("/p"), headlessDisabledFeatures)
+			}
 			if got[0] != "--user-data-dir="+tt.o.ProfileDir {
 				t.Errorf("buildArgs()[0] = %q; want the profile", got[0])
 			}
@@ -176,6 +182,9 @@ func TestBuildArgs(t *testing.T) {
 				if !slices.Contains(got, w) {
 					t.Errorf("buildArgs() = %q; missing %q", got, w)
 				}
+			}
+			if n := len(slices.DeleteFunc(slices.Clone(got), func(a string) bool { return !strings.HasPrefix(a, disableFeaturesFlag) })); n > 1 {
+				t.Errorf("buildArgs() = %q; %d --disable-features switches, of which Chromium reads one", got, n)
 			}
 			for _, w := range tt.wantNot {
 				if slices.ContainsFunc(got, func(a string) bool { return strings.Contains(a, w) }) {

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"vibebrowser/integration/testkit"
 )
 
 const chromiumPath = "/usr/bin/chromium"
@@ -24,11 +26,7 @@ func TestRealChromium(t *testing.T) {
 	if err := os.Mkdir(run, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	h.cfg = Config{Key: "real", RunDir: run, Profile: profile, Binary: chromiumPath, Args: []string{
-		"--headless", "--no-sandbox", "--disable-background-networking", "--disable-component-update",
-		"--disable-sync", "--no-first-run", "--disable-gpu", "--remote-debugging-pipe", "--user-data-dir=" + profile,
-		"about:blank",
-	}}
+	h.cfg = Config{Key: "real", RunDir: run, Profile: profile, Binary: chromiumPath, Args: append(testkit.HeadlessChromiumArgs(profile), "--remote-debugging-pipe", "about:blank")}
 	startKeeperProcess(t, h)
 	id := h.ready()
 
