@@ -53,9 +53,11 @@ type Desk struct {
 	log zerolog.Logger
 	hub handoffHub
 
-	// createMu makes a task's count of its pending handoffs and the new one's record one step, so that two
-	// asked at once never both pass VIBE_HANDOFF_MAX.
-	createMu sync.Mutex
+	// mu makes each change of the handoffs one step with the note that says so: a task's count of its
+	// pending handoffs with the new one's record (two asked at once never both pass VIBE_HANDOFF_MAX), and a
+	// handoff's record with its note, so that its request is noted (the events, the task's timeline) before a
+	// person's answer to it can be.
+	mu sync.Mutex
 }
 
 // New is the handoffs' desk on cfg.
@@ -103,22 +105,25 @@ func (d *Desk) Create(ctx context.Context, req api.HandoffRequest) (api.Handoff,
 		wait = api.DefaultHandoffWaitS * time.Second
 	}
 	wait = min(wait, d.cfg.WaitMax)
+	d.mu.Lock()
 	h, err := d.record(ctx, key, state.Handoff{StoreID: storeID, TaskID: req.TaskID, ClientID: req.ClientID,
 		BUName: req.BUName, Reason: req.Reason, Deadline: time.Now().Add(wait)})
+	if err == nil {
+		d.cfg.Note(zerolog.WarnLevel, api.EventHandoffRequested, key, api.Event{TaskID: h.TaskID, BUName: h.BUName,
+			Message: h.Reason, Handoff: h.ID, From: api.FromAgent})
+	}
+	d.mu.Unlock()
 	if err != nil {
 		return api.Handoff{}, err
 	}
 	d.hub.wake()
-	d.cfg.Note(zerolog.WarnLevel, api.EventHandoffRequested, key, api.Event{TaskID: h.TaskID, BUName: h.BUName,
-		Message: h.Reason, Handoff: h.ID, From: api.FromAgent})
 	return d.Views(stores, []state.Handoff{h})[0], nil
 }
 
 // record records a new pending handoff of browser key unless its task already has VIBE_HANDOFF_MAX of
-// them, or asked VIBE_TASK_EVENTS_PER_MIN this minute: one task's requests never bury another store's.
+// them, or asked VIBE_TASK_EVENTS_PER_MIN this minute: one task's requests never bury another store's. The
+// caller holds d.mu.
 func (d *Desk) record(ctx context.Context, key string, h state.Handoff) (state.Handoff, error) {
-	d.createMu.Lock()
-	defer d.createMu.Unlock()
 	if h.TaskID != "" {
 		n, err := d.db.PendingHandoffs(ctx, h.TaskID)
 		if err != nil {
@@ -150,37 +155,44 @@ func (d *Desk) Answer(ctx context.Context, id string, a api.HandoffAnswer) (api.
 	if err := api.CheckHandoffText("note", a.Note, api.MaxHandoffNote); err != nil {
 		return api.Handoff{}, fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 	}
-	h, err := d.finish(ctx, id, to, strings.TrimSpace(a.Note))
+	h, err := d.finish(ctx, id, to, strings.TrimSpace(a.Note), func(h state.Handoff) {
+		msg, from := "a person marked it done", api.FromManager
+		if to == state.HandoffCantHelp {
+			msg = "a person cannot help"
+		}
+		if h.Note != "" {
+			msg, from = msg+": "+h.Note, api.FromPerson
+		}
+		d.cfg.Note(zerolog.InfoLevel, api.EventHandoffAnswered, handoffKey(h), api.Event{TaskID: h.TaskID, BUName: h.BUName,
+			Message: msg, Handoff: h.ID, From: from})
+	})
 	if err != nil {
 		return api.Handoff{}, err
 	}
-	msg, from := "a person marked it done", api.FromManager
-	if to == state.HandoffCantHelp {
-		msg = "a person cannot help"
-	}
-	if h.Note != "" {
-		msg, from = msg+": "+h.Note, api.FromPerson
-	}
-	d.cfg.Note(zerolog.InfoLevel, api.EventHandoffAnswered, handoffKey(h), api.Event{TaskID: h.TaskID, BUName: h.BUName,
-		Message: msg, Handoff: h.ID, From: from})
 	return d.View(ctx, h)
 }
 
 // Cancel withdraws a pending handoff: its agent stopped waiting (a signal to the shim).
 func (d *Desk) Cancel(ctx context.Context, id string) (api.Handoff, error) {
-	h, err := d.finish(ctx, id, state.HandoffCancelled, "")
+	h, err := d.finish(ctx, id, state.HandoffCancelled, "", func(h state.Handoff) {
+		d.cfg.Note(zerolog.InfoLevel, api.EventHandoffCancelled, handoffKey(h), api.Event{TaskID: h.TaskID, BUName: h.BUName,
+			Message: "the agent stopped waiting; it had asked: " + h.Reason, Handoff: h.ID, From: api.FromAgent})
+	})
 	if err != nil {
 		return api.Handoff{}, err
 	}
-	d.cfg.Note(zerolog.InfoLevel, api.EventHandoffCancelled, handoffKey(h), api.Event{TaskID: h.TaskID, BUName: h.BUName,
-		Message: "the agent stopped waiting; it had asked: " + h.Reason, Handoff: h.ID, From: api.FromAgent})
 	return d.View(ctx, h)
 }
 
-// finish moves a pending handoff on and wakes its waiters; a handoff that already moved on is a
-// conflict saying what became of it.
-func (d *Desk) finish(ctx context.Context, id string, to state.HandoffStatus, note string) (state.Handoff, error) {
+// finish moves a pending handoff on, has noted say so, then wakes its waiters; a handoff that already moved
+// on is a conflict saying what became of it.
+func (d *Desk) finish(ctx context.Context, id string, to state.HandoffStatus, note string, noted func(state.Handoff)) (state.Handoff, error) {
+	d.mu.Lock()
 	h, err := d.db.FinishHandoff(ctx, id, to, note, time.Now())
+	if err == nil {
+		noted(h)
+	}
+	d.mu.Unlock()
 	if errors.Is(err, errdefs.ErrConflict) {
 		return state.Handoff{}, fmt.Errorf("handoff %s is no longer pending: %s: %w", id, handoffOutcome(h), errdefs.ErrConflict)
 	}
@@ -251,16 +263,17 @@ func (d *Desk) Wait(ctx context.Context, id string) (api.Handoff, error) {
 
 // expire times out every pending handoff whose wait ran out, and says so.
 func (d *Desk) expire(ctx context.Context) error {
+	d.mu.Lock()
 	expired, err := d.db.ExpireHandoffs(ctx, time.Now())
-	if err != nil {
-		return err
-	}
 	for _, h := range expired {
-		d.hub.changed(h.ID)
 		d.cfg.Note(zerolog.WarnLevel, api.EventHandoffTimedOut, handoffKey(h), api.Event{TaskID: h.TaskID, BUName: h.BUName,
 			Message: "nobody answered in time; the agent had asked: " + h.Reason, Handoff: h.ID, From: api.FromAgent})
 	}
-	return nil
+	d.mu.Unlock()
+	for _, h := range expired {
+		d.hub.changed(h.ID)
+	}
+	return err
 }
 
 // Loop expires handoffs at their deadlines, also those whose shim is gone (killed, or its machine
