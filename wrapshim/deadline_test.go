@@ -64,6 +64,12 @@ func TestDeadlineKillsAfterGrace(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
+	// Only once it has stopped: a child not yet scheduled to take the SIGSTOP (a loaded machine) dies of the
+	// SIGTERM that finds it still running.
+	var info unix.Siginfo
+	if err := unix.Waitid(unix.P_PID, pid, &info, unix.WSTOPPED|unix.WNOWAIT, nil); err != nil {
+		t.Fatal(err)
+	}
 	d := startDeadline(pid, 10*time.Millisecond, 50*time.Millisecond)
 	waitExited(pid)
 	if !d.stop() {
