@@ -110,7 +110,7 @@ func startManagerIn(t *testing.T, home string, extra ...string) *managed {
 // base up. The ranges stay below Linux's ephemeral ports (32768 and up): a restarted manager must find its
 // ports free, not taken by some connection's local end meanwhile.
 const (
-	portsLow, portsHigh = 10000, 32000
+	portsLow, portsHigh = testkit.EndToEndPortsLow, testkit.EndToEndPortsHigh
 	portRange           = 100
 )
 

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +26,7 @@ import (
 // tempManager is a manager on a temp home, not serving; env sets knobs.
 func tempManager(t *testing.T, env map[string]string) *Manager {
 	t.Helper()
-	vars := map[string]string{"VIBE_HOME": t.TempDir(), "PATH": "/nonexistent", "VIBE_PROXY_PORT_BASE": "21400"}
+	vars := map[string]string{"VIBE_HOME": t.TempDir(), "PATH": "/nonexistent", "VIBE_PROXY_PORT_BASE": strconv.Itoa(testkit.ManagerPortBase)}
 	for k, v := range env {
 		vars[k] = v
 	}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -44,7 +45,7 @@ func daemonConfig(t *testing.T, env map[string]string, withBU bool) *config.Conf
 	home := t.TempDir()
 	tools := t.TempDir()
 	vars := map[string]string{"VIBE_HOME": home, "PATH": "/nonexistent", "VIBE_SHIM": testkit.FakeExecutable(t, tools, "wrapshim"),
-		"VIBE_PROXY_PORT_BASE": "19400", "VIBE_UI_ADDR": "off"} // tests that want the UI pick a free port
+		"VIBE_PROXY_PORT_BASE": strconv.Itoa(testkit.DaemonPortBase), "VIBE_UI_ADDR": "off"} // tests that want the UI pick a free port
 	if withBU {
 		vars["VIBE_BROWSER_USE"] = testkit.FakeExecutable(t, tools, "browser-use")
 	}
@@ -156,7 +157,7 @@ func TestStoresAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Slug != "acme-shop" || s.Backend != "chrome" || s.ProxyPort < 19400 || s.Browser.Status != api.StatusStopped {
+	if s.Slug != "acme-shop" || s.Backend != "chrome" || s.ProxyPort < testkit.DaemonPortBase || s.Browser.Status != api.StatusStopped {
 		t.Errorf("created %+v; want slug acme-shop, chrome, a registry port, stopped", s)
 	}
 	if !strings.HasPrefix(s.CDPHTTP, "http://127.0.0.1:") || !strings.HasPrefix(s.CDPWS, "ws://127.0.0.1:") ||

@@ -166,7 +166,7 @@ func (b *fakeBackend) last() *fakeHandle {
 func fakeFleet(t *testing.T, set func(*Config)) (*Fleet, *fakeBackend) {
 	t.Helper()
 	home := t.TempDir()
-	cfg := Config{Home: home, ProxyPortBase: 21400, StartTimeout: 180 * time.Second, RelaunchMax: 3,
+	cfg := Config{Home: home, ProxyPortBase: testkit.FleetPortBase, StartTimeout: 180 * time.Second, RelaunchMax: 3,
 		RelaunchWindow: 600 * time.Second, TabCap: 12, MuxMaxClients: 16, MuxGrace: 480 * time.Second,
 		Idle: 300 * time.Second}
 	if set != nil {
