@@ -190,8 +190,9 @@ func (m *Mux) routeLocked(c *conn, b []byte, info cdpwire.Info, id []byte, p *cm
 		m.replyErrLocked(c, id, sid, codeInternal, "Browser disconnected")
 		return
 	}
-	if m.forwardLocked(c, b, info, id, kind, nil) && method == "Input.insertText" && sess != nil {
-		m.taps.checkPasswordLocked(c.cl, sess, b) // after the forward: the check adds nothing to the command's way
+	if p := m.forwardLocked(c, b, info, id, kind, nil); p != nil && method == "Input.insertText" && sess != nil {
+		p.answered = make(chan struct{})
+		m.taps.checkPasswordLocked(c.cl, sess, b, p.answered) // off the command's way: it asks once Chrome answered
 	}
 }
 
@@ -207,6 +208,7 @@ type pending struct {
 	kind      pendKind
 	park      *parked
 	internal  func(res []byte, failed bool) // for the mux's own requests; runs under mu
+	answered  chan struct{}                 // if set, closed once Chrome answered or the command failed
 }
 
 type pendKind int
@@ -221,8 +223,9 @@ const (
 	kindStream
 )
 
-// forwardLocked sends a client command upstream under a fresh id.
-func (m *Mux) forwardLocked(c *conn, b []byte, info cdpwire.Info, id []byte, kind pendKind, park *parked) bool {
+// forwardLocked sends a client command upstream under a fresh id; it returns the command in flight, or nil
+// when it could not go (the client was told).
+func (m *Mux) forwardLocked(c *conn, b []byte, info cdpwire.Info, id []byte, kind pendKind, park *parked) *pending {
 	nid := m.newIDLocked()
 	f := frame{head: b[:info.IDStart], mid: strconv.AppendInt(nil, int64(nid), 10), tail: b[info.IDEnd:]}
 	push := m.up.q.push
@@ -231,10 +234,11 @@ func (m *Mux) forwardLocked(c *conn, b []byte, info cdpwire.Info, id []byte, kin
 	}
 	if !push(f) {
 		m.replyErrLocked(c, id, info.SessionID, codeServer, "mux upstream queue full; retry")
-		return false
+		return nil
 	}
-	m.pending[nid] = &pending{c: c, origID: id, sessionID: info.SessionID, kind: kind, park: park}
-	return true
+	p := &pending{c: c, origID: id, sessionID: info.SessionID, kind: kind, park: park}
+	m.pending[nid] = p
+	return p
 }
 
 // newIDLocked returns the next upstream id: int32 (Chrome rejects anything else), wrapping, and never an
@@ -307,6 +311,9 @@ func (m *Mux) responseLocked(b []byte, info cdpwire.Info) {
 		return
 	}
 	delete(m.pending, int32(id64))
+	if p.answered != nil {
+		close(p.answered)
+	}
 	if p.kind == kindInternal {
 		if p.internal != nil {
 			var r struct {
@@ -453,6 +460,9 @@ func (m *Mux) filterContextsLocked(p *pending, b []byte) (frame, bool) {
 }
 
 func (m *Mux) failPendingLocked(p *pending, code int, msg string) {
+	if p.answered != nil {
+		close(p.answered)
+	}
 	switch {
 	case p.kind == kindInternal:
 		if p.internal != nil {

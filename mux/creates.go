@@ -37,7 +37,7 @@ func (cr *creates) startCreateLocked(c *conn, b []byte, info cdpwire.Info, id []
 	m := cr.m
 	rec := &createRec{c: c, cl: c.cl, park: &parked{c: c}}
 	cr.inFlight = rec
-	if !m.forwardLocked(c, b, info, id, kindCreate, rec.park) {
+	if m.forwardLocked(c, b, info, id, kindCreate, rec.park) == nil {
 		cr.inFlight = nil
 		cr.nextCreateLocked()
 	}

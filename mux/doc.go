@@ -54,6 +54,6 @@
 // The task timeline (Hooks.Timeline): each client page's creation, top-level navigations (the URL, then the
 // title its document sets, read from Chrome for a while after each), a person's holds and its close, queued
 // under the lock and passed on in order by one goroutine. The taps' PasswordTexts lists the texts a client inserted
-// into password fields (the page is asked through an operator session once the Input.insertText has gone
-// through), for the manager to keep out of what it stores.
+// into password fields (the page is asked through an operator session once Chrome has answered the
+// Input.insertText), for the manager to keep out of what it stores.
 package mux

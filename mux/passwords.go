@@ -8,11 +8,12 @@ import (
 )
 
 // Password texts (SPEC §15: text typed through Input.insertText into a password field is never stored).
-// A client's insertText is forwarded as it came; right after, off the command's path, a short-lived
+// A client's insertText is forwarded as it came; once Chrome has answered it (the text is in the page: asked
+// before, the question overtook the text on a loaded machine), off the command's path, a short-lived
 // operator session asks the page whether its focused element is a password input, and such texts are kept
 // for the client (PasswordTexts), for the manager to redact from what it records of the client's calls.
-// Focus does not move through insertText, so asking after it is asking what the text went into; the few
-// milliseconds the question takes are the client's to move focus in, which a check allows for (see
+// Focus does not move through insertText, so asking after it is asking what the text went into; the
+// milliseconds until the question are the client's to move focus in, which a check allows for (see
 // focusedPasswordJS). Whatever cannot be told counts as a password: a text is better redacted than stored.
 //
 // The question runs in the page's own world, where the page's scripts could lie to it. An isolated world
@@ -61,8 +62,9 @@ func (p *passwords) keep(text string) {
 	}
 }
 
-// checkPasswordLocked starts the check of a client's Input.insertText b on sess, which was just forwarded.
-func (tp *Taps) checkPasswordLocked(cl *client, sess *session, b []byte) {
+// checkPasswordLocked starts the check of a client's Input.insertText b on sess, which was just forwarded;
+// the check asks the page once answered is closed (Chrome answered the insertText, or it failed).
+func (tp *Taps) checkPasswordLocked(cl *client, sess *session, b []byte, answered <-chan struct{}) {
 	m := tp.m
 	var msg struct {
 		Params struct {
@@ -90,15 +92,22 @@ func (tp *Taps) checkPasswordLocked(cl *client, sess *session, b []byte) {
 	}
 	p.checks[ck] = true
 	m.wg.Add(1) // under mu and before closed is set: Serve's Wait covers it
-	go func() { defer m.wg.Done(); tp.runPasswordCheck(cl, ck) }()
+	go func() { defer m.wg.Done(); tp.runPasswordCheck(cl, ck, answered) }()
 }
 
-// runPasswordCheck asks ck's page and records the answer.
-func (tp *Taps) runPasswordCheck(cl *client, ck *passwordCheck) {
+// runPasswordCheck asks ck's page, once answered is closed, and records the answer.
+func (tp *Taps) runPasswordCheck(cl *client, ck *passwordCheck, answered <-chan struct{}) {
 	m := tp.m
 	ctx, cancel := context.WithTimeout(context.Background(), passwordCheckTimeout)
 	defer cancel()
-	pw, err := tp.focusedPassword(ctx, ck.page.id, ck.text)
+	var pw bool
+	var err error
+	select {
+	case <-answered:
+		pw, err = tp.focusedPassword(ctx, ck.page.id, ck.text)
+	case <-ctx.Done():
+		err = ctx.Err() // no answer in time: the text counts
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err != nil || pw || m.targets[ck.page.id] != ck.page || ck.page.url != ck.url {
@@ -185,15 +194,16 @@ func (tp *Taps) focusedPassword(ctx context.Context, targetID, text string) (boo
 
 // focusedPasswordJS follows document.activeElement through open shadow roots and same-origin frames to
 // the focused element and answers true for an <input type=password>, and for a frame of another origin
-// (what is focused inside cannot be seen). When focus is on no text field at all, the client moved it
-// before the question came (a click on the form's button): then a password field whose value holds text
-// (null: not looked for) in the documents passed through answers true. It reads and changes nothing else.
+// (what is focused inside cannot be seen). The client may have moved focus on before the question came (a
+// click on the form's button, a focus on the next field: on a loaded machine, the check runs after the
+// client's next command): unless the focused element is a text field that holds the text (text: null, not
+// looked for), a password field whose value holds it, in any document or open shadow root of the page
+// (those of same-origin frames too), answers true. A page too big to search answers true. It reads and
+// changes nothing else.
 const focusedPasswordJS = `(text) => {
-	const roots = [document];
 	let el = document.activeElement;
 	for (let i = 0; el && i < 64; i++) {
 		if (el.shadowRoot && el.shadowRoot.activeElement) {
-			roots.push(el.shadowRoot);
 			el = el.shadowRoot.activeElement;
 			continue;
 		}
@@ -201,16 +211,31 @@ const focusedPasswordJS = `(text) => {
 			let doc = null;
 			try { doc = el.contentDocument; } catch (e) {}
 			if (!doc) return true;
-			roots.push(doc);
 			el = doc.activeElement;
 			continue;
 		}
 		break;
 	}
-	if (!el) return false;
-	if (el.localName === "input" && el.type === "password") return true;
-	const field = el.isContentEditable || el.localName === "textarea" ||
-		(el.localName === "input" && !/^(button|submit|reset|checkbox|radio|file|image|color|range|hidden)$/.test(el.type));
-	if (field || text === null) return false;
-	return roots.some((r) => Array.from(r.querySelectorAll("input")).some((f) => f.type === "password" && f.value.includes(text)));
+	if (el && el.localName === "input" && el.type === "password") return true;
+	if (text === null) return false;
+	if (el) {
+		const input = el.localName === "textarea" ||
+			(el.localName === "input" && !/^(button|submit|reset|checkbox|radio|file|image|color|range|hidden)$/.test(el.type));
+		if ((input && el.value.includes(text)) || (el.isContentEditable && (el.textContent || "").includes(text))) return false;
+	}
+	const roots = [document];
+	let seen = 0;
+	for (let i = 0; i < roots.length; i++) {
+		for (const e of roots[i].querySelectorAll("*")) {
+			if (++seen > 200000) return true;
+			if (e.localName === "input" && e.type === "password" && e.value.includes(text)) return true;
+			if (e.shadowRoot) roots.push(e.shadowRoot);
+			if (e.localName === "iframe" || e.localName === "frame") {
+				let doc = null;
+				try { doc = e.contentDocument; } catch (err) {}
+				if (doc) roots.push(doc);
+			}
+		}
+	}
+	return false;
 }`

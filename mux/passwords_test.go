@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -95,13 +96,14 @@ func TestPasswordTexts(t *testing.T) {
 	}
 
 	t.Run("focus moved on before the check", func(t *testing.T) {
-		// The client inserts a password and clicks the form's button at once (the click's focus sent
-		// right behind the text, as a fast client's would): the check finds focus on the button and the
-		// text in the password field.
+		// The client inserts a password and clicks the form's button at once (the click's focus sent the
+		// moment the text's answer came, as a fast client's would; sent before it, Chrome may run the focus
+		// before the text goes in, and then it puts both back on the password field): the check, which asks
+		// once the text's answer came, finds focus on the button and the text in the password field.
 		eval(`document.getElementById("pw").value = ""; document.getElementById("pw").focus()`)
 		c.sendRaw(fmt.Sprintf(`{"id":7001,"method":"Input.insertText","params":{"text":"quick-pw"},"sessionId":%q}`, s))
-		c.sendRaw(fmt.Sprintf(`{"id":7002,"method":"Runtime.evaluate","params":{"expression":"document.getElementById('go').focus()"},"sessionId":%q}`, s))
 		c.waitID("7001")
+		c.sendRaw(fmt.Sprintf(`{"id":7002,"method":"Runtime.evaluate","params":{"expression":"document.getElementById('go').focus()"},"sessionId":%q}`, s))
 		c.waitID("7002")
 		got := m.taps.PasswordTexts(ctx, "task-pw")
 		if !slices.Contains(got, "quick-pw") {
@@ -109,6 +111,30 @@ func TestPasswordTexts(t *testing.T) {
 		}
 		if focused := string(eval("document.activeElement.id")); focused != `"go"` {
 			t.Errorf("focus on %s after the check; want the button", focused)
+		}
+	})
+
+	t.Run("the question after focus moved on", func(t *testing.T) {
+		// The question as a check that came late asks it (a loaded machine: the client's next command ran
+		// first), put to the page directly.
+		ask := func(setup, text string) string {
+			eval(`document.querySelectorAll("input").forEach((e) => e.value = "");
+				document.getElementById("f").contentDocument.querySelectorAll("input").forEach((e) => e.value = "");
+				document.getElementById("host").shadowRoot.querySelectorAll("input").forEach((e) => e.value = ""); ` + setup)
+			return string(eval("(" + focusedPasswordJS + ")(" + strconv.Quote(text) + ")"))
+		}
+		for _, tt := range []struct {
+			name, setup, text, want string
+		}{
+			{"focus on the next field, the text in the password field", `pw.value = "moved-on-pw"; user.focus()`, "moved-on-pw", "true"},
+			{"focus on the button, the text in the shadow root's password field", `host.shadowRoot.getElementById("spw").value = "shadow-moved"; go.focus()`, "shadow-moved", "true"},
+			{"focus on the next field, the text in the frame's password field", `f.contentDocument.getElementById("fpw").value = "frame-moved"; user.focus()`, "frame-moved", "true"},
+			{"the text in the focused field, a password field holding it too", `user.value = "name"; pw.value = "xx-name-xx"; user.focus()`, "name", "false"},
+			{"the text in no password field", `user.value = "plain"; go.focus()`, "plain", "false"},
+		} {
+			if got := ask(tt.setup, tt.text); got != tt.want {
+				t.Errorf("%s: the question answered %s; want %s", tt.name, got, tt.want)
+			}
 		}
 	})
 

@@ -150,14 +150,16 @@ func TestSilentBrowserIsDropped(t *testing.T) { forEachTransport(t, testSilentBr
 
 func testSilentBrowserIsDropped(t *testing.T, tr upTransport) {
 	fb := newFakeBrowserOn(t, tr)
-	m := startMux(t, fb, Config{PingInterval: 50 * time.Millisecond, PongTimeout: 150 * time.Millisecond})
+	// The pong timeout is long next to the 20 ms between the browser's events: on a loaded machine (the whole
+	// suite on 2 cores) a sleeping goroutine of the fake browser has woken 150 ms late.
+	m := startMux(t, fb, Config{PingInterval: 100 * time.Millisecond, PongTimeout: time.Second})
 	c := newClient(t, m, "c")
 	tid := c.createTarget("about:blank")
 	sid := c.attach(tid)
 	fb.setStall("Browser.getVersion", true) // the probe goes unanswered
 
 	// Busy but alive: the browser keeps sending events, so it is never taken for hung.
-	until := time.Now().Add(600 * time.Millisecond)
+	until := time.Now().Add(2500 * time.Millisecond)
 	for time.Now().Before(until) {
 		fb.send(`{"method":"Target.targetInfoChanged","params":{"targetInfo":{"targetId":"` + tid + `","type":"page","url":"about:blank"}}}`)
 		time.Sleep(20 * time.Millisecond)
