@@ -30,13 +30,13 @@ function main(fn) {
   });
 }
 
-// launchChromium starts the headless Chromium the UI scripts drive (VIBE_CHROME, else the OS package's),
-// with --no-sandbox only as root, and a 1280x800 context.
+// launchChromium starts the headless Chromium the UI scripts drive (VIBE_CHROME, else the OS package's,
+// through chromium.sh), with --no-sandbox only as root, and a 1280x800 context.
 async function launchChromium() {
   const { chromium } = require('playwright-core');
   const args = process.getuid && process.getuid() === 0 ? ['--no-sandbox'] : [];
   const browser = await chromium.launch({
-    executablePath: process.env.VIBE_CHROME || '/usr/bin/chromium', headless: true, args,
+    executablePath: require('path').join(__dirname, 'chromium.sh'), headless: true, args,
   });
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   return { browser, context };
