@@ -288,11 +288,13 @@ func TestLoginCheckpointsInvisible(t *testing.T) {
 	}
 	targets := watcher.targetIDs(true)
 
-	// Quiet: after the settling read of the watcher's own traffic, no read at all.
+	// Quiet: after the settling reads of the watcher's own traffic, no read at all. A command of the watcher's
+	// that came after the last read is read for at logins.ScriptEvery intervals after it: settled is a
+	// longer time than that with no read.
 	var quiet map[string]int
-	testkit.WaitFor(t, 15*time.Second, "the checkpoints to settle", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "the checkpoints to settle", func() bool {
 		before := m.checkpointReads()["all"]
-		time.Sleep(2500 * time.Millisecond) // over two intervals with nothing happening
+		time.Sleep((logins.ScriptEvery + 1) * time.Second) // intervals with nothing happening
 		quiet = m.checkpointReads()
 		return quiet["all"] == before && quiet["written"] > 0
 	})
