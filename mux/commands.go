@@ -190,9 +190,9 @@ func (m *Mux) routeLocked(c *conn, b []byte, info cdpwire.Info, id []byte, p *cm
 		m.replyErrLocked(c, id, sid, codeInternal, "Browser disconnected")
 		return
 	}
-	if p := m.forwardLocked(c, b, info, id, kind, nil); p != nil && method == "Input.insertText" && sess != nil {
-		p.answered = make(chan struct{})
-		m.taps.checkPasswordLocked(c.cl, sess, b, p.answered) // off the command's way: it asks once Chrome answered
+	if sent := m.forwardLocked(c, b, info, id, kind, nil); sent != nil && method == "Input.insertText" && sess != nil {
+		sent.answered = make(chan struct{})
+		m.taps.checkPasswordLocked(c.cl, sess, b, sent.answered) // off the command's way: it asks once Chrome answered
 	}
 }
 
