@@ -172,8 +172,8 @@ func TestBuildArgs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tt.o.Headless && !slices.Contains(testkit.HeadlessChromiumArgs("/p"), disableFeaturesFlag+strings.Join(headlessDisabledFeatures, ",")) {
-				t.Errorf("testkit.HeadlessChromiumArgs = %q; want the features turned off here, %q", testkit.HeadlessChromiumArgs("/p"), headlessDisabledFeatures)
+			if tt.o.Headless && testkit.HeadlessDisabledFeatures != strings.Join(headlessDisabledFeatures, ",") {
+				t.Errorf("testkit.HeadlessDisabledFeatures = %q; want the features turned off here, %q", testkit.HeadlessDisabledFeatures, headlessDisabledFeatures)
 			}
 			if got[0] != "--user-data-dir="+tt.o.ProfileDir {
 				t.Errorf("buildArgs()[0] = %q; want the profile", got[0])
