@@ -163,8 +163,9 @@ func (l fakeWSLink) ping(payload string) {
 
 func (l fakeWSLink) close() { l.ws.Close() }
 
-// connectLocked makes l the browser's connection, which, as on Chrome (and behind a keeper, which resets
-// what the last client left), starts with no sessions, no discovery and no auto-attach.
+// connectLocked makes l the browser's WebSocket connection, which, as on Chrome, starts with no sessions, no
+// discovery and no auto-attach. (The keeper front's pipe is one connection for the browser's whole life: a
+// client gets what the one before it left, fakekeeper_test.go.)
 func (fb *fakeBrowser) connectLocked(l fakeLink) {
 	fb.link = l
 	fb.discover = false
@@ -337,11 +338,18 @@ func (fb *fakeBrowser) addFrame(page, frame string) {
 	fb.targets[page].Frames = append(fb.targets[page].Frames, frame)
 }
 
-// downloadBehaviors returns the params of every Browser.setDownloadBehavior the browser got.
+// downloadBehaviors returns the params of every Browser.setDownloadBehavior the browser got, but the reset a
+// mux makes when it takes a keeper's pipe (keeperreset.go; TestPipeIsMadeFresh looks at that one).
 func (fb *fakeBrowser) downloadBehaviors() []string {
 	fb.mu.Lock()
 	defer fb.mu.Unlock()
-	return append([]string(nil), fb.dlParams...)
+	var out []string
+	for _, p := range fb.dlParams {
+		if p != `{"behavior":"default"}` {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // refuse makes the browser refuse new connections (an outage) or take them again.
@@ -503,8 +511,16 @@ func (fb *fakeBrowser) handle(b []byte) {
 		reply("{}")
 	case "Target.detachFromTarget":
 		sid := str("sessionId")
+		if sid == "" && str("targetId") != "" {
+			// By target: one session of this connection's attached from the browser, as on Chrome.
+			sid = fb.rootSessionLocked(str("targetId"))
+			if sid == "" {
+				replyErr(-32602, "No session for given target id")
+				break
+			}
+		}
 		if tid, ok := fb.sessions[sid]; ok {
-			fb.detachLocked(sid, tid)
+			fb.detachTreeLocked(sid, tid)
 		}
 		reply("{}")
 	case "Page.enable":
@@ -670,6 +686,29 @@ func (fb *fakeBrowser) removeLocked(id string) {
 	if fb.discover {
 		fb.sendLocked(`{"method":"Target.targetDestroyed","params":{"targetId":"` + id + `"}}`)
 	}
+}
+
+// rootSessionLocked is a session on target tid attached from the browser (not through another session), ""
+// when there is none: the first by id, so a test sees the same order each run.
+func (fb *fakeBrowser) rootSessionLocked(tid string) string {
+	found := ""
+	for sid, t := range fb.sessions {
+		if t == tid && fb.parents[sid] == "" && (found == "" || sid < found) {
+			found = sid
+		}
+	}
+	return found
+}
+
+// detachTreeLocked detaches session sid and, first, every session attached through it, as Chrome does when a
+// session goes.
+func (fb *fakeBrowser) detachTreeLocked(sid, tid string) {
+	for child, parent := range fb.parents {
+		if parent == sid {
+			fb.detachTreeLocked(child, fb.sessions[child])
+		}
+	}
+	fb.detachLocked(sid, tid)
 }
 
 func (fb *fakeBrowser) detachLocked(sid, tid string) {

@@ -4,11 +4,8 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net"
 	"runtime"
-	"strconv"
 	"strings"
 	"time"
 
@@ -61,59 +58,33 @@ func (keeperTransport) read(br *bufio.Reader, limit int) ([]byte, bool, error) {
 	return cdpwire.ReadMessage(br, limit)
 }
 
-// dialKeeper connects to the keeper at socket, reads its hello, then asks the browser behind it for
-// Browser.getVersion and returns the connection with the version object of the mux's /json/version. A
-// keeper says hello for a hung browser too, so only the browser's answer makes the dial good: a browser
-// that does not answer within PongTimeout (and ctx) is a failed dial, as a debugging port that does not
-// answer /json/version is, and failed dials end in the relaunch hook. A refused hello (another client holds the
-// keeper) is a failed dial like any other (cdpwire.ErrRefused).
-func (m *Mux) dialKeeper(ctx context.Context, socket string) (net.Conn, *bufio.Reader, map[string]any, error) {
-	nc, br, _, err := cdpwire.Dial(ctx, socket)
+// dialKeeper connects to the keeper at socket and takes the browser's pipe it lends (SPEC §13): from then on
+// the mux alone reads and writes the pipe, and the returned connection reads and writes it. It asks the
+// browser for Browser.getVersion, for the mux's /json/version, then makes the connection fresh (freshen) before
+// any client's message goes on it. A keeper lends the pipe of a hung browser too, so only the browser's
+// answers make the dial good: a browser that does not answer within PongTimeout (and ctx) is a failed dial,
+// as a debugging port that does not answer /json/version is, and failed dials end in the relaunch hook. A
+// refused hello (another client holds the pipe) is a failed dial like any other (cdpwire.ErrRefused).
+func (m *Mux) dialKeeper(ctx context.Context, socket string) (upConn, *bufio.Reader, map[string]any, error) {
+	uc, hello, pipe, err := cdpwire.Dial(ctx, socket)
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	pc := newPipeConn(uc, pipe)
 	deadline := time.Now().Add(m.cfg.PongTimeout)
 	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
 		deadline = dl
 	}
-	nc.SetDeadline(deadline)
-	m.mu.Lock()
-	id := strconv.Itoa(int(m.newIDLocked())) // the mux's counter: never an id the last connection left in flight
-	m.mu.Unlock()
-	if _, err := nc.Write([]byte(`{"id":` + id + `,"method":"Browser.getVersion"}` + "\x00")); err != nil {
-		nc.Close()
+	pc.setDeadline(deadline)
+	br := bufio.NewReaderSize(pc, 64<<10)
+	x := &pipeExchange{m: m, w: pc, br: br}
+	version, err := x.open(hello.Skip)
+	if err != nil {
+		pc.Close()
 		return nil, nil, nil, fmt.Errorf("keeper %s: %w", socket, err)
 	}
-	for {
-		b, over, err := cdpwire.ReadMessage(br, m.cfg.UpstreamMessageLimit)
-		if err != nil {
-			nc.Close()
-			return nil, nil, nil, fmt.Errorf("keeper %s: no Browser.getVersion answer: %w", socket, err)
-		}
-		info, err := cdpwire.Scan(b)
-		if over || err != nil || !info.HasID() || info.HasMethod || string(b[info.IDStart:info.IDEnd]) != id {
-			continue // sent before the answer: the rebuild that follows the connect replays what matters
-		}
-		var r struct {
-			Result json.RawMessage `json:"result"`
-			Error  *struct {
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		err = json.Unmarshal(b, &r)
-		switch {
-		case err == nil && r.Error != nil:
-			err = errors.New(r.Error.Message)
-		case err == nil:
-			var v map[string]any
-			if v, err = versionObject(r.Result, true); err == nil {
-				nc.SetDeadline(time.Time{})
-				return nc, br, v, nil
-			}
-		}
-		nc.Close()
-		return nil, nil, nil, fmt.Errorf("keeper %s: Browser.getVersion: %w", socket, err)
-	}
+	pc.setDeadline(time.Time{})
+	return pc, br, version, nil
 }
 
 // versionObject turns a Browser.getVersion result into the object Chrome serves at /json/version, without

@@ -26,7 +26,7 @@ func TestKeeperRefusedIsRetried(t *testing.T) {
 	fb := newFakeBrowserOn(t, overKeeper)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	holder, _, _, err := cdpwire.Dial(ctx, fb.kp.socket) // another client, connected first
+	holder, _, held, err := cdpwire.Dial(ctx, fb.kp.socket) // another client, connected first
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,9 +35,10 @@ func TestKeeperRefusedIsRetried(t *testing.T) {
 	if m.Stats().Upstream {
 		t.Fatal("the mux counts a refused keeper as connected")
 	}
-	if !logs.has("browser connection failed") || !logs.has(cdpwire.ErrRefused.Error()) || !logs.has("another client is connected") {
+	if !logs.has("browser connection failed") || !logs.has(cdpwire.ErrRefused.Error()) || !logs.has("another client holds the browser's pipe") {
 		t.Fatalf("log of a refused dial:\n%s", strings.Join(logs.lines(), "\n"))
 	}
+	held.Close()
 	holder.Close()
 	testkit.WaitFor(t, 5*time.Second, "connected once the keeper is free", func() bool { return m.Stats().Upstream })
 	c := newClient(t, m, "c")

@@ -21,8 +21,8 @@ import (
 // is in progress (it saves a goroutine hand-off per call on the hot path), and the writer goroutine
 // drains whatever queued behind a write in progress. Either way one goroutine writes at a time.
 type upstream struct {
-	nc      net.Conn
-	tr      transport     // the browser's WebSocket or a keeper's socket (transport.go)
+	nc      upConn        // the browser's WebSocket, or the pipe its keeper lent (pipeconn.go)
+	tr      transport     // the browser's WebSocket or a keeper's pipe (transport.go)
 	br      *bufio.Reader // the read side, owned by the upstream reader
 	q       *sendQueue
 	once    sync.Once
@@ -206,7 +206,7 @@ func (m *Mux) dial(ctx context.Context, endpoint string) (*upstream, map[string]
 	defer cancel()
 	q := newSendQueue(max(4*m.cfg.QueueBytes, m.cfg.ClientMessageLimit))
 	var (
-		nc      net.Conn
+		nc      upConn
 		br      *bufio.Reader
 		tr      transport
 		version map[string]any
@@ -227,11 +227,12 @@ func (m *Mux) dial(ctx context.Context, endpoint string) (*upstream, map[string]
 			}
 			wsURL, version = v.WebSocketDebuggerURL, v.Raw
 		}
-		nc, br, err = dialWebSocket(ctx, wsURL)
+		var ws net.Conn
+		ws, br, err = dialWebSocket(ctx, wsURL)
 		if err != nil {
 			return nil, nil, fmt.Errorf("browser websocket: %w", err)
 		}
-		tr = newWSTransport(q)
+		nc, tr = ws, newWSTransport(q)
 	}
 	up := &upstream{nc: nc, tr: tr, br: br, q: q, timeout: m.cfg.WriteTimeout, bw: bufio.NewWriterSize(nc, 64<<10)}
 	return up, version, nil

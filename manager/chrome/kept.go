@@ -255,10 +255,11 @@ func AdoptKept(ctx context.Context, runDir, key string, pid int, startTime int64
 	if err := keptBrowser(ctx, id, uids); err != nil {
 		return nil, notAdoptable("%v", err)
 	}
-	nc, _, hello, err := cdpwire.Dial(ctx, socket)
+	nc, hello, pipe, err := cdpwire.Dial(ctx, socket)
 	if err != nil {
 		return nil, notAdoptable("keeper socket: %v", err)
 	}
+	pipe.Close() // the pipe goes back to the keeper, for the mux to take
 	nc.Close()
 	if hello.PID != id.KeeperPID || hello.BrowserPID != pid {
 		return nil, notAdoptable("the socket's keeper is pid %d holding browser %d, its identity file says %d holding %d", hello.PID, hello.BrowserPID, id.KeeperPID, pid)

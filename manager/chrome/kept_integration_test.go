@@ -3,6 +3,7 @@
 package chrome
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"os"
@@ -59,20 +60,31 @@ func getVersion(t *testing.T, socket string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	nc, br, _, err := cdpwire.Dial(ctx, socket)
+	nc, hello, pipe, err := cdpwire.Dial(ctx, socket)
 	if err != nil {
 		t.Fatalf("Dial(%s): %v", socket, err)
 	}
 	defer nc.Close()
-	if _, err := nc.Write([]byte(`{"id":1,"method":"Browser.getVersion"}` + "\x00")); err != nil {
+	defer pipe.Close()
+	br := bufio.NewReader(pipe.FromBrowser)
+	pipe.FromBrowser.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if hello.Skip {
+		if err := cdpwire.SkipRest(br); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := pipe.ToBrowser.Write([]byte(`{"id":1,"method":"Browser.getVersion"}` + "\x00")); err != nil {
 		t.Fatal(err)
 	}
-	nc.SetReadDeadline(time.Now().Add(10 * time.Second))
-	b, _, err := cdpwire.ReadMessage(br, 1<<20)
-	if err != nil {
-		t.Fatalf("no answer through the keeper: %v", err)
+	for {
+		b, _, err := cdpwire.ReadMessage(br, 1<<20)
+		if err != nil {
+			t.Fatalf("no answer on the pipe the keeper lent: %v", err)
+		}
+		if strings.HasPrefix(string(b), `{"id":1,`) {
+			return string(b)
+		}
 	}
-	return string(b)
 }
 
 func TestKeptLaunchAdoptStop(t *testing.T) {

@@ -17,7 +17,6 @@ func parseArgs(args []string) (Config, error) {
 	fs.StringVar(&c.Key, "key", "", "the browser's key")
 	fs.StringVar(&c.RunDir, "run-dir", "", "the home's run/ directory")
 	fs.StringVar(&c.Profile, "profile", "", "Chromium's --user-data-dir, absolute")
-	fs.IntVar(&c.Limit, "limit", 0, "the largest message a client may send (0: 100 MB)")
 	fs.IntVar(&c.ForwardPort, "forward-port", 0, "the proxy forwarder's loopback port (its upstream on stdin)")
 	fs.StringVar(&c.ForwardStore, "forward-store", "", "the store's name, for the forwarder's error page")
 	if err := fs.Parse(args); err != nil {
@@ -38,9 +37,6 @@ func parseArgs(args []string) (Config, error) {
 	if err := c.validate(); err != nil {
 		return Config{}, err
 	}
-	if c.Limit == 0 {
-		c.Limit = defaultLimit
-	}
 	return c, nil
 }
 
@@ -57,8 +53,6 @@ func (c Config) validate() error {
 		return errors.New("--profile is required: the identity file names the browser's profile")
 	case !filepath.IsAbs(c.Profile):
 		return fmt.Errorf("--profile %q: must be absolute, as Chromium's --user-data-dir is", c.Profile)
-	case c.Limit < 0:
-		return fmt.Errorf("--limit %d: must be positive, or 0 for Chrome's 100 MB", c.Limit)
 	case c.Binary == "":
 		return errors.New("no Chromium binary after --")
 	case c.ForwardPort < 0 || c.ForwardPort > 65535:

@@ -11,13 +11,13 @@ func TestCommandRoundTrips(t *testing.T) {
 		name string
 		cfg  Config
 	}{
-		{"with a limit", Config{Key: "store-1", RunDir: "/home/u/.vibe-seller/run", Profile: "/p/store-1", Limit: 1 << 20,
+		{"a store", Config{Key: "store-1", RunDir: "/home/u/.vibe-seller/run", Profile: "/p/store-1",
 			Binary: "/usr/bin/chromium", Args: []string{"--headless", "--remote-debugging-pipe", "--user-data-dir=/p/store-1", "about:blank"}}},
-		{"default limit", Config{Key: "_web", RunDir: "/run/v", Profile: "/p/web", Limit: defaultLimit,
+		{"the web browser", Config{Key: "_web", RunDir: "/run/v", Profile: "/p/web",
 			Binary: "/opt/chrome", Args: []string{"--remote-debugging-pipe", "--user-data-dir=/p/web"}}},
-		{"chromium's own -- and flags like the keeper's", Config{Key: "k", RunDir: "/r", Profile: "/p", Limit: 7,
-			Binary: "/c", Args: []string{"--remote-debugging-pipe", "--user-data-dir=/p", "--key", "x", "--", "--limit"}}},
-		{"a proxy forwarder", Config{Key: "s", RunDir: "/r", Profile: "/p", Limit: defaultLimit, ForwardPort: 9411,
+		{"chromium's own -- and flags like the keeper's", Config{Key: "k", RunDir: "/r", Profile: "/p",
+			Binary: "/c", Args: []string{"--remote-debugging-pipe", "--user-data-dir=/p", "--key", "x", "--", "--run-dir"}}},
+		{"a proxy forwarder", Config{Key: "s", RunDir: "/r", Profile: "/p", ForwardPort: 9411,
 			ForwardStore: "Acme Shop", Binary: "/c", Args: []string{"--remote-debugging-pipe", "--user-data-dir=/p"}}},
 	}
 	for _, tt := range tests {
@@ -28,22 +28,11 @@ func TestCommandRoundTrips(t *testing.T) {
 				t.Fatalf("parseArgs(%q): %v", argv, err)
 			}
 			if got.Key != tt.cfg.Key || got.RunDir != tt.cfg.RunDir || got.Profile != tt.cfg.Profile ||
-				got.Limit != tt.cfg.Limit || got.Binary != tt.cfg.Binary || !slices.Equal(got.Args, tt.cfg.Args) ||
+				got.Binary != tt.cfg.Binary || !slices.Equal(got.Args, tt.cfg.Args) ||
 				got.ForwardPort != tt.cfg.ForwardPort || got.ForwardStore != tt.cfg.ForwardStore {
 				t.Errorf("parseArgs(Command(%+v)) = %+v; want it back", tt.cfg, got)
 			}
 		})
-	}
-}
-
-func TestCommandLeavesTheDefaultLimitOut(t *testing.T) {
-	argv := Command(Config{Key: "k", RunDir: "/r", Profile: "/p", Binary: "/c", Args: []string{"--remote-debugging-pipe", "--user-data-dir=/p"}})
-	if slices.Contains(argv, "--limit") {
-		t.Errorf("Command with Limit 0 = %q; want no --limit", argv)
-	}
-	got, err := parseArgs(argv)
-	if err != nil || got.Limit != defaultLimit {
-		t.Errorf("parseArgs(%q) = limit %d, %v; want %d", argv, got.Limit, err, defaultLimit)
 	}
 }
 
@@ -59,7 +48,6 @@ func TestParseArgsRefuses(t *testing.T) {
 		{"no run dir", append([]string{"--key", "k", "--profile", "/p", "--", "/c"}, ok...), "--run-dir is required"},
 		{"no profile", append([]string{"--key", "k", "--run-dir", "/r", "--", "/c"}, ok...), "--profile is required"},
 		{"a relative profile", []string{"--key", "k", "--run-dir", "/r", "--profile", "p", "--", "/c", "--remote-debugging-pipe", "--user-data-dir=p"}, "must be absolute"},
-		{"a negative limit", append([]string{"--key", "k", "--run-dir", "/r", "--profile", "/p", "--limit", "-1", "--", "/c"}, ok...), "must be positive"},
 		{"no chromium", []string{"--key", "k", "--run-dir", "/r", "--profile", "/p", "--"}, "no Chromium command line"},
 		{"no pipe", []string{"--key", "k", "--run-dir", "/r", "--profile", "/p", "--", "/c", "--user-data-dir=/p"}, "must hold --remote-debugging-pipe"},
 		{"a pipe after chromium's --", []string{"--key", "k", "--run-dir", "/r", "--profile", "/p", "--", "/c", "--user-data-dir=/p", "--", "--remote-debugging-pipe"}, "must hold --remote-debugging-pipe"},

@@ -14,8 +14,11 @@ import (
 
 const chromiumPath = "/usr/bin/chromium"
 
-// TestRealChromium keeps a real Chromium's pipe: a client creates and attaches a target and goes, the next
-// one finds the target detached, and SIGTERM takes the whole group down.
+// TestRealChromium lends a real Chromium's pipe: a client creates and attaches a target and goes half-way
+// through a message; Chromium takes the keeper's NUL after the fragment in its stride, and the next client
+// finds the target still attached (Chromium keeps one connection on its pipe), detaches its one session by
+// the target's id, as the mux does when it takes a pipe, and is told when none is left. SIGTERM takes the
+// whole group down.
 func TestRealChromium(t *testing.T) {
 	if _, err := os.Stat(chromiumPath); err != nil {
 		t.Skipf("no %s: %v", chromiumPath, err)
@@ -47,29 +50,40 @@ func TestRealChromium(t *testing.T) {
 	if r, _ := first.until(3); json.Unmarshal(r.Result, &attached) != nil || attached.SessionID == "" {
 		t.Fatalf("Target.attachToTarget = %s %+v; want a session", r.Result, r.Error)
 	}
-	first.nc.Close()
+	first.write(`{"id":4,"method":"Runtime.evaluate","params":{"expression":"1+`) // …and NUL-ended by the keeper
+	first.leave()
 
 	next := h.dial()
-	var targets struct {
-		TargetInfos []struct {
-			TargetID string `json:"targetId"`
-			Attached bool   `json:"attached"`
-		} `json:"targetInfos"`
-	}
-	if err := json.Unmarshal(next.call(1, "Target.getTargets", "").Result, &targets); err != nil {
-		t.Fatal(err)
-	}
-	found := false
-	for _, ti := range targets.TargetInfos {
-		if ti.TargetID == created.TargetID {
-			found = true
-			if ti.Attached {
-				t.Errorf("target %s still attached after its client went; want the keeper to have detached it", ti.TargetID)
+	attachedNow := func() bool {
+		var targets struct {
+			TargetInfos []struct {
+				TargetID string `json:"targetId"`
+				Attached bool   `json:"attached"`
+			} `json:"targetInfos"`
+		}
+		if err := json.Unmarshal(next.call(1, "Target.getTargets", "").Result, &targets); err != nil {
+			t.Fatal(err)
+		}
+		for _, ti := range targets.TargetInfos {
+			if ti.TargetID == created.TargetID {
+				return ti.Attached
 			}
 		}
+		t.Fatalf("Target.getTargets = %+v; want the first client's target %s", targets, created.TargetID)
+		return false
 	}
-	if !found {
-		t.Errorf("Target.getTargets = %+v; want the first client's target %s", targets, created.TargetID)
+	if !attachedNow() {
+		t.Errorf("target %s detached when its client went; want it attached until the next client detaches it", created.TargetID)
+	}
+	byTarget := `{"targetId":"` + created.TargetID + `"}`
+	if r := next.call(2, "Target.detachFromTarget", byTarget); r.Error != nil {
+		t.Errorf("Target.detachFromTarget by target id = %+v; want the first client's session detached", r.Error)
+	}
+	if r := next.call(3, "Target.detachFromTarget", byTarget); r.Error == nil {
+		t.Errorf("a second Target.detachFromTarget by target id answered %s; want an error: no session left", r.Result)
+	}
+	if attachedNow() {
+		t.Errorf("target %s still attached after its session was detached by target id", created.TargetID)
 	}
 
 	if err := h.proc.Process.Signal(syscall.SIGTERM); err != nil {

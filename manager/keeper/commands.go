@@ -2,21 +2,23 @@ package keeper
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
-
-	"vibebrowser/mux/cdpwire"
 )
 
-// firstCallID is the first id of the keeper's own commands. Clients count from 1 (the mux does), so the two
-// meet only after two billion commands of one client; even then an id is never both (newCallIDLocked,
-// admit).
+// firstCallID is the first id of the keeper's own commands. Clients count from wherever they like (the mux
+// from a random point); the keeper sends commands only while it holds the pipe, and drops every answer but its
+// own then, so an id a client once used is at worst an answer the keeper drops.
 const firstCallID = 2_000_000_000
 
-// call sends the keeper's own command to Chromium. Its answer is the keeper's, never a client's: answered,
-// when not nil, runs on the browser relay with it (the slice is valid only during the call and answered
-// must not block).
+// errLent: the pipe is lent to a client, which is its only writer.
+var errLent = errors.New("the browser's pipe is lent to a client: the keeper writes to it only while it holds it")
+
+// call sends the keeper's own command to Chromium while the keeper holds the pipe. Its answer is the
+// keeper's: answered, when not nil, runs on the pipe's reader with it (the slice is valid only during the
+// call and answered must not block).
 func (k *keeper) call(method string, params any, sessionID string, answered func(answer []byte)) error {
 	var p []byte
 	if params != nil {
@@ -26,15 +28,20 @@ func (k *keeper) call(method string, params any, sessionID string, answered func
 		}
 	}
 	k.mu.Lock()
-	id := k.newCallIDLocked()
+	if k.client != nil {
+		k.mu.Unlock()
+		return fmt.Errorf("send %s to chromium: %w", method, errLent)
+	}
+	id := k.nextCall
+	k.nextCall++
+	if k.nextCall > math.MaxInt32 { // Chrome's ids are 32-bit
+		k.nextCall = firstCallID
+	}
 	k.calls[id] = answered
 	k.mu.Unlock()
-	msg := commandMessage(id, method, p, sessionID)
+	msg := append(commandMessage(id, method, p, sessionID), 0)
 	k.wmu.Lock()
-	err := cdpwire.WriteMessage(k.pw, msg)
-	if err == nil {
-		err = k.pw.Flush()
-	}
+	_, err := k.br.toBrowser.Write(msg)
 	k.wmu.Unlock()
 	if err != nil {
 		k.mu.Lock()
@@ -43,26 +50,6 @@ func (k *keeper) call(method string, params any, sessionID string, answered func
 		return fmt.Errorf("send %s to chromium: %w", method, err)
 	}
 	return nil
-}
-
-// newCallIDLocked returns an id for the keeper's own command that no client has in flight.
-func (k *keeper) newCallIDLocked() int64 {
-	for {
-		id := k.nextCall
-		k.nextCall++
-		if k.nextCall > math.MaxInt32 { // Chrome's ids are 32-bit
-			k.nextCall = firstCallID
-		}
-		_, mine := k.calls[id]
-		_, orphan := k.orphans[id]
-		busy := false
-		if k.client != nil {
-			_, busy = k.client.inflight[id]
-		}
-		if !mine && !orphan && !busy {
-			return id
-		}
-	}
 }
 
 // commandMessage is a CDP command; params is JSON or nil.
@@ -76,22 +63,6 @@ func commandMessage(id int64, method string, params []byte, sessionID string) []
 		b = append(b, `,"params":`...)
 		b = append(b, params...)
 	}
-	if sessionID != "" {
-		b = append(b, `,"sessionId":`...)
-		b = appendJSONString(b, sessionID)
-	}
-	return append(b, '}')
-}
-
-// errorMessage is the keeper's error answer to a client's command; id is the command's id token as the
-// client wrote it.
-func errorMessage(id []byte, sessionID, message string) []byte {
-	b := make([]byte, 0, 64+len(id)+len(message)+len(sessionID))
-	b = append(b, `{"id":`...)
-	b = append(b, id...)
-	b = append(b, `,"error":{"code":-32000,"message":`...)
-	b = appendJSONString(b, message)
-	b = append(b, '}')
 	if sessionID != "" {
 		b = append(b, `,"sessionId":`...)
 		b = appendJSONString(b, sessionID)

@@ -86,7 +86,6 @@ type Config struct {
 	Key     string   // the browser's key (a store id or a reserved key)
 	RunDir  string   // the home's run/ directory: the socket and identity file go there
 	Profile string   // Chromium's --user-data-dir, absolute
-	Limit   int      // the largest message a client may send (the mux's client limit); 0: 100 MB
 	Binary  string   // Chromium
 	Args    []string // Chromium's arguments; they must hold --remote-debugging-pipe
 	// ForwardPort, when set, is the loopback port of the store's proxy forwarder (SPEC §16), which the keeper
@@ -100,9 +99,6 @@ type Config struct {
 // passes "keep" first to reach it through the vibe-browser CLI).
 func Command(c Config) []string {
 	args := []string{"--key", c.Key, "--run-dir", c.RunDir, "--profile", c.Profile}
-	if c.Limit > 0 {
-		args = append(args, "--limit", strconv.Itoa(c.Limit))
-	}
 	if c.ForwardPort > 0 {
 		args = append(args, "--forward-port", strconv.Itoa(c.ForwardPort), "--forward-store", c.ForwardStore)
 	}

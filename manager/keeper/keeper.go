@@ -1,7 +1,6 @@
 package keeper
 
 import (
-	"bufio"
 	"net"
 	"os"
 	"sync"
@@ -19,22 +18,19 @@ const (
 	exitUsage   = 2 // the command line is wrong
 )
 
-// Limits and sizes of the relay.
-const (
-	defaultLimit  = 100 << 20 // a client's largest message: Chrome's own limit, the mux's client limit
-	upstreamLimit = 256 << 20 // Chromium's largest message: the mux's upstream limit
-	bufSize       = 256 << 10 // each reader's and writer's buffer: what is held per direction, never more
-)
+// bufSize is the keeper's read buffer while it holds the pipe.
+const bufSize = 256 << 10
 
 // Stop bounds (SPEC §13): each step is bounded so a wedged Chromium never wedges its keeper.
 const (
 	closeBound = 2 * time.Second // Browser.close until Chromium exits
 	termBound  = 3 * time.Second // SIGTERM of its group until it exits
 	killBound  = 3 * time.Second // SIGKILL of its group until it is reaped
-	resetBound = 5 * time.Second // a gone client's reset until the next client is served anyway
+	resetBound = 5 * time.Second // the NUL that ends a gone client's last message, written to a full pipe
+	lentBound  = time.Second     // a client asked for the pipe back until it has given it
 )
 
-// keeper is one running keeper: Chromium, its pipe, the socket and the client of the moment.
+// keeper is one running keeper: Chromium, its pipe, the socket and the client the pipe is lent to.
 type keeper struct {
 	cfg    Config
 	log    zerolog.Logger
@@ -47,21 +43,20 @@ type keeper struct {
 	lnFile  os.FileInfo // the socket file as the keeper made it: it removes that file and no other
 	written *Identity   // the identity file as the keeper wrote it: the same rule
 
+	// wmu serialises the keeper's own writes to the pipe (its commands, the NUL of a take-back); it writes
+	// only while it holds the pipe.
 	wmu sync.Mutex
-	// wmu guards pw, the write side of the pipe: the client's relay and the keeper's own commands write it.
-	pw *bufio.Writer
 
 	mu sync.Mutex
 	// mu guards the fields below.
-	client   *client                // the client being served; nil between clients
+	client   *client                // the client the pipe is lent to; nil while the keeper holds it
+	reader   *holdReader            // the keeper's reading of the pipe while it holds it; nil while lent
 	stopping bool                   // no client is served any more
-	orphans  map[int64]flight       // ids gone clients left in flight: their answers are dropped
-	sessions map[string]string      // sessions attached through the pipe → their parent session ("": none)
 	calls    map[int64]func([]byte) // the keeper's own commands in flight → what to do with the answer
 	nextCall int64
 	conns    int // connections accepted, to number them in the log
 
-	wg sync.WaitGroup // the relays, the accept loop and the serving of a client
+	wg sync.WaitGroup // the pipe's reader, the accept loop and the watch of a client
 }
 
 // run is the keeper's whole life: Chromium started, readiness, clients served until Chromium exits or a
@@ -73,8 +68,6 @@ func run(cfg Config, upstream netid.Proxy, log zerolog.Logger, sigs <-chan os.Si
 		socket:   SocketPath(cfg.RunDir, cfg.Key),
 		idPath:   IdentityPath(cfg.RunDir, cfg.Key),
 		quit:     make(chan struct{}),
-		orphans:  map[int64]flight{},
-		sessions: map[string]string{},
 		calls:    map[int64]func([]byte){},
 		nextCall: firstCallID,
 	}
@@ -92,13 +85,8 @@ func run(cfg Config, upstream netid.Proxy, log zerolog.Logger, sigs <-chan os.Si
 		return exitFailure
 	}
 	k.br = br
-	k.pw = bufio.NewWriterSize(br.toBrowser, bufSize)
 	log.Info().Int("browser_pid", br.pid).Str("binary", cfg.Binary).Msg("chromium started")
-	k.wg.Add(1)
-	go func() {
-		defer k.wg.Done()
-		k.relayFromBrowser()
-	}()
+	k.reader = k.startHolding(false)
 	code := k.serve(sigs)
 	k.stop()
 	ev := log.Info()
@@ -151,21 +139,25 @@ func (k *keeper) serve(sigs <-chan os.Signal) int {
 	}
 }
 
-// shutdown stops Chromium for a signal: Browser.close, then SIGTERM of its group, then SIGKILL, each step
-// bounded; the exit code is Chromium's status.
+// shutdown stops Chromium for a signal: the pipe back from its client (bounded), Browser.close, then SIGTERM
+// of its group, then SIGKILL, each step bounded; the exit code is Chromium's status.
 func (k *keeper) shutdown(sig os.Signal) int {
-	k.log.Info().Str("signal", sig.String()).Msg("stopping chromium: Browser.close")
-	k.wg.Add(1)
-	go func() {
-		// Off this goroutine: a client's relay blocked on a full pipe holds the writer, and the bound below
-		// must hold anyway. The write ends when Chromium reads it or exits.
-		defer k.wg.Done()
-		if err := k.call("Browser.close", nil, "", nil); err != nil {
-			k.log.Warn().Err(err).Msg("Browser.close not sent")
+	if k.reclaim(lentBound) {
+		k.log.Info().Str("signal", sig.String()).Msg("stopping chromium: Browser.close")
+		k.wg.Add(1)
+		go func() {
+			// Off this goroutine: a pipe Chromium does not read blocks the write, and the bound below must
+			// hold anyway. The write ends when Chromium reads it or exits.
+			defer k.wg.Done()
+			if err := k.call("Browser.close", nil, "", nil); err != nil {
+				k.log.Warn().Err(err).Msg("Browser.close not sent")
+			}
+		}()
+		if k.br.waitDone(closeBound) {
+			return k.br.status
 		}
-	}()
-	if k.br.waitDone(closeBound) {
-		return k.br.status
+	} else {
+		k.log.Warn().Str("signal", sig.String()).Dur("after", lentBound).Msg("the client did not give the pipe back: no Browser.close")
 	}
 	k.log.Warn().Dur("after", closeBound).Msg("chromium still running after Browser.close: SIGTERM to its group")
 	if err := k.br.signalGroup(syscall.SIGTERM); err != nil {
@@ -193,8 +185,9 @@ func (k *keeper) kill() int {
 	return exitFailure
 }
 
-// stop ends everything the keeper runs: no more clients, the socket and identity file removed, the client
-// and the pipe closed, every goroutine of the keeper's waited for (Chromium's waiter only if it is done).
+// stop ends everything the keeper runs: no more clients, the socket and identity file removed, the client's
+// connection and the keeper's pipe ends closed, every goroutine of the keeper's waited for (Chromium's waiter
+// only if it is done).
 func (k *keeper) stop() {
 	close(k.quit)
 	k.mu.Lock()

@@ -17,7 +17,7 @@ import (
 )
 
 func TestReadyWritesTheIdentity(t *testing.T) {
-	h := startKeeper(t, 0)
+	h := startKeeper(t)
 	id := h.ready()
 	ctx := context.Background()
 	self, err := procid.Inspect(ctx, os.Getpid())
@@ -54,7 +54,7 @@ func TestReadyWritesTheIdentity(t *testing.T) {
 }
 
 func TestHello(t *testing.T) {
-	h := startKeeper(t, 0)
+	h := startKeeper(t)
 	id := h.ready()
 	c := h.dial()
 	want := cdpwire.Hello{Format: Format, PID: os.Getpid(), BrowserPID: id.BrowserPID}
@@ -67,7 +67,7 @@ func TestHello(t *testing.T) {
 }
 
 func TestOneClientAtATime(t *testing.T) {
-	h := startKeeper(t, 0)
+	h := startKeeper(t)
 	h.ready()
 	first := h.dial()
 	first.call(1, "Test.echo", "")
@@ -79,7 +79,7 @@ func TestOneClientAtATime(t *testing.T) {
 	if r := first.call(2, "Test.echo", ""); r.Error != nil {
 		t.Errorf("the first client after a refusal = %+v; want it served still", r.Error)
 	}
-	first.nc.Close()
+	first.leave()
 	next := h.dial()
 	if r := next.call(1, "Test.echo", ""); r.Error != nil || r.Result == nil {
 		t.Errorf("the next client's call = %+v; want an answer", r)
@@ -87,7 +87,7 @@ func TestOneClientAtATime(t *testing.T) {
 }
 
 func TestStaleSocketIsReplaced(t *testing.T) {
-	h := newHarness(t, 0)
+	h := newHarness(t)
 	ln, err := net.Listen("unix", h.socket())
 	if err != nil {
 		t.Fatal(err)
@@ -100,9 +100,9 @@ func TestStaleSocketIsReplaced(t *testing.T) {
 }
 
 func TestLiveSocketIsNotTaken(t *testing.T) {
-	first := startKeeper(t, 0)
+	first := startKeeper(t)
 	first.ready()
-	second := newHarness(t, 0)
+	second := newHarness(t)
 	second.cfg.RunDir = first.cfg.RunDir
 	second.start()
 	if code := second.waitExit(10 * time.Second); code != exitFailure {
@@ -128,7 +128,7 @@ func TestChromiumExitEndsTheKeeper(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := startKeeper(t, 0)
+			h := startKeeper(t)
 			id := h.ready()
 			c := h.dial()
 			var helper struct {
@@ -156,7 +156,7 @@ func TestChromiumExitEndsTheKeeper(t *testing.T) {
 }
 
 func TestChromiumExitBeforeReady(t *testing.T) {
-	h := startKeeper(t, 0, "--exit-at-start=4")
+	h := startKeeper(t, "--exit-at-start=4")
 	if code := h.waitExit(10 * time.Second); code != 4 {
 		t.Errorf("keeper exit code = %d; want the browser's 4", code)
 	}
@@ -167,7 +167,7 @@ func TestChromiumExitBeforeReady(t *testing.T) {
 
 // TestSIGTERMClosesTheBrowser runs the keeper as its own process, so the signal is a real one.
 func TestSIGTERMClosesTheBrowser(t *testing.T) {
-	h := newHarness(t, 0)
+	h := newHarness(t)
 	startKeeperProcess(t, h)
 	id := h.ready()
 	if id.KeeperPID != h.proc.Process.Pid {
@@ -194,7 +194,7 @@ func TestSIGTERMClosesTheBrowser(t *testing.T) {
 
 // TestKeeperOutlivesItsTerminal: a hangup, and a log whose reader went, end nothing.
 func TestKeeperOutlivesItsTerminal(t *testing.T) {
-	h := newHarness(t, 0)
+	h := newHarness(t)
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -217,7 +217,7 @@ func TestKeeperOutlivesItsTerminal(t *testing.T) {
 	}
 	c := h.dial() // logs "client connected"
 	c.call(1, "Test.echo", "")
-	c.nc.Close() // logs "client disconnected"
+	c.leave() // logs "client disconnected"
 	h.dial().call(1, "Test.echo", "")
 	if err := h.proc.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Errorf("keeper gone after SIGHUP and a closed stderr: %v", err)
@@ -225,7 +225,7 @@ func TestKeeperOutlivesItsTerminal(t *testing.T) {
 }
 
 func TestStopEscalatesToSIGKILL(t *testing.T) {
-	h := startKeeper(t, 0, "--stubborn")
+	h := startKeeper(t, "--stubborn")
 	id := h.ready()
 	h.sigs <- syscall.SIGTERM
 	if code := h.waitExit(15 * time.Second); code != 128+9 {
@@ -241,7 +241,7 @@ func TestStopEscalatesToSIGKILL(t *testing.T) {
 
 // TestKeeperKilledTakesTheBrowserDown: the pipe is the browser's lifeline.
 func TestKeeperKilledTakesTheBrowserDown(t *testing.T) {
-	h := newHarness(t, 0)
+	h := newHarness(t)
 	startKeeperProcess(t, h)
 	id := h.ready()
 	if err := h.proc.Process.Signal(syscall.SIGKILL); err != nil {

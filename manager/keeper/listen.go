@@ -1,7 +1,6 @@
 package keeper
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,11 +12,11 @@ import (
 	"vibebrowser/mux/cdpwire"
 )
 
-// The keeper's socket: one client at a time, each greeted by the hello; a second connection while one is
-// served is refused with a message.
+// The keeper's socket: one client at a time, each handed the pipe with the hello; a second connection while
+// one holds it is refused with a message.
 
 // refusedBusy is the refusal of a connection while another client is served.
-const refusedBusy = "another client is connected: a keeper serves one at a time"
+const refusedBusy = "another client holds the browser's pipe: a keeper lends it to one at a time"
 
 // greetBound bounds the write of a hello or a refusal: a fresh socket's buffer takes it at once.
 const greetBound = 5 * time.Second
@@ -103,13 +102,13 @@ func (k *keeper) removeFiles() {
 	}
 }
 
-// acceptLoop serves one client at a time until the listener closes. A connection that comes while a client
-// is served is refused; one that comes while a client is going (it hung up, or its reset runs) waits for
-// it, so it starts on a fresh browser connection.
+// acceptLoop lends the pipe to one client at a time until the listener closes. A connection that comes while
+// a client holds it is refused; one that comes while a client is going (it hung up, or the keeper is taking
+// the pipe back) waits for it.
 func (k *keeper) acceptLoop() {
 	var prev chan struct{} // the last client's done
 	for {
-		nc, err := k.ln.Accept()
+		nc, err := k.ln.AcceptUnix()
 		if errors.Is(err, net.ErrClosed) {
 			return
 		}
@@ -138,21 +137,19 @@ func (k *keeper) acceptLoop() {
 				}
 			}
 		}
-		c, err := k.greet(nc)
-		if err != nil {
-			k.log.Warn().Err(err).Msg("hello not written: connection dropped")
-			nc.Close()
-			continue
-		}
 		k.mu.Lock()
-		if k.stopping {
-			k.mu.Unlock()
+		stopping := k.stopping
+		k.mu.Unlock()
+		if stopping {
 			nc.Close()
 			return
 		}
-		k.client = c
-		k.mu.Unlock()
-		k.log.Info().Int("conn", c.num).Msg("client connected")
+		c, err := k.lend(nc)
+		if err != nil {
+			k.log.Warn().Err(err).Msg("pipe not handed over: connection dropped")
+			continue
+		}
+		k.log.Info().Int("conn", c.num).Msg("client connected: the pipe is lent to it")
 		prev = c.done
 		k.wg.Add(1)
 		go func() {
@@ -162,28 +159,11 @@ func (k *keeper) acceptLoop() {
 	}
 }
 
-// greet writes the hello to a new client; it is served once the hello is out.
-func (k *keeper) greet(nc net.Conn) (*client, error) {
+// current is the client the pipe is lent to, nil while the keeper holds it.
+func (k *keeper) current() *client {
 	k.mu.Lock()
-	k.conns++
-	num := k.conns
-	k.mu.Unlock()
-	c := &client{
-		nc:       nc,
-		num:      num,
-		done:     make(chan struct{}),
-		inflight: map[int64]flight{},
-		bw:       bufio.NewWriterSize(nc, bufSize),
-	}
-	hello, _ := json.Marshal(struct {
-		Keeper cdpwire.Hello `json:"keeper"`
-	}{cdpwire.Hello{Format: Format, PID: os.Getpid(), BrowserPID: k.br.pid}})
-	nc.SetWriteDeadline(time.Now().Add(greetBound))
-	if err := c.send(hello); err != nil {
-		return nil, err
-	}
-	nc.SetWriteDeadline(time.Time{})
-	return c, nil
+	defer k.mu.Unlock()
+	return k.client
 }
 
 // refuse tells a second connection why it is not served, and closes it.
@@ -193,12 +173,4 @@ func (k *keeper) refuse(nc net.Conn) {
 	nc.SetWriteDeadline(time.Now().Add(greetBound))
 	nc.Write(append(msg, 0)) // a peer that left already needs no reason
 	nc.Close()
-}
-
-// serveClient relays for one client until it goes, then resets the browser connection for the next.
-func (k *keeper) serveClient(c *client) {
-	defer close(c.done)
-	err := k.relayFromClient(c)
-	c.nc.Close()
-	k.reset(c, err)
 }

@@ -7,12 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -78,7 +80,7 @@ type harness struct {
 }
 
 // newHarness makes the keeper's Config for a fake browser with the fake's extra flags.
-func newHarness(t *testing.T, limit int, fakeFlags ...string) *harness {
+func newHarness(t *testing.T, fakeFlags ...string) *harness {
 	t.Helper()
 	dir := t.TempDir()
 	run := filepath.Join(dir, "run")
@@ -90,14 +92,14 @@ func newHarness(t *testing.T, limit int, fakeFlags ...string) *harness {
 	}
 	h := &harness{t: t, methods: filepath.Join(dir, "methods.log")}
 	args := append([]string{roleFake, "--remote-debugging-pipe", "--user-data-dir=" + profile, "--log=" + h.methods}, fakeFlags...)
-	h.cfg = Config{Key: "k1", RunDir: run, Profile: profile, Limit: limit, Binary: testBinary(t), Args: args}
+	h.cfg = Config{Key: "k1", RunDir: run, Profile: profile, Binary: testBinary(t), Args: args}
 	return h
 }
 
 // startKeeper runs a keeper of a fake browser in this process; the test's cleanup stops it.
-func startKeeper(t *testing.T, limit int, fakeFlags ...string) *harness {
+func startKeeper(t *testing.T, fakeFlags ...string) *harness {
 	t.Helper()
-	h := newHarness(t, limit, fakeFlags...)
+	h := newHarness(t, fakeFlags...)
 	h.start()
 	return h
 }
@@ -217,23 +219,51 @@ func (h *harness) waitSent(prefix string) {
 // testClient is a client of the keeper's socket.
 type testClient struct {
 	t     *testing.T
-	nc    net.Conn
-	br    *bufio.Reader
+	nc    *net.UnixConn
+	pipe  *cdpwire.Pipe
+	br    *bufio.Reader // reads the pipe
 	hello cdpwire.Hello
+	once  sync.Once
 }
 
-// dial connects to the keeper, waiting (bounded) for the keeper to finish a gone client's reset.
+// dial connects to the keeper and takes the pipe it lends, waiting (bounded) for the keeper to take it back
+// from a client that went. As the mux does, the client gives the pipe back when the keeper closes its side.
 func (h *harness) dial() *testClient {
+	h.t.Helper()
+	c := h.dialKeeping()
+	go func() {
+		io.Copy(io.Discard, c.nc)
+		c.leave()
+	}()
+	return c
+}
+
+// dialKeeping is dial for a client that keeps the pipe when the keeper asks for it back.
+func (h *harness) dialKeeping() *testClient {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	nc, br, hello, err := cdpwire.Dial(ctx, h.socket())
+	nc, hello, pipe, err := cdpwire.Dial(ctx, h.socket())
 	if err != nil {
 		h.t.Fatalf("Dial(%s): %v", h.socket(), err)
 	}
-	c := &testClient{t: h.t, nc: nc, br: br, hello: hello}
-	h.t.Cleanup(func() { nc.Close() })
+	c := &testClient{t: h.t, nc: nc, pipe: pipe, br: bufio.NewReader(pipe.FromBrowser), hello: hello}
+	h.t.Cleanup(c.leave)
+	if hello.Skip {
+		pipe.FromBrowser.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if err := cdpwire.SkipRest(c.br); err != nil {
+			h.t.Fatalf("the rest of the message the keeper stopped inside: %v", err)
+		}
+	}
 	return c
+}
+
+// leave gives the pipe back, as a client does: its ends closed, then the connection.
+func (c *testClient) leave() {
+	c.once.Do(func() {
+		c.pipe.Close()
+		c.nc.Close()
+	})
 }
 
 // write writes the messages in one write, each NUL-ended.
@@ -243,7 +273,7 @@ func (c *testClient) write(msgs ...string) {
 	for _, m := range msgs {
 		b = append(append(b, m...), 0)
 	}
-	if _, err := c.nc.Write(b); err != nil {
+	if _, err := c.pipe.ToBrowser.Write(b); err != nil {
 		c.t.Fatalf("write: %v", err)
 	}
 }
@@ -251,7 +281,7 @@ func (c *testClient) write(msgs ...string) {
 // read reads the next message.
 func (c *testClient) read() []byte {
 	c.t.Helper()
-	c.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	c.pipe.FromBrowser.SetReadDeadline(time.Now().Add(10 * time.Second))
 	m, _, err := cdpwire.ReadMessage(c.br, 512<<20)
 	if err != nil {
 		c.t.Fatalf("read: %v", err)

@@ -12,10 +12,10 @@ import (
 func TestReadOnlyRegularFiles(t *testing.T) {
 	dir := t.TempDir()
 	outside := filepath.Join(t.TempDir(), "secret.json")
-	if err := os.WriteFile(outside, []byte(`{"format":1,"keeper_pid":1}`), 0o600); err != nil {
+	if err := os.WriteFile(outside, []byte(`{"format":2,"keeper_pid":1}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(IdentityPath(dir, "file"), []byte(`{"format":1,"key":"file"}`), 0o600); err != nil {
+	if err := os.WriteFile(IdentityPath(dir, "file"), []byte(`{"format":2,"key":"file"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink(outside, IdentityPath(dir, "link")); err != nil {

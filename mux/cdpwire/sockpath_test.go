@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestSockAddrLongPath: a socket deeper than a sockaddr_un takes is bound and reached by its full path.
@@ -35,16 +36,19 @@ func TestSockAddrLongPath(t *testing.T) {
 	if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeSocket == 0 {
 		t.Fatalf("no socket at the full path %s: %v", path, err)
 	}
+	_, toW := pipePair(t)
+	fromR, _ := pipePair(t)
 	go func() {
 		if c, err := ln.Accept(); err == nil {
-			c.Write([]byte(`{"keeper":{"format":1,"pid":1,"browser_pid":2}}` + "\x00"))
+			SendPipe(c.(*net.UnixConn), []byte(goodHello), toW, fromR, time.Second)
 			c.Close()
 		}
 	}()
-	nc, _, h, err := Dial(t.Context(), path)
+	nc, h, pipe, err := Dial(t.Context(), path)
 	if err != nil || h.BrowserPID != 2 {
 		t.Fatalf("Dial(%s) = %+v, %v; want the hello", path, h, err)
 	}
+	pipe.Close()
 	nc.Close()
 	if short, release, _ := SockAddr("/tmp/x.sock"); short != "/tmp/x.sock" {
 		t.Errorf("SockAddr of a short path = %s; want it unchanged", short)
