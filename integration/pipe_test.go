@@ -14,6 +14,7 @@ import (
 
 	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/keeper"
 )
 
 // The pipe (SPEC §13): launched browsers have no debugging port; a keeper holds their pipe and outlives the
@@ -195,6 +196,68 @@ func TestRestartAdoptsOverTheKeeper(t *testing.T) {
 	v, err := again.evaluate(at.SessionID, "location.pathname")
 	if err != nil || string(v) != `"/held"` {
 		t.Errorf("evaluate in the adopted tab = %s, %v; want \"/held\"", v, err)
+	}
+}
+
+// TestManagerKilledMidMessage: the mux dies (its manager's kill -9) while it reads Chromium's messages (a page
+// logs 100 KB to its console every few milliseconds, to a client that listens) and while it writes a client's
+// 16 MiB commands to the pipe, one after another: it is likely to die inside a message each way (without the
+// keeper's NUL, half the runs failed at 8 MiB). The keeper takes the pipe back (a NUL ends the half-written
+// command, the half-read message is dropped), and the next manager adopts the same Chromium, whose mux answers
+// a new client's call with that call's own answer, on its first connection: no half message ran, no stale
+// answer came.
+func TestManagerKilledMidMessage(t *testing.T) {
+	t.Parallel()
+	m := startManager(t, "VIBE_BROWSER_IDLE_S=0")
+	m.cli("store", "add", "midway")
+	web := site(t)
+	reader := dialRaw(t, m.storeWS("midway", "reader"))
+	_, rs := reader.createPage(web.URL + "/noisy")
+	reader.must("Runtime.enable", nil, rs, nil)
+	if _, err := reader.evaluate(rs, `setInterval(() => console.log("x".repeat(100000)), 3), 1`); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 15*time.Second, "the console's stream", func() bool { return len(reader.Events("Runtime.consoleAPICalled")) >= 20 })
+	writer := dialRaw(t, m.storeWS("midway", "writer"))
+	_, ws := writer.createPage(web.URL + "/busy")
+	big := `"` + strings.Repeat("y", 16<<20) + `".length`
+	for range 2 { // two in flight: the mux always has the next one to write
+		go func() {
+			for {
+				if _, err := writer.Call("Runtime.evaluate", map[string]any{"expression": big}, ws); err != nil {
+					return // the manager is gone
+				}
+			}
+		}()
+	}
+	time.Sleep(time.Second)
+	before := m.browserOf("midway")
+	if err := m.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	m.cmd.Wait()
+	logged := len(m.log.String())
+	m.start()
+	after := m.browserOf("midway")
+	if after.PID != before.PID || after.KeeperPID != before.KeeperPID || after.Status != api.StatusRunning {
+		t.Fatalf("after the restart: %+v; want browser %d and keeper %d adopted", after, before.PID, before.KeeperPID)
+	}
+	c := dialRaw(t, m.storeWS("midway", "after"))
+	_, s := c.createPage(web.URL + "/after")
+	if v, err := c.evaluate(s, "6*7"); err != nil || string(v) != "42" {
+		t.Errorf("the first call after the restart = %s, %v; want its own answer, 42", v, err)
+	}
+	if log := m.log.String()[logged:]; strings.Contains(log, "browser connection failed") {
+		t.Errorf("the new manager's mux failed to connect at least once; want its first connection good:\n%s", log)
+	}
+	// The keeper's own command after the take-back is answered at once: the half-written command did not
+	// swallow it.
+	kept, err := os.ReadFile(keeper.LogPath(filepath.Join(m.home, "run"), after.Key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(kept), "the keeper holds the pipe again") || strings.Contains(string(kept), "did not answer the keeper") {
+		t.Errorf("the keeper's log:\n%s\nwant the pipe taken back, the browser answering the keeper at once", kept)
 	}
 }
 
