@@ -62,7 +62,14 @@ func (x *pipeExchange) freshen() error {
 		{"Browser.setDownloadBehavior", `{"behavior":"default"}`},
 	}
 	for _, s := range steps {
-		if _, err := x.call(s.method, []byte(s.params)); err != nil {
+		_, err := x.call(s.method, []byte(s.params))
+		var refused *cdpwire.CallError
+		if errors.As(err, &refused) {
+			// A browser that refuses one still serves: the rebuild sets what the mux needs anyway.
+			x.m.log.Warn().Err(err).Msg("browser pipe: a step of its reset was refused")
+			continue
+		}
+		if err != nil {
 			return err
 		}
 	}

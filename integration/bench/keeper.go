@@ -7,13 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"vibebrowser/mux/cdpwire"
 )
 
 // benchFakeKeeper is benchFakeBrowser behind a keeper's socket (SPEC §13): on each connection the keeper's
-// hello, then NUL-ended messages both ways, every command answered at once. It returns the mux's Upstream
-// for it ("unix:…/keep-bench.sock") and its stop.
+// hello with a pipe's two ends, then NUL-ended messages both ways on the pipe, every command answered at
+// once. It returns the mux's Upstream for it ("unix:…/keep-bench.sock") and its stop.
 func benchFakeKeeper() (string, func(), error) {
 	dir, err := os.MkdirTemp("", "vibe-bench-keep-")
 	if err != nil {
@@ -60,30 +61,48 @@ func benchFakeKeeper() (string, func(), error) {
 	return "unix:" + socket, stop, nil
 }
 
-// benchServeKeeper is one client of the fake keeper: the hello, then an answer to every command, written
-// in one buffered write per burst, as benchFakeBrowser does.
+// benchServeKeeper is one client of the fake keeper: the hello with a fresh pipe, then an answer to every
+// command on it, written in one buffered write per burst, as benchFakeBrowser does, until the client closes
+// its end (or its connection, which stop closes).
 func benchServeKeeper(nc net.Conn) {
 	defer nc.Close()
-	hello, _ := json.Marshal(map[string]cdpwire.Hello{"keeper": {Format: cdpwire.Format, PID: os.Getpid(), BrowserPID: os.Getpid()}})
-	if _, err := nc.Write(append(hello, 0)); err != nil {
+	toR, toW, err := os.Pipe()
+	if err != nil {
 		return
 	}
+	defer toR.Close()
+	fromR, fromW, err := os.Pipe()
+	if err != nil {
+		toW.Close()
+		return
+	}
+	defer fromW.Close()
+	hello, _ := json.Marshal(map[string]cdpwire.Hello{"keeper": {Format: cdpwire.Format, PID: os.Getpid(), BrowserPID: os.Getpid()}})
+	err = cdpwire.SendPipe(nc.(*net.UnixConn), hello, toW, fromR, 5*time.Second)
+	toW.Close() // the client's copies are the pipe's only ends on its side now
+	fromR.Close()
+	if err != nil {
+		return
+	}
+	go func() { // the connection's end is the client's going: end the reader below
+		nc.Read(make([]byte, 1))
+		toR.Close()
+	}()
 	out := make(chan []byte, 4096) // the reader rarely waits on the writer below it
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		bw := bufio.NewWriterSize(nc, 64<<10)
+		bw := bufio.NewWriterSize(fromW, 64<<10)
 		for b := range out {
 			cdpwire.WriteMessage(bw, b)
 			if len(out) == 0 && bw.Flush() != nil {
-				nc.Close()
-				for range out { // the reader ends once the socket is closed
+				for range out { // the reader ends once the pipe is closed
 				}
 				return
 			}
 		}
 	}()
-	br := bufio.NewReaderSize(nc, 64<<10)
+	br := bufio.NewReaderSize(toR, 64<<10)
 	for {
 		b, _, err := cdpwire.ReadMessage(br, 256<<20)
 		if err != nil {
