@@ -87,6 +87,7 @@ func readHello(uc *net.UnixConn) (Hello, *Pipe, error) {
 	}()
 	for {
 		n, oobn, flags, _, err := uc.ReadMsgUnix(buf, oob)
+		n, oobn = max(n, 0), max(oobn, 0) // a failed read may say -1
 		got, perr := parseRights(oob[:oobn], flags)
 		fds = append(fds, got...)
 		msg = append(msg, buf[:n]...)

@@ -2,6 +2,7 @@ package cdpwire
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"net"
 	"os"
@@ -173,6 +174,20 @@ func TestDialRefusesWhatIsNotAPipe(t *testing.T) {
 func TestDialAKeeperThatSaysNothing(t *testing.T) {
 	path := keeperSocket(t, func(uc *net.UnixConn) {})
 	if nc, _, pipe, err := Dial(t.Context(), path); err == nil || pipe != nil || nc != nil || !strings.Contains(err.Error(), "no hello") {
+		t.Fatalf("Dial = %v, %v; want no pipe and an error naming the missing hello", pipe, err)
+	}
+}
+
+// TestDialAKeeperThatHangs: a keeper that writes half a hello and then nothing ends in the dial's deadline, as
+// an error (a failed read says n = -1: no panic on it).
+func TestDialAKeeperThatHangs(t *testing.T) {
+	path := keeperSocket(t, func(uc *net.UnixConn) {
+		uc.Write([]byte(`{"keeper":`))
+		uc.Read(make([]byte, 1))
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	if nc, _, pipe, err := Dial(ctx, path); err == nil || pipe != nil || nc != nil || !strings.Contains(err.Error(), "no hello") {
 		t.Fatalf("Dial = %v, %v; want no pipe and an error naming the missing hello", pipe, err)
 	}
 }
