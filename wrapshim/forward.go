@@ -1,92 +1,16 @@
 package wrapshim
 
-import (
-	"os"
-	"os/signal"
-	"slices"
-	"sync"
-	"syscall"
-)
+import "syscall"
 
 // forwardedSignals are the signals the shim relays to the real CLI's process group (SPEC §3).
-var forwardedSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
-
-// forwarder relays INT, TERM and HUP to the process group of the child that is running. While none is (before
-// the first child starts, between children, after the last), the shim dies of such a signal, or ignores it if
-// it inherited it ignored: what the shim does with no os/signal registration at all.
 //
-// It registers once, from its own goroutine started as the shim starts: a registration costs a round trip
-// per signal with the runtime's signal-mask thread (which the first one starts), and that way the wait
-// overlaps the config read and the manager's answer instead of adding to the call. For the same reason it is
-// never stopped: stopping costs as much again, the shim exits right after its child, and the exit ends the
-// goroutine.
-type forwarder struct {
-	sigs  chan os.Signal
-	ready chan struct{} // closed once the signals are registered
-
-	// ignored are the forwarded signals the shim inherited as ignored, read before the registration.
-	ignored []os.Signal
-
-	// mu guards pgid. It is held across the fork, so that a signal is either the shim's death before the
-	// child exists or the child's, never lost between the two.
-	mu   sync.Mutex
-	pgid int // the running child's process group; 0 for none
-}
-
-// startForwarder registers the forwarded signals in the background and relays them from then on.
-func startForwarder() *forwarder {
-	// 4: a burst of distinct signals is relayed, not dropped.
-	f := &forwarder{sigs: make(chan os.Signal, 4), ready: make(chan struct{})}
-	go f.loop()
-	return f
-}
-
-func (f *forwarder) loop() {
-	for _, sig := range forwardedSignals {
-		if signal.Ignored(sig) {
-			f.ignored = append(f.ignored, sig)
-		}
-	}
-	signal.Notify(f.sigs, forwardedSignals...)
-	close(f.ready)
-	for sig := range f.sigs {
-		f.mu.Lock()
-		if f.pgid == 0 {
-			if !slices.Contains(f.ignored, sig) {
-				die(sig) // with mu held: no child can start
-			}
-			f.mu.Unlock()
-			continue
-		}
-		_ = syscall.Kill(-f.pgid, sig.(syscall.Signal))
-		f.mu.Unlock()
-	}
-}
-
-// die ends the shim by sig, as the runtime does for a signal nobody asked for.
-func die(sig os.Signal) {
-	signal.Reset(sig)
-	_ = syscall.Kill(syscall.Getpid(), sig.(syscall.Signal))
-	select {} // the signal is on its way
-}
-
-// start forks the child once the signals are registered, in a process group of its own, and relays the
-// signals to that group until release.
-func (f *forwarder) start(path string, argv []string, attr *syscall.ProcAttr) (int, error) {
-	<-f.ready
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	pid, err := syscall.ForkExec(path, argv, attr)
-	if err == nil {
-		f.pgid = pid // Setpgid with a zero Pgid: the group is the child's pid
-	}
-	return pid, err
-}
-
-// release ends the relaying to the child's group; call it after the child exited and before it is reaped, so
-// that its pid (and group id) cannot have been reused.
-func (f *forwarder) release() {
-	f.mu.Lock()
-	f.pgid = 0
-	f.mu.Unlock()
-}
+// A forwarder relays them to the process group of the child that is running. While none is (before the first
+// child starts, between children, after the last), the shim dies of such a signal, or ignores it if it
+// inherited it ignored: what the shim does with no handler of its own at all. A signal that comes while a
+// child is being forked is either the shim's death, if the fork fails, or the child's, never lost between the
+// two. Its methods: start forks a child and relays to its group; release, called once the child has exited
+// and before it is reaped (so that its pid and group id cannot have been reused), ends the relaying.
+//
+// On linux/amd64 the forwarder is a signal handler of the shim's own (forward_handler_linux_amd64.go);
+// elsewhere it is os/signal's (forward_notify.go).
+var forwardedSignals = [...]syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
