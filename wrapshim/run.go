@@ -255,10 +255,10 @@ func (s *shim) reload(env []string) (Ending, bool) {
 
 // runBounded starts the real CLI in its own process group with the taps' stdio as its descriptors 0, 1 and 2,
 // and waits for it. The forwarder relays INT/TERM/HUP to the group meanwhile; at timeout the group gets
-// SIGTERM, then SIGKILL after the kill grace (deadline). It returns the child's exit status (128+signal for a
+// SIGTERM, then SIGKILL after the kill grace (awaitChild). It returns the child's exit status (128+signal for a
 // signalled child), or EndNoRealCLI when it could not be run, and whether the timeout fired.
 //
-// It forks with syscall.ForkExec and waits with waitid/wait4 rather than through os/exec: os.StartProcess's
+// It forks with syscall.ForkExec, waits on the child's pidfd and reaps it with wait4 rather than through os/exec: os.StartProcess's
 // first call forks and reaps a throwaway child to probe pidfd support, which this one child, signalled
 // through its group, never needs.
 func (s *shim) runBounded(args, env []string, t *taps, timeout time.Duration) (end Ending, timedOut bool) {
@@ -280,9 +280,7 @@ func (s *shim) runBounded(args, env []string, t *taps, timeout time.Duration) (e
 		fmt.Fprintf(s.stderr, "browser-use: cannot start %s: %v\n", path, &os.PathError{Op: "fork/exec", Path: path, Err: err})
 		return EndNoRealCLI, false
 	}
-	d := startDeadline(pid, timeout, s.cfg.KillGrace()) // Setpgid with a zero Pgid: the group is the child's pid
-	waitExited(pid)
-	timedOut = d.stop()
+	timedOut = awaitChild(pid, timeout, s.cfg.KillGrace()) // Setpgid with a zero Pgid: the group is the child's pid
 	s.clock.mark("child")
 	s.fw.release()
 	ws, err := reap(pid)
