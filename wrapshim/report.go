@@ -42,7 +42,7 @@ func (s *shim) send(r *callReport, end Ending, outcome, rule string) {
 		return // a call that never reached ensure, which tells the mode, is reported: the manager decides
 	}
 	r.rep.End, r.rep.Exit, r.rep.Outcome, r.rep.Rule = time.Now(), s.codes(end), outcome, rule
-	ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
-	defer cancel()
-	_ = s.cfg.Client(r.token).PostCall(ctx, r.task, r.rep) // best effort: the status already says how it went
+	client := s.cfg.Client(r.token)
+	client.Timeout = reportTimeout                           // a bound without a timer (api.Client.Timeout)
+	_ = client.PostCall(context.Background(), r.task, r.rep) // best effort: the status already says how it went
 }

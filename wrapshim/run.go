@@ -169,14 +169,14 @@ func (s *shim) escalate(call *Call, env []string, counter *wedgeCounter) (Ending
 
 // ensure asks the manager for the session's endpoint, retrying an unreachable manager for a short window.
 func (s *shim) ensure(call *Call) (api.EnsureResponse, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.EnsureTimeout())
-	defer cancel()
 	storeID := s.cfg.StoreID
 	if s.cfg.Kind == api.ShimKindWeb {
 		storeID = ""
 	}
 	req := api.AgentRequest(storeID, call.TaskID, call.BUName, call.ClientID, "")
-	resp, err := s.cfg.Client(call.Token).EnsureAgent(ctx, req, managerDialWindow)
+	client := s.cfg.Client(call.Token)
+	client.Timeout = s.cfg.EnsureTimeout() // a bound without a timer (api.Client.Timeout)
+	resp, err := client.EnsureAgent(context.Background(), req, managerDialWindow)
 	return resp, refusal(err)
 }
 

@@ -57,7 +57,8 @@ func BuiltinHome() string {
 type Client struct {
 	// Socket is the manager's unix socket path; empty means SocketPath(DefaultHome()).
 	Socket string
-	// Timeout bounds each call when the context has no deadline; zero means no bound beyond the context.
+	// Timeout bounds each call when the context has no deadline; zero means no bound beyond the context. It
+	// costs no timer (see dial): the shim bounds its calls with it.
 	Timeout time.Duration
 	// Token is the task token sent as Authorization: Bearer (the agents' socket wants it); "" sends none.
 	Token string
@@ -113,13 +114,6 @@ func (c *Client) Raw(ctx context.Context, path string) ([]byte, error) {
 
 // send is one call with payload as its JSON body (nil for none): the answer's body when its status is 2xx.
 func (c *Client) send(ctx context.Context, method, path string, payload []byte) ([]byte, error) {
-	if c.Timeout > 0 {
-		if _, ok := ctx.Deadline(); !ok {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, c.Timeout)
-			defer cancel()
-		}
-	}
 	conn, err := c.dial(ctx)
 	if err != nil {
 		return nil, err
@@ -145,9 +139,15 @@ func (c *Client) send(ctx context.Context, method, path string, payload []byte) 
 	return data, nil
 }
 
-// dial connects to the manager's socket; an error says whether it runs and wraps ErrUnreachable.
+// dial connects to the manager's socket, bounded by the context's deadline or else by c.Timeout from now; an
+// error says whether it runs and wraps ErrUnreachable. The bound needs no timer: the socket's own timeouts
+// enforce it (unixConn), which spares a shim's call the runtime's timer and poller set-up.
 func (c *Client) dial(ctx context.Context) (*unixConn, error) {
-	conn, err := dialUnix(ctx, c.socket())
+	deadline, ok := ctx.Deadline()
+	if !ok && c.Timeout > 0 {
+		deadline = time.Now().Add(c.Timeout)
+	}
+	conn, err := dialUnix(ctx, c.socket(), deadline)
 	if err != nil {
 		return nil, fmt.Errorf("is the manager running? (%s): %w: %w", c.socket(), ErrUnreachable, err)
 	}

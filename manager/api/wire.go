@@ -17,13 +17,15 @@ const maxAnswer = 16 << 20
 
 // unixConn is a blocking unix stream socket used without the net package (see Client).
 type unixConn struct {
-	fd   int
-	stop func() bool // ends the context watch
+	fd       int
+	deadline time.Time   // zero: none
+	stop     func() bool // ends the context watch
 }
 
-// dialUnix connects to path. The context's deadline becomes the socket's send and receive timeouts, and its
-// cancellation shuts the socket down, so a blocked call returns.
-func dialUnix(ctx context.Context, path string) (*unixConn, error) {
+// dialUnix connects to path by deadline (zero: none). The deadline bounds each system call through the
+// socket's send and receive timeouts, set to the time left before each, and the context's cancellation shuts
+// the socket down, so a blocked call returns.
+func dialUnix(ctx context.Context, path string, deadline time.Time) (*unixConn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -32,29 +34,49 @@ func dialUnix(ctx context.Context, path string) (*unixConn, error) {
 		return nil, err
 	}
 	syscall.CloseOnExec(fd) // the shim's child must not inherit it
-	if deadline, ok := ctx.Deadline(); ok {
-		tv := syscall.NsecToTimeval(max(time.Until(deadline), time.Millisecond).Nanoseconds())
-		_ = syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv)
-		_ = syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_SNDTIMEO, &tv)
-	}
+	c := &unixConn{fd: fd, deadline: deadline, stop: func() bool { return true }}
 	for {
-		err = syscall.Connect(fd, &syscall.SockaddrUnix{Name: path})
+		if err = c.bound(syscall.SO_SNDTIMEO); err == nil { // a connect waits for room in the listener's backlog
+			err = syscall.Connect(fd, &syscall.SockaddrUnix{Name: path})
+		}
 		if err != syscall.EINTR {
 			break
 		}
 	}
 	if err != nil {
 		syscall.Close(fd)
+		if err == syscall.EAGAIN {
+			err = errors.New("timed out connecting to the manager")
+		}
 		return nil, err
 	}
-	c := &unixConn{fd: fd}
-	c.stop = context.AfterFunc(ctx, func() { _ = syscall.Shutdown(fd, syscall.SHUT_RDWR) })
+	if ctx.Done() != nil {
+		c.stop = context.AfterFunc(ctx, func() { _ = syscall.Shutdown(fd, syscall.SHUT_RDWR) })
+	}
 	return c, nil
+}
+
+// bound sets the socket's timeout opt (SO_RCVTIMEO or SO_SNDTIMEO) to the time left before the deadline, and
+// fails when none is left.
+func (c *unixConn) bound(opt int) error {
+	if c.deadline.IsZero() {
+		return nil
+	}
+	left := time.Until(c.deadline)
+	if left <= 0 {
+		return syscall.EAGAIN
+	}
+	tv := syscall.NsecToTimeval(max(left, time.Microsecond).Nanoseconds())
+	return syscall.SetsockoptTimeval(c.fd, syscall.SOL_SOCKET, opt, &tv)
 }
 
 func (c *unixConn) Read(p []byte) (int, error) {
 	for {
-		n, err := syscall.Read(c.fd, p)
+		err := c.bound(syscall.SO_RCVTIMEO)
+		n := 0
+		if err == nil {
+			n, err = syscall.Read(c.fd, p)
+		}
 		switch {
 		case err == syscall.EINTR:
 			continue
@@ -72,7 +94,11 @@ func (c *unixConn) Read(p []byte) (int, error) {
 func (c *unixConn) Write(p []byte) (int, error) {
 	written := 0
 	for written < len(p) {
-		n, err := syscall.Write(c.fd, p[written:])
+		err := c.bound(syscall.SO_SNDTIMEO)
+		n := 0
+		if err == nil {
+			n, err = syscall.Write(c.fd, p[written:])
+		}
 		switch {
 		case err == syscall.EINTR:
 			continue
