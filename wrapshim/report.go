@@ -22,9 +22,10 @@ type callReport struct {
 	mode  string // the store's timeline mode, from ensure; "" until then
 }
 
-// newReport starts the report of a call of task (its token, "" for the owner's socket).
+// newReport starts the report of a call of task (its token, "" for the owner's socket). Its times are in UTC:
+// written in the local zone, they would have the shim load the zone's file (the manager shows them in its own).
 func newReport(task, token string, args []string) *callReport {
-	return &callReport{task: task, token: token, rep: api.CallReport{Client: task, Args: args, Start: time.Now()}}
+	return &callReport{task: task, token: token, rep: api.CallReport{Client: task, Args: args, Start: time.Now().UTC()}}
 }
 
 // forCall fills in the session and client the call's rules gave it.
@@ -41,7 +42,7 @@ func (s *shim) send(r *callReport, end Ending, outcome, rule string) {
 	if r.task == "" || r.mode == api.TimelineOff {
 		return // a call that never reached ensure, which tells the mode, is reported: the manager decides
 	}
-	r.rep.End, r.rep.Exit, r.rep.Outcome, r.rep.Rule = time.Now(), s.codes(end), outcome, rule
+	r.rep.End, r.rep.Exit, r.rep.Outcome, r.rep.Rule = time.Now().UTC(), s.codes(end), outcome, rule
 	client := s.cfg.Client(r.token)
 	client.Timeout = reportTimeout                           // a bound without a timer (api.Client.Timeout)
 	_ = client.PostCall(context.Background(), r.task, r.rep) // best effort: the status already says how it went
