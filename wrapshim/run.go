@@ -195,12 +195,15 @@ func refusal(err error) error {
 	return err
 }
 
-// scrubbed variables would send the daemon's CDP traffic through a proxy, spend the user's cloud key or let
-// browser-use spawn a browser of its own.
-var scrubbed = map[string]bool{
-	"http_proxy": true, "https_proxy": true, "all_proxy": true,
-	"HTTP_PROXY": true, "HTTPS_PROXY": true, "ALL_PROXY": true,
-	"BROWSER_USE_API_KEY": true, "BU_AUTOSPAWN": true,
+// scrubbed reports whether the variable name would send the daemon's CDP traffic through a proxy, spend the
+// user's cloud key or let browser-use spawn a browser of its own.
+func scrubbed(name string) bool {
+	switch name {
+	case "http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
+		"BROWSER_USE_API_KEY", "BU_AUTOSPAWN":
+		return true
+	}
+	return false
 }
 
 // childEnv is the caller's environment minus the scrubbed variables, plus the session's identity and its
@@ -212,7 +215,7 @@ func childEnv(environ []string, cfg *api.ShimConfig, buName string, resp api.Ens
 	env := make([]string, 0, len(environ)+8)
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
-		if !scrubbed[name] {
+		if !scrubbed(name) {
 			env = append(env, kv)
 		}
 	}
@@ -313,30 +316,39 @@ func reap(pid int) (syscall.WaitStatus, error) {
 }
 
 // dedupEnv keeps the last value of each name, as os/exec does: the shim's own variables come after the
-// caller's and must win. An entry holding a NUL is refused, as os/exec refuses it.
+// caller's and must win. An entry holding a NUL is refused, as os/exec refuses it. It compacts env in place:
+// a name is looked for among the entries after it, with no map (an environment has tens of entries, and a
+// map of them was a few fresh pages on every call).
 func dedupEnv(env []string) ([]string, error) {
-	out := make([]string, 0, len(env))
-	seen := make(map[string]bool, len(env))
-	for i := len(env) - 1; i >= 0; i-- {
-		kv := env[i]
+	out := env[:0]
+	for i, kv := range env {
 		if strings.IndexByte(kv, 0) >= 0 {
 			return nil, errors.New("exec: environment variable contains NUL")
 		}
-		eq := strings.IndexByte(kv, '=')
-		if eq == 0 { // a name may start with "=" (os/exec's rule)
-			eq = strings.IndexByte(kv[1:], '=') + 1
-		}
-		if eq < 0 {
-			if kv != "" {
-				out = append(out, kv)
-			}
+		name, ok := envName(kv)
+		switch {
+		case !ok && kv == "":
+			continue
+		case ok && slices.ContainsFunc(env[i+1:], func(later string) bool {
+			n, ok := envName(later)
+			return ok && n == name
+		}):
 			continue
 		}
-		if name := kv[:eq]; !seen[name] {
-			seen[name] = true
-			out = append(out, kv)
-		}
+		out = append(out, kv)
 	}
-	slices.Reverse(out)
 	return out, nil
+}
+
+// envName is the name of the entry kv, and false for an entry without "=": a name may start with "=", as
+// os/exec has it.
+func envName(kv string) (string, bool) {
+	eq := strings.IndexByte(kv, '=')
+	if eq == 0 {
+		eq = strings.IndexByte(kv[1:], '=') + 1
+	}
+	if eq < 0 {
+		return "", false
+	}
+	return kv[:eq], true
 }

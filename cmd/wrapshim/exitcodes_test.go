@@ -26,19 +26,22 @@ func TestExitCodesAreOneList(t *testing.T) {
 	codes := map[string]int{}
 	byNumber := map[int]string{}
 	ast.Inspect(f, func(n ast.Node) bool {
-		kv, ok := n.(*ast.KeyValueExpr)
-		if !ok {
+		pair, ok := n.(*ast.CompositeLit)
+		if !ok || pair.Type != nil || len(pair.Elts) != 2 {
 			return true
 		}
-		sel, ok := kv.Key.(*ast.SelectorExpr)
-		lit, isLit := kv.Value.(*ast.BasicLit)
-		if !ok || !isLit {
-			t.Fatalf("exit code entry %T: %T is not a wrapshim ending and a plain number", kv.Key, kv.Value)
+		sel, isSel := pair.Elts[0].(*ast.SelectorExpr)
+		lit, isLit := pair.Elts[1].(*ast.BasicLit)
+		if !isSel || !isLit {
+			t.Fatalf("exit code entry {%T, %T} is not a wrapshim ending and a plain number", pair.Elts[0], pair.Elts[1])
 		}
 		name := sel.Sel.Name
 		n2, _ := strconv.Atoi(lit.Value)
 		if other, dup := byNumber[n2]; dup {
 			t.Errorf("exit code %d is both %s and %s", n2, other, name)
+		}
+		if _, dup := codes[name]; dup {
+			t.Errorf("%s has two exit codes", name)
 		}
 		codes[name], byNumber[n2] = n2, name
 		return false
@@ -66,9 +69,14 @@ func TestExitCode(t *testing.T) {
 			t.Errorf("exitCode(Ending(%d)) = %d; want %d (passed on)", status, got, status)
 		}
 	}
-	for end, code := range exitCodes {
-		if got := exitCode(end); got != code || code == 0 {
-			t.Errorf("exitCode(%d) = %d; want %d, not 0", end, got, code)
+	for _, c := range exitCodes {
+		if got := exitCode(c.end); got != c.code || c.code == 0 {
+			t.Errorf("exitCode(%d) = %d; want %d, not 0", c.end, got, c.code)
+		}
+	}
+	for end := wrapshim.Ending(-1); end >= wrapshim.EndCantHelp; end-- {
+		if exitCode(end) == 0 {
+			t.Errorf("exitCode(%d) = 0; every ending of the shim's needs its code in exitCodes", end)
 		}
 	}
 }
