@@ -1,11 +1,11 @@
 package api
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -15,9 +15,11 @@ import (
 // What they read and write is exactly what encoding/json reads and writes for the same types; the tests
 // hold them to it.
 
-// jsonReader reads one JSON text from data.
+// jsonReader reads one JSON text from data. It reads a string: the strings it returns without escapes to undo
+// are slices of it, not copies (a shim's config and answers are a few strings each, and each copy was an
+// allocation of its own).
 type jsonReader struct {
-	data  []byte
+	data  string
 	pos   int
 	depth int // of nested objects and arrays
 }
@@ -73,7 +75,7 @@ func (r *jsonReader) end() error {
 
 // literal consumes word (true, false, null) if it comes next.
 func (r *jsonReader) literal(word string) bool {
-	if r.peek() == word[0] && bytes.HasPrefix(r.data[r.pos:], []byte(word)) {
+	if r.peek() == word[0] && strings.HasPrefix(r.data[r.pos:], word) {
 		r.pos += len(word)
 		return true
 	}
@@ -164,7 +166,7 @@ func (r *jsonReader) intField(dst *int) error {
 	if err := r.number(); err != nil {
 		return err
 	}
-	n, err := strconv.ParseInt(string(r.data[start:r.pos]), 10, 0)
+	n, err := strconv.ParseInt(r.data[start:r.pos], 10, 0)
 	if err != nil {
 		return fmt.Errorf("cannot unmarshal number %s into a Go value of type int", r.data[start:r.pos])
 	}
@@ -260,7 +262,7 @@ func (r *jsonReader) readString() (string, error) {
 	for i < len(d) { // the common case: nothing to undo
 		c := d[i]
 		if c == '"' {
-			s := string(d[r.pos+1 : i])
+			s := d[r.pos+1 : i]
 			r.pos = i + 1
 			return s, nil
 		}
@@ -269,7 +271,7 @@ func (r *jsonReader) readString() (string, error) {
 		}
 		i++
 	}
-	out := append([]byte(nil), d[r.pos+1:i]...)
+	out := []byte(d[r.pos+1 : i])
 	for {
 		if i >= len(d) {
 			r.pos = i
@@ -286,7 +288,7 @@ func (r *jsonReader) readString() (string, error) {
 			out = append(out, c)
 			i++
 		case c >= utf8.RuneSelf:
-			rn, size := utf8.DecodeRune(d[i:])
+			rn, size := utf8.DecodeRuneInString(d[i:])
 			out = utf8.AppendRune(out, rn)
 			i += size
 		default: // a backslash
@@ -334,12 +336,13 @@ func (r *jsonReader) readString() (string, error) {
 }
 
 // hex4 reads four hex digits.
-func hex4(b []byte) (rune, bool) {
+func hex4(b string) (rune, bool) {
 	if len(b) < 4 {
 		return 0, false
 	}
 	var n rune
-	for _, c := range b[:4] {
+	for i := range 4 {
+		c := b[i]
 		switch {
 		case '0' <= c && c <= '9':
 			c -= '0'
@@ -356,7 +359,7 @@ func hex4(b []byte) (rune, bool) {
 }
 
 // hex4u reads a \uXXXX escape.
-func hex4u(b []byte) (rune, bool) {
+func hex4u(b string) (rune, bool) {
 	if len(b) < 6 || b[0] != '\\' || b[1] != 'u' {
 		return 0, false
 	}

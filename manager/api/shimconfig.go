@@ -137,7 +137,7 @@ func ParseShimConfig(data []byte) (*ShimConfig, error) {
 
 // decode reads the config without encoding/json (litejson.go): it runs on every agent call.
 func (c *ShimConfig) decode(data []byte) error {
-	r := &jsonReader{data: data}
+	r := &jsonReader{data: string(data)}
 	strs := []struct {
 		name string
 		dst  *string

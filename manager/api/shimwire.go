@@ -24,7 +24,7 @@ func (q *EnsureRequest) appendJSON(b []byte) []byte {
 
 // decode reads ensure's answer; a field it does not know is skipped, as encoding/json skips it.
 func (a *EnsureResponse) decode(data []byte) error {
-	r := &jsonReader{data: data}
+	r := &jsonReader{data: string(data)}
 	err := r.object(func(name string) error {
 		switch { // encoding/json matches a name that differs only in case, and these differ in more
 		case strings.EqualFold(name, "cdp_ws"):

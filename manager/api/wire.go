@@ -2,12 +2,12 @@ package api
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 )
@@ -122,24 +122,34 @@ func (c *unixConn) Close() error {
 func (c *unixConn) roundTrip(method, path, token string, body []byte) (int, []byte, error) {
 	// A server may answer (and close) before reading the whole request; its answer is still read.
 	writeErr := c.writeRequest(method, path, token, body)
-	return readAnswer(bufio.NewReader(c), writeErr)
+	// 1 KiB holds a manager's headers and a shim's answers whole; a longer line or body is read past it.
+	return readAnswer(bufio.NewReaderSize(c, 1<<10), writeErr)
 }
 
-// writeRequest sends one HTTP/1.1 request (Connection: close) with body as its JSON (nil: none).
+// writeRequest sends one HTTP/1.1 request (Connection: close) with body as its JSON (nil: none): the head is
+// built on the stack when it fits and sent before the body, sparing a copy of the two in a buffer of their
+// own on every call of the shim.
 func (c *unixConn) writeRequest(method, path, token string, body []byte) error {
-	req := make([]byte, 0, 256+len(body))
-	req = append(req, method+" "+path+" HTTP/1.1\r\nHost: manager\r\nUser-Agent: vibe-browser\r\nConnection: close\r\n"...)
+	var room [384]byte
+	head := append(room[:0], method...)
+	head = append(head, ' ')
+	head = append(head, path...)
+	head = append(head, " HTTP/1.1\r\nHost: manager\r\nUser-Agent: vibe-browser\r\nConnection: close\r\n"...)
 	if token != "" {
-		req = append(req, "Authorization: Bearer "+token+"\r\n"...)
+		head = append(head, "Authorization: Bearer "...)
+		head = append(head, token...)
+		head = append(head, "\r\n"...)
 	}
 	if body != nil {
-		req = append(req, "Content-Type: application/json\r\nContent-Length: "...)
-		req = strconv.AppendInt(req, int64(len(body)), 10)
-		req = append(req, "\r\n"...)
+		head = append(head, "Content-Type: application/json\r\nContent-Length: "...)
+		head = strconv.AppendInt(head, int64(len(body)), 10)
+		head = append(head, "\r\n"...)
 	}
-	req = append(req, "\r\n"...)
-	req = append(req, body...)
-	_, err := c.Write(req)
+	head = append(head, "\r\n"...)
+	if _, err := c.Write(head); err != nil || len(body) == 0 {
+		return err
+	}
+	_, err := c.Write(body)
 	return err
 }
 
@@ -150,10 +160,10 @@ func readAnswer(r *bufio.Reader, writeErr error) (int, []byte, error) {
 	if err != nil {
 		return 0, nil, fmt.Errorf("read answer: %w", errors.Join(writeErr, err))
 	}
-	proto, rest, _ := strings.Cut(statusLine, " ")
-	code, _, _ := strings.Cut(rest, " ")
-	status, err := strconv.Atoi(code)
-	if !strings.HasPrefix(proto, "HTTP/1.") || err != nil {
+	proto, rest, _ := bytes.Cut(statusLine, []byte(" "))
+	code, _, _ := bytes.Cut(rest, []byte(" "))
+	status, err := strconv.Atoi(string(code))
+	if !bytes.HasPrefix(proto, []byte("HTTP/1.")) || err != nil {
 		return 0, nil, fmt.Errorf("malformed status line %q", statusLine)
 	}
 	length, chunked := -1, false
@@ -162,18 +172,18 @@ func readAnswer(r *bufio.Reader, writeErr error) (int, []byte, error) {
 		if err != nil {
 			return 0, nil, fmt.Errorf("read answer headers: %w", err)
 		}
-		if line == "" {
+		if len(line) == 0 {
 			break
 		}
-		name, value, _ := strings.Cut(line, ":")
-		value = strings.TrimSpace(value)
-		switch strings.ToLower(strings.TrimSpace(name)) {
-		case "content-length":
-			if length, err = strconv.Atoi(value); err != nil || length < 0 {
+		name, value, _ := bytes.Cut(line, []byte(":"))
+		name, value = bytes.TrimSpace(name), bytes.TrimSpace(value)
+		switch {
+		case bytes.EqualFold(name, []byte("Content-Length")):
+			if length, err = strconv.Atoi(string(value)); err != nil || length < 0 {
 				return 0, nil, fmt.Errorf("malformed Content-Length %q", value)
 			}
-		case "transfer-encoding":
-			chunked = strings.EqualFold(value, "chunked")
+		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
+			chunked = bytes.EqualFold(value, []byte("chunked"))
 		}
 	}
 	var data []byte
@@ -194,12 +204,19 @@ func readAnswer(r *bufio.Reader, writeErr error) (int, []byte, error) {
 	return status, data, nil
 }
 
-func readLine(r *bufio.Reader) (string, error) {
-	line, err := r.ReadString('\n')
-	if err != nil {
-		return "", err
+// readLine reads a line without its CRLF. The line is the reader's, valid until its next read: it is read
+// in place, not copied (the shim reads a few on every call).
+func readLine(r *bufio.Reader) ([]byte, error) {
+	line, err := r.ReadSlice('\n')
+	if err == bufio.ErrBufferFull { // longer than the buffer: the rest is read into a copy
+		var rest []byte
+		rest, err = r.ReadBytes('\n')
+		line = append(append([]byte(nil), line...), rest...)
 	}
-	return strings.TrimRight(line, "\r\n"), nil
+	if err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(line, "\r\n"), nil
 }
 
 // readChunked decodes a chunked body (RFC 9112 §7.1), ignoring extensions and trailers.
@@ -210,14 +227,14 @@ func readChunked(r *bufio.Reader) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		sizeText, _, _ := strings.Cut(line, ";")
-		size, err := strconv.ParseInt(strings.TrimSpace(sizeText), 16, 64)
+		sizeText, _, _ := bytes.Cut(line, []byte(";"))
+		size, err := strconv.ParseInt(string(bytes.TrimSpace(sizeText)), 16, 64)
 		if err != nil || size < 0 || int64(len(body))+size > maxAnswer {
 			return nil, fmt.Errorf("malformed chunk size %q", line)
 		}
 		if size == 0 {
 			for { // trailers, up to the blank line
-				if line, err := readLine(r); err != nil || line == "" {
+				if line, err := readLine(r); err != nil || len(line) == 0 {
 					return body, err
 				}
 			}
