@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -27,12 +28,40 @@ func (w *wedgeCounter) increment() (int, error) {
 	return n, err
 }
 
-// reset clears the count after any call that did not time out. The common case (no file) costs one stat.
+// reset clears the count after any call that did not time out. A count that is already 0 (no file, the
+// common case, or a file a reset already cleared) is left as it is: one open, no lock and no write.
 func (w *wedgeCounter) reset() error {
-	if _, err := os.Stat(w.path); errors.Is(err, os.ErrNotExist) {
+	switch n, err := w.peek(); {
+	case errors.Is(err, os.ErrNotExist), err == nil && n == 0:
 		return nil
 	}
 	return w.update(func(int) int { return 0 })
+}
+
+// peek reads the count without the lock, with plain system calls (an os.File would join the runtime's
+// poller, set up on the shim's first file). A count that another shim is writing meanwhile reads as 0 or as
+// its new value, either of which a reset may follow.
+func (w *wedgeCounter) peek() (int, error) {
+	fd, err := syscall.Open(w.path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer syscall.Close(fd)
+	var buf [32]byte // a count is a few digits; a longer file is corrupt, and only its start is read
+	n, err := syscall.Read(fd, buf[:])
+	if err != nil {
+		return 0, err
+	}
+	return parseCount(buf[:n]), nil
+}
+
+// parseCount reads a counter file's content: a missing, empty or corrupt count is 0.
+func parseCount(data []byte) int {
+	n, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
 }
 
 func (w *wedgeCounter) update(next func(old int) int) error {
@@ -52,9 +81,5 @@ func (w *wedgeCounter) update(next func(old int) int) error {
 	if err != nil {
 		return err
 	}
-	old, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil || old < 0 {
-		old = 0
-	}
-	return os.WriteFile(w.path, []byte(strconv.Itoa(next(old))+"\n"), 0o600)
+	return os.WriteFile(w.path, []byte(strconv.Itoa(next(parseCount(data)))+"\n"), 0o600)
 }
