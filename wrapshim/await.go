@@ -17,9 +17,7 @@ import (
 func awaitChild(pid int, timeout, grace time.Duration) (timedOut bool) {
 	pidfd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
-		d := startDeadline(pid, timeout, grace)
-		waitExited(pid)
-		return d.stop()
+		return awaitWithTimers(pid, timeout, grace)
 	}
 	defer unix.Close(pidfd)
 	deadline := time.Now().Add(timeout)
@@ -59,4 +57,11 @@ func pollExited(pid, pidfd int, deadline time.Time) bool {
 			return true
 		}
 	}
+}
+
+// awaitWithTimers is awaitChild bounded by the deadline's timers, for a kernel without pidfds.
+func awaitWithTimers(pid int, timeout, grace time.Duration) (timedOut bool) {
+	d := startDeadline(pid, timeout, grace)
+	waitExited(pid)
+	return d.stop()
 }
