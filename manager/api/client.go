@@ -86,14 +86,15 @@ const (
 // Do sends method path with body encoded as JSON (nil for none) and decodes a 2xx answer into out (nil to
 // discard it). A non-2xx answer is returned as *Error; a failed dial wraps ErrUnreachable.
 func (c *Client) Do(ctx context.Context, method, path string, body, out any) error {
-	var payload []byte
+	var req []byte
 	if body != nil {
-		var err error
-		if payload, err = json.Marshal(body); err != nil {
+		payload, err := json.Marshal(body)
+		if err != nil {
 			return fmt.Errorf("encode %s: %w", path, err)
 		}
+		req = append(requestBuffer(len(payload)), payload...)
 	}
-	data, err := c.send(ctx, method, path, payload)
+	data, err := c.send(ctx, method, path, req)
 	if err != nil {
 		return err
 	}
@@ -112,14 +113,15 @@ func (c *Client) Raw(ctx context.Context, path string) ([]byte, error) {
 	return c.send(ctx, MethodGet, path, nil)
 }
 
-// send is one call with payload as its JSON body (nil for none): the answer's body when its status is 2xx.
-func (c *Client) send(ctx context.Context, method, path string, payload []byte) ([]byte, error) {
+// send is one call, req a requestBuffer holding its JSON body (nil for none): the answer's body when its
+// status is 2xx.
+func (c *Client) send(ctx context.Context, method, path string, req []byte) ([]byte, error) {
 	conn, err := c.dial(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close()
-	status, data, err := conn.roundTrip(method, path, c.Token, payload)
+	status, data, err := conn.roundTrip(method, path, c.Token, req)
 	if err != nil {
 		if ctx.Err() != nil {
 			err = ctx.Err()
@@ -156,13 +158,13 @@ func (c *Client) dial(ctx context.Context) (*unixConn, error) {
 
 // post is send without the answer: the request is written whole and the connection closed, and the
 // manager acts on it after the caller has gone. For a report whose answer would change nothing.
-func (c *Client) post(ctx context.Context, method, path string, payload []byte) error {
+func (c *Client) post(ctx context.Context, method, path string, req []byte) error {
 	conn, err := c.dial(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	if err := conn.writeRequest(method, path, c.Token, payload); err != nil {
+	if err := conn.writeRequest(method, path, c.Token, req); err != nil {
 		return fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	return nil
@@ -179,7 +181,7 @@ func (c *Client) Health(ctx context.Context) (Health, error) {
 // shim's call on every agent call, so its JSON is written and read by hand (shimwire.go).
 func (c *Client) EnsureSession(ctx context.Context, req EnsureRequest) (EnsureResponse, error) {
 	var out EnsureResponse
-	data, err := c.send(ctx, MethodPost, PathSessionEnsure, req.appendJSON(make([]byte, 0, 256)))
+	data, err := c.send(ctx, MethodPost, PathSessionEnsure, req.appendJSON(requestBuffer(256)))
 	if err != nil || len(data) == 0 {
 		return out, err
 	}

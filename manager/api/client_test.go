@@ -57,6 +57,11 @@ func TestClientAnswers(t *testing.T) {
 		echo.Type != "application/json" || echo.Len != len(`{"a":1}`) {
 		t.Errorf("PUT with a body: %+v, %v", echo, err)
 	}
+	long := "/echo?q=" + strings.Repeat("x", headRoom) // a head longer than the room kept for it before the body
+	if err := c.Do(ctx, MethodPost, long, map[string]int{"a": 1}, &echo); err != nil || echo.Method != "POST" ||
+		echo.Len != len(`{"a":1}`) {
+		t.Errorf("POST with a long path: %+v, %v", echo, err)
+	}
 	var got struct{ Value string }
 	if err := c.Do(ctx, MethodGet, "/big", nil, &got); err != nil || got.Value != big {
 		t.Errorf("chunked answer: %d bytes, %v; want %d", len(got.Value), err, len(big))

@@ -32,10 +32,10 @@ func (c *Client) PostCall(ctx context.Context, task string, rep CallReport) erro
 	return c.post(ctx, MethodPost, taskPath(PathTaskCalls, task), payload)
 }
 
-// payload is the report's JSON, its buffer sized once: growing through the allocator's size classes would
-// touch a fresh span at each.
+// payload is the report's request, its JSON in a requestBuffer sized once: growing through the allocator's
+// size classes would touch a fresh span at each.
 func (rep *CallReport) payload() ([]byte, error) {
-	return rep.appendJSON(make([]byte, 0, 512+len(rep.Code)+len(rep.Stdout)+len(rep.Stderr)+len(rep.Rule)))
+	return rep.appendJSON(requestBuffer(512 + len(rep.Code) + len(rep.Stdout) + len(rep.Stderr) + len(rep.Rule)))
 }
 
 // Timeline returns task's timeline with its entries after seq after; wait holds the answer until there is a

@@ -117,20 +117,28 @@ func (c *unixConn) Close() error {
 	return syscall.Close(c.fd)
 }
 
-// roundTrip sends one HTTP/1.1 request (Connection: close) and reads the status and the body of the answer,
-// whether it is framed by Content-Length, chunked, or ended by the close.
-func (c *unixConn) roundTrip(method, path, token string, body []byte) (int, []byte, error) {
+// roundTrip sends one HTTP/1.1 request (Connection: close), req a requestBuffer holding its body (nil: none),
+// and reads the status and the body of the answer, whether it is framed by Content-Length, chunked, or ended
+// by the close.
+func (c *unixConn) roundTrip(method, path, token string, req []byte) (int, []byte, error) {
 	// A server may answer (and close) before reading the whole request; its answer is still read.
-	writeErr := c.writeRequest(method, path, token, body)
+	writeErr := c.writeRequest(method, path, token, req)
 	// 1 KiB holds a manager's headers and a shim's answers whole; a longer line or body is read past it.
 	return readAnswer(bufio.NewReaderSize(c, 1<<10), writeErr)
 }
 
-// writeRequest sends one HTTP/1.1 request (Connection: close) with body as its JSON (nil: none): the head is
-// built on the stack when it fits and sent before the body, sparing a copy of the two in a buffer of their
-// own on every call of the shim.
-func (c *unixConn) writeRequest(method, path, token string, body []byte) error {
-	var room [384]byte
+// headRoom is what a request's buffer keeps free before its body, for the head: writeRequest puts the head
+// there and sends the request in one write, with no copy of the body. One write, not the head and then the
+// body, so that the manager reads the request at once rather than waiting for the body's part of it.
+const headRoom = 320
+
+// requestBuffer is a buffer for a request whose JSON body of about size bytes is appended to it.
+func requestBuffer(size int) []byte { return make([]byte, headRoom, headRoom+size) }
+
+// writeRequest sends one HTTP/1.1 request (Connection: close), req a requestBuffer holding its body after
+// headRoom (nil: no body).
+func (c *unixConn) writeRequest(method, path, token string, req []byte) error {
+	var room [headRoom]byte
 	head := append(room[:0], method...)
 	head = append(head, ' ')
 	head = append(head, path...)
@@ -140,16 +148,22 @@ func (c *unixConn) writeRequest(method, path, token string, body []byte) error {
 		head = append(head, token...)
 		head = append(head, "\r\n"...)
 	}
-	if body != nil {
+	if req != nil {
 		head = append(head, "Content-Type: application/json\r\nContent-Length: "...)
-		head = strconv.AppendInt(head, int64(len(body)), 10)
+		head = strconv.AppendInt(head, int64(len(req)-headRoom), 10)
 		head = append(head, "\r\n"...)
 	}
 	head = append(head, "\r\n"...)
-	if _, err := c.Write(head); err != nil || len(body) == 0 {
-		return err
+	switch {
+	case req == nil:
+		req = head
+	case len(head) <= headRoom:
+		req = req[headRoom-len(head):]
+		copy(req, head)
+	default: // a long path: the head and the body copied together
+		req = append(head, req[headRoom:]...)
 	}
-	_, err := c.Write(body)
+	_, err := c.Write(req)
 	return err
 }
 
