@@ -210,6 +210,9 @@ func (p *shimPhases) add(out []byte, wall time.Duration) error {
 				d = time.Duration(n)
 			}
 			if _, seen := p.took[name]; !seen {
+				if phaseWhat[name] == "" {
+					return fmt.Errorf("the shim told a phase %q that has no row here: describe it in phaseWhat", name)
+				}
 				p.names = append(p.names, name)
 			}
 			p.took[name] = append(p.took[name], d)
@@ -227,11 +230,11 @@ var phaseWhat = map[string]string{
 	"plan":   "the session rules, the CLI's stat",
 	"ensure": "ensure, a round trip to the manager",
 	"taps":   "the CLI's environment and the taps",
-	"fork":   "fork and exec of the CLI",
+	"fork":   "the signal handler, fork and exec of the CLI",
 	"child":  "the CLI runs (not the shim's)",
-	"finish": "the taps' kept output",
-	"wedge":  "the wedge counter (a stat when there is none)",
-	"report": "the call report, a round trip to the manager",
+	"finish": "the CLI reaped, the taps' kept output",
+	"wedge":  "the wedge counter (an open when there is none)",
+	"report": "the call report, written to the manager (not waited for)",
 	"exit":   "the shim ends and is reaped",
 }
 
