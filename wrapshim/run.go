@@ -30,8 +30,8 @@ const eventTimeout = 2 * time.Second
 func Main(args []string, codes ExitCodes) Ending {
 	environ := os.Environ()
 	clock := startPhases(environ)
-	// The forwarder registers its signals while the config is read and the manager answers; --ask-human
-	// handles signals its own way (they cancel the handoff).
+	// The forwarder relays signals to the real CLI (where it is os/signal's, it registers them now, in the
+	// background: forward_notify.go); --ask-human handles signals its own way (they cancel the handoff).
 	var fw *forwarder
 	if !wantsHuman(args) {
 		fw = startForwarder()

@@ -93,11 +93,14 @@ func (t *taps) started() {
 // puts what the taps kept into rep.
 func (t *taps) finish(rep *api.CallReport) {
 	t.started() // a CLI that never started leaves the pipes to close here
-	deadline := time.After(outputGrace)
+	var deadline <-chan time.Time // made for the first relay: a call without one needs no timer
 	names := [2]string{"stdout", "stderr"}
 	for i, tap := range t.out {
 		if tap == nil {
 			continue
+		}
+		if deadline == nil {
+			deadline = time.After(outputGrace)
 		}
 		select {
 		case <-tap.done:
