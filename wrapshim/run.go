@@ -261,9 +261,9 @@ func (s *shim) reload(env []string) (Ending, bool) {
 // SIGTERM, then SIGKILL after the kill grace (awaitChild). It returns the child's exit status (128+signal for a
 // signalled child), or EndNoRealCLI when it could not be run, and whether the timeout fired.
 //
-// It forks with syscall.ForkExec, waits on the child's pidfd and reaps it with wait4 rather than through os/exec: os.StartProcess's
-// first call forks and reaps a throwaway child to probe pidfd support, which this one child, signalled
-// through its group, never needs.
+// It forks with syscall.ForkExec, waits on the child's pidfd and reaps it with wait4 rather than through
+// os/exec: os.StartProcess's first call forks and reaps a throwaway child to probe pidfd support, which this
+// one child, signalled through its group, never needs.
 func (s *shim) runBounded(args, env []string, t *taps, timeout time.Duration) (end Ending, timedOut bool) {
 	stdio := t.stdio
 	path := s.cfg.RealBU
