@@ -93,7 +93,9 @@ func (t *taps) started() {
 // puts what the taps kept into rep.
 func (t *taps) finish(rep *api.CallReport) {
 	t.started() // a CLI that never started leaves the pipes to close here
-	var deadline <-chan time.Time // made for the first relay: a call without one needs no timer
+
+	// The grace's timer is made for the first relay waited on: a call without one needs no timer.
+	var deadline <-chan time.Time
 	names := [2]string{"stdout", "stderr"}
 	for i, tap := range t.out {
 		if tap == nil {
