@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
@@ -31,6 +32,8 @@ type DB struct {
 
 	changeMu sync.Mutex    // changeMu guards changed
 	changed  chan struct{} // closed by the next write; nil until Changed is asked
+
+	stores atomic.Uint64 // StoresVersion
 }
 
 // Open opens the state database at path, creating it (mode 0600, parent directory 0700) when
@@ -239,6 +242,11 @@ func (db *DB) wrote() {
 		db.changed = nil
 	}
 }
+
+// StoresVersion moves after each committed write of the stores table (a store created, changed or
+// deleted) and at no other write: whoever keeps what it read of the stores reads them again once it moved.
+// Read it before the stores it goes with. Only this process's writes count (the manager is the only writer).
+func (db *DB) StoresVersion() uint64 { return db.stores.Load() }
 
 // queryer is what read helpers need, so they run inside a write transaction or on the pool alike.
 type queryer interface {

@@ -121,6 +121,7 @@ func (db *DB) CreateStore(ctx context.Context, s Store) (Store, error) {
 	if err != nil {
 		return Store{}, fmt.Errorf("create store %q: %w", s.Name, err)
 	}
+	db.stores.Add(1)
 	return s, nil
 }
 
@@ -163,6 +164,7 @@ func (db *DB) UpdateStore(ctx context.Context, id string, fn func(*Store) error)
 	if err != nil {
 		return Store{}, fmt.Errorf("update store %s: %w", id, err)
 	}
+	db.stores.Add(1)
 	return s, nil
 }
 
@@ -200,6 +202,7 @@ func (db *DB) DeleteStore(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("delete store %s: %w", id, err)
 	}
+	db.stores.Add(1)
 	return nil
 }
 

@@ -40,7 +40,8 @@ type DeskConfig struct {
 // Desk is the daemon's timeline: the Recorder, and where each task's steps come from.
 type Desk struct {
 	*Recorder
-	cfg DeskConfig
+	cfg   DeskConfig
+	lines storeLines // what the steps need of each store (wheres.go)
 }
 
 // NewDesk is the daemon's timeline, its recorder on the daemon's configuration.
@@ -52,29 +53,6 @@ func NewDesk(cfg DeskConfig) *Desk {
 		Log:  cfg.Root.With().Str("component", "timeline").Logger()})}
 }
 
-// Mode is what sp's browser records, and where that comes from: the store's own setting, else
-// VIBE_TIMELINE.
-func (d *Desk) Mode(sp browsers.Spec) (mode, from string) {
-	if sp.Opts.Timeline != "" {
-		return sp.Opts.Timeline, "store"
-	}
-	return d.cfg.Cfg.Timeline, "VIBE_TIMELINE"
-}
-
-// where is sp's browser as the recorder sees it.
-func (d *Desk) where(sp browsers.Spec) Where {
-	mode, _ := d.Mode(sp)
-	return Where{Key: sp.Key, Slug: sp.Slug, Mode: mode}
-}
-
-// specOf is the browser of a task's store id ("" : the web browser).
-func (d *Desk) specOf(ctx context.Context, storeID string) (browsers.Spec, error) {
-	if storeID == "" {
-		return d.cfg.Fleet.WebSpec(ctx)
-	}
-	return d.cfg.Fleet.SpecFor(ctx, storeID)
-}
-
 // Step appends step e of task on the browser key to its timeline (a no-op for no task), in the mode the
 // store has now (a running mux's spec is the one it started with).
 func (d *Desk) Step(key, task string, e api.Entry) {
@@ -83,17 +61,13 @@ func (d *Desk) Step(key, task string, e api.Entry) {
 	}
 	ctx, cancel := context.WithTimeout(d.cfg.Ctx, 10*time.Second)
 	defer cancel()
-	storeID := key
-	if key == api.WebKey {
-		storeID = ""
-	}
-	sp, err := d.specOf(ctx, storeID)
+	w, _, err := d.whereOf(ctx, key)
 	if err != nil {
 		kind, _ := e.Body()
 		d.cfg.Log.Warn().Err(err).Str("task", task).Str("kind", kind).Msg("a timeline step of a browser that is gone")
 		return
 	}
-	d.Record(ctx, d.where(sp), task, e)
+	d.Record(ctx, w, task, e)
 }
 
 // TabStep is a mux's Timeline hook: a step of one of a task's tabs.
@@ -174,18 +148,18 @@ func (d *Desk) Report(ctx context.Context, task, storeID string, rep api.CallRep
 	if rep.Cut() {
 		d.cfg.Cut()
 	}
-	sp, err := d.specOf(ctx, storeID)
+	w, _, err := d.whereOf(ctx, storeID)
 	if err != nil {
 		return err
 	}
 	var b Browser
-	if in := d.cfg.Fleet.Current(sp.Key); in != nil {
+	if in := d.cfg.Fleet.Current(w.Key); in != nil {
 		b = struct {
 			*mux.Operator
 			*mux.Taps
 		}{in.Mux().Operator(), in.Mux().Taps()}
 	}
-	if err := d.Call(d.where(sp), task, rep, b); errors.Is(err, ErrFull) {
+	if err := d.Call(w, task, rep, b); errors.Is(err, ErrFull) {
 		return fmt.Errorf("%w: %w", errdefs.ErrQuota, err)
 	} else if err != nil {
 		return err
@@ -219,11 +193,11 @@ func (d *Desk) Task(ctx context.Context, id string, after int64) (api.Timeline, 
 		return api.Timeline{}, err
 	}
 	tl := api.Timeline{Task: tasks.View(t), Live: t.Active(time.Now())}
-	if sp, err := d.specOf(ctx, t.StoreID); err == nil {
-		tl.Task.StoreSlug = sp.Slug
-		tl.Mode, tl.ModeFrom = d.Mode(sp)
+	if w, from, err := d.whereOf(ctx, t.StoreID); err == nil {
+		tl.Task.StoreSlug = w.Slug
+		tl.Mode, tl.ModeFrom = w.Mode, from
 	} else {
-		tl.Mode, tl.ModeFrom = d.cfg.Cfg.Timeline, "VIBE_TIMELINE"
+		tl.Mode, tl.ModeFrom = d.modeOf("")
 	}
 	if tl.Entries, err = d.Entries(ctx, id, after); err != nil {
 		return api.Timeline{}, err
