@@ -36,8 +36,55 @@ type TimelineEntry struct {
 
 // Append records e as its task's next entry (its Seq and, when zero, At are set) and returns it.
 func (tl Timeline) Append(ctx context.Context, e TimelineEntry) (TimelineEntry, error) {
+	ctx, err := settled(ctx)
+	if err == nil {
+		err = tl.insert(ctx, tl.db.sql, &e)
+	}
+	if err != nil {
+		return TimelineEntry{}, fmt.Errorf("record a %s of task %s: %w", e.Kind, e.TaskID, err)
+	}
+	tl.db.wrote()
+	return e, nil
+}
+
+// AppendCall records call entry e as Append does and gives it, in the same transaction, its client's steps
+// of the given kinds that happened from from to to (see link): a reader sees the call with its steps.
+func (tl Timeline) AppendCall(ctx context.Context, e TimelineEntry, from, to time.Time, kinds []string) (TimelineEntry, error) {
+	ctx, err := settled(ctx)
+	if err == nil {
+		err = tl.db.write(ctx, func(tx *sql.Tx) error {
+			if err := tl.insert(ctx, tx, &e); err != nil {
+				return err
+			}
+			return link(ctx, tx, e.TaskID, e.ClientID, from, to, e.Seq, kinds)
+		})
+	}
+	if err != nil {
+		return TimelineEntry{}, fmt.Errorf("record a %s of task %s: %w", e.Kind, e.TaskID, err)
+	}
+	return e, nil
+}
+
+// settled is ctx without its cancellation, unless it has ended: a timeline write is a statement or two,
+// and with a context that can end, database/sql and the driver watch it from a goroutine or a callback
+// of their own per statement, a good part of a step's CPU. SQLite's busy timeout still bounds the wait for
+// the write lock.
+func settled(ctx context.Context) (context.Context, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return context.WithoutCancel(ctx), nil
+}
+
+// appendEntry numbers e as its task's next entry and inserts it, in one statement (a lone one is its own
+// transaction, whose write lock SQLite takes before it reads the last seq).
+const appendEntry = `INSERT INTO timeline (task_id, seq, store_id, client_id, at, kind, data, file, bytes, in_call)
+	SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9 FROM timeline WHERE task_id = ?1 RETURNING seq`
+
+// insert records e as its task's next entry, setting its Seq and, when zero, its At.
+func (tl Timeline) insert(ctx context.Context, q queryer, e *TimelineEntry) error {
 	if e.TaskID == "" || e.Kind == "" {
-		return TimelineEntry{}, fmt.Errorf("a timeline entry needs a task and a kind: %w", errdefs.ErrInvalid)
+		return fmt.Errorf("a timeline entry needs a task and a kind: %w", errdefs.ErrInvalid)
 	}
 	if e.At.IsZero() {
 		e.At = time.Now()
@@ -45,19 +92,8 @@ func (tl Timeline) Append(ctx context.Context, e TimelineEntry) (TimelineEntry, 
 	if len(e.Data) == 0 {
 		e.Data = json.RawMessage("{}")
 	}
-	err := tl.db.write(ctx, func(tx *sql.Tx) error {
-		if err := tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(seq), 0) + 1 FROM timeline WHERE task_id = ?", e.TaskID).Scan(&e.Seq); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO timeline (task_id, seq, store_id, client_id, at, kind, data, file, bytes, in_call)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, e.TaskID, e.Seq, nullString(e.StoreID), e.ClientID, e.At.UnixNano(),
-			string(e.Kind), string(e.Data), e.File, e.Bytes, e.InCall)
-		return err
-	})
-	if err != nil {
-		return TimelineEntry{}, fmt.Errorf("record a %s of task %s: %w", e.Kind, e.TaskID, err)
-	}
-	return e, nil
+	return q.QueryRowContext(ctx, appendEntry, e.TaskID, nullString(e.StoreID), e.ClientID, e.At.UnixNano(),
+		e.Kind, string(e.Data), e.File, e.Bytes, e.InCall).Scan(&e.Seq)
 }
 
 // List returns task's entries after seq after, in order, at most limit of them (0: all).
@@ -98,10 +134,10 @@ func (tl Timeline) list(ctx context.Context, taskID, query string, args ...any) 
 	return out, rows.Err()
 }
 
-// LinkCall gives call (the seq of one of task's calls, by client) the steps of that client of the given
-// kinds that happened from from to to and belong to no call yet, or to an earlier one (whose window,
-// stretched past its end for late steps, reached into this call's).
-func (tl Timeline) LinkCall(ctx context.Context, taskID, clientID string, from, to time.Time, call int64, kinds []string) error {
+// link gives call (the seq of one of task's calls, by client) the steps of that client of the given kinds that
+// happened from from to to and belong to no call yet, or to an earlier one (whose window, stretched past its
+// end for late steps, reached into this call's).
+func link(ctx context.Context, tx *sql.Tx, taskID, clientID string, from, to time.Time, call int64, kinds []string) error {
 	if len(kinds) == 0 {
 		return nil
 	}
@@ -109,15 +145,9 @@ func (tl Timeline) LinkCall(ctx context.Context, taskID, clientID string, from, 
 	for _, k := range kinds {
 		args = append(args, k)
 	}
-	err := tl.db.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE timeline SET in_call = ? WHERE task_id = ? AND client_id = ? AND in_call < ?
-			AND seq < ? AND at >= ? AND at <= ? AND kind IN (?`+strings.Repeat(", ?", len(kinds)-1)+`)`, args...)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("link the steps of call %d of task %s: %w", call, taskID, err)
-	}
-	return nil
+	_, err := tx.ExecContext(ctx, `UPDATE timeline SET in_call = ? WHERE task_id = ? AND client_id = ? AND in_call < ?
+		AND seq < ? AND at >= ? AND at <= ? AND kind IN (?`+strings.Repeat(", ?", len(kinds)-1)+`)`, args...)
+	return err
 }
 
 // Prune removes every entry recorded before cutoff and returns the shot files they named, for the

@@ -128,12 +128,15 @@ func TestLinkTimelineCall(t *testing.T) {
 		{ClientID: "t1", Kind: "fault", At: at(2), InCall: 6},
 	} {
 		e.TaskID = "t1"
-		if _, err := db.Timeline().Append(ctx, e); err != nil {
+		var err error
+		if e.Kind == "call" {
+			_, err = db.Timeline().AppendCall(ctx, e, at(1), at(5), stepKinds)
+		} else {
+			_, err = db.Timeline().Append(ctx, e)
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	if err := db.Timeline().LinkCall(ctx, "t1", "t1", at(1), at(5), 6, stepKinds); err != nil {
-		t.Fatal(err)
 	}
 	got, err := db.Timeline().OfCall(ctx, "t1", 6)
 	if err != nil {
@@ -163,14 +166,14 @@ func TestLinkTimelineCallTakesFromTheLag(t *testing.T) {
 		{ClientID: "t1", Kind: "call", At: t0},                                       // 1: ended at t0
 		{ClientID: "t1", Kind: "tab", At: t0.Add(100 * time.Millisecond), InCall: 1}, // 2: in 1's lag
 		{ClientID: "t1", Kind: "nav", At: t0.Add(-time.Second), InCall: 1},           // 3: 1's own
-		{ClientID: "t1", Kind: "call", At: t0.Add(3 * time.Second)},                  // 4: from t0+50ms
 	} {
 		e.TaskID = "t1"
 		if _, err := db.Timeline().Append(ctx, e); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := db.Timeline().LinkCall(ctx, "t1", "t1", t0.Add(50*time.Millisecond), t0.Add(3*time.Second), 4, stepKinds); err != nil {
+	second := TimelineEntry{TaskID: "t1", ClientID: "t1", Kind: "call", At: t0.Add(3 * time.Second)} // 4: from t0+50ms
+	if _, err := db.Timeline().AppendCall(ctx, second, t0.Add(50*time.Millisecond), t0.Add(3*time.Second), stepKinds); err != nil {
 		t.Fatal(err)
 	}
 	all, _ := db.Timeline().List(ctx, "t1", 0, 0)

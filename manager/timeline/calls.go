@@ -63,7 +63,6 @@ func (r *Recorder) call(ctx context.Context, w Where, task string, rep api.CallR
 		r.cfg.Log.Error().Err(err).Str("task", task).Msg("record a call")
 		return
 	}
-	r.linkCall(ctx, task, rep, e.Seq)
 	switch rep.Outcome {
 	case api.CallTimeout:
 		r.record(ctx, w, task, api.Entry{Client: rep.Client, InCall: e.Seq, Fault: &api.FaultEntry{What: api.FaultTimeout, Message: rep.Rule}})

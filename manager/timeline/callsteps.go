@@ -1,7 +1,6 @@
 package timeline
 
 import (
-	"context"
 	"time"
 
 	"vibebrowser/manager/api"
@@ -10,7 +9,7 @@ import (
 // Steps belong to their call (issue 35). A navigation, tab, download or fault of a client that happens
 // while one of its calls runs carries that call's seq (api.Entry.InCall), so that the task page draws it
 // inside the call's card. The shim reports a call only at its end, so the steps are recorded first: the
-// call's report gives them their call (state.Timeline.LinkCall, by the call's start and end), and a step of
+// call's entry takes them as it is stored (state.Timeline.AppendCall, by the call's start and end), and a step of
 // the client recorded after the report but from within the call's time (a tap that came late) finds the
 // call among the recent ones (window).
 
@@ -30,16 +29,18 @@ type window struct {
 // linkedKinds are the kinds of steps that can belong to a call.
 var linkedKinds = []string{api.EntryNav, api.EntryTab, api.EntryDownload, api.EntryFault}
 
-// linkCall gives the call seq its client's steps recorded while it ran, and keeps its window for the steps
-// that come after.
-func (r *Recorder) linkCall(ctx context.Context, task string, rep api.CallReport, seq int64) {
+// callWindow is the time in which the steps of rep's call happened: from its start to callLag past its end.
+// A report that does not say (no client, no start, an end before its start) has none: ok is false.
+func callWindow(rep api.CallReport) (w window, ok bool) {
 	if rep.Client == "" || rep.Start.IsZero() || rep.End.Before(rep.Start) {
-		return
+		return window{}, false
 	}
-	w := window{seq: seq, start: rep.Start, end: rep.End.Add(callLag)}
-	if err := r.cfg.DB.Timeline().LinkCall(ctx, task, rep.Client, w.start, w.end, seq, linkedKinds); err != nil {
-		r.cfg.Log.Warn().Err(err).Str("task", task).Msg("link a call's steps")
-	}
+	return window{start: rep.Start, end: rep.End.Add(callLag)}, true
+}
+
+// keepWindow keeps the window of client's call seq (its steps recorded before its report were linked with its
+// entry, state.Timeline.AppendCall) for its steps that come after.
+func (r *Recorder) keepWindow(task, client string, w window) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.windows) >= maxWindows {
@@ -50,7 +51,7 @@ func (r *Recorder) linkCall(ctx context.Context, task string, rep api.CallReport
 		}
 	}
 	if len(r.windows) < maxWindows {
-		r.windows[task+"\x00"+rep.Client] = w
+		r.windows[task+"\x00"+client] = w
 	}
 }
 

@@ -190,7 +190,8 @@ func (r *Recorder) room(ctx context.Context, w Where, task, kind string) error {
 		ErrFull, task, n>>20, r.cfg.MaxBytes>>20, kind)
 }
 
-// append stores entry v (its Client, InCall and body; a shot's file and its size) and wakes the waiters.
+// append stores entry v (its Client, InCall and body; a shot's file and its size) and wakes the waiters. A
+// call's entry takes its client's steps recorded in its window as it is stored (callsteps.go).
 func (r *Recorder) append(ctx context.Context, w Where, task string, v api.Entry, file string, size int64) (state.TimelineEntry, error) {
 	kind, body := v.Body()
 	if body == nil {
@@ -204,11 +205,24 @@ func (r *Recorder) append(ctx context.Context, w Where, task string, v api.Entry
 	if store == api.WebKey {
 		store = ""
 	}
-	e, err := r.cfg.DB.Timeline().Append(ctx, state.TimelineEntry{TaskID: task, StoreID: store, ClientID: v.Client,
-		At: r.cfg.Now(), Kind: kind, Data: b, File: file, Bytes: size, InCall: v.InCall})
-
+	e := state.TimelineEntry{TaskID: task, StoreID: store, ClientID: v.Client, At: r.cfg.Now(), Kind: kind, Data: b,
+		File: file, Bytes: size, InCall: v.InCall}
+	var cw window
+	var linked bool
+	if v.Call != nil {
+		cw, linked = callWindow(*v.Call)
+	}
+	if linked {
+		e, err = r.cfg.DB.Timeline().AppendCall(ctx, e, cw.start, cw.end, linkedKinds)
+	} else {
+		e, err = r.cfg.DB.Timeline().Append(ctx, e)
+	}
 	if err != nil {
 		return e, err
+	}
+	if linked {
+		cw.seq = e.Seq
+		r.keepWindow(task, v.Client, cw)
 	}
 	r.mu.Lock()
 	if n, known := r.used[task]; known {
