@@ -109,12 +109,7 @@ func (o *Operator) Clients() []ClientInfo {
 		if ci == nil {
 			continue
 		}
-		ti := TabInfo{ID: t.id, Type: t.typ, URL: t.url, Title: t.title, Owner: t.owner.id, LastUsed: t.usedAt, Human: t.owner.id == HumanClient,
-			Moves: t.used + t.events}
-		if t.hold != nil {
-			ti.HeldBy = t.hold.holder
-		}
-		ci.Tabs = append(ci.Tabs, ti)
+		ci.Tabs = append(ci.Tabs, tabInfoLocked(t))
 	}
 	o.refreshTitlesLocked()
 	m.mu.Unlock()
@@ -124,6 +119,32 @@ func (o *Operator) Clients() []ClientInfo {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
+}
+
+// ClientTabs lists client id's targets as Clients does, without the other clients and without asking
+// Chrome for the titles again (Clients does that for the next lister, someone looking): for the
+// timeline's shots after each call, which need only their client's pages and their moves.
+func (o *Operator) ClientTabs(id string) []TabInfo {
+	m := o.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []TabInfo
+	for _, t := range m.order {
+		if t.owner != nil && !t.closing && t.owner.id == id {
+			out = append(out, tabInfoLocked(t))
+		}
+	}
+	return out
+}
+
+// tabInfoLocked is what the operator lists of target t, which a client owns.
+func tabInfoLocked(t *target) TabInfo {
+	ti := TabInfo{ID: t.id, Type: t.typ, URL: t.url, Title: t.title, Owner: t.owner.id, LastUsed: t.usedAt,
+		Human: t.owner.id == HumanClient, Moves: t.used + t.events}
+	if t.hold != nil {
+		ti.HeldBy = t.hold.holder
+	}
+	return ti
 }
 
 // titleEvery is how often, at most, Clients reads the pages' titles from Chrome: a little under the UI's

@@ -11,6 +11,7 @@ import (
 	"image/jpeg"
 	"io"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -781,5 +782,42 @@ func TestTabMoves(t *testing.T) {
 	look()
 	if got := moves(); got != settled {
 		t.Fatalf("a thumbnail moved the tab (%d → %d)", settled, got)
+	}
+}
+
+// ClientTabs lists one client's targets as Clients does, and asks Chrome nothing: the timeline lists a
+// client's tabs after each of its calls, and a read of every page's title there was a round trip per call.
+func TestClientTabs(t *testing.T) {
+	fb := newFakeBrowser(t)
+	m := startMux(t, fb, Config{})
+	c := newClient(t, m, "agent")
+	first, second := c.createTarget("https://one.example/"), c.createTarget("https://two.example/")
+	other := newClient(t, m, "other")
+	other.createTarget("https://other.example/")
+	sid := c.attach(first)
+
+	reads := len(fb.got("Target.getTargets"))
+	got := m.Operator().ClientTabs("agent")
+	c.call("Runtime.evaluate", `{"expression":"2"}`, sid) // after anything the mux sent Chrome before it
+	if n := len(fb.got("Target.getTargets")) - reads; n != 0 {
+		t.Errorf("ClientTabs asked Chrome for the titles %d times; want none", n)
+	}
+	var pages []string
+	for _, tab := range got {
+		if tab.Owner != "agent" {
+			t.Errorf("ClientTabs(agent) lists %+v", tab)
+		}
+		if tab.Type == "page" {
+			pages = append(pages, tab.ID)
+		}
+	}
+	if !slices.Equal(pages, []string{first, second}) {
+		t.Errorf("ClientTabs(agent) lists the pages %v; want %v", pages, []string{first, second})
+	}
+	again := m.Operator().ClientTabs("agent")
+	for _, ci := range m.Operator().Clients() {
+		if ci.ID == "agent" && !reflect.DeepEqual(again, ci.Tabs) {
+			t.Errorf("ClientTabs(agent) = %+v; want the agent's tabs as Clients lists them, %+v", again, ci.Tabs)
+		}
 	}
 }

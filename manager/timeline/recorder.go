@@ -22,7 +22,7 @@ import (
 
 // Browser is a running browser's mux as the recorder uses it (package mux's operator API).
 type Browser interface {
-	Clients() []mux.ClientInfo
+	ClientTabs(client string) []mux.TabInfo
 	Thumbnail(ctx context.Context, targetID string, maxWidth, quality int) ([]byte, error)
 	// PasswordTexts are the texts a client typed into password fields (hidden in its calls' entries).
 	PasswordTexts(ctx context.Context, clientID string) []string

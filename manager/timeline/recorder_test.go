@@ -35,16 +35,19 @@ type pictures struct {
 	secrets  []string
 }
 
-func (p *pictures) Clients() []mux.ClientInfo {
+func (p *pictures) ClientTabs(client string) []mux.TabInfo {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	ci := mux.ClientInfo{ID: task}
+	if client != task {
+		return []mux.TabInfo{{ID: "X", Type: "page", Owner: client}}
+	}
+	var tabs []mux.TabInfo
 	for _, id := range []string{"T1", "T2"} {
 		if _, ok := p.colour[id]; ok {
-			ci.Tabs = append(ci.Tabs, mux.TabInfo{ID: id, Type: "page", URL: "https://shop.example/" + id, Owner: task, Moves: p.moves[id]})
+			tabs = append(tabs, mux.TabInfo{ID: id, Type: "page", URL: "https://shop.example/" + id, Owner: task, Moves: p.moves[id]})
 		}
 	}
-	return []mux.ClientInfo{ci, {ID: "other", Tabs: []mux.TabInfo{{ID: "X", Type: "page", Owner: "other"}}}}
+	return tabs
 }
 
 func (p *pictures) Thumbnail(_ context.Context, id string, _, _ int) ([]byte, error) {

@@ -34,7 +34,7 @@ const (
 
 // shoot captures the pages of client after the call entry seq and records the changed ones.
 func (r *Recorder) shoot(ctx context.Context, w Where, task, client string, seq int64, b Browser) {
-	for _, tab := range pages(b.Clients(), client) {
+	for _, tab := range pages(b.ClientTabs(client)) {
 		r.mu.Lock()
 		last, shot := r.shots[tab.ID]
 		r.mu.Unlock()
@@ -77,17 +77,12 @@ func (r *Recorder) shoot(ctx context.Context, w Where, task, client string, seq 
 	r.setUsed(task, total, files)
 }
 
-// pages are client's page targets, in the order they appeared.
-func pages(clients []mux.ClientInfo, client string) []mux.TabInfo {
+// pages are the pages among a client's targets, in the order they appeared.
+func pages(tabs []mux.TabInfo) []mux.TabInfo {
 	var out []mux.TabInfo
-	for _, c := range clients {
-		if c.ID != client {
-			continue
-		}
-		for _, t := range c.Tabs {
-			if t.Type == "page" && !t.Human {
-				out = append(out, t)
-			}
+	for _, t := range tabs {
+		if t.Type == "page" && !t.Human {
+			out = append(out, t)
 		}
 	}
 	return out
