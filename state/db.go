@@ -41,6 +41,7 @@ type DB struct {
 // application, or was written by a newer vibe-browser is refused with an error naming it
 // (ErrForeignFile, ErrTooNew) and left untouched.
 func Open(path string) (*DB, error) {
+	tuneMalloc()
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("open state %s: %w", path, err)
