@@ -20,7 +20,8 @@ const Hidden = "[password hidden]"
 
 // Call records a shim's report of one of task's calls and then, in full mode, the shots of the tabs of
 // the call's client whose pixels changed. It returns at once: the recording goes on in the background, after
-// the call has returned, so the agent never waits for it. b is the call's running browser (nil: none). A
+// the call has returned, so the agent never waits for it, in turn with the other calls of its browser
+// (lanes.go). b is the call's running browser (nil: none). A
 // task whose timeline is full gets an error wrapping ErrFull, and nothing is recorded.
 func (r *Recorder) Call(w Where, task string, rep api.CallReport, b Browser) error {
 	if w.Mode == api.TimelineOff {
@@ -33,22 +34,16 @@ func (r *Recorder) Call(w Where, task string, rep api.CallReport, b Browser) err
 		return err
 	}
 	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
-		return nil
+	defer r.mu.Unlock()
+	if !r.closed {
+		r.queueLocked(recording{w: w, task: task, rep: rep, b: b})
 	}
-	r.work.Add(1)
-	r.mu.Unlock()
-	go func() {
-		defer r.work.Done()
-		ctx, cancel := context.WithTimeout(r.ctx, callWork)
-		defer cancel()
-		r.call(ctx, w, task, rep, b)
-	}()
 	return nil
 }
 
-func (r *Recorder) call(ctx context.Context, w Where, task string, rep api.CallReport, b Browser) {
+// call records rec's call: its entry, a fault for a call that timed out or wedged, then its shots.
+func (r *Recorder) call(ctx context.Context, rec recording) {
+	w, task, rep, b := rec.w, rec.task, rec.rep, rec.b
 	if w.Mode == api.TimelineFull {
 		if b != nil {
 			pctx, cancel := context.WithTimeout(ctx, passwordWait)
@@ -69,7 +64,7 @@ func (r *Recorder) call(ctx context.Context, w Where, task string, rep api.CallR
 	case api.CallWedged:
 		r.record(ctx, w, task, api.Entry{Client: rep.Client, InCall: e.Seq, Fault: &api.FaultEntry{What: api.FaultWedge, Message: rep.Rule}})
 	}
-	if w.Mode == api.TimelineFull && b != nil {
+	if w.Mode == api.TimelineFull && b != nil && rec.shoot {
 		r.shoot(ctx, w, task, rep.Client, e.Seq, b)
 	}
 }

@@ -55,7 +55,7 @@ type Where struct {
 // Recorder records the tasks' timelines. Its methods are safe for concurrent use.
 type Recorder struct {
 	cfg  Config
-	work sync.WaitGroup // the calls being recorded (Call's goroutines)
+	work sync.WaitGroup // the calls being recorded or waiting to be, and their lanes' goroutines (lanes.go)
 	ctx  context.Context
 	stop context.CancelFunc // ends the calls' recording (Close, after its grace)
 
@@ -65,6 +65,7 @@ type Recorder struct {
 	used    map[string]int64    // task id -> the bytes its timeline takes (state.Timeline.Bytes), once read
 	told    map[string]bool     // task id -> its timeline's fault "full" is recorded
 	windows map[string]window   // task and client -> its newest call (callsteps.go)
+	lanes   map[string]*lane    // browser key -> the recordings waiting for it (lanes.go)
 	closed  bool
 }
 
@@ -75,7 +76,7 @@ func New(cfg Config) *Recorder {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	return &Recorder{cfg: cfg, ctx: ctx, stop: stop, changed: make(chan struct{}), shots: map[string]lastShot{},
-		used: map[string]int64{}, told: map[string]bool{}, windows: map[string]window{}}
+		used: map[string]int64{}, told: map[string]bool{}, windows: map[string]window{}, lanes: map[string]*lane{}}
 }
 
 // Close waits up to grace for the calls still being recorded, then ends them; calls after it are not
