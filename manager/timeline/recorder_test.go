@@ -254,6 +254,20 @@ func TestRetentionPrune(t *testing.T) {
 			t.Errorf("%s is %v; want 0600", f, fi.Mode())
 		}
 	}
+	// Once the prune took the task's last shot, its folder went with it; the next shot makes it again.
+	*now2 = now2.Add(31 * 24 * time.Hour)
+	r2.Prune(context.Background())
+	if dirs, _ := filepath.Glob(filepath.Join(r2.cfg.Dir, "*", task)); len(dirs) != 0 {
+		t.Fatalf("the task's shot folders after its last shot was pruned: %v; want none", dirs)
+	}
+	b.paint("T1", color.RGBA{0, 200, 0, 255})
+	call(r2, b, "later")
+	if got := kinds(t, r2); got != "call shot" {
+		t.Errorf("after a call on the pruned task: %q; want the call and its shot", got)
+	}
+	if files, _ := filepath.Glob(filepath.Join(r2.cfg.Dir, "*", task, "*.jpg")); len(files) != 1 {
+		t.Errorf("shot files after the call: %v; want its one", files)
+	}
 }
 
 func TestSlot(t *testing.T) {

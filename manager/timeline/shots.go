@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"image/jpeg"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -88,14 +90,18 @@ func pages(tabs []mux.TabInfo) []mux.TabInfo {
 	return out
 }
 
-// keepShot writes the shot's file (0600, in a 0700 folder of the task's) and records its entry.
+// keepShot writes the shot's file (0600, in a 0700 folder of the task's, made when missing) and records its
+// entry.
 func (r *Recorder) keepShot(ctx context.Context, w Where, task, client string, seq int64, tab mux.TabInfo, jpg []byte) error {
 	rel := filepath.Join(w.Slug, task, strconv.FormatInt(r.cfg.Now().UnixNano(), 36)+"-"+strconv.FormatInt(seq, 10)+".jpg")
 	path := filepath.Join(r.cfg.Dir, rel)
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
+	err := os.WriteFile(path, jpg, 0o600)
+	if errors.Is(err, fs.ErrNotExist) { // the task's first shot, or its folder went with its last one (remove)
+		if err = os.MkdirAll(filepath.Dir(path), 0o700); err == nil {
+			err = os.WriteFile(path, jpg, 0o600)
+		}
 	}
-	if err := os.WriteFile(path, jpg, 0o600); err != nil {
+	if err != nil {
 		return err
 	}
 	shot := api.ShotEntry{Tab: tab.ID, URL: tab.URL, Title: tab.Title, AfterOf: seq}
