@@ -23,6 +23,10 @@ import (
 // long means something is wrong, not merely busy.
 const busyTimeout = 10 * time.Second
 
+// maxIdleConns is how many connections the pool keeps open while idle: more than the manager's goroutines
+// ever hold at once in the call bench.
+const maxIdleConns = 8
+
 // DB is the manager's state database. It is safe for concurrent use, also by several processes
 // opening the same file: every write runs in a BEGIN IMMEDIATE transaction, so writers queue on
 // the busy timeout instead of failing on a stale snapshot.
@@ -69,6 +73,10 @@ func Open(path string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open state %s: %w", abs, err)
 	}
+	// database/sql keeps 2 idle connections by default and closes the others as they come back: a third
+	// statement at once (a timeline step beside a call's entry and an ownership write) opened a connection,
+	// which parses the whole schema, and closed it again.
+	sdb.SetMaxIdleConns(maxIdleConns)
 	db := &DB{path: abs, sql: sdb}
 	if err := db.init(context.Background()); err != nil {
 		sdb.Close()

@@ -462,3 +462,23 @@ func TestNanosRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// The pool keeps the connections a burst of statements opened: each new connection parses the whole schema.
+func TestPoolKeepsItsConnections(t *testing.T) {
+	db := openTest(t)
+	ctx := context.Background()
+	var conns []*sql.Conn
+	for range 4 {
+		c, err := db.sql.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	if st := db.sql.Stats(); st.MaxIdleClosed != 0 || st.Idle < 4 {
+		t.Errorf("after 4 connections at once the pool closed %d and keeps %d idle; want none closed, 4 kept", st.MaxIdleClosed, st.Idle)
+	}
+}
