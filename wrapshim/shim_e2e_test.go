@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -66,6 +67,8 @@ type fakeManager struct {
 	errorMsg string // and this error text
 	// hold, if set, holds each ensure's answer until it is closed (it is waited for without mu).
 	hold chan struct{}
+	// timeline is the store's timeline mode ensure answers ("": none, as a manager before SPEC §15).
+	timeline string
 }
 
 func (f *fakeManager) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -90,7 +93,7 @@ func (f *fakeManager) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		json.NewEncoder(w).Encode(api.EnsureResponse{CDPWS: "ws://127.0.0.1:9400/tok/client-" + req.ClientID,
-			DownloadDir: "/home/downloads/acme/" + clientid.OwnerDir(req.ClientID)})
+			DownloadDir: "/home/downloads/acme/" + clientid.OwnerDir(req.ClientID), Timeline: f.timeline})
 	case api.PathEvents:
 		var ev api.Event
 		json.NewDecoder(r.Body).Decode(&ev)
@@ -304,6 +307,37 @@ func TestShimExitStatusPassesThrough(t *testing.T) {
 		if slices.Contains(r.Args, "--reload") {
 			t.Errorf("a non-timeout exit triggered %q", r.Args)
 		}
+	}
+}
+
+// TestShimTapsLoseNoOutput: with the timeline full the shim relays the CLI's stdout through a pipe of its own.
+// Everything the CLI wrote before it exited reaches the agent, however late the agent reads it: here the CLI
+// writes more than the two pipes hold and exits, and the agent starts reading well after the output grace.
+func TestShimTapsLoseNoOutput(t *testing.T) {
+	e := newEnv(t, nil)
+	e.mgr.timeline = api.TimelineFull
+	e.mgr.serve(t, e.cfg.ManagerSocket)
+	want := strings.Repeat("0123456789abcdef", 120<<10/16) // under one environment string's limit (128 KiB)
+	cmd := e.command(nil, []string{"VIBE_TASK_ID=" + taskID, "FAKEBU_STDOUT=" + want}, nil)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond) // five times the shim's output grace
+	got, err := io.ReadAll(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("shim: %v (stderr %q)", err, errb.String())
+	}
+	if len(got) != len(want) || string(got) != want {
+		t.Errorf("the agent read %d bytes of the CLI's %d", len(got), len(want))
 	}
 }
 

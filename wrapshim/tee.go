@@ -1,6 +1,7 @@
 package wrapshim
 
 import (
+	"errors"
 	"io"
 	"os"
 	"sync"
@@ -72,7 +73,7 @@ func startTaps(in [3]*os.File, off bool) *taps {
 				t.untold = append(t.untold, names[i])
 				continue
 			}
-			tap := &tailTap{done: make(chan struct{})}
+			tap := &tailTap{r: r, done: make(chan struct{})}
 			go tap.relay(r, f)
 			t.out[i-1], t.stdio[i], t.closeAfterStart = tap, w, append(t.closeAfterStart, w)
 		}
@@ -89,24 +90,32 @@ func (t *taps) started() {
 	t.closeAfterStart = nil
 }
 
-// finish waits a little for the output relays to reach the end of their streams (outputGrace in all) and
-// puts what the taps kept into rep.
+// finish waits for the output relays to reach the end of their streams and puts what the taps kept into rep.
+// A stream still open outputGrace after the CLI exited is kept open by a process the CLI left behind: its
+// relay then passes on what the pipe holds (all the CLI itself wrote) and stops, without waiting for more.
 func (t *taps) finish(rep *api.CallReport) {
 	t.started() // a CLI that never started leaves the pipes to close here
 
 	// The grace's timer is made for the first relay waited on: a call without one needs no timer.
 	var deadline <-chan time.Time
+	late := false
 	names := [2]string{"stdout", "stderr"}
 	for i, tap := range t.out {
 		if tap == nil {
 			continue
 		}
-		if deadline == nil {
-			deadline = time.After(outputGrace)
+		if !late {
+			if deadline == nil {
+				deadline = time.After(outputGrace)
+			}
+			select {
+			case <-tap.done:
+				continue
+			case <-deadline:
+				late = true
+			}
 		}
-		select {
-		case <-tap.done:
-		case <-deadline:
+		if !tap.stop() {
 			rep.Untold = append(rep.Untold, names[i]+" (kept open by a process the CLI left behind)")
 		}
 	}
@@ -199,11 +208,16 @@ type tailTap struct {
 	mu   sync.Mutex
 	tail []byte
 	cut  bool
-	done chan struct{}
+	r    *os.File      // the shim's end of the CLI's pipe, read by relay alone
+	done chan struct{} // closed when relay returns
+	// leftOpen (written by relay before done closes) says the relay stopped at stop's word with the pipe
+	// empty but its write end still open somewhere.
+	leftOpen bool
 }
 
-// relay copies the CLI's pipe r to the shim's own stream to until the pipe's end. A write to that fails
-// (the agent closed its end) ends the relay too: the CLI then sees its pipe close, as it would have.
+// relay copies the CLI's pipe r to the shim's own stream to until the pipe's end, or until stop: then it
+// passes on what the pipe holds and returns. A write to that fails (the agent closed its end) ends the relay
+// too: the CLI then sees its pipe close, as it would have.
 func (t *tailTap) relay(r *os.File, to *os.File) {
 	defer close(t.done)
 	defer r.Close()
@@ -216,7 +230,55 @@ func (t *tailTap) relay(r *os.File, to *os.File) {
 				return
 			}
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			t.drain(r, to, buf)
+			return
+		}
 		if err != nil {
+			return
+		}
+	}
+}
+
+// stop tells relay to stop waiting for more of the stream, and waits until it has passed on what the pipe
+// holds: everything the CLI wrote before it exited is there, however far behind the relay was (its goroutine
+// not run on a loaded machine, or the agent reading slowly). It reports whether the stream reached its end.
+func (t *tailTap) stop() bool {
+	// The pipe is the runtime's to poll (os.Pipe), so its read deadline wakes relay's Read at once; a file
+	// already closed means relay is returning.
+	if err := t.r.SetReadDeadline(time.Now()); errors.Is(err, os.ErrNoDeadline) {
+		return false
+	}
+	<-t.done
+	return !t.leftOpen
+}
+
+// drain passes on what the pipe r holds now, without waiting for more: it reads the non-blocking descriptor
+// itself, since a Read past the deadline is refused before it reads.
+func (t *tailTap) drain(r, to *os.File, buf []byte) {
+	raw, err := r.SyscallConn()
+	if err != nil {
+		t.leftOpen = true
+		return
+	}
+	for {
+		var n int
+		var rerr error
+		if err := raw.Control(func(fd uintptr) { n, rerr = unix.Read(int(fd), buf) }); err != nil {
+			t.leftOpen = true
+			return
+		}
+		switch {
+		case n > 0:
+			t.keep(buf[:n])
+			if _, werr := to.Write(buf[:n]); werr != nil {
+				return
+			}
+		case rerr == unix.EINTR:
+		case rerr == nil: // the end: the last writer closed its end after all
+			return
+		default: // EAGAIN: empty, and a process the CLI left behind still holds the write end
+			t.leftOpen = true
 			return
 		}
 	}

@@ -4,7 +4,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"vibebrowser/manager/api"
@@ -89,5 +91,61 @@ func TestFileTail(t *testing.T) {
 				t.Errorf("kept() = %.60q (cut %v), %q; want %.60q (cut %v)", tail, cut, why, tt.want, tt.wantCut)
 			}
 		})
+	}
+}
+
+// TestTapsOutputKeptOpen: a process the CLI left behind keeps its stdout open. The shim stops waiting after
+// the output grace, with everything the CLI wrote passed on and kept, and the stream named untold; a stream
+// that ends is not.
+func TestTapsOutputKeptOpen(t *testing.T) {
+	agentR, agentW, err := os.Pipe() // the agent's stdout
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agentR.Close()
+	errR, errW, err := os.Pipe() // the agent's stderr
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer errR.Close()
+	code, err := os.CreateTemp(t.TempDir(), "code")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer code.Close()
+	tp := startTaps([3]*os.File{code, agentW, errW}, false)
+	// The CLI: writes, and leaves a copy of its stdout with a process of its own; its stderr ends.
+	cliOut, err := syscall.Dup(int(tp.stdio[1].Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(cliOut)
+	want := strings.Repeat("x", 100<<10) // more than the pipe holds: the relay must be running
+	wrote := make(chan struct{})
+	go func() {
+		defer close(wrote)
+		syscall.Write(cliOut, []byte(want)) // returns once all of it is in the pipe or passed on
+		syscall.Write(int(tp.stdio[2].Fd()), []byte("warning"))
+	}()
+	got := make(chan string)
+	go func() {
+		b, _ := io.ReadAll(agentR)
+		got <- string(b)
+	}()
+	go io.Copy(io.Discard, errR)
+	<-wrote // the CLI exits
+	var rep api.CallReport
+	tp.finish(&rep)
+	agentW.Close()
+	errW.Close()
+	if !slices.Equal(rep.Untold, []string{"stdout (kept open by a process the CLI left behind)"}) {
+		t.Errorf("untold %q; want stdout alone", rep.Untold)
+	}
+	if rep.Stderr != "warning" {
+		t.Errorf("stderr kept %q; want %q", rep.Stderr, "warning")
+	}
+	syscall.Close(cliOut)
+	if s := <-got; s != want {
+		t.Errorf("the agent read %d bytes of the CLI's %d", len(s), len(want))
 	}
 }
