@@ -39,8 +39,8 @@ const errdefs = "vibebrowser/mux/errdefs"
 // configuration), and state is a leaf: the daemon's storage knows no package of the daemon's but the error
 // classes (mux/errdefs, itself a leaf that imports nothing of this module). The keeper, which must outlive the
 // manager, links neither the mux core nor the manager's root, and the wire and system leaves under the mux
-// import nothing of the module but each other. Only manager/cluster imports NATS, and the mux, state and the
-// shim never import the cluster.
+// import nothing of the module but each other. Only manager/cluster imports NATS, the configuration does not
+// link it, and the mux, state and the shim never import the cluster.
 func TestImportGraph(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}{{range .Deps}} {{.}}{{end}} |{{range .Imports}} {{.}}{{end}}", "vibebrowser/...").Output()
 	if err != nil {
@@ -69,6 +69,9 @@ func TestImportGraph(t *testing.T) {
 		for _, dep := range deps {
 			if isManager && dep == "vibebrowser/wrapshim" {
 				t.Errorf("%s imports %s; the manager must not import the shim (the shim config lives in manager/api)", pkg, dep)
+			}
+			if pkg == "vibebrowser/manager/config" && strings.HasPrefix(dep, natsPrefix) {
+				t.Errorf("%s links %s; the configuration links no NATS, so what reads it stays light (host names: manager/cluster/hostname)", pkg, dep)
 			}
 			if (isMux || isState || isShim) && isClusterEngine(dep) {
 				t.Errorf("%s imports %s; the mux, state and the shim know nothing of the cluster", pkg, dep)

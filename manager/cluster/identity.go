@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"vibebrowser/manager/cluster/hostname"
 	"vibebrowser/manager/seal"
 )
 
@@ -43,7 +44,7 @@ func LoadIdentity(home string) (*Identity, error) {
 		return nil, fmt.Errorf("cluster identity: %s is not valid under the cluster CA (join again): %w",
 			filepath.Join(dir, HostCertFile), err)
 	}
-	if err := CheckHost(cert.Leaf.Subject.CommonName); err != nil {
+	if err := hostname.Check(cert.Leaf.Subject.CommonName); err != nil {
 		return nil, fmt.Errorf("cluster identity: %w", err)
 	}
 	raw, err := readSecret(filepath.Join(dir, SecretFile))
@@ -106,7 +107,7 @@ func PeerHost(state tls.ConnectionState) (string, error) {
 		return "", errors.New("peer presented no certificate verified by the cluster CA")
 	}
 	cn := state.VerifiedChains[0][0].Subject.CommonName
-	if err := CheckHost(cn); err != nil {
+	if err := hostname.Check(cn); err != nil {
 		return "", fmt.Errorf("peer certificate: %w", err)
 	}
 	return cn, nil

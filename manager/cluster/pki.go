@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"time"
 
+	"vibebrowser/manager/cluster/hostname"
 	"vibebrowser/mux/sys/atomicfile"
 )
 
@@ -41,22 +42,7 @@ const (
 	// memberName is a DNS name every host certificate lists besides its host's, so that a node verifies a route
 	// it dials as a member of the cluster whatever address the route names (.invalid: never a real domain).
 	memberName = "member.vibe-cluster.invalid"
-	// HostRule is the allowed form of a host name, for errors that refuse one.
-	HostRule = "1 to 63 letters, digits, '-' and '.', not starting with '-' or '.'"
 )
-
-// CheckHost refuses a host name outside HostRule: it is a certificate's CN, a NATS server name and a KV key.
-func CheckHost(name string) error {
-	ok := len(name) >= 1 && len(name) <= 63 && name[0] != '-' && name[0] != '.'
-	for i := 0; ok && i < len(name); i++ {
-		c := name[i]
-		ok = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.'
-	}
-	if !ok {
-		return fmt.Errorf("host name %q: want %s", name, HostRule)
-	}
-	return nil
-}
 
 // Init makes a cluster's certificate authority and secret in dir (made 0700): ca.pem, ca.key (ECDSA P-256)
 // and secret (32 random bytes, hex), keys 0600. It refuses a dir that holds any of them: every host's
@@ -121,7 +107,7 @@ func Init(dir string) error {
 // advertise (host:port, or "") adds its host to the certificate's names, so that other hosts reach this one's
 // door by it. Joining again with the same CA replaces the certificate; a home of another CA is refused.
 func Join(dir, home, host, advertise string) error {
-	if err := CheckHost(host); err != nil {
+	if err := hostname.Check(host); err != nil {
 		return fmt.Errorf("cluster join: %w", err)
 	}
 	var advertiseHost string

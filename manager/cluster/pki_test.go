@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"vibebrowser/manager/cluster"
+	"vibebrowser/manager/cluster/hostname"
 )
 
 // initCA makes a CA in a temp dir.
@@ -144,14 +145,14 @@ func TestJoinRefusesBadNames(t *testing.T) {
 		{"host1", "", true, ""},
 		{"Shop-Box.example", "shop-box.example:9500", true, ""},
 		{strings.Repeat("a", 63), "[fd00::1]:9500", true, ""},
-		{"", "", false, cluster.HostRule},
-		{"-host", "", false, cluster.HostRule},
-		{".host", "", false, cluster.HostRule},
-		{"my host", "", false, cluster.HostRule},
-		{"my_host", "", false, cluster.HostRule},
-		{"a/b", "", false, cluster.HostRule},
-		{"hôte", "", false, cluster.HostRule},
-		{strings.Repeat("a", 64), "", false, cluster.HostRule},
+		{"", "", false, hostname.Rule},
+		{"-host", "", false, hostname.Rule},
+		{".host", "", false, hostname.Rule},
+		{"my host", "", false, hostname.Rule},
+		{"my_host", "", false, hostname.Rule},
+		{"a/b", "", false, hostname.Rule},
+		{"hôte", "", false, hostname.Rule},
+		{strings.Repeat("a", 64), "", false, hostname.Rule},
 		{"host1", "10.0.0.1", false, "want host:port"},
 		{"host1", ":9500", false, "want host:port"},
 		{"host1", "10.0.0.1:0", false, "want host:port"},

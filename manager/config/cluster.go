@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"vibebrowser/manager/cluster"
+	"vibebrowser/manager/cluster/hostname"
 )
 
 // Cluster is the configuration of SPEC §19's cluster mode. Its zero value is single-host mode, where no NATS
@@ -31,7 +31,7 @@ func (c Cluster) On() bool { return len(c.URLs) > 0 || c.Node != "" }
 
 // clusterKnobs reads and checks the cluster knobs. Each is checked when set; the ones that only make sense in
 // one mode are refused outside it, so a half-configured cluster never starts as a lone host.
-func clusterKnobs(getenv func(string) string, hostname func() (string, error)) (Cluster, error) {
+func clusterKnobs(getenv func(string) string, osHostname func() (string, error)) (Cluster, error) {
 	var c Cluster
 	env := func(k string) string { return strings.TrimSpace(getenv(k)) }
 	var err error
@@ -66,7 +66,7 @@ func clusterKnobs(getenv func(string) string, hostname func() (string, error)) (
 			return Cluster{}, err
 		}
 	}
-	if c.Host, err = hostName(env("VIBE_HOST"), hostname); err != nil {
+	if c.Host, err = hostName(env("VIBE_HOST"), osHostname); err != nil {
 		return Cluster{}, err
 	}
 	return c, c.checkMode()
@@ -95,7 +95,7 @@ func (c Cluster) checkMode() error {
 			"this host's door (its host among the names cluster join was given)")
 	case c.Host == "":
 		return errors.New("VIBE_HOST is not set and the OS hostname gives no host name: set VIBE_HOST to this " +
-			"host's name (" + cluster.HostRule + "), the one cluster join was given")
+			"host's name (" + hostname.Rule + "), the one cluster join was given")
 	}
 	return nil
 }
@@ -166,19 +166,19 @@ func validPort(p string) bool {
 
 // hostName is VIBE_HOST when set (it must be a valid host name), else the OS hostname's first label,
 // lower-cased, or "" when that is no valid host name (an error only in cluster mode: see checkMode).
-func hostName(raw string, hostname func() (string, error)) (string, error) {
+func hostName(raw string, osHostname func() (string, error)) (string, error) {
 	if raw != "" {
-		if err := cluster.CheckHost(raw); err != nil {
-			return "", fmt.Errorf("VIBE_HOST=%q: want %s", raw, cluster.HostRule)
+		if err := hostname.Check(raw); err != nil {
+			return "", fmt.Errorf("VIBE_HOST=%q: want %s", raw, hostname.Rule)
 		}
 		return raw, nil
 	}
-	h, err := hostname()
+	h, err := osHostname()
 	if err != nil {
 		return "", nil
 	}
 	h, _, _ = strings.Cut(strings.ToLower(h), ".")
-	if cluster.CheckHost(h) != nil {
+	if hostname.Check(h) != nil {
 		return "", nil
 	}
 	return h, nil
