@@ -35,6 +35,13 @@ func LoadIdentity(home string) (*Identity, error) {
 	if !pool.AppendCertsFromPEM(caPEM) {
 		return nil, fmt.Errorf("cluster identity: %s holds no certificate", filepath.Join(dir, CAFile))
 	}
+	for _, name := range []string{HostKeyFile, SecretFile} {
+		// Like ssh with a private key: a secret others can read is no longer this host's alone.
+		if fi, err := os.Stat(filepath.Join(dir, name)); err == nil && fi.Mode().Perm()&0o077 != 0 {
+			return nil, fmt.Errorf("cluster identity: %s is open to other users (mode %04o): chmod 600 it",
+				filepath.Join(dir, name), fi.Mode().Perm())
+		}
+	}
 	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, HostCertFile), filepath.Join(dir, HostKeyFile))
 	if err != nil {
 		return nil, fmt.Errorf("cluster identity: %w", err)

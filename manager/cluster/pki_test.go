@@ -322,3 +322,19 @@ func TestHostsShareTheSecret(t *testing.T) {
 		t.Errorf("hosts %q and %q", id1.Host(), id2.Host())
 	}
 }
+
+func TestLoadIdentityRefusesSecretsOthersCanRead(t *testing.T) {
+	dir := initCA(t)
+	for _, name := range []string{cluster.HostKeyFile, cluster.SecretFile} {
+		t.Run(name, func(t *testing.T) {
+			home, _ := joined(t, dir, "host1")
+			path := filepath.Join(home, cluster.HomeDir, name)
+			if err := os.Chmod(path, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := cluster.LoadIdentity(home); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+				t.Errorf("LoadIdentity with %s 0644 = %v; want a refusal saying chmod 600", name, err)
+			}
+		})
+	}
+}
