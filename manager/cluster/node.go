@@ -62,7 +62,7 @@ func StartNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 		return nil, fmt.Errorf("start the NATS node: %w", err)
 	}
 	nl := &natsLog{log: cfg.Log}
-	srv.SetLoggerV2(nl, cfg.Log.GetLevel() <= zerolog.DebugLevel, false, false)
+	srv.SetLoggerV2(nl, cfg.Log.Debug().Enabled(), false, false)
 	srv.Start() // returns at once; the server's goroutines are its own, ended by Shutdown
 	n := &Node{srv: srv, host: opts.ServerName}
 	for !srv.ReadyForConnections(startPoll) {
