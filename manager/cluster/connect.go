@@ -16,7 +16,7 @@ import (
 )
 
 // ConnConfig says how a manager reaches the cluster's engine: its own embedded node (Node), or an existing
-// NATS cluster (URLs, with Creds and CA).
+// NATS cluster (URLs, with Creds and CA). Either way the connection is TLS; a server without it is refused.
 type ConnConfig struct {
 	Node     *Node     // the embedded node to connect to; nil connects to URLs
 	URLs     []string  // VIBE_CLUSTER: an existing cluster's servers, nats:// or tls://
@@ -106,22 +106,19 @@ func (cfg ConnConfig) options() ([]nats.Option, string, error) {
 	if len(cfg.URLs) == 0 {
 		return nil, "", errors.New("no NATS node and no VIBE_CLUSTER servers")
 	}
-	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	// TLS always, whatever the URLs' scheme (nats.go upgrades a nats:// connection): the cluster's traffic
+	// crosses machines, and a server that offers no TLS is refused rather than spoken to in the clear.
+	tc := &tls.Config{}
 	if cfg.Identity != nil {
 		tc = cfg.Identity.ClientTLS()
 	}
+	tc.MinVersion = tls.VersionTLS12 // an existing cluster's servers may not speak 1.3
 	roots, err := clusterRoots(cfg.CA, cfg.Identity)
 	if err != nil {
 		return nil, "", err
 	}
 	tc.RootCAs = roots
-	secure := false
-	for _, u := range cfg.URLs {
-		secure = secure || strings.HasPrefix(u, "tls://")
-	}
-	if secure || cfg.CA != "" || cfg.Identity != nil {
-		opts = append(opts, nats.Secure(tc))
-	}
+	opts = append(opts, nats.Secure(tc))
 	if cfg.Creds != "" {
 		opts = append(opts, nats.UserCredentials(cfg.Creds))
 	}

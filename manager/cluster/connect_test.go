@@ -2,11 +2,14 @@ package cluster_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
@@ -70,4 +73,27 @@ func TestConnFollowsTheClusterAndSaysSoOnce(t *testing.T) {
 		_, err = kv.Put(ctx, "host1", []byte("alive"))
 		return err == nil
 	})
+}
+
+// A server that offers no TLS is refused, even under a nats:// URL.
+func TestConnRefusesAServerWithoutTLS(t *testing.T) {
+	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, NoSigs: true, NoLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("the plaintext server did not start")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	conn, err := cluster.Connect(ctx, cluster.ConnConfig{URLs: []string{srv.ClientURL()}, Host: "host1"})
+	if err == nil {
+		conn.Close()
+		t.Fatalf("Connect(%s) took a server without TLS", srv.ClientURL())
+	}
+	if !errors.Is(err, nats.ErrSecureConnWanted) {
+		t.Errorf("Connect(%s) = %v; want %v", srv.ClientURL(), err, nats.ErrSecureConnWanted)
+	}
 }
