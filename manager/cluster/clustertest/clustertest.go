@@ -25,7 +25,6 @@ type Cluster struct {
 	CA    string  // the CA's folder (cluster init)
 	Hosts []*Host // Hosts[i] is named host<i+1>
 
-	t  testing.TB
 	mu sync.Mutex // mu guards the fields below
 	// killed[i] is whether Hosts[i]'s node was shut down.
 	killed []bool
@@ -38,14 +37,15 @@ type Host struct {
 	Identity  *cluster.Identity // its certificate and the cluster's secret
 	Node      *cluster.Node     // its embedded node
 	ClientURL string            // where its node takes clients
-	RouteURL  string            // where its node takes routes
+	RouteURL  string            // where its node takes routes; "" for a node on its own
 }
 
 // Start makes a CA, n homes joined as host1..hostN and n embedded nodes on loopback with full-mesh routes,
-// and returns once JetStream has a meta leader that knows every node. The nodes stop at the test's end.
+// and returns once JetStream has a meta leader that knows every node (with n = 1, a node on its own: no
+// routes, no RouteURL). The nodes stop at the test's end.
 func Start(t testing.TB, n int) *Cluster {
 	t.Helper()
-	c := &Cluster{CA: filepath.Join(t.TempDir(), "ca"), t: t, killed: make([]bool, n)}
+	c := &Cluster{CA: filepath.Join(t.TempDir(), "ca"), killed: make([]bool, n)}
 	if err := cluster.Init(c.CA); err != nil {
 		t.Fatal(err)
 	}
