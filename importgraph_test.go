@@ -22,6 +22,14 @@ func isWireLeaf(pkg string) bool {
 	return pkg == "vibebrowser/mux/cdpwire" || strings.HasPrefix(pkg, "vibebrowser/mux/sys/")
 }
 
+// natsPrefix is the NATS client's and server's modules: only the cluster's engine imports them (SPEC §19).
+const natsPrefix = "github.com/nats-io/"
+
+// isClusterEngine reports whether pkg is the cluster package or one under it, the only ones that import NATS.
+func isClusterEngine(pkg string) bool {
+	return pkg == "vibebrowser/manager/cluster" || strings.HasPrefix(pkg, "vibebrowser/manager/cluster/")
+}
+
 // errdefs is the leaf of error classes every package may import, state included.
 const errdefs = "vibebrowser/mux/errdefs"
 
@@ -31,16 +39,23 @@ const errdefs = "vibebrowser/mux/errdefs"
 // configuration), and state is a leaf: the daemon's storage knows no package of the daemon's but the error
 // classes (mux/errdefs, itself a leaf that imports nothing of this module). The keeper, which must outlive the
 // manager, links neither the mux core nor the manager's root, and the wire and system leaves under the mux
-// import nothing of the module but each other.
+// import nothing of the module but each other. Only manager/cluster imports NATS, the configuration does not
+// link it, and the mux, state and the shim never import the cluster.
 func TestImportGraph(t *testing.T) {
-	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}{{range .Deps}} {{.}}{{end}}", "vibebrowser/...").Output()
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}{{range .Deps}} {{.}}{{end}} |{{range .Imports}} {{.}}{{end}}", "vibebrowser/...").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
 	seen := 0
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		fields := strings.Fields(line)
+		all, imports, _ := strings.Cut(line, " |")
+		fields := strings.Fields(all)
 		pkg, deps := fields[0], fields[1:]
+		for _, imp := range strings.Fields(imports) {
+			if strings.HasPrefix(imp, natsPrefix) && !isClusterEngine(pkg) {
+				t.Errorf("%s imports %s; only manager/cluster talks to NATS, so single-host code never holds a NATS handle", pkg, imp)
+			}
+		}
 		isShim := pkg == "vibebrowser/wrapshim" || pkg == "vibebrowser/cmd/wrapshim"
 		isManager := pkg == "vibebrowser/manager" || strings.HasPrefix(pkg, "vibebrowser/manager/")
 		isMux := pkg == "vibebrowser/mux" || strings.HasPrefix(pkg, "vibebrowser/mux/")
@@ -54,6 +69,12 @@ func TestImportGraph(t *testing.T) {
 		for _, dep := range deps {
 			if isManager && dep == "vibebrowser/wrapshim" {
 				t.Errorf("%s imports %s; the manager must not import the shim (the shim config lives in manager/api)", pkg, dep)
+			}
+			if pkg == "vibebrowser/manager/config" && strings.HasPrefix(dep, natsPrefix) {
+				t.Errorf("%s links %s; the configuration links no NATS, so what reads it stays light (host names: manager/cluster/hostname)", pkg, dep)
+			}
+			if (isMux || isState || isShim) && isClusterEngine(dep) {
+				t.Errorf("%s imports %s; the mux, state and the shim know nothing of the cluster", pkg, dep)
 			}
 			if isMux && (dep == "vibebrowser/state" || dep == "vibebrowser/manager" || strings.HasPrefix(dep, "vibebrowser/manager/")) {
 				t.Errorf("%s imports %s; the mux must import neither the manager nor state", pkg, dep)

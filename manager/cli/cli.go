@@ -50,6 +50,7 @@ type CLI struct {
 
 	Downloads DownloadsCmd `cmd:"" help:"List finished downloads, per task and store (where each file is, its size and sha256)."`
 	Mcp       McpCmd       `cmd:"" name:"mcp" help:"Run an MCP browser server (@playwright/mcp, chrome-devtools-mcp) on a store's browser, as a task's client."`
+	Cluster   ClusterCmd   `cmd:"" help:"Make a cluster of hosts (no manager needed): its CA and secret (init), each host's certificate (join)."`
 
 	Keep KeepCmd `cmd:"" hidden:"" passthrough:"" help:"Hold a launched Chromium's DevTools pipe (the manager runs it)."`
 }

@@ -69,6 +69,7 @@ type Config struct {
 	SnapshotKeep      int           // VIBE_SNAPSHOT_KEEP (5): snapshots kept per store, newest first
 	SnapshotDir       string        // VIBE_SNAPSHOT_DIR ($VIBE_HOME/snapshots): where snapshots are kept (absolute)
 	SnapshotKey       string        // VIBE_SNAPSHOT_KEY: the key that seals checkpoints and snapshots; "" = $VIBE_HOME/snapshot.key (made once)
+	Cluster           Cluster       // VIBE_CLUSTER*, VIBE_HOST, VIBE_ADVERTISE (SPEC §19); its zero value is single-host mode
 
 	// MuxTiming overrides the muxes' keepalive and reconnect timing; only tests set it (no knob exists for it).
 	MuxTiming browsers.MuxTiming
@@ -160,6 +161,9 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		return nil, err
 	}
 	if err := checkUIAddr(c.UIAddr, c.UIAllowRemote); err != nil {
+		return nil, err
+	}
+	if c.Cluster, err = clusterKnobs(getenv, os.Hostname); err != nil {
 		return nil, err
 	}
 	if c.UIUsers, err = parseUIUsers(getenv("VIBE_UI_USERS"), c.AgentUser); err != nil {

@@ -1,0 +1,13 @@
+package cluster_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the package's tests when a goroutine outlives them: every node and connection a test
+// starts must end with it.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
