@@ -2,7 +2,6 @@ package cluster_test
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -10,75 +9,34 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"vibebrowser/manager/cluster"
+	"vibebrowser/manager/cluster/clustertest"
 )
 
-// testCluster is n embedded JetStream nodes on loopback; each host's client connection goes through a cut
-// (a relay the test can sever, as a host cut off from the cluster is).
+// testCluster is a real cluster of n embedded nodes (clustertest); each host's connection to its node goes
+// through a cut, a relay the test can sever, as a host cut off from the cluster is.
 type testCluster struct {
-	nodes []*server.Server
-	cuts  []*cut
+	*clustertest.Cluster
+	cuts []*cut
 }
 
 func startCluster(t *testing.T, n int) *testCluster {
 	t.Helper()
-	routePorts := make([]int, n)
-	for i := range n {
-		routePorts[i] = freePort(t)
-	}
-	c := &testCluster{}
-	for i := range n {
-		opts := &server.Options{ServerName: fmt.Sprint("n", i+1), Host: "127.0.0.1", Port: -1, JetStream: true,
-			StoreDir: t.TempDir(), NoSigs: true, NoLog: true}
-		if n > 1 {
-			opts.Cluster = server.ClusterOpts{Name: "test", Host: "127.0.0.1", Port: routePorts[i], NoAdvertise: true} // clients stay behind their cut
-			for j := range n {
-				if j != i {
-					opts.Routes = append(opts.Routes, server.RoutesFromStr(fmt.Sprintf("nats-route://127.0.0.1:%d", routePorts[j]))...)
-				}
-			}
-		}
-		s, err := server.NewServer(opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		go s.Start()
-		t.Cleanup(s.Shutdown)
-		c.nodes = append(c.nodes, s)
-	}
-	for i, s := range c.nodes {
-		if !s.ReadyForConnections(10 * time.Second) {
-			t.Fatalf("node %d not ready", i)
-		}
-		c.cuts = append(c.cuts, newCut(t, s.Addr().String()))
-	}
-	// JetStream is ready once a bucket can be made.
-	js := c.js(t, 0)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_, err := js.AccountInfo(ctx)
-		cancel()
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("JetStream never ready: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	c := &testCluster{Cluster: clustertest.Start(t, n)}
+	for _, h := range c.Hosts {
+		c.cuts = append(c.cuts, newCut(t, strings.TrimPrefix(h.ClientURL, "tls://")))
 	}
 	return c
 }
 
-// js is a JetStream of host i, over its cut.
+// js is a JetStream of host i, over its cut: it never goes round the cut to another node.
 func (c *testCluster) js(t *testing.T, i int) jetstream.JetStream {
 	t.Helper()
-	nc, err := nats.Connect("nats://"+c.cuts[i].addr, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond),
-		nats.Timeout(time.Second))
+	nc, err := nats.Connect("tls://"+c.cuts[i].addr, nats.Secure(c.Hosts[i].Identity.ClientTLS()),
+		nats.IgnoreDiscoveredServers(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond), nats.Timeout(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +54,7 @@ func buckets(t *testing.T, c *testCluster, i int) *cluster.Buckets {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for {
-		b, err := cluster.OpenBuckets(ctx, c.js(t, i), len(c.nodes))
+		b, err := cluster.OpenBuckets(ctx, c.js(t, i), len(c.Hosts))
 		if err == nil {
 			return b
 		}
@@ -163,14 +121,4 @@ func (k *cut) sever() {
 		c.Close()
 	}
 	k.open = nil
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }

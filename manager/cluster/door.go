@@ -1,0 +1,353 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Doors carry a client's bytes to the host that runs its store (SPEC §19 "Routing"). The agent's host keeps a
+// loopback listener for each store placed elsewhere; each connection to it is relayed, over mutual TLS with
+// the cluster's certificates, to the owner's door, which hands it to the store's endpoint as if the client had
+// connected there (the capability in the URL still decides what it may do).
+//
+// The wire: once the TLS handshake is done, the caller writes one line, a doorRequest in JSON; the owner
+// answers one line, a doorAnswer; from then on the bytes are the client's, both ways. A caller keeps a few
+// connections handshaken ahead (warm), so that a client's connection waits for no handshake.
+
+// doorRequest opens a door connection: the store whose endpoint the bytes are for.
+type doorRequest struct {
+	Store string `json:"store"`
+}
+
+// doorAnswer is the owner's answer: "" lets the bytes through, anything else is why not.
+type doorAnswer struct {
+	Error string `json:"error,omitempty"`
+}
+
+// Door limits.
+const (
+	doorLineMax   = 4 << 10          // a request or answer line
+	doorAskWithin = 10 * time.Second // from the handshake's start to the request's end
+	doorIdleMax   = 60 * time.Second // how long a warm connection waits for its request
+	doorWarm      = 2                // connections kept handshaken per owner
+)
+
+// HandFunc says whether a door connection for store, from the host peer, may go through: an error refuses it
+// (the store does not run here) and the caller is told why; otherwise take hands the connection to the store's
+// endpoint, which owns it from then on.
+type HandFunc func(peer, store string) (take func(net.Conn), err error)
+
+// DoorServer is the owner's side: the door other hosts connect to (VIBE_ADVERTISE).
+type DoorServer struct {
+	ln       net.Listener
+	tls      *tls.Config
+	peerHost func(tls.ConnectionState) (string, error)
+	hand     HandFunc
+	log      zerolog.Logger
+	wg       sync.WaitGroup // the connections being opened
+
+	mu      sync.Mutex // guards the fields below
+	opening map[net.Conn]struct{}
+	closed  bool
+}
+
+// NewDoorServer serves the door on ln: conf must require and verify the cluster's client certificates,
+// peerHost names the verified peer, and hand takes each connection let through.
+func NewDoorServer(ln net.Listener, conf *tls.Config, peerHost func(tls.ConnectionState) (string, error), hand HandFunc, log zerolog.Logger) *DoorServer {
+	return &DoorServer{ln: ln, tls: conf, peerHost: peerHost, hand: hand, log: log, opening: map[net.Conn]struct{}{}}
+}
+
+// Serve accepts door connections until ctx ends or the listener fails; then it closes the ones not handed on
+// yet (warm ones waiting for their request among them) and waits for them.
+func (d *DoorServer) Serve(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, func() { d.ln.Close() })
+	defer stop()
+	defer func() {
+		d.mu.Lock()
+		d.closed = true
+		for c := range d.opening {
+			c.Close()
+		}
+		d.mu.Unlock()
+		d.wg.Wait()
+	}()
+	for {
+		c, err := d.ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("door: %w", err)
+		}
+		d.mu.Lock()
+		if d.closed {
+			d.mu.Unlock()
+			c.Close()
+			continue
+		}
+		d.opening[c] = struct{}{}
+		d.mu.Unlock()
+		d.wg.Go(func() {
+			defer func() {
+				d.mu.Lock()
+				delete(d.opening, c)
+				d.mu.Unlock()
+			}()
+			d.open(c)
+		})
+	}
+}
+
+// open handshakes c, reads its request and hands it on, or refuses it with why.
+func (d *DoorServer) open(raw net.Conn) {
+	c := tls.Server(raw, d.tls)
+	fail := func(why string) {
+		c.SetWriteDeadline(time.Now().Add(time.Second))
+		writeLine(c, doorAnswer{Error: why})
+		c.Close()
+	}
+	// A warm connection waits for its request up to doorIdleMax; the handshake itself must be quick.
+	c.SetDeadline(time.Now().Add(doorAskWithin))
+	if err := c.Handshake(); err != nil {
+		d.log.Debug().Err(err).Str("from", raw.RemoteAddr().String()).Msg("door: handshake refused")
+		c.Close()
+		return
+	}
+	peer, err := d.peerHost(c.ConnectionState())
+	if err != nil {
+		fail(err.Error())
+		return
+	}
+	c.SetDeadline(time.Now().Add(doorIdleMax))
+	br := bufio.NewReaderSize(c, doorLineMax)
+	var req doorRequest
+	if err := readLine(br, &req); err != nil {
+		if !errors.Is(err, io.EOF) {
+			d.log.Debug().Err(err).Str("peer", peer).Msg("door: no request")
+		}
+		c.Close()
+		return
+	}
+	take, err := d.hand(peer, req.Store)
+	if err != nil {
+		fail(err.Error())
+		return
+	}
+	c.SetDeadline(time.Now().Add(doorAskWithin))
+	if err := writeLine(c, doorAnswer{}); err != nil {
+		c.Close()
+		return
+	}
+	c.SetDeadline(time.Time{})
+	take(&bufferedConn{Conn: c, r: br})
+}
+
+// bufferedConn is a connection whose first bytes were read ahead into r.
+type bufferedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// CloseWrite ends the writing side (a TLS close_notify), for a relay to pass a client's end on.
+func (c *bufferedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return c.Conn.Close()
+}
+
+// writeLine writes v as one line of JSON.
+func writeLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// readLine reads one line of JSON into v, refusing a line over doorLineMax.
+func readLine(br *bufio.Reader, v any) error {
+	line, err := br.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		return fmt.Errorf("a door line over %d bytes", doorLineMax)
+	}
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(line, v)
+}
+
+// DoorDialer is the caller's side: it opens door connections to owners, from warm ones when it has them.
+type DoorDialer struct {
+	tls *tls.Config // the host's client configuration (its certificate, the cluster's CA)
+	log zerolog.Logger
+
+	mu   sync.Mutex // guards the fields below
+	warm map[string][]*warmConn
+}
+
+// warmConn is a handshaken door connection waiting for its request.
+type warmConn struct {
+	c     *tls.Conn
+	since time.Time
+}
+
+// NewDoorDialer dials doors with conf, which presents this host's certificate and trusts the cluster's CA.
+func NewDoorDialer(conf *tls.Config, log zerolog.Logger) *DoorDialer {
+	conf = conf.Clone()
+	if conf.ClientSessionCache == nil {
+		conf.ClientSessionCache = tls.NewLRUClientSessionCache(64)
+	}
+	return &DoorDialer{tls: conf, log: log, warm: map[string][]*warmConn{}}
+}
+
+// Dial opens a door connection to the store on host, whose door is at addr: the connection carries the
+// client's bytes to the store's endpoint there. The owner's certificate must name host. A warm connection
+// that turns out dead (the owner restarted) is followed by a fresh one.
+func (d *DoorDialer) Dial(ctx context.Context, host, addr, store string) (net.Conn, error) {
+	defer d.refill(host, addr)
+	if c := d.takeWarm(host, addr); c != nil {
+		if conn, err := d.ask(ctx, c, host, store); err == nil {
+			return conn, nil
+		} else if refused(err) {
+			return nil, err
+		}
+	}
+	c, err := d.handshake(ctx, host, addr)
+	if err != nil {
+		return nil, err
+	}
+	return d.ask(ctx, c, host, store)
+}
+
+// doorRefusal is the owner's refusal of a request.
+type doorRefusal struct{ host, why string }
+
+func (e *doorRefusal) Error() string { return fmt.Sprintf("door of host %s: %s", e.host, e.why) }
+
+func refused(err error) bool {
+	var r *doorRefusal
+	return errors.As(err, &r)
+}
+
+// ask sends store's request on the handshaken c and reads the owner's answer.
+func (d *DoorDialer) ask(ctx context.Context, c *tls.Conn, host, store string) (net.Conn, error) {
+	if dl, ok := ctx.Deadline(); ok {
+		c.SetDeadline(dl)
+	} else {
+		c.SetDeadline(time.Now().Add(doorAskWithin))
+	}
+	if err := writeLine(c, doorRequest{Store: store}); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("door of host %s: %w", host, err)
+	}
+	br := bufio.NewReaderSize(c, doorLineMax)
+	var ans doorAnswer
+	if err := readLine(br, &ans); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("door of host %s: no answer: %w", host, err)
+	}
+	if ans.Error != "" {
+		c.Close()
+		return nil, &doorRefusal{host: host, why: ans.Error}
+	}
+	c.SetDeadline(time.Time{})
+	return &bufferedConn{Conn: c, r: br}, nil
+}
+
+// handshake dials addr and handshakes with the owner, whose certificate must name host.
+func (d *DoorDialer) handshake(ctx context.Context, host, addr string) (*tls.Conn, error) {
+	conf := d.tls.Clone()
+	conf.ServerName = host
+	dialer := &tls.Dialer{NetDialer: &net.Dialer{Timeout: doorAskWithin}, Config: conf}
+	c, err := dialer.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("door of host %s at %s: %w", host, addr, err)
+	}
+	return c.(*tls.Conn), nil
+}
+
+// takeWarm takes a warm connection to host at addr that has not waited too long, or nil.
+func (d *DoorDialer) takeWarm(host, addr string) *tls.Conn {
+	key := host + " " + addr
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for list := d.warm[key]; len(list) > 0; list = d.warm[key] {
+		w := list[len(list)-1]
+		d.warm[key] = list[:len(list)-1]
+		if time.Since(w.since) < doorIdleMax/2 {
+			return w.c
+		}
+		w.c.Close()
+	}
+	return nil
+}
+
+// refill handshakes, in the background, up to doorWarm connections to host at addr for the next clients.
+func (d *DoorDialer) refill(host, addr string) {
+	key := host + " " + addr
+	d.mu.Lock()
+	need := doorWarm - len(d.warm[key])
+	d.mu.Unlock()
+	for range need {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), doorAskWithin)
+			defer cancel()
+			c, err := d.handshake(ctx, host, addr)
+			if err != nil {
+				d.log.Debug().Err(err).Str("host", host).Msg("door: warm connection")
+				return
+			}
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			if len(d.warm[key]) >= doorWarm {
+				c.Close()
+				return
+			}
+			d.warm[key] = append(d.warm[key], &warmConn{c: c, since: time.Now()})
+		}()
+	}
+}
+
+// Close closes the warm connections.
+func (d *DoorDialer) Close() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for k, list := range d.warm {
+		for _, w := range list {
+			w.c.Close()
+		}
+		delete(d.warm, k)
+	}
+}
+
+// Relay copies a to b and b to a until both directions end, passing each side's end on as a half-close.
+func Relay(a, b net.Conn) {
+	var wg sync.WaitGroup
+	half := func(dst, src net.Conn) {
+		io.Copy(dst, src)
+		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+			cw.CloseWrite()
+		} else {
+			dst.Close()
+		}
+	}
+	wg.Go(func() { half(a, b) })
+	wg.Go(func() { half(b, a) })
+	wg.Wait()
+	a.Close()
+	b.Close()
+}
