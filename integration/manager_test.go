@@ -132,6 +132,14 @@ func portBase() int {
 // startManagerWith is startManagerIn running bins.vibe, for serve and the CLI (an installed copy).
 func startManagerWith(t *testing.T, bins binaries, home string, extra ...string) *managed {
 	t.Helper()
+	m := prepareManager(t, bins, home, extra...)
+	m.start()
+	return m
+}
+
+// prepareManager is a manager of startManagerWith's, not started yet.
+func prepareManager(t *testing.T, bins binaries, home string, extra ...string) *managed {
+	t.Helper()
 	// Every manager serves its web UI, so every test starts it and checks its log lines; its port is just
 	// below the manager's registry range, which the registry never hands out (it counts up from the base),
 	// so parallel tests never meet on the default 9399.
@@ -145,11 +153,18 @@ func startManagerWith(t *testing.T, bins binaries, home string, extra ...string)
 		client: api.NewClient(filepath.Join(home, api.SocketRel))}
 	// Registered before any start, so it runs after every start's cleanup has stopped its manager.
 	t.Cleanup(func() { checkLogLines(t, m.log.String()) })
-	m.start()
 	return m
 }
 
+// start runs the manager and waits until it answers.
 func (m *managed) start() {
+	m.t.Helper()
+	m.launch()
+	m.awaitHealth()
+}
+
+// launch runs the manager without waiting for it.
+func (m *managed) launch() {
 	t := m.t
 	t.Helper()
 	m.cmd = exec.Command(m.bins.vibe, "serve")
@@ -168,6 +183,12 @@ func (m *managed) start() {
 			t.Logf("manager log:\n%s", lastLines(m.log.String(), 200))
 		}
 	})
+}
+
+// awaitHealth waits until the manager answers.
+func (m *managed) awaitHealth() {
+	t := m.t
+	t.Helper()
 	testkit.WaitFor(t, 20*time.Second, "the manager to answer", func() bool {
 		_, err := m.client.Health(context.Background())
 		return err == nil

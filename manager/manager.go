@@ -63,6 +63,8 @@ type Manager struct {
 	downloads *downloadDesk // the browsers' downloads, and what each task's take (VIBE_DOWNLOAD_MAX_MB)
 
 	timeline *timeline.Desk // what each task did (SPEC §15)
+
+	cluster *clusterHost // this manager as a host of a cluster (SPEC §19); nil on a single host. Set before boot.
 }
 
 // newManager assembles a manager on an open state database; Run serves it. root is the daemon's root
@@ -77,7 +79,13 @@ func newManager(ctx context.Context, cfg *config.Config, root zerolog.Logger, db
 	m.fleet = browsers.New(ctx, cfg.Browsers(), db, root, browsers.Hooks{Note: m.note,
 		Starting:   func(ctx context.Context, sp browsers.Spec) error { return m.wrappers.Write(ctx, sp) },
 		Downloaded: m.downloads.record, DownloadRoom: m.downloads.room, DownloadCut: m.downloads.cut,
-		Timeline: func(sp browsers.Spec, ev mux.TimelineEvent) { m.timeline.TabStep(sp, ev) }})
+		Timeline: func(sp browsers.Spec, ev mux.TimelineEvent) { m.timeline.TabStep(sp, ev) },
+		MayRun: func(ctx context.Context, sp browsers.Spec) error {
+			if m.cluster == nil {
+				return nil
+			}
+			return m.cluster.mayRun(ctx, sp)
+		}})
 	m.wrappers = wrapper.Writer{Cfg: cfg, DB: db, Fleet: m.fleet, Log: m.log}
 	m.home = tasks.Layout{Cfg: cfg, DB: db, Fleet: m.fleet, Log: m.log}
 	m.tasks = tasks.New(tasks.Config{Cfg: cfg, DB: db, Log: m.log, Fleet: m.fleet, Reaper: m.reaper,
@@ -174,6 +182,13 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, version st
 	if uiLn != nil {
 		m.ui = m.newUI(uiLn)
 	}
+	if cfg.Cluster.On() {
+		// Before boot: an adopted browser runs on only with its store's lease.
+		if m.cluster, err = startClusterHost(ctx, m, m.fleet.Fence, m.runningStores); err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
+		defer m.cluster.close()
+	}
 	if err := m.boot(ctx); err != nil {
 		m.fleet.Quit(true) // what was adopted keeps running for the next manager
 		return fmt.Errorf("boot: %w", err)
@@ -237,6 +252,17 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, version st
 	return nil
 }
 
+// runningStores are the stores whose browsers run here, for the cluster's heartbeat.
+func (m *Manager) runningStores() []string {
+	var out []string
+	for _, in := range m.fleet.Running() {
+		if key := in.Spec().Key; key != api.WebKey {
+			out = append(out, key)
+		}
+	}
+	return out
+}
+
 // api is the local API's handler on this manager.
 func (m *Manager) api() *localapi.Handler {
 	return &localapi.Handler{Log: m.log, Version: m.version, Cfg: m.cfg, DB: m.db, Fleet: m.fleet, Daemon: m, Downloads: m.downloads,
@@ -260,6 +286,13 @@ func (m *Manager) quit() {
 	began := time.Now()
 	m.timeline.Close(2 * time.Second) // the shots of the last calls, while their browsers still run
 	m.fleet.Quit(m.cfg.KeepBrowsers)
+	if m.cluster != nil && !m.cfg.KeepBrowsers {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		for _, store := range m.cluster.leases.Held() { // every browser stopped: another host may take each at once
+			m.cluster.released(ctx, store)
+		}
+		cancel()
+	}
 	m.log.Info().Int64("took_ms", time.Since(began).Milliseconds()).Msg("manager stopped")
 }
 

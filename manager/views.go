@@ -147,5 +147,11 @@ func (m *Manager) Status(ctx context.Context) (api.Status, error) {
 		return api.Status{}, err
 	}
 	st.Handoffs = m.handoffs.Views(stores, pending)
+	if m.cluster != nil {
+		st.Host, st.Hosts = m.cluster.host, m.cluster.view()
+		for i := range st.Stores {
+			st.Stores[i].Host = m.cluster.where(st.Stores[i].ID)
+		}
+	}
 	return st, nil
 }

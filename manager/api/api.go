@@ -95,9 +95,11 @@ type Store struct {
 	CDPHTTP   string       `json:"cdp_http"` // http://127.0.0.1:<port>/<token>: playwright connectOverCDP
 	CDPWS     string       `json:"cdp_ws"`   // ws://127.0.0.1:<port>/<token>: puppeteer browserWSEndpoint; append /client-<id> for a stable id
 	Browser   BrowserState `json:"browser"`
-	CDPURL    string       `json:"cdp_url,omitempty"`
-	Headless  *bool        `json:"headless,omitempty"`
-	Wrapper   string       `json:"wrapper,omitempty"` // bin/<slug> directory, when written
+	// Host is the cluster host the store is placed on (SPEC §19); "" in single-host mode or not placed yet.
+	Host     string `json:"host,omitempty"`
+	CDPURL   string `json:"cdp_url,omitempty"`
+	Headless *bool  `json:"headless,omitempty"`
+	Wrapper  string `json:"wrapper,omitempty"` // bin/<slug> directory, when written
 	// Ziniao stores: the environment and the account (company/username); the password is never shown.
 	ZiniaoBrowser string `json:"ziniao_browser,omitempty"`
 	ZiniaoAccount string `json:"ziniao_account,omitempty"`
@@ -206,6 +208,20 @@ type Status struct {
 	Tasks          []Task    `json:"tasks"`
 	// Handoffs are the pending requests for a person's help, oldest first.
 	Handoffs []Handoff `json:"handoffs"`
+	// Host is this host's name and Hosts every host of its cluster, by name (SPEC §19); both empty in
+	// single-host mode.
+	Host  string        `json:"host,omitempty"`
+	Hosts []ClusterHost `json:"hosts,omitempty"`
+}
+
+// ClusterHost is one host of the cluster as the answering host sees it.
+type ClusterHost struct {
+	Name      string   `json:"name"`
+	Alive     bool     `json:"alive"`     // its heartbeat moved within the host TTL
+	Advertise string   `json:"advertise"` // host:port of its door
+	FreeMemMB int64    `json:"free_mem_mb"`
+	Stores    []string `json:"stores"`   // the stores whose browsers run there
+	QuietMs   int64    `json:"quiet_ms"` // since its heartbeat last moved, on the answering host's clock
 }
 
 // How a manager found its real browser-use CLI (Status.BrowserUseFrom).
@@ -337,6 +353,8 @@ const (
 	EventProfileRestored = "profile_restored"            // a person restored a snapshot (vibe-browser store restore)
 	EventLoginRestored   = "login_restored"              // a launch set back cookies its browser had lost from the login checkpoint
 	EventLoginUnreadable = "login_checkpoint_unreadable" // a launch found a login checkpoint it could not open or read
+	// SPEC §19's cluster.
+	EventBrowserFenced = "browser_fenced" // a store's lease was lost (taken, or not renewed in time): its browser was killed here
 )
 
 // ShimEventKinds are the only kinds POST PathEvents takes: what a shim reports of its own session. Every

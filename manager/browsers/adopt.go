@@ -75,6 +75,9 @@ func (f *Fleet) adopt(ctx context.Context, rec state.BrowserSession) error {
 	if err != nil {
 		return err
 	}
+	if err := f.mayRun(ctx, sp); err != nil {
+		return fmt.Errorf("%w: %v", errNotAdoptable, err) // the store runs elsewhere now: this one is stopped
+	}
 	be, err := f.backendFor(sp)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errNotAdoptable, err)

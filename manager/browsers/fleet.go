@@ -92,6 +92,10 @@ type Hooks struct {
 	DownloadCut  func(sp Spec, d downloads.Download)
 	// Timeline takes a step of a task's tab that the mux of sp's browser saw (SPEC §15).
 	Timeline func(sp Spec, ev mux.TimelineEvent)
+	// MayRun, when set, says whether sp's browser may run on this host now (SPEC §19: the host holds the
+	// store's lease, taking it when it is free): it is asked before every launch, relaunch and adoption, and
+	// once more before a launched browser is served. nil: always (a single host).
+	MayRun func(ctx context.Context, sp Spec) error
 }
 
 // Fleet owns every browser of the daemon: one slot per key (a store id or api.WebKey).

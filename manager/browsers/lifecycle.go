@@ -98,7 +98,7 @@ func (f *Fleet) startLocked(s *slot, sp Spec) (*Instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := be.launch(ctx, sp)
+	h, err := f.launch(ctx, be, sp)
 	if err != nil && ownsProfile(sp) && profileFault(err) && ctx.Err() == nil {
 		h, err = f.snaps.launchInSnapshotLocked(ctx, sp, be, err)
 	}
@@ -113,6 +113,14 @@ func (f *Fleet) startLocked(s *slot, sp Spec) (*Instance, error) {
 		return nil, fmt.Errorf("%w: %s: %v", errdefs.ErrStartFailed, sp.Name, err)
 	}
 	in, err := f.attachMux(ctx, s, sp, be, h, nil)
+	if err == nil {
+		// The store may have been taken from this host while its browser launched (SPEC §19): then it is
+		// stopped before any client is served.
+		if err = f.mayRun(ctx, sp); err != nil {
+			in.cancel()
+			<-in.served
+		}
+	}
 	if err != nil {
 		stopCtx, cancel := context.WithTimeout(context.Background(), stopBound)
 		defer cancel()
@@ -123,6 +131,22 @@ func (f *Fleet) startLocked(s *slot, sp Spec) (*Instance, error) {
 	f.log.Info().Str("browser", sp.Key).Str("slug", sp.Slug).Int("pid", h.PID()).Int("port", in.port).
 		Int64("took_ms", time.Since(began).Milliseconds()).Msg("browser started")
 	return in, nil
+}
+
+// launch launches sp's browser on be, if it may run here now (Hooks.MayRun).
+func (f *Fleet) launch(ctx context.Context, be backend, sp Spec) (handle, error) {
+	if err := f.mayRun(ctx, sp); err != nil {
+		return nil, err
+	}
+	return be.launch(ctx, sp)
+}
+
+// mayRun asks Hooks.MayRun whether sp's browser may run here now.
+func (f *Fleet) mayRun(ctx context.Context, sp Spec) error {
+	if f.hooks.MayRun == nil {
+		return nil
+	}
+	return f.hooks.MayRun(ctx, sp)
 }
 
 // install makes in s's running Instance and starts its death watcher. The caller holds s's lock.

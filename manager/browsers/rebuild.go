@@ -113,7 +113,7 @@ func (sn *Snapshots) launchInSnapshotLocked(ctx context.Context, sp Spec, be bac
 			broken = aside
 		}
 	}
-	h, err := be.launch(ctx, sp)
+	h, err := sn.f.launch(ctx, be, sp)
 	if err != nil {
 		log.Warn().Err(err).Msg("the rebuilt profile failed too: the profile was not the cause; putting it back")
 		if aside != "" {

@@ -125,7 +125,7 @@ func (f *Fleet) relaunchLocked(ctx context.Context, s *slot, old *Instance, why 
 	if err != nil {
 		return nil, err
 	}
-	h, err := be.launch(ctx, sp)
+	h, err := f.launch(ctx, be, sp)
 	s.budget.startDone(err == nil)
 	if err != nil {
 		f.startFailures.WithLabelValues(string(sp.Backend)).Inc()

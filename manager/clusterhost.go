@@ -1,0 +1,227 @@
+package manager
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"vibebrowser/manager/api"
+	"vibebrowser/manager/browsers"
+	"vibebrowser/manager/cluster"
+	"vibebrowser/mux/errdefs"
+	"vibebrowser/mux/sys/atomicfile"
+)
+
+// clusterHost is this manager as one host of a cluster (SPEC §19): its engine (an embedded NATS node, or a
+// connection to an existing cluster), its heartbeat, its view of the placement, and the leases of the stores
+// whose browsers it runs. In single-host mode the manager has none.
+type clusterHost struct {
+	host      string
+	log       zerolog.Logger
+	node      *cluster.Node // nil with VIBE_CLUSTER
+	conn      *cluster.Conn
+	hosts     *cluster.Hosts
+	placement *cluster.Placement
+	leases    *cluster.Leases
+
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+}
+
+// clusterReadyWithin bounds the wait at start for the cluster's state: a cluster forming (its first hosts
+// starting together) has no JetStream quorum until a majority of its nodes is up.
+const clusterReadyWithin = 60 * time.Second
+
+// startClusterHost joins the cluster with this home's identity: it starts the embedded node (VIBE_CLUSTER_NODE)
+// or connects to VIBE_CLUSTER, opens the cluster's state and starts the heartbeat, the placement's watch, the
+// failover and the leases' renewal. fence is called when a store's lease is lost; running lists the stores
+// whose browsers run here, for the heartbeat.
+func startClusterHost(ctx context.Context, m *Manager, fence func(store, why string), running func() []string) (*clusterHost, error) {
+	cfg := m.cfg.Cluster
+	log := m.root.With().Str("component", "cluster").Logger()
+	id, err := cluster.LoadIdentity(m.cfg.Home)
+	if err != nil {
+		return nil, fmt.Errorf("%w (cluster mode needs this home joined: vibe-browser --home %s cluster join DIR --host %s)",
+			err, m.cfg.Home, cfg.Host)
+	}
+	if id.Host() != cfg.Host {
+		return nil, fmt.Errorf("VIBE_HOST=%s but this home was joined as host %s: set VIBE_HOST=%s, or join again as %s",
+			cfg.Host, id.Host(), id.Host(), cfg.Host)
+	}
+	instance, err := homeInstance(m.cfg.Home)
+	if err != nil {
+		return nil, err
+	}
+	ch := &clusterHost{host: cfg.Host, log: log}
+	startCtx, cancel := context.WithTimeout(ctx, clusterReadyWithin)
+	defer cancel()
+	if cfg.Node != "" {
+		if ch.node, err = cluster.StartNode(startCtx, cluster.NodeConfig{Identity: id, Listen: cfg.Node, Route: cfg.NodeRoute,
+			Routes: cfg.Routes, Log: log}); err != nil {
+			return nil, err
+		}
+	}
+	if ch.conn, err = cluster.Connect(startCtx, cluster.ConnConfig{Node: ch.node, URLs: cfg.URLs, Creds: cfg.Creds, CA: cfg.CA,
+		Identity: id, Log: log}); err != nil {
+		ch.shutdownNode()
+		return nil, err
+	}
+	nodes := len(cfg.Routes) + 1
+	if ch.node == nil {
+		nodes = len(cfg.URLs)
+	}
+	var b *cluster.Buckets
+	for {
+		// Each attempt short: a JetStream request sent before the cluster has its meta leader gets no answer.
+		attempt, cancel := context.WithTimeout(startCtx, 2*time.Second)
+		b, err = cluster.OpenBuckets(attempt, ch.conn.JetStream(), nodes)
+		cancel()
+		if err == nil {
+			break
+		}
+		select {
+		case <-startCtx.Done():
+			ch.conn.Close()
+			ch.shutdownNode()
+			return nil, fmt.Errorf("the cluster's state is not reachable within %s (is a majority of its nodes up?): %w",
+				clusterReadyWithin, err)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	ch.hosts = cluster.NewHosts(b.Hosts, cluster.HostsConfig{Log: log, Self: func() cluster.HostInfo {
+		return cluster.HostInfo{Host: cfg.Host, Instance: instance, Advertise: cfg.Advertise, FreeMem: freeMemory(),
+			Stores: running()}
+	}})
+	if err := ch.hosts.Beat(startCtx); err != nil {
+		ch.conn.Close()
+		ch.shutdownNode()
+		return nil, err
+	}
+	ch.placement = cluster.NewPlacement(b.Placement, ch.hosts, log)
+	ch.leases = cluster.NewLeases(b.Leases, cluster.LeaseConfig{Host: cfg.Host, Log: log, Lost: fence})
+	runCtx, stop := context.WithCancel(context.Background())
+	ch.stop = stop
+	ch.wg.Go(func() { ch.hosts.Run(runCtx) })
+	ch.wg.Go(func() { ch.placement.Run(runCtx) })
+	ch.wg.Go(func() { ch.placement.RunFailover(runCtx, cfg.Host) })
+	ch.wg.Go(func() { ch.leases.Run(runCtx) })
+	log.Info().Str("host", cfg.Host).Bool("node", ch.node != nil).Str("advertise", cfg.Advertise).Msg("joined the cluster")
+	return ch, nil
+}
+
+// mayRun is the fleet's MayRun hook (SPEC §19 "Placement, exactly one"): a store's browser runs here only
+// while this host holds its lease. A store not placed yet is placed here (it was added on this host); a store
+// placed elsewhere is refused, naming its host. The web browser is each host's own.
+func (ch *clusterHost) mayRun(ctx context.Context, sp browsers.Spec) error {
+	if sp.Key == api.WebKey || ch.leases.Holds(sp.Key) {
+		return nil
+	}
+	host, ok := ch.placement.Where(sp.Key)
+	if !ok {
+		var err error
+		if host, err = ch.placement.Place(ctx, sp.Key, ch.host); err != nil {
+			var placed *cluster.PlacedError
+			if !errors.As(err, &placed) {
+				return fmt.Errorf("%w: place %s on this host: %v", errdefs.ErrUnavailable, sp.Name, err)
+			}
+			host = placed.Host
+		}
+	}
+	if host != ch.host {
+		return fmt.Errorf("%w: %s is placed on host %s, not on this host (%s)", errdefs.ErrConflict, sp.Name, host, ch.host)
+	}
+	if err := ch.leases.Acquire(ctx, sp.Key); err != nil {
+		var held *cluster.HeldError
+		if errors.As(err, &held) {
+			return fmt.Errorf("%w: %v", errdefs.ErrConflict, err)
+		}
+		return fmt.Errorf("%w: the lease of %s: %v", errdefs.ErrUnavailable, sp.Name, err)
+	}
+	return nil
+}
+
+// released gives the lease of a store whose browser stopped cleanly here back, so that a move need not wait.
+func (ch *clusterHost) released(ctx context.Context, store string) {
+	if err := ch.leases.Release(ctx, store); err != nil {
+		ch.log.Warn().Err(err).Str("store", store).Msg("give a lease back")
+	}
+}
+
+// view is every host of the cluster as status shows it, with whether it is alive.
+func (ch *clusterHost) view() []api.ClusterHost {
+	var v []api.ClusterHost
+	for _, h := range ch.hosts.View() {
+		v = append(v, api.ClusterHost{Name: h.Host, Alive: h.Alive, Advertise: h.Advertise,
+			FreeMemMB: int64(h.FreeMem >> 20), Stores: h.Stores, QuietMs: h.Quiet.Milliseconds()})
+	}
+	return v
+}
+
+// where is the host a store is placed on, "" when it is not placed yet.
+func (ch *clusterHost) where(store string) string {
+	h, _ := ch.placement.Where(store)
+	return h
+}
+
+// close leaves the cluster: the loops end, the connection closes and the embedded node stops. The leases
+// still held are not released: their browsers were left running for the next manager, or already stopped.
+func (ch *clusterHost) close() {
+	ch.stop()
+	ch.wg.Wait()
+	ch.conn.Close()
+	ch.shutdownNode()
+}
+
+func (ch *clusterHost) shutdownNode() {
+	if ch.node != nil {
+		ch.node.Shutdown()
+	}
+}
+
+// homeInstance is this home's id in the cluster's heartbeats, made once: two homes joined under one host name
+// are told apart by it, and a restarted manager of the same home is not.
+func homeInstance(home string) (string, error) {
+	path := filepath.Join(home, cluster.HomeDir, "instance")
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) == 32 {
+		return strings.TrimSpace(string(b)), nil
+	}
+	var raw [16]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", err
+	}
+	id := hex.EncodeToString(raw[:])
+	if err := atomicfile.Write(path, []byte(id+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("this home's cluster instance id: %w", err)
+	}
+	return id, nil
+}
+
+// freeMemory is the memory available for more browsers (MemAvailable of /proc/meminfo), 0 when unknown.
+func freeMemory() uint64 {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "MemAvailable:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
+}
