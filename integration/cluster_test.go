@@ -85,13 +85,24 @@ func hostsAlive(t *testing.T, m *managed) []string {
 	return alive
 }
 
-// leaseOf reads store's lease from the cluster's own bucket, through host i's node, as host i: its holder, or
-// "" when there is none.
-func leaseOf(t *testing.T, m *managed, store string) string {
+// bucketValue reads key from one of the cluster's buckets, through host m's node, as m: its value, or ""
+// when there is none.
+func bucketValue(t *testing.T, m *managed, bucket, key string) string {
+	t.Helper()
+	v, err := readBucket(t, m, bucket, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// readBucket is bucketValue's read, for a caller that tries again: a read while the bucket's stream elects a
+// new leader (its leader's host just died) goes unanswered until its bound.
+func readBucket(t *testing.T, m *managed, bucket, key string) (string, error) {
 	t.Helper()
 	id, err := cluster.LoadIdentity(m.home)
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	node := ""
 	for _, kv := range m.env {
@@ -99,30 +110,53 @@ func leaseOf(t *testing.T, m *managed, store string) string {
 			node = v
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	conn, err := cluster.Connect(ctx, cluster.ConnConfig{URLs: []string{"tls://" + node}, Identity: id, Log: testkit.Log(t)})
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	defer conn.Close()
-	kv, err := conn.JetStream().KeyValue(ctx, cluster.BucketLeases)
+	kv, err := conn.JetStream().KeyValue(ctx, bucket)
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
-	e, err := kv.Get(ctx, store)
+	e, err := kv.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return ""
+		return "", nil
 	}
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
-	return string(e.Value())
+	return string(e.Value()), nil
 }
 
-// Three hosts form one cluster: each one's status lists all three alive. A store started on host1 is placed
-// there and runs under host1's lease; host1 quitting gives the lease back at once, and the others see host1
-// dead once its heartbeat has been still for the host TTL.
+// startedStore adds a store on m and starts its browser: the store and its browser as status shows them.
+func startedStore(t *testing.T, m *managed, name string) (api.Store, api.Browser) {
+	t.Helper()
+	var st api.Store
+	if err := json.Unmarshal([]byte(m.cli("store", "add", name, "--json")), &st); err != nil {
+		t.Fatal(err)
+	}
+	m.cli("browser", "start", st.Slug)
+	status, err := m.client.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range status.Stores {
+		if s.ID == st.ID {
+			return s, status.Browsers[i]
+		}
+	}
+	t.Fatalf("store %s not in the status", name)
+	return api.Store{}, api.Browser{}
+}
+
+// Three hosts form one cluster: each one's status lists all three alive. A store started on a host is placed
+// there and runs under that host's lease. A host quitting gives its leases back at once. A host whose manager
+// is killed -9 has its browser stopped by the keeper well before the lease can lapse (no two browsers of one
+// store, ever), the others see it dead once its heartbeat has been still for the host TTL, and its store's
+// placement moves to a living host.
 func TestClusterOfThreeHosts(t *testing.T) {
 	ms := clusterOf(t, 3)
 	for i, m := range ms {
@@ -130,31 +164,43 @@ func TestClusterOfThreeHosts(t *testing.T) {
 			return len(hostsAlive(t, m)) == 3
 		})
 	}
-	h1 := ms[0]
-	var st api.Store
-	if err := json.Unmarshal([]byte(h1.cli("store", "add", "Shop One", "--json")), &st); err != nil {
-		t.Fatal(err)
+	h1, h2 := ms[0], ms[1]
+	one, b1 := startedStore(t, h1, "Shop One")
+	if one.Host != "host1" {
+		t.Fatalf("shop-one on host1's status: placed on %q; want host1", one.Host)
 	}
-	h1.cli("browser", "start", "shop-one")
-	status, err := h1.client.Status(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(status.Stores) != 1 || status.Stores[0].Host != "host1" || status.Host != "host1" {
-		t.Fatalf("host1's status: host %q, stores %+v; want shop-one placed on host1", status.Host, status.Stores)
-	}
-	if lease := leaseOf(t, ms[1], st.ID); !strings.Contains(lease, `"host":"host1"`) {
+	if lease := bucketValue(t, h2, cluster.BucketLeases, one.ID); !strings.Contains(lease, `"host":"host1"`) {
 		t.Fatalf("the lease of shop-one, read through host2: %q; want host1's", lease)
 	}
+	two, _ := startedStore(t, h2, "Shop Two")
+	if err := h2.stop(); err != nil {
+		t.Fatalf("host2 quit: %v", err)
+	}
+	if lease := bucketValue(t, ms[2], cluster.BucketLeases, two.ID); lease != "" {
+		t.Errorf("the lease of shop-two after host2 quit: %q; want it given back", lease)
+	}
+	h2.launch() // back, for the cluster to keep its majority when host1 dies
+	h2.awaitHealth()
+	testkit.WaitFor(t, 30*time.Second, "host3 sees host2 back", func() bool { return len(hostsAlive(t, ms[2])) == 3 })
 
-	if err := h1.stop(); err != nil {
-		t.Fatalf("host1 quit: %v", err)
+	killedAt := time.Now()
+	if err := h1.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
 	}
-	if lease := leaseOf(t, ms[1], st.ID); lease != "" {
-		t.Errorf("the lease of shop-one after host1 quit: %q; want it given back", lease)
-	}
-	testkit.WaitFor(t, 3*cluster.DefaultHostTTL, "host2 and host3 see host1 dead", func() bool {
-		a2, a3 := hostsAlive(t, ms[1]), hostsAlive(t, ms[2])
-		return len(a2) == 2 && len(a3) == 2 && !slices.Contains(a2, "host1") && !slices.Contains(a3, "host1")
+	h1.cmd.Wait()
+	testkit.WaitFor(t, cluster.DefaultLeaseTTL/2, "host1's browser gone after its manager was killed", func() bool {
+		return gone(b1.PID)
 	})
+	if d := time.Since(killedAt); d > cluster.DefaultLeaseTTL/2 {
+		t.Errorf("host1's browser outlived its manager by %s; want it gone within half the lease TTL", d)
+	}
+	testkit.WaitFor(t, 3*cluster.DefaultHostTTL, "shop-one's placement moves from host1 to a living host", func() bool {
+		p, err := readBucket(t, ms[2], cluster.BucketPlacement, one.ID)
+		return err == nil && strings.Contains(p, `"host":"host2"`) || strings.Contains(p, `"host":"host3"`)
+	})
+	for _, m := range ms[1:] {
+		testkit.WaitFor(t, 2*cluster.DefaultHostTTL, "each living host sees host2 and host3 alive, host1 not", func() bool {
+			return slices.Equal(hostsAlive(t, m), []string{"host2", "host3"})
+		})
+	}
 }

@@ -39,6 +39,13 @@ type clusterHost struct {
 	wg   sync.WaitGroup
 }
 
+// keeperOrphanStop is how long a browser's keeper keeps it once its manager is gone, in a cluster. The
+// manager's last lease renewal that got through was at most the leases' stopAfter (TTL/2) before its death,
+// and another host takes the store no sooner than a TTL after that renewal: the keeper's wait (2.5 s) and its
+// stop (Browser.close for 1 s at most, then SIGKILL of the group) fit in the other half (5 s). A manager restarted
+// within it adopts its browsers; one restarted later launches them again, from their checkpoints (SPEC §18).
+const keeperOrphanStop = cluster.DefaultLeaseTTL / 4
+
 // clusterReadyWithin bounds the wait at start for the cluster's state: a cluster forming (its first hosts
 // starting together) has no JetStream quorum until a majority of its nodes is up.
 const clusterReadyWithin = 60 * time.Second
@@ -127,9 +134,9 @@ func (ch *clusterHost) mayRun(ctx context.Context, sp browsers.Spec) error {
 	if sp.Key == api.WebKey || ch.leases.Holds(sp.Key) {
 		return nil
 	}
-	host, ok := ch.placement.Where(sp.Key)
-	if !ok {
-		var err error
+	host, _, err := ch.placement.Lookup(ctx, sp.Key) // the cluster's word, not this host's view of it
+	switch {
+	case errors.Is(err, cluster.ErrNotPlaced):
 		if host, err = ch.placement.Place(ctx, sp.Key, ch.host); err != nil {
 			var placed *cluster.PlacedError
 			if !errors.As(err, &placed) {
@@ -137,6 +144,8 @@ func (ch *clusterHost) mayRun(ctx context.Context, sp browsers.Spec) error {
 			}
 			host = placed.Host
 		}
+	case err != nil:
+		return fmt.Errorf("%w: where %s runs: %v", errdefs.ErrUnavailable, sp.Name, err)
 	}
 	if host != ch.host {
 		return fmt.Errorf("%w: %s is placed on host %s, not on this host (%s)", errdefs.ErrConflict, sp.Name, host, ch.host)

@@ -76,7 +76,11 @@ func newManager(ctx context.Context, cfg *config.Config, root zerolog.Logger, db
 	m.downloads = &downloadDesk{cfg: cfg, db: db, log: m.log, note: m.note, findStore: m.FindStore,
 		step:     func(key, task string, e api.Entry) { m.timeline.Step(key, task, e) }, // m.timeline is set later
 		quotaHit: func() { m.metrics.QuotaHit(metrics.QuotaDownloads) }}
-	m.fleet = browsers.New(ctx, cfg.Browsers(), db, root, browsers.Hooks{Note: m.note,
+	bcfg := cfg.Browsers()
+	if cfg.Cluster.On() {
+		bcfg.KeeperOrphanStop = keeperOrphanStop
+	}
+	m.fleet = browsers.New(ctx, bcfg, db, root, browsers.Hooks{Note: m.note,
 		Starting:   func(ctx context.Context, sp browsers.Spec) error { return m.wrappers.Write(ctx, sp) },
 		Downloaded: m.downloads.record, DownloadRoom: m.downloads.room, DownloadCut: m.downloads.cut,
 		Timeline: func(sp browsers.Spec, ev mux.TimelineEvent) { m.timeline.TabStep(sp, ev) },

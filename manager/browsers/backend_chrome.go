@@ -70,9 +70,11 @@ func (b *chromeBackend) launch(ctx context.Context, sp Spec) (handle, error) {
 		User:      users.Browser,
 		Transport: b.cfg.ChromeTransport,
 		Keeper:    keeperCmd,
-		RunDir:    runDir,
-		Key:       sp.Key,
-		Log:       b.log.With().Str("browser", sp.Key).Logger(),
+		// In a cluster a browser must not outlive its manager past the store's lease (SPEC §19).
+		KeeperOrphanStop: b.cfg.KeeperOrphanStop,
+		RunDir:           runDir,
+		Key:              sp.Key,
+		Log:              b.log.With().Str("browser", sp.Key).Logger(),
 	})
 }
 

@@ -30,18 +30,21 @@ type Config struct {
 	// ChromeTransport is VIBE_CHROME_TRANSPORT; "" = the pipe.
 	ChromeTransport chrome.Transport
 	// Keeper runs a browser's keeper (keeper.Main); nil = this executable with "keep".
-	Keeper         []string
-	Headless       *bool         // VIBE_HEADLESS; nil = headless when there is no display
-	ZiniaoClient   []string      // VIBE_ZINIAO_CLIENT; nil = never started
-	ProxyPortBase  int           // VIBE_PROXY_PORT_BASE
-	StartTimeout   time.Duration // VIBE_BROWSER_START_TIMEOUT_S; 0 disables
-	RelaunchMax    int           // VIBE_BROWSER_RELAUNCH_MAX; 0 disables the budget
-	RelaunchWindow time.Duration // VIBE_BROWSER_RELAUNCH_WINDOW_S
-	TabCap         int           // VIBE_TAB_CAP; 0 disables
-	MuxMaxClients  int           // VIBE_MUX_MAX_CLIENTS
-	MuxGrace       time.Duration // VIBE_MUX_GRACE_S; 0: tabs close at once
-	Idle           time.Duration // VIBE_BROWSER_IDLE_S: how long a browser must be untouched to be idle
-	MuxTiming      MuxTiming     // only tests set it
+	Keeper []string
+	// KeeperOrphanStop is how long a keeper keeps its browser once its manager is gone (keeper.Config.OrphanStop):
+	// set in a cluster (SPEC §19), 0 on a single host (the browser waits for the next manager to adopt it).
+	KeeperOrphanStop time.Duration
+	Headless         *bool         // VIBE_HEADLESS; nil = headless when there is no display
+	ZiniaoClient     []string      // VIBE_ZINIAO_CLIENT; nil = never started
+	ProxyPortBase    int           // VIBE_PROXY_PORT_BASE
+	StartTimeout     time.Duration // VIBE_BROWSER_START_TIMEOUT_S; 0 disables
+	RelaunchMax      int           // VIBE_BROWSER_RELAUNCH_MAX; 0 disables the budget
+	RelaunchWindow   time.Duration // VIBE_BROWSER_RELAUNCH_WINDOW_S
+	TabCap           int           // VIBE_TAB_CAP; 0 disables
+	MuxMaxClients    int           // VIBE_MUX_MAX_CLIENTS
+	MuxGrace         time.Duration // VIBE_MUX_GRACE_S; 0: tabs close at once
+	Idle             time.Duration // VIBE_BROWSER_IDLE_S: how long a browser must be untouched to be idle
+	MuxTiming        MuxTiming     // only tests set it
 	// AgentUser is VIBE_AGENT_USER (SPEC §14): a store's agent user unless it names its own ("" = none). Its
 	// browser user is its own setting or one the manager makes for it (UserNames).
 	AgentUser string

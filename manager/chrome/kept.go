@@ -58,7 +58,7 @@ func launchKept(ctx context.Context, o Options, args []string, log zerolog.Logge
 	}
 	argv := append(append([]string{}, o.Keeper[1:]...), keeper.Command(keeper.Config{
 		Key: o.Key, RunDir: o.RunDir, Profile: o.ProfileDir, Binary: o.Binary, Args: args,
-		ForwardPort: o.Identity.ForwardPort, ForwardStore: o.Identity.Store,
+		ForwardPort: o.Identity.ForwardPort, ForwardStore: o.Identity.Store, OrphanStop: o.KeeperOrphanStop,
 	})...)
 	cmd := exec.Command(o.Keeper[0], argv...)
 	cmd.Env = environ(o)

@@ -58,6 +58,9 @@ type Options struct {
 	// Keeper is the command that runs a keeper (keeper.Main), e.g. the vibe-browser executable and "keep";
 	// required on the pipe.
 	Keeper []string
+	// KeeperOrphanStop, on the pipe, is how long the keeper keeps the browser without a client before it
+	// stops it (keeper.Config.OrphanStop); 0 keeps it for the next manager however long.
+	KeeperOrphanStop time.Duration
 	// RunDir and Key place the keeper's socket, identity file and log (keeper.SocketPath …); required on the
 	// pipe.
 	RunDir, Key string

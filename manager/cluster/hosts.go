@@ -140,30 +140,15 @@ func (h *Hosts) Run(ctx context.Context) {
 	wg.Wait()
 }
 
-// watch follows the hosts bucket, noting when each entry moves; it starts again after the watch fails.
+// watch follows the hosts bucket, noting when each entry moves. This host's own beat comes back through it
+// every beat, so a watch quiet for three beats has stalled and is started again.
 func (h *Hosts) watch(ctx context.Context) {
-	for ctx.Err() == nil {
-		w, err := h.kv.WatchAll(ctx)
-		h.mu.Lock()
-		if err == nil && h.watching.IsZero() {
-			h.watching = h.cfg.Now()
-		}
-		h.mu.Unlock()
-		if err != nil {
-			h.cfg.Log.Debug().Err(err).Msg("watch the hosts")
-			select {
-			case <-ctx.Done():
-			case <-time.After(h.cfg.Beat):
-			}
-			continue
-		}
-		for e := range w.Updates() {
-			if e != nil {
-				h.note(e)
-			}
-		}
-		_ = w.Stop()
+	h.mu.Lock()
+	if h.watching.IsZero() {
+		h.watching = h.cfg.Now()
 	}
+	h.mu.Unlock()
+	watchBucket(ctx, h.kv, 3*h.cfg.Beat, h.note, h.cfg.Log)
 }
 
 // note takes entry e of the hosts bucket in.

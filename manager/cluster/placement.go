@@ -18,6 +18,9 @@ import (
 // placement moves by compare-and-set on its revision, so of two hosts that move one store at once (a
 // failover seen by both), one wins.
 
+// ErrNotPlaced is Lookup's answer for a store placed nowhere yet.
+var ErrNotPlaced = errors.New("the store is not placed on any host yet")
+
 // ErrNoHost is the refusal to place a store when no live host can take it.
 var ErrNoHost = errors.New("no live host can take the store")
 
@@ -125,6 +128,9 @@ func (p *Placement) Place(ctx context.Context, store, host string) (string, erro
 // Lookup reads store's placement from the cluster: its host and the entry's revision.
 func (p *Placement) Lookup(ctx context.Context, store string) (string, uint64, error) {
 	e, err := p.kv.Get(ctx, store)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return "", 0, fmt.Errorf("store %s: %w", store, ErrNotPlaced)
+	}
 	if err != nil {
 		return "", 0, fmt.Errorf("where is store %s: %w", store, err)
 	}
@@ -176,25 +182,14 @@ func (p *Placement) noteLocal(store, host string, rev uint64) {
 	}
 }
 
-// Run follows the placement bucket until ctx ends; it starts again after the watch fails.
+// placementQuiet is how long the placement's watch may deliver nothing before it is started again: a bucket
+// can be quiet for long, and a stalled watch (its stream changed leader) is not told apart from a quiet one,
+// so it is renewed this often (each renewal delivers every current entry again).
+const placementQuiet = 30 * time.Second
+
+// Run follows the placement bucket until ctx ends.
 func (p *Placement) Run(ctx context.Context) {
-	for ctx.Err() == nil {
-		w, err := p.kv.WatchAll(ctx)
-		if err != nil {
-			p.log.Debug().Err(err).Msg("watch the placement")
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Second):
-			}
-			continue
-		}
-		for e := range w.Updates() {
-			if e != nil {
-				p.note(e)
-			}
-		}
-		_ = w.Stop()
-	}
+	watchBucket(ctx, p.kv, placementQuiet, p.note, p.log)
 }
 
 // note takes entry e of the placement bucket in.

@@ -166,6 +166,16 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 	if c.Cluster, err = clusterKnobs(getenv, os.Hostname); err != nil {
 		return nil, err
 	}
+	// In a cluster a browser must not outlive its manager past its store's lease (SPEC §19): only a keeper
+	// can stop it then (the pipe), and a quit may not leave it running.
+	switch {
+	case c.Cluster.On() && c.ChromeTransport == string(chrome.TransportPort):
+		return nil, fmt.Errorf("VIBE_CHROME_TRANSPORT=port with cluster mode (VIBE_CLUSTER or VIBE_CLUSTER_NODE): a cluster's " +
+			"browsers run on the pipe, whose keeper stops a browser its manager left; unset VIBE_CHROME_TRANSPORT")
+	case c.Cluster.On() && c.KeepBrowsers:
+		return nil, fmt.Errorf("VIBE_KEEP_BROWSERS_ON_EXIT with cluster mode (VIBE_CLUSTER or VIBE_CLUSTER_NODE): another host " +
+			"takes a store once its lease lapses, so a quitting host stops its browsers; unset VIBE_KEEP_BROWSERS_ON_EXIT")
+	}
 	if c.UIUsers, err = parseUIUsers(getenv("VIBE_UI_USERS"), c.AgentUser); err != nil {
 		return nil, err
 	}

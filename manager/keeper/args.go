@@ -19,6 +19,7 @@ func parseArgs(args []string) (Config, error) {
 	fs.StringVar(&c.Profile, "profile", "", "Chromium's --user-data-dir, absolute")
 	fs.IntVar(&c.ForwardPort, "forward-port", 0, "the proxy forwarder's loopback port (its upstream on stdin)")
 	fs.StringVar(&c.ForwardStore, "forward-store", "", "the store's name, for the forwarder's error page")
+	fs.DurationVar(&c.OrphanStop, "orphan-stop", 0, "stop Chromium after this long without a client (0: never)")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -55,6 +56,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("--profile %q: must be absolute, as Chromium's --user-data-dir is", c.Profile)
 	case c.Binary == "":
 		return errors.New("no Chromium binary after --")
+	case c.OrphanStop < 0:
+		return fmt.Errorf("--orphan-stop %s: want a duration above 0, or none to keep Chromium for the next manager", c.OrphanStop)
 	case c.ForwardPort < 0 || c.ForwardPort > 65535:
 		return fmt.Errorf("--forward-port %d: want a port from 1 to 65535, or none without a proxy", c.ForwardPort)
 	}

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCommandRoundTrips(t *testing.T) {
@@ -19,6 +20,8 @@ func TestCommandRoundTrips(t *testing.T) {
 			Binary: "/c", Args: []string{"--remote-debugging-pipe", "--user-data-dir=/p", "--key", "x", "--", "--run-dir"}}},
 		{"a proxy forwarder", Config{Key: "s", RunDir: "/r", Profile: "/p", ForwardPort: 9411,
 			ForwardStore: "Acme Shop", Binary: "/c", Args: []string{"--remote-debugging-pipe", "--user-data-dir=/p"}}},
+		{"an orphan deadline", Config{Key: "s", RunDir: "/r", Profile: "/p", OrphanStop: 2500 * time.Millisecond,
+			Binary: "/c", Args: []string{"--remote-debugging-pipe", "--user-data-dir=/p"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -29,7 +32,7 @@ func TestCommandRoundTrips(t *testing.T) {
 			}
 			if got.Key != tt.cfg.Key || got.RunDir != tt.cfg.RunDir || got.Profile != tt.cfg.Profile ||
 				got.Binary != tt.cfg.Binary || !slices.Equal(got.Args, tt.cfg.Args) ||
-				got.ForwardPort != tt.cfg.ForwardPort || got.ForwardStore != tt.cfg.ForwardStore {
+				got.ForwardPort != tt.cfg.ForwardPort || got.ForwardStore != tt.cfg.ForwardStore || got.OrphanStop != tt.cfg.OrphanStop {
 				t.Errorf("parseArgs(Command(%+v)) = %+v; want it back", tt.cfg, got)
 			}
 		})
@@ -55,6 +58,7 @@ func TestParseArgsRefuses(t *testing.T) {
 		{"a debugging port", append([]string{"--key", "k", "--run-dir", "/r", "--profile", "/p", "--", "/c", "--remote-debugging-port=9222"}, ok...), "no debugging port"},
 		{"a debugging port, one dash", append([]string{"--key", "k", "--run-dir", "/r", "--profile", "/p", "--", "/c", "-remote-debugging-port=0"}, ok...), "no debugging port"},
 		{"another profile", []string{"--key", "k", "--run-dir", "/r", "--profile", "/p", "--", "/c", "--remote-debugging-pipe", "--user-data-dir=/q"}, "must be the same"},
+		{"a negative orphan deadline", append([]string{"--key", "k", "--orphan-stop", "-1s", "--run-dir", "/r", "--profile", "/p", "--", "/c"}, ok...), "--orphan-stop -1s"},
 		{"an unknown flag", append([]string{"--key", "k", "--bogus", "--run-dir", "/r", "--profile", "/p", "--", "/c"}, ok...), "bogus"},
 	}
 	for _, tt := range tests {

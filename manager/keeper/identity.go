@@ -93,6 +93,10 @@ type Config struct {
 	// ForwardStore names the store on its error page.
 	ForwardPort  int
 	ForwardStore string
+	// OrphanStop, when set, is how long the keeper keeps Chromium without a client (its manager gone) before
+	// it stops it as for SIGTERM (SPEC §19: in a cluster, a browser must not outlive its manager past the
+	// store's lease). 0: it keeps Chromium for the next manager to adopt, however long that takes.
+	OrphanStop time.Duration
 }
 
 // Command is the keeper's argv after the program itself: exe then these runs the keeper (the launcher
@@ -101,6 +105,9 @@ func Command(c Config) []string {
 	args := []string{"--key", c.Key, "--run-dir", c.RunDir, "--profile", c.Profile}
 	if c.ForwardPort > 0 {
 		args = append(args, "--forward-port", strconv.Itoa(c.ForwardPort), "--forward-store", c.ForwardStore)
+	}
+	if c.OrphanStop > 0 {
+		args = append(args, "--orphan-stop", c.OrphanStop.String())
 	}
 	return append(append(args, "--", c.Binary), c.Args...)
 }

@@ -28,6 +28,8 @@ const (
 	killBound  = 3 * time.Second // SIGKILL of its group until it is reaped
 	resetBound = 5 * time.Second // the NUL that ends a gone client's last message, written to a full pipe
 	lentBound  = time.Second     // a client asked for the pipe back until it has given it
+	// orphanCloseBound is Browser.close's bound at an orphan stop (--orphan-stop), after which SIGKILL.
+	orphanCloseBound = time.Second
 )
 
 // keeper is one running keeper: Chromium, its pipe, the socket and the client the pipe is lent to.
@@ -54,9 +56,11 @@ type keeper struct {
 	stopping bool                   // no client is served any more
 	calls    map[int64]func([]byte) // the keeper's own commands in flight → what to do with the answer
 	nextCall int64
-	conns    int // connections accepted, to number them in the log
+	conns    int         // connections accepted, to number them in the log
+	orphan   *time.Timer // runs while no client holds the pipe, with Config.OrphanStop; nil otherwise
 
-	wg sync.WaitGroup // the pipe's reader, the accept loop and the watch of a client
+	orphaned chan struct{}  // sent on (cap 1) when the keeper has been without a client for Config.OrphanStop
+	wg       sync.WaitGroup // the pipe's reader, the accept loop and the watch of a client
 }
 
 // run is the keeper's whole life: Chromium started, readiness, clients served until Chromium exits or a
@@ -68,6 +72,7 @@ func run(cfg Config, upstream netid.Proxy, log zerolog.Logger, sigs <-chan os.Si
 		socket:   SocketPath(cfg.RunDir, cfg.Key),
 		idPath:   IdentityPath(cfg.RunDir, cfg.Key),
 		quit:     make(chan struct{}),
+		orphaned: make(chan struct{}, 1),
 		calls:    map[int64]func([]byte){},
 		nextCall: firstCallID,
 	}
@@ -125,6 +130,11 @@ func (k *keeper) serve(sigs <-chan os.Signal) int {
 		return exitFailure
 	}
 	k.log.Info().Str("socket", k.socket).Str("identity", k.idPath).Msg("keeper ready")
+	k.mu.Lock()
+	if k.client == nil {
+		k.armOrphanLocked()
+	}
+	k.mu.Unlock()
 	k.wg.Add(1)
 	go func() {
 		defer k.wg.Done()
@@ -136,12 +146,59 @@ func (k *keeper) serve(sigs <-chan os.Signal) int {
 		return k.br.status
 	case sig := <-sigs:
 		return k.shutdown(sig)
+	case <-k.orphaned:
+		return k.shutdown(orphanStop(k.cfg.OrphanStop))
+	}
+}
+
+// orphanStop is the keeper's own reason to stop Chromium, as a signal would: no client came for the duration.
+type orphanStop time.Duration
+
+func (o orphanStop) String() string {
+	return "no client for " + time.Duration(o).String() + " (--orphan-stop)"
+}
+func (orphanStop) Signal() {}
+
+// armOrphanLocked starts the orphan timer, when the keeper has one and it is not running; the pipe has no
+// client now. The caller holds mu.
+func (k *keeper) armOrphanLocked() {
+	if k.cfg.OrphanStop <= 0 || k.orphan != nil {
+		return
+	}
+	var t *time.Timer
+	t = time.AfterFunc(k.cfg.OrphanStop, func() {
+		k.mu.Lock()
+		fire := k.orphan == t && k.client == nil
+		k.orphan = nil
+		k.mu.Unlock()
+		if fire {
+			select {
+			case k.orphaned <- struct{}{}:
+			default:
+			}
+		}
+	})
+	k.orphan = t
+}
+
+// disarmOrphanLocked stops the orphan timer: a client holds the pipe. The caller holds mu.
+func (k *keeper) disarmOrphanLocked() {
+	if k.orphan != nil {
+		k.orphan.Stop()
+		k.orphan = nil
 	}
 }
 
 // shutdown stops Chromium for a signal: the pipe back from its client (bounded), Browser.close, then SIGTERM
-// of its group, then SIGKILL, each step bounded; the exit code is Chromium's status.
+// of its group, then SIGKILL, each step bounded; the exit code is Chromium's status. For the keeper's own
+// orphan stop the whole must fit in what is left of a store's lease: Browser.close gets orphanCloseBound, then
+// the group gets SIGKILL.
 func (k *keeper) shutdown(sig os.Signal) int {
+	_, orphan := sig.(orphanStop)
+	closeWait := closeBound
+	if orphan {
+		closeWait = orphanCloseBound
+	}
 	if k.reclaim(lentBound) {
 		k.log.Info().Str("signal", sig.String()).Msg("stopping chromium: Browser.close")
 		k.wg.Add(1)
@@ -153,13 +210,17 @@ func (k *keeper) shutdown(sig os.Signal) int {
 				k.log.Warn().Err(err).Msg("Browser.close not sent")
 			}
 		}()
-		if k.br.waitDone(closeBound) {
+		if k.br.waitDone(closeWait) {
 			return k.br.status
 		}
 	} else {
 		k.log.Warn().Str("signal", sig.String()).Dur("after", lentBound).Msg("the client did not give the pipe back: no Browser.close")
 	}
-	k.log.Warn().Dur("after", closeBound).Msg("chromium still running after Browser.close: SIGTERM to its group")
+	if orphan {
+		k.log.Warn().Dur("after", closeWait).Msg("chromium still running after Browser.close: SIGKILL to its group (its lease)")
+		return k.kill()
+	}
+	k.log.Warn().Dur("after", closeWait).Msg("chromium still running after Browser.close: SIGTERM to its group")
 	if err := k.br.signalGroup(syscall.SIGTERM); err != nil {
 		k.log.Warn().Err(err).Msg("SIGTERM")
 	}

@@ -32,6 +32,7 @@ func (k *keeper) lend(nc *net.UnixConn) (*client, error) {
 	r := k.reader
 	k.reader = nil
 	k.client = c
+	k.disarmOrphanLocked()
 	k.mu.Unlock()
 	inside := k.park(r)
 	hello, _ := json.Marshal(struct {
@@ -79,6 +80,7 @@ func (k *keeper) takeBack(c *client) {
 	k.mu.Lock()
 	k.client = nil
 	k.reader = k.startHolding(true)
+	k.armOrphanLocked()
 	k.mu.Unlock()
 	answered := make(chan struct{}, 1)
 	if err := k.call("Browser.getVersion", nil, "", func([]byte) { answered <- struct{}{} }); err != nil {
