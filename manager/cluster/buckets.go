@@ -50,9 +50,11 @@ func OpenBuckets(ctx context.Context, js jetstream.JetStream, nodes int) (*Bucke
 	return &b, nil
 }
 
-// wrongRevision reports whether err is a compare-and-set that lost: the key moved past the revision given.
+// wrongRevision reports whether err is a compare-and-set that lost: the key moved past the revision given
+// (or exists, for a create). A replicated bucket says so with another code than a single copy does.
 func wrongRevision(err error) bool {
 	var apiErr *jetstream.APIError
-	return errors.Is(err, jetstream.ErrKeyExists) ||
-		errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
+	return errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) ||
+		errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }
