@@ -387,3 +387,45 @@ func TestSingleHostHasNoCopies(t *testing.T) {
 		t.Errorf("the checkpoint with the home's key = %q, %v; want it opened", jar, err)
 	}
 }
+
+// TestRestoreOfNoCheckpointInACluster: a person's restore of a snapshot that holds no checkpoint leaves an
+// empty one, newer than the cluster's, and hands it to the copies: the next launch, here or on another host,
+// is the snapshot's state, not the cluster's older login set back into it.
+func TestRestoreOfNoCheckpointInACluster(t *testing.T) {
+	copies, key := newMemCopies(), clusterKey(t)
+	f, _ := fakeFleet(t, inCluster(copies, key))
+	sp := fakeStore(t, f, "Shop")
+	ctx := context.Background()
+	if _, err := f.Ensure(ctx, sp); err != nil {
+		t.Fatal(err)
+	}
+	writeFakeProfile(t, f.snaps.profileDir(sp), "no jar")
+	if err := f.Stop(ctx, sp.Key); err != nil {
+		t.Fatal(err)
+	}
+	f.snaps.wg.Wait()
+	all, _ := f.Snapshots().List(sp)
+	if err := f.snaps.writeJar(sp.Slug, []byte("a later login"), nil); err != nil {
+		t.Fatal(err)
+	}
+	f.copies.jarWritten(sp)
+	if err := f.AwaitLoginCopies(ctx, sp.Key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Snapshots().Restore(ctx, sp, all[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.AwaitLoginCopies(ctx, sp.Key); err != nil {
+		t.Fatal(err)
+	}
+	content, _, _ := copies.jar(t, key, sp.Key, sp.Slug)
+	if jar, err := logins.Decode(content); err != nil || len(jar.Cookies) != 0 {
+		t.Errorf("the jar copy after restoring a snapshot without one = %q, %v; want an empty checkpoint", content, err)
+	}
+	if _, err := f.Ensure(ctx, sp); err != nil {
+		t.Fatal(err)
+	}
+	if content, err := f.snaps.readJar(sp.Slug); err != nil || bytes.Contains(content, []byte("later")) {
+		t.Errorf("the checkpoint at the launch after the restore = %q, %v; want the empty one", content, err)
+	}
+}
