@@ -171,16 +171,19 @@ func TestLoginsAcrossHosts(t *testing.T) {
 	var wg sync.WaitGroup
 	want := map[time.Time][]byte{}
 	var newest time.Time
-	for h, l := range []*cluster.Logins{l1, l2, l3} {
-		var order []time.Time
+	orders := make([][]time.Time, 3)
+	for h := range orders {
 		for i := range 8 {
 			at := t0.Add(time.Duration(h+3*((i*5+h)%8)) * time.Millisecond)
-			order = append(order, at)
+			orders[h] = append(orders[h], at)
 			want[at] = []byte(fmt.Sprintf("jar of host%d at %v", h+1, at))
 			if at.After(newest) {
 				newest = at
 			}
 		}
+	}
+	for h, l := range []*cluster.Logins{l1, l2, l3} {
+		order := orders[h]
 		wg.Go(func() {
 			for _, at := range order {
 				if err := l.PutJar(ctx, race, want[at], at); err != nil {
