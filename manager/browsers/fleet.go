@@ -54,6 +54,11 @@ type Config struct {
 	SnapshotKeep    int           // VIBE_SNAPSHOT_KEEP: snapshots kept per store
 	SnapshotDir     string        // VIBE_SNAPSHOT_DIR: where snapshots are kept
 	SnapshotKey     string        // VIBE_SNAPSHOT_KEY; "" = the home's key file (seal.LoadKey)
+	// SPEC §19, nil on a single host. LoginCopies keep every store's checkpoints and snapshots on the cluster
+	// too, and a launch takes the cluster's where this host's are missing or older. ClusterKey, the cluster's
+	// secret, then seals every checkpoint and snapshot (what the home's key sealed before still opens).
+	LoginCopies LoginCopies
+	ClusterKey  *seal.Key
 }
 
 // MuxTiming overrides how fast a mux gives up on a hung browser; zero values keep the mux's defaults.
@@ -123,6 +128,7 @@ type Fleet struct {
 
 	snaps  *Snapshots        // the stores' profile snapshots (SPEC §18)
 	logins *loginCheckpoints // what every browser's login keeper shares (SPEC §18)
+	copies *loginCopier      // the logins' copies on the cluster (SPEC §19); nil on a single host
 	sweep  downloadSweep     // the boot's sweep of unfinished downloads
 }
 
@@ -139,10 +145,14 @@ func New(ctx context.Context, cfg Config, db *state.DB, root zerolog.Logger, hoo
 		}, []string{"backend"}),
 	}
 	// The key that seals the stores' checkpoints and snapshots: VIBE_SNAPSHOT_KEY, else the home's key file,
-	// made on first use.
-	sealKey := sync.OnceValues(func() (*seal.Key, error) { return seal.LoadKey(cfg.Home, cfg.SnapshotKey) })
+	// made on first use; the cluster's secret in a cluster.
+	sealKey := sync.OnceValues(func() (*seal.Key, error) { return sealKeyOf(cfg, f.log) })
 	f.snaps = newSnapshots(f, sealKey)
 	f.logins = newLoginCheckpoints(&f.cfg, f.log, f.note, sealKey)
+	if cfg.LoginCopies != nil {
+		f.copies = newLoginCopier(cfg.LoginCopies, cfg.Home, f.snaps.store.Dir, f.log)
+		f.logins.copies = f.copies
+	}
 	f.sweep = downloadSweep{root: f.cfg.path("downloads"), log: f.log}
 	f.backends = newBackends(&f.cfg, db, root)
 	for backend := range f.backends { // present at 0 from the start
@@ -207,6 +217,7 @@ func (f *Fleet) Quit(keep bool) {
 	case <-time.After(snapshotQuitBound):
 		f.log.Error().Msg("quit: the stops' snapshots were not done in time; exiting anyway (the next stop takes one)")
 	}
+	f.copies.close(copiesQuitBound)
 	f.closeEndpoints()
 	done := make(chan struct{})
 	go func() { f.wg.Wait(); close(done) }()

@@ -74,6 +74,7 @@ type loginCheckpoints struct {
 	note    func(level zerolog.Level, kind, key string, ev api.Event)
 	key     func() (*seal.Key, error)
 	counter *prometheus.CounterVec // reads of a jar by result (loginKeeper.checkpoint)
+	copies  *loginCopier           // where each checkpoint written goes too (SPEC §19); nil on a single host
 }
 
 func newLoginCheckpoints(cfg *Config, log zerolog.Logger, note func(zerolog.Level, string, string, api.Event),
@@ -187,6 +188,9 @@ func (k *loginKeeper) checkpointLocked(ctx context.Context) (n int, err error) {
 	n, err = k.cp.Take(raw, time.Now())
 	if err == nil {
 		k.pace.Read(time.Now(), changes, scripts, n > 0)
+	}
+	if err == nil && n > 0 {
+		k.c.copies.jarWritten(k.sp)
 	}
 	return n, err
 }

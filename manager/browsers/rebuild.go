@@ -31,6 +31,7 @@ func (sn *Snapshots) readyProfileLocked(ctx context.Context, s *slot, sp Spec) e
 	}
 	profile := sn.profileDir(sp)
 	sn.finishInterruptedRestore(sp, profile)
+	sn.fetchLoginLocked(ctx, sp, profile)
 	if !profileLost(profile) {
 		return nil
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/logins"
 	"vibebrowser/manager/snapshot"
 	"vibebrowser/mux/errdefs"
 	"vibebrowser/mux/sys/atomicfile"
@@ -57,9 +58,16 @@ func (sn *Snapshots) Restore(ctx context.Context, sp Spec, id string) (snapshot.
 		}
 	}
 	// The checkpoint goes with the snapshot, or goes: a newer one would set newer cookies into the older profile.
-	if err := sn.writeJar(sp.Slug, r.Jar, ownerOf(profile)); err != nil {
+	// In a cluster it is replaced by an empty one instead, newer than the cluster's, which a launch would
+	// otherwise take (SPEC §19).
+	jar := r.Jar
+	if jar == nil && sn.f.copies != nil && copied(sp) {
+		jar = logins.Encode(nil, time.Now())
+	}
+	if err := sn.writeJar(sp.Slug, jar, ownerOf(profile)); err != nil {
 		return r, fmt.Errorf("restore %s: the profile is snapshot %s's, but its checkpoint: %w", sp.Name, r.ID, err)
 	}
+	sn.f.copies.jarWritten(sp)
 	sn.noteRebuild(sp, snapshot.Rebuild{Why: snapshot.WhyRestored, Snapshot: r.ID})
 	sn.f.note(zerolog.InfoLevel, api.EventProfileRestored, sp.Key, api.Event{Message: fmt.Sprintf(
 		"%s's profile and checkpoint were replaced by snapshot %s (taken %s, %s): its next launch is that state",

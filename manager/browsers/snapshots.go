@@ -92,6 +92,7 @@ func (sn *Snapshots) takeHeld(sp Spec, kind snapshot.Kind) (snapshot.Info, error
 	}
 	log.Info().Str("snapshot", info.ID).Int64("bytes", info.Size).Bool("jar", jar != nil).
 		Int64("took_ms", time.Since(began).Milliseconds()).Msg("snapshot taken")
+	sn.f.copies.snapshotTaken(sp, info.ID)
 	return info, nil
 }
 

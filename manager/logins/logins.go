@@ -31,16 +31,35 @@ func purpose(slug string) string { return "jar:" + slug }
 // and when the file was written. A store with none yet fails with an error that errors.Is os.ErrNotExist;
 // one that does not open (another key, altered, cut short) with one that errors.Is seal.ErrOpen.
 func ReadJar(key *seal.Key, home, slug string) ([]byte, time.Time, error) {
-	path := JarPath(home, slug)
-	b, fi, err := readRegular(path, maxJarFile)
+	b, at, err := ReadSealedJar(home, slug)
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("read the login checkpoint: %w", err)
+		return nil, time.Time{}, err
 	}
 	content, err := key.Open(b, purpose(slug))
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("open the login checkpoint %s: %w", path, err)
+		return nil, time.Time{}, fmt.Errorf("open the login checkpoint %s: %w", JarPath(home, slug), err)
 	}
-	return content, fi.ModTime(), nil
+	return content, at, nil
+}
+
+// ReadSealedJar is slug's checkpoint file as it is on disk, sealed, and when it was written: what a copy of
+// it elsewhere (SPEC §19) holds. None yet is an error that errors.Is os.ErrNotExist.
+func ReadSealedJar(home, slug string) ([]byte, time.Time, error) {
+	b, fi, err := readRegular(JarPath(home, slug), maxJarFile)
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("read the login checkpoint: %w", err)
+	}
+	return b, fi.ModTime(), nil
+}
+
+// OpenJar is the content of sealed, a checkpoint file of slug's (ReadSealedJar's, here or on another host),
+// when key opens it as slug's: a jar of another store, or of another cluster, errors.Is seal.ErrOpen.
+func OpenJar(key *seal.Key, slug string, sealed []byte) ([]byte, error) {
+	content, err := key.Open(sealed, purpose(slug))
+	if err != nil {
+		return nil, fmt.Errorf("open a login checkpoint of %s: %w", slug, err)
+	}
+	return content, nil
 }
 
 // WriteJar seals content as slug's checkpoint and puts it in place atomically: a temp file in the same

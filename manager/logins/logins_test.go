@@ -62,6 +62,17 @@ func TestJarRoundTrip(t *testing.T) {
 		t.Errorf("temp files left: %v", left)
 	}
 
+	sealed, at, err := ReadSealedJar(home, "shop")
+	if err != nil || !bytes.Equal(sealed, raw) || !at.Equal(written) {
+		t.Errorf("ReadSealedJar = %d bytes at %v, %v; want the file's %d at %v", len(sealed), at, err, len(raw), written)
+	}
+	if got, err := OpenJar(key, "shop", sealed); err != nil || !bytes.Equal(got, content) {
+		t.Errorf("OpenJar of the sealed file = %q, %v; want its content", got, err)
+	}
+	if _, err := OpenJar(key, "other", sealed); !errors.Is(err, seal.ErrOpen) {
+		t.Errorf("OpenJar of shop's jar as other's = %v; want seal.ErrOpen", err)
+	}
+
 	tests := []struct {
 		name string
 		key  *seal.Key

@@ -1,5 +1,6 @@
 // Package seal encrypts a store's login files (cookie checkpoints, profile snapshots) with XChaCha20-Poly1305
-// under the home's snapshot key, so that a copy of them elsewhere reveals nothing (SPEC §18).
+// under the home's snapshot key (a cluster's secret, SPEC §19), so that a copy of them elsewhere reveals nothing
+// (SPEC §18).
 package seal
 
 import (
@@ -15,6 +16,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"golang.org/x/crypto/chacha20poly1305"
@@ -42,6 +44,7 @@ var ErrOpen = errors.New("not a sealed file of this key and purpose")
 // Key seals and opens files. Its zero value is not usable; see LoadKey and NewKey.
 type Key struct {
 	aead cipher.AEAD
+	also []cipher.AEAD // keys that open what was sealed before this one sealed (OpeningAlso); never seal
 }
 
 // NewKey is the key of 32 raw bytes.
@@ -111,6 +114,16 @@ func makeKeyFile(path string) (*Key, error) {
 		return nil, fmt.Errorf("make the snapshot key: %w", err)
 	}
 	return NewKey(raw)
+}
+
+// OpeningAlso is k, which also opens what others sealed: a cluster's hosts seal with the cluster's secret
+// (SPEC §19), and a file a host sealed with its home's key before it joined still opens. Only k seals.
+func (k *Key) OpeningAlso(others ...*Key) *Key {
+	out := &Key{aead: k.aead, also: slices.Clone(k.also)}
+	for _, o := range others {
+		out.also = append(append(out.also, o.aead), o.also...)
+	}
+	return out
 }
 
 // Seal is plain sealed for purpose.
@@ -218,6 +231,7 @@ func setCounter(nonce *[chacha20poly1305.NonceSizeX]byte, n uint64, last bool) {
 // including a stream cut short.
 type Reader struct {
 	k     *Key
+	aead  cipher.AEAD // the key that opened the first chunk; nil before it
 	r     *bufio.Reader
 	ad    []byte
 	nonce [chacha20poly1305.NonceSizeX]byte
@@ -274,11 +288,29 @@ func (r *Reader) next() error {
 		return fmt.Errorf("%w (too long)", ErrOpen)
 	}
 	setCounter(&r.nonce, r.n, r.done)
-	plain, oerr := r.k.aead.Open(r.in[:0:0], r.nonce[:], r.in[:n], r.ad)
+	plain, oerr := r.open(n)
 	if oerr != nil {
 		return fmt.Errorf("%w (chunk %d)", ErrOpen, r.n)
 	}
 	r.n++
 	r.plain = plain
 	return nil
+}
+
+// open opens the chunk of n bytes in r.in: the first with whichever of the key's keys opens it, the others
+// with that one only.
+func (r *Reader) open(n int) ([]byte, error) {
+	if r.aead != nil {
+		return r.aead.Open(r.in[:0:0], r.nonce[:], r.in[:n], r.ad)
+	}
+	plain, err := r.k.aead.Open(r.in[:0:0], r.nonce[:], r.in[:n], r.ad)
+	r.aead = r.k.aead
+	for _, a := range r.k.also {
+		if err == nil {
+			break
+		}
+		plain, err = a.Open(r.in[:0:0], r.nonce[:], r.in[:n], r.ad)
+		r.aead = a
+	}
+	return plain, err
 }

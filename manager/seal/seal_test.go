@@ -120,3 +120,33 @@ func TestLoadKey(t *testing.T) {
 		t.Errorf("base64 key refused: %v", err)
 	}
 }
+
+// A key opening also another (a cluster's secret, and the home's key before it) opens what either sealed,
+// in one chunk or many, and seals with its own only; a third key's file still does not open.
+func TestOpeningAlso(t *testing.T) {
+	home := testKey(t)
+	cluster, _ := ParseKey(strings.Repeat("cd", 32))
+	third, _ := ParseKey(strings.Repeat("ef", 32))
+	both := cluster.OpeningAlso(home)
+	for _, n := range []int{10, 3*chunkSize + 17} {
+		plain := make([]byte, n)
+		rand.Read(plain)
+		for _, tt := range []struct {
+			name string
+			by   *Key
+			want bool
+		}{{"home", home, true}, {"cluster", cluster, true}, {"third", third, false}} {
+			got, err := both.Open(tt.by.Seal(plain, "jar:a"), "jar:a")
+			if opened := err == nil && bytes.Equal(got, plain); opened != tt.want {
+				t.Errorf("Open of %d bytes sealed by the %s key = %v; want opened %v", n, tt.name, err, tt.want)
+			}
+		}
+		sealed := both.Seal(plain, "jar:a")
+		if _, err := home.Open(sealed, "jar:a"); !errors.Is(err, ErrOpen) {
+			t.Errorf("the home key opens what the cluster key sealed (%v): it must seal with the cluster key only", err)
+		}
+		if got, err := cluster.Open(sealed, "jar:a"); err != nil || !bytes.Equal(got, plain) {
+			t.Errorf("the cluster key does not open what it sealed: %v", err)
+		}
+	}
+}

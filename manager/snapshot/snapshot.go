@@ -489,6 +489,55 @@ func extract(key *seal.Key, slug, path, dest string, out *Restored) error {
 	return nil
 }
 
+// Import adds snapshot id of slug, read from r as it was sealed where it was taken (another host's copy, SPEC
+// §19), beside slug's own. It is checked first, whole: a file that does not open to its end with the key, or
+// holds anything but kept files, is not added (it would be the newest, on which every live snapshot builds).
+func (st *Store) Import(slug, id string, r io.Reader) (Info, error) {
+	key, err := st.Key()
+	if err != nil {
+		return Info{}, err
+	}
+	dir, err := slugDir(st.Dir, slug)
+	if err != nil {
+		return Info{}, err
+	}
+	m := nameRE.FindStringSubmatch(id + ext)
+	if m == nil {
+		return Info{}, errdefs.Invalid("snapshot %q of %s refused: a snapshot's ID is its time and kind (20060102T150405.000000Z-full)", id, slug)
+	}
+	at, err := time.Parse(timeLayout, m[1])
+	if err != nil {
+		return Info{}, errdefs.Invalid("snapshot %q of %s refused: %v", id, slug, err)
+	}
+	unlock := st.lock(slug)
+	defer unlock()
+	info := Info{ID: id, At: at, Kind: Kind(m[2]), Path: filepath.Join(dir, id+ext)}
+	if fileExists(info.Path) {
+		return info, nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return Info{}, fmt.Errorf("snapshot folder: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, ".snap-*.tmp")
+	if err != nil {
+		return Info{}, fmt.Errorf("snapshot: %w", err)
+	}
+	info.Size, err = io.Copy(tmp, r)
+	err = errors.Join(err, tmp.Sync(), tmp.Close())
+	if err == nil {
+		err = readArchive(key, slug, tmp.Name(), func(string, int64, time.Time, io.Reader) error { return nil })
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), info.Path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return Info{}, fmt.Errorf("import snapshot %s of %s: %w", id, slug, err)
+	}
+	atomicfile.SyncDir(dir)
+	return info, st.pruneLocked(slug)
+}
+
 // pruneLocked keeps slug's newest Keep snapshots and removes the rest, and temp files a crash left.
 func (st *Store) pruneLocked(slug string) error {
 	all, err := List(st.Dir, slug)

@@ -433,3 +433,62 @@ func TestKeepsThePortableMarker(t *testing.T) {
 		t.Errorf("the snapshot keeps %q; the logins package marks a portable profile with %q", portableMarker, logins.PortableMarker)
 	}
 }
+
+// A snapshot taken on one host is imported on another (SPEC §19) as the same file, and restores; one that
+// does not open (another key, another store's, cut short) or whose ID is no snapshot's is not added.
+func TestImport(t *testing.T) {
+	from, to := testStore(t, 5), testStore(t, 5)
+	info, err := from.Take("shop", writeProfile(t, profileFiles), []byte("jar"), Full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(info.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := testStore(t, 5)
+	otherKey, _ := seal.NewKey(bytes.Repeat([]byte{8}, 32))
+	other.Key = func() (*seal.Key, error) { return otherKey, nil }
+	foreign, err := other.Take("shop", writeProfile(t, profileFiles), nil, Full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreignRaw, _ := os.ReadFile(foreign.Path)
+	refused := []struct {
+		name, slug, id string
+		body           []byte
+	}{
+		{"another key", "shop", info.ID, foreignRaw},
+		{"another store's", "other", info.ID, raw},
+		{"cut short", "shop", info.ID, raw[:len(raw)-10]},
+		{"a path for an ID", "shop", "../../etc/x", raw},
+		{"no snapshot's ID", "shop", "latest", raw},
+	}
+	for _, tt := range refused {
+		t.Run(tt.name, func(t *testing.T) {
+			if got, err := to.Import(tt.slug, tt.id, bytes.NewReader(tt.body)); err == nil {
+				t.Fatalf("Import = %+v; want it refused", got)
+			}
+			if all, _ := List(to.Dir, tt.slug); len(all) != 0 {
+				t.Errorf("List after a refused import = %+v; want none", all)
+			}
+			if left, _ := filepath.Glob(filepath.Join(to.Dir, "*", ".snap-*")); len(left) != 0 {
+				t.Errorf("temp files left: %v", left)
+			}
+		})
+	}
+	got, err := to.Import("shop", info.ID, bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != info.ID || !got.At.Equal(info.At) || got.Kind != Full || got.Size != int64(len(raw)) {
+		t.Errorf("Import = %+v; want %+v", got, info)
+	}
+	if fi, err := os.Stat(got.Path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("imported file: %v; want 0600", err)
+	}
+	r, err := to.Restore("shop", "", filepath.Join(t.TempDir(), "restored"))
+	if err != nil || r.ID != info.ID || string(r.Jar) != "jar" {
+		t.Errorf("Restore of the imported snapshot = %+v, %v; want %s with its jar", r, err, info.ID)
+	}
+}
