@@ -96,13 +96,12 @@ func bucketValue(t *testing.T, m *managed, bucket, key string) string {
 	return v
 }
 
-// readBucket is bucketValue's read, for a caller that tries again: a read while the bucket's stream elects a
-// new leader (its leader's host just died) goes unanswered until its bound.
-func readBucket(t *testing.T, m *managed, bucket, key string) (string, error) {
+// clusterConn connects to host m's node as m.
+func clusterConn(ctx context.Context, t *testing.T, m *managed) (*cluster.Conn, error) {
 	t.Helper()
 	id, err := cluster.LoadIdentity(m.home)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	node := ""
 	for _, kv := range m.env {
@@ -110,9 +109,16 @@ func readBucket(t *testing.T, m *managed, bucket, key string) (string, error) {
 			node = v
 		}
 	}
+	return cluster.Connect(ctx, cluster.ConnConfig{URLs: []string{"tls://" + node}, Identity: id, Log: testkit.Log(t)})
+}
+
+// readBucket is bucketValue's read, for a caller that tries again: a read while the bucket's stream elects a
+// new leader (its leader's host just died) goes unanswered until its bound.
+func readBucket(t *testing.T, m *managed, bucket, key string) (string, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	conn, err := cluster.Connect(ctx, cluster.ConnConfig{URLs: []string{"tls://" + node}, Identity: id, Log: testkit.Log(t)})
+	conn, err := clusterConn(ctx, t, m)
 	if err != nil {
 		return "", err
 	}
@@ -178,6 +184,29 @@ func TestClusterOfThreeHosts(t *testing.T) {
 	}
 	if lease := bucketValue(t, ms[2], cluster.BucketLeases, two.ID); lease != "" {
 		t.Errorf("the lease of shop-two after host2 quit: %q; want it given back", lease)
+	}
+	// Its login is the cluster's: the snapshot of its stop and its checkpoint, read through host3.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	conn, err := clusterConn(ctx, t, ms[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	logins, err := cluster.OpenLogins(ctx, conn.JetStream(), 3, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, at, rc, err := logins.NewestSnapshot(ctx, two.ID); err != nil {
+		t.Errorf("shop-two's snapshot on the cluster after host2 quit: %v; want the one its stop took", err)
+	} else {
+		rc.Close()
+		if time.Since(at) > time.Minute {
+			t.Errorf("shop-two's newest snapshot on the cluster is from %s; want its stop's", at)
+		}
+	}
+	if _, _, err := logins.Jar(ctx, two.ID); err != nil {
+		t.Errorf("shop-two's checkpoint on the cluster: %v; want its stop's", err)
 	}
 	h2.launch() // back, for the cluster to keep its majority when host1 dies
 	h2.awaitHealth()

@@ -106,6 +106,15 @@ func startClusterHost(ctx context.Context, m *Manager, fence func(store, why str
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+	if m.logins != nil {
+		logins, err := cluster.OpenLogins(startCtx, ch.conn.JetStream(), nodes, m.cfg.SnapshotKeep)
+		if err != nil {
+			ch.conn.Close()
+			ch.shutdownNode()
+			return nil, err
+		}
+		m.logins.l.Store(logins)
+	}
 	ch.hosts = cluster.NewHosts(b.Hosts, cluster.HostsConfig{Log: log, Self: func() cluster.HostInfo {
 		return cluster.HostInfo{Host: cfg.Host, Instance: instance, Advertise: cfg.Advertise, FreeMem: freeMemory(),
 			Stores: running()}
@@ -164,6 +173,20 @@ func (ch *clusterHost) mayRun(ctx context.Context, sp browsers.Spec) error {
 func (ch *clusterHost) released(ctx context.Context, store string) {
 	if err := ch.leases.Release(ctx, store); err != nil {
 		ch.log.Warn().Err(err).Str("store", store).Msg("give a lease back")
+	}
+}
+
+// forget removes what the cluster keeps of a store removed here: its lease, its placement and its logins'
+// copies. A failure is logged: the store is gone from this host either way.
+func (ch *clusterHost) forget(ctx context.Context, store string, logins *lateLogins) {
+	ch.released(ctx, store)
+	if err := ch.placement.Remove(ctx, store); err != nil {
+		ch.log.Warn().Err(err).Str("store", store).Msg("forget a removed store's placement")
+	}
+	if l := logins.l.Load(); l != nil {
+		if err := l.Forget(ctx, store); err != nil {
+			ch.log.Warn().Err(err).Str("store", store).Msg("forget a removed store's login copies")
+		}
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/browsers"
+	"vibebrowser/manager/cluster"
 	"vibebrowser/manager/config"
 	"vibebrowser/manager/forward"
 	"vibebrowser/manager/handoffs"
@@ -65,6 +66,7 @@ type Manager struct {
 	timeline *timeline.Desk // what each task did (SPEC §15)
 
 	cluster *clusterHost // this manager as a host of a cluster (SPEC §19); nil on a single host. Set before boot.
+	logins  *lateLogins  // the cluster's copies of the stores' logins, once joined; nil on a single host
 }
 
 // newManager assembles a manager on an open state database; Run serves it. root is the daemon's root
@@ -79,6 +81,13 @@ func newManager(ctx context.Context, cfg *config.Config, root zerolog.Logger, db
 	bcfg := cfg.Browsers()
 	if cfg.Cluster.On() {
 		bcfg.KeeperOrphanStop = keeperOrphanStop
+		m.logins = &lateLogins{}
+		bcfg.LoginCopies = m.logins
+		// Every host seals and opens the logins with the cluster's secret; a home not joined fails the join
+		// in Run, before anything is sealed.
+		if id, err := cluster.LoadIdentity(cfg.Home); err == nil {
+			bcfg.ClusterKey = id.Secret()
+		}
 	}
 	m.fleet = browsers.New(ctx, bcfg, db, root, browsers.Hooks{Note: m.note,
 		Starting:   func(ctx context.Context, sp browsers.Spec) error { return m.wrappers.Write(ctx, sp) },

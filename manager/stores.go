@@ -229,6 +229,9 @@ func (m *Manager) DeleteStore(ctx context.Context, ref string) error {
 	if err != nil {
 		return err
 	}
+	if m.cluster != nil {
+		m.cluster.forget(ctx, s.ID, m.logins)
+	}
 	m.log.Info().Str("store", s.ID).Str("name", s.Name).Msg("store removed")
 	return nil
 }
