@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/browsers"
 	"vibebrowser/manager/cluster"
+	"vibebrowser/manager/clusterhost"
 	"vibebrowser/manager/config"
 	"vibebrowser/manager/forward"
 	"vibebrowser/manager/handoffs"
@@ -65,8 +67,8 @@ type Manager struct {
 
 	timeline *timeline.Desk // what each task did (SPEC §15)
 
-	cluster *clusterHost // this manager as a host of a cluster (SPEC §19); nil on a single host. Set before boot.
-	logins  *lateLogins  // the cluster's copies of the stores' logins, once joined; nil on a single host
+	cluster *clusterhost.Host   // this manager as a host of a cluster (SPEC §19); nil on a single host. Set before boot.
+	logins  *clusterhost.Logins // the cluster's copies of the stores' logins, once joined; nil on a single host
 }
 
 // newManager assembles a manager on an open state database; Run serves it. root is the daemon's root
@@ -79,9 +81,16 @@ func newManager(ctx context.Context, cfg *config.Config, root zerolog.Logger, db
 		step:     func(key, task string, e api.Entry) { m.timeline.Step(key, task, e) }, // m.timeline is set later
 		quotaHit: func() { m.metrics.QuotaHit(metrics.QuotaDownloads) }}
 	bcfg := cfg.Browsers()
+	var remote browsers.RemoteFunc // a store placed on another host is reached there (SPEC §19)
 	if cfg.Cluster.On() {
-		bcfg.KeeperOrphanStop = keeperOrphanStop
-		m.logins = &lateLogins{}
+		remote = func(key string) (func(context.Context) (net.Conn, error), bool) {
+			if m.cluster == nil {
+				return nil, false
+			}
+			return m.cluster.Remote(key)
+		}
+		bcfg.KeeperOrphanStop = clusterhost.KeeperOrphanStop
+		m.logins = &clusterhost.Logins{}
 		bcfg.LoginCopies = m.logins
 		// Every host seals and opens the logins with the cluster's secret; a home not joined fails the join
 		// in Run, before anything is sealed.
@@ -97,8 +106,10 @@ func newManager(ctx context.Context, cfg *config.Config, root zerolog.Logger, db
 			if m.cluster == nil {
 				return nil
 			}
-			return m.cluster.mayRun(ctx, sp)
-		}})
+			return m.cluster.MayRun(ctx, sp)
+		},
+		Remote: remote})
+
 	m.wrappers = wrapper.Writer{Cfg: cfg, DB: db, Fleet: m.fleet, Log: m.log}
 	m.home = tasks.Layout{Cfg: cfg, DB: db, Fleet: m.fleet, Log: m.log}
 	m.tasks = tasks.New(tasks.Config{Cfg: cfg, DB: db, Log: m.log, Fleet: m.fleet, Reaper: m.reaper,
@@ -197,10 +208,12 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, version st
 	}
 	if cfg.Cluster.On() {
 		// Before boot: an adopted browser runs on only with its store's lease.
-		if m.cluster, err = startClusterHost(ctx, m, m.fleet.Fence, m.runningStores); err != nil {
+		m.cluster, err = clusterhost.Start(ctx, clusterhost.Config{Cfg: cfg, Root: m.root, DB: db, Fleet: m.fleet,
+			Logins: m.logins})
+		if err != nil {
 			return fmt.Errorf("cluster: %w", err)
 		}
-		defer m.cluster.close()
+		defer m.cluster.Close()
 	}
 	if err := m.boot(ctx); err != nil {
 		m.fleet.Quit(true) // what was adopted keeps running for the next manager
@@ -265,17 +278,6 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, version st
 	return nil
 }
 
-// runningStores are the stores whose browsers run here, for the cluster's heartbeat.
-func (m *Manager) runningStores() []string {
-	var out []string
-	for _, in := range m.fleet.Running() {
-		if key := in.Spec().Key; key != api.WebKey {
-			out = append(out, key)
-		}
-	}
-	return out
-}
-
 // api is the local API's handler on this manager.
 func (m *Manager) api() *localapi.Handler {
 	return &localapi.Handler{Log: m.log, Version: m.version, Cfg: m.cfg, DB: m.db, Fleet: m.fleet, Daemon: m, Downloads: m.downloads,
@@ -301,9 +303,7 @@ func (m *Manager) quit() {
 	m.fleet.Quit(m.cfg.KeepBrowsers)
 	if m.cluster != nil && !m.cfg.KeepBrowsers {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		for _, store := range m.cluster.leases.Held() { // every browser stopped: another host may take each at once
-			m.cluster.released(ctx, store)
-		}
+		m.cluster.ReleaseAll(ctx) // every browser stopped: another host may take each at once
 		cancel()
 	}
 	m.log.Info().Int64("took_ms", time.Since(began).Milliseconds()).Msg("manager stopped")

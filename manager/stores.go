@@ -230,7 +230,7 @@ func (m *Manager) DeleteStore(ctx context.Context, ref string) error {
 		return err
 	}
 	if m.cluster != nil {
-		m.cluster.forget(ctx, s.ID, m.logins)
+		m.cluster.Forget(ctx, s.ID, m.logins)
 	}
 	m.log.Info().Str("store", s.ID).Str("name", s.Name).Msg("store removed")
 	return nil
@@ -302,16 +302,32 @@ func (m *Manager) Ensure(ctx context.Context, req api.EnsureRequest) (api.Ensure
 			return api.EnsureResponse{}, err
 		}
 	}
-	in, err := m.fleet.Ensure(ctx, sp)
-	if err != nil {
+	if m.cluster != nil && req.Kind == api.KindStore {
+		if host, elsewhere := m.cluster.Elsewhere(sp.Key); elsewhere {
+			// SPEC §19: the store's host makes its browser ready; the client connects to the store's endpoint
+			// here, which relays it there.
+			if _, err := m.cluster.AskEnsure(ctx, host, api.EnsureRequest{Kind: req.Kind, StoreID: sp.Key,
+				ClientID: req.ClientID, BUName: req.BUName, Via: req.Via}); err != nil {
+				return api.EnsureResponse{}, err
+			}
+			return m.ensureAnswer(sp, req), nil
+		}
+	}
+	if _, err := m.fleet.Ensure(ctx, sp); err != nil {
 		return api.EnsureResponse{}, err
 	}
-	resp := api.EnsureResponse{CDPWS: clientURL(in.Port(), sp.Token, req.ClientID), DownloadDir: m.downloads.dir(sp, req.ClientID)}
+	return m.ensureAnswer(sp, req), nil
+}
+
+// ensureAnswer is ensure's answer for req's client of sp's browser: its capability URL on the store's
+// endpoint here, its download folder here, its task's lease and timeline mode.
+func (m *Manager) ensureAnswer(sp browsers.Spec, req api.EnsureRequest) api.EnsureResponse {
+	resp := api.EnsureResponse{CDPWS: clientURL(m.fleet.Port(sp.Key), sp.Token, req.ClientID), DownloadDir: m.downloads.dir(sp, req.ClientID)}
 	if req.TaskID != "" {
 		resp.LeaseS = int(m.cfg.TaskLease / time.Second)
 		resp.Timeline, _ = m.timeline.Mode(sp)
 	}
-	return resp, nil
+	return resp
 }
 
 // shimStore is the store a shim's baked config names; one that is gone means the wrapper is stale.

@@ -148,9 +148,9 @@ func (m *Manager) Status(ctx context.Context) (api.Status, error) {
 	}
 	st.Handoffs = m.handoffs.Views(stores, pending)
 	if m.cluster != nil {
-		st.Host, st.Hosts = m.cluster.host, m.cluster.view()
+		st.Host, st.Hosts = m.cluster.Name(), m.cluster.View()
 		for i := range st.Stores {
-			st.Stores[i].Host = m.cluster.where(st.Stores[i].ID)
+			st.Stores[i].Host = m.cluster.Where(st.Stores[i].ID)
 		}
 	}
 	return st, nil

@@ -1,6 +1,7 @@
 package mux
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -74,13 +75,24 @@ func CapabilityPath(token, clientID string) string {
 // token or capability: 401; an Origin header, a foreign Host or the store token from a uid not in
 // TokenUIDs: 403; a bad client id, a plain HTTP request for no known path) is answered here, before any
 // upgrade, and ok is false.
+//
+// A request that came from another host's door (FromAnotherHost; SPEC §19) is served on a capability URL only:
+// the store token's URLs serve local users the manager knows, and the peer here is another host. Its Host
+// header names the endpoint on the agent's host, which checked it before it relayed the request.
 func (d Door) Route(w http.ResponseWriter, r *http.Request) (rt Route, ok bool) {
 	rest, capPath, capID, refusal := d.authorize(r.URL.Path)
 	if refusal != "" {
 		http.Error(w, refusal, http.StatusUnauthorized)
 		return Route{}, false
 	}
-	if r.Header.Get("Origin") != "" || !d.hostOK(r.Host) {
+	remote := FromAnotherHost(r.Context())
+	if remote && capPath == "" {
+		http.Error(w, "forbidden: the store-token URLs are not served to another host; connect on a capability URL, "+
+			"ws://127.0.0.1:PORT/c/<capability>/client-<id>, as vibe-browser endpoint --store STORE prints it for a task",
+			http.StatusForbidden)
+		return Route{}, false
+	}
+	if r.Header.Get("Origin") != "" || !remote && !d.hostOK(r.Host) {
 		// Web pages (Origin) and DNS rebinding (foreign Host) must never reach a logged-in browser.
 		http.Error(w, "forbidden", http.StatusForbidden)
 		return Route{}, false
@@ -203,4 +215,18 @@ func (d Door) WriteVersion(w http.ResponseWriter, r *http.Request, rt Route, v m
 func (d Door) WriteList(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
 	w.Write([]byte("[]\n"))
+}
+
+// anotherHost marks the context of a connection another host's door handed over (SPEC §19).
+type anotherHost struct{}
+
+// WithAnotherHost marks ctx, a connection's, as one that came from another host's door.
+func WithAnotherHost(ctx context.Context) context.Context {
+	return context.WithValue(ctx, anotherHost{}, true)
+}
+
+// FromAnotherHost reports whether ctx is a connection's that came from another host's door.
+func FromAnotherHost(ctx context.Context) bool {
+	v, _ := ctx.Value(anotherHost{}).(bool)
+	return v
 }

@@ -59,3 +59,45 @@ func TestDoorTokenUIDs(t *testing.T) {
 		})
 	}
 }
+
+// A request another host's door handed over (SPEC §19) is served on a capability URL only, whatever its uid,
+// case or encoding of the token path; its Host names the agent's host's endpoint, which checked it; an Origin
+// is refused as from anyone.
+func TestDoorFromAnotherHost(t *testing.T) {
+	const token = "0123456789abcdef0123456789abcdef"
+	door := Door{Token: token, Port: 9401} // no TokenUIDs: a local peer would pass any token URL
+	capPath := CapabilityPath(token, "task-1")
+	tests := []struct {
+		name, path, host, origin string
+		status                   int
+	}{
+		{"a capability, the agent host's port", capPath + "/json/version", "127.0.0.1:9555", "", http.StatusOK},
+		{"the store token", "/" + token + "/json/version", "127.0.0.1:9401", "", http.StatusForbidden},
+		{"the store token, a client path", "/" + token + "/client-task-1", "127.0.0.1:9401", "", http.StatusForbidden},
+		{"the store token in upper case", "/" + strings.ToUpper(token) + "/json/version", "127.0.0.1:9401", "", http.StatusUnauthorized},
+		{"a capability with an Origin", capPath + "/json/version", "127.0.0.1:9555", "https://evil.example", http.StatusForbidden},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodGet, "http://"+tt.host+tt.path, nil)
+			r = r.WithContext(WithAnotherHost(r.Context()))
+			if tt.origin != "" {
+				r.Header.Set("Origin", tt.origin)
+			}
+			w := httptest.NewRecorder()
+			_, ok := door.Route(w, r)
+			status := w.Code
+			if ok {
+				status = http.StatusOK
+			}
+			if status != tt.status {
+				t.Errorf("Route(%s, Host %s) from another host = %d (%s); want %d", tt.path, tt.host, status, w.Body.String(), tt.status)
+			}
+		})
+	}
+	// The same capability request from this host, with the foreign Host, is refused: the rule is the door's.
+	r := httptest.NewRequest(http.MethodGet, "http://127.0.0.1:9555"+capPath+"/json/version", nil)
+	if _, ok := door.Route(httptest.NewRecorder(), r); ok {
+		t.Error("a local request with a foreign Host was routed")
+	}
+}

@@ -24,9 +24,10 @@ import (
 // from what the mux last knew and wakes the browser for a WebSocket client, the way ensure does. An
 // endpoint is never mutated: the slot holds one, or none.
 type endpoint struct {
-	port int
-	door mux.Door
-	srv  *http.Server
+	port   int
+	door   mux.Door
+	srv    *http.Server
+	handed *handedListener // connections another host's door handed over (remote.go)
 }
 
 // endpointLocked returns s's endpoint, binding it first when it has none. The caller holds s's lock.
@@ -38,14 +39,17 @@ func (f *Fleet) endpointLocked(ctx context.Context, s *slot, sp Spec) (*endpoint
 	if err != nil {
 		return nil, err
 	}
-	ep := &endpoint{port: port, door: mux.Door{Token: sp.Token, Port: port, TokenUIDs: tokenUIDs()}}
-	ep.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second,
+	ep := &endpoint{port: port, door: mux.Door{Token: sp.Token, Port: port, TokenUIDs: tokenUIDs()},
+		handed: newHandedListener(ln.Addr())}
+	ep.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, ConnContext: markHanded,
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { f.serveEndpoint(w, r, s, ep) })}
-	f.wg.Go(func() {
-		if err := ep.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			f.log.Error().Err(err).Str("browser", sp.Key).Int("port", port).Msg("endpoint stopped")
-		}
-	})
+	for _, l := range []net.Listener{ln, ep.handed} {
+		f.wg.Go(func() {
+			if err := ep.srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+				f.log.Error().Err(err).Str("browser", sp.Key).Int("port", port).Msg("endpoint stopped")
+			}
+		})
+	}
 	s.ep.Store(ep)
 	return ep, nil
 }
@@ -107,6 +111,12 @@ func (f *Fleet) serveEndpoint(w http.ResponseWriter, r *http.Request, s *slot, e
 	rt, ok := ep.door.Route(w, r)
 	if !ok {
 		return // refused (a wrong token, an Origin, …) before anything starts
+	}
+	if f.hooks.Remote != nil && !mux.FromAnotherHost(r.Context()) {
+		if dial, elsewhere := f.hooks.Remote(s.key); elsewhere {
+			f.relayToHost(w, r, dial) // the store runs on another host (SPEC §19)
+			return
+		}
 	}
 	if rt.Kind != mux.RouteClient {
 		if in := s.current(); in != nil {

@@ -104,6 +104,9 @@ type Hooks struct {
 	// store's lease, taking it when it is free): it is asked before every launch, relaunch and adoption, and
 	// once more before a launched browser is served. nil: always (a single host).
 	MayRun func(ctx context.Context, sp Spec) error
+	// Remote, when set, says whether a store runs on another host and how to reach it there (SPEC §19): its
+	// endpoint here relays its clients to that host. nil: every store runs here.
+	Remote RemoteFunc
 }
 
 // Fleet owns every browser of the daemon: one slot per key (a store id or api.WebKey).

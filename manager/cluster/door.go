@@ -333,21 +333,3 @@ func (d *DoorDialer) Close() {
 		delete(d.warm, k)
 	}
 }
-
-// Relay copies a to b and b to a until both directions end, passing each side's end on as a half-close.
-func Relay(a, b net.Conn) {
-	var wg sync.WaitGroup
-	half := func(dst, src net.Conn) {
-		io.Copy(dst, src)
-		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
-			cw.CloseWrite()
-		} else {
-			dst.Close()
-		}
-	}
-	wg.Go(func() { half(a, b) })
-	wg.Go(func() { half(b, a) })
-	wg.Wait()
-	a.Close()
-	b.Close()
-}

@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"vibebrowser/manager/cluster"
+	"vibebrowser/mux/sys/netrelay"
 )
 
 // identities joins hosts to a new cluster and loads their identities.
@@ -209,7 +210,7 @@ func TestRelayHalfClose(t *testing.T) {
 			a.Close()
 			return
 		}
-		cluster.Relay(a, b)
+		netrelay.Relay(a, b)
 	}()
 	c, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {

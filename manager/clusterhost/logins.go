@@ -1,4 +1,4 @@
-package manager
+package clusterhost
 
 import (
 	"context"
@@ -11,37 +11,37 @@ import (
 	"vibebrowser/mux/errdefs"
 )
 
-// lateLogins is the fleet's LoginCopies in a cluster (SPEC §19): the cluster's copies of every store's login,
+// Logins is the fleet's LoginCopies in a cluster (SPEC §19): the cluster's copies of every store's login,
 // once the manager has joined the cluster. The fleet is made first; until the join, and after a failed one,
 // each call says the cluster is not there, and the fleet goes on with what this host holds.
-type lateLogins struct {
+type Logins struct {
 	l atomic.Pointer[cluster.Logins]
 }
 
 var errNoCluster = fmt.Errorf("%w: not joined to the cluster yet", errdefs.ErrUnavailable)
 
-func (c *lateLogins) PutJar(ctx context.Context, storeID string, sealed []byte, at time.Time) error {
+func (c *Logins) PutJar(ctx context.Context, storeID string, sealed []byte, at time.Time) error {
 	if l := c.l.Load(); l != nil {
 		return l.PutJar(ctx, storeID, sealed, at)
 	}
 	return errNoCluster
 }
 
-func (c *lateLogins) PutSnapshot(ctx context.Context, storeID, id string, r io.Reader, at time.Time) error {
+func (c *Logins) PutSnapshot(ctx context.Context, storeID, id string, r io.Reader, at time.Time) error {
 	if l := c.l.Load(); l != nil {
 		return l.PutSnapshot(ctx, storeID, id, r, at)
 	}
 	return errNoCluster
 }
 
-func (c *lateLogins) Jar(ctx context.Context, storeID string) ([]byte, time.Time, error) {
+func (c *Logins) Jar(ctx context.Context, storeID string) ([]byte, time.Time, error) {
 	if l := c.l.Load(); l != nil {
 		return l.Jar(ctx, storeID)
 	}
 	return nil, time.Time{}, errNoCluster
 }
 
-func (c *lateLogins) NewestSnapshot(ctx context.Context, storeID string) (string, time.Time, io.ReadCloser, error) {
+func (c *Logins) NewestSnapshot(ctx context.Context, storeID string) (string, time.Time, io.ReadCloser, error) {
 	if l := c.l.Load(); l != nil {
 		return l.NewestSnapshot(ctx, storeID)
 	}

@@ -1,12 +1,16 @@
-package manager
+// Package clusterhost is a manager as one host of a cluster (SPEC §19): it joins it, holds the leases of the
+// stores it runs, and reaches the stores that run on other hosts.
+package clusterhost
 
 import (
 	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -19,14 +23,17 @@ import (
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/browsers"
 	"vibebrowser/manager/cluster"
+	"vibebrowser/manager/config"
+	"vibebrowser/mux/clientid"
 	"vibebrowser/mux/errdefs"
 	"vibebrowser/mux/sys/atomicfile"
+	"vibebrowser/state"
 )
 
-// clusterHost is this manager as one host of a cluster (SPEC §19): its engine (an embedded NATS node, or a
+// Host is this manager as one host of a cluster (SPEC §19): its engine (an embedded NATS node, or a
 // connection to an existing cluster), its heartbeat, its view of the placement, and the leases of the stores
 // whose browsers it runs. In single-host mode the manager has none.
-type clusterHost struct {
+type Host struct {
 	host      string
 	log       zerolog.Logger
 	node      *cluster.Node // nil with VIBE_CLUSTER
@@ -34,43 +41,56 @@ type clusterHost struct {
 	hosts     *cluster.Hosts
 	placement *cluster.Placement
 	leases    *cluster.Leases
+	dialer    *cluster.DoorDialer // to other hosts' doors
+	stopAsks  func()              // ends the answers to other hosts' questions
 
 	stop context.CancelFunc
 	wg   sync.WaitGroup
 }
 
-// keeperOrphanStop is how long a browser's keeper keeps it once its manager is gone, in a cluster. The
+// KeeperOrphanStop is how long a browser's keeper keeps it once its manager is gone, in a cluster. The
 // manager's last lease renewal that got through was at most the leases' stopAfter (TTL/2) before its death,
 // and another host takes the store no sooner than a TTL after that renewal: the keeper's wait (2.5 s) and its
 // stop (Browser.close for 1 s at most, then SIGKILL of the group) fit in the other half (5 s). A manager restarted
 // within it adopts its browsers; one restarted later launches them again, from their checkpoints (SPEC §18).
-const keeperOrphanStop = cluster.DefaultLeaseTTL / 4
+const KeeperOrphanStop = cluster.DefaultLeaseTTL / 4
 
 // clusterReadyWithin bounds the wait at start for the cluster's state: a cluster forming (its first hosts
 // starting together) has no JetStream quorum until a majority of its nodes is up.
 const clusterReadyWithin = 60 * time.Second
 
-// startClusterHost joins the cluster with this home's identity: it starts the embedded node (VIBE_CLUSTER_NODE)
-// or connects to VIBE_CLUSTER, opens the cluster's state and starts the heartbeat, the placement's watch, the
-// failover and the leases' renewal. fence is called when a store's lease is lost; running lists the stores
-// whose browsers run here, for the heartbeat.
-func startClusterHost(ctx context.Context, m *Manager, fence func(store, why string), running func() []string) (*clusterHost, error) {
-	cfg := m.cfg.Cluster
-	log := m.root.With().Str("component", "cluster").Logger()
-	id, err := cluster.LoadIdentity(m.cfg.Home)
+// Config is what a host needs of its manager.
+type Config struct {
+	Cfg  *config.Config
+	Root zerolog.Logger // the daemon's root logger
+	DB   *state.DB
+	// Fleet runs the browsers: a store whose lease is lost is fenced in it, the stores it runs are the
+	// heartbeat's, and another host's clients are served by its endpoints.
+	Fleet *browsers.Fleet
+	// Logins, when set, gets the cluster's copies of the stores' logins once joined.
+	Logins *Logins
+}
+
+// Start joins the cluster with this home's identity: it starts the embedded node (VIBE_CLUSTER_NODE) or
+// connects to VIBE_CLUSTER, opens the cluster's state and starts the heartbeat, the placement's watch, the
+// failover and the leases' renewal.
+func Start(ctx context.Context, c Config) (*Host, error) {
+	cfg := c.Cfg.Cluster
+	log := c.Root.With().Str("component", "cluster").Logger()
+	id, err := cluster.LoadIdentity(c.Cfg.Home)
 	if err != nil {
 		return nil, fmt.Errorf("%w (cluster mode needs this home joined: vibe-browser --home %s cluster join DIR --host %s)",
-			err, m.cfg.Home, cfg.Host)
+			err, c.Cfg.Home, cfg.Host)
 	}
 	if id.Host() != cfg.Host {
 		return nil, fmt.Errorf("VIBE_HOST=%s but this home was joined as host %s: set VIBE_HOST=%s, or join again as %s",
 			cfg.Host, id.Host(), id.Host(), cfg.Host)
 	}
-	instance, err := homeInstance(m.cfg.Home)
+	instance, err := homeInstance(c.Cfg.Home)
 	if err != nil {
 		return nil, err
 	}
-	ch := &clusterHost{host: cfg.Host, log: log}
+	ch := &Host{host: cfg.Host, log: log}
 	startCtx, cancel := context.WithTimeout(ctx, clusterReadyWithin)
 	defer cancel()
 	if cfg.Node != "" {
@@ -106,18 +126,18 @@ func startClusterHost(ctx context.Context, m *Manager, fence func(store, why str
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
-	if m.logins != nil {
-		logins, err := cluster.OpenLogins(startCtx, ch.conn.JetStream(), nodes, m.cfg.SnapshotKeep)
+	if c.Logins != nil {
+		logins, err := cluster.OpenLogins(startCtx, ch.conn.JetStream(), nodes, c.Cfg.SnapshotKeep)
 		if err != nil {
 			ch.conn.Close()
 			ch.shutdownNode()
 			return nil, err
 		}
-		m.logins.l.Store(logins)
+		c.Logins.l.Store(logins)
 	}
 	ch.hosts = cluster.NewHosts(b.Hosts, cluster.HostsConfig{Log: log, Self: func() cluster.HostInfo {
 		return cluster.HostInfo{Host: cfg.Host, Instance: instance, Advertise: cfg.Advertise, FreeMem: freeMemory(),
-			Stores: running()}
+			Stores: running(c.Fleet)}
 	}})
 	if err := ch.hosts.Beat(startCtx); err != nil {
 		ch.conn.Close()
@@ -125,9 +145,34 @@ func startClusterHost(ctx context.Context, m *Manager, fence func(store, why str
 		return nil, err
 	}
 	ch.placement = cluster.NewPlacement(b.Placement, ch.hosts, log)
-	ch.leases = cluster.NewLeases(b.Leases, cluster.LeaseConfig{Host: cfg.Host, Log: log, Lost: fence})
+	ch.leases = cluster.NewLeases(b.Leases, cluster.LeaseConfig{Host: cfg.Host, Log: log, Lost: c.Fleet.Fence})
+	doorLn, err := net.Listen("tcp", cfg.Advertise)
+	if err != nil {
+		ch.conn.Close()
+		ch.shutdownNode()
+		return nil, fmt.Errorf("this host's door at VIBE_ADVERTISE=%s: %w", cfg.Advertise, err)
+	}
+	door := cluster.NewDoorServer(doorLn, id.ServerTLS(), cluster.PeerHost, ch.handDoor(c.Fleet.ServeRemote), log)
+	ch.dialer = cluster.NewDoorDialer(id.ClientTLS(), log)
+	if ch.stopAsks, err = ch.conn.Answer(cfg.Host, askEnsure, func(ctx context.Context, q []byte) (any, error) {
+		var req api.EnsureRequest
+		if err := json.Unmarshal(q, &req); err != nil {
+			return nil, err
+		}
+		return ensureHere(ctx, c.DB, c.Fleet, req)
+	}); err != nil {
+		doorLn.Close()
+		ch.conn.Close()
+		ch.shutdownNode()
+		return nil, err
+	}
 	runCtx, stop := context.WithCancel(context.Background())
 	ch.stop = stop
+	ch.wg.Go(func() {
+		if err := door.Serve(runCtx); err != nil {
+			log.Error().Err(err).Msg("this host's door stopped")
+		}
+	})
 	ch.wg.Go(func() { ch.hosts.Run(runCtx) })
 	ch.wg.Go(func() { ch.placement.Run(runCtx) })
 	ch.wg.Go(func() { ch.placement.RunFailover(runCtx, cfg.Host) })
@@ -136,10 +181,10 @@ func startClusterHost(ctx context.Context, m *Manager, fence func(store, why str
 	return ch, nil
 }
 
-// mayRun is the fleet's MayRun hook (SPEC §19 "Placement, exactly one"): a store's browser runs here only
+// MayRun is the fleet's MayRun hook (SPEC §19 "Placement, exactly one"): a store's browser runs here only
 // while this host holds its lease. A store not placed yet is placed here (it was added on this host); a store
 // placed elsewhere is refused, naming its host. The web browser is each host's own.
-func (ch *clusterHost) mayRun(ctx context.Context, sp browsers.Spec) error {
+func (ch *Host) MayRun(ctx context.Context, sp browsers.Spec) error {
 	if sp.Key == api.WebKey || ch.leases.Holds(sp.Key) {
 		return nil
 	}
@@ -169,16 +214,119 @@ func (ch *clusterHost) mayRun(ctx context.Context, sp browsers.Spec) error {
 	return nil
 }
 
+// running lists the stores whose browsers run here, for the heartbeat.
+func running(f *browsers.Fleet) []string {
+	var out []string
+	for _, in := range f.Running() {
+		if key := in.Spec().Key; key != api.WebKey {
+			out = append(out, key)
+		}
+	}
+	return out
+}
+
+// ensureHere is the store's host's half of an ensure another host routed: the store's browser made ready
+// here for the client; the task, its lease and its timeline are the asking host's.
+func ensureHere(ctx context.Context, db *state.DB, fleet *browsers.Fleet, req api.EnsureRequest) (api.EnsureResponse, error) {
+	if req.Kind != api.KindStore || req.TaskID != "" || !clientid.Valid(req.ClientID) {
+		return api.EnsureResponse{}, fmt.Errorf("%w: a routed ensure names a store and a client, and no task", errdefs.ErrInvalid)
+	}
+	s, err := db.GetStore(ctx, req.StoreID)
+	if err != nil {
+		return api.EnsureResponse{}, err
+	}
+	sp, err := browsers.StoreSpec(s)
+	if err != nil {
+		return api.EnsureResponse{}, err
+	}
+	if _, err := fleet.Ensure(ctx, sp); err != nil {
+		return api.EnsureResponse{}, err
+	}
+	return api.EnsureResponse{}, nil
+}
+
+// askEnsure is the question of an ensure routed to a store's host.
+const askEnsure = "ensure"
+
+// handDoor is the door's HandFunc: a connection for a store placed on this host goes to its endpoint.
+func (ch *Host) handDoor(serve func(string, net.Conn) error) cluster.HandFunc {
+	return func(peer, store string) (func(net.Conn), error) {
+		if h := ch.Where(store); h != ch.host {
+			return nil, fmt.Errorf("store %s is not placed on host %s", store, ch.host)
+		}
+		return func(conn net.Conn) {
+			if err := serve(store, conn); err != nil {
+				ch.log.Warn().Err(err).Str("store", store).Str("from", peer).Msg("door: a connection not served")
+				conn.Close()
+			}
+		}, nil
+	}
+}
+
+// Elsewhere reports the host a store runs on when it is not this one ("" and false: here, or not placed).
+func (ch *Host) Elsewhere(store string) (string, bool) {
+	h := ch.Where(store)
+	return h, h != "" && h != ch.host
+}
+
+// Remote is the fleet's Remote hook: a store placed on another host is reached through that host's door.
+func (ch *Host) Remote(key string) (func(context.Context) (net.Conn, error), bool) {
+	host, elsewhere := ch.Elsewhere(key)
+	if !elsewhere {
+		return nil, false
+	}
+	return func(ctx context.Context) (net.Conn, error) {
+		addr := ch.advertise(host)
+		if addr == "" {
+			return nil, fmt.Errorf("host %s has no door known (is it alive?)", host)
+		}
+		return ch.dialer.Dial(ctx, host, addr, key)
+	}, true
+}
+
+// advertise is host's door, as its heartbeat says, "" when unknown.
+func (ch *Host) advertise(host string) string {
+	for _, h := range ch.hosts.View() {
+		if h.Host == host {
+			return h.Advertise
+		}
+	}
+	return ""
+}
+
+// AskEnsure asks the store's host to make its browser ready for req's client (the routed half of ensure).
+func (ch *Host) AskEnsure(ctx context.Context, host string, req api.EnsureRequest) (api.EnsureResponse, error) {
+	var resp api.EnsureResponse
+	if err := ch.conn.Ask(ctx, host, askEnsure, req, &resp); err != nil {
+		var refused *cluster.RefusedError
+		if errors.As(err, &refused) {
+			return api.EnsureResponse{}, fmt.Errorf("%w: %v", errdefs.ErrUnavailable, err)
+		}
+		return api.EnsureResponse{}, fmt.Errorf("%w: the store runs on host %s: %v", errdefs.ErrUnavailable, host, err)
+	}
+	return resp, nil
+}
+
+// Name is this host's name.
+func (ch *Host) Name() string { return ch.host }
+
+// ReleaseAll gives back every lease this host holds: its browsers have all stopped (the manager quits).
+func (ch *Host) ReleaseAll(ctx context.Context) {
+	for _, store := range ch.leases.Held() {
+		ch.released(ctx, store)
+	}
+}
+
 // released gives the lease of a store whose browser stopped cleanly here back, so that a move need not wait.
-func (ch *clusterHost) released(ctx context.Context, store string) {
+func (ch *Host) released(ctx context.Context, store string) {
 	if err := ch.leases.Release(ctx, store); err != nil {
 		ch.log.Warn().Err(err).Str("store", store).Msg("give a lease back")
 	}
 }
 
-// forget removes what the cluster keeps of a store removed here: its lease, its placement and its logins'
+// Forget removes what the cluster keeps of a store removed here: its lease, its placement and its logins'
 // copies. A failure is logged: the store is gone from this host either way.
-func (ch *clusterHost) forget(ctx context.Context, store string, logins *lateLogins) {
+func (ch *Host) Forget(ctx context.Context, store string, logins *Logins) {
 	ch.released(ctx, store)
 	if err := ch.placement.Remove(ctx, store); err != nil {
 		ch.log.Warn().Err(err).Str("store", store).Msg("forget a removed store's placement")
@@ -190,8 +338,8 @@ func (ch *clusterHost) forget(ctx context.Context, store string, logins *lateLog
 	}
 }
 
-// view is every host of the cluster as status shows it, with whether it is alive.
-func (ch *clusterHost) view() []api.ClusterHost {
+// View is every host of the cluster as status shows it, with whether it is alive.
+func (ch *Host) View() []api.ClusterHost {
 	var v []api.ClusterHost
 	for _, h := range ch.hosts.View() {
 		v = append(v, api.ClusterHost{Name: h.Host, Alive: h.Alive, Advertise: h.Advertise,
@@ -200,22 +348,24 @@ func (ch *clusterHost) view() []api.ClusterHost {
 	return v
 }
 
-// where is the host a store is placed on, "" when it is not placed yet.
-func (ch *clusterHost) where(store string) string {
+// Where is the host a store is placed on, "" when it is not placed yet.
+func (ch *Host) Where(store string) string {
 	h, _ := ch.placement.Where(store)
 	return h
 }
 
-// close leaves the cluster: the loops end, the connection closes and the embedded node stops. The leases
+// Close leaves the cluster: the loops end, the connection closes and the embedded node stops. The leases
 // still held are not released: their browsers were left running for the next manager, or already stopped.
-func (ch *clusterHost) close() {
+func (ch *Host) Close() {
+	ch.stopAsks()
 	ch.stop()
 	ch.wg.Wait()
+	ch.dialer.Close()
 	ch.conn.Close()
 	ch.shutdownNode()
 }
 
-func (ch *clusterHost) shutdownNode() {
+func (ch *Host) shutdownNode() {
 	if ch.node != nil {
 		ch.node.Shutdown()
 	}
