@@ -218,6 +218,16 @@ func (h *Hosts) Known(host string) bool {
 	return ok
 }
 
+// Exists reports whether host has beaten at least once: as seen here, or, when this host's watch has not
+// brought it yet (this host just started), as the bucket says.
+func (h *Hosts) Exists(ctx context.Context, host string) bool {
+	if h.Known(host) {
+		return true
+	}
+	_, err := h.kv.Get(ctx, host)
+	return err == nil
+}
+
 // Names lists the known hosts, comma-separated, for messages.
 func (h *Hosts) Names() string {
 	var names []string

@@ -317,6 +317,12 @@ func sortNewestFirst(s []storedSnapshot) {
 	})
 }
 
+// How often, and how far apart, PutSnapshot lists a store's snapshots again before its prune.
+const (
+	pruneListTries = 10
+	pruneListPause = 100 * time.Millisecond
+)
+
 // PutSnapshot keeps snapshot id of store storeID, taken at at, read from r, and keeps the store's newest
 // keep snapshots in the bucket (older ones are deleted); one older than every snapshot kept is not put. A
 // store Forget removed takes none again (an error of class errdefs.ErrConflict).
@@ -346,6 +352,23 @@ func (l *Logins) PutSnapshot(ctx context.Context, storeID, id string, r io.Reade
 	}
 	kept = slices.DeleteFunc(kept, func(s storedSnapshot) bool { return s.name == name })
 	kept = append(kept, storedSnapshot{name: name, at: at, nuid: info.NUID})
+	// The listing before the put may have trailed the bucket (a replica behind its leader): the prune reads it
+	// again, until it shows the snapshot just put, and takes the union of both.
+	for try := 0; try < pruneListTries; try++ {
+		now, err := l.snapshots(ctx, storeID)
+		if err == nil && slices.ContainsFunc(now, func(s storedSnapshot) bool { return s.name == name }) {
+			for _, s := range now {
+				if !slices.ContainsFunc(kept, func(k storedSnapshot) bool { return k.name == s.name }) {
+					kept = append(kept, s)
+				}
+			}
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(pruneListPause):
+		}
+	}
 	sortNewestFirst(kept)
 	var errs []error
 	for _, old := range kept[min(l.keep, len(kept)):] {

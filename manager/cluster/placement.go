@@ -100,7 +100,7 @@ func (p *Placement) Choose(exclude ...string) (string, error) {
 // Place places store on host, or where the rule says when host is "". It returns the host. A host named must
 // be one the cluster knows (it has beaten at least once).
 func (p *Placement) Place(ctx context.Context, store, host string) (string, error) {
-	if host != "" && !p.hosts.Known(host) {
+	if host != "" && !p.hosts.Exists(ctx, host) {
 		return "", fmt.Errorf("place store %s: no host %s in the cluster (its hosts: %s)", store, host, p.hosts.Names())
 	}
 	if host == "" {

@@ -1,0 +1,115 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"vibebrowser/integration/testkit"
+	"vibebrowser/manager/api"
+)
+
+// storeOn waits until m knows the store named name (the cluster's stores reach every host) and returns it.
+func storeOn(t *testing.T, m *managed, name string) api.Store {
+	t.Helper()
+	var found api.Store
+	testkit.WaitFor(t, 30*time.Second, "the store "+name+" to reach the host", func() bool {
+		st, err := m.client.Status(context.Background())
+		if err != nil {
+			return false
+		}
+		for _, s := range st.Stores {
+			if s.Name == name && s.Host != "" {
+				found = s
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
+
+// browserOf is the state of key's browser in m's status.
+func browserOf(t *testing.T, m *managed, key string) api.Browser {
+	t.Helper()
+	st, err := m.client.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range st.Browsers {
+		if b.Key == key {
+			return b
+		}
+	}
+	return api.Browser{}
+}
+
+// An agent on host1 drives a store placed on host3 through the doors (SPEC §19 "Routing"): its capability URL
+// is host1's endpoint of the store, its browser runs on host3 only, a task of host2 on the same store sees none
+// of its tabs, and the store token's URL is never served through a door.
+func TestClusterDoorCarriesAnAgent(t *testing.T) {
+	ms := clusterOf(t, 3)
+	for i, m := range ms {
+		testkit.WaitFor(t, 30*time.Second, fmt.Sprintf("host%d sees the three hosts alive", i+1), func() bool {
+			return len(hostsAlive(t, m)) == 3
+		})
+	}
+	ms[0].cli("store", "add", "Far Shop", "--host", "host3")
+	shop := storeOn(t, ms[0], "Far Shop")
+	storeOn(t, ms[1], "Far Shop")
+	if shop.Host != "host3" {
+		t.Fatalf("Far Shop placed on %q; want host3", shop.Host)
+	}
+	srv := site(t)
+
+	// The agent of host1: ensure routes to host3, the capability URL is host1's endpoint.
+	resp := capability(t, ms[0], shop, taskA)
+	if !strings.HasPrefix(resp.CDPWS, fmt.Sprintf("ws://127.0.0.1:%d/c/", shop.ProxyPort)) {
+		t.Fatalf("host1's ensure answered %q; want host1's endpoint of the store (port %d)", resp.CDPWS, shop.ProxyPort)
+	}
+	a := dialRaw(t, resp.CDPWS)
+	_, sessA := a.createPage(srv.URL + "/from-host1")
+	v, err := a.evaluate(sessA, "document.title")
+	if err != nil || string(v) != `"page from-host1"` {
+		t.Fatalf("the page host1's agent opened through the door: title %s, %v; want \"page from-host1\"", v, err)
+	}
+	if b := browserOf(t, ms[2], shop.ID); b.Status != api.StatusRunning {
+		t.Errorf("Far Shop's browser on host3: %q; want it running there", b.Status)
+	}
+	for _, m := range ms[:2] {
+		if b := browserOf(t, m, shop.ID); b.Status == api.StatusRunning {
+			t.Errorf("Far Shop's browser runs on a host it is not placed on (pid %d)", b.PID)
+		}
+	}
+
+	// A task of host2 on the same store: its own client, none of host1's task's tabs.
+	respB := capability(t, ms[1], storeOn(t, ms[1], "Far Shop"), taskB)
+	bc := dialRaw(t, respB.CDPWS)
+	tidB, _ := bc.createPage(srv.URL + "/from-host2")
+	if ids := bc.targetIDs(false); !slices.Equal(ids, []string{tidB}) {
+		t.Errorf("host2's task sees targets %q; want its own %q alone", ids, tidB)
+	}
+
+	// The store token is served to local users of the store's own host only, never through a door.
+	var tokenView struct{ CDPHTTP string }
+	if err := json.Unmarshal([]byte(ms[0].cli("store", "show", "Far Shop", "--json")), &tokenView); err != nil {
+		t.Fatal(err)
+	}
+	r, err := http.Get(tokenView.CDPHTTP + "/json/version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(r.Body)
+	r.Body.Close()
+	if r.StatusCode != http.StatusForbidden || !strings.Contains(string(body), "not served to another host") {
+		t.Errorf("the store token's URL on host1 = %d %q; want 403: not served to another host", r.StatusCode, body)
+	}
+}
