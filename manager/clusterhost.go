@@ -34,6 +34,7 @@ type clusterHost struct {
 	hosts     *cluster.Hosts
 	placement *cluster.Placement
 	leases    *cluster.Leases
+	stores    *cluster.Stores // the cluster's stores (clusterstores.go)
 
 	stop context.CancelFunc
 	wg   sync.WaitGroup
@@ -125,6 +126,7 @@ func startClusterHost(ctx context.Context, m *Manager, fence func(store, why str
 		return nil, err
 	}
 	ch.placement = cluster.NewPlacement(b.Placement, ch.hosts, log)
+	ch.stores = cluster.NewStores(b.Stores, id.Secret(), log)
 	ch.leases = cluster.NewLeases(b.Leases, cluster.LeaseConfig{Host: cfg.Host, Log: log, Lost: fence})
 	runCtx, stop := context.WithCancel(context.Background())
 	ch.stop = stop

@@ -23,6 +23,10 @@ func (m *Manager) CreateStore(ctx context.Context, in api.StoreSpec) (state.Stor
 	if err := state.ValidateName(in.Name); err != nil {
 		return state.Store{}, err
 	}
+	if in.Host != "" && m.cluster == nil {
+		return state.Store{}, fmt.Errorf("%w: --host %s places a store on a host of a cluster, and this manager runs on a "+
+			"single host (VIBE_CLUSTER or VIBE_CLUSTER_NODE makes it one of a cluster)", errdefs.ErrInvalid, in.Host)
+	}
 	if in.Backend == "" {
 		in.Backend = string(state.BackendChrome)
 	}
@@ -71,6 +75,25 @@ func (m *Manager) CreateStore(ctx context.Context, in api.StoreSpec) (state.Stor
 	if store.Config, err = opts.Encode(); err != nil {
 		return state.Store{}, err
 	}
+	s, err := m.addStore(ctx, store)
+	if err != nil {
+		return state.Store{}, err
+	}
+	if m.cluster != nil {
+		if err := m.cluster.added(ctx, s, in.Host); err != nil {
+			if rerr := m.removeStore(ctx, s); rerr != nil {
+				m.log.Error().Err(rerr).Str("store", s.ID).Msg("a store the cluster refused is not removed here")
+			}
+			return state.Store{}, err
+		}
+	}
+	m.log.Info().Str("store", s.ID).Str("name", s.Name).Str("slug", s.Slug).Int("port", s.ProxyPort).Msg("store added")
+	return s, nil
+}
+
+// addStore writes store to state (it keeps a given id, slug and token), binds its endpoint and writes its
+// wrapper: a store added here, or taken in from the cluster.
+func (m *Manager) addStore(ctx context.Context, store state.Store) (state.Store, error) {
 	s, err := m.db.CreateStore(ctx, store)
 	if err != nil {
 		return state.Store{}, err
@@ -93,7 +116,6 @@ func (m *Manager) CreateStore(ctx context.Context, in api.StoreSpec) (state.Stor
 	if err := m.wrappers.Write(ctx, sp); err != nil {
 		m.log.Warn().Err(err).Str("store", s.ID).Msg("wrapper not written")
 	}
-	m.log.Info().Str("store", s.ID).Str("name", s.Name).Str("slug", s.Slug).Int("port", s.ProxyPort).Msg("store added")
 	return s, nil
 }
 
@@ -139,10 +161,18 @@ func (m *Manager) UpdateStore(ctx context.Context, ref string, u api.StoreUpdate
 		s.Config, err = opts.Encode()
 		return err
 	})
-	if err == nil && (u.AgentUser != nil || u.BrowserUser != nil) {
+	if err != nil {
+		return state.Store{}, err
+	}
+	if u.AgentUser != nil || u.BrowserUser != nil {
 		m.usersChanged(ctx, s)
 	}
-	return s, err
+	if m.cluster != nil {
+		if err := m.cluster.publish(ctx, s); err != nil {
+			return state.Store{}, fmt.Errorf("%w: store %s changed on this host, not in the cluster: %v", errdefs.ErrUnavailable, s.Name, err)
+		}
+	}
+	return s, nil
 }
 
 // usersChanged lays out the store's folders for its new users and rewrites its wrapper (its runtime folder
@@ -220,20 +250,28 @@ func (m *Manager) DeleteStore(ctx context.Context, ref string) error {
 	if err != nil {
 		return err
 	}
-	err = m.fleet.Remove(ctx, s.ID, func(ctx context.Context) error {
+	if err := m.removeStore(ctx, s); err != nil {
+		return err
+	}
+	if m.cluster != nil {
+		m.cluster.forget(ctx, s.ID, m.logins)
+		if err := m.cluster.stores.Delete(ctx, s.ID); err != nil {
+			return fmt.Errorf("%w: store %s removed from this host, not from the cluster: %v", errdefs.ErrUnavailable, s.Name, err)
+		}
+	}
+	m.log.Info().Str("store", s.ID).Str("name", s.Name).Msg("store removed")
+	return nil
+}
+
+// removeStore stops s's browser and removes s from this host: its wrapper, its endpoint, its port and its
+// state.
+func (m *Manager) removeStore(ctx context.Context, s state.Store) error {
+	return m.fleet.Remove(ctx, s.ID, func(ctx context.Context) error {
 		if err := os.RemoveAll(m.cfg.Path("bin", s.Slug)); err != nil {
 			return err
 		}
 		return m.db.DeleteStore(ctx, s.ID)
 	})
-	if err != nil {
-		return err
-	}
-	if m.cluster != nil {
-		m.cluster.forget(ctx, s.ID, m.logins)
-	}
-	m.log.Info().Str("store", s.ID).Str("name", s.Name).Msg("store removed")
-	return nil
 }
 
 // FindStore resolves a store named by name, slug or id.
