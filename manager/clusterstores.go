@@ -124,12 +124,12 @@ func (ch *clusterHost) added(ctx context.Context, s state.Store, host string) er
 // later starts do not give them again, since a store removed elsewhere meanwhile must stay removed.
 const storesPublished = "stores-published"
 
-// publishLocalStores gives the cluster, at this home's first start in cluster mode, every store of this
+// publishLocal gives the cluster, at this home's first start in cluster mode, every store of this
 // host it lacks, placing each here when it is placed nowhere. A store whose name or slug is another store's
 // of the cluster is refused with an event naming both; the mark is not set then, so the next start tries
 // again once a person renamed one.
-func (m *Manager) publishLocalStores(ctx context.Context) error {
-	ch := m.cluster
+func (h hostStores) publishLocal(ctx context.Context) error {
+	m, ch := h.m, h.m.cluster
 	mark := filepath.Join(m.cfg.Home, cluster.HomeDir, storesPublished)
 	if _, err := os.Stat(mark); err == nil {
 		return nil
@@ -176,15 +176,16 @@ func (m *Manager) publishLocalStores(ctx context.Context) error {
 	return atomicfile.Write(mark, []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o600)
 }
 
-// followStores brings this host's stores in line with the cluster's until ctx ends.
-func (m *Manager) followStores(ctx context.Context) {
-	m.cluster.stores.Follow(ctx, func(r cluster.StoreRecord) { m.applyStore(ctx, r) })
+// follow brings this host's stores in line with the cluster's until ctx ends.
+func (h hostStores) follow(ctx context.Context) {
+	h.m.cluster.stores.Follow(ctx, func(r cluster.StoreRecord) { h.apply(ctx, r) })
 }
 
-// applyStore brings this host's copy of store r.ID in line with r: created (with its id, slug and token; a
+// apply brings this host's copy of store r.ID in line with r: created (with its id, slug and token; a
 // port, an endpoint and a wrapper of its own here), updated, or removed. Nothing it does is written back to
 // the cluster.
-func (m *Manager) applyStore(ctx context.Context, r cluster.StoreRecord) {
+func (h hostStores) apply(ctx context.Context, r cluster.StoreRecord) {
+	m := h.m
 	log := m.log.With().Str("store", r.ID).Str("from", "cluster").Logger()
 	cur, err := m.db.GetStore(ctx, r.ID)
 	found := err == nil
@@ -195,7 +196,7 @@ func (m *Manager) applyStore(ctx context.Context, r cluster.StoreRecord) {
 	switch {
 	case r.Deleted && !found:
 	case r.Deleted:
-		if err := m.removeStore(ctx, cur); err != nil {
+		if err := h.remove(ctx, cur); err != nil {
 			log.Error().Err(err).Msg("a store removed from the cluster is not removed here")
 			return
 		}
@@ -203,9 +204,9 @@ func (m *Manager) applyStore(ctx context.Context, r cluster.StoreRecord) {
 	case !found:
 		var s state.Store
 		setFromRecord(&s, r)
-		s, err := m.addStore(ctx, s)
+		s, err := h.add(ctx, s)
 		if err != nil {
-			m.refused(r, err)
+			h.refused(r, err)
 			return
 		}
 		log.Info().Str("name", s.Name).Str("slug", s.Slug).Int("port", s.ProxyPort).Msg("store added (added on another host)")
@@ -216,7 +217,7 @@ func (m *Manager) applyStore(ctx context.Context, r cluster.StoreRecord) {
 			return nil
 		})
 		if err != nil {
-			m.refused(r, err)
+			h.refused(r, err)
 			return
 		}
 		m.usersChanged(ctx, s)
@@ -226,7 +227,8 @@ func (m *Manager) applyStore(ctx context.Context, r cluster.StoreRecord) {
 
 // refused tells why store r of the cluster was not taken in here: a clash of names or slugs is an event
 // naming both stores, anything else a log line.
-func (m *Manager) refused(r cluster.StoreRecord, err error) {
+func (h hostStores) refused(r cluster.StoreRecord, err error) {
+	m := h.m
 	var conflict *state.ConflictError
 	if errors.As(err, &conflict) && conflict.Owner != "" {
 		by := ""

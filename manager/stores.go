@@ -75,13 +75,13 @@ func (m *Manager) CreateStore(ctx context.Context, in api.StoreSpec) (state.Stor
 	if store.Config, err = opts.Encode(); err != nil {
 		return state.Store{}, err
 	}
-	s, err := m.addStore(ctx, store)
+	s, err := hostStores{m}.add(ctx, store)
 	if err != nil {
 		return state.Store{}, err
 	}
 	if m.cluster != nil {
 		if err := m.cluster.added(ctx, s, in.Host); err != nil {
-			if rerr := m.removeStore(ctx, s); rerr != nil {
+			if rerr := (hostStores{m}).remove(ctx, s); rerr != nil {
 				m.log.Error().Err(rerr).Str("store", s.ID).Msg("a store the cluster refused is not removed here")
 			}
 			return state.Store{}, err
@@ -91,9 +91,14 @@ func (m *Manager) CreateStore(ctx context.Context, in api.StoreSpec) (state.Stor
 	return s, nil
 }
 
-// addStore writes store to state (it keeps a given id, slug and token), binds its endpoint and writes its
+// hostStores are this host's copies of the stores: each one's state, endpoint and wrapper. Through it the
+// manager's API and the cluster's stores bucket add and remove them the same way.
+type hostStores struct{ m *Manager }
+
+// add writes store to state (it keeps a given id, slug and token), binds its endpoint and writes its
 // wrapper: a store added here, or taken in from the cluster.
-func (m *Manager) addStore(ctx context.Context, store state.Store) (state.Store, error) {
+func (h hostStores) add(ctx context.Context, store state.Store) (state.Store, error) {
+	m := h.m
 	s, err := m.db.CreateStore(ctx, store)
 	if err != nil {
 		return state.Store{}, err
@@ -250,7 +255,7 @@ func (m *Manager) DeleteStore(ctx context.Context, ref string) error {
 	if err != nil {
 		return err
 	}
-	if err := m.removeStore(ctx, s); err != nil {
+	if err := (hostStores{m}).remove(ctx, s); err != nil {
 		return err
 	}
 	if m.cluster != nil {
@@ -263,9 +268,9 @@ func (m *Manager) DeleteStore(ctx context.Context, ref string) error {
 	return nil
 }
 
-// removeStore stops s's browser and removes s from this host: its wrapper, its endpoint, its port and its
-// state.
-func (m *Manager) removeStore(ctx context.Context, s state.Store) error {
+// remove stops s's browser and removes s from this host: its wrapper, its endpoint, its port and its state.
+func (h hostStores) remove(ctx context.Context, s state.Store) error {
+	m := h.m
 	return m.fleet.Remove(ctx, s.ID, func(ctx context.Context) error {
 		if err := os.RemoveAll(m.cfg.Path("bin", s.Slug)); err != nil {
 			return err
