@@ -137,11 +137,36 @@ func readBucket(t *testing.T, m *managed, bucket, key string) (string, error) {
 	return string(e.Value()), nil
 }
 
-// startedStore adds a store on m and starts its browser: the store and its browser as status shows them.
+// hostOf is m's host name in the cluster (its VIBE_HOST).
+func hostOf(m *managed) string {
+	for _, kv := range m.env {
+		if v, ok := strings.CutPrefix(kv, "VIBE_HOST="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// storeOn is the store id as m's status shows it, and whether it shows it.
+func storeOn(t *testing.T, m *managed, id string) (api.Store, bool) {
+	t.Helper()
+	st, err := m.client.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range st.Stores {
+		if s.ID == id {
+			return s, true
+		}
+	}
+	return api.Store{}, false
+}
+
+// startedStore adds a store on m, placed on m, and starts its browser: the store and its browser as status shows them.
 func startedStore(t *testing.T, m *managed, name string) (api.Store, api.Browser) {
 	t.Helper()
 	var st api.Store
-	if err := json.Unmarshal([]byte(m.cli("store", "add", name, "--json")), &st); err != nil {
+	if err := json.Unmarshal([]byte(m.cli("store", "add", name, "--host", hostOf(m), "--json")), &st); err != nil {
 		t.Fatal(err)
 	}
 	m.cli("browser", "start", st.Slug)
@@ -231,5 +256,84 @@ func TestClusterOfThreeHosts(t *testing.T) {
 		testkit.WaitFor(t, 2*cluster.DefaultHostTTL, "each living host sees host2 and host3 alive, host1 not", func() bool {
 			return slices.Equal(hostsAlive(t, m), []string{"host2", "host3"})
 		})
+	}
+}
+
+// The stores are the cluster's: a store added on host1 with --host host3 shows on every host's status with its
+// id, slug and token, placed on host3, each host with a port of its own; a change on host2 reaches host1 and
+// host3; a removal on host3 removes it everywhere. A store added with no --host is placed by the rule, and every
+// host agrees where. A store whose name another store of the cluster has is refused, naming that store.
+func TestClusterStoresEverywhere(t *testing.T) {
+	ms := clusterOf(t, 3)
+	for i, m := range ms {
+		testkit.WaitFor(t, 30*time.Second, fmt.Sprintf("host%d sees the three hosts alive", i+1), func() bool {
+			return len(hostsAlive(t, m)) == 3
+		})
+	}
+	h1, h2, h3 := ms[0], ms[1], ms[2]
+	var far api.Store
+	if err := json.Unmarshal([]byte(h1.cli("store", "add", "Shop Far", "--host", "host3", "--json")), &far); err != nil {
+		t.Fatal(err)
+	}
+	token := far.CDPWS[strings.LastIndex(far.CDPWS, "/")+1:]
+	for i, m := range ms {
+		testkit.WaitFor(t, 10*time.Second, fmt.Sprintf("host%d shows shop-far placed on host3", i+1), func() bool {
+			s, ok := storeOn(t, m, far.ID)
+			return ok && s.Host == "host3"
+		})
+		s, _ := storeOn(t, m, far.ID)
+		if s.Slug != far.Slug || !strings.HasSuffix(s.CDPWS, "/"+token) || s.ProxyPort == 0 {
+			t.Errorf("shop-far on host%d = slug %s, endpoint %s, port %d; want slug %s, token %s and a port of its own",
+				i+1, s.Slug, s.CDPWS, s.ProxyPort, far.Slug, token)
+		}
+	}
+	if raw := bucketValue(t, h2, cluster.BucketStores, far.ID); raw == "" || strings.Contains(raw, token) {
+		t.Errorf("shop-far's record in the stores bucket: %q; want it there, its token sealed", raw)
+	}
+
+	h2.cli("store", "set", far.Slug, "--timezone", "Asia/Tokyo")
+	for _, m := range []*managed{h1, h3} {
+		testkit.WaitFor(t, 10*time.Second, hostOf(m)+" has shop-far's time zone set on host2", func() bool {
+			s, ok := storeOn(t, m, far.ID)
+			return ok && s.Timezone == "Asia/Tokyo"
+		})
+	}
+
+	h3.cli("store", "rm", far.Slug)
+	for _, m := range []*managed{h1, h2} {
+		testkit.WaitFor(t, 10*time.Second, hostOf(m)+" has shop-far removed on host3", func() bool {
+			_, ok := storeOn(t, m, far.ID)
+			return !ok
+		})
+	}
+	if p := bucketValue(t, h1, cluster.BucketPlacement, far.ID); p != "" {
+		t.Errorf("shop-far's placement after its removal: %q; want none", p)
+	}
+
+	var ruled api.Store
+	if err := json.Unmarshal([]byte(h2.cli("store", "add", "Shop Ruled", "--json")), &ruled); err != nil {
+		t.Fatal(err)
+	}
+	placed := bucketValue(t, h1, cluster.BucketPlacement, ruled.ID)
+	var where struct{ Host string }
+	if err := json.Unmarshal([]byte(placed), &where); err != nil || !slices.Contains([]string{"host1", "host2", "host3"}, where.Host) {
+		t.Fatalf("shop-ruled's placement: %q; want one of the three hosts", placed)
+	}
+	for i, m := range ms {
+		testkit.WaitFor(t, 10*time.Second, fmt.Sprintf("host%d shows shop-ruled on %s", i+1, where.Host), func() bool {
+			s, ok := storeOn(t, m, ruled.ID)
+			return ok && s.Host == where.Host
+		})
+	}
+
+	out, err := h3.cliErr("store", "add", "Shop Ruled")
+	if err == nil || !strings.Contains(out, ruled.ID) || !strings.Contains(out, "Shop Ruled") {
+		t.Errorf("a second Shop Ruled added on host3: %v: %s; want it refused naming the cluster's (id %s)", err, out, ruled.ID)
+	}
+	if _, err := h3.cliErr("store", "add", "Shop Elsewhere", "--host", "host9"); err == nil {
+		t.Error("a store added with --host host9, a host the cluster does not know: no error; want it refused")
+	}
+	if out, _ := h3.cliErr("store", "list"); strings.Contains(out, "Shop Elsewhere") {
+		t.Errorf("host3's stores after a refused add: %s; want no Shop Elsewhere", out)
 	}
 }

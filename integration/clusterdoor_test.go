@@ -17,8 +17,8 @@ import (
 	"vibebrowser/manager/api"
 )
 
-// storeOn waits until m knows the store named name (the cluster's stores reach every host) and returns it.
-func storeOn(t *testing.T, m *managed, name string) api.Store {
+// storeNamedOn waits until m knows the store named name (the cluster's stores reach every host) and returns it.
+func storeNamedOn(t *testing.T, m *managed, name string) api.Store {
 	t.Helper()
 	var found api.Store
 	testkit.WaitFor(t, 30*time.Second, "the store "+name+" to reach the host", func() bool {
@@ -63,8 +63,8 @@ func TestClusterDoorCarriesAnAgent(t *testing.T) {
 		})
 	}
 	ms[0].cli("store", "add", "Far Shop", "--host", "host3")
-	shop := storeOn(t, ms[0], "Far Shop")
-	storeOn(t, ms[1], "Far Shop")
+	shop := storeNamedOn(t, ms[0], "Far Shop")
+	storeNamedOn(t, ms[1], "Far Shop")
 	if shop.Host != "host3" {
 		t.Fatalf("Far Shop placed on %q; want host3", shop.Host)
 	}
@@ -91,7 +91,7 @@ func TestClusterDoorCarriesAnAgent(t *testing.T) {
 	}
 
 	// A task of host2 on the same store: its own client, none of host1's task's tabs.
-	respB := capability(t, ms[1], storeOn(t, ms[1], "Far Shop"), taskB)
+	respB := capability(t, ms[1], storeNamedOn(t, ms[1], "Far Shop"), taskB)
 	bc := dialRaw(t, respB.CDPWS)
 	tidB, _ := bc.createPage(srv.URL + "/from-host2")
 	if ids := bc.targetIDs(false); !slices.Equal(ids, []string{tidB}) {

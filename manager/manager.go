@@ -222,6 +222,12 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, version st
 	serving = true
 	loops, stopLoops := context.WithCancel(ctx)
 	var loopsDone sync.WaitGroup
+	if m.cluster != nil {
+		if err := (hostStores{m}).publishLocal(ctx); err != nil {
+			log.Error().Err(err).Msg("this host's stores are not given to the cluster yet (the next start tries again)")
+		}
+		loopsDone.Go(func() { hostStores{m}.follow(loops) })
+	}
 	loopsDone.Go(func() { m.idleLoop(loops) })
 	loopsDone.Go(func() { m.fleet.Snapshots().Loop(loops) })
 	loopsDone.Go(func() { m.reapLoop(loops) })

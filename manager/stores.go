@@ -8,8 +8,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/browsers"
+	"vibebrowser/manager/cluster"
+	"vibebrowser/manager/clusterhost"
 	"vibebrowser/manager/netid"
 	"vibebrowser/manager/remote"
 	"vibebrowser/manager/tasks"
@@ -22,6 +26,10 @@ import (
 func (m *Manager) CreateStore(ctx context.Context, in api.StoreSpec) (state.Store, error) {
 	if err := state.ValidateName(in.Name); err != nil {
 		return state.Store{}, err
+	}
+	if in.Host != "" && m.cluster == nil {
+		return state.Store{}, fmt.Errorf("%w: --host %s places a store on a host of a cluster, and this manager runs on a "+
+			"single host (VIBE_CLUSTER or VIBE_CLUSTER_NODE makes it one of a cluster)", errdefs.ErrInvalid, in.Host)
 	}
 	if in.Backend == "" {
 		in.Backend = string(state.BackendChrome)
@@ -71,6 +79,30 @@ func (m *Manager) CreateStore(ctx context.Context, in api.StoreSpec) (state.Stor
 	if store.Config, err = opts.Encode(); err != nil {
 		return state.Store{}, err
 	}
+	s, err := hostStores{m}.add(ctx, store)
+	if err != nil {
+		return state.Store{}, err
+	}
+	if m.cluster != nil {
+		if err := m.cluster.Added(ctx, s, in.Host); err != nil {
+			if rerr := (hostStores{m}).remove(ctx, s); rerr != nil {
+				m.log.Error().Err(rerr).Str("store", s.ID).Msg("a store the cluster refused is not removed here")
+			}
+			return state.Store{}, err
+		}
+	}
+	m.log.Info().Str("store", s.ID).Str("name", s.Name).Str("slug", s.Slug).Int("port", s.ProxyPort).Msg("store added")
+	return s, nil
+}
+
+// hostStores are this host's copies of the stores: each one's state, endpoint and wrapper. Through it the
+// manager's API and the cluster's stores bucket add and remove them the same way.
+type hostStores struct{ m *Manager }
+
+// add writes store to state (it keeps a given id, slug and token), binds its endpoint and writes its
+// wrapper: a store added here, or taken in from the cluster.
+func (h hostStores) add(ctx context.Context, store state.Store) (state.Store, error) {
+	m := h.m
 	s, err := m.db.CreateStore(ctx, store)
 	if err != nil {
 		return state.Store{}, err
@@ -93,7 +125,6 @@ func (m *Manager) CreateStore(ctx context.Context, in api.StoreSpec) (state.Stor
 	if err := m.wrappers.Write(ctx, sp); err != nil {
 		m.log.Warn().Err(err).Str("store", s.ID).Msg("wrapper not written")
 	}
-	m.log.Info().Str("store", s.ID).Str("name", s.Name).Str("slug", s.Slug).Int("port", s.ProxyPort).Msg("store added")
 	return s, nil
 }
 
@@ -139,10 +170,18 @@ func (m *Manager) UpdateStore(ctx context.Context, ref string, u api.StoreUpdate
 		s.Config, err = opts.Encode()
 		return err
 	})
-	if err == nil && (u.AgentUser != nil || u.BrowserUser != nil) {
+	if err != nil {
+		return state.Store{}, err
+	}
+	if u.AgentUser != nil || u.BrowserUser != nil {
 		m.usersChanged(ctx, s)
 	}
-	return s, err
+	if m.cluster != nil {
+		if err := m.cluster.Publish(ctx, s); err != nil {
+			return state.Store{}, fmt.Errorf("%w: store %s changed on this host, not in the cluster: %v", errdefs.ErrUnavailable, s.Name, err)
+		}
+	}
+	return s, nil
 }
 
 // usersChanged lays out the store's folders for its new users and rewrites its wrapper (its runtime folder
@@ -220,20 +259,28 @@ func (m *Manager) DeleteStore(ctx context.Context, ref string) error {
 	if err != nil {
 		return err
 	}
-	err = m.fleet.Remove(ctx, s.ID, func(ctx context.Context) error {
+	if err := (hostStores{m}).remove(ctx, s); err != nil {
+		return err
+	}
+	if m.cluster != nil {
+		m.cluster.Forget(ctx, s.ID, m.logins)
+		if err := m.cluster.Stores().Delete(ctx, s.ID); err != nil {
+			return fmt.Errorf("%w: store %s removed from this host, not from the cluster: %v", errdefs.ErrUnavailable, s.Name, err)
+		}
+	}
+	m.log.Info().Str("store", s.ID).Str("name", s.Name).Msg("store removed")
+	return nil
+}
+
+// remove stops s's browser and removes s from this host: its wrapper, its endpoint, its port and its state.
+func (h hostStores) remove(ctx context.Context, s state.Store) error {
+	m := h.m
+	return m.fleet.Remove(ctx, s.ID, func(ctx context.Context) error {
 		if err := os.RemoveAll(m.cfg.Path("bin", s.Slug)); err != nil {
 			return err
 		}
 		return m.db.DeleteStore(ctx, s.ID)
 	})
-	if err != nil {
-		return err
-	}
-	if m.cluster != nil {
-		m.cluster.Forget(ctx, s.ID, m.logins)
-	}
-	m.log.Info().Str("store", s.ID).Str("name", s.Name).Msg("store removed")
-	return nil
 }
 
 // FindStore resolves a store named by name, slug or id.
@@ -338,4 +385,85 @@ func (m *Manager) shimStore(ctx context.Context, id string) (state.Store, error)
 			id, errdefs.ErrNotFound)
 	}
 	return s, err
+}
+
+// publishLocal gives the cluster this host's stores it lacks, at this home's first start in cluster mode
+// (clusterhost.Host.PublishLocal); a store whose name or slug is another's of the cluster is an event.
+func (h hostStores) publishLocal(ctx context.Context) error {
+	m := h.m
+	local, err := m.db.ListStores(ctx)
+	if err != nil {
+		return err
+	}
+	return m.cluster.PublishLocal(ctx, m.cfg.Home, local, func(s state.Store, err error) {
+		m.note(zerolog.ErrorLevel, api.EventStoreClash, s.ID, api.Event{Message: err.Error() +
+			": this host's store is not given to the cluster (rename one, then restart this manager)"})
+	})
+}
+
+// follow brings this host's stores in line with the cluster's until ctx ends.
+func (h hostStores) follow(ctx context.Context) {
+	h.m.cluster.Stores().Follow(ctx, func(r cluster.StoreRecord) { h.apply(ctx, r) })
+}
+
+// apply brings this host's copy of store r.ID in line with r: created (with its id, slug and token; a
+// port, an endpoint and a wrapper of its own here), updated, or removed. Nothing it does is written back to
+// the cluster.
+func (h hostStores) apply(ctx context.Context, r cluster.StoreRecord) {
+	m := h.m
+	log := m.log.With().Str("store", r.ID).Str("from", "cluster").Logger()
+	cur, err := m.db.GetStore(ctx, r.ID)
+	found := err == nil
+	if err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+		log.Error().Err(err).Msg("a store of the cluster is not taken in")
+		return
+	}
+	switch {
+	case r.Deleted && !found:
+	case r.Deleted:
+		if err := h.remove(ctx, cur); err != nil {
+			log.Error().Err(err).Msg("a store removed from the cluster is not removed here")
+			return
+		}
+		log.Info().Str("name", cur.Name).Msg("store removed (removed on another host)")
+	case !found:
+		var s state.Store
+		clusterhost.SetFromRecord(&s, r)
+		s, err := h.add(ctx, s)
+		if err != nil {
+			h.refused(r, err)
+			return
+		}
+		log.Info().Str("name", s.Name).Str("slug", s.Slug).Int("port", s.ProxyPort).Msg("store added (added on another host)")
+	case clusterhost.SameRecord(clusterhost.StoreRecord(cur, ""), r):
+	default:
+		s, err := m.db.UpdateStore(ctx, r.ID, func(s *state.Store) error {
+			clusterhost.SetFromRecord(s, r)
+			return nil
+		})
+		if err != nil {
+			h.refused(r, err)
+			return
+		}
+		m.usersChanged(ctx, s)
+		log.Info().Str("name", s.Name).Msg("store changed (changed on another host)")
+	}
+}
+
+// refused tells why store r of the cluster was not taken in here: a clash of names or slugs is an event
+// naming both stores, anything else a log line.
+func (h hostStores) refused(r cluster.StoreRecord, err error) {
+	m := h.m
+	var conflict *state.ConflictError
+	if errors.As(err, &conflict) && conflict.Owner != "" {
+		by := ""
+		if r.By != "" {
+			by = " (added on host " + r.By + ")"
+		}
+		m.note(zerolog.ErrorLevel, api.EventStoreClash, r.ID, api.Event{Message: fmt.Sprintf(
+			"the cluster's store %q (slug %s, id %s)%s is not taken in on this host: its %s %q is this host's store %q (id %s); "+
+				"rename one of them", r.Name, r.Slug, r.ID, by, conflict.What, conflict.Value, conflict.OwnerName, conflict.Owner)})
+		return
+	}
+	m.log.Error().Err(err).Str("store", r.ID).Msg("a store of the cluster is not taken in")
 }

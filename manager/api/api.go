@@ -56,6 +56,9 @@ type StoreSpec struct {
 	Name    string      `json:"name"`
 	Backend string      `json:"backend"`          // chrome (default), ziniao or cdp
 	Ziniao  *ZiniaoSpec `json:"ziniao,omitempty"` // ziniao backend: the environment and its account
+	// Host is the cluster host the store is placed on (SPEC §19); "" lets the placement rule choose. A
+	// single host refuses it.
+	Host string `json:"host,omitempty"`
 	StoreSettings
 }
 
@@ -355,6 +358,7 @@ const (
 	EventLoginUnreadable = "login_checkpoint_unreadable" // a launch found a login checkpoint it could not open or read
 	// SPEC §19's cluster.
 	EventBrowserFenced = "browser_fenced" // a store's lease was lost (taken, or not renewed in time): its browser was killed here
+	EventStoreClash    = "store_clash"    // a store of the cluster and one of this host have one name or slug: neither is taken in
 )
 
 // ShimEventKinds are the only kinds POST PathEvents takes: what a shim reports of its own session. Every

@@ -32,6 +32,7 @@ type StoreAddCmd struct {
 	Headless bool   `help:"Run the browser headless." xor:"mode"`
 	Headed   bool   `help:"Run the browser with a window." xor:"mode"`
 	JSON     bool   `help:"Print the store as JSON."`
+	Host     string `help:"In a cluster: the host the store is placed on (its browser runs there); default the live host with the most free memory per store." placeholder:"HOST"`
 
 	Proxy    string `help:"chrome backend: the store's upstream proxy, http://, https://, socks5:// or socks5h:// [user:password@]host:port (its own IP); - reads it from stdin, so its password is in no process's arguments." placeholder:"URL"`
 	Timezone string `help:"chrome backend: the browser's IANA time zone, such as Europe/Berlin (match the proxy's region)." placeholder:"ZONE"`
@@ -54,7 +55,7 @@ func (c *StoreAddCmd) Run(g *globals) error {
 	if err != nil {
 		return err
 	}
-	spec := api.StoreSpec{Name: c.Name, Backend: c.Backend, StoreSettings: api.StoreSettings{CDPURL: c.CDPURL,
+	spec := api.StoreSpec{Name: c.Name, Backend: c.Backend, Host: c.Host, StoreSettings: api.StoreSettings{CDPURL: c.CDPURL,
 		Proxy: proxy, Timezone: c.Timezone, Lang: c.Lang, AgentUser: c.AgentUser, BrowserUser: c.BrowserUser,
 		Timeline: c.Timeline}}
 	if c.Headless || c.Headed {

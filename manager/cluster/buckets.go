@@ -8,13 +8,14 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// The cluster's shared state lives in three JetStream key-value buckets, each a Raft-replicated stream:
-// the hosts' heartbeats, the stores' placement (which host a store belongs to) and the stores' leases
-// (which host may run its browser now). Keys are store ids and host names, both already in KV's key form.
+// The cluster's shared state lives in four JetStream key-value buckets, each a Raft-replicated stream:
+// the hosts' heartbeats, the stores' placement (which host a store belongs to), the stores' leases
+// (which host may run its browser now) and the stores themselves (sealed, stores.go). Keys are store ids and host names, both already in KV's key form.
 const (
 	BucketHosts     = "vibe-hosts"
 	BucketPlacement = "vibe-placement"
 	BucketLeases    = "vibe-leases"
+	BucketStores    = "vibe-stores"
 )
 
 // maxReplicas is how many copies of each bucket the cluster keeps: three survive one host's loss.
@@ -22,7 +23,7 @@ const maxReplicas = 3
 
 // Buckets are the cluster's shared state, opened (and made, the first time) on one JetStream.
 type Buckets struct {
-	Hosts, Placement, Leases jetstream.KeyValue
+	Hosts, Placement, Leases, Stores jetstream.KeyValue
 }
 
 // OpenBuckets opens the cluster's buckets, making any that is missing with as many replicas as the
@@ -33,7 +34,7 @@ func OpenBuckets(ctx context.Context, js jetstream.JetStream, nodes int) (*Bucke
 	for _, o := range []struct {
 		name string
 		kv   *jetstream.KeyValue
-	}{{BucketHosts, &b.Hosts}, {BucketPlacement, &b.Placement}, {BucketLeases, &b.Leases}} {
+	}{{BucketHosts, &b.Hosts}, {BucketPlacement, &b.Placement}, {BucketLeases, &b.Leases}, {BucketStores, &b.Stores}} {
 		kv, err := js.KeyValue(ctx, o.name)
 		if errors.Is(err, jetstream.ErrBucketNotFound) {
 			kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: o.name, History: 1,

@@ -43,6 +43,7 @@ type Host struct {
 	leases    *cluster.Leases
 	dialer    *cluster.DoorDialer // to other hosts' doors
 	stopAsks  func()              // ends the answers to other hosts' questions
+	stores    *cluster.Stores     // the cluster's stores (the manager's clusterstores.go follows them)
 
 	stop context.CancelFunc
 	wg   sync.WaitGroup
@@ -145,6 +146,7 @@ func Start(ctx context.Context, c Config) (*Host, error) {
 		return nil, err
 	}
 	ch.placement = cluster.NewPlacement(b.Placement, ch.hosts, log)
+	ch.stores = cluster.NewStores(b.Stores, id.Secret(), log)
 	ch.leases = cluster.NewLeases(b.Leases, cluster.LeaseConfig{Host: cfg.Host, Log: log, Lost: c.Fleet.Fence})
 	doorLn, err := net.Listen("tcp", cfg.Advertise)
 	if err != nil {
@@ -306,6 +308,9 @@ func (ch *Host) AskEnsure(ctx context.Context, host string, req api.EnsureReques
 	}
 	return resp, nil
 }
+
+// Stores are the cluster's stores.
+func (ch *Host) Stores() *cluster.Stores { return ch.stores }
 
 // Name is this host's name.
 func (ch *Host) Name() string { return ch.host }
