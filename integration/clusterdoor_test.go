@@ -99,7 +99,7 @@ func TestClusterDoorCarriesAnAgent(t *testing.T) {
 	}
 
 	// The store token is served to local users of the store's own host only, never through a door.
-	var tokenView struct{ CDPHTTP string }
+	var tokenView api.Store
 	if err := json.Unmarshal([]byte(ms[0].cli("store", "show", "Far Shop", "--json")), &tokenView); err != nil {
 		t.Fatal(err)
 	}
