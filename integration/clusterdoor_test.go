@@ -15,6 +15,7 @@ import (
 
 	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/api"
+	"vibebrowser/manager/cluster"
 )
 
 // storeNamedOn waits until m knows the store named name (the cluster's stores reach every host) and returns it.
@@ -112,4 +113,76 @@ func TestClusterDoorCarriesAnAgent(t *testing.T) {
 	if r.StatusCode != http.StatusForbidden || !strings.Contains(string(body), "not served to another host") {
 		t.Errorf("the store token's URL on host1 = %d %q; want 403: not served to another host", r.StatusCode, body)
 	}
+}
+
+// A host killed -9 with its node (SPEC §19 "Move and failover"): the store it ran comes back on a living host
+// at the agent's next call, within the lease TTL and a launch after the host TTL, with the login its browser
+// had seconds before (the cluster's copy of the checkpoint), and never on two hosts at once.
+func TestClusterFailoverKeepsTheLogin(t *testing.T) {
+	ms := clusterOf(t, 3)
+	for i, m := range ms {
+		testkit.WaitFor(t, 30*time.Second, fmt.Sprintf("host%d sees the three hosts alive", i+1), func() bool {
+			return len(hostsAlive(t, m)) == 3
+		})
+	}
+	ms[0].cli("store", "add", "Fail Shop", "--host", "host3")
+	shop := storeNamedOn(t, ms[0], "Fail Shop")
+	site := loginSite(t)
+	v := randomValue(t)
+	c := dialRaw(t, capability(t, ms[0], shop, taskA).CDPWS)
+	c.createPage(site.URL + "/login?v=" + v)
+	loggedInAt := time.Now()
+	old := browserOf(t, ms[2], shop.ID)
+	if old.Status != api.StatusRunning {
+		t.Fatalf("Fail Shop's browser on host3: %q; want it running", old.Status)
+	}
+	// The checkpoint of the login reaches the cluster (a jar newer than the login).
+	testkit.WaitFor(t, 20*time.Second, "the login's checkpoint on the cluster", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		conn, err := clusterConn(ctx, t, ms[0])
+		if err != nil {
+			return false
+		}
+		defer conn.Close()
+		logins, err := cluster.OpenLogins(ctx, conn.JetStream(), 3, 5)
+		if err != nil {
+			return false
+		}
+		_, at, err := logins.Jar(ctx, shop.ID)
+		return err == nil && at.After(loggedInAt.Add(-time.Second))
+	})
+
+	if err := ms[2].cmd.Process.Kill(); err != nil { // host3's manager and, inside it, its NATS node
+		t.Fatal(err)
+	}
+	ms[2].cmd.Wait()
+	killedAt := time.Now()
+	testkit.WaitFor(t, cluster.DefaultLeaseTTL/2, "host3's browser gone with its manager", func() bool { return gone(old.PID) })
+	testkit.WaitFor(t, 3*cluster.DefaultHostTTL, "Fail Shop's placement moves to a living host", func() bool {
+		p, err := readBucket(t, ms[0], cluster.BucketPlacement, shop.ID)
+		return err == nil && (strings.Contains(p, `"host":"host1"`) || strings.Contains(p, `"host":"host2"`))
+	})
+	resp := capability(t, ms[0], shop, taskA) // waits for the lease to lapse, then launches there
+	back := time.Since(killedAt)
+	c2 := dialRaw(t, resp.CDPWS)
+	_, s := c2.createPage(site.URL + "/whoami")
+	got, err := c2.evaluate(s, "document.getElementById('c').textContent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(got), "sid-"+v) {
+		t.Errorf("after the failover the site sees cookies %s; want the login sid-%s", got, v)
+	}
+	running := 0
+	for _, m := range ms[:2] {
+		if b := browserOf(t, m, shop.ID); b.Status == api.StatusRunning {
+			running++
+		}
+	}
+	if running != 1 {
+		t.Errorf("Fail Shop's browser runs on %d living hosts; want exactly one", running)
+	}
+	t.Logf("Fail Shop answered again %s after host3 was killed (host TTL %s, lease TTL %s)", back.Round(100*time.Millisecond),
+		cluster.DefaultHostTTL, cluster.DefaultLeaseTTL)
 }

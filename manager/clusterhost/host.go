@@ -179,6 +179,7 @@ func Start(ctx context.Context, c Config) (*Host, error) {
 	ch.wg.Go(func() { ch.placement.Run(runCtx) })
 	ch.wg.Go(func() { ch.placement.RunFailover(runCtx, cfg.Host) })
 	ch.wg.Go(func() { ch.leases.Run(runCtx) })
+	ch.wg.Go(func() { ch.observeLeases(runCtx) })
 	log.Info().Str("host", cfg.Host).Bool("node", ch.node != nil).Str("advertise", cfg.Advertise).Msg("joined the cluster")
 	return ch, nil
 }
@@ -206,14 +207,47 @@ func (ch *Host) MayRun(ctx context.Context, sp browsers.Spec) error {
 	if host != ch.host {
 		return fmt.Errorf("%w: %s is placed on host %s, not on this host (%s)", errdefs.ErrConflict, sp.Name, host, ch.host)
 	}
-	if err := ch.leases.Acquire(ctx, sp.Key); err != nil {
+	for {
+		err := ch.leases.Acquire(ctx, sp.Key)
 		var held *cluster.HeldError
-		if errors.As(err, &held) {
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &held) && ch.hosts.Dead(held.Host):
+			// A store failed over from a dead host: its lease lapses within the TTL, and the client waits for it.
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("%w: %v", errdefs.ErrConflict, err)
+			case <-time.After(min(held.Left, time.Second) + 50*time.Millisecond):
+			}
+		case errors.As(err, &held):
 			return fmt.Errorf("%w: %v", errdefs.ErrConflict, err)
+		default:
+			return fmt.Errorf("%w: the lease of %s: %v", errdefs.ErrUnavailable, sp.Name, err)
 		}
-		return fmt.Errorf("%w: the lease of %s: %v", errdefs.ErrUnavailable, sp.Name, err)
 	}
-	return nil
+}
+
+// observeEvery is how often this host reads every lease: a store failed over to it is taken one lease TTL
+// after its dead host's last renewal, not one TTL after its first ensure here.
+const observeEvery = 2 * time.Second
+
+// observeLeases notes the revision of every lease until ctx ends (cluster.Leases.Observe).
+func (ch *Host) observeLeases(ctx context.Context) {
+	t := time.NewTicker(observeEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		octx, cancel := context.WithTimeout(ctx, observeEvery)
+		if err := ch.leases.Observe(octx); err != nil {
+			ch.log.Debug().Err(err).Msg("observe the leases")
+		}
+		cancel()
+	}
 }
 
 // running lists the stores whose browsers run here, for the heartbeat.
