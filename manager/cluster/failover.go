@@ -16,18 +16,11 @@ const failoverEvery = time.Second
 // RunFailover moves the stores of dead hosts until ctx ends. self is this host: it moves nothing while it is
 // not alive itself (its own heartbeat is not getting through, so its view of the others is no better).
 func (p *Placement) RunFailover(ctx context.Context, self string) {
-	t := time.NewTicker(failoverEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	Every(ctx, failoverEvery, func(ctx context.Context) {
 		if p.hosts.Alive(self) {
 			p.failover(ctx)
 		}
-	}
+	})
 }
 
 // failover moves each store placed on a dead host once, and reports the moves it made.

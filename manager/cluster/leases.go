@@ -223,14 +223,14 @@ func (l *Leases) Release(ctx context.Context, store string) error {
 // Run renews the held leases and fences them until ctx ends, then waits for the Lost calls it started.
 func (l *Leases) Run(ctx context.Context) {
 	var wg sync.WaitGroup
-	wg.Go(func() { l.every(ctx, l.renewEvery(), l.renewAll) })
-	wg.Go(func() { l.every(ctx, l.fenceEvery(), func(context.Context) { l.fence() }) })
+	wg.Go(func() { Every(ctx, l.renewEvery(), l.renewAll) })
+	wg.Go(func() { Every(ctx, l.fenceEvery(), func(context.Context) { l.fence() }) })
 	wg.Wait()
 	l.wg.Wait()
 }
 
-// every runs do every period until ctx ends.
-func (l *Leases) every(ctx context.Context, period time.Duration, do func(context.Context)) {
+// Every runs do every period until ctx ends (the cluster's loops: renewals, fences, failover, observations).
+func Every(ctx context.Context, period time.Duration, do func(context.Context)) {
 	t := time.NewTicker(period)
 	defer t.Stop()
 	for {

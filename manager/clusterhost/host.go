@@ -234,20 +234,13 @@ const observeEvery = 2 * time.Second
 
 // observeLeases notes the revision of every lease until ctx ends (cluster.Leases.Observe).
 func (ch *Host) observeLeases(ctx context.Context) {
-	t := time.NewTicker(observeEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	cluster.Every(ctx, observeEvery, func(ctx context.Context) {
 		octx, cancel := context.WithTimeout(ctx, observeEvery)
+		defer cancel()
 		if err := ch.leases.Observe(octx); err != nil {
 			ch.log.Debug().Err(err).Msg("observe the leases")
 		}
-		cancel()
-	}
+	})
 }
 
 // running lists the stores whose browsers run here, for the heartbeat.
