@@ -37,6 +37,13 @@ func freeLoopback(t *testing.T) string {
 // of the README on loopback. They start together, since none is ready before a majority of nodes is up.
 func clusterOf(t *testing.T, n int) []*managed {
 	t.Helper()
+	ms, _ := clusterWithCA(t, n)
+	return ms
+}
+
+// clusterWithCA is clusterOf, with the cluster's CA folder (for one more host to join).
+func clusterWithCA(t *testing.T, n int) ([]*managed, string) {
+	t.Helper()
 	bins := builtBinaries(t)
 	ca := filepath.Join(t.TempDir(), "ca")
 	nodes, routes, doors := make([]string, n), make([]string, n), make([]string, n)
@@ -66,7 +73,7 @@ func clusterOf(t *testing.T, n int) []*managed {
 	for _, m := range ms {
 		m.awaitHealth()
 	}
-	return ms
+	return ms, ca
 }
 
 // hostsAlive is the names of the hosts m's status says are alive.

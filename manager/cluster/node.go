@@ -129,6 +129,10 @@ func (cfg NodeConfig) options() (*server.Options, error) {
 		Port:       routePort,
 		TLSConfig:  cfg.Identity.peerTLS(),
 		TLSTimeout: tlsTimeout,
+		// The node's clients are its own manager, and a manager that reaches the cluster through one node
+		// (VIBE_CLUSTER) is told of no other: a host cut off from the nodes it was given is cut off, and its
+		// leases say so, rather than slipping round to a node it was never meant to use.
+		NoAdvertise: true,
 	}
 	return opts, nil
 }
