@@ -71,7 +71,9 @@ func clusterWithCA(t *testing.T, n int) ([]*managed, string) {
 		m.launch()
 	}
 	for _, m := range ms {
-		m.awaitHealth()
+		// A manager answers once the cluster formed: its nodes elect JetStream's leader (a manager waits up to
+		// a minute for a majority of them), which a loaded machine slows.
+		m.awaitHealthWithin(90 * time.Second)
 	}
 	return ms, ca
 }

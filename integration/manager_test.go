@@ -187,9 +187,15 @@ func (m *managed) launch() {
 
 // awaitHealth waits until the manager answers.
 func (m *managed) awaitHealth() {
+	m.t.Helper()
+	m.awaitHealthWithin(20 * time.Second)
+}
+
+// awaitHealthWithin waits until the manager answers, up to within.
+func (m *managed) awaitHealthWithin(within time.Duration) {
 	t := m.t
 	t.Helper()
-	testkit.WaitFor(t, 20*time.Second, "the manager to answer", func() bool {
+	testkit.WaitFor(t, within, "the manager to answer", func() bool {
 		_, err := m.client.Health(context.Background())
 		return err == nil
 	})

@@ -42,9 +42,14 @@ type LoginCopies interface {
 // Bounds of the copies' calls. A launch waits for the cluster's answer fetchBound at most, then goes on with
 // what this host holds; a snapshot's bytes, once the cluster answered, get snapshotFetchBound.
 const (
-	copyJarBound       = 30 * time.Second // one PutJar
-	copySnapshotBound  = 10 * time.Minute // one PutSnapshot: a profile's snapshot is tens of MB
-	fetchBound         = 3 * time.Second  // the cluster's answer before a launch
+	copyJarBound      = 30 * time.Second // one PutJar
+	copySnapshotBound = 10 * time.Minute // one PutSnapshot: a profile's snapshot is tens of MB
+	fetchBound        = 3 * time.Second  // the cluster's answer before a launch
+	// fetchBoundNone is the cluster's answer before the launch of a store this host holds no login of (a
+	// store failed over or moved here, or started here first): the cluster's copy is its only login, and a
+	// cluster that just lost a node may take a few seconds to elect its streams' new leaders.
+	fetchBoundNone     = 15 * time.Second
+	fetchTry           = time.Second      // one question to the cluster within those bounds; unanswered, it is asked again
 	snapshotFetchBound = time.Minute      // a snapshot's bytes, before a launch of a lost profile
 	copiesQuitBound    = 3 * time.Second  // the quit barrier's wait for copies still on their way
 	copyRetryMax       = 30 * time.Second // the longest pause between two tries of a copy that failed
@@ -344,6 +349,9 @@ func (sn *Snapshots) fetchLoginLocked(ctx context.Context, sp Spec, profile stri
 	}
 	log := sn.f.log.With().Str("browser", sp.Key).Logger()
 	answers := time.Now().Add(fetchBound)
+	if _, err := os.Lstat(logins.JarPath(sn.f.cfg.Home, sp.Slug)); errors.Is(err, fs.ErrNotExist) {
+		answers = time.Now().Add(fetchBoundNone)
+	}
 	if !sn.fetchJar(ctx, c, sp, profile, answers, log) {
 		return // the cluster did not answer: it would not answer for the snapshot either
 	}
@@ -356,15 +364,29 @@ func (sn *Snapshots) fetchLoginLocked(ctx context.Context, sp Spec, profile stri
 // with the time it was written on the host that wrote it, so the two compare alike at the next launch. It
 // reports whether the cluster answered by answers.
 func (sn *Snapshots) fetchJar(ctx context.Context, c *loginCopier, sp Spec, profile string, answers time.Time, log zerolog.Logger) bool {
-	fctx, cancel := context.WithDeadline(ctx, answers)
-	defer cancel()
-	sealed, at, err := c.copies.Jar(fctx, sp.Key)
+	var sealed []byte
+	var at time.Time
+	var err error
+	for {
+		// A question sent while the cluster elects a stream's leader goes unanswered: ask again, in short tries.
+		try := time.Now().Add(fetchTry)
+		if answers.Before(try) {
+			try = answers
+		}
+		fctx, cancel := context.WithDeadline(ctx, try)
+		sealed, at, err = c.copies.Jar(fctx, sp.Key)
+		timedOut := fctx.Err() != nil
+		cancel()
+		if err == nil || !timedOut || !time.Now().Before(answers) || ctx.Err() != nil {
+			break
+		}
+	}
 	if errors.Is(err, errdefs.ErrNotFound) {
 		return true
 	}
 	if err != nil {
 		log.Warn().Err(err).Msg("the cluster's login checkpoint was not fetched: the launch goes on with this host's")
-		return fctx.Err() == nil
+		return time.Now().Before(answers)
 	}
 	sn.takeJar(sp, profile, sealed, at, log)
 	return true
