@@ -56,6 +56,7 @@ var groups = []group{
 	{"call", benchCall},
 	{"snapshot", benchSnapshot},
 	{"logins", benchLogins},
+	{"cluster", benchCluster},
 }
 
 func main() {

@@ -91,6 +91,7 @@ func benchMux(ctx context.Context, chromium string) ([]Row, error) {
 type benchModes struct {
 	names []string          // the order of a round
 	urls  map[string]string // browser WebSocket URLs
+	via   map[string]string // host:port to dial instead of the URL's, by mode (a relay in front of it); nil: none
 }
 
 func (b benchModes) url(mode string, client int) string {
@@ -363,7 +364,18 @@ type benchClient struct {
 }
 
 func benchDial(url string) (*benchClient, error) {
+	return benchDialVia(url, "")
+}
+
+// benchDialVia is benchDial connecting to addr (host:port) instead of the URL's host, the URL's Host header
+// kept; addr "" is the URL's.
+func benchDialVia(url, addr string) (*benchClient, error) {
 	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second, ReadBufferSize: 64 << 10, WriteBufferSize: 64 << 10}
+	if addr != "" {
+		d.NetDialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, network, addr)
+		}
+	}
 	ws, _, err := d.Dial(url, nil)
 	if err != nil {
 		return nil, err
@@ -534,7 +546,7 @@ func benchAlternating(ctx context.Context, modes benchModes, kind string, calls 
 	names := modes.names
 	clients := map[string]*benchClient{}
 	for _, mode := range names {
-		c, err := benchDial(modes.url(mode, 0))
+		c, err := benchDialVia(modes.url(mode, 0), modes.via[mode])
 		if err != nil {
 			return nil, nil, err
 		}
