@@ -72,6 +72,7 @@ func TestClusterMoveKeepsTheLogin(t *testing.T) {
 
 	// The agent's next ensure and call, from host1: host3, logged in, no lease lapse waited for.
 	resp := capability(t, ms[0], shop, taskA)
+	ensured := time.Since(began)
 	c2 := dialRaw(t, resp.CDPWS)
 	_, s := c2.createPage(site.URL + "/whoami")
 	got, err := c2.evaluate(s, "document.getElementById('c').textContent")
@@ -95,12 +96,12 @@ func TestClusterMoveKeepsTheLogin(t *testing.T) {
 		}
 	}
 	for _, m := range ms[1:] {
-		if evs := movedEvents(t, m, shop.ID); len(evs) != 1 || !strings.Contains(evs[0].Message, "from host2 to host3") {
+		if evs := movedEvents(t, m, shop.ID); len(evs) != 1 || !strings.Contains(evs[0].Message, "from host host2 to host host3") {
 			t.Errorf("%s's store_moved events: %+v; want one, from host2 to host3", hostOf(m), evs)
 		}
 	}
-	t.Logf("store move took %s; the store answered on host3, logged in, %s after the move began", took.Round(time.Millisecond),
-		back.Round(time.Millisecond))
+	t.Logf("store move took %s; the next ensure answered %s and the store answered on host3, logged in, %s after the move began",
+		took.Round(time.Millisecond), ensured.Round(time.Millisecond), back.Round(time.Millisecond))
 
 	// The refusals, each naming its rule.
 	single := startManager(t)
