@@ -69,6 +69,9 @@ func TestClusterMoveKeepsTheLogin(t *testing.T) {
 	if p := bucketValue(t, ms[0], cluster.BucketPlacement, shop.ID); !strings.Contains(p, `"host":"host3"`) {
 		t.Errorf("Move Shop's placement after the move: %s; want host3", p)
 	}
+	if l := bucketValue(t, ms[0], cluster.BucketLeases, shop.ID); l != "" {
+		t.Errorf("Move Shop's lease after the move: %s; want none (given back, so host3 need not wait for a lapse)", l)
+	}
 
 	// The agent's next ensure and call, from host1: host3, logged in, no lease lapse waited for.
 	resp := capability(t, ms[0], shop, taskA)
@@ -89,6 +92,9 @@ func TestClusterMoveKeepsTheLogin(t *testing.T) {
 	}
 	if b := browserOf(t, ms[2], shop.ID); b.Status != api.StatusRunning {
 		t.Errorf("Move Shop's browser on host3: %q; want it running there", b.Status)
+	}
+	if l := bucketValue(t, ms[0], cluster.BucketLeases, shop.ID); !strings.Contains(l, `"host":"host3"`) {
+		t.Errorf("Move Shop's lease after the next call: %s; want host3's", l)
 	}
 	for _, m := range ms[:2] {
 		if b := browserOf(t, m, shop.ID); b.Status == api.StatusRunning {
