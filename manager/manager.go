@@ -209,7 +209,7 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, version st
 	if cfg.Cluster.On() {
 		// Before boot: an adopted browser runs on only with its store's lease.
 		m.cluster, err = clusterhost.Start(ctx, clusterhost.Config{Cfg: cfg, Root: m.root, DB: db, Fleet: m.fleet,
-			Logins: m.logins})
+			Logins: m.logins, Note: m.note})
 		if err != nil {
 			return fmt.Errorf("cluster: %w", err)
 		}
@@ -286,8 +286,12 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, version st
 
 // api is the local API's handler on this manager.
 func (m *Manager) api() *localapi.Handler {
-	return &localapi.Handler{Log: m.log, Version: m.version, Cfg: m.cfg, DB: m.db, Fleet: m.fleet, Daemon: m, Downloads: m.downloads,
+	h := &localapi.Handler{Log: m.log, Version: m.version, Cfg: m.cfg, DB: m.db, Fleet: m.fleet, Daemon: m, Downloads: m.downloads,
 		Tasks: m.tasks, Handoffs: m.handoffs, Timeline: m.timeline, Wrappers: m.wrappers, Metrics: m.metrics.Handler()}
+	if m.cluster != nil {
+		h.Mover = m.cluster
+	}
+	return h
 }
 
 // UI is the web UI, or nil with it off.

@@ -350,6 +350,9 @@ func (m *Manager) Ensure(ctx context.Context, req api.EnsureRequest) (api.Ensure
 		}
 	}
 	if m.cluster != nil && req.Kind == api.KindStore {
+		if err := m.cluster.AwaitMove(ctx, sp.Key); err != nil { // a store moving away: its ensure goes where it went
+			return api.EnsureResponse{}, err
+		}
 		if host, elsewhere := m.cluster.Elsewhere(sp.Key); elsewhere {
 			// SPEC §19: the store's host makes its browser ready; the client connects to the store's endpoint
 			// here, which relays it there.

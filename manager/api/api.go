@@ -359,6 +359,7 @@ const (
 	// SPEC §19's cluster.
 	EventBrowserFenced = "browser_fenced" // a store's lease was lost (taken, or not renewed in time): its browser was killed here
 	EventStoreClash    = "store_clash"    // a store of the cluster and one of this host have one name or slug: neither is taken in
+	EventStoreMoved    = "store_moved"    // a store moved from one host to another (vibe-browser store move): on both hosts
 )
 
 // ShimEventKinds are the only kinds POST PathEvents takes: what a shim reports of its own session. Every

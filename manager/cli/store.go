@@ -22,6 +22,7 @@ type StoreCmd struct {
 	Snapshot  StoreSnapshotCmd  `cmd:"" help:"Snapshot the store's profile now (sealed; also taken at each clean stop of its browser)."`
 	Snapshots StoreSnapshotsCmd `cmd:"" help:"List the store's profile snapshots, newest first."`
 	Restore   StoreRestoreCmd   `cmd:"" help:"Replace the store's profile and cookie checkpoint with a snapshot's (its browser stopped)."`
+	Move      StoreMoveCmd      `cmd:"" help:"In a cluster: move the store to another host (its browser stops cleanly here, its login goes with it; the next call launches it there)."`
 }
 
 // StoreAddCmd adds a store.

@@ -162,6 +162,17 @@ func (p *Placement) Move(ctx context.Context, store, from, to string) error {
 	return nil
 }
 
+// Refresh reads store's placement from the cluster and takes it in here at once, before the watch brings it
+// (a store another host just moved). It returns the store's host.
+func (p *Placement) Refresh(ctx context.Context, store string) (string, error) {
+	host, rev, err := p.Lookup(ctx, store)
+	if err != nil {
+		return "", err
+	}
+	p.noteLocal(store, host, rev)
+	return host, nil
+}
+
 // Remove forgets store's placement (the store was removed).
 func (p *Placement) Remove(ctx context.Context, store string) error {
 	if err := p.kv.Delete(ctx, store); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {

@@ -168,3 +168,37 @@ func TestFailoverMovesADeadHostsStores(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// A move is a compare-and-set from the host the store is on: the mover sees it at once, another host reads
+// it at once with Refresh, and a move from a host the store has left is refused naming where it is.
+func TestPlacementMoveAndRefresh(t *testing.T) {
+	c := startCluster(t, 1)
+	ctx := context.Background()
+	b := buckets(t, c, 0)
+	h1, h2 := join(t, b, "host1", 8<<30, false), join(t, b, "host2", 8<<30, false)
+	allAlive(t, h1, "host1", "host2")
+	if _, err := h1.placement.Place(ctx, "shop", "host1"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := h2.placement.Refresh(ctx, "shop"); err != nil || got != "host1" {
+		t.Fatalf("Refresh(shop) on host2 = %q, %v; want host1", got, err)
+	}
+	if err := h1.placement.Move(ctx, "shop", "host1", "host2"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := h1.placement.Where("shop"); got != "host2" {
+		t.Errorf("the mover's view after the move: %q; want host2 at once", got)
+	}
+	if got, err := h2.placement.Refresh(ctx, "shop"); err != nil || got != "host2" {
+		t.Errorf("Refresh(shop) on host2 after the move = %q, %v; want host2", got, err)
+	}
+	if got, _ := h2.placement.Where("shop"); got != "host2" {
+		t.Errorf("host2's view after its Refresh: %q; want host2", got)
+	}
+	if err := h1.placement.Move(ctx, "shop", "host1", "host2"); err == nil || !strings.Contains(err.Error(), "on host host2 now") {
+		t.Errorf("a move from a host the store left = %v; want a refusal naming host2", err)
+	}
+	if _, err := h1.placement.Refresh(ctx, "nowhere"); !errors.Is(err, cluster.ErrNotPlaced) {
+		t.Errorf("Refresh of a store placed nowhere = %v; want ErrNotPlaced", err)
+	}
+}

@@ -44,6 +44,12 @@ type Host struct {
 	dialer    *cluster.DoorDialer // to other hosts' doors
 	stopAsks  func()              // ends the answers to other hosts' questions
 	stores    *cluster.Stores     // the cluster's stores (the manager's clusterstores.go follows them)
+	db        *state.DB
+	fleet     *browsers.Fleet
+	note      func(level zerolog.Level, kind, key string, ev api.Event)
+
+	movesMu sync.Mutex
+	moves   map[string]*moving // the stores moving away from this host now, by id
 
 	stop context.CancelFunc
 	wg   sync.WaitGroup
@@ -70,6 +76,8 @@ type Config struct {
 	Fleet *browsers.Fleet
 	// Logins, when set, gets the cluster's copies of the stores' logins once joined.
 	Logins *Logins
+	// Note, when set, records an event (a store moved).
+	Note func(level zerolog.Level, kind, key string, ev api.Event)
 }
 
 // Start joins the cluster with this home's identity: it starts the embedded node (VIBE_CLUSTER_NODE) or
@@ -91,7 +99,7 @@ func Start(ctx context.Context, c Config) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	ch := &Host{host: cfg.Host, log: log}
+	ch := &Host{host: cfg.Host, log: log, db: c.DB, fleet: c.Fleet, note: c.Note, moves: map[string]*moving{}}
 	startCtx, cancel := context.WithTimeout(ctx, clusterReadyWithin)
 	defer cancel()
 	if cfg.Node != "" {
@@ -156,13 +164,8 @@ func Start(ctx context.Context, c Config) (*Host, error) {
 	}
 	door := cluster.NewDoorServer(doorLn, id.ServerTLS(), cluster.PeerHost, ch.handDoor(c.Fleet.ServeRemote), log)
 	ch.dialer = cluster.NewDoorDialer(id.ClientTLS(), log)
-	if ch.stopAsks, err = ch.conn.Answer(cfg.Host, askEnsure, func(ctx context.Context, q []byte) (any, error) {
-		var req api.EnsureRequest
-		if err := json.Unmarshal(q, &req); err != nil {
-			return nil, err
-		}
-		return ensureHere(ctx, c.DB, c.Fleet, req)
-	}); err != nil {
+	if ch.stopAsks, err = ch.answer(map[string]func(context.Context, []byte) (any, error){askEnsure: ch.answerEnsure,
+		askMove: ch.answerMove, askMoved: ch.answerMoved}); err != nil {
 		doorLn.Close()
 		ch.conn.Close()
 		ch.shutdownNode()
@@ -188,7 +191,13 @@ func Start(ctx context.Context, c Config) (*Host, error) {
 // while this host holds its lease. A store not placed yet is placed here (it was added on this host); a store
 // placed elsewhere is refused, naming its host. The web browser is each host's own.
 func (ch *Host) MayRun(ctx context.Context, sp browsers.Spec) error {
-	if sp.Key == api.WebKey || ch.leases.Holds(sp.Key) {
+	if sp.Key == api.WebKey {
+		return nil
+	}
+	if err := ch.refuseMoving(sp); err != nil {
+		return err
+	}
+	if ch.leases.Holds(sp.Key) {
 		return nil
 	}
 	host, _, err := ch.placement.Lookup(ctx, sp.Key) // the cluster's word, not this host's view of it
@@ -252,6 +261,57 @@ func running(f *browsers.Fleet) []string {
 		}
 	}
 	return out
+}
+
+// answer answers other hosts' questions of each kind with its handler; stop ends them all.
+func (ch *Host) answer(handlers map[string]func(context.Context, []byte) (any, error)) (stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for _, s := range stops {
+			s()
+		}
+	}
+	for kind, handle := range handlers {
+		s, err := ch.conn.Answer(ch.host, kind, handle)
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		stops = append(stops, s)
+	}
+	return stop, nil
+}
+
+// ensured is the answer of a routed ensure: the host whose browser is ready (another than the one asked when
+// the store moved meanwhile).
+type ensured struct {
+	api.EnsureResponse
+	Host string `json:"host,omitempty"`
+}
+
+// answerEnsure answers another host's routed ensure: it waits while the store moves away from here, and
+// asks the store's new host when it moved.
+func (ch *Host) answerEnsure(ctx context.Context, q []byte) (any, error) {
+	var req api.EnsureRequest
+	if err := json.Unmarshal(q, &req); err != nil {
+		return nil, err
+	}
+	if err := ch.AwaitMove(ctx, req.StoreID); err != nil {
+		return nil, err
+	}
+	if _, elsewhere := ch.Elsewhere(req.StoreID); elsewhere {
+		// Moved away (this host's view): the cluster's word decides, so that two hosts never pass it back
+		// and forth.
+		host, err := ch.placement.Refresh(ctx, req.StoreID)
+		if err != nil {
+			return nil, err
+		}
+		if host != ch.host {
+			return ch.askEnsure(ctx, host, req)
+		}
+	}
+	resp, err := ensureHere(ctx, ch.db, ch.fleet, req)
+	return ensured{EnsureResponse: resp, Host: ch.host}, err
 }
 
 // ensureHere is the store's host's half of an ensure another host routed: the store's browser made ready
@@ -325,13 +385,28 @@ func (ch *Host) advertise(host string) string {
 
 // AskEnsure asks the store's host to make its browser ready for req's client (the routed half of ensure).
 func (ch *Host) AskEnsure(ctx context.Context, host string, req api.EnsureRequest) (api.EnsureResponse, error) {
-	var resp api.EnsureResponse
+	resp, err := ch.askEnsure(ctx, host, req)
+	if err == nil && resp.Host != "" && resp.Host != host {
+		// The store moved: this host's view of its placement is taken from the cluster now, so that the
+		// client's connection goes to the new host's door.
+		if _, err := ch.placement.Refresh(ctx, req.StoreID); err != nil {
+			ch.log.Debug().Err(err).Str("store", req.StoreID).Msg("a moved store's placement is not read yet")
+		}
+	}
+	return resp.EnsureResponse, err
+}
+
+func (ch *Host) askEnsure(ctx context.Context, host string, req api.EnsureRequest) (ensured, error) {
+	var resp ensured
 	if err := ch.conn.Ask(ctx, host, askEnsure, req, &resp); err != nil {
 		var refused *cluster.RefusedError
 		if errors.As(err, &refused) {
-			return api.EnsureResponse{}, fmt.Errorf("%w: %v", errdefs.ErrUnavailable, err)
+			return ensured{}, fmt.Errorf("%w: %v", errdefs.ErrUnavailable, err)
 		}
-		return api.EnsureResponse{}, fmt.Errorf("%w: the store runs on host %s: %v", errdefs.ErrUnavailable, host, err)
+		return ensured{}, fmt.Errorf("%w: the store runs on host %s: %v", errdefs.ErrUnavailable, host, err)
+	}
+	if resp.Host == "" {
+		resp.Host = host
 	}
 	return resp, nil
 }

@@ -80,6 +80,7 @@ var routes = []route{
 	{method: "GET", pattern: api.PathStoreSnapshots, who: Owner, call: (*Handler).listSnapshots},
 	{method: "POST", pattern: api.PathStoreSnapshots, who: Owner, call: (*Handler).takeSnapshot},
 	{method: "POST", pattern: api.PathStoreRestore, who: Owner, call: (*Handler).restore},
+	{method: "POST", pattern: api.PathStoreMove, who: Owner, call: (*Handler).moveStore},
 	{method: "GET", pattern: api.PathHandoffs, who: Owner, call: (*Handler).listHandoffs},
 	{method: "POST", pattern: api.PathHandoffs, who: Any, call: (*Handler).createHandoff},
 	{method: "GET", pattern: api.PathHandoff, who: Any, call: (*Handler).getHandoff},

@@ -71,6 +71,7 @@ type Handler struct {
 		Sync(ctx context.Context) error
 	} // POST PathWrappers rewrites them all
 	Metrics http.Handler // GET /metrics
+	Mover   Mover        // POST PathStoreMove; nil on a single host
 }
 
 // sideKey carries the connection's socket and peer into its requests.
