@@ -118,26 +118,21 @@ func Start(ctx context.Context, c Config) (*Host, error) {
 		nodes = len(cfg.URLs)
 	}
 	var b *cluster.Buckets
-	for {
-		// Each attempt short: a JetStream request sent before the cluster has its meta leader gets no answer.
-		attempt, cancel := context.WithTimeout(startCtx, 2*time.Second)
-		b, err = cluster.OpenBuckets(attempt, ch.conn.JetStream(), nodes)
-		cancel()
-		if err == nil {
-			break
-		}
-		select {
-		case <-startCtx.Done():
-			ch.conn.Close()
-			ch.shutdownNode()
-			return nil, fmt.Errorf("the cluster's state is not reachable within %s (is a majority of its nodes up?): %w",
-				clusterReadyWithin, err)
-		case <-time.After(250 * time.Millisecond):
-		}
+	if err := untilAnswered(startCtx, func(ctx context.Context) (err error) {
+		b, err = cluster.OpenBuckets(ctx, ch.conn.JetStream(), nodes)
+		return err
+	}); err != nil {
+		ch.conn.Close()
+		ch.shutdownNode()
+		return nil, fmt.Errorf("the cluster's state is not reachable within %s (is a majority of its nodes up?): %w",
+			clusterReadyWithin, err)
 	}
 	if c.Logins != nil {
-		logins, err := cluster.OpenLogins(startCtx, ch.conn.JetStream(), nodes, c.Cfg.SnapshotKeep)
-		if err != nil {
+		var logins *cluster.Logins
+		if err := untilAnswered(startCtx, func(ctx context.Context) (err error) {
+			logins, err = cluster.OpenLogins(ctx, ch.conn.JetStream(), nodes, c.Cfg.SnapshotKeep)
+			return err
+		}); err != nil {
 			ch.conn.Close()
 			ch.shutdownNode()
 			return nil, err
@@ -320,7 +315,16 @@ func ensureHere(ctx context.Context, db *state.DB, fleet *browsers.Fleet, req ap
 	if req.Kind != api.KindStore || req.TaskID != "" || !clientid.Valid(req.ClientID) {
 		return api.EnsureResponse{}, fmt.Errorf("%w: a routed ensure names a store and a client, and no task", errdefs.ErrInvalid)
 	}
+	// A store just added on the asking host may not have reached this host's state yet (the stores' follower).
 	s, err := db.GetStore(ctx, req.StoreID)
+	for wait := time.Now().Add(storeArrivesWithin); errors.Is(err, errdefs.ErrNotFound) && time.Now().Before(wait); {
+		select {
+		case <-ctx.Done():
+			return api.EnsureResponse{}, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		s, err = db.GetStore(ctx, req.StoreID)
+	}
 	if err != nil {
 		return api.EnsureResponse{}, err
 	}
@@ -332,6 +336,27 @@ func ensureHere(ctx context.Context, db *state.DB, fleet *browsers.Fleet, req ap
 		return api.EnsureResponse{}, err
 	}
 	return api.EnsureResponse{}, nil
+}
+
+// storeArrivesWithin is how long a routed ensure waits for its store to reach this host's state.
+const storeArrivesWithin = 10 * time.Second
+
+// untilAnswered calls open with short attempts until it succeeds or ctx ends, and returns the last error: a
+// JetStream request sent while the cluster has no meta leader (it is forming, or electing) gets no answer.
+func untilAnswered(ctx context.Context, open func(context.Context) error) error {
+	for {
+		attempt, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := open(attempt)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // askEnsure is the question of an ensure routed to a store's host.
