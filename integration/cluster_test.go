@@ -34,7 +34,8 @@ func freeLoopback(t *testing.T) string {
 
 // clusterOf starts n managers, each on a home of its own joined to one new cluster (vibe-browser cluster init
 // and join, as a person would) and running an embedded NATS node routed to the others: the three-host recipe
-// of the README on loopback. They start together, since none is ready before a majority of nodes is up.
+// of the README on loopback. They start together, since none is ready before a majority of nodes is up; it
+// returns once each host sees every host alive.
 func clusterOf(t *testing.T, n int) []*managed {
 	t.Helper()
 	ms, _ := clusterWithCA(t, n)
@@ -74,6 +75,11 @@ func clusterWithCA(t *testing.T, n int) ([]*managed, string) {
 		// A manager answers once the cluster formed: its nodes elect JetStream's leader (a manager waits up to
 		// a minute for a majority of them), which a loaded machine slows.
 		m.awaitHealthWithin(90 * time.Second)
+	}
+	for i, m := range ms {
+		testkit.WaitFor(t, 30*time.Second, fmt.Sprintf("host%d sees the %d hosts alive", i+1, n), func() bool {
+			return len(hostsAlive(t, m)) == n
+		})
 	}
 	return ms, ca
 }
@@ -199,11 +205,6 @@ func startedStore(t *testing.T, m *managed, name string) (api.Store, api.Browser
 // placement moves to a living host.
 func TestClusterOfThreeHosts(t *testing.T) {
 	ms := clusterOf(t, 3)
-	for i, m := range ms {
-		testkit.WaitFor(t, 30*time.Second, fmt.Sprintf("host%d sees the three hosts alive", i+1), func() bool {
-			return len(hostsAlive(t, m)) == 3
-		})
-	}
 	h1, h2 := ms[0], ms[1]
 	one, b1 := startedStore(t, h1, "Shop One")
 	if one.Host != "host1" {
@@ -274,11 +275,6 @@ func TestClusterOfThreeHosts(t *testing.T) {
 // host agrees where. A store whose name another store of the cluster has is refused, naming that store.
 func TestClusterStoresEverywhere(t *testing.T) {
 	ms := clusterOf(t, 3)
-	for i, m := range ms {
-		testkit.WaitFor(t, 30*time.Second, fmt.Sprintf("host%d sees the three hosts alive", i+1), func() bool {
-			return len(hostsAlive(t, m)) == 3
-		})
-	}
 	h1, h2, h3 := ms[0], ms[1], ms[2]
 	var far api.Store
 	if err := json.Unmarshal([]byte(h1.cli("store", "add", "Shop Far", "--host", "host3", "--json")), &far); err != nil {

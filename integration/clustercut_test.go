@@ -4,8 +4,6 @@ package integration
 
 import (
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -72,77 +70,21 @@ func (s *sessionSite) counts(login string) (open, most int) {
 	return s.open[login], s.most[login]
 }
 
-// severable relays connections to one address until severed: a host's way to the cluster, cut.
-type severable struct {
-	addr string
-	mu   sync.Mutex
-	cut  bool
-	open []net.Conn
-}
-
-func newSeverable(t *testing.T, to string) *severable {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &severable{addr: ln.Addr().String()}
-	t.Cleanup(func() { ln.Close(); s.sever() })
-	go func() {
-		for {
-			a, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			b, err := net.Dial("tcp", to)
-			s.mu.Lock()
-			if err != nil || s.cut {
-				s.mu.Unlock()
-				a.Close()
-				if b != nil {
-					b.Close()
-				}
-				continue
-			}
-			s.open = append(s.open, a, b)
-			s.mu.Unlock()
-			go func() { io.Copy(a, b); a.Close() }()
-			go func() { io.Copy(b, a); b.Close() }()
-		}
-	}()
-	return s
-}
-
-func (s *severable) sever() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.cut = true
-	for _, c := range s.open {
-		c.Close()
-	}
-	s.open = nil
-}
-
 // A host cut off from the cluster (SPEC §19): host4 reaches the cluster through one node, over a connection
 // the test severs while its browser holds a logged-in session open on a site. Host4 kills the browser before
 // its lease can lapse; the store comes back on a living host at the agent's next call, logged in; the site
 // never sees two sessions of the login at once, and the process table never two browsers of the store.
 func TestClusterCutHostStopsFirst(t *testing.T) {
 	ms, ca := clusterWithCA(t, 3)
-	for i, m := range ms {
-		testkit.WaitFor(t, 30*time.Second, fmt.Sprintf("host%d sees the three hosts alive", i+1), func() bool {
-			return len(hostsAlive(t, m)) == 3
-		})
-	}
 	node1 := ""
 	for _, kv := range ms[0].env {
 		if v, ok := strings.CutPrefix(kv, "VIBE_CLUSTER_NODE="); ok {
 			node1 = v
 		}
 	}
-	way := newSeverable(t, node1)
+	way := testkit.NewSeverable(t, node1)
 	door4 := freeLoopback(t)
-	h4 := prepareManager(t, builtBinaries(t), settledTempDir(t), "VIBE_HOST=host4", "VIBE_CLUSTER=tls://"+way.addr,
+	h4 := prepareManager(t, builtBinaries(t), settledTempDir(t), "VIBE_HOST=host4", "VIBE_CLUSTER=tls://"+way.Addr,
 		"VIBE_ADVERTISE="+door4)
 	h4.cli("cluster", "join", ca, "--host", "host4", "--advertise", door4)
 	h4.start()
@@ -154,6 +96,7 @@ func TestClusterCutHostStopsFirst(t *testing.T) {
 	login := randomValue(t)
 	c := dialRaw(t, capability(t, ms[0], shop, taskA).CDPWS)
 	c.createPage(site.URL + "/login?v=" + login)
+	loggedInAt := time.Now()
 	c.createPage(site.URL + "/shop")
 	testkit.WaitFor(t, 20*time.Second, "the shop's session open on host4's browser", func() bool {
 		open, _ := site.counts(login)
@@ -163,9 +106,9 @@ func TestClusterCutHostStopsFirst(t *testing.T) {
 	if old.Status != api.StatusRunning {
 		t.Fatalf("Cut Shop's browser on host4: %q; want it running", old.Status)
 	}
-	time.Sleep(3 * time.Second) // the login's checkpoint goes to the cluster (VIBE_LOGIN_CHECKPOINT_S=2)
+	awaitClusterJar(t, ms[0], shop.ID, loggedInAt)
 
-	way.sever()
+	way.Sever()
 	cutAt := time.Now()
 	testkit.WaitFor(t, cluster.DefaultLeaseTTL, "host4 kills its browser, cut off", func() bool { return gone(old.PID) })
 	goneAt := time.Now()

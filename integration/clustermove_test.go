@@ -5,7 +5,6 @@ package integration
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -37,11 +36,6 @@ func movedEvents(t *testing.T, m *managed, id string) []api.Event {
 // refused, naming the rule.
 func TestClusterMoveKeepsTheLogin(t *testing.T) {
 	ms := clusterOf(t, 3)
-	for i, m := range ms {
-		testkit.WaitFor(t, 30*time.Second, fmt.Sprintf("host%d sees the three hosts alive", i+1), func() bool {
-			return len(hostsAlive(t, m)) == 3
-		})
-	}
 	ms[0].cli("store", "add", "Move Shop", "--host", "host2")
 	shop := storeNamedOn(t, ms[0], "Move Shop")
 	storeNamedOn(t, ms[2], "Move Shop")

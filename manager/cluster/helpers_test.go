@@ -2,16 +2,14 @@ package cluster_test
 
 import (
 	"context"
-	"io"
-	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/cluster"
 	"vibebrowser/manager/cluster/clustertest"
 )
@@ -20,14 +18,14 @@ import (
 // through a cut, a relay the test can sever, as a host cut off from the cluster is.
 type testCluster struct {
 	*clustertest.Cluster
-	cuts []*cut
+	cuts []*testkit.Severable
 }
 
 func startCluster(t *testing.T, n int) *testCluster {
 	t.Helper()
 	c := &testCluster{Cluster: clustertest.Start(t, n)}
 	for _, h := range c.Hosts {
-		c.cuts = append(c.cuts, newCut(t, strings.TrimPrefix(h.ClientURL, "tls://")))
+		c.cuts = append(c.cuts, testkit.NewSeverable(t, strings.TrimPrefix(h.ClientURL, "tls://")))
 	}
 	return c
 }
@@ -35,7 +33,7 @@ func startCluster(t *testing.T, n int) *testCluster {
 // js is a JetStream of host i, over its cut: it never goes round the cut to another node.
 func (c *testCluster) js(t *testing.T, i int) jetstream.JetStream {
 	t.Helper()
-	nc, err := nats.Connect("tls://"+c.cuts[i].addr, nats.Secure(c.Hosts[i].Identity.ClientTLS()),
+	nc, err := nats.Connect("tls://"+c.cuts[i].Addr, nats.Secure(c.Hosts[i].Identity.ClientTLS()),
 		nats.IgnoreDiscoveredServers(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond), nats.Timeout(time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -68,57 +66,5 @@ func buckets(t *testing.T, c *testCluster, i int) *cluster.Buckets {
 // cutOff severs host i from the cluster: its connections end and new ones are refused.
 func cutOff(t *testing.T, c *testCluster, i int) {
 	t.Helper()
-	c.cuts[i].sever()
-}
-
-// cut relays a host's connections to its node until severed.
-type cut struct {
-	addr string
-	ln   net.Listener
-	mu   sync.Mutex
-	cut  bool
-	open []net.Conn
-}
-
-func newCut(t *testing.T, to string) *cut {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := &cut{addr: ln.Addr().String(), ln: ln}
-	t.Cleanup(func() { ln.Close(); k.sever() })
-	go func() {
-		for {
-			a, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			b, err := net.Dial("tcp", to)
-			k.mu.Lock()
-			if err != nil || k.cut {
-				k.mu.Unlock()
-				a.Close()
-				if b != nil {
-					b.Close()
-				}
-				continue
-			}
-			k.open = append(k.open, a, b)
-			k.mu.Unlock()
-			go func() { io.Copy(a, b); a.Close() }()
-			go func() { io.Copy(b, a); b.Close() }()
-		}
-	}()
-	return k
-}
-
-func (k *cut) sever() {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.cut = true
-	for _, c := range k.open {
-		c.Close()
-	}
-	k.open = nil
+	c.cuts[i].Sever()
 }
