@@ -378,10 +378,23 @@ func (ch *Host) handDoor(serve func(string, net.Conn) error) cluster.HandFunc {
 }
 
 // Elsewhere reports the host a store runs on when it is not this one ("" and false: here, or not placed).
+//
+// The answer is this host's view of the placement; when that names a host that is not alive, the placement
+// may have moved (a failover) while this host's watch of it lagged, and the cluster is asked.
 func (ch *Host) Elsewhere(store string) (string, bool) {
 	h := ch.Where(store)
+	if h != "" && h != ch.host && !ch.hosts.Alive(h) {
+		ctx, cancel := context.WithTimeout(context.Background(), refreshBound)
+		if fresh, err := ch.placement.Refresh(ctx, store); err == nil {
+			h = fresh
+		}
+		cancel()
+	}
 	return h, h != "" && h != ch.host
 }
+
+// refreshBound bounds Elsewhere's question to the cluster.
+const refreshBound = 2 * time.Second
 
 // Remote is the fleet's Remote hook: a store placed on another host is reached through that host's door.
 func (ch *Host) Remote(key string) (func(context.Context) (net.Conn, error), bool) {
