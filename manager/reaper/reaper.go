@@ -50,8 +50,10 @@ const (
 	startSlack = time.Second
 	// writeGrace: an unreadable pid file younger than this may be one a daemon is still writing.
 	writeGrace = 5 * time.Second
-	// killWait bounds the wait for a SIGKILLed daemon to disappear.
-	killWait = 2 * time.Second
+	// killWait bounds the wait for a SIGKILLed daemon to disappear. A killed process acts on the signal only
+	// when it next leaves the kernel: one paging its program in under heavy disk load (a CI build beside it)
+	// was seen still there after 2 s. The wait ends as soon as every daemon is gone.
+	killWait = 10 * time.Second
 	// pollEvery is how often a wait looks at the signalled daemons.
 	pollEvery = 25 * time.Millisecond
 )
@@ -143,8 +145,8 @@ func (c Config) withDefaults() Config {
 type Result struct{ Killed, Removed, Kept []string }
 
 // Pass runs one reaper pass over cfg.Dir. It refuses (ErrNotOwned) a dir without the marker. Examining pid
-// files is bounded by MaxTime; stopping the chosen daemons then takes at most TermWait plus a short wait
-// after SIGKILL, because the daemons are signalled together, not one after another. Errors about single
+// files is bounded by MaxTime; stopping the chosen daemons then takes at most TermWait plus killWait (the
+// wait after SIGKILL), because the daemons are signalled together, not one after another. Errors about single
 // daemons are joined and returned with the result; a cancelled ctx ends the pass early with ctx.Err().
 func Pass(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Active == nil {
