@@ -36,6 +36,9 @@ func (m *Manager) StoreView(s state.Store) api.Store {
 		}
 	}
 	v.AgentUser, v.BrowserUser, _ = m.cfg.StoreUsers(s)
+	if m.cluster != nil {
+		v.Host = m.cluster.Where(s.ID)
+	}
 	if sp, err := browsers.StoreSpec(s); err == nil {
 		v.Timeline, v.TimelineFrom = m.timeline.Mode(sp)
 	}
@@ -149,9 +152,6 @@ func (m *Manager) Status(ctx context.Context) (api.Status, error) {
 	st.Handoffs = m.handoffs.Views(stores, pending)
 	if m.cluster != nil {
 		st.Host, st.Hosts = m.cluster.Name(), m.cluster.View()
-		for i := range st.Stores {
-			st.Stores[i].Host = m.cluster.Where(st.Stores[i].ID)
-		}
 	}
 	return st, nil
 }

@@ -27,10 +27,19 @@ func (c *StatusCmd) Run(g *globals) error {
 	} else {
 		fmt.Fprintf(g.stdout, "browser-use: MISSING: %s\n", st.BrowserUseErr)
 	}
+	if st.Host != "" {
+		fmt.Fprintln(g.stdout)
+		printHosts(g.stdout, st)
+	}
 	w := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "\nBROWSER\tSTATUS\tPID\tKEEPER\tPORT\tCLIENTS\tTABS\tIDLE")
+	hostCol := func(h string) string { return "" }
+	if st.Host != "" {
+		hostCol = func(h string) string { return h + "\t" }
+	}
+	fmt.Fprintln(w, "\nBROWSER\t"+hostCol("HOST")+"STATUS\tPID\tKEEPER\tPORT\tCLIENTS\tTABS\tIDLE")
 	for _, b := range st.Browsers {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", b.Slug, b.Status, dash(b.PID), dash(b.KeeperPID), dash(b.ProxyPort), b.Clients, b.Tabs, idle(b.IdleS, b.Status))
+		status, host := browserRow(st, b)
+		fmt.Fprintf(w, "%s\t%s%s\t%s\t%s\t%s\t%d\t%d\t%s\n", b.Slug, hostCol(host), status, dash(b.PID), dash(b.KeeperPID), dash(b.ProxyPort), b.Clients, b.Tabs, idle(b.IdleS, b.Status))
 	}
 	w.Flush()
 	for _, s := range st.Stores {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -88,9 +89,22 @@ func (c *StoreListCmd) Run(g *globals) error {
 		return g.printJSON(stores)
 	}
 	w := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "NAME\tSLUG\tBACKEND\tPORT\tBROWSER\tID")
+	if !slices.ContainsFunc(stores, func(s api.Store) bool { return s.Host != "" }) {
+		fmt.Fprintln(w, "NAME\tSLUG\tBACKEND\tPORT\tBROWSER\tID")
+		for _, s := range stores {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\n", s.Name, s.Slug, s.Backend, s.ProxyPort, s.Browser.Status, s.ID)
+		}
+		return w.Flush()
+	}
+	// In a cluster (SPEC §19) a store's browser runs on its host only: its state here says nothing of it.
+	st, err := g.client().Status(g.ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "NAME\tSLUG\tHOST\tBACKEND\tPORT\tBROWSER\tID")
 	for _, s := range stores {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\n", s.Name, s.Slug, s.Backend, s.ProxyPort, s.Browser.Status, s.ID)
+		status, host := browserRow(st, api.Browser{Key: s.ID, Status: s.Browser.Status})
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", s.Name, s.Slug, orDash(host), s.Backend, s.ProxyPort, status, s.ID)
 	}
 	return w.Flush()
 }
@@ -129,8 +143,18 @@ func printStore(g *globals, s api.Store, asJSON bool) error {
 		return g.printJSON(s)
 	}
 	w := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(w, "name\t%s\nslug\t%s\nid\t%s\nbackend\t%s\nport\t%d\ncdp_http\t%s\ncdp_ws\t%s\nbrowser\t%s\n",
-		s.Name, s.Slug, s.ID, s.Backend, s.ProxyPort, s.CDPHTTP, s.CDPWS, s.Browser.Status)
+	fmt.Fprintf(w, "name\t%s\nslug\t%s\nid\t%s\n", s.Name, s.Slug, s.ID)
+	status := s.Browser.Status
+	if s.Host != "" {
+		st, err := g.client().Status(g.ctx)
+		if err != nil {
+			return err
+		}
+		storeHostLine(w, s, st.Host)
+		status, _ = browserRow(st, api.Browser{Key: s.ID, Status: status})
+	}
+	fmt.Fprintf(w, "backend\t%s\nport\t%d\ncdp_http\t%s\ncdp_ws\t%s\nbrowser\t%s\n",
+		s.Backend, s.ProxyPort, s.CDPHTTP, s.CDPWS, status)
 	if s.Browser.PID > 0 {
 		fmt.Fprintf(w, "pid\t%d\n", s.Browser.PID)
 	}
