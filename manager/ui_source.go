@@ -34,7 +34,7 @@ func (s uiSource) Cluster() ui.Cluster {
 	if s.m.cluster == nil {
 		return nil
 	}
-	return uiCluster(s)
+	return uiCluster{s.m}
 }
 
 // uiCluster is the UI's view of the other hosts: where a store runs, and their UIs through the doors.

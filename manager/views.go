@@ -157,14 +157,14 @@ func (m *Manager) Status(ctx context.Context) (api.Status, error) {
 			st.Stores[i].Host = host
 			b := &st.Browsers[i] // the store's browser: Browsers lists them in the stores' order
 			switch rb, ok := remote[b.Key]; {
-			case b.Status == api.StatusRunning || host == "" || host == self:
+			case b.Status == api.StatusRunning:
 				b.Host = self
-			case ok:
+			case ok && rb.Host == host:
 				// SPEC §19 "One pane": the browser as its host runs it, reached here through this host's endpoint.
 				rb.Slug, rb.ProxyPort = b.Slug, b.ProxyPort
 				*b = rb
 			default:
-				b.Host = host // not running there, or its host did not answer (Hosts says which)
+				b.Host = host // not running (yet), or its host did not answer: Hosts says which
 			}
 		}
 		st.Browsers[len(st.Browsers)-1].Host = self // the web browser is each host's own
