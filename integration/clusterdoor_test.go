@@ -38,7 +38,8 @@ func storeNamedOn(t *testing.T, m *managed, name string) api.Store {
 	return found
 }
 
-// browserOf is the state of key's browser in m's status.
+// browserOf is the state of key's browser on m itself, as m's status says. m's status shows a browser another
+// host runs too (SPEC §19 "One pane", its host named): that one is not m's, and reads as stopped here.
 func browserOf(t *testing.T, m *managed, key string) api.Browser {
 	t.Helper()
 	st, err := m.client.Status(context.Background())
@@ -46,6 +47,9 @@ func browserOf(t *testing.T, m *managed, key string) api.Browser {
 		t.Fatal(err)
 	}
 	for _, b := range st.Browsers {
+		if b.Key == key && b.Host != "" && b.Host != st.Host {
+			return api.Browser{Key: key, Slug: b.Slug, Status: api.StatusStopped, Host: b.Host}
+		}
 		if b.Key == key {
 			return b
 		}

@@ -208,8 +208,12 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, version st
 	}
 	if cfg.Cluster.On() {
 		// Before boot: an adopted browser runs on only with its store's lease.
-		m.cluster, err = clusterhost.Start(ctx, clusterhost.Config{Cfg: cfg, Root: m.root, DB: db, Fleet: m.fleet,
-			Logins: m.logins, Note: m.note})
+		hc := clusterhost.Config{Cfg: cfg, Root: m.root, DB: db, Fleet: m.fleet, Logins: m.logins, Note: m.note,
+			Browsers: hostStores{m}.running}
+		if m.ui != nil {
+			hc.UI = m.ui.ServeHost // a store of this host, shown by another host's UI (SPEC §19 "One pane")
+		}
+		m.cluster, err = clusterhost.Start(ctx, hc)
 		if err != nil {
 			return fmt.Errorf("cluster: %w", err)
 		}

@@ -7,9 +7,11 @@ import (
 	"net"
 	"os"
 	"syscall"
+	"time"
 
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/browsers"
+	"vibebrowser/manager/cluster"
 	"vibebrowser/manager/config"
 	"vibebrowser/manager/tasks"
 	"vibebrowser/manager/timeline"
@@ -26,6 +28,36 @@ type uiSource struct{ m *Manager }
 func (s uiSource) Status(ctx context.Context) (api.Status, error) { return s.m.Status(ctx) }
 
 func (s uiSource) Events() []api.Event { return s.m.events.list() }
+
+// Cluster is this host's cluster as the UI sees it (SPEC §19 "One pane"); nil on a single host.
+func (s uiSource) Cluster() ui.Cluster {
+	if s.m.cluster == nil {
+		return nil
+	}
+	return uiCluster{s.m}
+}
+
+// uiCluster is the UI's view of the other hosts: where a store runs, and their UIs through the doors.
+type uiCluster struct{ m *Manager }
+
+func (c uiCluster) Owner(ctx context.Context, slug string) (ui.Owner, bool) {
+	st, err := c.m.db.FindStore(ctx, slug)
+	if err != nil || st.Slug != slug {
+		return ui.Owner{}, false // not a store's slug: this host's routes say so
+	}
+	h, ok := c.m.cluster.Owner(ctx, st.ID)
+	if !ok {
+		return ui.Owner{}, false
+	}
+	return ui.Owner{Host: h.Name, Store: st.Name, Alive: h.Alive, Quiet: time.Duration(h.QuietMs) * time.Millisecond}, true
+}
+
+func (c uiCluster) DialUI(ctx context.Context, host string) (net.Conn, error) {
+	return c.m.cluster.DialUI(ctx, host)
+}
+
+// MovesAfter is the host TTL: a host silent that long is dead, and its stores go to the living.
+func (c uiCluster) MovesAfter() time.Duration { return cluster.DefaultHostTTL }
 
 // Changed is the state database's: stores, tasks, browsers started and stopped, handoffs, downloads and
 // tabs' owners (the mux's ownership hook) are all written there.

@@ -151,7 +151,43 @@ func (m *Manager) Status(ctx context.Context) (api.Status, error) {
 	}
 	st.Handoffs = m.handoffs.Views(stores, pending)
 	if m.cluster != nil {
-		st.Host, st.Hosts = m.cluster.Name(), m.cluster.View()
+		self := m.cluster.Name()
+		var remote map[string]api.Browser
+		st.Host = self
+		st.Hosts, remote = m.cluster.Pane(ctx)
+		for i := range st.Stores {
+			host := st.Stores[i].Host
+			b := &st.Browsers[i] // the store's browser: Browsers lists them in the stores' order
+			switch rb, ok := remote[b.Key]; {
+			case b.Status == api.StatusRunning:
+				b.Host = self
+			case ok && rb.Host == host:
+				// SPEC §19 "One pane": the browser as its host runs it, reached here through this host's endpoint.
+				rb.Slug, rb.ProxyPort = b.Slug, b.ProxyPort
+				*b = rb
+			default:
+				b.Host = host // not running (yet), or its host did not answer: Hosts says which
+			}
+		}
+		st.Browsers[len(st.Browsers)-1].Host = self // the web browser is each host's own
 	}
 	return st, nil
+}
+
+// running are the browsers of the stores this host runs, as its status shows them: other hosts' status and
+// web UI ask for them (SPEC §19 "One pane").
+func (h hostStores) running(ctx context.Context) ([]api.Browser, error) {
+	out := []api.Browser{}
+	for _, in := range h.m.fleet.Running() {
+		sp := in.Spec()
+		if sp.Key == api.WebKey {
+			continue
+		}
+		b, err := h.m.browserView(ctx, sp.Key, sp.Slug)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
 }

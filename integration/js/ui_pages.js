@@ -1,6 +1,6 @@
 // The store and tab pages in a real browser: usage node ui_pages.js <login url>
 // Commands (one a line): store PATH SHOT, tab PATH SHOT, login URL, click X Y, type TEXT, paste TEXT, shot SHOT,
-// viewers PATH N, hold, release, open-human, leave, close-tab, close. Colours are read off the pixels the page shows (drawn into a canvas),
+// viewers PATH N, hold, release, open-human, leave, close-tab, hosts, page PATH, close. Colours are read off the pixels the page shows (drawn into a canvas),
 // never off the DOM.
 'use strict';
 const { command, out, main, launchChromium, watchProblems, shoot, sessionBase, unscoped } = require('./lib');
@@ -63,6 +63,30 @@ main(async () => {
       continue;
     }
     if (cmd === 'close') break;
+    if (cmd === 'hosts') { // the overview, in a cluster: its hosts' cards and its stores' rows, and how long until they showed
+      const began = Date.now();
+      await page.goto(origin + '/');
+      await page.waitForSelector('#hosts-section:not([hidden]) .host-card', { timeout: 10000 });
+      const ms = Date.now() - began;
+      await page.waitForSelector('#live.ok', { timeout: 10000 });
+      const hosts = await page.evaluate(() => [...document.querySelectorAll('.host-card')].map((h) => ({
+        name: h.dataset.host, state: h.querySelector('.pill').textContent, text: h.innerText,
+      })));
+      const rows = await page.evaluate(() => [...document.querySelectorAll('#browsers tbody tr')].map((tr) => ({
+        slug: tr.querySelector('.slug').textContent, host: (tr.querySelector('td.host') || {}).textContent || '',
+        status: tr.querySelector('.status').innerText,
+      })));
+      out({ event: 'hosts', ms, hosts, rows });
+      continue;
+    }
+    if (cmd === 'page') { // page PATH: any page, with its status, its text and how long it took
+      const began = Date.now();
+      const r = await page.goto(origin + rest[0]);
+      const ms = Date.now() - began;
+      const text = await page.evaluate(() => document.querySelector('main').innerText);
+      out({ event: 'page', status: r.status(), ms, text, title: await page.title(), url: unscoped(page.url()) });
+      continue;
+    }
     if (cmd === 'store') { // store PATH TABID R,G,B
       await page.goto(origin + rest[0]);
       await page.waitForSelector('#live.ok', { timeout: 10000 });

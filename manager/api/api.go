@@ -151,6 +151,9 @@ type Browser struct {
 	// current window.
 	RelaunchMax    int `json:"relaunch_max"`
 	RelaunchesLeft int `json:"relaunches_left"`
+	// Host is the cluster host whose browser this is (SPEC §19): for a store placed on another host, what
+	// that host answered of it, or only its status there when it did not answer; "" on a single host.
+	Host string `json:"host,omitempty"`
 }
 
 // WebBrowser is the store-less web browser with its endpoints, which answer whenever the manager runs
@@ -225,6 +228,9 @@ type ClusterHost struct {
 	FreeMemMB int64    `json:"free_mem_mb"`
 	Stores    []string `json:"stores"`   // the stores whose browsers run there
 	QuietMs   int64    `json:"quiet_ms"` // since its heartbeat last moved, on the answering host's clock
+	// Unreachable says why the answering host has nothing fresh from this host (SPEC §19 "One pane"): its
+	// heartbeat stopped, or it did not answer within 1 s. "" when it answered, and for the answering host.
+	Unreachable string `json:"unreachable,omitempty"`
 }
 
 // How a manager found its real browser-use CLI (Status.BrowserUseFrom).

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"text/tabwriter"
 
 	"vibebrowser/manager/api"
@@ -27,19 +28,22 @@ func (c *StatusCmd) Run(g *globals) error {
 	} else {
 		fmt.Fprintf(g.stdout, "browser-use: MISSING: %s\n", st.BrowserUseErr)
 	}
-	if st.Host != "" {
-		fmt.Fprintln(g.stdout)
+	w := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
+	if len(st.Hosts) > 0 {
 		printHosts(g.stdout, st)
 	}
-	w := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
-	hostCol := func(h string) string { return "" }
-	if st.Host != "" {
-		hostCol = func(h string) string { return h + "\t" }
+	host := ""
+	if len(st.Hosts) > 0 {
+		host = "HOST\t"
 	}
-	fmt.Fprintln(w, "\nBROWSER\t"+hostCol("HOST")+"STATUS\tPID\tKEEPER\tPORT\tCLIENTS\tTABS\tIDLE")
+	fmt.Fprintln(w, "\nBROWSER\t"+host+"STATUS\tPID\tKEEPER\tPORT\tCLIENTS\tTABS\tIDLE")
 	for _, b := range st.Browsers {
-		status, host := browserRow(st, b)
-		fmt.Fprintf(w, "%s\t%s%s\t%s\t%s\t%s\t%d\t%d\t%s\n", b.Slug, hostCol(host), status, dash(b.PID), dash(b.KeeperPID), dash(b.ProxyPort), b.Clients, b.Tabs, idle(b.IdleS, b.Status))
+		if host != "" {
+			fmt.Fprintf(w, "%s\t%s\t", b.Slug, orDash(b.Host))
+		} else {
+			fmt.Fprintf(w, "%s\t", b.Slug)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", b.Status, dash(b.PID), dash(b.KeeperPID), dash(b.ProxyPort), b.Clients, b.Tabs, idle(b.IdleS, b.Status))
 	}
 	w.Flush()
 	for _, s := range st.Stores {
@@ -95,4 +99,27 @@ func idle(s int, status string) string {
 		return "-"
 	}
 	return fmt.Sprintf("%ds", s)
+}
+
+// printHosts lists the cluster's hosts (SPEC §19 "One pane"): each live or unreachable, and why.
+func printHosts(out io.Writer, st api.Status) {
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "\nHOST\tSTATE\tFREE MB\tRUNNING\tSILENT")
+	var why []string
+	for _, h := range st.Hosts {
+		name, state := h.Name, "live"
+		if h.Name == st.Host {
+			name += " (this host)"
+		}
+		if !h.Alive || h.Unreachable != "" {
+			state = "UNREACHABLE"
+			why = append(why, fmt.Sprintf("host %s is unreachable: %s; its stores move to the live hosts once it "+
+				"has been silent for the host TTL (run vibe-browser status on it)", h.Name, orDash(h.Unreachable)))
+		}
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%.1fs\n", name, state, h.FreeMemMB, len(h.Stores), float64(h.QuietMs)/1000)
+	}
+	w.Flush()
+	for _, line := range why {
+		fmt.Fprintln(out, line)
+	}
 }

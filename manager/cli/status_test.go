@@ -104,3 +104,27 @@ func TestStatusNamesTheKeeper(t *testing.T) {
 		t.Errorf("ported row %q; want no keeper (-)", r)
 	}
 }
+
+// In a cluster, status lists every host, live or unreachable with why, and each browser's host.
+func TestStatusListsTheHosts(t *testing.T) {
+	home, err := os.MkdirTemp("", "st-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(home) })
+	serveStatus(t, home, api.Status{Version: "test", Host: "host1",
+		Hosts: []api.ClusterHost{{Name: "host1", Alive: true, FreeMemMB: 2048, Stores: []string{"a"}},
+			{Name: "host3", Alive: false, QuietMs: 14000, Unreachable: "no heartbeat for 14s"}},
+		Browsers: []api.Browser{{Key: "a", Slug: "near", Status: "running", Host: "host1", PID: 9},
+			{Key: "b", Slug: "far", Status: "stopped", Host: "host3"}}})
+	code, out, errOut := run(t, "--home", home, "status")
+	if code != 0 {
+		t.Fatalf("status: exit %d (%s)", code, errOut)
+	}
+	for _, want := range []string{"host1 (this host)", "UNREACHABLE", "host host3 is unreachable: no heartbeat for 14s",
+		"HOST", "far      host3"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -103,7 +103,7 @@ func (c *StoreListCmd) Run(g *globals) error {
 	}
 	fmt.Fprintln(w, "NAME\tSLUG\tHOST\tBACKEND\tPORT\tBROWSER\tID")
 	for _, s := range stores {
-		status, host := browserRow(st, api.Browser{Key: s.ID, Status: s.Browser.Status})
+		status, host := browserOn(st, s.ID, s.Browser.Status)
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", s.Name, s.Slug, orDash(host), s.Backend, s.ProxyPort, status, s.ID)
 	}
 	return w.Flush()
@@ -151,7 +151,7 @@ func printStore(g *globals, s api.Store, asJSON bool) error {
 			return err
 		}
 		storeHostLine(w, s, st.Host)
-		status, _ = browserRow(st, api.Browser{Key: s.ID, Status: status})
+		status, _ = browserOn(st, s.ID, status)
 	}
 	fmt.Fprintf(w, "backend\t%s\nport\t%d\ncdp_http\t%s\ncdp_ws\t%s\nbrowser\t%s\n",
 		s.Backend, s.ProxyPort, s.CDPHTTP, s.CDPWS, status)

@@ -73,6 +73,10 @@ func (c *Conn) Answer(host, kind string, handle func(ctx context.Context, questi
 	}, nil
 }
 
+// Unheard reports whether err is Ask's when nothing on the cluster listens for the host asked: its manager
+// is not running, or not connected.
+func Unheard(err error) bool { return errors.Is(err, nats.ErrNoResponders) }
+
 // Ask puts question (JSON of it) of kind to host and decodes its answer into answer. A refusal is a
 // *RefusedError; a host that does not answer within ctx is an error wrapping context.DeadlineExceeded or
 // nats.ErrNoResponders (no such host listening).

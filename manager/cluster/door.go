@@ -24,9 +24,11 @@ import (
 // answers one line, a doorAnswer; from then on the bytes are the client's, both ways. A caller keeps a few
 // connections handshaken ahead (warm), so that a client's connection waits for no handshake.
 
-// doorRequest opens a door connection: the store whose endpoint the bytes are for.
+// doorRequest opens a door connection: the store whose endpoint the bytes are for, or this host's web UI
+// (doorui.go).
 type doorRequest struct {
 	Store string `json:"store"`
+	UI    bool   `json:"ui,omitempty"`
 }
 
 // doorAnswer is the owner's answer: "" lets the bytes through, anything else is why not.
@@ -53,6 +55,7 @@ type DoorServer struct {
 	tls      *tls.Config
 	peerHost func(tls.ConnectionState) (string, error)
 	hand     HandFunc
+	ui       UIHandFunc // nil: this host's web UI is not served to other hosts (ServeUI)
 	log      zerolog.Logger
 	wg       sync.WaitGroup // the connections being opened
 
@@ -138,7 +141,7 @@ func (d *DoorServer) open(raw net.Conn) {
 		c.Close()
 		return
 	}
-	take, err := d.hand(peer, req.Store)
+	take, err := d.route(peer, req)
 	if err != nil {
 		fail(err.Error())
 		return
@@ -218,9 +221,14 @@ func NewDoorDialer(conf *tls.Config, log zerolog.Logger) *DoorDialer {
 // client's bytes to the store's endpoint there. The owner's certificate must name host. A warm connection
 // that turns out dead (the owner restarted) is followed by a fresh one.
 func (d *DoorDialer) Dial(ctx context.Context, host, addr, store string) (net.Conn, error) {
+	return d.dial(ctx, host, addr, doorRequest{Store: store})
+}
+
+// dial opens a door connection to host at addr for req.
+func (d *DoorDialer) dial(ctx context.Context, host, addr string, req doorRequest) (net.Conn, error) {
 	defer d.refill(host, addr)
 	if c := d.takeWarm(host, addr); c != nil {
-		if conn, err := d.ask(ctx, c, host, store); err == nil {
+		if conn, err := d.ask(ctx, c, host, req); err == nil {
 			return conn, nil
 		} else if refused(err) {
 			return nil, err
@@ -230,7 +238,7 @@ func (d *DoorDialer) Dial(ctx context.Context, host, addr, store string) (net.Co
 	if err != nil {
 		return nil, err
 	}
-	return d.ask(ctx, c, host, store)
+	return d.ask(ctx, c, host, req)
 }
 
 // doorRefusal is the owner's refusal of a request.
@@ -243,14 +251,14 @@ func refused(err error) bool {
 	return errors.As(err, &r)
 }
 
-// ask sends store's request on the handshaken c and reads the owner's answer.
-func (d *DoorDialer) ask(ctx context.Context, c *tls.Conn, host, store string) (net.Conn, error) {
+// ask sends req on the handshaken c and reads the owner's answer.
+func (d *DoorDialer) ask(ctx context.Context, c *tls.Conn, host string, req doorRequest) (net.Conn, error) {
 	if dl, ok := ctx.Deadline(); ok {
 		c.SetDeadline(dl)
 	} else {
 		c.SetDeadline(time.Now().Add(doorAskWithin))
 	}
-	if err := writeLine(c, doorRequest{Store: store}); err != nil {
+	if err := writeLine(c, req); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("door of host %s: %w", host, err)
 	}

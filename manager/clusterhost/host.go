@@ -47,6 +47,8 @@ type Host struct {
 	db        *state.DB
 	fleet     *browsers.Fleet
 	note      func(level zerolog.Level, kind, key string, ev api.Event)
+	browsers  func(ctx context.Context) ([]api.Browser, error) // Config.Browsers
+	pane      *pane                                            // the other hosts' answers (pane.go)
 
 	movesMu sync.Mutex
 	moves   map[string]*moving // the stores moving away from this host now, by id
@@ -78,6 +80,12 @@ type Config struct {
 	Logins *Logins
 	// Note, when set, records an event (a store moved).
 	Note func(level zerolog.Level, kind, key string, ev api.Event)
+	// Browsers, when set, are the browsers this host runs, as its status shows them: other hosts' status
+	// and UI ask for them (pane.go).
+	Browsers func(ctx context.Context) ([]api.Browser, error)
+	// UI, when set, serves another host's connection through the door to this host's web UI, for a store's
+	// pages shown there (SPEC §19 "One pane"); peer is the verified host. Nil: the UI is off, and refused.
+	UI func(peer string, conn net.Conn) error
 }
 
 // Start joins the cluster with this home's identity: it starts the embedded node (VIBE_CLUSTER_NODE) or
@@ -99,7 +107,8 @@ func Start(ctx context.Context, c Config) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	ch := &Host{host: cfg.Host, log: log, db: c.DB, fleet: c.Fleet, note: c.Note, moves: map[string]*moving{}}
+	ch := &Host{host: cfg.Host, log: log, db: c.DB, fleet: c.Fleet, note: c.Note, browsers: c.Browsers, pane: newPane(),
+		moves: map[string]*moving{}}
 	startCtx, cancel := context.WithTimeout(ctx, clusterReadyWithin)
 	defer cancel()
 	if cfg.Node != "" {
@@ -158,9 +167,12 @@ func Start(ctx context.Context, c Config) (*Host, error) {
 		return nil, fmt.Errorf("this host's door at VIBE_ADVERTISE=%s: %w", cfg.Advertise, err)
 	}
 	door := cluster.NewDoorServer(doorLn, id.ServerTLS(), cluster.PeerHost, ch.handDoor(c.Fleet.ServeRemote), log)
+	if c.UI != nil {
+		door.ServeUI(ch.handUI(c.UI))
+	}
 	ch.dialer = cluster.NewDoorDialer(id.ClientTLS(), log)
 	if ch.stopAsks, err = ch.answer(map[string]func(context.Context, []byte) (any, error){askEnsure: ch.answerEnsure,
-		askMove: ch.answerMove, askMoved: ch.answerMoved}); err != nil {
+		askMove: ch.answerMove, askMoved: ch.answerMoved, askBrowsers: ch.answerBrowsers}); err != nil {
 		doorLn.Close()
 		ch.conn.Close()
 		ch.shutdownNode()
@@ -483,16 +495,6 @@ func (ch *Host) Forget(ctx context.Context, store string, logins *Logins) {
 	}
 }
 
-// View is every host of the cluster as status shows it, with whether it is alive.
-func (ch *Host) View() []api.ClusterHost {
-	var v []api.ClusterHost
-	for _, h := range ch.hosts.View() {
-		v = append(v, api.ClusterHost{Name: h.Host, Alive: h.Alive, Advertise: h.Advertise,
-			FreeMemMB: int64(h.FreeMem >> 20), Stores: h.Stores, QuietMs: h.Quiet.Milliseconds()})
-	}
-	return v
-}
-
 // Where is the host a store is placed on, "" when it is not placed yet.
 func (ch *Host) Where(store string) string {
 	h, _ := ch.placement.Where(store)
@@ -503,6 +505,7 @@ func (ch *Host) Where(store string) string {
 // still held are not released: their browsers were left running for the next manager, or already stopped.
 func (ch *Host) Close() {
 	ch.stopAsks()
+	ch.pane.close()
 	ch.stop()
 	ch.wg.Wait()
 	ch.dialer.Close()

@@ -147,6 +147,9 @@ const maxFormBytes = 1 << 20
 // and unknown to anyone without the page (a page of another site reads neither it nor the cookie). "" without
 // a session cookie. It goes only into forms' bodies: never in a URL, never in a log.
 func (s *Server) formToken(r *http.Request) string {
+	if rel, ok := relayOf(r); ok {
+		return rel.token // its host's, which checks it when the form comes back there (fromhost.go)
+	}
 	c, err := r.Cookie(sessionCookie)
 	if err != nil || c.Value == "" {
 		return ""
@@ -191,8 +194,12 @@ func (s *Server) refusedOrigin(r *http.Request) string {
 }
 
 // viewerID names the person behind r's session for a takeover (mux.View.Hold): stable across their
-// reconnects, and not the cookie itself, which other viewers must never learn.
+// reconnects, and not the cookie itself, which other viewers must never learn. A person another host relays
+// is named with that host (relayed.who).
 func viewerID(r *http.Request) string {
+	if rel, ok := relayOf(r); ok {
+		return rel.who()
+	}
 	c, err := r.Cookie(sessionCookie)
 	if err != nil {
 		return ""

@@ -46,13 +46,17 @@ type notice struct {
 
 // remember keeps text as the banner that code asks for on r's session.
 func (s *Server) remember(r *http.Request, code, text string) {
-	c, err := r.Cookie(sessionCookie)
-	if err != nil || noticeCodes[code] == "" {
+	if noticeCodes[code] == "" {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ses := s.sessions[c.Value]
+	var ses *session
+	if rel, ok := relayOf(r); ok {
+		ses = s.visitors.ofLocked(rel.who(), s.cfg.Now(), true)
+	} else if c, err := r.Cookie(sessionCookie); err == nil {
+		ses = s.sessions[c.Value]
+	}
 	if ses == nil {
 		return
 	}
@@ -66,13 +70,17 @@ func (s *Server) remember(r *http.Request, code, text string) {
 // or not param's, and for one this session's own action did not set within noticeTTL.
 func (s *Server) noticeFor(r *http.Request, param string) string {
 	code := r.URL.Query().Get(param)
-	c, err := r.Cookie(sessionCookie)
-	if err != nil || noticeCodes[code] != param {
+	if noticeCodes[code] != param {
 		return ""
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ses := s.sessions[c.Value]
+	var ses *session
+	if rel, ok := relayOf(r); ok {
+		ses = s.visitors.ofLocked(rel.who(), s.cfg.Now(), false)
+	} else if c, err := r.Cookie(sessionCookie); err == nil {
+		ses = s.sessions[c.Value]
+	}
 	if ses == nil {
 		return ""
 	}
@@ -81,4 +89,27 @@ func (s *Server) noticeFor(r *http.Request, param string) string {
 		return ""
 	}
 	return n.text
+}
+
+// visitors keep the notices of the people other hosts relay (fromhost.go), by relayed.who: they have no
+// session here, and their notices last noticeTTL.
+type visitors map[string]*session
+
+// ofLocked is who's, made when create is set (its action's notice): nil when there is none. The caller holds
+// the Server's mu.
+func (v visitors) ofLocked(who string, now time.Time, create bool) *session {
+	ses := v[who]
+	if ses == nil && create {
+		for w, old := range v {
+			if now.Sub(old.last) >= noticeTTL {
+				delete(v, w)
+			}
+		}
+		ses = &session{}
+		v[who] = ses
+	}
+	if ses != nil && create {
+		ses.last = now
+	}
+	return ses
 }

@@ -30,6 +30,8 @@ type overview struct {
 	Handoffs  []handoffRow   // pending: agents waiting for a person, first on the page
 	Groups    []handoffGroup // the same, by task (handoffGroups)
 	Answered  string         // the confirmation after a person's answer (handleAnswer)
+	Hosts     []hostRow      // the cluster's hosts (SPEC §19), none on a single host
+	HostsNote string         // "3 hosts · 1 unreachable"
 	Browsers  []browserRow
 	Tasks     []taskRow
 	Events    []eventRow
@@ -48,6 +50,8 @@ type browserRow struct {
 	Spent      bool // no relaunch left: the store refuses until a person starts it
 	Clients    string
 	Tabs       string
+	Host       string // the cluster host that runs it ("" on a single host)
+	Away       bool   // that host is unreachable: nothing of it is known now
 }
 
 type taskRow struct {
@@ -86,6 +90,18 @@ func (s *Server) buildOverview(r *http.Request) overview {
 		stores[store.ID] = store
 	}
 	ov.Stores = len(st.Stores)
+	var away map[string]bool
+	if len(st.Hosts) > 0 {
+		moves := 10 * time.Second
+		if c := s.cfg.Source.Cluster(); c != nil {
+			moves = c.MovesAfter()
+		}
+		ov.Hosts, away = hostRows(st, moves)
+		ov.HostsNote = plural(len(ov.Hosts), "host")
+		if len(away) > 0 {
+			ov.HostsNote += " · " + strconv.Itoa(len(away)) + " unreachable"
+		}
+	}
 	ov.Handoffs = s.handoffRows(r.Context(), st.Handoffs, ov.Token)
 	ov.Groups = handoffGroups(ov.Handoffs)
 	running := 0
@@ -101,7 +117,10 @@ func (s *Server) buildOverview(r *http.Request) overview {
 	}
 	for _, b := range st.Browsers {
 		row := browserRow{Key: b.Key, Slug: b.Slug, Status: b.Status, PID: "–", Uptime: "–",
-			Clients: strconv.Itoa(b.Clients), Tabs: strconv.Itoa(b.Tabs)}
+			Clients: strconv.Itoa(b.Clients), Tabs: strconv.Itoa(b.Tabs), Host: b.Host}
+		if away[b.Host] {
+			row.Status, row.Away, row.Clients, row.Tabs = "host unreachable", true, "–", "–"
+		}
 		if b.Held > 0 {
 			row.Tabs += " · " + strconv.Itoa(b.Held) + " taken over"
 		}
@@ -119,6 +138,8 @@ func (s *Server) buildOverview(r *http.Request) overview {
 			}
 		}
 		switch {
+		case row.Away:
+			row.Relaunches = "–"
 		case b.RelaunchMax <= 0:
 			row.Relaunches = "no limit"
 		case b.RelaunchesLeft <= 0:
@@ -205,8 +226,8 @@ func (s *Server) handleOverview(w http.ResponseWriter, r *http.Request) {
 }
 
 // overviewParts are the overview's live parts (templates/overview.html, and the title of layout.html).
-var overviewParts = []string{"doc-title", "error", "handoffs-section", "attention", "browsers-section",
-	"tasks-section", "events-section"}
+var overviewParts = []string{"doc-title", "error", "handoffs-section", "attention", "hosts-section",
+	"browsers-section", "tasks-section", "events-section"}
 
 // handleOverviewLive is the overview's one live channel (SSE). The overview reads the manager's whole
 // status every pollEvery (its browsers' rows count the muxes' clients and tabs, which change in memory

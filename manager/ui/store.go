@@ -30,7 +30,11 @@ type storePage struct {
 	Backend string
 	Status  string
 	Running bool
-	Error   string // what went wrong, for a person
+	// Host is the cluster host whose browser the page shows ("" on a single host), Via the host whose UI
+	// relays the page to the person (SPEC §19 "One pane"), and Away is set while Host does not answer.
+	Host, Via string
+	Away      bool
+	Error     string // what went wrong, for a person
 	// Identity is the store's network identity in words (its proxy redacted, time zone, language); "" for
 	// none.
 	Identity string
@@ -98,6 +102,16 @@ func clientKind(id string, tasks map[string]bool) (kind, label string) {
 	return "named", "a client that connected as /client-" + id + " (no task has that id)"
 }
 
+// clientKindIn is clientKind on a host of a cluster too: there a client named as a task this host does not
+// know is a task of another host (its agent calls from there, SPEC §19), not a stranger.
+func clientKindIn(id string, tasks map[string]bool, cluster bool) (kind, label string) {
+	kind, label = clientKind(id, tasks)
+	if kind == "named" && cluster && api.ValidTaskID(id) {
+		return "task", "task of another host of the cluster"
+	}
+	return kind, label
+}
+
 // browserOf finds the status row of slug's browser.
 func browserOf(st api.Status, slug string) (api.Browser, api.Store, bool) {
 	for _, b := range st.Browsers {
@@ -160,6 +174,7 @@ func identityLine(s api.Store) string {
 type storeFacts struct {
 	page      storePage // what Status says: the store, its browser's status, an error
 	found     bool      // the store exists
+	cluster   bool      // this host is one of a cluster
 	tasks     map[string]bool
 	downloads []api.Download
 	browser   Browser // nil while the browser is not running
@@ -182,7 +197,7 @@ func (s *Server) readStore(ctx context.Context, slug string) storeFacts {
 		return f
 	}
 	f.found = true
-	f.page.Name, f.page.Backend, f.page.Status = store.Name, store.Backend, b.Status
+	f.page.Name, f.page.Backend, f.page.Status, f.page.Host = store.Name, store.Backend, b.Status, b.Host
 	f.page.Identity = identityLine(store)
 	f.page.Login, f.page.LoginFix = loginLine(store, s.cfg.Now())
 	if store.ProxyError != "" {
@@ -192,6 +207,7 @@ func (s *Server) readStore(ctx context.Context, slug string) storeFacts {
 	for _, t := range st.Tasks {
 		f.tasks[t.ID] = true
 	}
+	f.cluster = st.Host != ""
 	f.downloads, err = s.cfg.Source.Downloads(ctx, slug, maxDownloads)
 	if err != nil {
 		f.page.Error = "The manager could not list the downloads: " + err.Error()
@@ -227,7 +243,7 @@ func (s *Server) storeView(f storeFacts) storePage {
 	page.Viewers = br.Viewers()
 	tabs := 0
 	for _, c := range br.Clients() {
-		kind, label := clientKind(c.ID, f.tasks)
+		kind, label := clientKindIn(c.ID, f.tasks, f.cluster)
 		row := clientRow{ID: c.ID, Kind: kind, Label: label, Connected: c.Connected, State: "in grace",
 			Active: "–", Tabs: []tabRow{}}
 		switch kind {
@@ -274,6 +290,9 @@ func (s *Server) storeView(f storeFacts) storePage {
 // for (?error=CODE: handleStart, handleNewTab, handleCloseTab; notices.go) unless the page has its own.
 func (s *Server) forViewer(page storePage, r *http.Request) storePage {
 	page.Token = s.formToken(r)
+	if rel, ok := relayOf(r); ok {
+		page.Via = rel.host
+	}
 	if msg := s.noticeFor(r, errorParam); msg != "" && page.Error == "" {
 		page.Error = msg
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -34,6 +35,7 @@ const (
 // tabPage is the tab page's data.
 type tabPage struct {
 	Slug, StoreName, ID, Title, URL, Owner, Label string
+	Host                                          string // the cluster host whose browser it is ("" on a single host)
 	Human                                         bool
 	Hold                                          string // "you", "other" or "" (viewMeta.Hold)
 	StoreHref, Socket, Close                      string
@@ -56,18 +58,19 @@ func (s *Server) handleTab(w http.ResponseWriter, r *http.Request) {
 			"Go back to the store page for the tabs it has now.", back)
 		return
 	}
-	name, tasks := slug, map[string]bool{}
+	name, host, tasks, cluster := slug, "", map[string]bool{}, false
 	if st, err := s.cfg.Source.Status(r.Context()); err == nil {
-		if _, store, ok := browserOf(st, slug); ok {
-			name = store.Name
+		if b, store, ok := browserOf(st, slug); ok {
+			name, host = store.Name, b.Host
 		}
 		for _, task := range st.Tasks {
 			tasks[task.ID] = true
 		}
+		cluster = st.Host != ""
 	}
-	kind, label := clientKind(t.Owner, tasks)
-	if label == "task" {
-		label = "task " + t.Owner
+	kind, label := clientKindIn(t.Owner, tasks, cluster)
+	if kind == "task" {
+		label = strings.Replace(label, "task", "task "+t.Owner, 1)
 	}
 	taskPage := ""
 	switch kind {
@@ -77,7 +80,7 @@ func (s *Server) handleTab(w http.ResponseWriter, r *http.Request) {
 		taskPage = taskHref(workerSlot.FindStringSubmatch(t.Owner)[1])
 	}
 	href := tabHref(slug, id)
-	s.render(w, r, http.StatusOK, "tab", tabPage{Slug: slug, StoreName: name, ID: id, Title: t.Title, URL: t.URL,
+	s.render(w, r, http.StatusOK, "tab", tabPage{Slug: slug, StoreName: name, Host: host, ID: id, Title: t.Title, URL: t.URL,
 		Owner: t.Owner, Label: label, Human: t.Human, Hold: holdState(t.HeldBy, viewerID(r)),
 		StoreHref: back, Socket: href + "/ws", Close: href + "/close", NewTab: back + "/tabs", Token: s.formToken(r),
 		TaskHref: taskPage})

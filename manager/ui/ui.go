@@ -56,6 +56,9 @@ type Source interface {
 	// DownloadFile opens the finished download id for reading, with its record. Its error wraps
 	// ErrNoDownload when there is none or its file is gone.
 	DownloadFile(ctx context.Context, id int64) (*os.File, api.Download, error)
+	// Cluster is the other hosts of this host's cluster (SPEC §19 "One pane"), nil on a single host: a store
+	// placed on another host is shown by that host's UI, through the door (relay.go).
+	Cluster() Cluster
 	// Changed is closed at the manager's next change of its state (a write: a store, a task, a browser
 	// started or stopped, a handoff, a download, a tab's owner); a caller takes a new one after each. The
 	// store page reads Status and Downloads again only then. What changes in memory only (a tab's title,
@@ -154,11 +157,14 @@ type Server struct {
 	routes    http.Handler
 	pollEvery time.Duration
 	heartbeat time.Duration
-	formKey   [32]byte // the key of the forms' tokens and the sessions' paths (formToken, sessionPrefix): new at each start, as the sessions are
+	formKey   [32]byte  // the key of the forms' tokens and the sessions' paths (formToken, sessionPrefix): new at each start, as the sessions are
+	relay     *relay    // a store's routes, relayed to the store's host (relay.go)
+	fromHosts *hostSide // other hosts' relays of their people's requests (fromhost.go)
 
 	mu       sync.Mutex           // mu guards the fields below
 	codes    map[string]time.Time // login code -> expiry
 	sessions map[string]*session  // session id -> its session
+	visitors visitors             // the notices of the people other hosts relay (fromhost.go)
 }
 
 // New builds the UI server; Serve or Handler puts it to work.
@@ -167,7 +173,8 @@ func New(cfg Config) *Server {
 		cfg.Now = time.Now
 	}
 	s := &Server{cfg: cfg, pollEvery: cfg.PollEvery, heartbeat: cfg.Heartbeat,
-		codes: map[string]time.Time{}, sessions: map[string]*session{}, ownHosts: map[string]bool{}}
+		codes: map[string]time.Time{}, sessions: map[string]*session{}, visitors: visitors{},
+		ownHosts: map[string]bool{}}
 	_, _ = rand.Read(s.formKey[:]) // crypto/rand.Read never fails (it panics instead)
 	if s.pollEvery == 0 {
 		s.pollEvery = 500 * time.Millisecond
@@ -198,6 +205,7 @@ func New(cfg Config) *Server {
 		panic(err) // the embedded tree is part of the binary: a broken one is a build bug
 	}
 	s.assets = http.StripPrefix("/assets/", http.FileServerFS(sub))
+	s.relay, s.fromHosts = newRelay(s), newHostSide(s)
 	s.routes = s.newRoutes()
 	return s
 }
@@ -233,14 +241,15 @@ func (s *Server) newRoutes() http.Handler {
 	routes.HandleFunc("GET /login", s.handleLogin)
 	routes.HandleFunc("GET /{$}", s.handleOverview)
 	routes.HandleFunc("GET /live/overview", s.handleOverviewLive)
-	routes.HandleFunc("GET /store/{slug}", s.handleStore)
-	routes.HandleFunc("GET /live/store/{slug}", s.handleStoreLive)
-	routes.HandleFunc("POST /store/{slug}/start", s.handleStart)
-	routes.HandleFunc("POST /store/{slug}/tabs", s.handleNewTab)
-	routes.HandleFunc("GET /store/{slug}/tab/{id}/thumb.jpg", ownPagesOnly(s.handleThumb))
-	routes.HandleFunc("GET /store/{slug}/tab/{id}", s.handleTab)
-	routes.HandleFunc("GET /store/{slug}/tab/{id}/ws", s.handleTabSocket)
-	routes.HandleFunc("POST /store/{slug}/tab/{id}/close", s.handleCloseTab)
+	// A store's routes are served by the host that runs its browser (owned): here, or relayed there.
+	routes.HandleFunc("GET /store/{slug}", s.relay.owned(s.handleStore))
+	routes.HandleFunc("GET /live/store/{slug}", s.relay.owned(s.handleStoreLive))
+	routes.HandleFunc("POST /store/{slug}/start", s.relay.owned(s.handleStart))
+	routes.HandleFunc("POST /store/{slug}/tabs", s.relay.owned(s.handleNewTab))
+	routes.HandleFunc("GET /store/{slug}/tab/{id}/thumb.jpg", ownPagesOnly(s.relay.owned(s.handleThumb)))
+	routes.HandleFunc("GET /store/{slug}/tab/{id}", s.relay.owned(s.handleTab))
+	routes.HandleFunc("GET /store/{slug}/tab/{id}/ws", s.relay.owned(s.handleTabSocket))
+	routes.HandleFunc("POST /store/{slug}/tab/{id}/close", s.relay.owned(s.handleCloseTab))
 	routes.HandleFunc("POST /handoffs/{id}/answer", s.handleAnswer)
 	routes.HandleFunc("GET /task/{id}", s.handleTask)
 	routes.HandleFunc("GET /task/{id}/entries", s.handleTaskEntries)
@@ -256,23 +265,33 @@ func (s *Server) newRoutes() http.Handler {
 }
 
 // Serve answers on ln until ctx ends, then closes it and every connection. Live streams end with ctx,
-// so the shutdown does not wait for them.
+// so the shutdown does not wait for them. The connections other hosts' doors hand over (ServeHost) are
+// served meanwhile too.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	// net/http's own complaints become JSON lines of the daemon's log, like everything else it logs.
+	errLog := stdlog.New(warnWriter{s.cfg.Log}, "", 0)
 	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second,
-		BaseContext: func(net.Listener) context.Context { return ctx }, ConnContext: peerContext,
-		// net/http's own complaints become JSON lines of the daemon's log, like everything else it logs.
-		ErrorLog: stdlog.New(warnWriter{s.cfg.Log}, "", 0)}
-	done := make(chan error, 1)
+		BaseContext: func(net.Listener) context.Context { return ctx }, ConnContext: peerContext, ErrorLog: errLog}
+	hosts := &http.Server{Handler: s.fromHosts, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: hostIdle,
+		BaseContext: func(net.Listener) context.Context { return ctx }, ConnContext: hostContext, ErrorLog: errLog}
+	done, hostsDone := make(chan error, 1), make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
+	go func() { hostsDone <- hosts.Serve(s.fromHosts.ln) }()
+	var err error
 	select {
 	case <-ctx.Done():
-	case err := <-done:
-		return err
+	case err = <-done:
 	}
 	shut, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	_ = srv.Shutdown(shut)
-	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+	_ = hosts.Shutdown(shut)
+	s.relay.conns.CloseIdleConnections()
+	if err == nil {
+		err = <-done
+	}
+	<-hostsDone
+	if !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil

@@ -45,7 +45,11 @@ type fakeSource struct {
 	// changed is the channel of Changed, closed by wroteLocked; reads counts Status calls.
 	changed chan struct{}
 	reads   int
+	// cluster is what Cluster returns: nil for a single host.
+	cluster Cluster
 }
+
+func (f *fakeSource) Cluster() Cluster { return f.cluster }
 
 func (f *fakeSource) Status(context.Context) (api.Status, error) {
 	f.mu.Lock()
