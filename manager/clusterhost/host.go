@@ -362,14 +362,15 @@ func untilAnswered(ctx context.Context, open func(context.Context) error) error 
 // askEnsure is the question of an ensure routed to a store's host.
 const askEnsure = "ensure"
 
-// handDoor is the door's HandFunc: a connection for a store placed on this host goes to its endpoint.
-func (ch *Host) handDoor(serve func(string, net.Conn) error) cluster.HandFunc {
+// handDoor is the door's HandFunc: a connection for a store placed on this host goes to its endpoint, which
+// learns the peer's name from the door (verified by its certificate), never from the connection.
+func (ch *Host) handDoor(serve func(store, peer string, conn net.Conn) error) cluster.HandFunc {
 	return func(peer, store string) (func(net.Conn), error) {
 		if h := ch.Where(store); h != ch.host {
 			return nil, fmt.Errorf("store %s is not placed on host %s", store, ch.host)
 		}
 		return func(conn net.Conn) {
-			if err := serve(store, conn); err != nil {
+			if err := serve(store, peer, conn); err != nil {
 				ch.log.Warn().Err(err).Str("store", store).Str("from", peer).Msg("door: a connection not served")
 				conn.Close()
 			}
