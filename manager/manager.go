@@ -34,6 +34,7 @@ import (
 	"vibebrowser/manager/ui"
 	"vibebrowser/manager/wrapper"
 	"vibebrowser/mux"
+	"vibebrowser/mux/downloads"
 	"vibebrowser/state"
 )
 
@@ -99,8 +100,14 @@ func newManager(ctx context.Context, cfg *config.Config, root zerolog.Logger, db
 		}
 	}
 	m.fleet = browsers.New(ctx, bcfg, db, root, browsers.Hooks{Note: m.note,
-		Starting:   func(ctx context.Context, sp browsers.Spec) error { return m.wrappers.Write(ctx, sp) },
-		Downloaded: m.downloads.record, DownloadRoom: m.downloads.room, DownloadCut: m.downloads.cut,
+		Starting: func(ctx context.Context, sp browsers.Spec) error { return m.wrappers.Write(ctx, sp) },
+		Downloaded: func(sp browsers.Spec, d downloads.Download) {
+			m.downloads.record(sp, d)
+			if d.Host != "" && m.cluster != nil { // a client of another host's: its file goes there too (SPEC §19)
+				m.cluster.Deliver(sp, d)
+			}
+		},
+		DownloadRoom: m.downloads.room, DownloadCut: m.downloads.cut,
 		Timeline: func(sp browsers.Spec, ev mux.TimelineEvent) { m.timeline.TabStep(sp, ev) },
 		MayRun: func(ctx context.Context, sp browsers.Spec) error {
 			if m.cluster == nil {
@@ -209,7 +216,8 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, version st
 	if cfg.Cluster.On() {
 		// Before boot: an adopted browser runs on only with its store's lease.
 		m.cluster, err = clusterhost.Start(ctx, clusterhost.Config{Cfg: cfg, Root: m.root, DB: db, Fleet: m.fleet,
-			Logins: m.logins, Note: m.note})
+			Logins: m.logins, Note: m.note, Keep: clusterhost.Keep{DownloadDir: m.downloads.dir,
+				Downloaded: m.downloads.record}})
 		if err != nil {
 			return fmt.Errorf("cluster: %w", err)
 		}

@@ -47,12 +47,16 @@ type Host struct {
 	db        *state.DB
 	fleet     *browsers.Fleet
 	note      func(level zerolog.Level, kind, key string, ev api.Event)
+	arrivals  *arrivals // what the stores' hosts send back about this host's tasks (keep.go)
 
 	movesMu sync.Mutex
 	moves   map[string]*moving // the stores moving away from this host now, by id
 
-	stop context.CancelFunc
-	wg   sync.WaitGroup
+	runCtx context.Context // the host's life: its loops and its deliveries end with it
+	stop   context.CancelFunc
+	wg     sync.WaitGroup
+	workMu sync.Mutex // guards closed, and wg's additions once running (spawn)
+	closed bool
 }
 
 // KeeperOrphanStop is how long a browser's keeper keeps it once its manager is gone, in a cluster. The
@@ -76,8 +80,10 @@ type Config struct {
 	Fleet *browsers.Fleet
 	// Logins, when set, gets the cluster's copies of the stores' logins once joined.
 	Logins *Logins
-	// Note, when set, records an event (a store moved).
+	// Note, when set, records an event (a store moved, a download not delivered).
 	Note func(level zerolog.Level, kind, key string, ev api.Event)
+	// Keep keeps here what this host's tasks did on stores of other hosts (SPEC §19 "Routing").
+	Keep Keep
 }
 
 // Start joins the cluster with this home's identity: it starts the embedded node (VIBE_CLUSTER_NODE) or
@@ -100,6 +106,7 @@ func Start(ctx context.Context, c Config) (*Host, error) {
 		return nil, err
 	}
 	ch := &Host{host: cfg.Host, log: log, db: c.DB, fleet: c.Fleet, note: c.Note, moves: map[string]*moving{}}
+	ch.arrivals = &arrivals{host: cfg.Host, cfg: c.Cfg, db: c.DB, keep: c.Keep, runs: ch.runsOn, log: log}
 	startCtx, cancel := context.WithTimeout(ctx, clusterReadyWithin)
 	defer cancel()
 	if cfg.Node != "" {
@@ -158,6 +165,7 @@ func Start(ctx context.Context, c Config) (*Host, error) {
 		return nil, fmt.Errorf("this host's door at VIBE_ADVERTISE=%s: %w", cfg.Advertise, err)
 	}
 	door := cluster.NewDoorServer(doorLn, id.ServerTLS(), cluster.PeerHost, ch.handDoor(c.Fleet.ServeRemote), log)
+	ch.handleExchanges(door)
 	ch.dialer = cluster.NewDoorDialer(id.ClientTLS(), log)
 	if ch.stopAsks, err = ch.answer(map[string]func(context.Context, []byte) (any, error){askEnsure: ch.answerEnsure,
 		askMove: ch.answerMove, askMoved: ch.answerMoved}); err != nil {
@@ -167,7 +175,7 @@ func Start(ctx context.Context, c Config) (*Host, error) {
 		return nil, err
 	}
 	runCtx, stop := context.WithCancel(context.Background())
-	ch.stop = stop
+	ch.runCtx, ch.stop = runCtx, stop
 	ch.wg.Go(func() {
 		if err := door.Serve(runCtx); err != nil {
 			log.Error().Err(err).Msg("this host's door stopped")
@@ -504,6 +512,9 @@ func (ch *Host) Where(store string) string {
 // still held are not released: their browsers were left running for the next manager, or already stopped.
 func (ch *Host) Close() {
 	ch.stopAsks()
+	ch.workMu.Lock()
+	ch.closed = true // no deliveries started after this
+	ch.workMu.Unlock()
 	ch.stop()
 	ch.wg.Wait()
 	ch.dialer.Close()
