@@ -108,7 +108,13 @@ func newManager(ctx context.Context, cfg *config.Config, root zerolog.Logger, db
 			}
 		},
 		DownloadRoom: m.downloads.room, DownloadCut: m.downloads.cut,
-		Timeline: func(sp browsers.Spec, ev mux.TimelineEvent) { m.timeline.TabStep(sp, ev) },
+		Timeline: func(sp browsers.Spec, ev mux.TimelineEvent) {
+			if ev.Host != "" && m.cluster != nil { // a client of another host's: its task is there
+				m.cluster.TabStep(sp, ev)
+				return
+			}
+			m.timeline.TabStep(sp, ev)
+		},
 		MayRun: func(ctx context.Context, sp browsers.Spec) error {
 			if m.cluster == nil {
 				return nil
@@ -217,7 +223,7 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, version st
 		// Before boot: an adopted browser runs on only with its store's lease.
 		m.cluster, err = clusterhost.Start(ctx, clusterhost.Config{Cfg: cfg, Root: m.root, DB: db, Fleet: m.fleet,
 			Logins: m.logins, Note: m.note, Keep: clusterhost.Keep{DownloadDir: m.downloads.dir,
-				Downloaded: m.downloads.record}})
+				Downloaded: m.downloads.record, TabStep: m.timeline.TabStep, Fault: m.timeline.EventStep}})
 		if err != nil {
 			return fmt.Errorf("cluster: %w", err)
 		}

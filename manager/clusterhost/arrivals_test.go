@@ -23,6 +23,7 @@ import (
 	"vibebrowser/manager/browsers"
 	"vibebrowser/manager/cluster"
 	"vibebrowser/manager/config"
+	"vibebrowser/mux"
 	"vibebrowser/mux/clientid"
 	"vibebrowser/mux/downloads"
 	"vibebrowser/state"
@@ -44,8 +45,10 @@ type arrivalRig struct {
 	addr    string
 	dialers map[string]*cluster.DoorDialer
 
-	mu         sync.Mutex // guards the field below
+	mu         sync.Mutex // guards the fields below
 	downloaded []downloads.Download
+	steps      []mux.TimelineEvent
+	faults     []api.Event
 }
 
 func startArrivals(t *testing.T) *arrivalRig {
@@ -108,6 +111,8 @@ func startArrivals(t *testing.T) *arrivalRig {
 				r.downloaded = append(r.downloaded, d)
 				r.mu.Unlock()
 			},
+			TabStep: func(_ browsers.Spec, ev mux.TimelineEvent) { r.mu.Lock(); r.steps = append(r.steps, ev); r.mu.Unlock() },
+			Fault:   func(_, _ string, ev api.Event) { r.mu.Lock(); r.faults = append(r.faults, ev); r.mu.Unlock() },
 		}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -118,6 +123,8 @@ func startArrivals(t *testing.T) *arrivalRig {
 		return nil, errors.New("no client's bytes in this test")
 	}, zerolog.Nop())
 	door.HandleExchange(kindDownload, a.takeDownload)
+	door.HandleExchange(kindSteps, a.takeSteps)
+	door.HandleExchange(kindFault, a.takeFault)
 	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- door.Serve(sctx) }()
@@ -292,4 +299,56 @@ func prefixed(prefix string, names []string) []string {
 		out[i] = prefix + n
 	}
 	return out
+}
+
+// The steps the store's host sends are kept on the tasks of this host that use the store, and only on those;
+// a host that does not run the store cannot put a step, nor a fault, on any task.
+func TestStepsArrive(t *testing.T) {
+	r := startArrivals(t)
+	steps := []stepWire{
+		{Client: taskA, Tab: "T1", Kind: mux.TabNavigated, URL: "https://site.test/a", Title: "A"},
+		{Client: taskA + "-w2", Tab: "T2", Kind: mux.TabCreated, URL: "about:blank"},
+		{Client: taskB, Tab: "T3", Kind: mux.TabCreated},                     // a task of another store
+		{Client: taskA[:35] + "c", Tab: "T4", Kind: mux.TabCreated},          // no task of this host
+		{Client: api.AuxClient, Tab: "T5", Kind: mux.TabCreated},             // no task's
+		{Client: taskA, Tab: "T1", Kind: "tab_exploded"},                     // no step's kind
+		{Client: "../" + taskA, Tab: "T1", Kind: mux.TabClosed, URL: "x://"}, // no client id
+	}
+	body, err := json.Marshal(steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.send("host2", kindSteps, struct{}{}, body, int64(len(body))); err == nil || !strings.Contains(err.Error(), "host host2 does not run store") {
+		t.Errorf("steps from a host that does not run the store = %v; want refused, naming the rule", err)
+	}
+	if err := r.send("host3", kindSteps, struct{}{}, body, int64(len(body))); err != nil {
+		t.Fatalf("steps from the store's host: %v", err)
+	}
+	dup := []byte(`[{"client":"` + taskA + `","tab":"T1","kind":"tab_closed","Kind":"tab_created"}]`)
+	if err := r.send("host3", kindSteps, struct{}{}, dup, int64(len(dup))); err == nil || !strings.Contains(err.Error(), "exactly as named") {
+		t.Errorf("a step with a key in two cases = %v; want refused", err)
+	}
+	r.mu.Lock()
+	got := slices.Clone(r.steps)
+	r.mu.Unlock()
+	want := []mux.TimelineEvent{{Client: taskA, Tab: "T1", Kind: mux.TabNavigated, URL: "https://site.test/a", Title: "A"},
+		{Client: taskA + "-w2", Tab: "T2", Kind: mux.TabCreated, URL: "about:blank"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("steps kept = %+v; want taskA's two alone: %+v", got, want)
+	}
+
+	if err := r.send("host2", kindFault, faultHead{Kind: api.EventBrowserDied, Message: "gone"}, nil, 0); err == nil {
+		t.Error("a fault told by a host that does not run the store was taken")
+	}
+	if err := r.send("host3", kindFault, faultHead{Kind: api.EventStoreMoved, Message: "x"}, nil, 0); err == nil {
+		t.Error("an event that is no fault of a browser was taken as one")
+	}
+	if err := r.send("host3", kindFault, faultHead{Kind: api.EventBrowserDied, Message: "the browser exited"}, nil, 0); err != nil {
+		t.Fatalf("a fault told by the store's host: %v", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.faults) != 1 || r.faults[0].Kind != api.EventBrowserDied || r.faults[0].StoreID != r.store.ID || r.faults[0].Message != "the browser exited" {
+		t.Errorf("faults kept = %+v; want the store's host's browser_died alone", r.faults)
+	}
 }

@@ -52,6 +52,9 @@ type Host struct {
 	movesMu sync.Mutex
 	moves   map[string]*moving // the stores moving away from this host now, by id
 
+	stepsMu sync.Mutex             // guards steps
+	steps   map[stepsTo]*stepQueue // the steps of other hosts' clients on their way there (steps.go)
+
 	runCtx context.Context // the host's life: its loops and its deliveries end with it
 	stop   context.CancelFunc
 	wg     sync.WaitGroup
@@ -105,7 +108,8 @@ func Start(ctx context.Context, c Config) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	ch := &Host{host: cfg.Host, log: log, db: c.DB, fleet: c.Fleet, note: c.Note, moves: map[string]*moving{}}
+	ch := &Host{host: cfg.Host, log: log, db: c.DB, fleet: c.Fleet, note: c.Note, moves: map[string]*moving{},
+		steps: map[stepsTo]*stepQueue{}}
 	ch.arrivals = &arrivals{host: cfg.Host, cfg: c.Cfg, db: c.DB, keep: c.Keep, runs: ch.runsOn, log: log}
 	startCtx, cancel := context.WithTimeout(ctx, clusterReadyWithin)
 	defer cancel()

@@ -9,21 +9,25 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/rs/zerolog"
 
+	"vibebrowser/manager/api"
 	"vibebrowser/manager/browsers"
 	"vibebrowser/manager/cluster"
 	"vibebrowser/manager/config"
+	"vibebrowser/mux"
 	"vibebrowser/mux/downloads"
 	"vibebrowser/state"
 )
 
 // What a task does on a store of another host is kept on the task's host (SPEC §19 "Routing"): the store's
-// host sends each download of the task's clients to the task's host. It crosses the doors as an exchange
-// (cluster/exchange.go), whose mutual TLS names the host at each end: a task's host takes what the host the
-// store is placed on sends.
+// host sends each download of the task's clients, the steps of their tabs and the faults of the store's
+// browser to the task's host. All of it crosses the doors as exchanges (cluster/exchange.go), whose mutual
+// TLS names the host at each end: a task's host takes what the host the store is placed on sends.
 
 // Exchange kinds, sent by a store's host to a task's host (arrivals).
 const (
 	kindDownload = "download" // a finished download: its record in the header, its file in the body
+	kindSteps    = "steps"    // steps of a client's tabs, in order
+	kindFault    = "fault"    // the store's browser died, was relaunched, or had its login set back
 )
 
 // Keep is what this host does with what its tasks did on stores of other hosts: each hook is the manager's,
@@ -34,6 +38,11 @@ type Keep struct {
 	DownloadDir func(sp browsers.Spec, client string) string
 	// Downloaded records a download placed here: its record, its task's quota and timeline step.
 	Downloaded func(sp browsers.Spec, d downloads.Download)
+	// TabStep records a step of a task's tab on its timeline.
+	TabStep func(sp browsers.Spec, ev mux.TimelineEvent)
+	// Fault puts an event of sp's browser (died, relaunched, login restored) on the timelines of the active
+	// tasks that use the store here.
+	Fault func(kind, key string, ev api.Event)
 }
 
 // arrivals takes in what the hosts that run stores send back about this host's tasks.
@@ -89,6 +98,8 @@ func decodeHead(b []byte, v any) error {
 // handleExchanges has door answer the exchanges of what a task did on a store of another host.
 func (ch *Host) handleExchanges(door *cluster.DoorServer) {
 	door.HandleExchange(kindDownload, ch.arrivals.takeDownload)
+	door.HandleExchange(kindSteps, ch.arrivals.takeSteps)
+	door.HandleExchange(kindFault, ch.arrivals.takeFault)
 }
 
 // runsOn is arrivals' runs: this host's view of store's placement, asked of the cluster when it does not name
