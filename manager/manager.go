@@ -128,7 +128,16 @@ func newManager(ctx context.Context, cfg *config.Config, root zerolog.Logger, db
 	m.tasks = tasks.New(tasks.Config{Cfg: cfg, DB: db, Log: m.log, Fleet: m.fleet, Reaper: m.reaper,
 		FindStore: m.FindStore, DownloadDir: m.downloads.dir})
 	m.timeline = timeline.NewDesk(timeline.DeskConfig{Cfg: cfg, DB: db, Fleet: m.fleet, Ctx: ctx, Log: m.log, Root: root,
-		Full: func() { m.metrics.QuotaHit(metrics.QuotaTimeline) }, Cut: func() { m.metrics.QuotaHit(metrics.QuotaReportCut) }})
+		Full: func() { m.metrics.QuotaHit(metrics.QuotaTimeline) }, Cut: func() { m.metrics.QuotaHit(metrics.QuotaReportCut) },
+		Remote: func(key, client string) timeline.Browser {
+			if m.cluster == nil {
+				return nil
+			}
+			if tabs := m.cluster.Tabs(key, client); tabs != nil { // a store of another host: asked there
+				return tabs
+			}
+			return nil
+		}})
 	m.metrics = metrics.New(m.fleet.Collectors()...)
 	m.handoffs = handoffs.New(handoffs.Config{DB: db, Log: m.log, Ctx: ctx, Note: m.note, Renew: m.tasks.Touch,
 		UILink: m.uiLink, Quitting: m.fleet.Quitting, Store: m.shimStore, Count: m.countTask,

@@ -20,14 +20,20 @@ import (
 
 // What a task does on a store of another host is kept on the task's host (SPEC §19 "Routing"): the store's
 // host sends each download of the task's clients, the steps of their tabs and the faults of the store's
-// browser to the task's host. All of it crosses the doors as exchanges (cluster/exchange.go), whose mutual
-// TLS names the host at each end: a task's host takes what the host the store is placed on sends.
+// browser to the task's host, and the task's host asks the store's host for its clients' tabs and their
+// pictures after each of its calls. All of it crosses the doors as exchanges (cluster/exchange.go), whose
+// mutual TLS names the host at each end: a task's host takes what the host the store is placed on sends, and
+// the store's host answers a host only about that host's own clients (the door each client came through).
 
-// Exchange kinds, sent by a store's host to a task's host (arrivals).
+// Exchange kinds, sent by a store's host to a task's host (arrivals) or asked by a task's host of the store's
+// (looks.go).
 const (
-	kindDownload = "download" // a finished download: its record in the header, its file in the body
-	kindSteps    = "steps"    // steps of a client's tabs, in order
-	kindFault    = "fault"    // the store's browser died, was relaunched, or had its login set back
+	kindDownload  = "download"  // a finished download: its record in the header, its file in the body
+	kindSteps     = "steps"     // steps of a client's tabs, in order
+	kindFault     = "fault"     // the store's browser died, was relaunched, or had its login set back
+	kindTabs      = "tabs"      // the list of a client's tabs
+	kindShot      = "shot"      // the picture of one of them
+	kindPasswords = "passwords" // the texts a client typed into password fields, hidden in its calls' entries
 )
 
 // Keep is what this host does with what its tasks did on stores of other hosts: each hook is the manager's,
@@ -100,6 +106,9 @@ func (ch *Host) handleExchanges(door *cluster.DoorServer) {
 	door.HandleExchange(kindDownload, ch.arrivals.takeDownload)
 	door.HandleExchange(kindSteps, ch.arrivals.takeSteps)
 	door.HandleExchange(kindFault, ch.arrivals.takeFault)
+	door.HandleExchange(kindTabs, ch.answerTabs)
+	door.HandleExchange(kindShot, ch.answerShot)
+	door.HandleExchange(kindPasswords, ch.answerPasswords)
 }
 
 // runsOn is arrivals' runs: this host's view of store's placement, asked of the cluster when it does not name
