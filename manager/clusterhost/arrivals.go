@@ -18,6 +18,7 @@ import (
 	"vibebrowser/mux/clientid"
 	"vibebrowser/mux/downloads"
 	"vibebrowser/mux/sys/osuser"
+	"vibebrowser/state"
 )
 
 // A download arrives (SPEC §19 "Routing": a task's downloads appear in its VIBE_DOWNLOAD_DIR on the agent's
@@ -64,6 +65,9 @@ func (a *arrivals) takeDownload(ctx context.Context, peer, store string, head js
 	}
 	if err := a.checkDownload(ctx, store, h, body.Size); err != nil {
 		return nil, err
+	}
+	if name, ok := a.already(ctx, store, h); ok {
+		return json.Marshal(map[string]string{"name": name}) // its body is not asked for
 	}
 	staged, err := a.stage(ctx, sp.Slug, body, h.SHA256)
 	if err != nil {
@@ -120,10 +124,31 @@ func (a *arrivals) checkDownload(ctx context.Context, store string, h downloadHe
 			h.Size, a.cfg.DownloadMaxMB, a.cfg.DownloadMaxMB)
 	case !isSHA256(h.SHA256):
 		return fmt.Errorf("sha256 %q: a download's sha256 is 64 lowercase hex digits", h.SHA256)
-	case len(h.GUID) > guidMax:
-		return fmt.Errorf("a GUID of %d bytes: at most %d", len(h.GUID), guidMax)
+	case h.GUID == "" || len(h.GUID) > guidMax:
+		return fmt.Errorf("a GUID of %d bytes: a download's GUID is 1 to %d bytes", len(h.GUID), guidMax)
+	case h.At.IsZero():
+		return errors.New("a download with no time: a download's header says when it completed")
 	}
 	return nil
+}
+
+// already is the name the download h has here when this host took it before: a delivery whose answer was
+// lost is tried again, and must not land twice.
+func (a *arrivals) already(ctx context.Context, store string, h downloadHead) (string, bool) {
+	task := ""
+	if api.ValidTaskID(h.OwnerDir) {
+		task = h.OwnerDir
+	}
+	ds, err := a.db.ListDownloads(ctx, state.DownloadFilter{Key: store, TaskID: task})
+	if err != nil {
+		return "", false
+	}
+	for _, d := range ds {
+		if d.GUID == h.GUID && d.OwnerDir == h.OwnerDir && d.SHA256 == h.SHA256 {
+			return d.Name, true
+		}
+	}
+	return "", false
 }
 
 // stage writes body into a new partial file of the manager's own under downloads/<slug>/.delivering/ and

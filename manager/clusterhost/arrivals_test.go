@@ -106,7 +106,11 @@ func startArrivals(t *testing.T) *arrivalRig {
 				}
 				return dir
 			},
-			Downloaded: func(_ browsers.Spec, d downloads.Download) {
+			Downloaded: func(sp browsers.Spec, d downloads.Download) { // in state too, as the manager's record
+				if _, err := db.RecordDownload(ctx, state.Download{Key: sp.Key, TaskID: d.OwnerDir, ClientID: d.ClientID,
+					OwnerDir: d.OwnerDir, GUID: d.GUID, URL: d.URL, Name: d.Name, Path: d.Path, Size: d.Size, SHA256: d.SHA256, At: d.At}); err != nil {
+					t.Error(err)
+				}
 				r.mu.Lock()
 				r.downloaded = append(r.downloaded, d)
 				r.mu.Unlock()
@@ -164,10 +168,11 @@ func (r *arrivalRig) recorded() []downloads.Download {
 }
 
 // A download the store's host sends lands in its task's folder as a local one does (0600, never over another
-// file) and is recorded with what the header said.
+// file) and is recorded with what the header said; the same download sent again (its answer was lost) does not
+// land twice.
 func TestDownloadArrives(t *testing.T) {
 	r := startArrivals(t)
-	for i, content := range []string{"first\n", "second\n"} {
+	for i, content := range []string{"first\n", "second\n", "first\n"} {
 		if err := r.send("host3", kindDownload, download("report.csv", content), []byte(content), int64(len(content))); err != nil {
 			t.Fatalf("download %d: %v", i, err)
 		}
@@ -249,6 +254,7 @@ func TestDownloadArrivalsRefused(t *testing.T) {
 		{"a size that is not the body's", "host3", with(func(h *downloadHead) { h.Size = 1 }), "ok", "a download's size is its body's"},
 		{"a sha256 that is not the body's", "host3", with(func(h *downloadHead) { h.SHA256 = sum("ko") }), "ok", "not to the " + sum("ko")},
 		{"a sha256 out of form", "host3", with(func(h *downloadHead) { h.SHA256 = "../" }), "ok", "64 lowercase hex digits"},
+		{"no GUID", "host3", with(func(h *downloadHead) { h.GUID = "" }), "ok", "a download's GUID is 1 to 128 bytes"},
 		{"over VIBE_DOWNLOAD_MAX_MB", "host3", download("big.bin", big), big, "VIBE_DOWNLOAD_MAX_MB=1"},
 		{"a key twice, in two cases", "host3", twoCases, "ok", "exactly as named"},
 		{"a key no header has", "host3", unknown, "ok", "and no other keys"},
