@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
+	"slices"
 	"time"
 )
 
@@ -83,9 +85,10 @@ func (d *DoorServer) exchange(ctx context.Context, c *tls.Conn, br *bufio.Reader
 	defer c.Close()
 	d.mu.Lock()
 	fn := d.exchanges[req.Kind]
+	kinds := slices.Sorted(maps.Keys(d.exchanges))
 	d.mu.Unlock()
 	var answer []byte
-	err := fmt.Errorf("this host's door answers no exchange of kind %q", req.Kind)
+	err := fmt.Errorf("this host's door answers no exchange of kind %q: it answers %q", req.Kind, kinds)
 	var body *Body
 	switch {
 	case fn == nil:
@@ -188,7 +191,7 @@ func (d *DoorDialer) exchangeOn(ctx context.Context, c *tls.Conn, host string, r
 	br := bufio.NewReaderSize(c, doorLineMax)
 	var ans doorAnswer
 	c.SetReadDeadline(time.Now().Add(exchangeWait))
-	if err := readLine(br, &ans, doorLineMax); err != nil {
+	if err := readLine(br, &ans, doorHeadMax); err != nil { // a refusal may quote its header
 		// A warm connection the receiver closed meanwhile answers at once with its end; one that timed out
 		// may have been worked on.
 		var ne net.Error
@@ -204,7 +207,7 @@ func (d *DoorDialer) exchangeOn(ctx context.Context, c *tls.Conn, host string, r
 		}
 		c.SetReadDeadline(time.Now().Add(exchangeWait))
 		ans = doorAnswer{}
-		if err := readLine(br, &ans, doorLineMax); err != nil {
+		if err := readLine(br, &ans, doorHeadMax); err != nil {
 			return nil, false, fail("no answer after the body", err)
 		}
 	}

@@ -115,7 +115,7 @@ func (a *arrivals) checkDownload(ctx context.Context, store string, h downloadHe
 	case h.OwnerDir != clientid.OwnerDir(h.Client):
 		return fmt.Errorf("owner folder %q is not client %s's: a client's downloads go to %q (its task's folder for a "+
 			"--worker slot, else its own id)", h.OwnerDir, h.Client, clientid.OwnerDir(h.Client))
-	case api.ValidTaskID(h.OwnerDir) && !a.isTasksHere(ctx, h.OwnerDir, store):
+	case api.ValidTaskID(h.OwnerDir) && !a.taskHere(ctx, h.OwnerDir, store):
 		return fmt.Errorf("task %s is no task of host %s on store %s: a download goes to the host of its task", h.OwnerDir, a.host, store)
 	case h.Size != size:
 		return fmt.Errorf("the header says %d bytes and the body has %d: a download's size is its body's", h.Size, size)

@@ -517,7 +517,7 @@ func (ch *Host) Where(store string) string {
 func (ch *Host) Close() {
 	ch.stopAsks()
 	ch.workMu.Lock()
-	ch.closed = true // no deliveries started after this
+	ch.closed = true // no work spawned after this (deliveries, steps, faults)
 	ch.workMu.Unlock()
 	ch.stop()
 	ch.wg.Wait()

@@ -81,8 +81,8 @@ func (a *arrivals) spec(ctx context.Context, store string) (browsers.Spec, error
 	return browsers.StoreSpec(s)
 }
 
-// isTasksHere reports whether task is a task of this host's on store.
-func (a *arrivals) isTasksHere(ctx context.Context, task, store string) bool {
+// taskHere reports whether task is a task of this host's on store.
+func (a *arrivals) taskHere(ctx context.Context, task, store string) bool {
 	t, err := a.db.GetTask(ctx, task)
 	return err == nil && t.StoreID == store
 }

@@ -42,9 +42,11 @@ type RemoteTabs struct {
 }
 
 // Tabs is client's tabs on store key when the store runs on another host, nil when it runs here or nowhere.
+// It reads this host's view of the placement only (a call's report waits for no question to the cluster): a
+// view that lags after a move asks the old host, which answers that the store does not run there.
 func (ch *Host) Tabs(key, client string) *RemoteTabs {
-	host, elsewhere := ch.Elsewhere(key)
-	if !elsewhere {
+	host := ch.Where(key)
+	if host == "" || host == ch.host {
 		return nil
 	}
 	return &RemoteTabs{ch: ch, store: key, host: host, client: client}

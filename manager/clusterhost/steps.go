@@ -159,7 +159,7 @@ func (a *arrivals) takeSteps(ctx context.Context, peer, store string, head json.
 		}
 		here, seen := tasks[task]
 		if !seen {
-			here = a.isTasksHere(ctx, task, store)
+			here = a.taskHere(ctx, task, store)
 			tasks[task] = here
 		}
 		if !here {
