@@ -166,28 +166,40 @@ func TestClusterKeepsATasksWorkOnItsHost(t *testing.T) {
 	}
 }
 
-// A host that does not run a store cannot put a step on another host's task, even with its own good
-// certificate: host2, through host1's door, sends a step and a download of host1's task on host3's store,
-// and host1 refuses both, naming the rule, and keeps nothing.
+// doorDialer dials doors as host m, with its certificate; doorOf is m's door.
+func doorDialer(t *testing.T, m *managed) *cluster.DoorDialer {
+	t.Helper()
+	id, err := cluster.LoadIdentity(m.home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := cluster.NewDoorDialer(id.ClientTLS(), zerolog.Nop())
+	t.Cleanup(d.Close)
+	return d
+}
+
+func doorOf(m *managed) string {
+	for _, kv := range m.env {
+		if v, ok := strings.CutPrefix(kv, "VIBE_ADVERTISE="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// A host speaks through the doors for its own clients only, even with its own good certificate: host2,
+// through host1's door, sends a step and a download of host1's task on host3's store, and host1 refuses both,
+// naming the rule, and keeps nothing; host2 asks host3 for host1's client's tabs and pictures, and host3
+// refuses, while it answers host1.
 func TestClusterStepsOnlyFromTheStoresHost(t *testing.T) {
 	ms := clusterOf(t, 3)
 	ms[0].cli("store", "add", "Own Shop", "--host", "host3")
 	shop := storeNamedOn(t, ms[0], "Own Shop")
-	capability(t, ms[0], shop, taskA) // host1's task on the store
-	id, err := cluster.LoadIdentity(ms[1].home)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dialer := cluster.NewDoorDialer(id.ClientTLS(), zerolog.Nop())
-	defer dialer.Close()
-	door := ""
-	for _, kv := range ms[0].env {
-		if v, ok := strings.CutPrefix(kv, "VIBE_ADVERTISE="); ok {
-			door = v
-		}
-	}
+	tab, _ := dialRaw(t, capability(t, ms[0], shop, taskA).CDPWS).createPage("about:blank") // host1's task's tab on host3
+	dialer, door := doorDialer(t, ms[1]), doorOf(ms[0])
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	var err error
 	steps := []byte(`[{"client":"` + taskA + `","tab":"T1","kind":"tab_navigated","url":"https://forged.example/"}]`)
 	_, err = dialer.Exchange(ctx, "host1", door, shop.ID, "steps", struct{}{}, bytes.NewReader(steps), int64(len(steps)), 1<<10)
 	if err == nil || !strings.Contains(err.Error(), "host host2 does not run store "+shop.ID) {
@@ -206,5 +218,20 @@ func TestClusterStepsOnlyFromTheStoresHost(t *testing.T) {
 	}
 	if files := testkit.Files(filepath.Join(ms[0].home, "downloads", shop.Slug)); len(files) != 0 {
 		t.Errorf("host1's downloads of the store hold %q; want nothing", files)
+	}
+
+	look := map[string]any{"client": taskA}
+	if _, err := dialer.Exchange(ctx, "host3", doorOf(ms[2]), shop.ID, "tabs", look, nil, 0, 1<<20); err == nil ||
+		!strings.Contains(err.Error(), "is not a client of host host2 here") {
+		t.Errorf("host2's look at host1's client's tabs = %v; want refused: a host looks at its own clients only", err)
+	}
+	shot := map[string]any{"client": taskA, "tab": tab, "width": 640, "quality": 70}
+	if _, err := dialer.Exchange(ctx, "host3", doorOf(ms[2]), shop.ID, "shot", shot, nil, 0, 2<<20); err == nil ||
+		!strings.Contains(err.Error(), "is not a client of host host2 here") {
+		t.Errorf("host2's picture of host1's client's tab = %v; want refused", err)
+	}
+	tabs, err := doorDialer(t, ms[0]).Exchange(ctx, "host3", doorOf(ms[2]), shop.ID, "tabs", look, nil, 0, 1<<20)
+	if err != nil || !strings.Contains(string(tabs), tab) {
+		t.Errorf("host1's look at its own client's tabs = %s, %v; want its tab %s", tabs, err, tab)
 	}
 }
