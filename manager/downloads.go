@@ -141,7 +141,8 @@ func (m *downloadDesk) record(sp browsers.Spec, d downloads.Download) {
 		return
 	}
 	m.quota.add(state.DownloadOwner{Key: sp.Key, OwnerDir: d.OwnerDir}, d.Size)
-	if task != "" {
+	// A task of another host's client is that host's: its record of the delivered file is its timeline's step.
+	if task != "" && d.Host == "" {
 		view := downloadView(rec, sp.Slug)
 		m.step(sp.Key, task, api.Entry{Client: d.ClientID, Download: &view})
 	}

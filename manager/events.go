@@ -169,6 +169,9 @@ func (m *Manager) note(level zerolog.Level, kind, key string, ev api.Event) {
 	line.Msg(ev.Message)
 	m.notify.Enqueue(ev)
 	m.timeline.EventStep(kind, key, ev)
+	if m.cluster != nil { // the store's tasks on other hosts (SPEC §19)
+		m.cluster.TellFault(kind, key, ev)
+	}
 }
 
 // RecordEvent notes an event a shim reports, checked by the API (a kind a shim reports, its message

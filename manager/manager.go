@@ -34,6 +34,7 @@ import (
 	"vibebrowser/manager/ui"
 	"vibebrowser/manager/wrapper"
 	"vibebrowser/mux"
+	"vibebrowser/mux/downloads"
 	"vibebrowser/state"
 )
 
@@ -99,9 +100,21 @@ func newManager(ctx context.Context, cfg *config.Config, root zerolog.Logger, db
 		}
 	}
 	m.fleet = browsers.New(ctx, bcfg, db, root, browsers.Hooks{Note: m.note,
-		Starting:   func(ctx context.Context, sp browsers.Spec) error { return m.wrappers.Write(ctx, sp) },
-		Downloaded: m.downloads.record, DownloadRoom: m.downloads.room, DownloadCut: m.downloads.cut,
-		Timeline: func(sp browsers.Spec, ev mux.TimelineEvent) { m.timeline.TabStep(sp, ev) },
+		Starting: func(ctx context.Context, sp browsers.Spec) error { return m.wrappers.Write(ctx, sp) },
+		Downloaded: func(sp browsers.Spec, d downloads.Download) {
+			m.downloads.record(sp, d)
+			if d.Host != "" && m.cluster != nil { // a client of another host's: its file goes there too (SPEC §19)
+				m.cluster.Deliver(sp, d)
+			}
+		},
+		DownloadRoom: m.downloads.room, DownloadCut: m.downloads.cut,
+		Timeline: func(sp browsers.Spec, ev mux.TimelineEvent) {
+			if ev.Host != "" && m.cluster != nil { // a client of another host's: its task is there
+				m.cluster.TabStep(sp, ev)
+				return
+			}
+			m.timeline.TabStep(sp, ev)
+		},
 		MayRun: func(ctx context.Context, sp browsers.Spec) error {
 			if m.cluster == nil {
 				return nil
@@ -115,7 +128,16 @@ func newManager(ctx context.Context, cfg *config.Config, root zerolog.Logger, db
 	m.tasks = tasks.New(tasks.Config{Cfg: cfg, DB: db, Log: m.log, Fleet: m.fleet, Reaper: m.reaper,
 		FindStore: m.FindStore, DownloadDir: m.downloads.dir})
 	m.timeline = timeline.NewDesk(timeline.DeskConfig{Cfg: cfg, DB: db, Fleet: m.fleet, Ctx: ctx, Log: m.log, Root: root,
-		Full: func() { m.metrics.QuotaHit(metrics.QuotaTimeline) }, Cut: func() { m.metrics.QuotaHit(metrics.QuotaReportCut) }})
+		Full: func() { m.metrics.QuotaHit(metrics.QuotaTimeline) }, Cut: func() { m.metrics.QuotaHit(metrics.QuotaReportCut) },
+		Remote: func(key, client string) timeline.Browser {
+			if m.cluster == nil {
+				return nil
+			}
+			if tabs := m.cluster.Tabs(key, client); tabs != nil { // a store of another host: asked there
+				return tabs
+			}
+			return nil
+		}})
 	m.metrics = metrics.New(m.fleet.Collectors()...)
 	m.handoffs = handoffs.New(handoffs.Config{DB: db, Log: m.log, Ctx: ctx, Note: m.note, Renew: m.tasks.Touch,
 		UILink: m.uiLink, Quitting: m.fleet.Quitting, Store: m.shimStore, Count: m.countTask,
@@ -209,7 +231,8 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, version st
 	if cfg.Cluster.On() {
 		// Before boot: an adopted browser runs on only with its store's lease.
 		hc := clusterhost.Config{Cfg: cfg, Root: m.root, DB: db, Fleet: m.fleet, Logins: m.logins, Note: m.note,
-			Browsers: hostStores{m}.running}
+			Browsers: hostStores{m}.running, Keep: clusterhost.Keep{DownloadDir: m.downloads.dir,
+				Downloaded: m.downloads.record, TabStep: m.timeline.TabStep, Fault: m.timeline.EventStep}}
 		if m.ui != nil {
 			hc.UI = m.ui.ServeHost // a store of this host, shown by another host's UI (SPEC §19 "One pane")
 		}

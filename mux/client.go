@@ -35,6 +35,9 @@ type client struct {
 	pw      passwords // its texts typed into password fields (passwords.go)
 	// streams are the stream handles the browser answered this client with (IO.read and IO.close take only these).
 	streams map[string]bool
+	// host is the host whose door its latest connection came through (AnotherHost), "" for this host's: its
+	// downloads and timeline steps are that host's (SPEC §19). It outlives the connection, for its grace.
+	host string
 }
 
 // clientLocked returns the state of client id, creating it.
@@ -132,6 +135,7 @@ func (m *Mux) serveClient(w http.ResponseWriter, r *http.Request, id string) {
 	}
 	cl.conn = c
 	cl.active = time.Now()
+	cl.host = AnotherHost(r.Context())
 	m.touchActivityLocked()
 	m.mu.Unlock()
 	m.log.Info().Str("client", id).Msg("client connected")

@@ -217,16 +217,25 @@ func (d Door) WriteList(w http.ResponseWriter) {
 	w.Write([]byte("[]\n"))
 }
 
-// anotherHost marks the context of a connection another host's door handed over (SPEC §19).
+// anotherHost marks the context of a connection another host's door handed over (SPEC §19): its value is
+// that host's name, as the door's mutual TLS verified it.
 type anotherHost struct{}
 
-// WithAnotherHost marks ctx, a connection's, as one that came from another host's door.
-func WithAnotherHost(ctx context.Context) context.Context {
-	return context.WithValue(ctx, anotherHost{}, true)
+// WithAnotherHost marks ctx, a connection's, as one that came from host's door. host is the door's verified
+// peer, never a name the connection claims: the downloads and the timeline steps of the clients it serves go
+// back to that host.
+func WithAnotherHost(ctx context.Context, host string) context.Context {
+	return context.WithValue(ctx, anotherHost{}, host)
 }
 
 // FromAnotherHost reports whether ctx is a connection's that came from another host's door.
 func FromAnotherHost(ctx context.Context) bool {
-	v, _ := ctx.Value(anotherHost{}).(bool)
-	return v
+	_, ok := ctx.Value(anotherHost{}).(string)
+	return ok
+}
+
+// AnotherHost is the host whose door ctx's connection came from, "" for a connection of this host.
+func AnotherHost(ctx context.Context) string {
+	h, _ := ctx.Value(anotherHost{}).(string)
+	return h
 }

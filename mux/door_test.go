@@ -80,7 +80,7 @@ func TestDoorFromAnotherHost(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := httptest.NewRequest(http.MethodGet, "http://"+tt.host+tt.path, nil)
-			r = r.WithContext(WithAnotherHost(r.Context()))
+			r = r.WithContext(WithAnotherHost(r.Context(), "host1"))
 			if tt.origin != "" {
 				r.Header.Set("Origin", tt.origin)
 			}

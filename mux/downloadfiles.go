@@ -28,7 +28,7 @@ func (ds *downloadTracker) finish(d *download, ev dlEvent) {
 	m := ds.m
 	dl := downloads.Download{GUID: d.guid, URL: d.url, OwnerDir: downloads.UnattributedDir, At: time.Now()}
 	if d.owner != nil {
-		dl.ClientID, dl.OwnerDir = d.owner.id, clientid.OwnerDir(d.owner.id)
+		dl.ClientID, dl.OwnerDir, dl.Host = d.owner.id, clientid.OwnerDir(d.owner.id), d.host
 	}
 	src := filepath.Join(ds.incomingDir(), d.guid)
 	err := ds.file(&dl, src, d)

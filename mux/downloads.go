@@ -49,6 +49,7 @@ type download struct {
 	guid, url, name, frame string
 	context                string     // the browser context of the frame's target, "" when unknown
 	owner                  *client    // nil: unattributed
+	host                   string     // the owner's host when it was attributed (client.host)
 	behavior               dlBehavior // the owner's own behaviour when the download began
 	resolving              bool       // the owner of a subframe is being looked up; events wait
 	began                  []byte     // the downloadWillBegin held while resolving
@@ -254,6 +255,7 @@ func (ds *downloadTracker) attributeDownloadLocked(d *download, owner *client) {
 			Msg("download started by a frame no client owns: it goes to " + downloads.UnattributedDir)
 		return
 	}
+	d.host = owner.host
 	d.behavior = ds.behaviorLocked(owner.conn, d.context)
 	if d.behavior.behavior == behaviorDeny && m.cfg.DownloadDir != "" {
 		ds.cancelLocked(d)
@@ -302,7 +304,7 @@ func (ds *downloadTracker) overRoomLocked(d *download, received int64, complete 
 		Msg("downloads: cancelled a download past its owner's room")
 	if cut := m.cfg.Hooks.DownloadCut; cut != nil && !m.closed {
 		dl := downloads.Download{GUID: d.guid, ClientID: d.owner.id, OwnerDir: dir, URL: d.url, Name: downloads.SanitizeName(d.name),
-			Size: d.received, At: time.Now()}
+			Size: d.received, At: time.Now(), Host: d.host}
 		m.wg.Add(1) // under mu and before closed is set: Serve's Wait covers it
 		go func() { defer m.wg.Done(); cut(dl) }()
 	}

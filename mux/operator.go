@@ -137,6 +137,20 @@ func (o *Operator) ClientTabs(id string) []TabInfo {
 	return out
 }
 
+// ClientHost is the host whose door client id's latest connection came through ("" for this host's own) and
+// whether the mux knows the client at all (connected, or within its grace): another host may ask for a
+// client's tabs and pictures only when the client is that host's (SPEC §19).
+func (o *Operator) ClientHost(id string) (host string, known bool) {
+	m := o.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cl := m.clients[id]
+	if cl == nil {
+		return "", false
+	}
+	return cl.host, true
+}
+
 // tabInfoLocked is what the operator lists of target t, which a client owns.
 func tabInfoLocked(t *target) TabInfo {
 	ti := TabInfo{ID: t.id, Type: t.typ, URL: t.url, Title: t.title, Owner: t.owner.id, LastUsed: t.usedAt,

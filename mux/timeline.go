@@ -41,6 +41,9 @@ type TimelineEvent struct {
 	URL, Title string
 	// By is a hold's holder; Why says why a hold ended when its holder did not Release it.
 	By, Why string
+	// Host is the host the client connected from through its door (AnotherHost), "" for this host: the
+	// step is that host's task's (SPEC §19).
+	Host string
 }
 
 // titleWait is how long after a navigation the timeline reads titles while the document has set none.
@@ -146,6 +149,9 @@ func (tp *Taps) timelineLocked(ev TimelineEvent) {
 		return
 	}
 	ev.At = time.Now()
+	if cl := m.clients[ev.Client]; cl != nil {
+		ev.Host = cl.host
+	}
 	tp.tl.queue = append(tp.tl.queue, ev)
 	notify(tp.tl.wake)
 }

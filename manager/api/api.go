@@ -363,9 +363,10 @@ const (
 	EventLoginRestored   = "login_restored"              // a launch set back cookies its browser had lost from the login checkpoint
 	EventLoginUnreadable = "login_checkpoint_unreadable" // a launch found a login checkpoint it could not open or read
 	// SPEC §19's cluster.
-	EventBrowserFenced = "browser_fenced" // a store's lease was lost (taken, or not renewed in time): its browser was killed here
-	EventStoreClash    = "store_clash"    // a store of the cluster and one of this host have one name or slug: neither is taken in
-	EventStoreMoved    = "store_moved"    // a store moved from one host to another (vibe-browser store move): on both hosts
+	EventBrowserFenced       = "browser_fenced"       // a store's lease was lost (taken, or not renewed in time): its browser was killed here
+	EventStoreClash          = "store_clash"          // a store of the cluster and one of this host have one name or slug: neither is taken in
+	EventStoreMoved          = "store_moved"          // a store moved from one host to another (vibe-browser store move): on both hosts
+	EventDownloadUndelivered = "download_undelivered" // a download of another host's client was not delivered there: it stays on the store's host
 )
 
 // ShimEventKinds are the only kinds POST PathEvents takes: what a shim reports of its own session. Every

@@ -62,8 +62,10 @@ func (f *Fleet) relayToHost(w http.ResponseWriter, r *http.Request, dial func(co
 	netrelay.Relay(conn, up)
 }
 
-// ServeRemote hands conn, which another host's door let through for store key, to key's endpoint here.
-func (f *Fleet) ServeRemote(key string, conn net.Conn) error {
+// ServeRemote hands conn, which host's door let through for store key, to key's endpoint here. host is the
+// door's verified peer (its certificate's host name): the mux keeps it for the clients the connection
+// serves, whose downloads and timeline steps go back there.
+func (f *Fleet) ServeRemote(key, host string, conn net.Conn) error {
 	f.mu.Lock()
 	s := f.byKey[key]
 	f.mu.Unlock()
@@ -74,16 +76,19 @@ func (f *Fleet) ServeRemote(key string, conn net.Conn) error {
 	if ep == nil {
 		return fmt.Errorf("%w: store %s has no endpoint on this host", errdefs.ErrNotFound, key)
 	}
-	return ep.handed.hand(handedConn{conn})
+	return ep.handed.hand(handedConn{Conn: conn, host: host})
 }
 
-// handedConn is a connection another host's door handed over.
-type handedConn struct{ net.Conn }
+// handedConn is a connection host's door handed over.
+type handedConn struct {
+	net.Conn
+	host string
+}
 
-// markHanded is an endpoint server's ConnContext: a handed connection's requests are another host's.
+// markHanded is an endpoint server's ConnContext: a handed connection's requests are its host's.
 func markHanded(ctx context.Context, c net.Conn) context.Context {
-	if _, ok := c.(handedConn); ok {
-		return mux.WithAnotherHost(ctx)
+	if h, ok := c.(handedConn); ok {
+		return mux.WithAnotherHost(ctx, h.host)
 	}
 	return ctx
 }

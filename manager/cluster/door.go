@@ -22,23 +22,34 @@ import (
 //
 // The wire: once the TLS handshake is done, the caller writes one line, a doorRequest in JSON; the owner
 // answers one line, a doorAnswer; from then on the bytes are the client's, both ways. A caller keeps a few
-// connections handshaken ahead (warm), so that a client's connection waits for no handshake.
+// connections handshaken ahead (warm), so that a client's connection waits for no handshake. A request that
+// names a kind is an exchange instead (exchange.go): what a task did on a store of another host, carried back
+// to the task's host.
 
-// doorRequest opens a door connection: the store whose endpoint the bytes are for, or this host's web UI
-// (doorui.go).
+// doorRequest opens a door connection: the store whose endpoint the bytes are for, this host's web UI
+// (doorui.go), or an exchange about a store.
 type doorRequest struct {
 	Store string `json:"store"`
 	UI    bool   `json:"ui,omitempty"`
+	// Kind is an exchange's kind (exchange.go), "" for a client's bytes; Head is its header, and Size the
+	// bytes of its body, which follow once the receiver asks for them.
+	Kind string          `json:"kind,omitempty"`
+	Head json.RawMessage `json:"head,omitempty"`
+	Size int64           `json:"size,omitempty"`
 }
 
-// doorAnswer is the owner's answer: "" lets the bytes through, anything else is why not.
+// doorAnswer is the owner's answer: "" lets the bytes through, anything else is why not. An exchange's
+// receiver answers Continue when it wants the body, and then its answer, whose Size bytes follow the line.
 type doorAnswer struct {
-	Error string `json:"error,omitempty"`
+	Error    string `json:"error,omitempty"`
+	Continue bool   `json:"continue,omitempty"`
+	Size     int64  `json:"size,omitempty"`
 }
 
 // Door limits.
 const (
-	doorLineMax   = 4 << 10          // a request or answer line
+	doorLineMax   = 4 << 10          // the buffer a door connection reads its lines through
+	doorHeadMax   = 64 << 10         // a request line, an exchange's header included (a download's URL)
 	doorAskWithin = 10 * time.Second // from the handshake's start to the request's end
 	doorIdleMax   = 60 * time.Second // how long a warm connection waits for its request
 	doorWarm      = 2                // connections kept handshaken per owner
@@ -59,15 +70,17 @@ type DoorServer struct {
 	log      zerolog.Logger
 	wg       sync.WaitGroup // the connections being opened
 
-	mu      sync.Mutex // guards the fields below
-	opening map[net.Conn]struct{}
-	closed  bool
+	mu        sync.Mutex // guards the fields below
+	opening   map[net.Conn]struct{}
+	closed    bool
+	exchanges map[string]ExchangeFunc // by kind (HandleExchange)
 }
 
 // NewDoorServer serves the door on ln: conf must require and verify the cluster's client certificates,
 // peerHost names the verified peer, and hand takes each connection let through.
 func NewDoorServer(ln net.Listener, conf *tls.Config, peerHost func(tls.ConnectionState) (string, error), hand HandFunc, log zerolog.Logger) *DoorServer {
-	return &DoorServer{ln: ln, tls: conf, peerHost: peerHost, hand: hand, log: log, opening: map[net.Conn]struct{}{}}
+	return &DoorServer{ln: ln, tls: conf, peerHost: peerHost, hand: hand, log: log, opening: map[net.Conn]struct{}{},
+		exchanges: map[string]ExchangeFunc{}}
 }
 
 // Serve accepts door connections until ctx ends or the listener fails; then it closes the ones not handed on
@@ -106,13 +119,13 @@ func (d *DoorServer) Serve(ctx context.Context) error {
 				delete(d.opening, c)
 				d.mu.Unlock()
 			}()
-			d.open(c)
+			d.open(ctx, c)
 		})
 	}
 }
 
-// open handshakes c, reads its request and hands it on, or refuses it with why.
-func (d *DoorServer) open(raw net.Conn) {
+// open handshakes c, reads its request and hands it on (or answers its exchange), or refuses it with why.
+func (d *DoorServer) open(ctx context.Context, raw net.Conn) {
 	c := tls.Server(raw, d.tls)
 	fail := func(why string) {
 		c.SetWriteDeadline(time.Now().Add(time.Second))
@@ -134,11 +147,19 @@ func (d *DoorServer) open(raw net.Conn) {
 	c.SetDeadline(time.Now().Add(doorIdleMax))
 	br := bufio.NewReaderSize(c, doorLineMax)
 	var req doorRequest
-	if err := readLine(br, &req); err != nil {
+	if err := readLine(br, &req, doorHeadMax); err != nil {
 		if !errors.Is(err, io.EOF) {
 			d.log.Debug().Err(err).Str("peer", peer).Msg("door: no request")
 		}
 		c.Close()
+		return
+	}
+	if req.Kind != "" && req.UI {
+		fail("a door request is an exchange or asks for the web UI, not both")
+		return
+	}
+	if req.Kind != "" {
+		d.exchange(ctx, c, br, peer, req)
 		return
 	}
 	take, err := d.route(peer, req)
@@ -181,16 +202,26 @@ func writeLine(w io.Writer, v any) error {
 	return err
 }
 
-// readLine reads one line of JSON into v, refusing a line over doorLineMax.
-func readLine(br *bufio.Reader, v any) error {
-	line, err := br.ReadSlice('\n')
-	if errors.Is(err, bufio.ErrBufferFull) {
-		return fmt.Errorf("a door line over %d bytes", doorLineMax)
+// readLine reads one line of JSON into v, refusing a line over limit bytes.
+func readLine(br *bufio.Reader, v any, limit int) error {
+	var line []byte
+	for {
+		part, err := br.ReadSlice('\n')
+		if len(line)+len(part) > limit {
+			return fmt.Errorf("a door line over %d bytes", limit)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			line = append(line, part...)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if line == nil {
+			return json.Unmarshal(part, v) // the usual short line: no copy
+		}
+		return json.Unmarshal(append(line, part...), v)
 	}
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(line, v)
 }
 
 // DoorDialer is the caller's side: it opens door connections to owners, from warm ones when it has them.
@@ -264,7 +295,7 @@ func (d *DoorDialer) ask(ctx context.Context, c *tls.Conn, host string, req door
 	}
 	br := bufio.NewReaderSize(c, doorLineMax)
 	var ans doorAnswer
-	if err := readLine(br, &ans); err != nil {
+	if err := readLine(br, &ans, doorLineMax); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("door of host %s: no answer: %w", host, err)
 	}

@@ -49,12 +49,19 @@ type Host struct {
 	note      func(level zerolog.Level, kind, key string, ev api.Event)
 	browsers  func(ctx context.Context) ([]api.Browser, error) // Config.Browsers
 	pane      *pane                                            // the other hosts' answers (pane.go)
+	arrivals  *arrivals                                        // what the stores' hosts send back about this host's tasks (keep.go)
 
 	movesMu sync.Mutex
 	moves   map[string]*moving // the stores moving away from this host now, by id
 
-	stop context.CancelFunc
-	wg   sync.WaitGroup
+	stepsMu sync.Mutex             // guards steps
+	steps   map[stepsTo]*stepQueue // the steps of other hosts' clients on their way there (steps.go)
+
+	runCtx context.Context // the host's life: its loops and its deliveries end with it
+	stop   context.CancelFunc
+	wg     sync.WaitGroup
+	workMu sync.Mutex // guards closed, and wg's additions once running (spawn)
+	closed bool
 }
 
 // KeeperOrphanStop is how long a browser's keeper keeps it once its manager is gone, in a cluster. The
@@ -78,7 +85,7 @@ type Config struct {
 	Fleet *browsers.Fleet
 	// Logins, when set, gets the cluster's copies of the stores' logins once joined.
 	Logins *Logins
-	// Note, when set, records an event (a store moved).
+	// Note, when set, records an event (a store moved, a download not delivered).
 	Note func(level zerolog.Level, kind, key string, ev api.Event)
 	// Browsers, when set, are the browsers this host runs, as its status shows them: other hosts' status
 	// and UI ask for them (pane.go).
@@ -86,6 +93,8 @@ type Config struct {
 	// UI, when set, serves another host's connection through the door to this host's web UI, for a store's
 	// pages shown there (SPEC §19 "One pane"); peer is the verified host. Nil: the UI is off, and refused.
 	UI func(peer string, conn net.Conn) error
+	// Keep keeps here what this host's tasks did on stores of other hosts (SPEC §19 "Routing").
+	Keep Keep
 }
 
 // Start joins the cluster with this home's identity: it starts the embedded node (VIBE_CLUSTER_NODE) or
@@ -108,7 +117,8 @@ func Start(ctx context.Context, c Config) (*Host, error) {
 		return nil, err
 	}
 	ch := &Host{host: cfg.Host, log: log, db: c.DB, fleet: c.Fleet, note: c.Note, browsers: c.Browsers, pane: newPane(),
-		moves: map[string]*moving{}}
+		moves: map[string]*moving{}, steps: map[stepsTo]*stepQueue{}}
+	ch.arrivals = &arrivals{host: cfg.Host, cfg: c.Cfg, db: c.DB, keep: c.Keep, runs: ch.runsOn, log: log}
 	startCtx, cancel := context.WithTimeout(ctx, clusterReadyWithin)
 	defer cancel()
 	if cfg.Node != "" {
@@ -170,6 +180,7 @@ func Start(ctx context.Context, c Config) (*Host, error) {
 	if c.UI != nil {
 		door.ServeUI(ch.handUI(c.UI))
 	}
+	ch.handleExchanges(door)
 	ch.dialer = cluster.NewDoorDialer(id.ClientTLS(), log)
 	if ch.stopAsks, err = ch.answer(map[string]func(context.Context, []byte) (any, error){askEnsure: ch.answerEnsure,
 		askMove: ch.answerMove, askMoved: ch.answerMoved, askBrowsers: ch.answerBrowsers}); err != nil {
@@ -179,7 +190,7 @@ func Start(ctx context.Context, c Config) (*Host, error) {
 		return nil, err
 	}
 	runCtx, stop := context.WithCancel(context.Background())
-	ch.stop = stop
+	ch.runCtx, ch.stop = runCtx, stop
 	ch.wg.Go(func() {
 		if err := door.Serve(runCtx); err != nil {
 			log.Error().Err(err).Msg("this host's door stopped")
@@ -374,14 +385,15 @@ func untilAnswered(ctx context.Context, open func(context.Context) error) error 
 // askEnsure is the question of an ensure routed to a store's host.
 const askEnsure = "ensure"
 
-// handDoor is the door's HandFunc: a connection for a store placed on this host goes to its endpoint.
-func (ch *Host) handDoor(serve func(string, net.Conn) error) cluster.HandFunc {
+// handDoor is the door's HandFunc: a connection for a store placed on this host goes to its endpoint, which
+// learns the peer's name from the door (verified by its certificate), never from the connection.
+func (ch *Host) handDoor(serve func(store, peer string, conn net.Conn) error) cluster.HandFunc {
 	return func(peer, store string) (func(net.Conn), error) {
 		if h := ch.Where(store); h != ch.host {
 			return nil, fmt.Errorf("store %s is not placed on host %s", store, ch.host)
 		}
 		return func(conn net.Conn) {
-			if err := serve(store, conn); err != nil {
+			if err := serve(store, peer, conn); err != nil {
 				ch.log.Warn().Err(err).Str("store", store).Str("from", peer).Msg("door: a connection not served")
 				conn.Close()
 			}
@@ -506,6 +518,9 @@ func (ch *Host) Where(store string) string {
 func (ch *Host) Close() {
 	ch.stopAsks()
 	ch.pane.close()
+	ch.workMu.Lock()
+	ch.closed = true // no work spawned after this (deliveries, steps, faults)
+	ch.workMu.Unlock()
 	ch.stop()
 	ch.wg.Wait()
 	ch.dialer.Close()

@@ -35,6 +35,9 @@ type DeskConfig struct {
 	Root  zerolog.Logger  // the daemon's root logger: the recorder's derives from it
 	Full  func()          // a step not kept: its task's timeline is full (VIBE_TIMELINE_MAX_MB)
 	Cut   func()          // a call report cut to SPEC §15's bounds
+	// Remote, when set, is client's browser on a store key that runs on another host (SPEC §19), nil for
+	// none: a call's shots and hidden passwords are asked of that host, and kept here.
+	Remote func(key, client string) Browser
 }
 
 // Desk is the daemon's timeline: the Recorder, and where each task's steps come from.
@@ -158,6 +161,8 @@ func (d *Desk) Report(ctx context.Context, task, storeID string, rep api.CallRep
 			*mux.Operator
 			*mux.Taps
 		}{in.Mux().Operator(), in.Mux().Taps()}
+	} else if d.cfg.Remote != nil && w.Key != api.WebKey {
+		b = d.cfg.Remote(w.Key, rep.Client)
 	}
 	if err := d.Call(w, task, rep, b); errors.Is(err, ErrFull) {
 		return fmt.Errorf("%w: %w", errdefs.ErrQuota, err)

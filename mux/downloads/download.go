@@ -37,4 +37,7 @@ type Download struct {
 	Size     int64     // bytes
 	SHA256   string    // hex
 	At       time.Time // when it completed
+	// Host is the host whose door the owning client connected through, "" for this host: the file is
+	// delivered to that host too (SPEC §19).
+	Host string
 }

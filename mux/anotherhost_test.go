@@ -1,0 +1,93 @@
+package mux
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"vibebrowser/integration/testkit"
+	"vibebrowser/mux/downloads"
+)
+
+// newClientFrom connects client id as another host's door hands a connection over (SPEC §19): its context
+// names host, and it comes on its capability URL.
+func newClientFrom(t *testing.T, m *Mux, id, host string) *testClient {
+	t.Helper()
+	door := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m.ServeHTTP(w, r.WithContext(WithAnotherHost(r.Context(), host)))
+	}))
+	t.Cleanup(door.Close)
+	c := &testClient{t: t}
+	d := websocket.Dialer{HandshakeTimeout: 5 * time.Second}
+	ws, _, err := d.Dial("ws://"+strings.TrimPrefix(door.URL, "http://")+CapabilityPath("tok", id), nil)
+	if err != nil {
+		t.Fatalf("dial client %s from %s: %v", id, host, err)
+	}
+	c.ws = ws
+	t.Cleanup(func() { ws.Close() })
+	go c.read()
+	return c
+}
+
+// A client another host's door handed over is that host's: the mux says so of it (ClientHost), of each step
+// of its tabs and of each of its downloads, so that the manager sends them to the client's host; a local
+// client's say nothing, and a client the mux never saw is not known.
+func TestAnotherHostsClient(t *testing.T) {
+	fb := newFakeBrowser(t)
+	root := t.TempDir()
+	var mu sync.Mutex // guards the fields below
+	var steps []TimelineEvent
+	var done []downloads.Download
+	m := startMux(t, fb, Config{DownloadDir: root, Hooks: Hooks{
+		Timeline: func(ev TimelineEvent) {
+			mu.Lock()
+			steps = append(steps, ev)
+			mu.Unlock()
+		},
+		Downloaded: func(d downloads.Download) {
+			mu.Lock()
+			done = append(done, d)
+			mu.Unlock()
+		}}})
+	const far, near = "task-far", "task-near"
+	fc := newClientFrom(t, m, far, "host1")
+	nc := newClient(t, m, near)
+	farTab, nearTab := fc.createTarget("about:blank"), nc.createTarget("about:blank")
+	fb.beginDownload(farTab, "g-far", "far.csv")
+	fb.completeDownload("g-far", "far")
+	fb.beginDownload(nearTab, "g-near", "near.csv")
+	fb.completeDownload("g-near", "near")
+	testkit.WaitFor(t, 5*time.Second, "both tabs' steps and both downloads", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(steps) >= 2 && len(done) == 2
+	})
+
+	mu.Lock()
+	defer mu.Unlock()
+	hostOf := map[string]string{far: "host1", near: ""}
+	for _, ev := range steps {
+		if want, ok := hostOf[ev.Client]; !ok || ev.Host != want {
+			t.Errorf("the step %s of %s's tab says host %q; want %q", ev.Kind, ev.Client, ev.Host, want)
+		}
+	}
+	for _, d := range done {
+		if want := hostOf[d.ClientID]; d.Host != want {
+			t.Errorf("the download %s of %s says host %q; want %q", d.Name, d.ClientID, d.Host, want)
+		}
+	}
+	tests := []struct {
+		id, host string
+		known    bool
+	}{{far, "host1", true}, {near, "", true}, {"task-never", "", false}}
+	for _, tt := range tests {
+		if host, known := m.Operator().ClientHost(tt.id); host != tt.host || known != tt.known {
+			t.Errorf("ClientHost(%q) = %q, %v; want %q, %v", tt.id, host, known, tt.host, tt.known)
+		}
+	}
+}
