@@ -6,8 +6,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -118,6 +120,41 @@ func TestClusterKeepsATasksWorkOnItsHost(t *testing.T) {
 	}
 	if !bytes.Contains(all, []byte("[password hidden]")) {
 		t.Errorf("host1's timeline hides no password; want the login call's typed text hidden:\n%s", all)
+	}
+
+	// A raw CDP client of the task asks for its own copy in a folder of host1, as playwright and puppeteer do:
+	// when it hears "completed", the file is at the filePath it was told, <that folder>/<guid>, made by host1
+	// (the link of host1's copy in the task's folder, not host3's file), and the folder holds nothing else.
+	ownDir := t.TempDir()
+	raw := dialRaw(t, capability(t, ms[0], shop, taskA).CDPWS)
+	raw.must("Browser.setDownloadBehavior", map[string]any{"behavior": "allowAndName", "downloadPath": ownDir, "eventsEnabled": true}, "", nil)
+	clickIn(t, raw, openDownloadPage(t, raw, dl.URL+"/?who=raw"), "dl")
+	var done map[string]any
+	var atDone []byte
+	testkit.WaitFor(t, 40*time.Second, "completed at host1's raw client", func() bool {
+		c := progressOf(raw, "completed")
+		if len(c) == 0 {
+			return false
+		}
+		done = c[0]
+		atDone, _ = os.ReadFile(fmt.Sprint(done["filePath"])) // the file must be there when "completed" arrives
+		return true
+	})
+	guid, _ := done["guid"].(string)
+	if own := filepath.Join(ownDir, guid); done["filePath"] != own || string(atDone) != "raw report.csv\n" {
+		t.Errorf("completed filePath = %v holding %q; want %s (host1's folder the client asked) holding the download", done["filePath"], atDone, own)
+	}
+	if files := testkit.Files(ownDir); !slices.Equal(files, []string{guid}) {
+		t.Errorf("the client's downloadPath holds %q; want its download alone, as %s", files, guid)
+	}
+	onHost1, onHost3 := filepath.Join(taskDir, "report (1).csv"), filepath.Join(ms[2].home, "downloads", shop.Slug, taskA, "report (1).csv")
+	waitContent(t, onHost3, "raw report.csv\n")
+	waitContent(t, onHost1, "raw report.csv\n")
+	own, e1 := os.Stat(filepath.Join(ownDir, guid))
+	h1, e2 := os.Stat(onHost1)
+	h3, e3 := os.Stat(onHost3)
+	if e1 != nil || e2 != nil || e3 != nil || !os.SameFile(own, h1) || os.SameFile(own, h3) {
+		t.Errorf("the client's copy is not host1's link of its task folder's file (host1 %v, host3 %v, own %v)", e2, e3, e1)
 	}
 
 	// host2's task on the same store: its own steps, none of host1's task's, and no download.

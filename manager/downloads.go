@@ -113,17 +113,33 @@ func (m *downloadDesk) room(sp browsers.Spec, dir string) int64 {
 }
 
 // cut is the muxes' DownloadCut: a download cancelled at its task's quota is counted and said, in
-// the events and in the task's timeline (its client heard "canceled").
+// the events and in the task's timeline (its client heard "canceled"). A client of another host's task is
+// that host's: its timeline's step and its event go there (clusterhost CutStep, then cutStep there), and this
+// host's event names no task it does not have.
 func (m *downloadDesk) cut(sp browsers.Spec, d downloads.Download) {
 	m.quotaHit()
+	if d.Host != "" {
+		m.note(zerolog.WarnLevel, api.EventDownloadCancelled, sp.Key, api.Event{Message: m.cutMessage(d)})
+		return
+	}
 	task := ""
 	if api.ValidTaskID(d.OwnerDir) {
 		task = d.OwnerDir
 	}
-	msg := fmt.Sprintf("download %q from %q cancelled at %d MiB: the downloads of %s would pass their quota "+
+	m.cutStep(sp, task, d.ClientID, m.cutMessage(d))
+}
+
+// cutMessage says why d was cancelled.
+func (m *downloadDesk) cutMessage(d downloads.Download) string {
+	return fmt.Sprintf("download %q from %q cancelled at %d MiB: the downloads of %s would pass their quota "+
 		"(VIBE_DOWNLOAD_MAX_MB=%d)", d.Name, d.URL, d.Size>>20, d.OwnerDir, m.cfg.DownloadMaxMB)
+}
+
+// cutStep says that a download of client's was cancelled at task's quota, in the events and in the task's
+// timeline: on the store's host for its own clients, on the task's host for those of another (Keep.Cut).
+func (m *downloadDesk) cutStep(sp browsers.Spec, task, client, msg string) {
 	m.note(zerolog.WarnLevel, api.EventDownloadCancelled, sp.Key, api.Event{TaskID: task, Message: msg})
-	m.step(sp.Key, task, api.Entry{Client: d.ClientID, Fault: &api.FaultEntry{What: api.FaultQuota, Message: msg}})
+	m.step(sp.Key, task, api.Entry{Client: client, Fault: &api.FaultEntry{What: api.FaultQuota, Message: msg}})
 }
 
 // record is a mux's Downloaded hook: the finished download goes into state.

@@ -100,14 +100,21 @@ func newManager(ctx context.Context, cfg *config.Config, root zerolog.Logger, db
 		}
 	}
 	m.fleet = browsers.New(ctx, bcfg, db, root, browsers.Hooks{Note: m.note,
-		Starting: func(ctx context.Context, sp browsers.Spec) error { return m.wrappers.Write(ctx, sp) },
-		Downloaded: func(sp browsers.Spec, d downloads.Download) {
-			m.downloads.record(sp, d)
-			if d.Host != "" && m.cluster != nil { // a client of another host's: its file goes there too (SPEC §19)
-				m.cluster.Deliver(sp, d)
+		Starting:   func(ctx context.Context, sp browsers.Spec) error { return m.wrappers.Write(ctx, sp) },
+		Downloaded: m.downloads.record,
+		Deliver: func(sp browsers.Spec, d downloads.Download, own *downloads.OwnCopy) (string, bool) {
+			if m.cluster == nil {
+				return "", false
+			}
+			return m.cluster.Deliver(sp, d, own) // a client of another host's: its file goes there (SPEC §19)
+		},
+		DownloadRoom: m.downloads.room,
+		DownloadCut: func(sp browsers.Spec, d downloads.Download) {
+			m.downloads.cut(sp, d)
+			if d.Host != "" && m.cluster != nil { // a client of another host's: its task's timeline is there
+				m.cluster.CutStep(sp, d, m.downloads.cutMessage(d))
 			}
 		},
-		DownloadRoom: m.downloads.room, DownloadCut: m.downloads.cut,
 		Timeline: func(sp browsers.Spec, ev mux.TimelineEvent) {
 			if ev.Host != "" && m.cluster != nil { // a client of another host's: its task is there
 				m.cluster.TabStep(sp, ev)
@@ -232,7 +239,8 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, version st
 		// Before boot: an adopted browser runs on only with its store's lease.
 		hc := clusterhost.Config{Cfg: cfg, Root: m.root, DB: db, Fleet: m.fleet, Logins: m.logins, Note: m.note,
 			Browsers: hostStores{m}.running, Keep: clusterhost.Keep{DownloadDir: m.downloads.dir,
-				Downloaded: m.downloads.record, TabStep: m.timeline.TabStep, Fault: m.timeline.EventStep}}
+				Downloaded: m.downloads.record, TabStep: m.timeline.TabStep, Fault: m.timeline.EventStep,
+				Cut: m.downloads.cutStep}}
 		if m.ui != nil {
 			hc.UI = m.ui.ServeHost // a store of this host, shown by another host's UI (SPEC §19 "One pane")
 		}

@@ -1,8 +1,10 @@
 package mux
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -89,5 +91,50 @@ func TestAnotherHostsClient(t *testing.T) {
 		if host, known := m.Operator().ClientHost(tt.id); host != tt.host || known != tt.known {
 			t.Errorf("ClientHost(%q) = %q, %v; want %q, %v", tt.id, host, known, tt.host, tt.known)
 		}
+	}
+}
+
+// A client of another host asks for its own copy in a folder of its own host: the mux makes none on this one,
+// but hands the download and the request to Hooks.Deliver before the client hears "completed", and tells it
+// the path the hook answered; a delivery that failed tells it the owner folder's file here.
+func TestAnotherHostsClientsOwnPath(t *testing.T) {
+	fb := newFakeBrowser(t)
+	root := t.TempDir()
+	var mu sync.Mutex // guards asked
+	asked := map[string]*downloads.OwnCopy{}
+	m := startMux(t, fb, Config{DownloadDir: root, Hooks: Hooks{
+		Deliver: func(d downloads.Download, own *downloads.OwnCopy) (string, bool) {
+			mu.Lock()
+			asked[d.GUID] = own
+			mu.Unlock()
+			if d.Host != "host1" || d.GUID == "g-lost" {
+				return "", false
+			}
+			return "/on/host1/" + d.GUID, true
+		}}})
+	dir := t.TempDir()
+	fc := newClientFrom(t, m, "task-far", "host1")
+	fc.call("Browser.setDownloadBehavior", `{"behavior":"allowAndName","downloadPath":"`+dir+`","eventsEnabled":true}`, "")
+	tab := fc.createTarget("about:blank")
+	for _, g := range []string{"g-sent", "g-lost"} {
+		fb.beginDownload(tab, g, g+".csv")
+		fb.completeDownload(g, g)
+	}
+	for guid, want := range map[string]string{"g-sent": "/on/host1/g-sent", "g-lost": filepath.Join(root, "task-far", "g-lost.csv")} {
+		testkit.WaitFor(t, 5*time.Second, "completed "+guid, func() bool { return len(progress(fc, guid, "completed")) > 0 })
+		var done struct{ FilePath string }
+		json.Unmarshal(progress(fc, guid, "completed")[0].Params, &done)
+		if done.FilePath != want {
+			t.Errorf("completed %s: filePath = %q; want %q", guid, done.FilePath, want)
+		}
+		mu.Lock()
+		own := asked[guid]
+		mu.Unlock()
+		if own == nil || *own != (downloads.OwnCopy{Dir: dir, Exact: true}) {
+			t.Errorf("Deliver(%s) asked for own copy %+v; want %s, exact", guid, own, dir)
+		}
+	}
+	if left := testkit.Files(dir); len(left) != 0 {
+		t.Errorf("the client's downloadPath on this host holds %q; want nothing (it is on the client's host)", left)
 	}
 }

@@ -114,6 +114,13 @@ type Hooks struct {
 	// Downloaded receives each download filed under DownloadDir, after its owner was told it completed.
 	// Calls come from the goroutine that filed it, never under the mux's lock.
 	Downloaded func(downloads.Download)
+	// Deliver sends a download filed here for a client of another host (Download.Host, SPEC §19) to that
+	// host before its client hears "completed", with the client's own-copy request (nil for none), and
+	// returns where the client finds the file there. ok false: not delivered, and the hook said why (its log
+	// and events); the client is then told the file here. It may take a while (bounded by the hook), and is
+	// called from the goroutine that filed the download, never under the mux's lock. nil: no copy is made
+	// for such a client, whose downloadPath is on its own host, and it is told the file here.
+	Deliver func(dl downloads.Download, own *downloads.OwnCopy) (clientPath string, ok bool)
 	// DownloadRoom is how many more bytes the downloads of owner folder ownerDir may take (the manager's
 	// per-task quota less what the folder holds), or a negative number for no bound. A download that would
 	// take its owner's downloads in progress past it is cancelled: its owner hears "canceled", and

@@ -22,7 +22,8 @@ import (
 // client hears "completed".
 
 // finish files a completed download: into its owner's folder under a unique, sanitised name, into
-// the owner's own downloadPath when it asked for one, and only then tells the owner it completed. It runs
+// the owner's own downloadPath when it asked for one (for a client of another host: through Hooks.Deliver, on
+// that host), and only then tells the owner it completed. It runs
 // outside the lock: a copy across file systems may take a while.
 func (ds *downloadTracker) finish(d *download, ev dlEvent) {
 	m := ds.m
@@ -36,22 +37,28 @@ func (ds *downloadTracker) finish(d *download, ev dlEvent) {
 		m.log.Error().Err(err).Str("guid", d.guid).Str("client", dl.ClientID).Msg("downloads: a completed download could not be filed")
 	}
 	clientPath := dl.Path
-	if err == nil && d.behavior.path != "" && (d.behavior.behavior == behaviorAllow || d.behavior.behavior == behaviorAllowAndName) {
-		var perr error
-		switch {
-		case m.cfg.Agent != nil:
-			clientPath, perr = ds.filer().PlaceForAgent(dl.Path, d.behavior.path, dl.Name, d.guid, d.behavior.behavior == behaviorAllowAndName)
-		case d.behavior.behavior == behaviorAllowAndName:
-			clientPath = filepath.Join(d.behavior.path, d.guid)
-			perr = ds.filer().PlaceExact(dl.Path, clientPath)
-		default:
-			clientPath, perr = ds.filer().PlaceUnique(dl.Path, d.behavior.path, dl.Name)
+	var own *downloads.OwnCopy
+	if d.behavior.path != "" && (d.behavior.behavior == behaviorAllow || d.behavior.behavior == behaviorAllowAndName) {
+		own = &downloads.OwnCopy{Dir: d.behavior.path, Exact: d.behavior.behavior == behaviorAllowAndName}
+	}
+	switch {
+	case err != nil:
+	case dl.Host != "":
+		// A client of another host asked for a folder on its own host, not on this one: the file goes there,
+		// and its own copy is made there, before it hears "completed" (SPEC §19).
+		if h := m.cfg.Hooks.Deliver; h != nil {
+			if p, ok := h(dl, own); ok {
+				clientPath = p
+			}
 		}
+	case own != nil:
+		p, perr := ds.filer().PlaceOwn(dl.Path, *own, dl.Name, d.guid)
 		if perr != nil {
-			clientPath = dl.Path
-			m.log.Error().Err(perr).Str("guid", d.guid).Str("client", dl.ClientID).Str("dir", d.behavior.path).
+			m.log.Error().Err(perr).Str("guid", d.guid).Str("client", dl.ClientID).Str("dir", own.Dir).
 				Msg("downloads: the client's own copy could not be made; it keeps the one in its owner folder")
+			break
 		}
+		clientPath = p
 	}
 	m.mu.Lock()
 	ds.eventLocked(d, completedEvent(ev, clientPath))

@@ -38,6 +38,9 @@ func (f *Fleet) attachMux(ctx context.Context, s *slot, sp Spec, be backend, h h
 	if f.hooks.Downloaded != nil {
 		hooks.Downloaded = func(d downloads.Download) { f.hooks.Downloaded(sp, d) }
 	}
+	if f.hooks.Deliver != nil {
+		hooks.Deliver = func(d downloads.Download, own *downloads.OwnCopy) (string, bool) { return f.hooks.Deliver(sp, d, own) }
+	}
 	if f.hooks.DownloadRoom != nil {
 		hooks.DownloadRoom = func(dir string) int64 { return f.hooks.DownloadRoom(sp, dir) }
 	}

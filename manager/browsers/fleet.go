@@ -95,6 +95,9 @@ type Hooks struct {
 	Starting func(ctx context.Context, sp Spec) error
 	// Downloaded files a download that the mux of sp's browser saw finish.
 	Downloaded func(sp Spec, d downloads.Download)
+	// Deliver is the muxes' hook of the same name (mux.Hooks), for sp's browser: a download of a client of
+	// another host goes there before its client hears "completed".
+	Deliver func(sp Spec, d downloads.Download, own *downloads.OwnCopy) (string, bool)
 	// DownloadRoom and DownloadCut are the muxes' hooks of the same names (mux.Hooks), for sp's browser.
 	DownloadRoom func(sp Spec, ownerDir string) int64
 	DownloadCut  func(sp Spec, d downloads.Download)

@@ -39,6 +39,8 @@ type downloadHead struct {
 	Size     int64     `json:"size"`
 	SHA256   string    `json:"sha256"`
 	At       time.Time `json:"at"`
+	// Own is the client's request for its own copy, in a folder of this host (owncopies.go); nil for none.
+	Own *ownCopyHead `json:"own,omitempty"`
 }
 
 // deliveringDir is where a download's body is written under downloads/<slug>/ before it is placed: the
@@ -66,8 +68,9 @@ func (a *arrivals) takeDownload(ctx context.Context, peer, store string, head js
 	if err := a.checkDownload(ctx, store, h, body.Size); err != nil {
 		return nil, err
 	}
-	if name, ok := a.already(ctx, store, h); ok {
-		return json.Marshal(map[string]string{"name": name}) // its body is not asked for
+	if d, ok := a.already(ctx, store, h); ok {
+		// Its body is not asked for, nor its own copy made again: the client is told the file placed before.
+		return json.Marshal(deliveredAnswer{Name: d.Name, Path: d.Path})
 	}
 	staged, err := a.stage(ctx, sp.Slug, body, h.SHA256)
 	if err != nil {
@@ -102,7 +105,18 @@ func (a *arrivals) takeDownload(ctx context.Context, peer, store string, head js
 		Name: filepath.Base(final), Path: final, Size: h.Size, SHA256: h.SHA256, At: h.At})
 	a.log.Info().Str("store", store).Str("from", peer).Str("client", h.Client).Str("file", final).Int64("size", h.Size).
 		Msg("a download of this host's client arrived from the store's host")
-	return json.Marshal(map[string]string{"name": filepath.Base(final)})
+	clientPath := final
+	if h.Own != nil {
+		p, err := ownCopy(final, agent, *h.Own, filepath.Base(final), h.GUID)
+		if err != nil {
+			// As a local mux does: the client keeps the file in its owner folder.
+			a.log.Error().Err(err).Str("store", store).Str("client", h.Client).Str("dir", h.Own.Dir).
+				Msg("downloads: the client's own copy could not be made; it keeps the one in its owner folder")
+		} else {
+			clientPath = p
+		}
+	}
+	return json.Marshal(deliveredAnswer{Name: filepath.Base(final), Path: clientPath})
 }
 
 // checkDownload checks a download's header against the rules of a local download's before any of its bytes
@@ -132,23 +146,23 @@ func (a *arrivals) checkDownload(ctx context.Context, store string, h downloadHe
 	return nil
 }
 
-// already is the name the download h has here when this host took it before: a delivery whose answer was
-// lost is tried again, and must not land twice.
-func (a *arrivals) already(ctx context.Context, store string, h downloadHead) (string, bool) {
+// already is the record of the download h when this host took it before: a delivery whose answer was lost
+// is tried again, and must not land twice.
+func (a *arrivals) already(ctx context.Context, store string, h downloadHead) (state.Download, bool) {
 	task := ""
 	if api.ValidTaskID(h.OwnerDir) {
 		task = h.OwnerDir
 	}
 	ds, err := a.db.ListDownloads(ctx, state.DownloadFilter{Key: store, TaskID: task})
 	if err != nil {
-		return "", false
+		return state.Download{}, false
 	}
 	for _, d := range ds {
 		if d.GUID == h.GUID && d.OwnerDir == h.OwnerDir && d.SHA256 == h.SHA256 {
-			return d.Name, true
+			return d, true
 		}
 	}
-	return "", false
+	return state.Download{}, false
 }
 
 // stage writes body into a new partial file of the manager's own under downloads/<slug>/.delivering/ and

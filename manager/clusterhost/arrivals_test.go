@@ -49,9 +49,16 @@ type arrivalRig struct {
 	downloaded []downloads.Download
 	steps      []mux.TimelineEvent
 	faults     []api.Event
+	cuts       []string // task, client and message of each Keep.Cut
 }
 
 func startArrivals(t *testing.T) *arrivalRig {
+	t.Helper()
+	return startArrivalsWith(t, nil)
+}
+
+// startArrivalsWith is startArrivals with env's VIBE_* settings on host1.
+func startArrivalsWith(t *testing.T, env map[string]string) *arrivalRig {
 	t.Helper()
 	ca := filepath.Join(t.TempDir(), "ca")
 	if err := cluster.Init(ca); err != nil {
@@ -71,6 +78,9 @@ func startArrivals(t *testing.T) *arrivalRig {
 	}
 	home := t.TempDir()
 	cfg, err := config.FromEnv(func(k string) string {
+		if v, ok := env[k]; ok {
+			return v
+		}
 		return map[string]string{"VIBE_HOME": home, "VIBE_DOWNLOAD_MAX_MB": "1"}[k]
 	})
 	if err != nil {
@@ -117,6 +127,11 @@ func startArrivals(t *testing.T) *arrivalRig {
 			},
 			TabStep: func(_ browsers.Spec, ev mux.TimelineEvent) { r.mu.Lock(); r.steps = append(r.steps, ev); r.mu.Unlock() },
 			Fault:   func(_, _ string, ev api.Event) { r.mu.Lock(); r.faults = append(r.faults, ev); r.mu.Unlock() },
+			Cut: func(_ browsers.Spec, task, client, msg string) {
+				r.mu.Lock()
+				r.cuts = append(r.cuts, task+" "+client+" "+msg)
+				r.mu.Unlock()
+			},
 		}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -148,10 +163,29 @@ func startArrivals(t *testing.T) *arrivalRig {
 
 // send sends an exchange of kind from host with head and body (declared size bytes of it).
 func (r *arrivalRig) send(from, kind string, head any, body []byte, size int64) error {
+	_, err := r.exchange(from, kind, head, body, size)
+	return err
+}
+
+// exchange is send, with the answer.
+func (r *arrivalRig) exchange(from, kind string, head any, body []byte, size int64) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err := r.dialers[from].Exchange(ctx, "host1", r.addr, r.store.ID, kind, head, bytes.NewReader(body), size, 4<<10)
-	return err
+	return r.dialers[from].Exchange(ctx, "host1", r.addr, r.store.ID, kind, head, bytes.NewReader(body), size, 4<<10)
+}
+
+// deliver sends h (with content) from host3 as its Deliver does, and returns where host1 says the client finds it.
+func (r *arrivalRig) deliver(h downloadHead, content string) string {
+	r.t.Helper()
+	b, err := r.exchange("host3", kindDownload, h, []byte(content), int64(len(content)))
+	if err != nil {
+		r.t.Fatalf("download %s: %v", h.GUID, err)
+	}
+	var ans deliveredAnswer
+	if err := json.Unmarshal(b, &ans); err != nil {
+		r.t.Fatalf("download %s answered %q: %v", h.GUID, b, err)
+	}
+	return ans.Path
 }
 
 // download is a well-formed header of content for taskA's client.
@@ -319,6 +353,8 @@ func TestStepsArrive(t *testing.T) {
 		{Client: api.AuxClient, Tab: "T5", Kind: mux.TabCreated},             // no task's
 		{Client: taskA, Tab: "T1", Kind: "tab_exploded"},                     // no step's kind
 		{Client: "../" + taskA, Tab: "T1", Kind: mux.TabClosed, URL: "x://"}, // no client id
+		{Client: taskA, Kind: stepCut, Fault: "cancelled at 1 MiB"},          // a download cut at the quota
+		{Client: taskB, Kind: stepCut, Fault: "cancelled at 1 MiB"},          // a task of another store's
 	}
 	body, err := json.Marshal(steps)
 	if err != nil {
@@ -341,6 +377,12 @@ func TestStepsArrive(t *testing.T) {
 		{Client: taskA + "-w2", Tab: "T2", Kind: mux.TabCreated, URL: "about:blank"}}
 	if !slices.Equal(got, want) {
 		t.Errorf("steps kept = %+v; want taskA's two alone: %+v", got, want)
+	}
+	r.mu.Lock()
+	cuts := slices.Clone(r.cuts)
+	r.mu.Unlock()
+	if want := []string{taskA + " " + taskA + " cancelled at 1 MiB"}; !slices.Equal(cuts, want) {
+		t.Errorf("downloads cut kept = %q; want taskA's alone: %q", cuts, want)
 	}
 
 	if err := r.send("host2", kindFault, faultHead{Kind: api.EventBrowserDied, Message: "gone"}, nil, 0); err == nil {

@@ -46,6 +46,9 @@ type Keep struct {
 	Downloaded func(sp browsers.Spec, d downloads.Download)
 	// TabStep records a step of a task's tab on its timeline.
 	TabStep func(sp browsers.Spec, ev mux.TimelineEvent)
+	// Cut says that a download of client's was cancelled at task's quota on sp's host: in the events and on
+	// the task's timeline.
+	Cut func(sp browsers.Spec, task, client, msg string)
 	// Fault puts an event of sp's browser (died, relaunched, login restored) on the timelines of the active
 	// tasks that use the store here.
 	Fault func(kind, key string, ev api.Event)

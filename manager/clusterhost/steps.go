@@ -14,6 +14,7 @@ import (
 	"vibebrowser/manager/cluster"
 	"vibebrowser/mux"
 	"vibebrowser/mux/clientid"
+	"vibebrowser/mux/downloads"
 )
 
 // The steps of a task's tabs on a store of another host, and the faults of that store's browser, are kept on
@@ -52,10 +53,15 @@ type stepWire struct {
 	Title  string `json:"title,omitempty"`
 	By     string `json:"by,omitempty"`
 	Why    string `json:"why,omitempty"`
+	Fault  string `json:"fault,omitempty"` // a stepCut's message
 }
 
-// stepKinds are the steps a tab has (mux.TimelineEvent's kinds).
-var stepKinds = []string{mux.TabCreated, mux.TabNavigated, mux.TabClosed, mux.HoldTaken, mux.HoldReleased}
+// stepCut is the step of a download of the client's cancelled at its task's quota on the store's host: a
+// fault on the task's timeline, in order with its tabs' steps.
+const stepCut = "download_cut"
+
+// stepKinds are the steps a tab has (mux.TimelineEvent's kinds), and stepCut.
+var stepKinds = []string{mux.TabCreated, mux.TabNavigated, mux.TabClosed, mux.HoldTaken, mux.HoldReleased, stepCut}
 
 // stepsTo names a queue of steps: the host they go to and their store.
 type stepsTo struct{ host, store string }
@@ -73,7 +79,21 @@ func (ch *Host) TabStep(sp browsers.Spec, ev mux.TimelineEvent) {
 	if ev.Host == "" || ev.Host == ch.host {
 		return
 	}
-	to := stepsTo{host: ev.Host, store: sp.Key}
+	ch.queueStep(stepsTo{host: ev.Host, store: sp.Key}, stepWire{Client: ev.Client, Tab: ev.Tab, Kind: ev.Kind,
+		URL: cut(ev.URL, stepFieldMax), Title: cut(ev.Title, stepFieldMax), By: ev.By, Why: ev.Why})
+}
+
+// CutStep sends the fault of d, a download of a client of another host (d.Host) cancelled at its task's quota
+// here, to that host, in order with its tabs' steps: its task and timeline are there.
+func (ch *Host) CutStep(sp browsers.Spec, d downloads.Download, msg string) {
+	if d.Host == "" || d.Host == ch.host {
+		return
+	}
+	ch.queueStep(stepsTo{host: d.Host, store: sp.Key}, stepWire{Client: d.ClientID, Kind: stepCut, Fault: cut(msg, faultMessageMax)})
+}
+
+// queueStep queues s for to, and starts sending to's queue unless it is being sent.
+func (ch *Host) queueStep(to stepsTo, s stepWire) {
 	ch.stepsMu.Lock()
 	defer ch.stepsMu.Unlock()
 	q := ch.steps[to]
@@ -85,8 +105,7 @@ func (ch *Host) TabStep(sp browsers.Spec, ev mux.TimelineEvent) {
 		q.dropped++
 		return
 	}
-	q.steps = append(q.steps, stepWire{Client: ev.Client, Tab: ev.Tab, Kind: ev.Kind, URL: cut(ev.URL, stepFieldMax),
-		Title: cut(ev.Title, stepFieldMax), By: ev.By, Why: ev.Why})
+	q.steps = append(q.steps, s)
 	if !q.sending {
 		q.sending = ch.spawn(func(ctx context.Context) { ch.sendSteps(ctx, to) })
 	}
@@ -165,7 +184,13 @@ func (a *arrivals) takeSteps(ctx context.Context, peer, store string, head json.
 		if !here {
 			continue
 		}
-		a.keep.TabStep(sp, mux.TimelineEvent{Client: s.Client, Tab: s.Tab, Kind: s.Kind, URL: s.URL, Title: s.Title, By: s.By, Why: s.Why})
+		if s.Kind == stepCut {
+			if a.keep.Cut != nil {
+				a.keep.Cut(sp, task, s.Client, cut(s.Fault, faultMessageMax))
+			}
+		} else {
+			a.keep.TabStep(sp, mux.TimelineEvent{Client: s.Client, Tab: s.Tab, Kind: s.Kind, URL: s.URL, Title: s.Title, By: s.By, Why: s.Why})
+		}
 		kept++
 	}
 	if kept < len(steps) {

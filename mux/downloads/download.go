@@ -41,3 +41,10 @@ type Download struct {
 	// delivered to that host too (SPEC §19).
 	Host string
 }
+
+// OwnCopy is a client's request for its own copy of a download: the downloadPath of its
+// Browser.setDownloadBehavior (or Page's), which playwright, puppeteer and browser-harness read the file from.
+type OwnCopy struct {
+	Dir   string // the client's downloadPath, absolute
+	Exact bool   // allowAndName: at Dir/<guid>; allow: under the first free unique name in Dir
+}

@@ -77,21 +77,48 @@ func (fl Filer) PlaceUnique(src, dir, name string) (string, error) {
 	return "", fmt.Errorf("place %s in %s: every name up to (%d) is taken", name, dir, maxUnique-1)
 }
 
+// PlaceOwn makes a client's own copy of the filed download src where own asks, by the rules of a local
+// client's (SPEC §12, §14): with an agent user only into a folder that user owns (PlaceForAgent), else at
+// own.Dir/<guid> (PlaceExact) or under a unique name in own.Dir (PlaceUnique). It returns the copy's path.
+func (fl Filer) PlaceOwn(src string, own OwnCopy, name, guid string) (string, error) {
+	switch {
+	case fl.Agent != nil:
+		return fl.PlaceForAgent(src, own.Dir, name, guid, own.Exact)
+	case own.Exact:
+		dst := filepath.Join(own.Dir, guid)
+		return dst, fl.PlaceExact(src, dst)
+	}
+	return fl.PlaceUnique(src, own.Dir, name)
+}
+
 // PlaceExact puts src's content at dst (a client's <downloadPath>/<guid>): a hard link, or a copy renamed
-// into place, so dst is complete whenever it exists.
+// into place, so dst is complete whenever it exists. A file already at dst is never replaced: the name is
+// the client's, but what is there may be anyone's.
 func (fl Filer) PlaceExact(src, dst string) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 		return err
 	}
-	if err := os.Link(src, dst); err == nil {
+	err := os.Link(src, dst)
+	switch {
+	case err == nil:
 		return nil
+	case errors.Is(err, fs.ErrExist):
+		return fmt.Errorf("%s exists: a client's own copy goes only where no file is", dst)
 	}
 	tmp, err := fl.copyPartial(src, filepath.Dir(dst))
 	if err != nil {
 		return err
 	}
+	// Reserve dst exclusively, then rename the complete copy over the reservation (a rename alone replaces).
+	f, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("place %s: %w", dst, err)
+	}
+	f.Close()
 	if err := os.Rename(tmp, dst); err != nil {
 		os.Remove(tmp)
+		os.Remove(dst)
 		return err
 	}
 	return nil
@@ -152,16 +179,17 @@ func (fl Filer) PlaceForAgent(src, dir, name, guid string, exact bool) (string, 
 		return "", err
 	}
 	defer root.Remove(tmp) // gone once renamed; removes what a failure left
-	if exact {
-		if err := root.Rename(tmp, guid); err != nil {
-			return "", err
-		}
-		return filepath.Join(dir, guid), nil
-	}
 	for i := 0; i < maxUnique; i++ {
 		dst := UniqueName(name, i)
+		if exact {
+			dst = guid
+		}
+		// The name is reserved exclusively before the copy is renamed over it: a rename alone replaces a file.
 		f, err := root.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-		if errors.Is(err, fs.ErrExist) {
+		switch {
+		case errors.Is(err, fs.ErrExist) && exact:
+			return "", fmt.Errorf("%s exists: a client's own copy goes only where no file is", filepath.Join(dir, dst))
+		case errors.Is(err, fs.ErrExist):
 			continue
 		}
 		if err != nil {

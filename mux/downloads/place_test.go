@@ -35,6 +35,9 @@ func TestDownloadCopiesAcrossFileSystems(t *testing.T) {
 	if err := (Filer{}).PlaceExact(src, filepath.Join(other, "guid")); err != nil {
 		t.Fatal(err)
 	}
+	if err := (Filer{}).PlaceExact(src, filepath.Join(other, "r.csv")); err == nil {
+		t.Error("PlaceExact over an existing file across file systems = nil; want refused")
+	}
 	for name, want := range map[string]string{"r.csv": "theirs", "r (1).csv": "content", "guid": "content"} {
 		if b, err := os.ReadFile(filepath.Join(other, name)); err != nil || string(b) != want {
 			t.Errorf("%s holds %q, %v; want %q", name, b, err, want)
@@ -42,5 +45,25 @@ func TestDownloadCopiesAcrossFileSystems(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(other); len(entries) != 3 {
 		t.Errorf("the client's folder holds %d entries; want 3 (no partial copy left)", len(entries))
+	}
+}
+
+// TestPlaceExactNeverOverwrites: a client's <downloadPath>/<guid> that already holds a file keeps it.
+func TestPlaceExactNeverOverwrites(t *testing.T) {
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "src"), filepath.Join(dir, "own", "guid")
+	for p, c := range map[string]string{src: "content", dst: "theirs"} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(c), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := (Filer{}).PlaceExact(src, dst); err == nil {
+		t.Errorf("PlaceExact(%q) over an existing file = nil; want refused", dst)
+	}
+	if b, _ := os.ReadFile(dst); string(b) != "theirs" {
+		t.Errorf("%s holds %q; want %q", dst, b, "theirs")
 	}
 }
