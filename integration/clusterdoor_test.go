@@ -98,6 +98,23 @@ func TestClusterDoorCarriesAnAgent(t *testing.T) {
 		t.Errorf("host2's task sees targets %q; want its own %q alone", ids, tidB)
 	}
 
+	// Third-party clients of host1's task on the same capability URL, through the door unchanged: each opens
+	// its page and sees its task's pages, never host2's task's.
+	for client, endpoint := range map[string]string{"puppeteer": resp.CDPWS, "playwright": "http" + strings.TrimPrefix(resp.CDPWS, "ws")} {
+		got := connectClient(t, client, endpoint, srv.URL+"/"+client+"-door")
+		if got.Title != "page "+client+"-door" {
+			t.Errorf("%s through host1's door opened %q; want its page", client, got.Title)
+		}
+		if !slices.ContainsFunc(got.URLs, func(u string) bool { return strings.HasSuffix(u, "/from-host1") }) {
+			t.Errorf("%s through host1's door sees %q; want its task's page /from-host1 among them", client, got.URLs)
+		}
+		for _, u := range got.URLs {
+			if strings.Contains(u, "/from-host2") {
+				t.Errorf("%s on host1's task's capability URL sees host2's task's page %s", client, u)
+			}
+		}
+	}
+
 	// The store token is served to local users of the store's own host only, never through a door.
 	var tokenView api.Store
 	if err := json.Unmarshal([]byte(ms[0].cli("store", "show", "Far Shop", "--json")), &tokenView); err != nil {
