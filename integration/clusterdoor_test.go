@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
+
 	"vibebrowser/integration/testkit"
 	"vibebrowser/manager/api"
 	"vibebrowser/manager/cluster"
@@ -96,6 +98,18 @@ func TestClusterDoorCarriesAnAgent(t *testing.T) {
 	tidB, _ := bc.createPage(srv.URL + "/from-host2")
 	if ids := bc.targetIDs(false); !slices.Equal(ids, []string{tidB}) {
 		t.Errorf("host2's task sees targets %q; want its own %q alone", ids, tidB)
+	}
+
+	// A task of host2 that its launcher named as host1's task is not let into host1's task's client: the
+	// store's host refuses the second host's connection of the id, naming the rule.
+	respSame := capability(t, ms[1], storeNamedOn(t, ms[1], "Far Shop"), taskA)
+	if ws, r, err := websocket.DefaultDialer.Dial(respSame.CDPWS, nil); err == nil {
+		ws.Close()
+		t.Errorf("host2's task named %s joined host1's task of that name on host3's store; want it refused", taskA)
+	} else if r == nil {
+		t.Errorf("host2's connection as host1's task's client: %v; want a 409 answer naming host1", err)
+	} else if body, _ := io.ReadAll(r.Body); r.StatusCode != http.StatusConflict || !strings.Contains(string(body), "is a task's of host host1") {
+		t.Errorf("host2's connection as host1's task's client: %d %q; want 409 naming host1", r.StatusCode, body)
 	}
 
 	// Third-party clients of host1's task on the same capability URL, through the door unchanged: each opens

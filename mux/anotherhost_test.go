@@ -2,9 +2,11 @@ package mux
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -20,20 +22,85 @@ import (
 // names host, and it comes on its capability URL.
 func newClientFrom(t *testing.T, m *Mux, id, host string) *testClient {
 	t.Helper()
+	ws, _, err := dialFrom(t, m, id, host)
+	if err != nil {
+		t.Fatalf("dial client %s from %s: %v", id, host, err)
+	}
+	c := &testClient{t: t, ws: ws}
+	t.Cleanup(func() { ws.Close() })
+	go c.read()
+	return c
+}
+
+// dialFrom dials client id on its capability URL through a door of host.
+func dialFrom(t *testing.T, m *Mux, id, host string) (*websocket.Conn, *http.Response, error) {
+	t.Helper()
 	door := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		m.ServeHTTP(w, r.WithContext(WithAnotherHost(r.Context(), host)))
 	}))
 	t.Cleanup(door.Close)
-	c := &testClient{t: t}
 	d := websocket.Dialer{HandshakeTimeout: 5 * time.Second}
-	ws, _, err := d.Dial("ws://"+strings.TrimPrefix(door.URL, "http://")+CapabilityPath("tok", id), nil)
-	if err != nil {
-		t.Fatalf("dial client %s from %s: %v", id, host, err)
+	return d.Dial("ws://"+strings.TrimPrefix(door.URL, "http://")+CapabilityPath("tok", id), nil)
+}
+
+// Two hosts' tasks named alike are not one client (SPEC §19): a client id is the host's of its first
+// connection while it lives here; the same id from another host, or from this one, is refused with the rule,
+// its tabs untouched; its own host connects again; the shared aux session is every host's; and once the client
+// ended, its id is free again.
+func TestClientIsOneHosts(t *testing.T) {
+	fb := newFakeBrowser(t)
+	m := startMux(t, fb, Config{Grace: Off, SharedClients: []string{"aux"}})
+	const task = "00000001"
+	first := newClientFrom(t, m, task, "host1")
+	first.createTarget("about:blank")
+	tabs := first.targetIDs()
+
+	refused := func(ws *websocket.Conn, resp *http.Response, err error, from string) {
+		t.Helper()
+		if err == nil {
+			ws.Close()
+			t.Fatalf("client %s from %s was let in while host1's task of the same id lives; want 409", task, from)
+		}
+		if resp == nil || resp.StatusCode != http.StatusConflict {
+			t.Fatalf("client %s from %s: %v (%v); want 409", task, from, err, resp)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		if !strings.Contains(string(body), "is a task's of host host1") || !strings.Contains(string(body), "give this task an id of its own") {
+			t.Errorf("the refusal of %s says %q; want the rule and what to do", from, body)
+		}
 	}
-	c.ws = ws
-	t.Cleanup(func() { ws.Close() })
-	go c.read()
-	return c
+	ws, resp, err := dialFrom(t, m, task, "host2")
+	refused(ws, resp, err, "host2")
+	ws, resp, err = dialMux(t, m, CapabilityPath("tok", task), nil)
+	refused(ws, resp, err, "the store's own host")
+	if ids := first.targetIDs(); !slices.Equal(ids, tabs) {
+		t.Fatalf("host1's task sees %q after the refusals; want its tabs %q", ids, tabs)
+	}
+
+	// Its own host again: the newer connection takes the client over, as on one host.
+	again := newClientFrom(t, m, task, "host1")
+	if ids := again.targetIDs(); !slices.Equal(ids, tabs) {
+		t.Errorf("host1's task's second connection sees %q; want its tabs %q", ids, tabs)
+	}
+
+	// The aux session is every task's, from every host.
+	aux1, aux2 := newClientFrom(t, m, "aux", "host1"), newClientFrom(t, m, "aux", "host2")
+	aux1.ws.Close()
+	aux2.ws.Close()
+
+	// Once host1's task's client ended (no grace here), its id is free.
+	again.ws.Close()
+	testkit.WaitFor(t, 5*time.Second, "host1's task's client to end", func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.clients[task] == nil
+	})
+	other := newClientFrom(t, m, task, "host2")
+	for _, id := range other.targetIDs() {
+		if slices.Contains(tabs, id) {
+			t.Errorf("host2's task of the freed id sees %s, a tab of host1's task", id)
+		}
+	}
 }
 
 // A client another host's door handed over is that host's: the mux says so of it (ClientHost), of each step

@@ -35,9 +35,12 @@ type client struct {
 	pw      passwords // its texts typed into password fields (passwords.go)
 	// streams are the stream handles the browser answered this client with (IO.read and IO.close take only these).
 	streams map[string]bool
-	// host is the host whose door its latest connection came through (AnotherHost), "" for this host's: its
+	// host is the host whose door its connections come through (AnotherHost), "" for this host's: its
 	// downloads and timeline steps are that host's (SPEC §19). It outlives the connection, for its grace.
 	host string
+	// bound says that host is known: set by the client's first connection (a client adopted from the
+	// ownership records has none yet); hostbind.go.
+	bound bool
 }
 
 // clientLocked returns the state of client id, creating it.
@@ -103,6 +106,12 @@ func (m *Mux) serveClient(w http.ResponseWriter, r *http.Request, id string) {
 		http.Error(w, "too many clients", http.StatusServiceUnavailable)
 		return
 	}
+	if refusal := m.otherHostsLocked(id, AnotherHost(r.Context())); refusal != "" {
+		m.mu.Unlock()
+		m.refusedLog.Warn().Str("client", id).Str("from", AnotherHost(r.Context())).Msg(refusal)
+		http.Error(w, refusal, http.StatusConflict)
+		return
+	}
 	m.wg.Add(1) // before Unlock: Serve's Wait starts only after it set closed under mu
 	m.mu.Unlock()
 	defer m.wg.Done()
@@ -117,6 +126,13 @@ func (m *Mux) serveClient(w http.ResponseWriter, r *http.Request, id string) {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
+		ws.Close()
+		return
+	}
+	if refusal := m.otherHostsLocked(id, AnotherHost(r.Context())); refusal != "" {
+		// Another host's connection of the id came first while this one was upgraded.
+		m.mu.Unlock()
+		ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(CloseOtherHost, refusal), time.Now().Add(time.Second))
 		ws.Close()
 		return
 	}
@@ -135,7 +151,7 @@ func (m *Mux) serveClient(w http.ResponseWriter, r *http.Request, id string) {
 	}
 	cl.conn = c
 	cl.active = time.Now()
-	cl.host = AnotherHost(r.Context())
+	cl.host, cl.bound = AnotherHost(r.Context()), true
 	m.touchActivityLocked()
 	m.mu.Unlock()
 	m.log.Info().Str("client", id).Msg("client connected")

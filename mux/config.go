@@ -54,6 +54,9 @@ type Config struct {
 	TabCap int
 	// MaxClients bounds connected clients; beyond it new clients get 503. Default DefaultMaxClients.
 	MaxClients int
+	// SharedClients are the client ids every task of the store may use, from any host of a cluster (the
+	// aux session): they are never bound to the host of their first connection (hostbind.go).
+	SharedClients []string
 	// Grace is how long a disconnected client's tabs are kept for it to reconnect. Default DefaultGrace;
 	// Off: no grace period, a disconnected client's tabs close at once.
 	Grace time.Duration

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"vibebrowser/manager/api"
 	"vibebrowser/mux"
 	"vibebrowser/mux/downloads"
 	"vibebrowser/mux/errdefs"
@@ -81,8 +82,10 @@ func (f *Fleet) attachMux(ctx context.Context, s *slot, sp Spec, be backend, h h
 		Browser:     browserUser,
 		TabCap:      tabCap,
 		MaxClients:  f.cfg.MuxMaxClients,
-		Grace:       grace,
-		FreshLaunch: !h.Adopted(),
+		// Every task of the store may use its aux session (SPEC §20), from any host of a cluster.
+		SharedClients: []string{api.AuxClient},
+		Grace:         grace,
+		FreshLaunch:   !h.Adopted(),
 		// A browser whose profile is not the manager's may have been restarted or used elsewhere since the
 		// last connection: its login's restore (lacking cookies only, loginKeeper.restore) runs at each.
 		LaunchedEachConnection: !ownsProfile(sp),
