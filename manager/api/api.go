@@ -233,6 +233,9 @@ type ClusterHost struct {
 	Unreachable string `json:"unreachable,omitempty"`
 }
 
+// Reachable reports whether the answering host hears h: its heartbeat moves and it answered.
+func (h ClusterHost) Reachable() bool { return h.Alive && h.Unreachable == "" }
+
 // How a manager found its real browser-use CLI (Status.BrowserUseFrom).
 const (
 	BrowserUseFromEnv  = "VIBE_BROWSER_USE" // the variable named it

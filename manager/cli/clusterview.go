@@ -24,7 +24,7 @@ func browserOn(st api.Status, key, local string) (status, host string) {
 		return status, host
 	}
 	for _, h := range st.Hosts {
-		if h.Name == host && (!h.Alive || h.Unreachable != "") {
+		if h.Name == host && !h.Reachable() {
 			return "unreachable on " + host, host
 		}
 	}

@@ -29,11 +29,9 @@ func (c *StatusCmd) Run(g *globals) error {
 		fmt.Fprintf(g.stdout, "browser-use: MISSING: %s\n", st.BrowserUseErr)
 	}
 	w := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
-	if len(st.Hosts) > 0 {
-		printHosts(g.stdout, st)
-	}
 	host := ""
 	if len(st.Hosts) > 0 {
+		printHosts(g.stdout, st)
 		host = "HOST\t"
 	}
 	fmt.Fprintln(w, "\nBROWSER\t"+host+"STATUS\tPID\tKEEPER\tPORT\tCLIENTS\tTABS\tIDLE")
@@ -111,7 +109,7 @@ func printHosts(out io.Writer, st api.Status) {
 		if h.Name == st.Host {
 			name += " (this host)"
 		}
-		if !h.Alive || h.Unreachable != "" {
+		if !h.Reachable() {
 			state = "UNREACHABLE"
 			why = append(why, fmt.Sprintf("host %s is unreachable: %s; its stores move to the live hosts once it "+
 				"has been silent for the host TTL (run vibe-browser status on it)", h.Name, orDash(h.Unreachable)))

@@ -36,7 +36,7 @@ func hostRows(st api.Status, movesAfter time.Duration) ([]hostRow, map[string]bo
 	for _, h := range st.Hosts {
 		row := hostRow{Name: h.Name, Self: h.Name == st.Host, State: "live", Free: freeMemory(h.FreeMemMB),
 			Stores: plural(placed[h.Name], "store") + " · " + strconv.Itoa(len(h.Stores)) + " running"}
-		if h.Unreachable != "" || !h.Alive {
+		if !h.Reachable() {
 			quiet := duration(time.Duration(h.QuietMs) * time.Millisecond)
 			away[h.Name] = true
 			row.State, row.Away = "unreachable", true
